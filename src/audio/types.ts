@@ -1,0 +1,24 @@
+/**
+ * The in-memory audio representation shared by every engine and endpoint: float samples,
+ * interleaved by channel (frame 0 ch 0, frame 0 ch 1, frame 1 ch 0, ...), nominally in [-1, 1].
+ * Named `Audio` rather than `AudioBuffer` so it cannot be confused with the DOM type.
+ */
+export interface Audio {
+  /** Interleaved samples; length is frames * channels. */
+  samples: Float32Array;
+  /** Frames per second, a positive integer. */
+  sampleRate: number;
+  /** Samples per frame, a positive integer. */
+  channels: number;
+}
+
+/** Number of whole frames (a trailing partial frame, which a valid Audio never has, is ignored). */
+export function frameCount(audio: Audio): number {
+  return audio.channels > 0 ? Math.floor(audio.samples.length / audio.channels) : 0;
+}
+
+/** Duration in milliseconds (fractional); 0 for a degenerate rate or channel count. */
+export function durationMs(audio: Audio): number {
+  if (!(audio.sampleRate > 0)) return 0;
+  return (frameCount(audio) / audio.sampleRate) * 1000;
+}

@@ -1,0 +1,227 @@
+import type { Audio } from './types.js';
+
+/** Any WAV input voxd cannot decode. The message says what was received, so it can go to the client. */
+export class WavError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WavError';
+  }
+}
+
+const SUPPORTED = 'supported: PCM 8/16/24/32-bit and IEEE float 32/64-bit';
+const FORMAT_PCM = 0x0001;
+const FORMAT_FLOAT = 0x0003;
+const FORMAT_EXTENSIBLE = 0xfffe;
+const PCM_BITS = [8, 16, 24, 32];
+const FLOAT_BITS = [32, 64];
+/** No real format exceeds 768 kHz; a larger rate is a corrupt header, and resampling from it is pointless. */
+const MAX_SAMPLE_RATE = 1_000_000;
+
+/** Names of formats people actually send, so the error says "MP3" rather than only a number. */
+const FORMAT_NAMES = new Map<number, string>([
+  [0x0002, 'Microsoft ADPCM'],
+  [0x0006, 'A-law'],
+  [0x0007, 'mu-law'],
+  [0x0011, 'IMA ADPCM'],
+  [0x0031, 'GSM 6.10'],
+  [0x0050, 'MPEG'],
+  [0x0055, 'MP3'],
+  [0x00ff, 'AAC'],
+  [0x1610, 'HE-AAC'],
+  [0x6771, 'Vorbis'],
+  [0xf1ac, 'FLAC'],
+  [FORMAT_EXTENSIBLE, 'WAVE_FORMAT_EXTENSIBLE'],
+]);
+
+/**
+ * The last 12 bytes of the KSDATAFORMAT_SUBTYPE_* GUIDs: an extensible subformat whose GUID ends this way
+ * carries a classic format code in its first 4 bytes (1 = PCM, 3 = IEEE float).
+ */
+const SUBFORMAT_GUID_TAIL = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71];
+
+interface WavFormat {
+  float: boolean;
+  channels: number;
+  sampleRate: number;
+  /** Container size of one sample in bits (for extensible files the valid bits may be fewer). */
+  bits: number;
+}
+
+/**
+ * Decodes a RIFF/WAVE file to float samples in [-1, 1]. Accepts PCM (8/16/24/32-bit), IEEE float (32/64-bit)
+ * and WAVE_FORMAT_EXTENSIBLE with either subformat. Any other input throws WavError, never anything else:
+ * every read below is bounds-checked against the bytes actually present.
+ */
+export function decodeWav(bytes: Buffer | Uint8Array): Audio {
+  const len = bytes.byteLength;
+  checkRiffHeader(bytes);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, len);
+
+  let format: WavFormat | undefined;
+  let dataStart = -1;
+  let dataBytes = 0;
+  // The RIFF size field is ignored: streaming writers leave it 0 or 0xFFFFFFFF, so walk what is present.
+  for (let pos = 12; pos + 8 <= len; ) {
+    const id = fourcc(bytes, pos);
+    const size = view.getUint32(pos + 4, true);
+    const body = pos + 8;
+    const present = Math.min(size, len - body);
+    if (id === 'fmt ' && !format) format = parseFmt(view, body, present);
+    else if (id === 'data' && dataStart < 0) {
+      dataStart = body;
+      dataBytes = present; // a streamed WAV declares 0xFFFFFFFF: keep what arrived
+    }
+    if ((format && dataStart >= 0) || size > len - body) break;
+    pos = body + size + (size & 1); // chunks are padded to an even size
+  }
+
+  if (!format) throw new WavError('WAV has no fmt chunk');
+  if (dataStart < 0) throw new WavError('WAV has no data chunk');
+  return decodeSamples(view, dataStart, dataBytes, format);
+}
+
+function checkRiffHeader(bytes: Uint8Array): void {
+  const magic = latin1(bytes, 0, 4);
+  if (magic === 'RF64') throw new WavError('unsupported WAV: RF64 (64-bit RIFF) files are not supported');
+  if (magic !== 'RIFF') {
+    if (bytes.byteLength === 0) throw new WavError('not a WAV file: expected "RIFF" header, got 0 bytes');
+    throw new WavError(`not a WAV file: expected "RIFF" header, got ${showBytes(bytes, 0, 4)}`);
+  }
+  if (bytes.byteLength < 12) {
+    throw new WavError(`truncated WAV header: got ${bytes.byteLength} bytes, need at least 12`);
+  }
+  if (latin1(bytes, 8, 4) !== 'WAVE') {
+    throw new WavError(`not a WAV file: expected "WAVE" form type, got ${showBytes(bytes, 8, 4)}`);
+  }
+}
+
+function parseFmt(view: DataView, at: number, size: number): WavFormat {
+  if (size < 16) throw new WavError(`truncated WAV fmt chunk: ${size} bytes, need at least 16`);
+  let code = view.getUint16(at, true);
+  const channels = view.getUint16(at + 2, true);
+  const sampleRate = view.getUint32(at + 4, true);
+  // Byte rate and block align (at + 8, at + 12) are derived values that some writers get wrong; the frame
+  // size is recomputed from channels and bits instead.
+  const bits = view.getUint16(at + 14, true);
+  let label = formatLabel(code);
+
+  if (code === FORMAT_EXTENSIBLE) {
+    if (size < 40) {
+      throw new WavError(`truncated WAV fmt chunk: WAVE_FORMAT_EXTENSIBLE needs 40 bytes, got ${size}`);
+    }
+    const guid = at + 24;
+    const known = SUBFORMAT_GUID_TAIL.every((b, i) => view.getUint8(guid + 4 + i) === b);
+    const sub = view.getUint32(guid, true);
+    if (!known || sub > 0xffff) {
+      throw new WavError(
+        `unsupported WAV encoding: extensible subformat {${formatGuid(view, guid)}}; ${SUPPORTED}`,
+      );
+    }
+    code = sub;
+    label = `${formatLabel(sub)} in WAVE_FORMAT_EXTENSIBLE`;
+  }
+
+  if (code !== FORMAT_PCM && code !== FORMAT_FLOAT) {
+    throw new WavError(`unsupported WAV encoding: ${label}; ${SUPPORTED}`);
+  }
+  if (channels === 0) throw new WavError('WAV fmt chunk declares 0 channels');
+  if (sampleRate === 0) throw new WavError('WAV fmt chunk declares sample rate 0');
+  if (sampleRate > MAX_SAMPLE_RATE) {
+    throw new WavError(`unsupported WAV: sample rate ${sampleRate} Hz (at most ${MAX_SAMPLE_RATE})`);
+  }
+  const float = code === FORMAT_FLOAT;
+  if (!(float ? FLOAT_BITS : PCM_BITS).includes(bits)) {
+    const kind = float ? 'IEEE float' : 'PCM';
+    throw new WavError(`unsupported WAV: ${bits} bits per sample (${kind}); ${SUPPORTED}`);
+  }
+  return { float, channels, sampleRate, bits };
+}
+
+/**
+ * Converts the data chunk to floats. One tight loop per encoding rather than a per-sample reader
+ * callback, because this runs over every sample of every upload.
+ */
+function decodeSamples(view: DataView, start: number, bytes: number, format: WavFormat): Audio {
+  const { channels, sampleRate, bits, float } = format;
+  const width = bits / 8;
+  const frames = Math.floor(bytes / (width * channels)); // a partial trailing frame is dropped
+  const n = frames * channels;
+  const out = new Float32Array(n);
+
+  if (float && bits === 32) {
+    for (let i = 0, p = start; i < n; i++, p += 4) out[i] = clampUnit(view.getFloat32(p, true));
+  } else if (float) {
+    for (let i = 0, p = start; i < n; i++, p += 8) out[i] = clampUnit(view.getFloat64(p, true));
+  } else if (bits === 8) {
+    // 8-bit WAV is unsigned with silence at 128.
+    for (let i = 0, p = start; i < n; i++, p++) out[i] = (view.getUint8(p) - 128) / 128;
+  } else if (bits === 16) {
+    for (let i = 0, p = start; i < n; i++, p += 2) out[i] = view.getInt16(p, true) / 32768;
+  } else if (bits === 24) {
+    for (let i = 0, p = start; i < n; i++, p += 3) {
+      const u = view.getUint8(p) | (view.getUint8(p + 1) << 8) | (view.getUint8(p + 2) << 16);
+      out[i] = ((u << 8) >> 8) / 8388608; // shift up and back to sign-extend bit 23
+    }
+  } else {
+    for (let i = 0, p = start; i < n; i++, p += 4) out[i] = view.getInt32(p, true) / 2147483648;
+  }
+  return { samples: out, sampleRate, channels };
+}
+
+/**
+ * Float WAVs may hold values beyond full scale, or NaN/Infinity in a corrupt file; clamp so every decoded
+ * sample honours the [-1, 1] contract that engines and the resampler rely on.
+ */
+function clampUnit(v: number): number {
+  return v > 1 ? 1 : v >= -1 ? v : v < -1 ? -1 : 0;
+}
+
+function formatLabel(code: number): string {
+  const hex = `0x${code.toString(16).toUpperCase().padStart(4, '0')}`;
+  const name = FORMAT_NAMES.get(code);
+  return name ? `format ${hex} (${name})` : `format ${hex}`;
+}
+
+function formatGuid(view: DataView, at: number): string {
+  const hex = (offset: number, count: number) => {
+    let s = '';
+    for (let i = 0; i < count; i++)
+      s += view
+        .getUint8(at + offset + i)
+        .toString(16)
+        .padStart(2, '0');
+    return s;
+  };
+  const d1 = view.getUint32(at, true).toString(16).padStart(8, '0');
+  const d2 = view
+    .getUint16(at + 4, true)
+    .toString(16)
+    .padStart(4, '0');
+  const d3 = view
+    .getUint16(at + 6, true)
+    .toString(16)
+    .padStart(4, '0');
+  return `${d1}-${d2}-${d3}-${hex(8, 2)}-${hex(10, 6)}`;
+}
+
+function fourcc(bytes: Uint8Array, at: number): string {
+  return String.fromCharCode(bytes[at]!, bytes[at + 1]!, bytes[at + 2]!, bytes[at + 3]!);
+}
+
+function latin1(bytes: Uint8Array, at: number, count: number): string {
+  let s = '';
+  for (let i = at; i < Math.min(at + count, bytes.byteLength); i++) s += String.fromCharCode(bytes[i]!);
+  return s;
+}
+
+/** Quotes raw bytes for a message: printable ASCII as-is, anything else as \xNN, e.g. "ID3\x03". */
+function showBytes(bytes: Uint8Array, at: number, count: number): string {
+  let s = '';
+  for (let i = at; i < Math.min(at + count, bytes.byteLength); i++) {
+    const b = bytes[i]!;
+    if (b === 0x22 || b === 0x5c) s += `\\${String.fromCharCode(b)}`;
+    else if (b >= 0x20 && b < 0x7f) s += String.fromCharCode(b);
+    else s += `\\x${b.toString(16).padStart(2, '0')}`;
+  }
+  return `"${s}"`;
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+/** The `voxd` command. `voxd serve` starts the server; flags alone mean `serve`, as audiocpp_server takes them. */
+import { appendFileSync, readFileSync } from 'node:fs';
+import { startVoxd } from '../app.js';
+import { ConfigError } from '../config/errors.js';
+import { loadServerConfig } from '../config/server-config.js';
+import { createEngineCatalog } from '../engines/catalog.js';
+import { parseServeArgs, SERVE_HELP } from './args.js';
+
+const USAGE = `Usage: voxd <command> [options]
+
+Commands:
+  serve [options]   start the HTTP server (run \`voxd serve --help\` for its flags)
+
+Options:
+  --version         print the version and exit
+  -h, --help        print this help and exit
+`;
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`voxd: ${message}\n`);
+  process.exit(code);
+}
+
+async function serve(argv: string[]): Promise<void> {
+  const args = parseServeArgs(argv);
+  if (args.help) return void process.stdout.write(SERVE_HELP);
+  if (args.version) return void process.stdout.write(`voxd ${version()}\n`);
+  const catalog = createEngineCatalog();
+  const { config, notices } = loadServerConfig({
+    configPath: args.configPath,
+    overrides: args.overrides,
+    knownFamilies: [...catalog.keys()],
+  });
+  const log = config.log_file
+    ? (message: string) => appendFileSync(config.log_file!, `${new Date().toISOString()} ${message}\n`)
+    : (message: string) => process.stderr.write(`[voxd] ${message}\n`);
+  for (const notice of notices) log(`notice: ${notice.message}`);
+  if (config.ui) log('notice: ui: the web UI is not part of this version of voxd; GET / answers 404');
+  if (config.parallel_jobs) {
+    log('parallel runtime (--parallel-jobs): models may set "slots" (1..16, capped by the engine capacity)');
+  }
+
+  const voxd = await startVoxd({ config, catalog, log });
+  process.stderr.write(`voxd listening on ${voxd.url}\n`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      log(`${signal} again: exiting now`);
+      process.exit(130);
+    }
+    stopping = true;
+    log(`${signal}: draining requests and unloading models (send ${signal} again to exit at once)`);
+    voxd.close().then(
+      () => process.exit(0),
+      (err: unknown) => fail(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`, 1),
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === '--version') return void process.stdout.write(`voxd ${version()}\n`);
+  if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
+    return void process.stdout.write(USAGE);
+  }
+  if (command === 'serve') return serve(rest);
+  if (command.startsWith('-')) return serve(argv);
+  fail(`unknown command "${command}"; run voxd --help`, 2);
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof ConfigError) fail(err.message, 2);
+  fail(err instanceof Error ? err.message : String(err), 1);
+});

@@ -1,0 +1,338 @@
+/**
+ * Loads server.json (reference §3.1) and applies CLI overrides (§3.4). Overrides are merged before
+ * validation so a bad `--port` is rejected by the same check as a bad `port`, and reported under the
+ * flag's name so the user knows which of the two to fix.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { isIP } from 'node:net';
+import path from 'node:path';
+import { showValue } from '../errors.js';
+import {
+  ConfigError,
+  expectBoolean,
+  expectInteger,
+  expectOneOf,
+  expectString,
+  isPlainObject,
+  keyPath,
+} from './errors.js';
+import { keyNotice, LIVE_INGEST_DEFAULTS, parseLiveIngest, parseModelConfig } from './model-config.js';
+import { toOptionMap } from './options.js';
+import type { Backend, ConfigNotice, ModelConfig, OptionMap, ServerConfig } from './types.js';
+
+/** Values given on the command line; anything set here wins over server.json. */
+export interface CliOverrides {
+  host?: string;
+  port?: number;
+  busy_timeout_ms?: number;
+  max_loaded_models?: number;
+  idle_unload_ms?: number;
+  min_free_memory_mb?: number;
+  ui?: boolean;
+  ui_management?: boolean;
+  cors_origins?: string;
+  parallel_jobs?: boolean;
+  log?: boolean;
+  /** Relative paths resolve against the process cwd, not the config folder. */
+  log_file?: string;
+  backend?: string;
+  device?: number;
+  threads?: number;
+  voice_dir?: string;
+  model_spec_override?: string;
+  frontend_listener?: string;
+  frontend_options?: Record<string, string>;
+}
+
+export interface LoadServerConfigOptions {
+  configPath?: string;
+  overrides: CliOverrides;
+  knownFamilies: readonly string[];
+}
+
+const FILE_KEYS = new Set([
+  'host',
+  'port',
+  'cors_origins',
+  'ui',
+  'ui_management',
+  'backend',
+  'device',
+  'threads',
+  'lazy_load',
+  'log_request_body',
+  'max_request_body_bytes',
+  'busy_timeout_ms',
+  'max_loaded_models',
+  'idle_unload_ms',
+  'min_free_memory_mb',
+  'live_ingest',
+  'model_spec_override',
+  'voice_dir',
+  'frontend_listener',
+  'frontend_options',
+  'models',
+]);
+
+/** Keys that both the file and the command line can set, with the flag named in errors. */
+const FLAGS = {
+  host: '--host',
+  port: '--port',
+  busy_timeout_ms: '--busy-timeout-ms',
+  max_loaded_models: '--max-loaded-models',
+  idle_unload_ms: '--idle-unload-ms',
+  min_free_memory_mb: '--min-free-memory-mb',
+  ui: '--ui',
+  ui_management: '--ui-management',
+  cors_origins: '--cors-origins',
+  backend: '--backend',
+  device: '--device',
+  threads: '--threads',
+  voice_dir: '--voice-dir',
+  model_spec_override: '--model-spec-override',
+  frontend_listener: '--frontend-listener',
+} as const satisfies Partial<Record<keyof CliOverrides, string>>;
+
+const BACKEND_NAMES = ['cpu', 'cuda', 'hip', 'rocm', 'vulkan', 'metal'] as const;
+
+/** Where a value came from: its key for messages and the folder its relative paths resolve against. */
+interface Source {
+  value: unknown;
+  key: string;
+  base: string;
+}
+
+export function loadServerConfig(opts: LoadServerConfigOptions): {
+  config: ServerConfig;
+  notices: ConfigNotice[];
+} {
+  const { overrides } = opts;
+  const cwd = process.cwd();
+  if (opts.configPath === undefined && overrides.ui_management !== true) {
+    throw new ConfigError(
+      'config',
+      undefined,
+      'config is missing; --config <file> is required unless --ui-management is given',
+    );
+  }
+  const configFile = opts.configPath === undefined ? undefined : path.resolve(cwd, opts.configPath);
+  const file = configFile === undefined ? {} : readConfigFile(configFile);
+  const baseDir = configFile === undefined ? cwd : path.dirname(configFile);
+  const notices: ConfigNotice[] = [];
+  for (const name of Object.keys(file)) {
+    if (!FILE_KEYS.has(name)) notices.push(keyNotice(name, name));
+  }
+
+  const source = (name: string): Source => {
+    const flag = (FLAGS as Record<string, string>)[name];
+    const cli = flag === undefined ? undefined : (overrides as Record<string, unknown>)[name];
+    if (cli === undefined) return { value: file[name], key: name, base: baseDir };
+    return { value: cli, key: name === 'ui' && cli === false ? '--no-ui' : flag!, base: cwd };
+  };
+  const read = <T>(name: string, fallback: T, parse: (s: Source) => T): T => {
+    const s = source(name);
+    return s.value === undefined ? fallback : parse(s);
+  };
+  const bool = (name: string, fallback: boolean) =>
+    read(name, fallback, (s) => expectBoolean(s.value, s.key));
+  const count = (name: string, fallback: number) =>
+    read(name, fallback, (s) => expectInteger(s.value, s.key, { min: 0 }));
+
+  const config: ServerConfig = {
+    host: read('host', '127.0.0.1', parseHost),
+    port: read('port', 8080, (s) =>
+      expectInteger(s.value, s.key, {
+        min: 0,
+        max: 65535,
+        expected: 'an integer in 0..65535 (0 picks a free port)',
+      }),
+    ),
+    cors_origins: read('cors_origins', '' as const, (s) => {
+      if (s.value !== '' && s.value !== '*') throw ConfigError.invalid(s.key, s.value, '"" (off) or "*"');
+      return s.value;
+    }),
+    ui: bool('ui', true),
+    ui_management: bool('ui_management', false),
+    backend: read('backend', 'cpu' as Backend, (s) => parseBackend(s, notices)),
+    device: read('device', 0, (s) => {
+      const device = expectInteger(s.value, s.key, { min: 0 });
+      if (device !== 0) {
+        notices.push({
+          key: s.key,
+          message: `${s.key}: voxd engines run on the CPU; device ${device} is ignored`,
+        });
+      }
+      return device;
+    }),
+    threads: read('threads', 1, (s) => expectInteger(s.value, s.key, { min: 1 })),
+    // Without a config file every model arrives by registration, so nothing should load eagerly.
+    lazy_load: bool('lazy_load', configFile === undefined),
+    log: overrides.log === true,
+    log_request_body: bool('log_request_body', false),
+    max_request_body_bytes: count('max_request_body_bytes', 2_147_483_648),
+    busy_timeout_ms: count('busy_timeout_ms', 300_000),
+    max_loaded_models: count('max_loaded_models', 0),
+    idle_unload_ms: count('idle_unload_ms', 0),
+    min_free_memory_mb: count('min_free_memory_mb', 0),
+    live_ingest: {
+      ...LIVE_INGEST_DEFAULTS,
+      ...read('live_ingest', {}, (s) => parseLiveIngest(s.value, s.key)),
+    },
+    frontend_listener: read('frontend_listener', '', (s) => {
+      const listener = expectString(s.value, s.key);
+      if (listener !== '') {
+        throw ConfigError.rejected(s.key, listener, 'voxd has no frontend listeners; leave it empty');
+      }
+      return listener;
+    }),
+    frontend_options: parseFrontendOptions(file['frontend_options'], overrides.frontend_options, notices),
+    parallel_jobs: overrides.parallel_jobs === true,
+    models: [],
+    base_dir: baseDir,
+  };
+
+  if (overrides.log_file !== undefined) {
+    config.log_file = path.resolve(cwd, expectString(overrides.log_file, '--log-file', { nonEmpty: true }));
+  }
+  const specOverride = read('model_spec_override', undefined, (s) => {
+    const resolved = path.resolve(s.base, expectString(s.value, s.key, { nonEmpty: true }));
+    notices.push({
+      key: s.key,
+      message: `${s.key}: voxd engines do not read model specs yet; the override is kept but has no effect`,
+    });
+    return resolved;
+  });
+  if (specOverride !== undefined) config.model_spec_override = specOverride;
+  const voiceDir = read('voice_dir', undefined, parseVoiceDir);
+  if (voiceDir !== undefined) config.voice_dir = voiceDir;
+
+  if (configFile !== undefined) {
+    config.models = parseModels(file['models'], config, opts.knownFamilies, notices);
+  }
+  return { config, notices };
+}
+
+function readConfigFile(configFile: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(configFile, 'utf8');
+  } catch (err) {
+    throw ConfigError.rejected('config', configFile, `cannot read the config file: ${errorText(err)}`);
+  }
+  let parsed: unknown;
+  try {
+    // Editors on Windows like to prepend a BOM, which JSON.parse rejects.
+    parsed = JSON.parse(text.replace(/^\uFEFF/, ''));
+  } catch (err) {
+    throw ConfigError.rejected('config', configFile, `the config file is not valid JSON: ${errorText(err)}`);
+  }
+  if (!isPlainObject(parsed)) {
+    const kind = Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : typeof parsed;
+    throw ConfigError.rejected('config', configFile, `the top level must be a JSON object, not ${kind}`);
+  }
+  return parsed;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * audio.cpp binds IPv4 literals only. voxd accepts any IP literal (IPv6 too, such as "::1") because
+ * Node binds both families; host names are refused so startup never waits on DNS.
+ */
+function parseHost(s: Source): string {
+  const host = expectString(s.value, s.key);
+  if (isIP(host) === 0) throw ConfigError.invalid(s.key, host, 'an IP address literal such as "127.0.0.1"');
+  return host;
+}
+
+function parseBackend(s: Source, notices: ConfigNotice[]): Backend {
+  if (s.value === 'best') {
+    throw ConfigError.rejected(
+      s.key,
+      s.value,
+      `"best" is not allowed for the server; expected one of: ${BACKEND_NAMES.join(', ')}`,
+    );
+  }
+  const name = expectOneOf(s.value, s.key, BACKEND_NAMES);
+  const backend: Backend = name === 'rocm' ? 'hip' : name;
+  // Accepted so audio.cpp configs load unchanged, but voxd has no accelerated engines to select.
+  if (backend !== 'cpu') {
+    notices.push({
+      key: s.key,
+      message: `${s.key}: voxd engines run on the CPU; backend "${name}" is ignored`,
+    });
+  }
+  return backend;
+}
+
+function parseVoiceDir(s: Source): string {
+  const dir = path.resolve(s.base, expectString(s.value, s.key, { nonEmpty: true }));
+  const stat = statSync(dir, { throwIfNoEntry: false });
+  if (!stat?.isDirectory()) throw ConfigError.rejected(s.key, s.value, `no such directory: ${dir}`);
+  return dir;
+}
+
+function parseFrontendOptions(
+  fileValue: unknown,
+  cli: Record<string, string> | undefined,
+  notices: ConfigNotice[],
+): OptionMap {
+  const fromFile = fileValue === undefined ? {} : toOptionMap(fileValue, 'frontend_options');
+  if (cli !== undefined && Object.keys(cli).length > 0) {
+    // audio.cpp requires a listener for these; voxd has none, so say that rather than drop them.
+    throw ConfigError.rejected(
+      '--frontend-option',
+      cli,
+      'requires --frontend-listener, and voxd has no frontend listeners',
+    );
+  }
+  if (Object.keys(fromFile).length > 0) {
+    notices.push({
+      key: 'frontend_options',
+      message: 'frontend_options: voxd has no frontend listeners; ignored',
+    });
+  }
+  return fromFile;
+}
+
+function parseModels(
+  raw: unknown,
+  config: ServerConfig,
+  knownFamilies: readonly string[],
+  notices: ConfigNotice[],
+): ModelConfig[] {
+  // With ui_management every model may arrive by registration, so the list may be absent or empty.
+  if (raw === undefined) {
+    if (config.ui_management) return [];
+    throw ConfigError.missing('models', 'an array of model objects (required unless ui_management is true)');
+  }
+  if (!Array.isArray(raw)) throw ConfigError.invalid('models', raw, 'an array of model objects');
+  if (raw.length === 0 && !config.ui_management) {
+    throw ConfigError.invalid('models', raw, 'at least one model (an empty list needs ui_management)');
+  }
+  const firstIndex = new Map<string, number>();
+  return raw.map((entry, index) => {
+    const key = keyPath('models', index);
+    const parsed = parseModelConfig(entry, {
+      key,
+      baseDir: config.base_dir,
+      lazyDefault: config.lazy_load,
+      parallel: config.parallel_jobs,
+      knownFamilies,
+    });
+    const first = firstIndex.get(parsed.model.id);
+    if (first !== undefined) {
+      const idKey = keyPath(key, 'id');
+      throw new ConfigError(
+        idKey,
+        parsed.model.id,
+        `${idKey}: ${showValue(parsed.model.id)} is a duplicate of models[${first}].id`,
+      );
+    }
+    firstIndex.set(parsed.model.id, index);
+    notices.push(...parsed.notices);
+    return parsed.model;
+  });
+}

@@ -1,0 +1,106 @@
+/**
+ * The validated server configuration: the audio.cpp `server.json` format plus CLI overrides,
+ * with every default applied and every relative path resolved against the config file's folder.
+ */
+
+export const TASK_TOKENS = [
+  'vad',
+  'asr',
+  'diar',
+  'sep',
+  'gen',
+  'tts',
+  'clon',
+  'vc',
+  's2s',
+  'align',
+  'vdes',
+  'spk',
+  'svc',
+  'midi',
+] as const;
+export type TaskToken = (typeof TASK_TOKENS)[number];
+
+export const MODES = ['offline', 'streaming'] as const;
+export type Mode = (typeof MODES)[number];
+
+export const BACKENDS = ['cpu', 'cuda', 'hip', 'vulkan', 'metal'] as const;
+export type Backend = (typeof BACKENDS)[number];
+
+/** Option maps cross every interface as flat string maps (reference §3.3). */
+export type OptionMap = Record<string, string>;
+
+export interface LiveIngestConfig {
+  idle_timeout_ms: number;
+  total_timeout_ms: number;
+  max_body_bytes: number;
+  max_chunk_bytes: number;
+  send_timeout_ms: number;
+}
+
+export interface VoicePreset {
+  voice_id?: string;
+  /** Absolute path of a reference WAV; it is read and checked at registration. */
+  voice_ref?: string;
+  reference_text?: string;
+}
+
+export interface ModelConfig {
+  id: string;
+  family: string;
+  /** Resolved absolute path (engines such as `fixture` ignore it). */
+  path: string;
+  task: TaskToken;
+  mode: Mode;
+  lazy: boolean;
+  /** Model ceiling for busy timeouts; undefined means the server default applies. */
+  busy_timeout_ms?: number;
+  live_ingest?: Partial<LiveIngestConfig>;
+  config?: string;
+  weight?: string;
+  model_spec_override?: string;
+  load_options: OptionMap;
+  session_options: OptionMap;
+  default_request_options: OptionMap;
+  voice_presets: Record<string, VoicePreset>;
+  /** A preset name, already checked to exist, or an inline preset. */
+  default_voice_preset?: string | VoicePreset;
+  /** Parallel runtime only: the number of independent sessions, 1..16. Undefined means 1. */
+  slots?: number;
+}
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  cors_origins: '' | '*';
+  ui: boolean;
+  ui_management: boolean;
+  backend: Backend;
+  device: number;
+  threads: number;
+  lazy_load: boolean;
+  log: boolean;
+  log_file?: string;
+  log_request_body: boolean;
+  max_request_body_bytes: number;
+  busy_timeout_ms: number;
+  max_loaded_models: number;
+  idle_unload_ms: number;
+  min_free_memory_mb: number;
+  live_ingest: LiveIngestConfig;
+  model_spec_override?: string;
+  voice_dir?: string;
+  frontend_listener: string;
+  frontend_options: OptionMap;
+  /** Selects the parallel runtime once at startup (`--parallel-jobs`). */
+  parallel_jobs: boolean;
+  models: ModelConfig[];
+  /** Folder that relative paths resolved against (the config file's folder, or the cwd). */
+  base_dir: string;
+}
+
+/** A startup problem that is not fatal but must not be silently ignored. */
+export interface ConfigNotice {
+  key: string;
+  message: string;
+}

@@ -1,0 +1,122 @@
+/**
+ * The one interface every engine family implements. Everything that crosses it is plain data and
+ * audio buffers (no sockets, no runtime objects), so a session can later live in a worker thread
+ * or a runner child process without changing its callers.
+ */
+import type { Audio } from '../audio/types.js';
+import type { Mode, OptionMap, TaskToken } from '../config/types.js';
+
+/** What a family needs to load weights once. */
+export interface LoadSpec {
+  modelId: string;
+  path: string;
+  task: TaskToken;
+  mode: Mode;
+  config?: string;
+  weight?: string;
+  loadOptions: OptionMap;
+  backend: string;
+  device: number;
+  threads: number;
+}
+
+/** What a family needs to create one independent session on loaded weights. */
+export interface SessionSpec {
+  /** 0 is the primary session; 1.. are clones. */
+  index: number;
+  sessionOptions: OptionMap;
+}
+
+export interface Segment {
+  start_sample: number;
+  end_sample: number;
+  confidence: number;
+  text?: string;
+}
+
+export interface SpeakerTurn extends Segment {
+  speaker_id: number;
+}
+
+export interface Word {
+  word: string;
+  start_sample: number;
+  end_sample: number;
+  confidence: number;
+}
+
+export interface EngineRequest {
+  task: TaskToken;
+  text?: string;
+  language?: string;
+  /** Input audio, already converted to the model's `audioInput` format. */
+  audio?: Audio;
+  voiceId?: string;
+  voiceRef?: Audio;
+  referenceText?: string;
+  /** Request options (model defaults merged under request values), flattened to strings. */
+  options: OptionMap;
+}
+
+export interface EngineResult {
+  text?: string;
+  language?: string;
+  audio?: Audio;
+  segments?: Segment[];
+  speakerTurns?: SpeakerTurn[];
+  words?: Word[];
+}
+
+/** Incremental output, for streaming responses. */
+export type EngineEvent = { type: 'audio'; audio: Audio } | { type: 'text'; delta: string };
+
+export interface RunContext {
+  /** Aborted when the caller no longer wants the result (client gone, shutdown deadline). */
+  signal: AbortSignal;
+  onEvent?: (event: EngineEvent) => void;
+}
+
+export interface EngineSession {
+  /** Unique across the process, so a test can prove which session served a request. */
+  readonly id: string;
+  run(request: EngineRequest, context: RunContext): Promise<EngineResult>;
+  dispose(): Promise<void>;
+}
+
+export interface AudioFormat {
+  sampleRate: number;
+  channels: number;
+}
+
+/** Weights loaded once; sessions are created on them. */
+export interface LoadedModel {
+  /** The most independent sessions these weights support. */
+  readonly capacity: number;
+  /** The format input audio is converted to before `run`. */
+  readonly audioInput: AudioFormat;
+  /** Returns null when the engine could not create the session ("null primary"). */
+  createSession(spec: SessionSpec): Promise<EngineSession | null>;
+  /** Releases the weights; called only after every session is disposed. */
+  dispose(): Promise<void>;
+}
+
+/** One row of `GET /v1/models?include_params=true`. */
+export interface ParamRow {
+  name: string;
+  type: 'int' | 'float' | 'bool' | 'string' | 'enum';
+  description: string;
+  default?: string;
+  values?: string[];
+}
+
+export interface EngineFamily {
+  readonly name: string;
+  readonly tasks: readonly TaskToken[];
+  /** Compute backends this family can run on; voxd's engines run on the CPU. */
+  readonly backends: readonly string[];
+  /** Request options the family understands (reported by include_params). */
+  readonly params: readonly ParamRow[];
+  load(spec: LoadSpec, signal: AbortSignal): Promise<LoadedModel>;
+  /** Bytes of memory a load will take, for min_free_memory_mb; undefined when unknown. */
+  estimateFootprint?(spec: LoadSpec): Promise<number | undefined>;
+}

@@ -1,0 +1,73 @@
+/**
+ * The one catalogue of voxd errors. Every error that can reach a client carries a stable `code`;
+ * the HTTP status and the wire `type` of each code live here and nowhere else
+ * (src/http/errors.ts turns them into responses).
+ */
+
+export const ERROR_CODES = {
+  /** Malformed JSON, a missing or invalid field, an unsupported value. */
+  E_INVALID_REQUEST: { status: 400, type: 'invalid_request_error' },
+  /** A management route while ui_management is off. */
+  E_FORBIDDEN: { status: 403, type: 'forbidden' },
+  /** Unknown model id or unknown endpoint. */
+  E_NOT_FOUND: { status: 404, type: 'not_found' },
+  /** A known path with the wrong method. */
+  E_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error' },
+  /** The request body is larger than max_request_body_bytes. */
+  E_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error' },
+  /** A holder overran the busy timeout, or the wait for a slot timed out. */
+  E_BUSY: { status: 503, type: 'server_busy' },
+  /** max_loaded_models is reached and every loaded model is busy. */
+  E_RESIDENCY_FULL: { status: 503, type: 'server_busy' },
+  /** Free memory is below min_free_memory_mb plus the model's footprint. */
+  E_INSUFFICIENT_MEMORY: { status: 503, type: 'insufficient_memory' },
+  /** The server is shutting down and takes no new work. */
+  E_SHUTTING_DOWN: { status: 503, type: 'server_busy' },
+  /** An engine failed to load, prepare or run. */
+  E_ENGINE: { status: 500, type: 'server_error' },
+  /** The client went away; nothing is written back. */
+  E_CLIENT_GONE: { status: 499, type: 'client_closed_request' },
+  /** A fault inside voxd itself. */
+  E_INTERNAL: { status: 500, type: 'server_error' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class VoxdError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: string;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'VoxdError';
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+  }
+}
+
+export const invalidRequest = (message: string, cause?: unknown) =>
+  new VoxdError('E_INVALID_REQUEST', message, { cause });
+export const notFound = (message: string) => new VoxdError('E_NOT_FOUND', message);
+export const unknownModel = (id: string) => new VoxdError('E_NOT_FOUND', `unknown model id: ${id}`);
+export const busy = (message: string) => new VoxdError('E_BUSY', message);
+
+export function isVoxdError(err: unknown): err is VoxdError {
+  return err instanceof VoxdError;
+}
+
+/** Shows a value in an error message: strings quoted, everything else as JSON, long values cut. */
+export function showValue(value: unknown): string {
+  let text: string;
+  if (value === undefined) text = 'undefined';
+  else if (typeof value === 'string') text = JSON.stringify(value);
+  else {
+    try {
+      text = JSON.stringify(value) ?? String(value);
+    } catch {
+      text = String(value);
+    }
+  }
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}

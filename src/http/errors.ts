@@ -1,0 +1,32 @@
+/**
+ * The one place that turns errors into HTTP: a status and the audio.cpp error body
+ * `{"error":{"message","type"}}`. Unknown errors are internal faults: logged in full, answered with
+ * a generic 500 so internals do not leak.
+ */
+import { WavError } from '../audio/wav-decode.js';
+import { ConfigError } from '../config/errors.js';
+import { ERROR_CODES, VoxdError } from '../errors.js';
+
+export interface HttpError {
+  status: number;
+  body: { error: { message: string; type: string } };
+  /** True when the cause is a fault in voxd or an engine rather than in the request. */
+  internal: boolean;
+}
+
+export function toHttp(err: unknown): HttpError {
+  if (err instanceof VoxdError) {
+    return {
+      status: err.status,
+      body: { error: { message: err.message, type: err.type } },
+      internal: err.status >= 500 && err.code !== 'E_BUSY',
+    };
+  }
+  // Both come from validating what the client sent (a registration body, an uploaded WAV).
+  if (err instanceof ConfigError || err instanceof WavError) {
+    const { status, type } = ERROR_CODES.E_INVALID_REQUEST;
+    return { status, body: { error: { message: err.message, type } }, internal: false };
+  }
+  const { status, type } = ERROR_CODES.E_INTERNAL;
+  return { status, body: { error: { message: 'internal server error', type } }, internal: true };
+}

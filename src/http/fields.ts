@@ -1,0 +1,65 @@
+/** Reading fields of a request body, form or query; every failure is a 400 naming the field and value. */
+import { invalidRequest, showValue } from '../errors.js';
+
+export type Fields = Record<string, unknown>;
+
+export function requireString(body: Fields, key: string): string {
+  const value = body[key];
+  if (value === undefined || value === null)
+    throw invalidRequest(`'${key}' is required: expected a non-empty string`);
+  if (typeof value !== 'string' || value.length === 0) {
+    throw invalidRequest(`${key}: ${showValue(value)} is invalid; expected a non-empty string`);
+  }
+  return value;
+}
+
+export function optionalString(body: Fields, key: string): string | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string')
+    throw invalidRequest(`${key}: ${showValue(value)} is invalid; expected a string`);
+  return value;
+}
+
+/** busy_timeout_ms from JSON (a number) or from a form field or query parameter (digits). */
+export function optionalBusyTimeout(body: Fields, key = 'busy_timeout_ms'): number | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  const number = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0) {
+    throw invalidRequest(
+      `${key}: ${showValue(value)} is invalid; expected an integer >= 0 (0 waits without limit)`,
+    );
+  }
+  return number;
+}
+
+/** A boolean from JSON, or one of true/True/1/false/False/0 from a form field. */
+export function optionalBool(body: Fields, key: string): boolean | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'boolean') return value;
+  if (value === 'true' || value === 'True' || value === '1') return true;
+  if (value === 'false' || value === 'False' || value === '0') return false;
+  throw invalidRequest(`${key}: ${showValue(value)} is invalid; expected true or false`);
+}
+
+/** One of a closed set of strings. */
+export function optionalEnum<T extends string>(
+  body: Fields,
+  key: string,
+  allowed: readonly T[],
+): T | undefined {
+  const value = body[key];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    throw invalidRequest(`${key}: ${showValue(value)} is invalid; expected one of: ${allowed.join(', ')}`);
+  }
+  return value as T;
+}
+
+/** `?name=true|1` */
+export function queryFlag(url: URL, name: string): boolean {
+  const value = url.searchParams.get(name);
+  return value === 'true' || value === '1';
+}

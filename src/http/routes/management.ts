@@ -1,0 +1,60 @@
+/**
+ * Model management: register/reconfigure and unload (gated by ui_management) and the bulk unload
+ * routes (not gated, as in audio.cpp).
+ */
+import { parseModelConfig } from '../../config/model-config.js';
+import { invalidRequest, VoxdError } from '../../errors.js';
+import { readJsonObject } from '../body.js';
+import { requireString } from '../fields.js';
+import type { Route, RouteContext } from '../route.js';
+
+function requireManagement({ config }: RouteContext): void {
+  if (!config.ui_management) {
+    throw new VoxdError(
+      'E_FORBIDDEN',
+      'dynamic model management is disabled; start voxd with --ui-management',
+    );
+  }
+}
+
+async function load(ctx: RouteContext) {
+  requireManagement(ctx);
+  const { req, runtime, config, signal } = ctx;
+  const body = await readJsonObject(req, config.max_request_body_bytes);
+  const { model } = parseModelConfig(body, {
+    key: '',
+    baseDir: config.base_dir,
+    lazyDefault: true,
+    parallel: config.parallel_jobs,
+    knownFamilies: [...runtime.catalog.keys()],
+  });
+  return { json: await runtime.register(model, signal) };
+}
+
+async function unload(ctx: RouteContext) {
+  requireManagement(ctx);
+  const body = await readJsonObject(ctx.req, ctx.config.max_request_body_bytes);
+  return { json: await ctx.runtime.unload(requireString(body, 'id'), ctx.signal) };
+}
+
+async function unloadModels({ req, runtime, config, signal }: RouteContext) {
+  const body = await readJsonObject(req, config.max_request_body_bytes);
+  const ids = body['model_ids'];
+  if (!Array.isArray(ids)) throw invalidRequest("request requires a 'model_ids' string array");
+  if (!ids.every((id): id is string => typeof id === 'string')) {
+    throw invalidRequest("each element of 'model_ids' must be a string");
+  }
+  return { json: await runtime.bulkUnload(ids, signal) };
+}
+
+async function unloadAll({ runtime, signal }: RouteContext) {
+  const { unloaded } = await runtime.bulkUnload(undefined, signal);
+  return { json: { unloaded } };
+}
+
+export const managementRoutes: Route[] = [
+  { method: 'POST', path: '/v1/models/load', handler: load },
+  { method: 'POST', path: '/v1/models/unload', handler: unload },
+  { method: 'POST', path: '/v1/tasks/unload_models', handler: unloadModels },
+  { method: 'POST', path: '/v1/tasks/unload_all_models', handler: unloadAll },
+];

@@ -1,0 +1,57 @@
+/** GET /health, GET /v1/models and GET /v1/audio/voices: what the server holds, read from the runtime's own state. */
+import { readdir } from 'node:fs/promises';
+import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
+import { queryFlag } from '../fields.js';
+import type { Route, RouteContext } from '../route.js';
+
+async function health({ runtime, config }: RouteContext) {
+  return {
+    json: {
+      status: 'ok',
+      backend: 'cpu',
+      models: runtime.size,
+      ui: config.ui,
+      ui_management: config.ui_management,
+    },
+  };
+}
+
+async function models({ runtime, url }: RouteContext) {
+  const withSessionOptions = queryFlag(url, 'include_session_options');
+  const withParams = queryFlag(url, 'include_params');
+  const data = runtime.status().map(({ session_options, ...status }) => {
+    const { id, ...rest } = status;
+    const entry: Record<string, unknown> = { id, object: 'model', owned_by: 'engine', ...rest };
+    if (withSessionOptions) entry['session_options'] = session_options;
+    if (withParams) entry['params'] = runtime.get(status.id).family.params;
+    return entry;
+  });
+  return { json: { object: 'list', data } };
+}
+
+async function voiceDirNames(dir: string | undefined): Promise<string[]> {
+  if (!dir) return [];
+  try {
+    return (await readdir(dir))
+      .filter((name) => name.toLowerCase().endsWith('.wav'))
+      .map((name) => name.slice(0, -4));
+  } catch {
+    return [];
+  }
+}
+
+async function voices({ runtime, config, url }: RouteContext) {
+  let id = url.searchParams.get('model') ?? undefined;
+  if (id === undefined && runtime.size === 1) id = runtime.status()[0]!.id;
+  const names = await voiceDirNames(config.voice_dir);
+  if (id !== undefined && runtime.has(id)) {
+    for (const name of runtime.get(id).presets.keys()) if (name !== DEFAULT_PRESET) names.push(name);
+  }
+  return { json: { voices: [...new Set(names)].sort() } };
+}
+
+export const modelRoutes: Route[] = [
+  { method: 'GET', path: '/health', handler: health },
+  { method: 'GET', path: '/v1/models', handler: models },
+  { method: 'GET', path: '/v1/audio/voices', handler: voices },
+];

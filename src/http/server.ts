@@ -1,0 +1,118 @@
+/**
+ * The HTTP front end: routing, CORS, the client-gone signal, error mapping and request logging.
+ * Handlers return a Reply; this module writes it, so every response takes the same path.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { ServerConfig } from '../config/types.js';
+import { notFound, VoxdError } from '../errors.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { applyCors, preflightEnabled, writePreflight } from './cors.js';
+import { toHttp } from './errors.js';
+import type { Reply, Route, RouteContext } from './route.js';
+import { managementRoutes } from './routes/management.js';
+import { modelRoutes } from './routes/models.js';
+import { speechRoutes } from './routes/speech.js';
+import { taskRoutes } from './routes/tasks.js';
+import { transcriptionRoutes } from './routes/transcriptions.js';
+
+export const ROUTES: readonly Route[] = [
+  ...modelRoutes,
+  ...speechRoutes,
+  ...transcriptionRoutes,
+  ...taskRoutes,
+  ...managementRoutes,
+];
+
+export interface HttpOptions {
+  log: (message: string) => void;
+  /** Log one line per request (`--log`). */
+  logRequests: boolean;
+}
+
+function findRoute(method: string, path: string): Route | VoxdError {
+  const byPath = ROUTES.filter((r) => r.path === path);
+  const route = byPath.find((r) => r.method === method);
+  if (route) return route;
+  if (byPath.length > 0) {
+    const allowed = byPath.map((r) => r.method).join(', ');
+    return new VoxdError(
+      'E_METHOD_NOT_ALLOWED',
+      `method ${method} is not allowed on ${path}; use ${allowed}`,
+    );
+  }
+  return notFound(`unknown endpoint: ${path}`);
+}
+
+function writeReply(res: ServerResponse, reply: Reply): void {
+  const headers: Record<string, string | number> = { ...reply.headers };
+  let payload: Buffer;
+  if (reply.body !== undefined) {
+    payload = reply.body;
+    headers['Content-Type'] = reply.contentType ?? 'application/octet-stream';
+  } else {
+    payload = Buffer.from(JSON.stringify(reply.json ?? {}), 'utf8');
+    headers['Content-Type'] = 'application/json';
+  }
+  headers['Content-Length'] = payload.length;
+  res.writeHead(reply.status ?? 200, headers);
+  res.end(payload);
+}
+
+export function createHttpServer(runtime: Runtime, config: ServerConfig, options: HttpOptions): Server {
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const started = performance.now();
+    const controller = new AbortController();
+    // 'close' before the response is finished means the client went away.
+    res.on('close', () => {
+      if (!res.writableFinished)
+        controller.abort(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
+    });
+    const url = new URL(req.url ?? '/', 'http://voxd');
+    const method = req.method ?? 'GET';
+    applyCors(req, res, config);
+    let status = 200;
+    try {
+      if (method === 'OPTIONS' && preflightEnabled(config)) {
+        status = 204;
+        writePreflight(res);
+        return;
+      }
+      const route = findRoute(method, url.pathname);
+      if (route instanceof VoxdError) throw route;
+      const ctx: RouteContext = { req, res, url, runtime, config, signal: controller.signal };
+      const reply = await route.handler(ctx);
+      status = reply.status ?? 200;
+      if (!controller.signal.aborted) writeReply(res, reply);
+    } catch (err) {
+      const mapped = toHttp(err);
+      status = mapped.status;
+      if (mapped.internal) options.log(`${method} ${url.pathname} failed: ${describeError(err)}`);
+      if (controller.signal.aborted || res.headersSent) {
+        res.destroy();
+        return;
+      }
+      // An unread request body (413, early 4xx) would otherwise be parsed as the next request.
+      if (!req.complete) res.setHeader('Connection', 'close');
+      writeReply(res, { status: mapped.status, json: mapped.body });
+    } finally {
+      if (options.logRequests) {
+        options.log(
+          `${method} ${url.pathname} ${controller.signal.aborted ? 499 : status} ${(performance.now() - started).toFixed(1)} ms`,
+        );
+      }
+    }
+  };
+  return createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      // Last line of defence: a request never takes the process down.
+      options.log(`unhandled error: ${describeError(err)}`);
+      res.destroy();
+    });
+  });
+}
+
+function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? ` (cause: ${err.cause.stack ?? err.cause.message})` : '';
+  return `${err.stack ?? err.message}${cause}`;
+}

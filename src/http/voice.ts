@@ -1,0 +1,99 @@
+/**
+ * Voice resolution for speech requests, in the reference's order: a configured preset, then
+ * `<voice_dir>/<name>.wav` with its transcript from `voice_dir/prompt_text`, then the model's own
+ * voice id. With neither `voice` nor `voice_ref`, the model's default preset applies. An explicit
+ * `voice_ref` always supplies the audio and an explicit `reference_text` always wins.
+ */
+import { access, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Audio } from '../audio/types.js';
+import type { ModelConfig } from '../config/types.js';
+import { invalidRequest, showValue } from '../errors.js';
+import { DEFAULT_PRESET, type ResolvedPreset } from '../runtime/voice-presets.js';
+import { decodeBase64Audio, readAudioPath } from './audio-io.js';
+import { type Fields, optionalString } from './fields.js';
+
+export interface VoiceChoice {
+  voiceId?: string;
+  voiceRef?: Audio;
+  referenceText?: string;
+}
+
+const MAX_VOICE_REF_BYTES = 5 * 1024 * 1024;
+const PLAIN_NAME = /^[A-Za-z0-9_-]+$/;
+
+async function explicitVoiceRef(raw: unknown, baseDir: string): Promise<Audio | undefined> {
+  if (raw === undefined || raw === null) return undefined;
+  if (typeof raw === 'string') return readAudioPath(raw, 'voice_ref', baseDir);
+  if (typeof raw === 'object' && !Array.isArray(raw)) {
+    const ref = raw as Record<string, unknown>;
+    if (ref['type'] === 'path' && typeof ref['path'] === 'string')
+      return readAudioPath(ref['path'], 'voice_ref.path', baseDir);
+    if (ref['type'] === 'base64' && typeof ref['data'] === 'string') {
+      return decodeBase64Audio(ref['data'], 'voice_ref.data', MAX_VOICE_REF_BYTES);
+    }
+  }
+  throw invalidRequest(
+    `voice_ref: ${showValue(raw)} is invalid; expected a path, {"type":"path","path":...} or {"type":"base64","data":...}`,
+  );
+}
+
+async function libraryVoice(
+  voiceDir: string,
+  name: string,
+): Promise<{ audio: Audio; transcript?: string } | undefined> {
+  const file = join(voiceDir, `${name}.wav`);
+  try {
+    await access(file);
+  } catch {
+    return undefined;
+  }
+  const audio = await readAudioPath(file, 'voice', voiceDir);
+  let transcript: string | undefined;
+  try {
+    for (const line of (await readFile(join(voiceDir, 'prompt_text'), 'utf8')).split(/\r?\n/)) {
+      const bar = line.indexOf('|');
+      if (bar > 0 && line.slice(0, bar) === name) transcript = line.slice(bar + 1);
+    }
+  } catch {
+    // No transcript file: the clone runs without reference text.
+  }
+  return { audio, transcript };
+}
+
+function fromPreset(preset: ResolvedPreset, ref: Audio | undefined, text: string | undefined): VoiceChoice {
+  return {
+    voiceId: preset.voiceId,
+    voiceRef: ref ?? preset.voiceRef,
+    referenceText: text ?? preset.referenceText,
+  };
+}
+
+export async function resolveVoice(
+  body: Fields,
+  model: ModelConfig,
+  presets: ReadonlyMap<string, ResolvedPreset>,
+  server: { voice_dir?: string; base_dir: string },
+): Promise<VoiceChoice> {
+  const voice = optionalString(body, 'voice');
+  const referenceText = optionalString(body, 'reference_text');
+  const voiceRef = await explicitVoiceRef(body['voice_ref'], server.base_dir);
+
+  if (voice !== undefined && voice !== '') {
+    const preset = presets.get(voice);
+    if (preset) return fromPreset(preset, voiceRef, referenceText);
+    if (!voiceRef && server.voice_dir && PLAIN_NAME.test(voice)) {
+      const library = await libraryVoice(server.voice_dir, voice);
+      if (library) return { voiceRef: library.audio, referenceText: referenceText ?? library.transcript };
+    }
+    return { voiceId: voice, voiceRef, referenceText };
+  }
+  if (!voiceRef) {
+    const fallback =
+      typeof model.default_voice_preset === 'string'
+        ? presets.get(model.default_voice_preset)
+        : presets.get(DEFAULT_PRESET);
+    if (fallback) return fromPreset(fallback, undefined, referenceText);
+  }
+  return { voiceRef, referenceText };
+}

@@ -1,0 +1,267 @@
+/**
+ * One registered model: its configuration, its admission scheduler and its session pool.
+ * Every state transition of a model happens in `#transition`, and only a complete pool is ever
+ * published: a failed load disposes what it built, in reverse order, and leaves the entry unloaded.
+ */
+import type { ModelConfig } from '../config/types.js';
+import type { EngineFamily, EngineSession, LoadSpec } from '../engines/types.js';
+import { invalidRequest, VoxdError } from '../errors.js';
+import type { Clock } from '../util/clock.js';
+import { raceAbort } from '../util/wait.js';
+import { canTransition, type ModelState, type Pool } from './model-state.js';
+import { SlotScheduler } from './slot-scheduler.js';
+import type { ResolvedPreset } from './voice-presets.js';
+
+export interface EntryContext {
+  readonly clock: Clock;
+  readonly backend: string;
+  readonly device: number;
+  readonly threads: number;
+  /** Runs `build` under the residency rules (eviction, memory guard, cold-load serialisation). */
+  admitLoad(entry: ModelEntry, build: () => Promise<Pool>): Promise<Pool>;
+  /** Aborted at shutdown; loads stop waiting on their gates. */
+  readonly shutdownSignal: AbortSignal;
+  warn(message: string): void;
+}
+
+export class ModelEntry {
+  readonly id: string;
+  readonly scheduler: SlotScheduler;
+  #config: ModelConfig;
+  #family: EngineFamily;
+  #presets: ReadonlyMap<string, ResolvedPreset>;
+  #state: ModelState = { kind: 'unloaded' };
+  /** What a manager is doing while it holds the exclusive lease, for status. */
+  #activity: 'registering' | 'reconfiguring' | 'unloading' | null = null;
+  #generation = 0;
+  #lastUsedAt: number;
+  readonly #ctx: EntryContext;
+
+  constructor(
+    config: ModelConfig,
+    family: EngineFamily,
+    presets: ReadonlyMap<string, ResolvedPreset>,
+    ctx: EntryContext,
+  ) {
+    this.id = config.id;
+    this.#config = config;
+    this.#family = family;
+    this.#presets = presets;
+    this.#ctx = ctx;
+    this.#lastUsedAt = ctx.clock.now();
+    this.scheduler = new SlotScheduler(config.id, config.slots ?? 1, ctx.clock);
+  }
+
+  get config(): ModelConfig {
+    return this.#config;
+  }
+  get family(): EngineFamily {
+    return this.#family;
+  }
+  get presets(): ReadonlyMap<string, ResolvedPreset> {
+    return this.#presets;
+  }
+  get state(): ModelState {
+    return this.#state;
+  }
+  get activity(): string | null {
+    return this.#activity;
+  }
+  get loaded(): boolean {
+    return this.#state.kind === 'ready';
+  }
+  /** Sessions in the published pool; null while no pool is published. */
+  get poolSize(): number | null {
+    return this.#state.kind === 'ready' ? this.#state.pool.sessions.length : null;
+  }
+  get lastUsedAt(): number {
+    return this.#lastUsedAt;
+  }
+
+  /** Stamps activity for LRU eviction and idle retirement. */
+  touch(): void {
+    this.#lastUsedAt = this.#ctx.clock.now();
+  }
+
+  setActivity(activity: 'registering' | 'reconfiguring' | 'unloading' | null): void {
+    this.#activity = activity;
+  }
+
+  /**
+   * Replaces the configuration. Only the manager-lease holder calls this, so no request can see a
+   * mix of old and new metadata; a published pool is kept only when the load inputs are unchanged.
+   */
+  replaceConfig(
+    config: ModelConfig,
+    family: EngineFamily,
+    presets: ReadonlyMap<string, ResolvedPreset>,
+  ): void {
+    const kind = this.#state.kind;
+    if (kind === 'loading' || kind === 'unloading') {
+      throw new VoxdError('E_INTERNAL', `cannot reconfigure '${this.id}' while ${kind}`);
+    }
+    this.#config = config;
+    this.#family = family;
+    this.#presets = presets;
+    this.scheduler.setCapacity(config.slots ?? 1);
+  }
+
+  /**
+   * The pool, loading it first if needed. Called by a request that holds a slot: concurrent first
+   * requests share one initialisation, and a caller whose signal aborts stops waiting while the
+   * load goes on for the others (the pin keeps managers out until it ends).
+   */
+  async ensureReady(signal?: AbortSignal): Promise<Pool> {
+    const state = this.#state;
+    if (state.kind === 'ready') return state.pool;
+    if (state.kind === 'loading') return raceAbort(state.done, signal);
+    if (state.kind === 'unloading') {
+      throw new VoxdError('E_INTERNAL', `model '${this.id}' is unloading while a lease is held`);
+    }
+    const unpin = this.scheduler.pin();
+    const done = this.#startLoad();
+    done.then(unpin, unpin);
+    return raceAbort(done, signal);
+  }
+
+  /**
+   * Logical unload first (status shows unloaded, capacity null), then the slow teardown: sessions
+   * in reverse order, then the weights. Only the manager-lease holder calls this.
+   * Returns whether a pool was published.
+   */
+  async unload(): Promise<boolean> {
+    const state = this.#state;
+    if (state.kind !== 'ready') return false;
+    this.#transition({ kind: 'unloading' });
+    try {
+      await this.#teardown(state.pool.sessions, state.pool.weights);
+    } finally {
+      this.#transition({ kind: 'unloaded' });
+    }
+    return true;
+  }
+
+  /** Binds a free session of the published pool to a request; the caller must hold a slot. */
+  checkout(pool: Pool): { session: EngineSession; slot: number; checkin(): void } {
+    const session = pool.free.pop();
+    if (!session)
+      throw new VoxdError('E_INTERNAL', `model '${this.id}' has no free session for an admitted request`);
+    let returned = false;
+    return {
+      session,
+      slot: pool.sessions.indexOf(session),
+      checkin: () => {
+        if (returned) return;
+        returned = true;
+        pool.free.push(session);
+      },
+    };
+  }
+
+  loadSpec(): LoadSpec {
+    const c = this.#config;
+    return {
+      modelId: c.id,
+      path: c.path,
+      task: c.task,
+      mode: c.mode,
+      config: c.config,
+      weight: c.weight,
+      loadOptions: c.load_options,
+      backend: this.#ctx.backend,
+      device: this.#ctx.device,
+      threads: this.#ctx.threads,
+    };
+  }
+
+  #startLoad(): Promise<Pool> {
+    const done = this.#ctx.admitLoad(this, () => this.#build());
+    this.#transition({ kind: 'loading', done });
+    return done.then(
+      (pool) => {
+        this.#transition({ kind: 'ready', pool });
+        this.touch();
+        return pool;
+      },
+      (err: unknown) => {
+        this.#transition({ kind: 'unloaded' });
+        throw err;
+      },
+    );
+  }
+
+  /** Builds weights, primary and clones privately, in order; on any failure unwinds in reverse. */
+  async #build(): Promise<Pool> {
+    const spec = this.loadSpec();
+    const slots = this.#config.slots ?? 1;
+    const signal = this.#ctx.shutdownSignal;
+    let weights: Awaited<ReturnType<EngineFamily['load']>>;
+    try {
+      weights = await this.#family.load(spec, signal);
+    } catch (err) {
+      throw engineFailure(`failed to load model '${this.id}'`, err);
+    }
+    const sessions: EngineSession[] = [];
+    try {
+      if (slots > weights.capacity) {
+        throw invalidRequest(
+          `model '${this.id}': slots=${slots} exceeds the capacity ${weights.capacity} that family '${this.#family.name}' advertises`,
+        );
+      }
+      for (let index = 0; index < slots; index++) {
+        let session: EngineSession | null;
+        try {
+          session = await weights.createSession({ index, sessionOptions: this.#config.session_options });
+        } catch (err) {
+          throw engineFailure(`failed to create session ${index} of model '${this.id}'`, err);
+        }
+        if (!session)
+          throw engineFailure(
+            `failed to create session ${index} of model '${this.id}'`,
+            'the engine returned no session',
+          );
+        sessions.push(session);
+      }
+    } catch (err) {
+      await this.#teardown(sessions, weights);
+      throw err;
+    }
+    this.#generation += 1;
+    return { weights, sessions, free: [...sessions].reverse(), generation: this.#generation };
+  }
+
+  async #teardown(sessions: readonly EngineSession[], weights: { dispose(): Promise<void> }): Promise<void> {
+    for (const session of [...sessions].reverse()) {
+      await session
+        .dispose()
+        .catch((err: unknown) =>
+          this.#ctx.warn(`model '${this.id}': disposing a session failed: ${describe(err)}`),
+        );
+    }
+    await weights
+      .dispose()
+      .catch((err: unknown) =>
+        this.#ctx.warn(`model '${this.id}': disposing weights failed: ${describe(err)}`),
+      );
+  }
+
+  #transition(next: ModelState): void {
+    if (!canTransition(this.#state.kind, next.kind)) {
+      throw new VoxdError(
+        'E_INTERNAL',
+        `model '${this.id}': illegal transition ${this.#state.kind} -> ${next.kind}`,
+      );
+    }
+    this.#state = next;
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Engine faults keep their cause; typed voxd errors (a capacity refusal, say) pass through. */
+function engineFailure(context: string, err: unknown): VoxdError {
+  if (err instanceof VoxdError) return err;
+  return new VoxdError('E_ENGINE', `${context}: ${describe(err)}`, { cause: err });
+}

@@ -1,0 +1,364 @@
+/**
+ * The runtime facade: the registry of model entries and every operation on them (inference,
+ * registration, unload, bulk unload, status, shutdown). Engine- and transport-agnostic.
+ *
+ * The serial runtime (default) and the parallel runtime (`--parallel-jobs`) share this code: the
+ * serial one is the same scheduler with one slot per model, rejects `slots`, hides the slot fields
+ * from status and lists only models it actually unloaded in bulk results.
+ */
+import { conformAudio } from '../audio/convert.js';
+import type { ModelConfig, ServerConfig } from '../config/types.js';
+import type { EngineCatalog } from '../engines/catalog.js';
+import type { EngineEvent, EngineRequest, EngineResult } from '../engines/types.js';
+import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
+import { type Clock, systemClock } from '../util/clock.js';
+import { effectiveBusyTimeout } from './busy-timeout.js';
+import { systemFreeMemoryMb } from './memory.js';
+import { type EntryContext, ModelEntry } from './model-entry.js';
+import { Residency } from './residency.js';
+import { type ResolvedPreset, resolvePresets } from './voice-presets.js';
+
+export interface RuntimeDeps {
+  catalog: EngineCatalog;
+  clock?: Clock;
+  /** Free memory in MiB; tests replace it to drive the memory guard. */
+  freeMemoryMb?: () => Promise<number>;
+  log?: (message: string) => void;
+}
+
+export interface InferenceOptions {
+  /** The request's busy_timeout_ms, if it sent one. */
+  busyTimeoutMs?: number;
+  signal: AbortSignal;
+  onEvent?: (event: EngineEvent) => void;
+}
+
+export interface InferenceOutcome {
+  result: EngineResult;
+  wallMs: number;
+  slot: number;
+  generation: number;
+}
+
+export interface ModelStatus {
+  id: string;
+  family: string;
+  task: string;
+  mode: string;
+  path: string;
+  loaded: boolean;
+  state: string;
+  slots?: number;
+  active_slots?: number;
+  queued_requests?: number;
+  max_parallel_slots?: number | null;
+  session_options: Record<string, string>;
+}
+
+export class Runtime {
+  readonly config: ServerConfig;
+  readonly catalog: EngineCatalog;
+  readonly residency: Residency;
+  readonly #entries = new Map<string, ModelEntry>();
+  readonly #clock: Clock;
+  readonly #log: (message: string) => void;
+  readonly #shutdown = new AbortController();
+  readonly #entryContext: EntryContext;
+  #closing: Promise<void> | undefined;
+
+  constructor(config: ServerConfig, deps: RuntimeDeps) {
+    this.config = config;
+    this.catalog = deps.catalog;
+    this.#clock = deps.clock ?? systemClock;
+    this.#log = deps.log ?? ((message) => process.stderr.write(`[voxd] ${message}\n`));
+    this.residency = new Residency({
+      maxLoadedModels: config.max_loaded_models,
+      minFreeMemoryMb: config.min_free_memory_mb,
+      idleUnloadMs: config.idle_unload_ms,
+      clock: this.#clock,
+      freeMemoryMb: deps.freeMemoryMb ?? systemFreeMemoryMb,
+      entries: () => this.#entries.values(),
+      log: this.#log,
+      shutdownSignal: this.#shutdown.signal,
+    });
+    this.#entryContext = {
+      clock: this.#clock,
+      backend: 'cpu',
+      device: config.device,
+      threads: config.threads,
+      admitLoad: (entry, build) => this.residency.admitLoad(entry, build),
+      shutdownSignal: this.#shutdown.signal,
+      warn: this.#log,
+    };
+  }
+
+  get parallel(): boolean {
+    return this.config.parallel_jobs;
+  }
+
+  /** Registers the configured models and loads the eager ones; a failed eager load aborts startup. */
+  async start(): Promise<void> {
+    for (const model of this.config.models) {
+      this.#checkTask(model);
+      const entry = new ModelEntry(
+        model,
+        this.#family(model),
+        await resolvePresets(model),
+        this.#entryContext,
+      );
+      this.#entries.set(model.id, entry);
+    }
+    const eager = this.config.models.filter((m) => !m.lazy);
+    const limit = this.config.max_loaded_models;
+    const now = limit > 0 ? eager.slice(0, limit) : eager;
+    for (const deferred of eager.slice(now.length)) {
+      this.#log(
+        `model '${deferred.id}' not loaded at startup: max_loaded_models=${limit}; it loads on first use`,
+      );
+    }
+    for (const model of now) {
+      const entry = this.#entries.get(model.id)!;
+      const lease = await entry.scheduler.acquire('manager', { timeoutMs: 0 });
+      try {
+        await entry.ensureReady();
+      } finally {
+        lease.release();
+      }
+    }
+    this.residency.startIdleTimer();
+  }
+
+  get(id: string): ModelEntry {
+    const entry = this.#entries.get(id);
+    if (!entry) throw unknownModel(id);
+    return entry;
+  }
+
+  has(id: string): boolean {
+    return this.#entries.has(id);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Runs one request on one session of the model, loading it first if needed. */
+  async infer(id: string, request: EngineRequest, options: InferenceOptions): Promise<InferenceOutcome> {
+    this.#refuseWhenClosing();
+    const entry = this.get(id);
+    const ceiling = entry.config.busy_timeout_ms ?? this.config.busy_timeout_ms;
+    const timeoutMs = effectiveBusyTimeout(options.busyTimeoutMs, ceiling);
+    const lease = await entry.scheduler.acquire('request', { timeoutMs, signal: options.signal });
+    try {
+      const pool = await entry.ensureReady(options.signal);
+      const { session, slot, checkin } = entry.checkout(pool);
+      const started = performance.now();
+      entry.touch();
+      try {
+        const prepared = request.audio
+          ? { ...request, audio: conformAudio(request.audio, pool.weights.audioInput) }
+          : request;
+        const result = await session.run(prepared, { signal: options.signal, onEvent: options.onEvent });
+        return { result, wallMs: performance.now() - started, slot, generation: pool.generation };
+      } catch (err) {
+        if (options.signal.aborted) throw options.signal.reason;
+        if (err instanceof VoxdError) throw err;
+        const message = err instanceof Error ? err.message : String(err);
+        throw new VoxdError('E_ENGINE', `model '${id}' failed: ${message}`, { cause: err });
+      } finally {
+        checkin();
+        entry.touch();
+      }
+    } finally {
+      lease.release();
+    }
+  }
+
+  /**
+   * Registers a new id or reconfigures an existing one. The replacement is validated privately
+   * before any lease is taken; a new entry is published once, under its own manager lease, before
+   * its first load, so concurrent registrations of the same id queue on it.
+   */
+  async register(
+    config: ModelConfig,
+    signal?: AbortSignal,
+  ): Promise<{ id: string; loaded: true; reconfigured: boolean }> {
+    this.#refuseWhenClosing();
+    this.#checkTask(config);
+    const family = this.#family(config);
+    const presets = await resolvePresets(config);
+    const existing = this.#entries.get(config.id);
+    if (!existing) {
+      const entry = new ModelEntry(config, family, presets, this.#entryContext);
+      const lease = entry.scheduler.tryAcquireManager()!;
+      this.#entries.set(config.id, entry);
+      entry.setActivity('registering');
+      try {
+        await entry.ensureReady();
+      } finally {
+        entry.setActivity(null);
+        lease.release();
+      }
+      return { id: config.id, loaded: true, reconfigured: false };
+    }
+
+    const lease = await existing.scheduler.acquire('manager', { timeoutMs: 0, signal });
+    try {
+      const change = compareConfigs(existing.config, config);
+      if (change !== 'same') {
+        existing.setActivity('reconfiguring');
+        this.#validateReplacement(existing, config);
+        if (change === 'reload') await existing.unload();
+        existing.replaceConfig(config, family, presets);
+      }
+      await existing.ensureReady();
+      return { id: config.id, loaded: true, reconfigured: change !== 'same' };
+    } finally {
+      existing.setActivity(null);
+      lease.release();
+    }
+  }
+
+  /** Unloads one model after all earlier work on it; idempotent. */
+  async unload(id: string, signal?: AbortSignal): Promise<{ id: string; loaded: false }> {
+    const entry = this.get(id);
+    await this.#unloadEntry(entry, signal);
+    return { id, loaded: false };
+  }
+
+  /**
+   * Unloads a selection (every registered model when `ids` is undefined). All barriers are
+   * published in one synchronous step, so overlapping bulk calls order the same on every model
+   * and never wait on each other in a cycle; idle models are granted at once and freed first.
+   */
+  async bulkUnload(
+    ids: readonly string[] | undefined,
+    signal?: AbortSignal,
+  ): Promise<{ unloaded: string[]; not_found: string[] }> {
+    const selection = [...new Set(ids ?? this.#entries.keys())];
+    const known = selection.filter((id) => this.#entries.has(id));
+    const notFound = selection.filter((id) => !this.#entries.has(id));
+    const jobs = known.map((id) => this.#unloadEntry(this.#entries.get(id)!, signal));
+    const results = await Promise.allSettled(jobs);
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const unloaded = this.parallel
+      ? known
+      : known.filter((_, i) => (results[i] as PromiseFulfilledResult<boolean>).value);
+    return { unloaded, not_found: notFound };
+  }
+
+  status(): ModelStatus[] {
+    return [...this.#entries.values()].map((entry) => {
+      const c = entry.config;
+      const snapshot = entry.scheduler.snapshot();
+      const slotFields = this.parallel
+        ? {
+            slots: c.slots ?? 1,
+            active_slots: snapshot.activeRequests,
+            queued_requests: snapshot.queuedRequests,
+            max_parallel_slots: entry.poolSize,
+          }
+        : {};
+      return {
+        id: c.id,
+        family: c.family,
+        task: c.task,
+        mode: c.mode,
+        ...slotFields,
+        loaded: entry.loaded,
+        path: c.path,
+        state: entry.activity ?? entry.state.kind,
+        session_options: c.session_options,
+      };
+    });
+  }
+
+  presetsOf(id: string): ReadonlyMap<string, ResolvedPreset> {
+    return this.get(id).presets;
+  }
+
+  /**
+   * Stops taking work, stops the idle timer, waits for work already admitted on each model and
+   * unloads it. A second call joins the first.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.residency.stopIdleTimer();
+      await Promise.allSettled([...this.#entries.values()].map((entry) => this.#unloadEntry(entry)));
+      this.#shutdown.abort(new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down'));
+    })();
+    return this.#closing;
+  }
+
+  async #unloadEntry(entry: ModelEntry, signal?: AbortSignal): Promise<boolean> {
+    const lease = await entry.scheduler.acquire('manager', { timeoutMs: 0, signal });
+    entry.setActivity('unloading');
+    try {
+      return await entry.unload();
+    } finally {
+      entry.setActivity(null);
+      lease.release();
+    }
+  }
+
+  #refuseWhenClosing(): void {
+    if (this.#closing) throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new work');
+  }
+
+  #family(config: ModelConfig) {
+    const family = this.catalog.get(config.family);
+    if (!family) {
+      throw invalidRequest(
+        `family: "${config.family}" is unknown; known families: ${[...this.catalog.keys()].join(', ')}`,
+      );
+    }
+    return family;
+  }
+
+  #checkTask(config: ModelConfig): void {
+    const family = this.#family(config);
+    if (!family.tasks.includes(config.task)) {
+      throw invalidRequest(
+        `model '${config.id}': family '${family.name}' does not serve task '${config.task}'; it serves ${family.tasks.join(', ')}`,
+      );
+    }
+  }
+
+  /** Rejects a replacement the live pool can not take, before anything live is touched. */
+  #validateReplacement(entry: ModelEntry, config: ModelConfig): void {
+    const state = entry.state;
+    const slots = config.slots ?? 1;
+    if (
+      state.kind === 'ready' &&
+      sameLoadInputs(entry.config, config) &&
+      slots > state.pool.weights.capacity
+    ) {
+      throw invalidRequest(
+        `model '${config.id}': slots=${slots} exceeds the capacity ${state.pool.weights.capacity} that family '${config.family}' advertises`,
+      );
+    }
+  }
+}
+
+const LOAD_KEYS = ['family', 'path', 'task', 'mode', 'config', 'weight', 'model_spec_override'] as const;
+
+/** Whether two configs load the same weights and sessions (so a live capacity still applies). */
+function sameLoadInputs(a: ModelConfig, b: ModelConfig): boolean {
+  return (
+    LOAD_KEYS.every((k) => a[k] === b[k]) &&
+    sameMap(a.load_options, b.load_options) &&
+    sameMap(a.session_options, b.session_options)
+  );
+}
+
+/** 'reload' when the pool must be rebuilt, 'metadata' when only request-time settings changed. */
+function compareConfigs(a: ModelConfig, b: ModelConfig): 'same' | 'metadata' | 'reload' {
+  if (!sameLoadInputs(a, b) || (a.slots ?? 1) !== (b.slots ?? 1)) return 'reload';
+  return JSON.stringify(a) === JSON.stringify(b) ? 'same' : 'metadata';
+}
+
+function sameMap(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
+}

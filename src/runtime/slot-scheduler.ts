@@ -1,0 +1,230 @@
+/**
+ * Per-model admission: one FIFO of waiters in the order callers enter it, shared leases (one slot
+ * each) for requests and an exclusive lease for management. The head of the queue blocks everyone
+ * behind it, so a waiting manager keeps later requests out even when slots are free, and waits for
+ * all earlier admitted and queued work.
+ *
+ * The serial runtime is this scheduler with capacity 1; the parallel runtime raises the capacity
+ * to the model's slot count. No method blocks: every wait is a promise that a signal can abandon.
+ */
+import { busy, VoxdError } from '../errors.js';
+import type { Clock } from '../util/clock.js';
+
+export type LeaseKind = 'request' | 'manager';
+
+export interface Lease {
+  readonly kind: LeaseKind;
+  readonly grantedAt: number;
+  /** Gives the slot back; calling it again does nothing. */
+  release(): void;
+}
+
+export interface AcquireOptions {
+  /** Longest wait for admission in ms; 0 waits without limit. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+export interface SchedulerSnapshot {
+  capacity: number;
+  activeRequests: number;
+  queuedRequests: number;
+  queuedManagers: number;
+  managerActive: boolean;
+  /** How long the oldest waiter has waited, in ms; 0 with an empty queue. */
+  oldestWaitMs: number;
+}
+
+interface Waiter {
+  readonly kind: LeaseKind;
+  readonly enqueuedAt: number;
+  grant(): void;
+}
+
+class SchedulerLease implements Lease {
+  #released = false;
+  constructor(
+    readonly kind: LeaseKind,
+    readonly grantedAt: number,
+    private readonly onRelease: (lease: SchedulerLease) => void,
+  ) {}
+
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.onRelease(this);
+  }
+}
+
+export class SlotScheduler {
+  readonly #model: string;
+  readonly #clock: Clock;
+  #capacity: number;
+  readonly #queue: Waiter[] = [];
+  readonly #requests = new Set<SchedulerLease>();
+  #manager: SchedulerLease | null = null;
+  /** Shared initialisations in progress; a manager may not start while one runs. */
+  #pins = 0;
+
+  constructor(model: string, capacity: number, clock: Clock) {
+    this.#model = model;
+    this.#capacity = capacity;
+    this.#clock = clock;
+  }
+
+  get capacity(): number {
+    return this.#capacity;
+  }
+
+  /** Changes the number of request slots; only the holder of the manager lease may do this. */
+  setCapacity(capacity: number): void {
+    this.#capacity = capacity;
+    this.#pump();
+  }
+
+  /** True when nothing holds, waits for or initialises this model. */
+  get idle(): boolean {
+    return (
+      this.#queue.length === 0 && this.#requests.size === 0 && this.#manager === null && this.#pins === 0
+    );
+  }
+
+  snapshot(): SchedulerSnapshot {
+    const now = this.#clock.now();
+    let queuedRequests = 0;
+    for (const waiter of this.#queue) if (waiter.kind === 'request') queuedRequests++;
+    return {
+      capacity: this.#capacity,
+      activeRequests: this.#requests.size,
+      queuedRequests,
+      queuedManagers: this.#queue.length - queuedRequests,
+      managerActive: this.#manager !== null,
+      oldestWaitMs: this.#queue.length ? Math.max(0, now - this.#queue[0]!.enqueuedAt) : 0,
+    };
+  }
+
+  /**
+   * Waits for a lease in FIFO order. Rejects with E_BUSY when a blocker has already overrun the
+   * timeout or the wait times out, and with the signal's reason when the caller goes away; in both
+   * cases the waiter has left the queue and holds nothing.
+   */
+  async acquire(kind: LeaseKind, { timeoutMs, signal }: AcquireOptions): Promise<Lease> {
+    signal?.throwIfAborted();
+    if (this.#queue.length === 0 && this.#canGrant(kind)) return this.#grant(kind);
+    if (timeoutMs > 0) this.#failFastIfOverdue(timeoutMs);
+
+    return new Promise<Lease>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const cleanup = () => {
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const leave = (reason: unknown) => {
+        const index = this.#queue.indexOf(waiter);
+        if (index < 0) return;
+        this.#queue.splice(index, 1);
+        cleanup();
+        reject(reason);
+        // The leaver may have been the head that blocked others.
+        this.#pump();
+      };
+      const onAbort = () => leave(signal?.reason);
+      const waiter: Waiter = {
+        kind,
+        enqueuedAt: this.#clock.now(),
+        grant: () => {
+          cleanup();
+          resolve(this.#grant(kind));
+        },
+      };
+      this.#queue.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (timeoutMs > 0) {
+        timer = setTimeout(() => {
+          const { activeRequests, managerActive } = this.snapshot();
+          const running = activeRequests + (managerActive ? 1 : 0);
+          leave(
+            busy(
+              `model '${this.#model}' is busy: timed out after ${timeoutMs} ms waiting for a slot ` +
+                `(${running} running, ${this.#queue.length - 1} waiting; busy_timeout_ms=${timeoutMs})`,
+            ),
+          );
+        }, timeoutMs);
+      }
+    });
+  }
+
+  /** Takes the manager lease only if the model is entirely idle; never waits (eviction, idle retirement). */
+  tryAcquireManager(): Lease | null {
+    return this.idle ? this.#grant('manager') : null;
+  }
+
+  /** Keeps managers out while a shared initialisation runs; returns the release function. */
+  pin(): () => void {
+    this.#pins++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#pins--;
+      this.#pump();
+    };
+  }
+
+  #canGrant(kind: LeaseKind): boolean {
+    if (this.#manager) return false;
+    if (kind === 'request') return this.#requests.size < this.#capacity;
+    return this.#requests.size === 0 && this.#pins === 0;
+  }
+
+  #grant(kind: LeaseKind): Lease {
+    const lease = new SchedulerLease(kind, this.#clock.now(), (released) => this.#release(released));
+    if (kind === 'manager') this.#manager = lease;
+    else this.#requests.add(lease);
+    return lease;
+  }
+
+  #release(lease: SchedulerLease): void {
+    if (lease.kind === 'manager') {
+      if (this.#manager === lease) this.#manager = null;
+    } else {
+      this.#requests.delete(lease);
+    }
+    this.#pump();
+  }
+
+  #pump(): void {
+    while (this.#queue.length > 0 && this.#canGrant(this.#queue[0]!.kind)) {
+      this.#queue.shift()!.grant();
+    }
+  }
+
+  /**
+   * The busy-timeout fail-fast rule: waiting is pointless when what blocks us has already run
+   * longer than we are willing to wait. A manager that overran blocks everyone; otherwise, when
+   * every occupied slot has overrun, no slot can be expected in time even if spare slots exist
+   * behind a waiting manager.
+   */
+  #failFastIfOverdue(timeoutMs: number): void {
+    const now = this.#clock.now();
+    if (this.#manager) {
+      const ran = now - this.#manager.grantedAt;
+      if (ran > timeoutMs) {
+        throw new VoxdError(
+          'E_BUSY',
+          `model '${this.#model}' is busy: a management operation has run ${Math.round(ran)} ms (busy_timeout_ms=${timeoutMs})`,
+        );
+      }
+      return;
+    }
+    if (this.#requests.size === 0) return;
+    let shortest = Number.POSITIVE_INFINITY;
+    for (const lease of this.#requests) shortest = Math.min(shortest, now - lease.grantedAt);
+    if (shortest > timeoutMs) {
+      throw new VoxdError(
+        'E_BUSY',
+        `model '${this.#model}' is busy: current inference has run ${Math.round(shortest)} ms (busy_timeout_ms=${timeoutMs})`,
+      );
+    }
+  }
+}

@@ -1,0 +1,534 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ConfigError } from '../../src/config/errors.js';
+import { type CliOverrides, loadServerConfig } from '../../src/config/server-config.js';
+import { showValue } from '../../src/errors.js';
+
+const knownFamilies = ['fixture', 'kokoro'];
+const model = (id: string, extra: Record<string, unknown> = {}) => ({
+  id,
+  family: 'fixture',
+  path: `m/${id}`,
+  ...extra,
+});
+
+/** Writes `content` (JSON-encoded unless a string) as server.json in a fresh folder; returns its path. */
+function writeConfig(content: unknown): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'voxd-config-'));
+  const file = path.join(dir, 'server.json');
+  writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+
+function load(top: Record<string, unknown>, overrides: CliOverrides = {}) {
+  return loadServerConfig({
+    configPath: writeConfig({ models: [model('a')], ...top }),
+    overrides,
+    knownFamilies,
+  });
+}
+
+function expectConfigError(
+  fn: () => unknown,
+  key: string,
+  value: unknown,
+  ...fragments: string[]
+): ConfigError {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (err) {
+    caught = err;
+  }
+  assert.ok(caught instanceof ConfigError, `expected a ConfigError, got ${String(caught)}`);
+  assert.equal(caught.key, key);
+  assert.ok(caught.message.includes(key), `"${caught.message}" does not name ${key}`);
+  const shown = value === undefined ? 'missing' : showValue(value);
+  assert.ok(caught.message.includes(shown), `"${caught.message}" does not show ${shown}`);
+  for (const fragment of fragments) {
+    assert.ok(caught.message.includes(fragment), `"${caught.message}" lacks "${fragment}"`);
+  }
+  assert.ok(!caught.message.includes('\n'));
+  return caught;
+}
+
+test('a minimal config gets every default', () => {
+  const configPath = writeConfig({ models: [model('a')] });
+  const { config, notices } = loadServerConfig({ configPath, overrides: {}, knownFamilies });
+  const { models, ...rest } = config;
+  assert.deepEqual(rest, {
+    host: '127.0.0.1',
+    port: 8080,
+    cors_origins: '',
+    ui: true,
+    ui_management: false,
+    backend: 'cpu',
+    device: 0,
+    threads: 1,
+    lazy_load: false,
+    log: false,
+    log_request_body: false,
+    max_request_body_bytes: 2147483648,
+    busy_timeout_ms: 300000,
+    max_loaded_models: 0,
+    idle_unload_ms: 0,
+    min_free_memory_mb: 0,
+    live_ingest: {
+      idle_timeout_ms: 30000,
+      total_timeout_ms: 600000,
+      max_body_bytes: 536870912,
+      max_chunk_bytes: 8388608,
+      send_timeout_ms: 30000,
+    },
+    frontend_listener: '',
+    frontend_options: {},
+    parallel_jobs: false,
+    base_dir: path.dirname(configPath),
+  });
+  assert.equal(models.length, 1);
+  assert.equal(models[0]!.lazy, false);
+  assert.deepEqual(notices, []);
+});
+
+test('every top-level value is taken from the file', () => {
+  const dir = path.dirname(writeConfig({}));
+  mkdirSync(path.join(dir, 'voices'));
+  const configPath = path.join(dir, 'server.json');
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      host: '0.0.0.0',
+      port: 9000,
+      cors_origins: '*',
+      ui: false,
+      ui_management: true,
+      backend: 'cpu',
+      device: 0,
+      threads: 4,
+      lazy_load: true,
+      log_request_body: true,
+      max_request_body_bytes: 1024,
+      busy_timeout_ms: 0,
+      max_loaded_models: 2,
+      idle_unload_ms: 5000,
+      min_free_memory_mb: 256,
+      live_ingest: { idle_timeout_ms: 0, max_chunk_bytes: 4096 },
+      voice_dir: 'voices',
+      models: [model('a'), model('b', { lazy: false })],
+    }),
+  );
+  const { config } = loadServerConfig({ configPath, overrides: {}, knownFamilies });
+  assert.equal(config.host, '0.0.0.0');
+  assert.equal(config.port, 9000);
+  assert.equal(config.cors_origins, '*');
+  assert.equal(config.ui, false);
+  assert.equal(config.ui_management, true);
+  assert.equal(config.threads, 4);
+  assert.equal(config.lazy_load, true);
+  assert.equal(config.log_request_body, true);
+  assert.equal(config.max_request_body_bytes, 1024);
+  assert.equal(config.busy_timeout_ms, 0);
+  assert.equal(config.max_loaded_models, 2);
+  assert.equal(config.idle_unload_ms, 5000);
+  assert.equal(config.min_free_memory_mb, 256);
+  assert.deepEqual(config.live_ingest, {
+    idle_timeout_ms: 0,
+    total_timeout_ms: 600000,
+    max_body_bytes: 536870912,
+    max_chunk_bytes: 4096,
+    send_timeout_ms: 30000,
+  });
+  assert.equal(config.voice_dir, path.join(dir, 'voices'));
+  // lazy_load is each model's default; an explicit lazy wins.
+  assert.deepEqual(
+    config.models.map((m) => [m.id, m.lazy]),
+    [
+      ['a', true],
+      ['b', false],
+    ],
+  );
+});
+
+test('relative model paths resolve against the config folder, not the cwd', () => {
+  const configPath = writeConfig({ models: [model('a'), model('b', { path: '/abs/b.gguf' })] });
+  const { config } = loadServerConfig({ configPath, overrides: {}, knownFamilies });
+  assert.equal(config.models[0]!.path, path.join(path.dirname(configPath), 'm', 'a'));
+  assert.equal(config.models[1]!.path, '/abs/b.gguf');
+});
+
+test('a relative --config path resolves against the cwd', () => {
+  const configPath = writeConfig({ models: [model('a')] });
+  const relative = path.relative(process.cwd(), configPath);
+  const { config } = loadServerConfig({ configPath: relative, overrides: {}, knownFamilies });
+  assert.equal(config.base_dir, path.dirname(configPath));
+});
+
+test('without --config, --ui-management is required', () => {
+  expectConfigError(
+    () => loadServerConfig({ overrides: {}, knownFamilies }),
+    'config',
+    undefined,
+    '--config',
+    '--ui-management',
+  );
+  expectConfigError(
+    () => loadServerConfig({ overrides: { ui: true }, knownFamilies }),
+    'config',
+    undefined,
+    '--ui-management',
+  );
+});
+
+test('without --config: no models, lazy_load on, base_dir is the cwd', () => {
+  const { config } = loadServerConfig({ overrides: { ui_management: true }, knownFamilies });
+  assert.deepEqual(config.models, []);
+  assert.equal(config.lazy_load, true);
+  assert.equal(config.ui_management, true);
+  assert.equal(config.base_dir, process.cwd());
+  assert.equal(config.port, 8080);
+});
+
+test('an unreadable file, bad JSON or a non-object top level fail under "config"', () => {
+  const missing = path.join(tmpdir(), 'voxd-definitely-missing', 'server.json');
+  expectConfigError(
+    () => loadServerConfig({ configPath: missing, overrides: {}, knownFamilies }),
+    'config',
+    missing,
+    'cannot read',
+  );
+  const dir = path.dirname(writeConfig({}));
+  expectConfigError(() => loadServerConfig({ configPath: dir, overrides: {}, knownFamilies }), 'config', dir);
+  const bad = writeConfig('{"port": 80,');
+  const err = expectConfigError(
+    () => loadServerConfig({ configPath: bad, overrides: {}, knownFamilies }),
+    'config',
+    bad,
+    'not valid JSON',
+  );
+  let jsonMessage = '';
+  try {
+    JSON.parse('{"port": 80,');
+  } catch (e) {
+    jsonMessage = (e as Error).message;
+  }
+  assert.ok(err.message.includes(jsonMessage));
+  for (const top of ['[]', 'null', '5', '"x"']) {
+    const file = writeConfig(top);
+    expectConfigError(
+      () => loadServerConfig({ configPath: file, overrides: {}, knownFamilies }),
+      'config',
+      file,
+      'JSON object',
+    );
+  }
+});
+
+test('a UTF-8 BOM is tolerated', () => {
+  const file = writeConfig(`\uFEFF${JSON.stringify({ models: [model('a')] })}`);
+  assert.equal(loadServerConfig({ configPath: file, overrides: {}, knownFamilies }).config.models.length, 1);
+});
+
+test('host: any IP literal, no host names', () => {
+  assert.equal(load({ host: '0.0.0.0' }).config.host, '0.0.0.0');
+  assert.equal(load({ host: '::1' }).config.host, '::1');
+  for (const bad of ['localhost', '999.1.1.1', '', 5, null]) {
+    expectConfigError(() => load({ host: bad }), 'host', bad);
+  }
+});
+
+test('port: 0..65535, 0 picks a free port', () => {
+  assert.equal(load({ port: 0 }).config.port, 0);
+  assert.equal(load({ port: 65535 }).config.port, 65535);
+  for (const bad of [-1, 65536, 1.5, '80', null, true]) {
+    expectConfigError(() => load({ port: bad }), 'port', bad, '0..65535');
+  }
+});
+
+test('cors_origins: "" or "*"', () => {
+  assert.equal(load({ cors_origins: '' }).config.cors_origins, '');
+  for (const bad of ['http://x', 1, null, true]) {
+    expectConfigError(() => load({ cors_origins: bad }), 'cors_origins', bad);
+  }
+});
+
+test('boolean keys reject other types', () => {
+  for (const name of ['ui', 'ui_management', 'lazy_load', 'log_request_body']) {
+    for (const bad of ['yes', 1, null]) {
+      expectConfigError(() => load({ [name]: bad }), name, bad, 'true or false');
+    }
+  }
+});
+
+test('non-negative integer keys reject negatives, fractions and strings', () => {
+  const names = [
+    'max_request_body_bytes',
+    'busy_timeout_ms',
+    'max_loaded_models',
+    'idle_unload_ms',
+    'min_free_memory_mb',
+    'device',
+  ];
+  for (const name of names) {
+    assert.equal((load({ [name]: 0 }).config as unknown as Record<string, unknown>)[name], 0);
+    for (const bad of [-5, 1.5, '10', null, 2 ** 53]) {
+      expectConfigError(() => load({ [name]: bad }), name, bad, 'integer >= 0');
+    }
+  }
+  assert.equal(load({ max_request_body_bytes: 2 ** 53 - 1 }).config.max_request_body_bytes, 2 ** 53 - 1);
+});
+
+test('threads: an integer > 0', () => {
+  assert.equal(load({ threads: 8 }).config.threads, 8);
+  for (const bad of [0, -1, 1.5, '2', null]) {
+    expectConfigError(() => load({ threads: bad }), 'threads', bad, 'integer >= 1');
+  }
+});
+
+test('backend: cpu is silent, other backends give a notice, rocm means hip, best is rejected', () => {
+  assert.deepEqual(load({ backend: 'cpu' }).notices, []);
+  for (const name of ['cuda', 'vulkan', 'metal', 'hip']) {
+    const { config, notices } = load({ backend: name });
+    assert.equal(config.backend, name);
+    assert.deepEqual(
+      notices.map((n) => n.key),
+      ['backend'],
+    );
+    assert.match(notices[0]!.message, /CPU/);
+  }
+  assert.equal(load({ backend: 'rocm' }).config.backend, 'hip');
+  expectConfigError(() => load({ backend: 'best' }), 'backend', 'best', 'not allowed');
+  for (const bad of ['tpu', 'CPU', 5, null]) {
+    expectConfigError(() => load({ backend: bad }), 'backend', bad, 'cpu, cuda');
+  }
+});
+
+test('device: a non-zero device gives a notice', () => {
+  const { config, notices } = load({ device: 1 });
+  assert.equal(config.device, 1);
+  assert.deepEqual(
+    notices.map((n) => n.key),
+    ['device'],
+  );
+});
+
+test('live_ingest: bad blocks and values are rejected', () => {
+  expectConfigError(() => load({ live_ingest: 'x' }), 'live_ingest', 'x');
+  expectConfigError(() => load({ live_ingest: null }), 'live_ingest', null);
+  expectConfigError(() => load({ live_ingest: { chunk: 1 } }), 'live_ingest.chunk', 'chunk', 'unknown');
+  expectConfigError(() => load({ live_ingest: { max_chunk_bytes: 0 } }), 'live_ingest.max_chunk_bytes', 0);
+  for (const name of ['idle_timeout_ms', 'total_timeout_ms', 'max_body_bytes', 'send_timeout_ms']) {
+    assert.equal(
+      (load({ live_ingest: { [name]: 0 } }).config.live_ingest as unknown as Record<string, number>)[name],
+      0,
+    );
+    for (const bad of [-1, '5', 2.5, true, 2 ** 53]) {
+      expectConfigError(() => load({ live_ingest: { [name]: bad } }), `live_ingest.${name}`, bad);
+    }
+  }
+});
+
+test('model_spec_override resolves against the config folder and gives a notice', () => {
+  const configPath = writeConfig({ models: [model('a')], model_spec_override: 'specs/x.json' });
+  const { config, notices } = loadServerConfig({ configPath, overrides: {}, knownFamilies });
+  assert.equal(config.model_spec_override, path.join(path.dirname(configPath), 'specs', 'x.json'));
+  assert.deepEqual(
+    notices.map((n) => n.key),
+    ['model_spec_override'],
+  );
+  expectConfigError(() => load({ model_spec_override: 5 }), 'model_spec_override', 5);
+  expectConfigError(() => load({ model_spec_override: '' }), 'model_spec_override', '');
+});
+
+test('voice_dir must be an existing directory', () => {
+  expectConfigError(
+    () => load({ voice_dir: 'no-such-dir' }),
+    'voice_dir',
+    'no-such-dir',
+    'no such directory',
+  );
+  expectConfigError(() => load({ voice_dir: 'server.json' }), 'voice_dir', 'server.json');
+  expectConfigError(() => load({ voice_dir: 3 }), 'voice_dir', 3);
+  expectConfigError(() => load({ voice_dir: '' }), 'voice_dir', '');
+  assert.equal(load({ voice_dir: '.' }).config.voice_dir !== undefined, true);
+});
+
+test('frontends: a listener is an error, file options are ignored with a notice', () => {
+  assert.equal(load({ frontend_listener: '' }).config.frontend_listener, '');
+  expectConfigError(
+    () => load({ frontend_listener: 'https' }),
+    'frontend_listener',
+    'https',
+    'no frontend listeners',
+  );
+  expectConfigError(() => load({ frontend_listener: 1 }), 'frontend_listener', 1);
+  expectConfigError(() => load({ frontend_options: 'x' }), 'frontend_options', 'x');
+  const { config, notices } = load({ frontend_options: { cert: 'a.pem', port: 443 } });
+  assert.deepEqual(config.frontend_options, { cert: 'a.pem', port: '443' });
+  assert.deepEqual(
+    notices.map((n) => n.key),
+    ['frontend_options'],
+  );
+});
+
+test('models: required, an array, non-empty unless ui_management', () => {
+  const noModels = writeConfig({});
+  expectConfigError(
+    () => loadServerConfig({ configPath: noModels, overrides: {}, knownFamilies }),
+    'models',
+    undefined,
+  );
+  expectConfigError(() => load({ models: {} }), 'models', {}, 'array');
+  expectConfigError(() => load({ models: [] }), 'models', [], 'ui_management');
+  assert.deepEqual(load({ models: [], ui_management: true }).config.models, []);
+  assert.deepEqual(
+    loadServerConfig({ configPath: noModels, overrides: { ui_management: true }, knownFamilies }).config
+      .models,
+    [],
+  );
+});
+
+test('models: errors name the entry index', () => {
+  expectConfigError(() => load({ models: [model('a'), 5] }), 'models[1]', 5);
+  expectConfigError(
+    () => load({ models: [model('a'), model('b', { busy_timeout_ms: -5 })] }),
+    'models[1].busy_timeout_ms',
+    -5,
+  );
+  expectConfigError(
+    () => load({ models: [model('a', { family: 'nope' })] }),
+    'models[0].family',
+    'nope',
+    'fixture',
+  );
+  expectConfigError(
+    () => load({ models: [model('a', { task: 'sing' })] }),
+    'models[0].task',
+    'sing',
+    'vad, asr',
+  );
+});
+
+test('models: a duplicate id names both entries', () => {
+  expectConfigError(
+    () => load({ models: [model('a'), model('b'), model('a')] }),
+    'models[2].id',
+    'a',
+    'models[2].id: "a" is a duplicate of models[0].id',
+  );
+});
+
+test('models: slots need --parallel-jobs', () => {
+  const models = [model('a', { slots: 2 })];
+  expectConfigError(
+    () => load({ models }),
+    'models[0].slots',
+    2,
+    'slots requires --parallel-jobs at server startup',
+  );
+  const { config } = load({ models }, { parallel_jobs: true });
+  assert.equal(config.parallel_jobs, true);
+  assert.equal(config.models[0]!.slots, 2);
+  expectConfigError(
+    () => load({ models: [model('a', { slots: 17 })] }, { parallel_jobs: true }),
+    'models[0].slots',
+    17,
+    'model slots must be an integer between 1 and 16',
+  );
+});
+
+test('unknown and unconfirmed top-level keys become notices', () => {
+  const { notices } = load({ colour: 'blue', apikeys: { k: true } });
+  assert.deepEqual(
+    notices.map((n) => n.key),
+    ['colour', 'apikeys'],
+  );
+  assert.match(notices[0]!.message, /unknown key ignored/);
+  assert.match(notices[1]!.message, /unconfirmed/);
+});
+
+test('model notices are passed through', () => {
+  const { notices } = load({ models: [model('a', { instance_count: 2 })] });
+  assert.deepEqual(
+    notices.map((n) => n.key),
+    ['models[0].instance_count'],
+  );
+});
+
+test('CLI overrides win over the file', () => {
+  const { config } = load(
+    { host: '0.0.0.0', port: 9000, threads: 2, ui: true, cors_origins: '', busy_timeout_ms: 5 },
+    {
+      host: '127.0.0.2',
+      port: 0,
+      threads: 3,
+      ui: false,
+      ui_management: true,
+      cors_origins: '*',
+      busy_timeout_ms: 7,
+      max_loaded_models: 1,
+      idle_unload_ms: 2,
+      min_free_memory_mb: 3,
+      device: 0,
+      backend: 'cpu',
+      log: true,
+    },
+  );
+  assert.equal(config.host, '127.0.0.2');
+  assert.equal(config.port, 0);
+  assert.equal(config.threads, 3);
+  assert.equal(config.ui, false);
+  assert.equal(config.ui_management, true);
+  assert.equal(config.cors_origins, '*');
+  assert.equal(config.busy_timeout_ms, 7);
+  assert.equal(config.max_loaded_models, 1);
+  assert.equal(config.idle_unload_ms, 2);
+  assert.equal(config.min_free_memory_mb, 3);
+  assert.equal(config.log, true);
+});
+
+test('a bad CLI value is reported under its flag', () => {
+  expectConfigError(() => load({ port: 80 }, { port: -1 }), '--port', -1, '0..65535');
+  expectConfigError(() => load({}, { threads: 0 }), '--threads', 0);
+  expectConfigError(() => load({}, { host: 'localhost' }), '--host', 'localhost');
+  expectConfigError(() => load({}, { cors_origins: 'x' }), '--cors-origins', 'x');
+  expectConfigError(() => load({}, { backend: 'best' }), '--backend', 'best');
+  expectConfigError(() => load({}, { busy_timeout_ms: -1 }), '--busy-timeout-ms', -1);
+  expectConfigError(() => load({}, { max_loaded_models: -1 }), '--max-loaded-models', -1);
+  expectConfigError(() => load({}, { idle_unload_ms: -1 }), '--idle-unload-ms', -1);
+  expectConfigError(() => load({}, { min_free_memory_mb: -1 }), '--min-free-memory-mb', -1);
+  expectConfigError(() => load({}, { device: -1 }), '--device', -1);
+  expectConfigError(() => load({}, { voice_dir: 'no-such-dir-xyz' }), '--voice-dir', 'no-such-dir-xyz');
+  expectConfigError(() => load({}, { frontend_listener: 'wss' }), '--frontend-listener', 'wss');
+  expectConfigError(() => load({}, { frontend_options: { a: 'b' } }), '--frontend-option', { a: 'b' });
+  expectConfigError(() => load({}, { model_spec_override: '' }), '--model-spec-override', '');
+  expectConfigError(() => load({}, { log_file: '' }), '--log-file', '');
+  // The file's value is not checked once the flag replaces it.
+  assert.equal(load({ port: -1 }, { port: 1234 }).config.port, 1234);
+});
+
+test('a CLI backend notice is keyed by the flag', () => {
+  const { config, notices } = load({}, { backend: 'cuda' });
+  assert.equal(config.backend, 'cuda');
+  assert.deepEqual(
+    notices.map((n) => n.key),
+    ['--backend'],
+  );
+});
+
+test('relative CLI paths resolve against the cwd', () => {
+  const configPath = writeConfig({ models: [model('a')] });
+  const dir = path.dirname(configPath);
+  mkdirSync(path.join(dir, 'voices'));
+  const relVoices = path.relative(process.cwd(), path.join(dir, 'voices'));
+  const { config } = loadServerConfig({
+    configPath,
+    overrides: { voice_dir: relVoices, model_spec_override: 'specs', log_file: 'logs/voxd.log' },
+    knownFamilies,
+  });
+  assert.equal(config.voice_dir, path.join(dir, 'voices'));
+  assert.equal(config.model_spec_override, path.resolve(process.cwd(), 'specs'));
+  assert.equal(config.log_file, path.resolve(process.cwd(), 'logs/voxd.log'));
+});
