@@ -49,7 +49,6 @@ async function serve(argv: string[]): Promise<void> {
   }
 
   const voxd = await startVoxd({ config, catalog, log });
-  process.stderr.write(`voxd listening on ${voxd.url}\n`);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -66,6 +65,8 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  // Announce only once the handlers are in place: a supervisor may send SIGTERM as soon as it reads this.
+  process.stderr.write(`voxd listening on ${voxd.url}\n`);
 }
 
 async function main(argv: string[]): Promise<void> {

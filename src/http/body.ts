@@ -39,7 +39,7 @@ export async function readJsonObject(req: IncomingMessage, limit: number): Promi
   }
   if (!isPlainObject(parsed)) {
     throw invalidRequest(
-      `request body must be a JSON object, got ${Array.isArray(parsed) ? 'an array' : typeof parsed}`,
+      `request body must be a JSON object, got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : typeof parsed}`,
     );
   }
   return parsed;

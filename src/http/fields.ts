@@ -58,6 +58,15 @@ export function optionalEnum<T extends string>(
   return value as T;
 }
 
+/** busy_timeout_ms from the body or form, else from the query string. */
+export function requestBusyTimeout(body: Fields, url: URL): number | undefined {
+  const query = url.searchParams.get('busy_timeout_ms');
+  return (
+    optionalBusyTimeout(body) ??
+    (query === null ? undefined : optionalBusyTimeout({ busy_timeout_ms: query }))
+  );
+}
+
 /** `?name=true|1` */
 export function queryFlag(url: URL, name: string): boolean {
   const value = url.searchParams.get(name);

@@ -4,7 +4,7 @@
  * voice id. With neither `voice` nor `voice_ref`, the model's default preset applies. An explicit
  * `voice_ref` always supplies the audio and an explicit `reference_text` always wins.
  */
-import { access, readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Audio } from '../audio/types.js';
 import type { ModelConfig } from '../config/types.js';
@@ -43,11 +43,12 @@ async function libraryVoice(
   name: string,
 ): Promise<{ audio: Audio; transcript?: string } | undefined> {
   const file = join(voiceDir, `${name}.wav`);
-  try {
-    await access(file);
-  } catch {
-    return undefined;
-  }
+  // Only a file is a voice: a folder named `<name>.wav` leaves the name a model-native voice id.
+  const isFile = await stat(file).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+  if (!isFile) return undefined;
   const audio = await readAudioPath(file, 'voice', voiceDir);
   let transcript: string | undefined;
   try {

@@ -1,5 +1,7 @@
 /** GET /health, GET /v1/models and GET /v1/audio/voices: what the server holds, read from the runtime's own state. */
-import { readdir } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
 import { queryFlag } from '../fields.js';
 import type { Route, RouteContext } from '../route.js';
@@ -31,13 +33,26 @@ async function models({ runtime, url }: RouteContext) {
 
 async function voiceDirNames(dir: string | undefined): Promise<string[]> {
   if (!dir) return [];
+  let entries: Dirent[];
   try {
-    return (await readdir(dir))
-      .filter((name) => name.toLowerCase().endsWith('.wav'))
-      .map((name) => name.slice(0, -4));
+    entries = await readdir(dir, { withFileTypes: true });
   } catch {
     return [];
   }
+  const names: string[] = [];
+  for (const entry of entries) {
+    if (!entry.name.toLowerCase().endsWith('.wav')) continue;
+    // A folder named `x.wav` is not a voice; a link counts when it leads to a file.
+    const file =
+      entry.isFile() ||
+      (entry.isSymbolicLink() &&
+        (await stat(join(dir, entry.name)).then(
+          (s) => s.isFile(),
+          () => false,
+        )));
+    if (file) names.push(entry.name.slice(0, -4));
+  }
+  return names;
 }
 
 async function voices({ runtime, config, url }: RouteContext) {

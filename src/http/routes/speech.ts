@@ -4,7 +4,7 @@ import type { TaskToken } from '../../config/types.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { timing, timingHeaders } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
-import { optionalBool, optionalBusyTimeout, optionalEnum, optionalString, requireString } from '../fields.js';
+import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
 import { requireTask } from '../task-routes.js';
@@ -31,7 +31,7 @@ function speedOptions(body: Record<string, unknown>, accepted: ReadonlySet<strin
   throw invalidRequest(`${key}: ${raw} is not supported by this model`);
 }
 
-async function speech({ req, runtime, config, signal }: RouteContext) {
+async function speech({ req, url, runtime, config, signal }: RouteContext) {
   const body = await readJsonObject(req, config.max_request_body_bytes);
   const modelId = requireString(body, 'model');
   const input = requireString(body, 'input');
@@ -65,7 +65,7 @@ async function speech({ req, runtime, config, signal }: RouteContext) {
       referenceText: voice.referenceText,
       options,
     },
-    { busyTimeoutMs: optionalBusyTimeout(body), signal },
+    { busyTimeoutMs: requestBusyTimeout(body, url), signal },
   );
   const audio = outcome.result.audio;
   if (!audio) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio output`);

@@ -7,7 +7,13 @@ import type { EngineResult } from '../../engines/types.js';
 import { invalidRequest, showValue } from '../../errors.js';
 import { decodeBase64Audio, readAudioPath, timing } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
-import { type Fields, optionalBusyTimeout, optionalString, requireString } from '../fields.js';
+import {
+  type Fields,
+  optionalBusyTimeout,
+  optionalString,
+  requestBusyTimeout,
+  requireString,
+} from '../fields.js';
 import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
 
@@ -45,7 +51,7 @@ function resultJson(result: EngineResult, wallMs: number): Record<string, unknow
   return out;
 }
 
-async function run({ req, runtime, config, signal }: RouteContext) {
+async function run({ req, url, runtime, config, signal }: RouteContext) {
   const body = await readJsonObject(req, config.max_request_body_bytes);
   const modelId = requireString(body, 'model');
   if (body['request'] !== undefined && !isPlainObject(body['request'])) {
@@ -74,7 +80,7 @@ async function run({ req, runtime, config, signal }: RouteContext) {
       referenceText: optionalString(request, 'reference_text'),
       options,
     },
-    { busyTimeoutMs: optionalBusyTimeout(body) ?? optionalBusyTimeout(request), signal },
+    { busyTimeoutMs: requestBusyTimeout(body, url) ?? optionalBusyTimeout(request), signal },
   );
   return { json: resultJson(outcome.result, outcome.wallMs) };
 }

@@ -10,9 +10,9 @@ import { readJsonObject } from '../body.js';
 import {
   type Fields,
   optionalBool,
-  optionalBusyTimeout,
   optionalEnum,
   optionalString,
+  requestBusyTimeout,
   requireString,
 } from '../fields.js';
 import { isMultipart, readMultipart } from '../multipart.js';
@@ -86,7 +86,7 @@ async function transcriptions(ctx: RouteContext) {
   const outcome = await ctx.runtime.infer(
     modelId,
     { task: entry.config.task, audio, text: optionalString(fields, 'text'), language, options },
-    { busyTimeoutMs: optionalBusyTimeout(fields), signal: ctx.signal },
+    { busyTimeoutMs: requestBusyTimeout(fields, ctx.url), signal: ctx.signal },
   );
   const text = outcome.result.text;
   if (text === undefined) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);

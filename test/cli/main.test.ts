@@ -1,0 +1,599 @@
+/**
+ * The `voxd` command, run as a child process exactly as users run it. Every child is stopped by its
+ * own pid in a `finally`, and every wait has a deadline so a broken server fails a test instead of
+ * hanging the suite.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { TASK_TOKENS } from '../../src/config/types.js';
+
+const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const EXAMPLE_CONFIG = fileURLToPath(new URL('../../../examples/server.json', import.meta.url));
+const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+/** Every wait in this file gives up after this long. */
+const DEADLINE_MS = 10_000;
+const LISTENING = /voxd listening on (http:\/\/127\.0\.0\.1:(\d+))\n/;
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** Rejects with a message naming `what` when `promise` has not settled within `ms`. */
+function withDeadline<T>(promise: Promise<T>, what: string, ms = DEADLINE_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** One `voxd` child process with its output collected as it arrives. */
+class VoxdProcess {
+  readonly child: ChildProcess;
+  stdout = '';
+  stderr = '';
+  /** Settles once the process has exited and its output streams are closed. */
+  readonly closed: Promise<Exit>;
+  readonly #listeners = new Set<() => void>();
+  #exited = false;
+
+  constructor(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
+    this.child = spawn(process.execPath, [MAIN, ...args], {
+      cwd: options.cwd ?? REPO_ROOT,
+      env: options.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout!.setEncoding('utf8');
+    this.child.stderr!.setEncoding('utf8');
+    this.child.stdout!.on('data', (chunk: string) => {
+      this.stdout += chunk;
+      this.#notify();
+    });
+    this.child.stderr!.on('data', (chunk: string) => {
+      this.stderr += chunk;
+      this.#notify();
+    });
+    this.closed = new Promise<Exit>((resolve, reject) => {
+      this.child.once('error', reject);
+      this.child.once('close', (code, signal) => {
+        this.#exited = true;
+        this.#notify();
+        resolve({ code, signal });
+      });
+    });
+    // A test that fails before awaiting `closed` must not leave an unhandled rejection behind.
+    this.closed.catch(() => {});
+  }
+
+  #notify(): void {
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** Lines of stderr, without the empty tail after the last newline. */
+  get stderrLines(): string[] {
+    return this.stderr.split('\n').filter((line) => line.length > 0);
+  }
+
+  /** Resolves with the match once stderr matches; rejects at the deadline or if the process ends first. */
+  waitForStderr(pattern: RegExp, what: string, ms = DEADLINE_MS): Promise<RegExpMatchArray> {
+    let check = () => {};
+    const found = new Promise<RegExpMatchArray>((resolve, reject) => {
+      check = () => {
+        const match = this.stderr.match(pattern);
+        if (match) resolve(match);
+        else if (this.#exited) reject(new Error(`voxd exited before ${what}`));
+      };
+      this.#listeners.add(check);
+      check();
+    });
+    return withDeadline(found, what, ms)
+      .catch((err: unknown) => {
+        throw new Error(`${err instanceof Error ? err.message : String(err)}; stderr:\n${this.stderr}`);
+      })
+      .finally(() => this.#listeners.delete(check));
+  }
+
+  /** The base URL from the "voxd listening on" line. */
+  async listening(): Promise<{ url: string; port: number }> {
+    const match = await this.waitForStderr(LISTENING, 'the listening line');
+    return { url: match[1]!, port: Number(match[2]) };
+  }
+
+  /** Waits for the process to end on its own. */
+  exit(ms = DEADLINE_MS): Promise<Exit> {
+    return withDeadline(this.closed, 'voxd to exit', ms).catch((err: unknown) => {
+      throw new Error(`${err instanceof Error ? err.message : String(err)}; stderr:\n${this.stderr}`);
+    });
+  }
+
+  /**
+   * Sends SIGTERM to this child (by its pid, through its ChildProcess) unless it has already ended, and
+   * waits for it; a child that ignores SIGTERM past the deadline is killed with SIGKILL.
+   */
+  async stop(): Promise<Exit> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    try {
+      return await this.exit();
+    } catch (err) {
+      this.child.kill('SIGKILL');
+      await this.closed.catch(() => {});
+      throw err;
+    }
+  }
+}
+
+/** Runs a command that is expected to end by itself, and always reaps it. */
+async function runToExit(args: string[]): Promise<{ exit: Exit; stdout: string; stderr: string[] }> {
+  const voxd = new VoxdProcess(args);
+  try {
+    const exit = await voxd.exit();
+    return { exit, stdout: voxd.stdout, stderr: voxd.stderrLines };
+  } finally {
+    await voxd.stop();
+  }
+}
+
+let dir: string;
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'voxd-cli-'));
+});
+after(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+let configCounter = 0;
+/** Writes a config file (an object as JSON, a string as is) and returns its absolute path. */
+function writeConfig(config: Record<string, unknown> | string): string {
+  configCounter += 1;
+  const path = join(dir, `server-${configCounter}.json`);
+  writeFileSync(path, typeof config === 'string' ? config : JSON.stringify(config));
+  return path;
+}
+
+function fixtureModel(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, family: 'fixture', path: '.', task: 'asr', ...extra };
+}
+
+/** A config that starts cleanly on a free port, with nothing to notice but what a test adds. */
+function validConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { port: 0, ui: false, models: [fixtureModel('a')], ...extra };
+}
+
+async function fetchJson(url: string, init: RequestInit = {}): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(DEADLINE_MS) });
+  const text = await res.text();
+  return { status: res.status, json: JSON.parse(text) };
+}
+
+/** Polls `check` until it holds; throws once the deadline passes (and stops polling). */
+async function waitUntil(what: string, check: () => boolean, ms = DEADLINE_MS): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/**
+ * POSTs JSON on a connection of its own that closes after the response ("Connection: close"), so a
+ * draining server has no idle keep-alive connection left to wait for.
+ */
+function postWithoutKeepAlive(url: string, body: unknown): Promise<{ status: number; json: unknown }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json' },
+        signal: AbortSignal.timeout(DEADLINE_MS),
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => {
+          try {
+            resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) });
+          } catch (err) {
+            reject(err);
+          }
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+describe('commands and flags', () => {
+  test('--version prints "voxd <package.json version>" and exits 0', async () => {
+    const { exit, stdout, stderr } = await runToExit(['--version']);
+    assert.deepEqual(exit, { code: 0, signal: null });
+    assert.equal(stdout, `voxd ${PACKAGE_VERSION}\n`);
+    assert.deepEqual(stderr, []);
+  });
+
+  test('serve --version prints the same version', async () => {
+    const { exit, stdout } = await runToExit(['serve', '--version']);
+    assert.equal(exit.code, 0);
+    assert.equal(stdout, `voxd ${PACKAGE_VERSION}\n`);
+  });
+
+  test('--help exits 0 and lists the commands and options', async () => {
+    for (const flag of ['--help', '-h']) {
+      const { exit, stdout, stderr } = await runToExit([flag]);
+      assert.equal(exit.code, 0, flag);
+      assert.deepEqual(stderr, [], flag);
+      for (const word of ['serve', '--version', '--help']) {
+        assert.ok(stdout.includes(word), `${flag} output lacks ${word}:\n${stdout}`);
+      }
+    }
+  });
+
+  test('serve --help exits 0 and lists the serve flags', async () => {
+    const { exit, stdout, stderr } = await runToExit(['serve', '--help']);
+    assert.equal(exit.code, 0);
+    assert.deepEqual(stderr, []);
+    const flags = [
+      '--config',
+      '--host',
+      '--port',
+      '--cors-origins',
+      '--backend',
+      '--threads',
+      '--busy-timeout-ms',
+      '--max-loaded-models',
+      '--idle-unload-ms',
+      '--min-free-memory-mb',
+      '--parallel-jobs',
+      '--voice-dir',
+      '--log-file',
+    ];
+    for (const flag of flags) assert.ok(stdout.includes(flag), `serve --help lacks ${flag}`);
+  });
+
+  test('an unknown command exits non-zero with one stderr line naming it', async () => {
+    const { exit, stdout, stderr } = await runToExit(['frobnicate']);
+    assert.notEqual(exit.code, 0);
+    assert.equal(exit.signal, null);
+    assert.equal(stdout, '');
+    assert.equal(stderr.length, 1, stderr.join('\n'));
+    assert.ok(stderr[0]!.startsWith('voxd: '), stderr[0]);
+    assert.ok(stderr[0]!.includes('frobnicate'), stderr[0]);
+  });
+
+  test('an unknown flag exits non-zero with one stderr line naming it, with or without "serve"', async () => {
+    for (const args of [
+      ['serve', '--frobnicate'],
+      ['--frobnicate'],
+      ['serve', '--port=0', '--frobnicate=1'],
+    ]) {
+      const { exit, stderr } = await runToExit(args);
+      assert.notEqual(exit.code, 0, args.join(' '));
+      assert.equal(exit.signal, null);
+      assert.equal(stderr.length, 1, stderr.join('\n'));
+      assert.ok(stderr[0]!.startsWith('voxd: '), stderr[0]);
+      assert.ok(stderr[0]!.includes('--frobnicate'), stderr[0]);
+    }
+  });
+});
+
+interface StartupErrorCase {
+  name: string;
+  config: Record<string, unknown> | string | null;
+  args?: string[];
+  key: string;
+  /** Fragments the line must hold besides the key, the offending value among them. */
+  values: string[];
+}
+
+const model = fixtureModel('a');
+const STARTUP_ERRORS: StartupErrorCase[] = [
+  { name: 'port of the wrong type', config: { port: '80', models: [model] }, key: 'port', values: ['"80"'] },
+  { name: 'port out of range', config: { port: 70000, models: [model] }, key: 'port', values: ['70000'] },
+  { name: 'threads 0', config: { threads: 0, models: [model] }, key: 'threads', values: ['0'] },
+  {
+    name: 'busy_timeout_ms -1',
+    config: { busy_timeout_ms: -1, models: [model] },
+    key: 'busy_timeout_ms',
+    values: ['-1'],
+  },
+  {
+    name: 'a flag out of range is reported under the flag',
+    config: { port: 0, models: [model] },
+    args: ['--port', '70000'],
+    key: '--port',
+    values: ['70000'],
+  },
+  {
+    name: 'duplicate model id',
+    config: { models: [fixtureModel('twin'), fixtureModel('twin')] },
+    key: 'models[1].id',
+    values: ['"twin"', 'models[0]'],
+  },
+  {
+    name: 'unknown task token',
+    config: { models: [fixtureModel('a', { task: 'speak' })] },
+    key: 'models[0].task',
+    values: ['"speak"'],
+  },
+  {
+    name: 'unknown family',
+    config: { models: [fixtureModel('a', { family: 'nope' })] },
+    key: 'models[0].family',
+    values: ['"nope"', 'fixture'],
+  },
+  {
+    name: 'slots 1 without --parallel-jobs',
+    config: { models: [fixtureModel('a', { slots: 1 })] },
+    key: 'models[0].slots',
+    values: ['1', '--parallel-jobs'],
+  },
+  {
+    name: 'slots null without --parallel-jobs',
+    config: { models: [fixtureModel('a', { slots: null })] },
+    key: 'models[0].slots',
+    values: ['null', '--parallel-jobs'],
+  },
+  {
+    name: 'slots 17 with --parallel-jobs',
+    config: { models: [fixtureModel('a', { slots: 17 })] },
+    args: ['--parallel-jobs'],
+    key: 'models[0].slots',
+    values: ['17'],
+  },
+  { name: 'invalid JSON', config: '{"port": 0,', key: 'config', values: ['JSON'] },
+  { name: 'missing config file', config: null, key: 'config', values: [] },
+  {
+    name: 'cors_origins "x"',
+    config: { cors_origins: 'x', models: [model] },
+    key: 'cors_origins',
+    values: ['"x"'],
+  },
+];
+
+describe('startup errors: non-zero exit and exactly one "voxd: " line naming key and value', {
+  concurrency: 2,
+}, () => {
+  for (const c of STARTUP_ERRORS) {
+    test(c.name, async () => {
+      const path = c.config === null ? join(dir, 'does-not-exist.json') : writeConfig(c.config);
+      const { exit, stderr } = await runToExit(['serve', '--config', path, ...(c.args ?? [])]);
+      assert.equal(exit.signal, null);
+      assert.notEqual(exit.code, 0);
+      assert.equal(stderr.length, 1, `expected one stderr line, got:\n${stderr.join('\n')}`);
+      const line = stderr[0]!;
+      assert.ok(line.startsWith('voxd: '), line);
+      assert.ok(line.includes(c.key), `"${line}" does not name ${c.key}`);
+      // Files are named by their path, which is the "value" of the config key.
+      const values = c.key === 'config' ? [path, ...c.values] : c.values;
+      for (const value of values) assert.ok(line.includes(value), `"${line}" lacks ${value}`);
+      if (c.name === 'unknown task token') {
+        const words = new Set(line.split(/[^a-z0-9]+/));
+        for (const token of TASK_TOKENS) assert.ok(words.has(token), `"${line}" does not list ${token}`);
+      }
+    });
+  }
+
+  test('no config and no --ui-management', async () => {
+    const { exit, stderr } = await runToExit(['serve', '--port', '0']);
+    assert.notEqual(exit.code, 0);
+    assert.equal(stderr.length, 1, stderr.join('\n'));
+    assert.ok(stderr[0]!.startsWith('voxd: '), stderr[0]);
+    assert.ok(stderr[0]!.includes('config'), stderr[0]);
+  });
+});
+
+describe('serving', () => {
+  test('CLI flags override the config file: config port 1 with --port 0 listens on a free port', async () => {
+    const config = writeConfig({ ...validConfig(), port: 1 });
+    let exit: Exit | undefined;
+    const voxd = new VoxdProcess(['serve', '--config', config, '--port', '0']);
+    try {
+      const { url, port } = await voxd.listening();
+      assert.notEqual(port, 1);
+      assert.ok(port > 0);
+      const health = await fetchJson(`${url}/health`);
+      assert.equal(health.status, 200);
+      assert.equal((health.json as { status: string }).status, 'ok');
+    } finally {
+      exit = await voxd.stop();
+    }
+    assert.deepEqual(exit, { code: 0, signal: null });
+  });
+
+  test('an eager model that fails to load aborts startup with one line naming the model', async () => {
+    const config = writeConfig(
+      validConfig({ models: [fixtureModel('broken-model', { load_options: { fail_load: 'true' } })] }),
+    );
+    const voxd = new VoxdProcess(['serve', '--config', config]);
+    try {
+      const exit = await voxd.exit();
+      assert.equal(exit.signal, null);
+      assert.notEqual(exit.code, 0);
+      assert.doesNotMatch(voxd.stderr, LISTENING);
+      const errors = voxd.stderrLines.filter((line) => line.startsWith('voxd: '));
+      assert.equal(errors.length, 1, voxd.stderr);
+      assert.ok(errors[0]!.includes('broken-model'), errors[0]);
+    } finally {
+      await voxd.stop();
+    }
+  });
+
+  test('a lazy model that would fail to load does not stop startup', async () => {
+    const config = writeConfig(
+      validConfig({
+        models: [fixtureModel('later', { lazy: true, load_options: { fail_load: 'true' } })],
+      }),
+    );
+    let exit: Exit | undefined;
+    const voxd = new VoxdProcess(['serve', '--config', config]);
+    try {
+      await voxd.listening();
+    } finally {
+      exit = await voxd.stop();
+    }
+    assert.deepEqual(exit, { code: 0, signal: null });
+  });
+
+  test('a non-cpu backend starts, with a notice naming the backend', async () => {
+    const config = writeConfig(validConfig({ backend: 'cuda' }));
+    let exit: Exit | undefined;
+    const voxd = new VoxdProcess(['serve', '--config', config]);
+    try {
+      await voxd.listening();
+      const notices = voxd.stderrLines.filter((line) => /notice/.test(line) && line.includes('backend'));
+      assert.equal(notices.length, 1, voxd.stderr);
+      assert.ok(notices[0]!.includes('cuda'), notices[0]);
+    } finally {
+      exit = await voxd.stop();
+    }
+    assert.deepEqual(exit, { code: 0, signal: null });
+  });
+
+  test('unknown keys start, with a notice naming each', async () => {
+    const config = writeConfig(
+      validConfig({ mystery_key: 1, models: [fixtureModel('a', { model_mystery: true })] }),
+    );
+    let exit: Exit | undefined;
+    const voxd = new VoxdProcess(['serve', '--config', config]);
+    try {
+      await voxd.listening();
+      const notices = voxd.stderrLines.filter((line) => /notice/.test(line));
+      assert.ok(
+        notices.some((line) => line.includes('mystery_key')),
+        `no notice names mystery_key:\n${voxd.stderr}`,
+      );
+      assert.ok(
+        notices.some((line) => line.includes('models[0].model_mystery')),
+        `no notice names models[0].model_mystery:\n${voxd.stderr}`,
+      );
+    } finally {
+      exit = await voxd.stop();
+    }
+    assert.deepEqual(exit, { code: 0, signal: null });
+  });
+
+  test('README: serve examples/server.json, query it, synthesize, and stop cleanly on SIGTERM', async () => {
+    let exit: Exit | undefined;
+    const voxd = new VoxdProcess(['serve', '--config', EXAMPLE_CONFIG, '--port', '0']);
+    try {
+      const { url } = await voxd.listening();
+
+      const health = await fetchJson(`${url}/health`);
+      assert.equal(health.status, 200);
+      assert.equal((health.json as { status: string }).status, 'ok');
+      assert.equal((health.json as { models: number }).models, 2);
+
+      const models = await fetchJson(`${url}/v1/models`);
+      assert.equal(models.status, 200);
+      const ids = (models.json as { data: { id: string }[] }).data.map((m) => m.id).sort();
+      assert.deepEqual(ids, ['echo-asr', 'tone']);
+
+      const res = await fetch(`${url}/v1/audio/speech`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tone', input: 'hello' }),
+        signal: AbortSignal.timeout(DEADLINE_MS),
+      });
+      const body = Buffer.from(await res.arrayBuffer());
+      assert.equal(res.status, 200, body.toString('utf8'));
+      assert.match(res.headers.get('content-type') ?? '', /^audio\/wav/);
+      assert.equal(body.subarray(0, 4).toString('ascii'), 'RIFF');
+      assert.equal(body.subarray(8, 12).toString('ascii'), 'WAVE');
+    } finally {
+      exit = await voxd.stop();
+    }
+    assert.deepEqual(exit, { code: 0, signal: null });
+  });
+
+  test('SIGTERM drains a request in flight: it completes with 200 and voxd then exits 0', async () => {
+    const record = join(dir, 'inflight-record.jsonl');
+    const gate = join(dir, 'inflight-gate');
+    const config = writeConfig(validConfig({ models: [fixtureModel('ears')] }));
+    let exit: Exit | undefined;
+    const voxd = new VoxdProcess(['serve', '--config', config], {
+      env: { ...process.env, VOXD_FIXTURE_RECORD: record },
+    });
+    try {
+      const { url } = await voxd.listening();
+      const inFlight = postWithoutKeepAlive(`${url}/v1/tasks/run`, {
+        model: 'ears',
+        text: 'still here',
+        options: { run_gate: gate },
+      });
+      inFlight.catch(() => {});
+
+      const events = () =>
+        existsSync(record)
+          ? readFileSync(record, 'utf8')
+              .split('\n')
+              .filter((line) => line.length > 0)
+              .map((line) => JSON.parse(line) as { type: string; model: string; outcome?: string })
+          : [];
+      await waitUntil('run-start in the fixture record', () =>
+        events().some((e) => e.type === 'run-start' && e.model === 'ears'),
+      );
+
+      voxd.child.kill('SIGTERM');
+      // Open the gate only once voxd has taken the signal, so the request is in flight during the drain.
+      await voxd.waitForStderr(/SIGTERM/, 'voxd to acknowledge SIGTERM');
+      assert.equal(voxd.child.exitCode, null, 'voxd exited while a request was in flight');
+      assert.ok(!events().some((e) => e.type === 'run-end'), 'the run ended before its gate opened');
+      writeFileSync(gate, '');
+
+      const res = await withDeadline(inFlight, 'the in-flight response');
+      assert.equal(res.status, 200, JSON.stringify(res.json));
+      const report = JSON.parse((res.json as { text: string }).text) as { text: string };
+      assert.equal(report.text, 'still here');
+      exit = await voxd.exit();
+
+      const types = events()
+        .filter((e) => e.model === 'ears')
+        .map((e) => (e.type === 'run-end' ? `run-end:${e.outcome}` : e.type));
+      assert.deepEqual(types.slice(types.indexOf('run-start')), [
+        'run-start',
+        'run-end:ok',
+        'session-disposed',
+        'weights-disposed',
+      ]);
+    } finally {
+      exit = await voxd.stop();
+    }
+    assert.deepEqual(exit, { code: 0, signal: null });
+  });
+
+  test('SIGTERM sent the moment the listening line appears still shuts down cleanly', async () => {
+    // The line is a readiness signal; the SIGTERM handler must already be installed when it is printed.
+    // The race is timing-dependent, so try it many times, two children at once to add contention.
+    const config = writeConfig(validConfig());
+    const once = async (attempt: number) => {
+      const voxd = new VoxdProcess(['serve', '--config', config]);
+      let exit: Exit | undefined;
+      try {
+        await voxd.listening();
+      } finally {
+        exit = await voxd.stop();
+      }
+      assert.deepEqual(exit, { code: 0, signal: null }, `attempt ${attempt}: ${voxd.stderr}`);
+    };
+    for (let round = 0; round < 10; round++) {
+      await Promise.all([once(2 * round + 1), once(2 * round + 2)]);
+    }
+  });
+});

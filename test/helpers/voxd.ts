@@ -1,0 +1,176 @@
+/** Starts real voxd servers on loopback for tests, with gates, a manual clock and HTTP helpers. */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startVoxd, type Voxd } from '../../src/app.js';
+import { loadServerConfig } from '../../src/config/server-config.js';
+import { createEngineCatalog } from '../../src/engines/catalog.js';
+import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js';
+import type { Clock } from '../../src/util/clock.js';
+
+export class ManualClock implements Clock {
+  #now = 1_000_000;
+  now(): number {
+    return this.#now;
+  }
+  advance(ms: number): void {
+    this.#now += ms;
+  }
+}
+
+export interface Gate {
+  path: string;
+  open(): Promise<void>;
+}
+
+export interface TestServer {
+  voxd: Voxd;
+  url: string;
+  dir: string;
+  fixture: FixtureFamily;
+  logs: string[];
+  gate(name: string): Gate;
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  parallel?: boolean;
+  clock?: Clock;
+  freeMemoryMb?: () => Promise<number>;
+}
+
+export function tempDir(prefix = 'voxd-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** A fixture model entry with the given id and extra keys. */
+export function fixtureModel(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, family: 'fixture', path: '.', task: 'asr', ...extra };
+}
+
+export async function startServer(
+  raw: Record<string, unknown>,
+  options: TestServerOptions = {},
+): Promise<TestServer> {
+  const dir = tempDir();
+  const configPath = join(dir, 'server.json');
+  writeFileSync(configPath, JSON.stringify({ ui: false, ...raw }));
+  const catalog = createEngineCatalog();
+  const { config } = loadServerConfig({
+    configPath,
+    overrides: { port: 0, host: '127.0.0.1', parallel_jobs: options.parallel ?? false },
+    knownFamilies: [...catalog.keys()],
+  });
+  const logs: string[] = [];
+  let voxd: Voxd;
+  try {
+    voxd = await startVoxd({
+      config,
+      catalog,
+      clock: options.clock,
+      freeMemoryMb: options.freeMemoryMb,
+      log: (message) => logs.push(message),
+    });
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const gates: Gate[] = [];
+  return {
+    voxd,
+    url: voxd.url,
+    dir,
+    fixture: catalog.get('fixture') as FixtureFamily,
+    logs,
+    gate: (name) => {
+      const path = join(dir, `gate-${name}`);
+      const gate = { path, open: () => writeFile(path, '') };
+      gates.push(gate);
+      return gate;
+    },
+    close: async () => {
+      // Open every gate first, so a failed test can not leave work that never finishes.
+      await Promise.all(gates.map((gate) => gate.open()));
+      await voxd.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON shapes
+  json: any;
+}
+
+async function toResult(res: Response): Promise<HttpResult> {
+  const body = Buffer.from(await res.arrayBuffer());
+  let json: unknown;
+  if ((res.headers.get('content-type') ?? '').includes('application/json'))
+    json = JSON.parse(body.toString('utf8'));
+  return { status: res.status, headers: res.headers, body, json };
+}
+
+export async function request(
+  base: string,
+  method: string,
+  path: string,
+  init: { body?: string | Buffer | FormData; headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<HttpResult> {
+  return toResult(await fetch(`${base}${path}`, { method, ...init }));
+}
+
+export function get(base: string, path: string, headers?: Record<string, string>): Promise<HttpResult> {
+  return request(base, 'GET', path, { headers });
+}
+
+export function post(base: string, path: string, body: unknown, signal?: AbortSignal): Promise<HttpResult> {
+  return request(base, 'POST', path, {
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+    signal,
+  });
+}
+
+/** Asserts the audio.cpp error shape and returns the message. */
+export function errorOf(result: HttpResult, status: number, type: string): string {
+  if (
+    result.status !== status ||
+    result.json?.error?.type !== type ||
+    typeof result.json?.error?.message !== 'string'
+  ) {
+    throw new Error(`expected ${status} ${type}, got ${result.status} ${result.body.toString('utf8')}`);
+  }
+  return result.json.error.message as string;
+}
+
+/** The fixture's JSON report of a non-speech request (which session and configuration served it). */
+// biome-ignore lint/suspicious/noExplicitAny: the report is arbitrary JSON
+export function reportOf(result: HttpResult): any {
+  if (result.status !== 200)
+    throw new Error(`expected 200, got ${result.status} ${result.body.toString('utf8')}`);
+  return JSON.parse(result.json.text as string);
+}
+
+/** Waits for a condition with a deadline (not a sleep: it returns as soon as the condition holds). */
+export async function waitUntil(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+/** Model status entry from GET /v1/models. */
+// biome-ignore lint/suspicious/noExplicitAny: arbitrary JSON
+export async function modelStatus(base: string, id: string): Promise<any> {
+  const { json } = await get(base, '/v1/models');
+  return json.data.find((m: { id: string }) => m.id === id);
+}

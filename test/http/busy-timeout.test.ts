@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  errorOf,
+  fixtureModel,
+  ManualClock,
+  post,
+  reportOf,
+  request,
+  startServer,
+  type TestServer,
+  waitUntil,
+} from '../helpers/voxd.js';
+
+const run = (s: TestServer, options: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
+  post(s.url, '/v1/tasks/run', { model: 'm', request: { text: 'x', options }, ...extra });
+
+const runStarts = (s: TestServer) => s.fixture.record.of('m', 'run-start').length;
+const queued = (s: TestServer) => s.voxd.runtime.get('m').scheduler.snapshot().queuedRequests;
+
+describe('busy timeout (serial runtime)', () => {
+  test('a request that finds the holder already running longer than its timeout fails at once', async () => {
+    const clock = new ManualClock();
+    const s = await startServer({ busy_timeout_ms: 1000, models: [fixtureModel('m')] }, { clock });
+    try {
+      const gate = s.gate('hold');
+      const holder = run(s, { run_gate: gate.path });
+      await waitUntil('the holder runs', () => runStarts(s) === 1);
+      clock.advance(1500);
+      const refused = await run(s);
+      const message = errorOf(refused, 503, 'server_busy');
+      assert.match(message, /model 'm' is busy: current inference has run 1500 ms \(busy_timeout_ms=1000\)/);
+      assert.equal(queued(s), 0, 'the refused request never queued');
+      await gate.open();
+      assert.equal((await holder).status, 200);
+      assert.equal(runStarts(s), 1, 'the refused request never ran');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a request that waits longer than its timeout gets 503 and leaves the queue', async () => {
+    const s = await startServer(
+      { busy_timeout_ms: 60, models: [fixtureModel('m')] },
+      { clock: new ManualClock() },
+    );
+    try {
+      const gate = s.gate('hold');
+      const holder = run(s, { run_gate: gate.path });
+      await waitUntil('the holder runs', () => runStarts(s) === 1);
+      const waited = await run(s);
+      assert.match(errorOf(waited, 503, 'server_busy'), /timed out after 60 ms waiting for a slot/);
+      assert.equal(queued(s), 0);
+      await gate.open();
+      assert.equal((await holder).status, 200);
+      assert.equal(runStarts(s), 1);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a request value shortens the model ceiling but can not lengthen it', async () => {
+    const s = await startServer(
+      {
+        busy_timeout_ms: 0,
+        models: [fixtureModel('m', { busy_timeout_ms: 80 })],
+      },
+      { clock: new ManualClock() },
+    );
+    try {
+      const gate = s.gate('hold');
+      const holder = run(s, { run_gate: gate.path });
+      await waitUntil('the holder runs', () => runStarts(s) === 1);
+      const shorter = await run(s, {}, { busy_timeout_ms: 30 });
+      assert.match(errorOf(shorter, 503, 'server_busy'), /timed out after 30 ms/);
+      const longer = await run(s, {}, { busy_timeout_ms: 600_000 });
+      assert.match(errorOf(longer, 503, 'server_busy'), /timed out after 80 ms/, 'the ceiling wins');
+      await gate.open();
+      assert.equal((await holder).status, 200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('the request value comes from the JSON body, a multipart field or the query string', async () => {
+    const s = await startServer(
+      { busy_timeout_ms: 0, models: [fixtureModel('m')] },
+      { clock: new ManualClock() },
+    );
+    try {
+      const gate = s.gate('hold');
+      const holder = run(s, { run_gate: gate.path });
+      await waitUntil('the holder runs', () => runStarts(s) === 1);
+      const viaQuery = await request(s.url, 'POST', '/v1/tasks/run?busy_timeout_ms=25', {
+        body: JSON.stringify({ model: 'm', text: 'x' }),
+      });
+      assert.match(errorOf(viaQuery, 503, 'server_busy'), /timed out after 25 ms/);
+      const form = new FormData();
+      form.set('model', 'm');
+      form.set('busy_timeout_ms', '35');
+      form.set('file', new Blob([silentWav()]), 'a.wav');
+      // The transcription route needs an asr model; 'm' is one (fixtureModel defaults to asr).
+      const viaForm = await request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
+      assert.match(errorOf(viaForm, 503, 'server_busy'), /timed out after 35 ms/);
+      await gate.open();
+      assert.equal((await holder).status, 200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('0 waits without limit on both sides, even behind a holder that ran for hours', async () => {
+    const clock = new ManualClock();
+    const s = await startServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, { clock });
+    try {
+      const gate = s.gate('hold');
+      const holder = run(s, { run_gate: gate.path });
+      await waitUntil('the holder runs', () => runStarts(s) === 1);
+      clock.advance(5 * 3600_000);
+      const waiter = run(s, {}, { busy_timeout_ms: 0 });
+      await waitUntil('the second request queues', () => queued(s) === 1);
+      await gate.open();
+      assert.equal((await holder).status, 200);
+      assert.equal((await waiter).status, 200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('requests to one model run one at a time in arrival order', async () => {
+    const s = await startServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] });
+    try {
+      const gate = s.gate('hold');
+      const first = run(s, { run_gate: gate.path });
+      await waitUntil('the first request runs', () => runStarts(s) === 1);
+      const second = post(s.url, '/v1/tasks/run', { model: 'm', text: 'second' });
+      await waitUntil('the second queues', () => queued(s) === 1);
+      const third = post(s.url, '/v1/tasks/run', { model: 'm', text: 'third' });
+      await waitUntil('the third queues', () => queued(s) === 2);
+      await gate.open();
+      const results = await Promise.all([first, second, third]);
+      assert.deepEqual(
+        results.map((r) => reportOf(r).text),
+        ['x', 'second', 'third'],
+      );
+      const timeline = s.fixture.record
+        .of('m')
+        .filter((e) => e.type === 'run-start' || e.type === 'run-end')
+        .map((e) => e.type);
+      assert.deepEqual(timeline, ['run-start', 'run-end', 'run-start', 'run-end', 'run-start', 'run-end']);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+/** 10 ms of 16 kHz mono silence as a WAV. */
+function silentWav(): Buffer {
+  const frames = 160;
+  const buffer = Buffer.alloc(44 + frames * 2);
+  buffer.write('RIFF', 0);
+  buffer.writeUInt32LE(36 + frames * 2, 4);
+  buffer.write('WAVEfmt ', 8);
+  buffer.writeUInt32LE(16, 16);
+  buffer.writeUInt16LE(1, 20);
+  buffer.writeUInt16LE(1, 22);
+  buffer.writeUInt32LE(16000, 24);
+  buffer.writeUInt32LE(32000, 28);
+  buffer.writeUInt16LE(2, 32);
+  buffer.writeUInt16LE(16, 34);
+  buffer.write('data', 36);
+  buffer.writeUInt32LE(frames * 2, 40);
+  return buffer;
+}
