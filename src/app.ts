@@ -37,7 +37,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     log,
   });
   await runtime.start();
-  const server = createHttpServer(runtime, config, { log, logRequests: config.log });
+  const { server, drain } = createHttpServer(runtime, config, { log, logRequests: config.log });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -54,7 +54,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     url: `http://${host}:${address.port}`,
     close() {
       closing ??= (async () => {
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await drain();
         await runtime.close();
       })();
       return closing;

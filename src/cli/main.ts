@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /** The `voxd` command. `voxd serve` starts the server; flags alone mean `serve`, as audiocpp_server takes them. */
 import { appendFileSync, readFileSync } from 'node:fs';
-import { startVoxd } from '../app.js';
+import { startVoxd, type Voxd } from '../app.js';
 import { ConfigError } from '../config/errors.js';
 import { loadServerConfig } from '../config/server-config.js';
 import { createEngineCatalog } from '../engines/catalog.js';
@@ -48,12 +48,12 @@ async function serve(argv: string[]): Promise<void> {
     log('parallel runtime (--parallel-jobs): models may set "slots" (1..16, capped by the engine capacity)');
   }
 
-  const voxd = await startVoxd({ config, catalog, log });
-
+  let voxd: Voxd | undefined;
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) {
-      log(`${signal} again: exiting now`);
+    if (stopping || !voxd) {
+      // A second signal, or one during startup (nothing admitted yet): exit at once.
+      log(`${signal}: exiting now`);
       process.exit(130);
     }
     stopping = true;
@@ -65,6 +65,7 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  voxd = await startVoxd({ config, catalog, log });
   // Announce only once the handlers are in place: a supervisor may send SIGTERM as soon as it reads this.
   process.stderr.write(`voxd listening on ${voxd.url}\n`);
 }

@@ -58,7 +58,17 @@ function writeReply(res: ServerResponse, reply: Reply): void {
   res.end(payload);
 }
 
-export function createHttpServer(runtime: Runtime, config: ServerConfig, options: HttpOptions): Server {
+export interface HttpFrontEnd {
+  server: Server;
+  /**
+   * Stops accepting connections and makes every later response close its connection, so
+   * keep-alive clients do not hold the shutdown open; resolves once every connection has ended.
+   */
+  drain(): Promise<void>;
+}
+
+export function createHttpServer(runtime: Runtime, config: ServerConfig, options: HttpOptions): HttpFrontEnd {
+  let draining = false;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const started = performance.now();
     const controller = new AbortController();
@@ -70,6 +80,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     const url = new URL(req.url ?? '/', 'http://voxd');
     const method = req.method ?? 'GET';
     applyCors(req, res, config);
+    if (draining) res.setHeader('Connection', 'close');
     let status = 200;
     try {
       if (method === 'OPTIONS' && preflightEnabled(config)) {
@@ -102,13 +113,22 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       }
     }
   };
-  return createServer((req, res) => {
+  const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
       // Last line of defence: a request never takes the process down.
       options.log(`unhandled error: ${describeError(err)}`);
       res.destroy();
     });
   });
+  return {
+    server,
+    drain: () =>
+      new Promise<void>((resolve) => {
+        draining = true;
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
 }
 
 function describeError(err: unknown): string {

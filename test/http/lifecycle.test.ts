@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import {
+  errorOf,
+  fixtureModel,
+  ManualClock,
+  modelStatus,
+  post,
+  reportOf,
+  startServer,
+  tempDir,
+  waitUntil,
+} from '../helpers/voxd.js';
+
+const run = (url: string, model: string, options: Record<string, string> = {}, signal?: AbortSignal) =>
+  post(url, '/v1/tasks/run', { model, request: { text: 'x', options } }, signal);
+
+describe('loading, failures and disconnects', () => {
+  test('eager models load at startup, lazy ones on first use (lazy_load sets the default)', async () => {
+    const s = await startServer({
+      lazy_load: true,
+      models: [fixtureModel('eager', { lazy: false }), fixtureModel('lazy')],
+    });
+    try {
+      assert.equal(s.fixture.record.of('eager', 'load').length, 1, 'loaded before any request');
+      assert.equal(s.fixture.record.of('lazy', 'load').length, 0);
+      assert.equal((await modelStatus(s.url, 'lazy')).loaded, false);
+      assert.equal(reportOf(await run(s.url, 'lazy')).generation, 1);
+      assert.equal((await modelStatus(s.url, 'lazy')).loaded, true);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a failing eager load aborts startup', async () => {
+    await assert.rejects(
+      startServer({ models: [fixtureModel('bad', { load_options: { fail_load: 'true' } })] }),
+      /failed to load model 'bad'/,
+    );
+  });
+
+  test('a failing lazy load is a 500, leaves the model unloaded, and the server keeps serving', async () => {
+    const s = await startServer({
+      models: [fixtureModel('bad', { lazy: true, load_options: { fail_load: 'true' } }), fixtureModel('ok')],
+    });
+    try {
+      assert.match(errorOf(await run(s.url, 'bad'), 500, 'server_error'), /failed to load model 'bad'/);
+      assert.equal((await modelStatus(s.url, 'bad')).loaded, false);
+      assert.equal((await run(s.url, 'ok')).status, 200);
+      // A retry loads again rather than reusing a failed half-state.
+      errorOf(await run(s.url, 'bad'), 500, 'server_error');
+      assert.equal(s.fixture.record.of('bad', 'load-failed').length, 2);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a null primary session publishes nothing and releases the weights', async () => {
+    const s = await startServer({
+      models: [fixtureModel('np', { lazy: true, load_options: { null_primary: 'true' } })],
+    });
+    try {
+      assert.match(errorOf(await run(s.url, 'np'), 500, 'server_error'), /session 0 of model 'np'/);
+      assert.deepEqual(
+        s.fixture.record.of('np').map((e) => e.type),
+        ['load', 'session-failed', 'weights-disposed'],
+      );
+      assert.equal((await modelStatus(s.url, 'np')).loaded, false);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('preparation and execution failures are 500s that release the slot; the model stays loaded', async () => {
+    const s = await startServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] });
+    try {
+      assert.match(
+        errorOf(await run(s.url, 'm', { prepare_fail: 'true' }), 500, 'server_error'),
+        /preparation failed/,
+      );
+      assert.match(errorOf(await run(s.url, 'm', { run_fail: 'true' }), 500, 'server_error'), /run failed/);
+      const ok = reportOf(await run(s.url, 'm'));
+      assert.equal(ok.generation, 1, 'no reload was needed');
+      assert.equal(s.voxd.runtime.get('m').scheduler.idle, true);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('[time.disconnect-queued] a queued request whose client goes away leaves the queue at once', async () => {
+    const s = await startServer(
+      { busy_timeout_ms: 0, models: [fixtureModel('m')] },
+      { clock: new ManualClock() },
+    );
+    try {
+      const gate = s.gate('run');
+      const holder = run(s.url, 'm', { run_gate: gate.path });
+      await waitUntil('the holder runs', () => s.fixture.record.of('m', 'run-start').length === 1);
+      const controller = new AbortController();
+      const queued = run(s.url, 'm', {}, controller.signal).catch((err: unknown) => err);
+      const scheduler = s.voxd.runtime.get('m').scheduler;
+      await waitUntil('the second request queues', () => scheduler.snapshot().queuedRequests === 1);
+      controller.abort();
+      await queued;
+      await waitUntil(
+        'the departed request leaves the queue',
+        () => scheduler.snapshot().queuedRequests === 0,
+      );
+      assert.equal(s.fixture.record.of('m', 'run-start').length, 1, 'still only the holder ran');
+      await gate.open();
+      assert.equal((await holder).status, 200);
+      assert.equal(s.fixture.record.of('m', 'run-start').length, 1, 'the departed request never ran');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('[time.disconnect-queued] a client that leaves while its model initialises stops waiting; the load completes', async () => {
+    const gateDir = tempDir();
+    const loadGate = join(gateDir, 'load');
+    const s = await startServer({
+      busy_timeout_ms: 0,
+      models: [fixtureModel('cold', { lazy: true, load_options: { load_gate: loadGate } })],
+    });
+    try {
+      const entry = s.voxd.runtime.get('cold');
+      const controller = new AbortController();
+      const leaving = run(s.url, 'cold', {}, controller.signal).catch((err: unknown) => err);
+      await waitUntil('the load waits on its gate', () => entry.state.kind === 'loading');
+      controller.abort();
+      await leaving;
+      await waitUntil('the leaver released its slot', () => entry.scheduler.snapshot().activeRequests === 0);
+      assert.equal(entry.state.kind, 'loading', 'the shared load goes on');
+      await writeFile(loadGate, '');
+      await waitUntil('the load completes', () => entry.loaded);
+      assert.equal(reportOf(await run(s.url, 'cold')).generation, 1, 'the next request uses that load');
+      assert.equal(s.fixture.record.of('cold', 'load').length, 1);
+    } finally {
+      await writeFile(loadGate, '');
+      await s.close();
+      rmSync(gateDir, { recursive: true, force: true });
+    }
+  });
+
+  test('[time.disconnect-executing] a client that leaves during a run cancels the engine call and frees the slot', async () => {
+    const s = await startServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] });
+    try {
+      const controller = new AbortController();
+      const hanging = run(s.url, 'm', { hang: 'true' }, controller.signal).catch((err: unknown) => err);
+      await waitUntil('the hung run starts', () => s.fixture.record.of('m', 'run-start').length === 1);
+      controller.abort();
+      await hanging;
+      await waitUntil('the run is cancelled', () => s.fixture.record.of('m', 'run-end').length === 1);
+      assert.equal((s.fixture.record.of('m', 'run-end')[0] as { outcome: string }).outcome, 'aborted');
+      assert.equal((await run(s.url, 'm')).status, 200, 'the slot was freed');
+    } finally {
+      await s.close();
+    }
+  });
+});

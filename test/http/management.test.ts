@@ -1,0 +1,313 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  errorOf,
+  fixtureModel,
+  get,
+  modelStatus,
+  post,
+  reportOf,
+  startServer,
+  type TestServer,
+  waitUntil,
+} from '../helpers/voxd.js';
+
+const managed = (models: unknown[] = [], extra: Record<string, unknown> = {}) =>
+  startServer({ ui_management: true, busy_timeout_ms: 0, models, ...extra });
+
+const runOn = (s: TestServer, model: string, options: Record<string, string> = {}) =>
+  post(s.url, '/v1/tasks/run', { model, request: { text: 'x', options } });
+
+describe('model management routes', () => {
+  test('load and unload answer 403 forbidden without ui_management; bulk routes are not gated', async () => {
+    const s = await startServer({ models: [fixtureModel('a')] });
+    try {
+      const load = await post(s.url, '/v1/models/load', fixtureModel('b'));
+      assert.match(errorOf(load, 403, 'forbidden'), /dynamic model management is disabled/);
+      errorOf(await post(s.url, '/v1/models/unload', { id: 'a' }), 403, 'forbidden');
+      assert.equal((await get(s.url, '/health')).json.models, 1, 'nothing was registered');
+      const bulk = await post(s.url, '/v1/tasks/unload_models', { model_ids: ['a'] });
+      assert.equal(bulk.status, 200);
+      assert.equal((await post(s.url, '/v1/tasks/unload_all_models', {})).status, 200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('registering a new id publishes it and loads it; the same config again is not a reconfiguration', async () => {
+    const s = await managed();
+    try {
+      const first = await post(
+        s.url,
+        '/v1/models/load',
+        fixtureModel('new', { load_options: { capacity: 4 } }),
+      );
+      assert.equal(first.status, 200);
+      assert.deepEqual(first.json, { id: 'new', loaded: true, reconfigured: false });
+      const status = await modelStatus(s.url, 'new');
+      assert.equal(status.loaded, true);
+      assert.equal(status.family, 'fixture');
+      assert.equal((await get(s.url, '/health')).json.models, 1);
+      const again = await post(
+        s.url,
+        '/v1/models/load',
+        fixtureModel('new', { load_options: { capacity: 4 } }),
+      );
+      assert.deepEqual(again.json, { id: 'new', loaded: true, reconfigured: false });
+      assert.equal(s.fixture.record.of('new', 'load').length, 1, 'no second load');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a changed load option reconfigures: old pool torn down, new config loaded and used', async () => {
+    const s = await managed([fixtureModel('m', { load_options: { sample_rate: 16000 } })]);
+    try {
+      assert.equal(reportOf(await runOn(s, 'm')).generation, 1);
+      const res = await post(
+        s.url,
+        '/v1/models/load',
+        fixtureModel('m', { load_options: { sample_rate: 8000 } }),
+      );
+      assert.deepEqual(res.json, { id: 'm', loaded: true, reconfigured: true });
+      const types = s.fixture.record.of('m').map((e) => e.type);
+      assert.deepEqual(types.slice(-5), [
+        'run-end',
+        'session-disposed',
+        'weights-disposed',
+        'load',
+        'session-created',
+      ]);
+      const report = reportOf(await runOn(s, 'm'));
+      assert.equal(report.generation, 2);
+      assert.deepEqual(report.load_options, { sample_rate: '8000' });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a metadata-only change is applied without reloading', async () => {
+    const s = await managed([fixtureModel('m')]);
+    try {
+      const res = await post(
+        s.url,
+        '/v1/models/load',
+        fixtureModel('m', { default_request_options: { beam: 3 } }),
+      );
+      assert.deepEqual(res.json, { id: 'm', loaded: true, reconfigured: true });
+      const report = reportOf(await runOn(s, 'm'));
+      assert.equal(report.generation, 1, 'same pool');
+      assert.equal(report.options.beam, '3');
+      assert.equal(s.fixture.record.of('m', 'load').length, 1);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('[startup.legacy-rejects-slots] any slots key is a 400 without --parallel-jobs and registers nothing', async () => {
+    const s = await managed();
+    try {
+      for (const slots of [1, null, 2]) {
+        const res = await post(s.url, '/v1/models/load', fixtureModel('s', { slots }));
+        assert.match(
+          errorOf(res, 400, 'invalid_request_error'),
+          /slots requires --parallel-jobs at server startup/,
+        );
+      }
+      assert.equal((await get(s.url, '/health')).json.models, 0);
+      assert.equal(s.fixture.record.events.length, 0);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('invalid registrations are 400 naming the field and value, and change nothing', async () => {
+    const s = await managed([fixtureModel('m')]);
+    try {
+      const cases: [Record<string, unknown>, RegExp][] = [
+        [{ ...fixtureModel('x'), family: 'nope' }, /family.*"nope"/],
+        [{ ...fixtureModel('x'), task: 'sing' }, /task.*"sing"/],
+        [{ family: 'fixture', path: '.' }, /id/],
+        [{ ...fixtureModel('x'), busy_timeout_ms: -1 }, /busy_timeout_ms.*-1/],
+        [{ ...fixtureModel('m'), task: 'bogus' }, /task.*"bogus"/],
+      ];
+      for (const [body, pattern] of cases) {
+        const res = await post(s.url, '/v1/models/load', body);
+        assert.match(errorOf(res, 400, 'invalid_request_error'), pattern);
+      }
+      errorOf(await post(s.url, '/v1/models/load', [1]), 400, 'invalid_request_error');
+      const status = await modelStatus(s.url, 'm');
+      assert.equal(status.task, 'asr', 'the existing registration is untouched');
+      assert.equal(status.loaded, true);
+      assert.equal((await get(s.url, '/health')).json.models, 1);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a failed first load leaves the new id registered and unloaded; a corrected registration loads it', async () => {
+    const s = await managed();
+    try {
+      const failed = await post(
+        s.url,
+        '/v1/models/load',
+        fixtureModel('f', { load_options: { fail_load: 'true' } }),
+      );
+      assert.match(errorOf(failed, 500, 'server_error'), /failed to load model 'f'/);
+      const status = await modelStatus(s.url, 'f');
+      assert.equal(status.loaded, false);
+      assert.equal(status.state, 'unloaded');
+      const fixed = await post(s.url, '/v1/models/load', fixtureModel('f'));
+      assert.deepEqual(fixed.json, { id: 'f', loaded: true, reconfigured: true });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('unload: 404 for an unknown id, idempotent, and the next request reloads transparently', async () => {
+    const s = await managed([fixtureModel('m')]);
+    try {
+      assert.match(
+        errorOf(await post(s.url, '/v1/models/unload', { id: 'zz' }), 404, 'not_found'),
+        /unknown model id: zz/,
+      );
+      errorOf(await post(s.url, '/v1/models/unload', {}), 400, 'invalid_request_error');
+      const res = await post(s.url, '/v1/models/unload', { id: 'm' });
+      assert.deepEqual(res.json, { id: 'm', loaded: false });
+      assert.equal((await modelStatus(s.url, 'm')).loaded, false);
+      assert.deepEqual(
+        s.fixture.record
+          .of('m')
+          .map((e) => e.type)
+          .slice(-2),
+        ['session-disposed', 'weights-disposed'],
+      );
+      assert.deepEqual((await post(s.url, '/v1/models/unload', { id: 'm' })).json, {
+        id: 'm',
+        loaded: false,
+      });
+      assert.equal(
+        s.fixture.record.of('m', 'weights-disposed').length,
+        1,
+        'a second unload disposes nothing',
+      );
+      assert.equal(reportOf(await runOn(s, 'm')).generation, 2);
+      assert.equal((await modelStatus(s.url, 'm')).loaded, true);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('unload waits for the request in flight, and a later request waits for the unload', async () => {
+    const s = await managed([fixtureModel('m')]);
+    try {
+      const gate = s.gate('run');
+      const inFlight = runOn(s, 'm', { run_gate: gate.path });
+      await waitUntil('the request runs', () => s.fixture.record.of('m', 'run-start').length === 1);
+      const unload = post(s.url, '/v1/models/unload', { id: 'm' });
+      const scheduler = s.voxd.runtime.get('m').scheduler;
+      await waitUntil('the unload waits', () => scheduler.snapshot().queuedManagers === 1);
+      const later = runOn(s, 'm');
+      await waitUntil('the later request queues behind it', () => scheduler.snapshot().queuedRequests === 1);
+      assert.equal((await modelStatus(s.url, 'm')).loaded, true, 'nothing unloaded yet');
+      await gate.open();
+      assert.equal((await inFlight).status, 200);
+      assert.deepEqual((await unload).json, { id: 'm', loaded: false });
+      assert.equal(reportOf(await later).generation, 2, 'the later request reloaded the model');
+      const types = s.fixture.record.of('m').map((e) => e.type);
+      assert.ok(types.indexOf('run-end') < types.indexOf('session-disposed'));
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a reconfiguration waits for earlier work and later requests see only the new config', async () => {
+    const s = await managed([fixtureModel('m', { load_options: { sample_rate: 16000 } })]);
+    try {
+      const gate = s.gate('run');
+      const inFlight = runOn(s, 'm', { run_gate: gate.path });
+      await waitUntil('the request runs', () => s.fixture.record.of('m', 'run-start').length === 1);
+      const reconfigure = post(
+        s.url,
+        '/v1/models/load',
+        fixtureModel('m', { load_options: { sample_rate: 8000 } }),
+      );
+      const scheduler = s.voxd.runtime.get('m').scheduler;
+      await waitUntil('the reconfiguration waits', () => scheduler.snapshot().queuedManagers === 1);
+      const later = runOn(s, 'm');
+      await waitUntil('the later request queues', () => scheduler.snapshot().queuedRequests === 1);
+      await gate.open();
+      assert.deepEqual(reportOf(await inFlight).load_options, { sample_rate: '16000' });
+      assert.equal((await reconfigure).json.reconfigured, true);
+      assert.deepEqual(reportOf(await later).load_options, { sample_rate: '8000' });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('unload_models lists only models it actually unloaded (serial runtime), once each, and unknown ids apart', async () => {
+    const s = await managed([fixtureModel('a'), fixtureModel('b'), fixtureModel('lazy', { lazy: true })]);
+    try {
+      const res = await post(s.url, '/v1/tasks/unload_models', {
+        model_ids: ['a', 'ghost', 'a', 'lazy', 'ghost'],
+      });
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.json, { unloaded: ['a'], not_found: ['ghost'] });
+      assert.equal((await modelStatus(s.url, 'a')).loaded, false);
+      assert.equal((await modelStatus(s.url, 'b')).loaded, true, 'not selected');
+      assert.equal(s.fixture.record.of('a', 'weights-disposed').length, 1);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('unload_models validates model_ids', async () => {
+    const s = await managed([fixtureModel('a')]);
+    try {
+      assert.match(
+        errorOf(await post(s.url, '/v1/tasks/unload_models', {}), 400, 'invalid_request_error'),
+        /'model_ids' string array/,
+      );
+      assert.match(
+        errorOf(
+          await post(s.url, '/v1/tasks/unload_models', { model_ids: 'a' }),
+          400,
+          'invalid_request_error',
+        ),
+        /'model_ids' string array/,
+      );
+      assert.match(
+        errorOf(
+          await post(s.url, '/v1/tasks/unload_models', { model_ids: ['a', 3] }),
+          400,
+          'invalid_request_error',
+        ),
+        /each element of 'model_ids' must be a string/,
+      );
+      assert.equal((await modelStatus(s.url, 'a')).loaded, true);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('unload_all_models unloads every loaded model and waits for busy ones', async () => {
+    const s = await managed([fixtureModel('a'), fixtureModel('b'), fixtureModel('c', { lazy: true })]);
+    try {
+      const gate = s.gate('run');
+      const busy = runOn(s, 'a', { run_gate: gate.path });
+      await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 1);
+      const all = post(s.url, '/v1/tasks/unload_all_models', {});
+      await waitUntil(
+        'idle b is freed first',
+        () => s.fixture.record.of('b', 'weights-disposed').length === 1,
+      );
+      assert.equal((await modelStatus(s.url, 'a')).loaded, true, 'busy a is still loaded');
+      await gate.open();
+      assert.equal((await busy).status, 200);
+      assert.deepEqual((await all).json, { unloaded: ['a', 'b'] });
+      for (const id of ['a', 'b', 'c']) assert.equal((await modelStatus(s.url, id)).loaded, false);
+    } finally {
+      await s.close();
+    }
+  });
+});
