@@ -1,0 +1,183 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  ManualClock,
+  type TestServer,
+  errorOf,
+  fixtureModel,
+  modelStatus,
+  post,
+  reportOf,
+  startServer,
+  waitUntil,
+} from '../helpers/voxd.js';
+
+const run = (s: TestServer, model: string, options: Record<string, string> = {}) =>
+  post(s.url, '/v1/tasks/run', { model, request: { text: 'x', options } });
+
+const loaded = async (s: TestServer, ids: string[]) =>
+  Promise.all(ids.map(async (id) => (await modelStatus(s.url, id)).loaded as boolean));
+
+describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () => {
+  test('max_loaded_models evicts the least recently used idle model', async () => {
+    const clock = new ManualClock();
+    const s = await startServer(
+      { max_loaded_models: 2, models: ['a', 'b', 'c'].map((id) => fixtureModel(id, { lazy: true })) },
+      { clock },
+    );
+    try {
+      await run(s, 'a');
+      clock.advance(10);
+      await run(s, 'b');
+      clock.advance(10);
+      await run(s, 'a'); // a is now the most recently used
+      clock.advance(10);
+      assert.equal((await run(s, 'c')).status, 200);
+      assert.deepEqual(await loaded(s, ['a', 'b', 'c']), [true, false, true]);
+      assert.match(s.logs.join('\n'), /evicted model 'b' to load 'c' \(max_loaded_models=2\)/);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('eviction skips a busy model even when it is the least recently used', async () => {
+    const clock = new ManualClock();
+    const s = await startServer(
+      {
+        busy_timeout_ms: 0,
+        max_loaded_models: 2,
+        models: ['a', 'b', 'c'].map((id) => fixtureModel(id, { lazy: true })),
+      },
+      { clock },
+    );
+    try {
+      const gate = s.gate('a');
+      await run(s, 'a');
+      clock.advance(10);
+      await run(s, 'b');
+      clock.advance(10);
+      const busy = run(s, 'a', { run_gate: gate.path });
+      await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 2);
+      // Make busy a the least recently used: b is stamped later than a's run start.
+      clock.advance(10);
+      s.voxd.runtime.get('b').touch();
+      assert.ok(s.voxd.runtime.get('a').lastUsedAt < s.voxd.runtime.get('b').lastUsedAt);
+      assert.equal((await run(s, 'c')).status, 200);
+      assert.deepEqual(await loaded(s, ['a', 'b', 'c']), [true, false, true], 'busy a kept, idle b evicted');
+      await gate.open();
+      assert.equal((await busy).status, 200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('when every loaded model is busy, a load gets 503 server_busy and nothing is built', async () => {
+    const s = await startServer({
+      busy_timeout_ms: 0,
+      max_loaded_models: 1,
+      models: [fixtureModel('a'), fixtureModel('b', { lazy: true })],
+    });
+    try {
+      const gate = s.gate('a');
+      const busy = run(s, 'a', { run_gate: gate.path });
+      await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 1);
+      const refused = await run(s, 'b');
+      assert.match(
+        errorOf(refused, 503, 'server_busy'),
+        /cannot load model 'b': max_loaded_models=1 and every loaded model is busy; retry later/,
+      );
+      assert.equal(s.fixture.record.of('b').length, 0, 'no partial pool');
+      assert.equal((await modelStatus(s.url, 'b')).loaded, false);
+      await gate.open();
+      assert.equal((await busy).status, 200);
+      assert.equal((await run(s, 'b')).status, 200, 'once a is idle it can be evicted');
+      assert.deepEqual(await loaded(s, ['a', 'b']), [false, true]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('at startup only the first max_loaded_models eager models load; the rest are deferred with a notice', async () => {
+    const s = await startServer({ max_loaded_models: 1, models: [fixtureModel('a'), fixtureModel('b')] });
+    try {
+      assert.deepEqual(await loaded(s, ['a', 'b']), [true, false]);
+      assert.match(s.logs.join('\n'), /model 'b' not loaded at startup: max_loaded_models=1/);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('idle_unload_ms retires models idle that long, never a busy one', async () => {
+    const clock = new ManualClock();
+    const s = await startServer(
+      { busy_timeout_ms: 0, idle_unload_ms: 1000, models: [fixtureModel('a'), fixtureModel('b')] },
+      { clock },
+    );
+    try {
+      const { residency } = s.voxd.runtime;
+      const gate = s.gate('a');
+      const busy = run(s, 'a', { run_gate: gate.path });
+      await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 1);
+      clock.advance(999);
+      assert.deepEqual(await residency.sweepIdle(), [], 'nothing is idle for 1000 ms yet');
+      clock.advance(5000);
+      assert.deepEqual(await residency.sweepIdle(), ['b'], 'busy a is skipped');
+      assert.deepEqual(await loaded(s, ['a', 'b']), [true, false]);
+      await gate.open();
+      assert.equal((await busy).status, 200);
+      assert.deepEqual(await residency.sweepIdle(), [], 'a was just used');
+      clock.advance(1000);
+      assert.deepEqual(await residency.sweepIdle(), ['a']);
+      assert.match(s.logs.join('\n'), /idle 1000 ms: unloaded 1 model\(s\): b/);
+      assert.equal(reportOf(await run(s, 'a')).generation, 2, 'a retired model reloads on its next request');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('idle_unload_ms runs on its own timer', async () => {
+    const s = await startServer({ idle_unload_ms: 30, models: [fixtureModel('a')] });
+    try {
+      await waitUntil('the idle timer unloads a', async () => !(await modelStatus(s.url, 'a')).loaded);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('min_free_memory_mb refuses a load with 503 insufficient_memory and builds nothing', async () => {
+    let free = 1500;
+    const s = await startServer(
+      {
+        min_free_memory_mb: 1000,
+        models: [
+          fixtureModel('big', { lazy: true, load_options: { footprint_mb: 600 } }),
+          fixtureModel('small', { lazy: true, load_options: { footprint_mb: 400 } }),
+        ],
+      },
+      { freeMemoryMb: async () => free },
+    );
+    try {
+      const refused = await run(s, 'big');
+      assert.match(
+        errorOf(refused, 503, 'insufficient_memory'),
+        /cannot load model 'big': 1500 MB free, the model needs about 600 MB and min_free_memory_mb=1000/,
+      );
+      assert.equal(s.fixture.record.of('big').length, 0);
+      assert.equal((await run(s, 'small')).status, 200);
+      free = 2000;
+      assert.equal((await run(s, 'big')).status, 200, 'the guard reads free memory at each load');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a memory refusal of an eager model aborts startup', async () => {
+    await assert.rejects(
+      startServer(
+        { min_free_memory_mb: 100, models: [fixtureModel('a', { load_options: { footprint_mb: 50 } })] },
+        { freeMemoryMb: async () => 120 },
+      ),
+      /cannot load model 'a'/,
+    );
+  });
+});
