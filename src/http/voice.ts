@@ -22,6 +22,11 @@ export interface VoiceChoice {
 const MAX_VOICE_REF_BYTES = 5 * 1024 * 1024;
 const PLAIN_NAME = /^[A-Za-z0-9_-]+$/;
 
+/** Whether a file in voice_dir is a voice that `voice: <name>` can select. */
+export function isLibraryVoiceFile(filename: string): boolean {
+  return filename.endsWith('.wav') && PLAIN_NAME.test(filename.slice(0, -4));
+}
+
 async function explicitVoiceRef(raw: unknown, baseDir: string): Promise<Audio | undefined> {
   if (raw === undefined || raw === null) return undefined;
   if (typeof raw === 'string') return readAudioPath(raw, 'voice_ref', baseDir);

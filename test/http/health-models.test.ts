@@ -319,13 +319,15 @@ describe('ui + ui_management server with no models', () => {
   });
 });
 
-test('voice_dir lists files (and links to files) only, never folders named *.wav', async () => {
+test('voice_dir lists selectable voice files (and links to files) only, never folders named *.wav', async () => {
   const voiceDir = tempDir('voxd-voices-');
   mkdirSync(join(voiceDir, 'folder.wav'));
   writeFileSync(join(voiceDir, 'real.wav'), smallWav(16));
   symlinkSync(join(voiceDir, 'real.wav'), join(voiceDir, 'linked.wav'));
   symlinkSync(join(voiceDir, 'folder.wav'), join(voiceDir, 'linkdir.wav'));
   symlinkSync(join(voiceDir, 'missing-target.wav'), join(voiceDir, 'dangling.wav'));
+  // Names that `voice` can not select are not offered either.
+  for (const name of ['Upper.WAV', 'a.b.wav', 'my voice.wav']) writeFileSync(join(voiceDir, name), smallWav(16));
   const server = await startServer({ voice_dir: voiceDir, models: [fixtureModel('m', { lazy: true })] });
   try {
     const res = await get(server.url, '/v1/audio/voices');

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
 import { queryFlag } from '../fields.js';
 import type { Route, RouteContext } from '../route.js';
+import { isLibraryVoiceFile } from '../voice.js';
 
 async function health({ runtime, config }: RouteContext) {
   return {
@@ -41,7 +42,8 @@ async function voiceDirNames(dir: string | undefined): Promise<string[]> {
   }
   const names: string[] = [];
   for (const entry of entries) {
-    if (!entry.name.toLowerCase().endsWith('.wav')) continue;
+    // List only names that `voice` can select (src/http/voice.ts looks up `<name>.wav`, plain names only).
+    if (!isLibraryVoiceFile(entry.name)) continue;
     // A folder named `x.wav` is not a voice; a link counts when it leads to a file.
     const file =
       entry.isFile() ||
