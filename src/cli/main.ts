@@ -4,7 +4,7 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { startVoxd, type Voxd } from '../app.js';
 import { ConfigError } from '../config/errors.js';
 import { loadServerConfig } from '../config/server-config.js';
-import { createEngineCatalog } from '../engines/catalog.js';
+import { createEngineCatalog, parallelScope } from '../engines/catalog.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
 
 const USAGE = `Usage: voxd <command> [options]
@@ -44,9 +44,7 @@ async function serve(argv: string[]): Promise<void> {
     : (message: string) => process.stderr.write(`[voxd] ${message}\n`);
   for (const notice of notices) log(`notice: ${notice.message}`);
   if (config.ui) log('notice: ui: the web UI is not part of this version of voxd; GET / answers 404');
-  if (config.parallel_jobs) {
-    log('parallel runtime (--parallel-jobs): models may set "slots" (1..16, capped by the engine capacity)');
-  }
+  if (config.parallel_jobs) log(parallelScope(catalog));
 
   let voxd: Voxd | undefined;
   let stopping = false;

@@ -9,3 +9,13 @@ export function createEngineCatalog(): EngineCatalog {
   const families: EngineFamily[] = [new FixtureFamily()];
   return new Map(families.map((family) => [family.name, family]));
 }
+
+/**
+ * The one line the parallel runtime prints at startup: which families have been validated with
+ * more than one slot. Everything else runs one slot per model.
+ */
+export function parallelScope(catalog: EngineCatalog): string {
+  const multi = [...catalog.values()].filter((f) => f.maxCapacity > 1);
+  const list = multi.length ? multi.map((f) => `${f.name} (up to ${f.maxCapacity})`).join(', ') : 'none';
+  return `parallel runtime (--parallel-jobs): validated scope: families admitting more than one slot: ${list}; every other family runs 1 slot per model`;
+}

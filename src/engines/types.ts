@@ -114,6 +114,8 @@ export interface EngineFamily {
   readonly tasks: readonly TaskToken[];
   /** Compute backends this family can run on; voxd's engines run on the CPU. */
   readonly backends: readonly string[];
+  /** The most sessions any model of this family can advertise; 1 means no parallel slots. */
+  readonly maxCapacity: number;
   /** Request options the family understands (reported by include_params). */
   readonly params: readonly ParamRow[];
   load(spec: LoadSpec, signal: AbortSignal): Promise<LoadedModel>;

@@ -159,19 +159,7 @@ export class ModelEntry {
   }
 
   loadSpec(): LoadSpec {
-    const c = this.#config;
-    return {
-      modelId: c.id,
-      path: c.path,
-      task: c.task,
-      mode: c.mode,
-      config: c.config,
-      weight: c.weight,
-      loadOptions: c.load_options,
-      backend: this.#ctx.backend,
-      device: this.#ctx.device,
-      threads: this.#ctx.threads,
-    };
+    return loadSpecOf(this.#config, this.#ctx);
   }
 
   #startLoad(): Promise<Pool> {
@@ -256,12 +244,31 @@ export class ModelEntry {
   }
 }
 
+/** What a family needs to load the weights of `config`. */
+export function loadSpecOf(
+  c: ModelConfig,
+  ctx: Pick<EntryContext, 'backend' | 'device' | 'threads'>,
+): LoadSpec {
+  return {
+    modelId: c.id,
+    path: c.path,
+    task: c.task,
+    mode: c.mode,
+    config: c.config,
+    weight: c.weight,
+    loadOptions: c.load_options,
+    backend: ctx.backend,
+    device: ctx.device,
+    threads: ctx.threads,
+  };
+}
+
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
 /** Engine faults keep their cause; typed voxd errors (a capacity refusal, say) pass through. */
-function engineFailure(context: string, err: unknown): VoxdError {
+export function engineFailure(context: string, err: unknown): VoxdError {
   if (err instanceof VoxdError) return err;
   return new VoxdError('E_ENGINE', `${context}: ${describe(err)}`, { cause: err });
 }

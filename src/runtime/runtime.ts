@@ -9,12 +9,18 @@
 import { conformAudio } from '../audio/convert.js';
 import type { ModelConfig, ServerConfig } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
-import type { EngineEvent, EngineRequest, EngineResult } from '../engines/types.js';
+import type {
+  EngineEvent,
+  EngineFamily,
+  EngineRequest,
+  EngineResult,
+  LoadedModel,
+} from '../engines/types.js';
 import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
 import { type Clock, systemClock } from '../util/clock.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
 import { systemFreeMemoryMb } from './memory.js';
-import { type EntryContext, ModelEntry } from './model-entry.js';
+import { type EntryContext, engineFailure, loadSpecOf, ModelEntry } from './model-entry.js';
 import { Residency } from './residency.js';
 import { type ResolvedPreset, resolvePresets } from './voice-presets.js';
 
@@ -207,7 +213,7 @@ export class Runtime {
       const change = compareConfigs(existing.config, config);
       if (change !== 'same') {
         existing.setActivity('reconfiguring');
-        this.#validateReplacement(existing, config);
+        await this.#validateReplacement(existing, config, family);
         if (change === 'reload') await existing.unload();
         existing.replaceConfig(config, family, presets);
       }
@@ -325,17 +331,35 @@ export class Runtime {
     }
   }
 
-  /** Rejects a replacement the live pool can not take, before anything live is touched. */
-  #validateReplacement(entry: ModelEntry, config: ModelConfig): void {
-    const state = entry.state;
+  /**
+   * Rejects a replacement the model can not take, before anything live is touched. A slot count
+   * above 1 is checked against the live pool's capacity when the load inputs are unchanged, and
+   * otherwise against a private probe load of the new weights (disposed at once; never published).
+   */
+  async #validateReplacement(entry: ModelEntry, config: ModelConfig, family: EngineFamily): Promise<void> {
     const slots = config.slots ?? 1;
-    if (
-      state.kind === 'ready' &&
-      sameLoadInputs(entry.config, config) &&
-      slots > state.pool.weights.capacity
-    ) {
+    if (slots === 1) return;
+    const state = entry.state;
+    let capacity: number;
+    if (state.kind === 'ready' && sameLoadInputs(entry.config, config)) {
+      capacity = state.pool.weights.capacity;
+    } else {
+      let probe: LoadedModel;
+      try {
+        probe = await family.load(loadSpecOf(config, this.#entryContext), this.#shutdown.signal);
+      } catch (err) {
+        throw engineFailure(`capacity probe of model '${config.id}' failed`, err);
+      }
+      capacity = probe.capacity;
+      await probe
+        .dispose()
+        .catch((err: unknown) =>
+          this.#log(`model '${config.id}': disposing the capacity probe failed: ${String(err)}`),
+        );
+    }
+    if (slots > capacity) {
       throw invalidRequest(
-        `model '${config.id}': slots=${slots} exceeds the capacity ${state.pool.weights.capacity} that family '${config.family}' advertises`,
+        `model '${config.id}': slots=${slots} exceeds the capacity ${capacity} that family '${family.name}' advertises`,
       );
     }
   }
