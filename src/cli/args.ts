@@ -50,7 +50,7 @@ Frontends (not supported by voxd; any non-empty value is an error):
 
 Logging:
   --log                         log requests to stderr (default off)
-  --log-file <path>             also write the log to this file
+  --log-file <path>             write the log to this file instead of stderr
 
   --version                     print the version and exit
   -h, --help                    print this help and exit

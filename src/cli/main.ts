@@ -5,6 +5,7 @@ import { startVoxd, type Voxd } from '../app.js';
 import { ConfigError } from '../config/errors.js';
 import { loadServerConfig } from '../config/server-config.js';
 import { createEngineCatalog, parallelScope } from '../engines/catalog.js';
+import { VoxdError } from '../errors.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
 
 const USAGE = `Usage: voxd <command> [options]
@@ -80,6 +81,9 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  if (err instanceof ConfigError) fail(err.message, 2);
+  // A registration the runtime refuses at startup (a task the family does not serve, a preset WAV
+  // that does not decode, slots above the engine's capacity) is a config error too.
+  if (err instanceof ConfigError || (err instanceof VoxdError && err.code === 'E_INVALID_REQUEST'))
+    fail(err.message, 2);
   fail(err instanceof Error ? err.message : String(err), 1);
 });

@@ -19,7 +19,8 @@ export function toHttp(err: unknown): HttpError {
     return {
       status: err.status,
       body: { error: { message: err.message, type: err.type } },
-      internal: err.status >= 500 && err.code !== 'E_BUSY',
+      // Refusals (busy, residency, memory, shutdown) are expected; only faults are logged in full.
+      internal: err.code === 'E_ENGINE' || err.code === 'E_INTERNAL',
     };
   }
   // Both come from validating what the client sent (a registration body, an uploaded WAV).

@@ -7,7 +7,7 @@ import type { ModelConfig } from '../config/types.js';
 import type { EngineFamily, EngineSession, LoadSpec } from '../engines/types.js';
 import { invalidRequest, VoxdError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
-import { raceAbort } from '../util/wait.js';
+import { deferred, raceAbort } from '../util/wait.js';
 import { canTransition, type ModelState, type Pool } from './model-state.js';
 import { SlotScheduler } from './slot-scheduler.js';
 import type { ResolvedPreset } from './voice-presets.js';
@@ -163,19 +163,21 @@ export class ModelEntry {
   }
 
   #startLoad(): Promise<Pool> {
-    const done = this.#ctx.admitLoad(this, () => this.#build());
-    this.#transition({ kind: 'loading', done });
-    return done.then(
-      (pool) => {
+    const published = deferred<Pool>();
+    this.#transition({ kind: 'loading', done: published.promise });
+    this.#ctx
+      .admitLoad(this, async () => {
+        const pool = await this.#build();
+        // Publish while the residency guard is still held, so the next guarded load counts this model.
         this.#transition({ kind: 'ready', pool });
         this.touch();
         return pool;
-      },
-      (err: unknown) => {
+      })
+      .then(published.resolve, (err: unknown) => {
         this.#transition({ kind: 'unloaded' });
-        throw err;
-      },
-    );
+        published.reject(err);
+      });
+    return published.promise;
   }
 
   /** Builds weights, primary and clones privately, in order; on any failure unwinds in reverse. */

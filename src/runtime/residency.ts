@@ -92,11 +92,11 @@ export class Residency {
   async #makeRoom(target: ModelEntry): Promise<void> {
     const max = this.#options.maxLoadedModels;
     if (max <= 0) return;
-    const resident = [...this.#options.entries()].filter(
-      (e) => e !== target && (e.state.kind === 'ready' || e.state.kind === 'loading'),
-    );
+    // Loads are serialised by the guard, so another model in state `loading` is only waiting for
+    // its turn: it holds no memory yet and is neither resident nor a victim.
+    const resident = [...this.#options.entries()].filter((e) => e !== target && e.loaded);
     let excess = resident.length - (max - 1);
-    const victims = resident.filter((e) => e.loaded).sort((a, b) => a.lastUsedAt - b.lastUsedAt);
+    const victims = resident.sort((a, b) => a.lastUsedAt - b.lastUsedAt);
     for (const victim of victims) {
       if (excess <= 0) break;
       if (await this.#tryUnload(victim)) {

@@ -379,7 +379,16 @@ function sameLoadInputs(a: ModelConfig, b: ModelConfig): boolean {
 /** 'reload' when the pool must be rebuilt, 'metadata' when only request-time settings changed. */
 function compareConfigs(a: ModelConfig, b: ModelConfig): 'same' | 'metadata' | 'reload' {
   if (!sameLoadInputs(a, b) || (a.slots ?? 1) !== (b.slots ?? 1)) return 'reload';
-  return JSON.stringify(a) === JSON.stringify(b) ? 'same' : 'metadata';
+  return stableJson(a) === stableJson(b) ? 'same' : 'metadata';
+}
+
+/** JSON with object keys sorted, so key order in a request body does not count as a change. */
+function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)))
+      : v,
+  );
 }
 
 function sameMap(a: Record<string, string>, b: Record<string, string>): boolean {

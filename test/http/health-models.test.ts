@@ -327,7 +327,8 @@ test('voice_dir lists selectable voice files (and links to files) only, never fo
   symlinkSync(join(voiceDir, 'folder.wav'), join(voiceDir, 'linkdir.wav'));
   symlinkSync(join(voiceDir, 'missing-target.wav'), join(voiceDir, 'dangling.wav'));
   // Names that `voice` can not select are not offered either.
-  for (const name of ['Upper.WAV', 'a.b.wav', 'my voice.wav']) writeFileSync(join(voiceDir, name), smallWav(16));
+  for (const name of ['Upper.WAV', 'a.b.wav', 'my voice.wav'])
+    writeFileSync(join(voiceDir, name), smallWav(16));
   const server = await startServer({ voice_dir: voiceDir, models: [fixtureModel('m', { lazy: true })] });
   try {
     const res = await get(server.url, '/v1/audio/voices');

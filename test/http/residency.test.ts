@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
-  ManualClock,
-  type TestServer,
   errorOf,
   fixtureModel,
+  ManualClock,
   modelStatus,
   post,
   reportOf,
   startServer,
+  type TestServer,
   waitUntil,
 } from '../helpers/voxd.js';
 
@@ -180,4 +180,33 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
       /cannot load model 'a'/,
     );
   });
+});
+
+test('a model waiting its turn to load is not counted as resident by the load ahead of it', async () => {
+  const { contractServer } = await import('../contract/harness.js');
+  const c = await contractServer([{ id: 'C' }, { id: 'A' }, { id: 'B' }], { max_loaded_models: 2, parallel: false });
+  try {
+    await c.load('C').close();
+    const registration = c.register('C');
+    await waitUntil('C loads under the cold-load guard', () => c.entry('C').state.kind === 'loading');
+    const gate = await c.runGate();
+    const a = c.infer('A', { run_gate: gate.path });
+    await waitUntil('A waits for the guard', () => c.entry('A').state.kind === 'loading');
+    const b = c.infer('B');
+    await waitUntil('B waits for the guard', () => c.entry('B').state.kind === 'loading');
+    await c.load('C').open();
+    assert.equal((await registration).status, 200);
+    await c.waitCount('A', 'run-start', 1);
+    assert.equal(c.count('C', 'weights-disposed'), 0, "A's load fitted beside C: waiting B did not count");
+    assert.equal((await b).status, 200, 'B evicts idle C, not busy A');
+    assert.equal(c.count('C', 'weights-disposed'), 1);
+    await gate.open();
+    assert.equal((await a).status, 200);
+    assert.deepEqual(
+      [(await c.status('A')).loaded, (await c.status('B')).loaded, (await c.status('C')).loaded],
+      [true, true, false],
+    );
+  } finally {
+    await c.close();
+  }
 });

@@ -14,7 +14,7 @@ const SPEECH_TASKS: readonly TaskToken[] = ['tts', 'clon', 'vdes'];
 const FORMATS = ['wav', 'pcm', 'json', 'b64_json'] as const;
 
 function speedOptions(body: Record<string, unknown>, accepted: ReadonlySet<string>): Record<string, string> {
-  const key = body['speed'] !== undefined ? 'speed' : 'speaking_rate';
+  const key = body['speed'] !== undefined && body['speed'] !== null ? 'speed' : 'speaking_rate';
   const raw = body[key];
   if (raw === undefined || raw === null) return {};
   if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0) {
@@ -40,9 +40,7 @@ async function speech({ req, url, runtime, config, signal }: RouteContext) {
   const format = optionalEnum(body, 'response_format', FORMATS) ?? 'wav';
   if (optionalBool(body, 'stream') || body['stream_format'] !== undefined) {
     throw invalidRequest(
-      entry.config.mode === 'streaming'
-        ? 'stream: streamed speech responses are not available in this version of voxd; send a request without stream'
-        : `stream: model '${modelId}' is configured with mode 'offline'; streaming needs mode 'streaming'`,
+      'stream: streamed speech responses are not available in this version of voxd; send a request without stream',
     );
   }
   const accepted = new Set(entry.family.params.map((p) => p.name));
