@@ -168,7 +168,13 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     // Without a config file every model arrives by registration, so nothing should load eagerly.
     lazy_load: bool('lazy_load', configFile === undefined),
     log: overrides.log === true,
-    log_request_body: bool('log_request_body', false),
+    log_request_body: read('log_request_body', false, (s) => {
+      const on = expectBoolean(s.value, s.key);
+      if (on && overrides.log !== true) {
+        notices.push({ key: s.key, message: `${s.key}: request bodies are logged only with --log` });
+      }
+      return on;
+    }),
     max_request_body_bytes: count('max_request_body_bytes', 2_147_483_648),
     busy_timeout_ms: count('busy_timeout_ms', 300_000),
     max_loaded_models: count('max_loaded_models', 0),
@@ -176,7 +182,13 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     min_free_memory_mb: count('min_free_memory_mb', 0),
     live_ingest: {
       ...LIVE_INGEST_DEFAULTS,
-      ...read('live_ingest', {}, (s) => parseLiveIngest(s.value, s.key)),
+      ...read('live_ingest', {}, (s) => {
+        notices.push({
+          key: s.key,
+          message: `${s.key}: the live routes are not in this version of voxd; the limits are checked and kept for them`,
+        });
+        return parseLiveIngest(s.value, s.key);
+      }),
     },
     frontend_listener: read('frontend_listener', '', (s) => {
       const listener = expectString(s.value, s.key);

@@ -27,9 +27,19 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
   return Buffer.concat(chunks, size);
 }
 
-/** A JSON object body; anything else is a 400 that says what was wrong. */
-export async function readJsonObject(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
-  const raw = await readBody(req, limit);
+export interface JsonBodySource {
+  req: IncomingMessage;
+  config: { max_request_body_bytes: number; log: boolean; log_request_body: boolean };
+  log(message: string): void;
+}
+
+/**
+ * A JSON object body; anything else is a 400 that says what was wrong. With `--log` and
+ * log_request_body the body is logged (JSON bodies only: audio uploads never are).
+ */
+export async function readJsonObject({ req, config, log }: JsonBodySource): Promise<Record<string, unknown>> {
+  const raw = await readBody(req, config.max_request_body_bytes);
+  if (config.log && config.log_request_body) log(`${req.method} ${req.url} body: ${raw.toString('utf8')}`);
   if (raw.length === 0) throw invalidRequest('request body is empty; expected a JSON object');
   let parsed: unknown;
   try {

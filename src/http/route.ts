@@ -9,6 +9,7 @@ export interface RouteContext {
   url: URL;
   runtime: Runtime;
   config: ServerConfig;
+  log(message: string): void;
   /** Aborted when the client goes away before the response is sent. */
   signal: AbortSignal;
 }

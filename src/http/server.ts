@@ -90,7 +90,15 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       }
       const route = findRoute(method, url.pathname);
       if (route instanceof VoxdError) throw route;
-      const ctx: RouteContext = { req, res, url, runtime, config, signal: controller.signal };
+      const ctx: RouteContext = {
+        req,
+        res,
+        url,
+        runtime,
+        config,
+        log: options.log,
+        signal: controller.signal,
+      };
       const reply = await route.handler(ctx);
       status = reply.status ?? 200;
       if (!controller.signal.aborted) writeReply(res, reply);

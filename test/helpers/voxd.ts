@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startVoxd, type Voxd } from '../../src/app.js';
-import { loadServerConfig } from '../../src/config/server-config.js';
+import { type CliOverrides, loadServerConfig } from '../../src/config/server-config.js';
 import { createEngineCatalog } from '../../src/engines/catalog.js';
 import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js';
 import type { Clock } from '../../src/util/clock.js';
@@ -38,6 +38,8 @@ export interface TestServerOptions {
   parallel?: boolean;
   clock?: Clock;
   freeMemoryMb?: () => Promise<number>;
+  /** CLI-flag overrides, as `voxd serve` flags would give them. */
+  overrides?: CliOverrides;
 }
 
 export function tempDir(prefix = 'voxd-test-'): string {
@@ -59,7 +61,7 @@ export async function startServer(
   const catalog = createEngineCatalog();
   const { config } = loadServerConfig({
     configPath,
-    overrides: { port: 0, host: '127.0.0.1', parallel_jobs: options.parallel ?? false },
+    overrides: { port: 0, host: '127.0.0.1', parallel_jobs: options.parallel ?? false, ...options.overrides },
     knownFamilies: [...catalog.keys()],
   });
   const logs: string[] = [];

@@ -184,7 +184,10 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
 
 test('a model waiting its turn to load is not counted as resident by the load ahead of it', async () => {
   const { contractServer } = await import('../contract/harness.js');
-  const c = await contractServer([{ id: 'C' }, { id: 'A' }, { id: 'B' }], { max_loaded_models: 2, parallel: false });
+  const c = await contractServer([{ id: 'C' }, { id: 'A' }, { id: 'B' }], {
+    max_loaded_models: 2,
+    parallel: false,
+  });
   try {
     await c.load('C').close();
     const registration = c.register('C');

@@ -19,8 +19,8 @@ function requireManagement({ config }: RouteContext): void {
 
 async function load(ctx: RouteContext) {
   requireManagement(ctx);
-  const { req, runtime, config, signal } = ctx;
-  const body = await readJsonObject(req, config.max_request_body_bytes);
+  const { runtime, config, signal } = ctx;
+  const body = await readJsonObject(ctx);
   const { model } = parseModelConfig(body, {
     key: '',
     baseDir: config.base_dir,
@@ -33,12 +33,13 @@ async function load(ctx: RouteContext) {
 
 async function unload(ctx: RouteContext) {
   requireManagement(ctx);
-  const body = await readJsonObject(ctx.req, ctx.config.max_request_body_bytes);
+  const body = await readJsonObject(ctx);
   return { json: await ctx.runtime.unload(requireString(body, 'id'), ctx.signal) };
 }
 
-async function unloadModels({ req, runtime, config, signal }: RouteContext) {
-  const body = await readJsonObject(req, config.max_request_body_bytes);
+async function unloadModels(ctx: RouteContext) {
+  const { runtime, signal } = ctx;
+  const body = await readJsonObject(ctx);
   const ids = body['model_ids'];
   if (!Array.isArray(ids)) throw invalidRequest("request requires a 'model_ids' string array");
   if (!ids.every((id): id is string => typeof id === 'string')) {

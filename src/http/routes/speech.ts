@@ -31,8 +31,9 @@ function speedOptions(body: Record<string, unknown>, accepted: ReadonlySet<strin
   throw invalidRequest(`${key}: ${raw} is not supported by this model`);
 }
 
-async function speech({ req, url, runtime, config, signal }: RouteContext) {
-  const body = await readJsonObject(req, config.max_request_body_bytes);
+async function speech(ctx: RouteContext) {
+  const { url, runtime, config, signal } = ctx;
+  const body = await readJsonObject(ctx);
   const modelId = requireString(body, 'model');
   const input = requireString(body, 'input');
   const entry = runtime.get(modelId);

@@ -51,8 +51,9 @@ function resultJson(result: EngineResult, wallMs: number): Record<string, unknow
   return out;
 }
 
-async function run({ req, url, runtime, config, signal }: RouteContext) {
-  const body = await readJsonObject(req, config.max_request_body_bytes);
+async function run(ctx: RouteContext) {
+  const { url, runtime, config, signal } = ctx;
+  const body = await readJsonObject(ctx);
   const modelId = requireString(body, 'model');
   if (body['request'] !== undefined && !isPlainObject(body['request'])) {
     throw invalidRequest(`request: ${showValue(body['request'])} is invalid; expected an object`);

@@ -49,8 +49,9 @@ async function fromMultipart({ req, config }: RouteContext): Promise<Transcripti
   return { fields: plain, audio: decodeField(file.data, 'file') };
 }
 
-async function fromJson({ req, config }: RouteContext): Promise<TranscriptionInput> {
-  const body = await readJsonObject(req, config.max_request_body_bytes);
+async function fromJson(ctx: RouteContext): Promise<TranscriptionInput> {
+  const { config } = ctx;
+  const body = await readJsonObject(ctx);
   const key = ['audio', 'audio_path', 'file'].find((k) => body[k] !== undefined);
   if (!key)
     throw invalidRequest(
