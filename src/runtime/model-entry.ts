@@ -9,8 +9,10 @@ import { invalidRequest, VoxdError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
 import { deferred, raceAbort } from '../util/wait.js';
 import { canTransition, type ModelState, type Pool } from './model-state.js';
-import { SlotScheduler } from './slot-scheduler.js';
+import { type Lease, SlotScheduler } from './slot-scheduler.js';
 import type { ResolvedPreset } from './voice-presets.js';
+
+export type ManagerActivity = 'registering' | 'reconfiguring' | 'unloading';
 
 export interface EntryContext {
   readonly clock: Clock;
@@ -32,7 +34,7 @@ export class ModelEntry {
   #presets: ReadonlyMap<string, ResolvedPreset>;
   #state: ModelState = { kind: 'unloaded' };
   /** What a manager is doing while it holds the exclusive lease, for status. */
-  #activity: 'registering' | 'reconfiguring' | 'unloading' | null = null;
+  #activity: ManagerActivity | null = null;
   #generation = 0;
   #lastUsedAt: number;
   readonly #ctx: EntryContext;
@@ -83,8 +85,18 @@ export class ModelEntry {
     this.#lastUsedAt = this.#ctx.clock.now();
   }
 
-  setActivity(activity: 'registering' | 'reconfiguring' | 'unloading' | null): void {
+  /**
+   * Runs `work` as the holder of `lease` (this entry's manager lease), showing `activity` in status,
+   * and releases the lease when the work ends, however it ends.
+   */
+  async manage<T>(lease: Lease, activity: ManagerActivity, work: () => Promise<T>): Promise<T> {
     this.#activity = activity;
+    try {
+      return await work();
+    } finally {
+      this.#activity = null;
+      lease.release();
+    }
   }
 
   /**

@@ -135,12 +135,6 @@ export class Residency {
   async #tryUnload(entry: ModelEntry): Promise<boolean> {
     const lease = entry.scheduler.tryAcquireManager();
     if (!lease) return false;
-    entry.setActivity('unloading');
-    try {
-      return await entry.unload();
-    } finally {
-      entry.setActivity(null);
-      lease.release();
-    }
+    return entry.manage(lease, 'unloading', () => entry.unload());
   }
 }

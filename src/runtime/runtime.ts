@@ -125,11 +125,7 @@ export class Runtime {
     for (const model of now) {
       const entry = this.#entries.get(model.id)!;
       const lease = await entry.scheduler.acquire('manager', { timeoutMs: 0 });
-      try {
-        await entry.ensureReady();
-      } finally {
-        lease.release();
-      }
+      await entry.manage(lease, 'registering', () => entry.ensureReady());
     }
     this.residency.startIdleTimer();
   }
@@ -198,31 +194,21 @@ export class Runtime {
       const entry = new ModelEntry(config, family, presets, this.#entryContext);
       const lease = entry.scheduler.tryAcquireManager()!;
       this.#entries.set(config.id, entry);
-      entry.setActivity('registering');
-      try {
-        await entry.ensureReady();
-      } finally {
-        entry.setActivity(null);
-        lease.release();
-      }
+      await entry.manage(lease, 'registering', () => entry.ensureReady());
       return { id: config.id, loaded: true, reconfigured: false };
     }
 
     const lease = await existing.scheduler.acquire('manager', { timeoutMs: 0, signal });
-    try {
-      const change = compareConfigs(existing.config, config);
+    const change = compareConfigs(existing.config, config);
+    return existing.manage(lease, change === 'same' ? 'registering' : 'reconfiguring', async () => {
       if (change !== 'same') {
-        existing.setActivity('reconfiguring');
         await this.#validateReplacement(existing, config, family);
         if (change === 'reload') await existing.unload();
         existing.replaceConfig(config, family, presets);
       }
       await existing.ensureReady();
-      return { id: config.id, loaded: true, reconfigured: change !== 'same' };
-    } finally {
-      existing.setActivity(null);
-      lease.release();
-    }
+      return { id: config.id, loaded: true as const, reconfigured: change !== 'same' };
+    });
   }
 
   /** Unloads one model after all earlier work on it; idempotent. */
@@ -299,13 +285,7 @@ export class Runtime {
 
   async #unloadEntry(entry: ModelEntry, signal?: AbortSignal): Promise<boolean> {
     const lease = await entry.scheduler.acquire('manager', { timeoutMs: 0, signal });
-    entry.setActivity('unloading');
-    try {
-      return await entry.unload();
-    } finally {
-      entry.setActivity(null);
-      lease.release();
-    }
+    return entry.manage(lease, 'unloading', () => entry.unload());
   }
 
   #refuseWhenClosing(): void {
