@@ -7,7 +7,7 @@ import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const DOC = 'docs/contract.md';
-const TAG = /\[([a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+)\]/g;
+const TAG = /\[((?:startup|state|pair|order|fail|time)\.[a-z0-9.-]+)\]/g;
 const ROW = /^\| `([a-z0-9.-]+)` \|(.*)\|(.*)\|(.*)\|\s*$/;
 
 function files(dir, suffix) {
