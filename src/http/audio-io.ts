@@ -1,15 +1,16 @@
 /** Audio in (WAV from a server path, an upload or base64) and out (WAV, PCM, timing) for the routes. */
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
+import { decodeWavAsync } from '../audio/audio-pool.js';
 import type { Audio } from '../audio/types.js';
 import { durationMs } from '../audio/types.js';
-import { decodeWav, WavError } from '../audio/wav-decode.js';
+import { WavError } from '../audio/wav-decode.js';
 import { invalidRequest } from '../errors.js';
 
-/** Decodes WAV bytes; a bad file is a 400 naming the field it came in. */
-export function decodeField(bytes: Buffer, field: string): Audio {
+/** Decodes WAV bytes (long files on a worker thread); a bad file is a 400 naming the field it came in. */
+export async function decodeField(bytes: Buffer, field: string): Promise<Audio> {
   try {
-    return decodeWav(bytes);
+    return await decodeWavAsync(bytes);
   } catch (err) {
     if (err instanceof WavError) throw invalidRequest(`${field}: ${err.message}`, err);
     throw err;
@@ -34,7 +35,7 @@ export async function readAudioPath(path: string, field: string, baseDir: string
 const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
 
 /** Base64 WAV, optionally as a `data:` URI, at most `maxBytes` once decoded. */
-export function decodeBase64Audio(data: string, field: string, maxBytes: number): Audio {
+export async function decodeBase64Audio(data: string, field: string, maxBytes: number): Promise<Audio> {
   const payload = data.startsWith('data:') ? data.slice(data.indexOf(',') + 1) : data;
   if (payload.trim().length === 0) throw invalidRequest(`${field}: the base64 payload is empty`);
   if (!BASE64.test(payload)) throw invalidRequest(`${field}: not valid base64`);

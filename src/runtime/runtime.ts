@@ -6,7 +6,7 @@
  * serial one is the same scheduler with one slot per model, rejects `slots`, hides the slot fields
  * from status and lists only models it actually unloaded in bulk results.
  */
-import { conformAudio } from '../audio/convert.js';
+import { conformAudioAsync } from '../audio/audio-pool.js';
 import type { ModelConfig, ServerConfig } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
 import type {
@@ -158,7 +158,7 @@ export class Runtime {
       entry.touch();
       try {
         const prepared = request.audio
-          ? { ...request, audio: conformAudio(request.audio, pool.weights.audioInput) }
+          ? { ...request, audio: await conformAudioAsync(request.audio, pool.weights.audioInput) }
           : request;
         const result = await session.run(prepared, { signal: options.signal, onEvent: options.onEvent });
         return { result, wallMs: performance.now() - started, slot, generation: pool.generation };

@@ -46,7 +46,7 @@ async function fromMultipart({ req, config }: RouteContext): Promise<Transcripti
   const plain: Fields = Object.fromEntries(fields);
   // OpenAI clients send the context as `prompt`; audio.cpp also takes `text`.
   if (plain['text'] === undefined && plain['prompt'] !== undefined) plain['text'] = plain['prompt'];
-  return { fields: plain, audio: decodeField(file.data, 'file') };
+  return { fields: plain, audio: await decodeField(file.data, 'file') };
 }
 
 async function fromJson(ctx: RouteContext): Promise<TranscriptionInput> {

@@ -1,0 +1,93 @@
+/**
+ * Decoding and resampling long audio takes long enough to stall every other request, so work above
+ * a small size runs on a pool of worker threads; small inputs are converted inline, where a thread
+ * hop would cost more than the work.
+ */
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { AudioJob, AudioReply } from './audio-worker.js';
+import { conformAudio } from './convert.js';
+import type { Audio } from './types.js';
+import { decodeWav, WavError } from './wav-decode.js';
+
+/** Inputs below this many bytes (WAV) or samples (conversion) are handled inline. */
+export const INLINE_LIMIT = 1 << 20;
+
+type Need = { sampleRate: number; channels: number };
+type Pending = { resolve(audio: Audio): void; reject(err: Error): void };
+type Job = AudioJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
+
+class AudioPool {
+  readonly #size = Math.max(1, Math.min(2, availableParallelism() - 1));
+  readonly #idle: Worker[] = [];
+  readonly #busy = new Map<Worker, number>();
+  readonly #queue: { job: AudioJob; pending: Pending }[] = [];
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 1;
+  /** Jobs run on worker threads so far, for tests. */
+  offloaded = 0;
+
+  run(job: Job): Promise<Audio> {
+    return new Promise<Audio>((resolve, reject) => {
+      this.#queue.push({ job: { ...job, id: this.#nextId++ } as AudioJob, pending: { resolve, reject } });
+      this.#dispatch();
+    });
+  }
+
+  #dispatch(): void {
+    while (this.#queue.length > 0) {
+      const worker = this.#idle.pop() ?? (this.#busy.size < this.#size ? this.#spawn() : undefined);
+      if (!worker) return;
+      const { job, pending } = this.#queue.shift()!;
+      this.#pending.set(job.id, pending);
+      this.#busy.set(worker, job.id);
+      this.offloaded++;
+      worker.ref();
+      worker.postMessage(job);
+    }
+  }
+
+  #spawn(): Worker {
+    const worker = new Worker(new URL('./audio-worker.js', import.meta.url));
+    worker.on('message', (reply: AudioReply) => {
+      const pending = this.#pending.get(reply.id);
+      this.#pending.delete(reply.id);
+      this.#busy.delete(worker);
+      // An idle worker must not keep the process alive.
+      worker.unref();
+      this.#idle.push(worker);
+      if (reply.ok) pending?.resolve(reply.audio);
+      else pending?.reject(reply.wav ? new WavError(reply.message) : new Error(reply.message));
+      this.#dispatch();
+    });
+    worker.on('error', (err) => this.#lose(worker, err));
+    worker.on('exit', (code) => this.#lose(worker, new Error(`audio worker exited with code ${code}`)));
+    return worker;
+  }
+
+  /** A worker that died fails its job only; the next job gets a fresh worker. */
+  #lose(worker: Worker, err: Error): void {
+    const id = this.#busy.get(worker);
+    this.#busy.delete(worker);
+    const idle = this.#idle.indexOf(worker);
+    if (idle >= 0) this.#idle.splice(idle, 1);
+    if (id !== undefined) {
+      this.#pending.get(id)?.reject(err);
+      this.#pending.delete(id);
+    }
+    this.#dispatch();
+  }
+}
+
+export const audioPool = new AudioPool();
+
+export async function decodeWavAsync(bytes: Uint8Array): Promise<Audio> {
+  if (bytes.length < INLINE_LIMIT) return decodeWav(bytes);
+  return audioPool.run({ kind: 'decode', bytes });
+}
+
+export async function conformAudioAsync(audio: Audio, need: Need): Promise<Audio> {
+  const cheap = audio.sampleRate === need.sampleRate && audio.channels === need.channels;
+  if (cheap || audio.samples.length < INLINE_LIMIT) return conformAudio(audio, need);
+  return audioPool.run({ kind: 'conform', audio, need });
+}

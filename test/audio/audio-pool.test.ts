@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { audioPool, conformAudioAsync, decodeWavAsync, INLINE_LIMIT } from '../../src/audio/audio-pool.js';
+import { conformAudio } from '../../src/audio/convert.js';
+import type { Audio } from '../../src/audio/types.js';
+import { decodeWav, WavError } from '../../src/audio/wav-decode.js';
+import { encodeWav } from '../../src/audio/wav-encode.js';
+
+function tone(seconds: number, sampleRate: number, channels: number): Audio {
+  const frames = Math.round(seconds * sampleRate);
+  const samples = new Float32Array(frames * channels);
+  for (let i = 0; i < frames; i++) {
+    for (let c = 0; c < channels; c++)
+      samples[i * channels + c] = 0.3 * Math.sin((2 * Math.PI * 440 * i) / sampleRate + c);
+  }
+  return { samples, sampleRate, channels };
+}
+
+/** Counts event-loop turns until `promise` settles: 0 means the work blocked the loop. */
+async function turnsWhile<T>(promise: Promise<T>): Promise<{ value: T; turns: number }> {
+  let turns = 0;
+  let done = false;
+  const tick = () => {
+    if (done) return;
+    turns++;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  const value = await promise;
+  done = true;
+  return { value, turns };
+}
+
+test('long WAVs decode on a worker thread, with the same result and the event loop free', async () => {
+  const bytes = encodeWav(tone(30, 44100, 2));
+  assert.ok(bytes.length > INLINE_LIMIT);
+  const before = audioPool.offloaded;
+  const { value, turns } = await turnsWhile(decodeWavAsync(bytes));
+  assert.equal(audioPool.offloaded, before + 1);
+  assert.ok(turns > 0, 'the event loop kept turning while the worker decoded');
+  const inline = decodeWav(bytes);
+  assert.equal(value.sampleRate, 44100);
+  assert.equal(value.channels, 2);
+  assert.deepEqual(value.samples, inline.samples);
+});
+
+test('long audio is converted on a worker thread with the same result as inline', async () => {
+  const audio = tone(30, 48000, 2);
+  assert.ok(audio.samples.length > INLINE_LIMIT);
+  const before = audioPool.offloaded;
+  const need = { sampleRate: 16000, channels: 1 };
+  const { value, turns } = await turnsWhile(conformAudioAsync(audio, need));
+  assert.equal(audioPool.offloaded, before + 1);
+  assert.ok(turns > 0);
+  assert.deepEqual(value, conformAudio(audio, need));
+  assert.equal(audio.samples.length, 30 * 48000 * 2, 'the input stays usable (it was copied, not moved)');
+});
+
+test('short inputs are handled inline; bad long input is a WavError', async () => {
+  const before = audioPool.offloaded;
+  const small = await decodeWavAsync(encodeWav(tone(0.1, 16000, 1)));
+  assert.equal(small.sampleRate, 16000);
+  assert.equal(audioPool.offloaded, before, 'no thread hop for a small file');
+  const garbage = Buffer.alloc(INLINE_LIMIT + 10, 7);
+  await assert.rejects(
+    decodeWavAsync(garbage),
+    (err: unknown) => err instanceof WavError && /not a WAV file/.test(err.message),
+  );
+  const parallel = await Promise.all([1, 2, 3].map(() => decodeWavAsync(encodeWav(tone(10, 44100, 2)))));
+  for (const audio of parallel) assert.equal(audio.samples.length, 10 * 44100 * 2);
+});
