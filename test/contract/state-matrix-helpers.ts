@@ -1,0 +1,277 @@
+/**
+ * Helpers of the "operations crossed with model states" tests (state-matrix-1/2.test.ts): compact
+ * views of GET /v1/models and of the fixture record, settle tracking, a status poller, and the
+ * gate choreography that holds a reconfiguration in one of its phases.
+ */
+import assert from 'node:assert/strict';
+import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
+import { get, type HttpResult, post, reportOf, waitUntil } from '../helpers/voxd.js';
+import type { ContractServer, ToggleGate } from './harness.js';
+
+export const SLOT_COUNTS = [1, 2, 4] as const;
+
+/** The slot count a reconfiguration changes to (always above 1, so a capacity probe runs). */
+export const nextSlots = (slots: number): number => (slots === 4 ? 2 : slots * 2);
+
+export const rep = <T>(value: T, n: number): T[] => Array.from({ length: n }, () => value);
+
+/** The GET /v1/models fields every cell asserts. */
+export interface View {
+  loaded: boolean;
+  state: string;
+  slots: number;
+  active_slots: number;
+  queued_requests: number;
+  max_parallel_slots: number | null;
+}
+
+export async function view(c: ContractServer, id: string): Promise<View> {
+  const st = await c.status(id);
+  assert.ok(st, `GET /v1/models lists ${id}`);
+  return pick(st);
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: a GET /v1/models entry
+export function pick(st: any): View {
+  return {
+    loaded: st.loaded,
+    state: st.state,
+    slots: st.slots,
+    active_slots: st.active_slots,
+    queued_requests: st.queued_requests,
+    max_parallel_slots: st.max_parallel_slots,
+  };
+}
+
+export function unloadedView(slots: number, extra: Partial<View> = {}): View {
+  return {
+    loaded: false,
+    state: 'unloaded',
+    slots,
+    active_slots: 0,
+    queued_requests: 0,
+    max_parallel_slots: null,
+    ...extra,
+  };
+}
+
+export function readyView(slots: number, extra: Partial<View> = {}): View {
+  return {
+    loaded: true,
+    state: 'ready',
+    slots,
+    active_slots: 0,
+    queued_requests: 0,
+    max_parallel_slots: slots,
+    ...extra,
+  };
+}
+
+/** The GET /v1/models entry of one model, session options included. */
+// biome-ignore lint/suspicious/noExplicitAny: a GET /v1/models entry
+export async function statusOf(c: ContractServer, id: string): Promise<any> {
+  const { status, json } = await get(c.url, '/v1/models?include_session_options=true');
+  assert.equal(status, 200);
+  return json.data.find((m: { id: string }) => m.id === id);
+}
+
+/**
+ * A request whose client disconnects on `abort()`; its promise never rejects (the abort is the
+ * expected end), so a test can leave it pending.
+ */
+export function abortable(c: ContractServer, id: string) {
+  const controller = new AbortController();
+  const promise = c.infer(id, {}, {}, controller.signal).then(
+    (res) => ({ aborted: false, res }),
+    () => ({ aborted: true, res: undefined }),
+  );
+  return { abort: () => controller.abort(), promise };
+}
+
+/** The fixture record of one model as generation lists, one list per event type. */
+export function tally(c: ContractServer, id: string) {
+  const gens = (type: FixtureEvent['type']) => c.events(id, type).map((e) => e.generation);
+  return {
+    load: gens('load'),
+    loadFailed: gens('load-failed'),
+    created: gens('session-created'),
+    disposed: gens('session-disposed'),
+    weights: gens('weights-disposed'),
+    runs: gens('run-start'),
+  };
+}
+
+/** Index in the whole fixture record of the first event matching, -1 if none. */
+export function at(
+  c: ContractServer,
+  id: string,
+  type: FixtureEvent['type'],
+  generation?: number,
+  which: 'first' | 'last' = 'first',
+): number {
+  const events = c.s.fixture.record.events;
+  const match = (e: FixtureEvent) =>
+    e.model === id && e.type === type && (generation === undefined || e.generation === generation);
+  return which === 'first' ? events.findIndex(match) : events.findLastIndex(match);
+}
+
+/** Asserts that event `a` is recorded and comes before event `b`. */
+export function assertBefore(
+  c: ContractServer,
+  a: [string, FixtureEvent['type'], number?],
+  b: [string, FixtureEvent['type'], number?],
+  message: string,
+): void {
+  const ia = at(c, a[0], a[1], a[2], 'last');
+  const ib = at(c, b[0], b[1], b[2], 'first');
+  assert.ok(ia >= 0, `${message}: ${a.join(' ')} is recorded`);
+  assert.ok(ib >= 0, `${message}: ${b.join(' ')} is recorded`);
+  assert.ok(ia < ib, `${message}: every ${a.join(' ')} precedes ${b.join(' ')}`);
+}
+
+/** Slots of the disposed sessions of one generation, in disposal order. */
+export function disposedSlots(c: ContractServer, id: string, generation: number): number[] {
+  return c
+    .events(id, 'session-disposed')
+    .filter((e) => e.generation === generation)
+    .map((e) => (e as { slot: number }).slot);
+}
+
+/** Clones before the primary: slots n-1 .. 0. */
+export const reverseSlots = (n: number): number[] => Array.from({ length: n }, (_, i) => n - 1 - i);
+
+export interface Tracked {
+  promise: Promise<HttpResult>;
+  readonly settled: boolean;
+  /** Position in the order the tracked responses settled, -1 while pending. */
+  readonly order: number;
+}
+
+let settleCounter = 0;
+
+/** Wraps a response promise so a test can see whether, and in which order, it came back. */
+export function track(promise: Promise<HttpResult>): Tracked {
+  const t = { promise, settled: false, order: -1 };
+  promise.then(
+    () => {
+      t.settled = true;
+      t.order = ++settleCounter;
+    },
+    () => {
+      t.settled = true;
+      t.order = ++settleCounter;
+    },
+  );
+  return t;
+}
+
+/** The fixture report of a successful request: generation, slot, load and session options. */
+export const report = reportOf;
+
+/** Polls GET /v1/models for one model until stopped; every observation is kept. */
+export function pollStatus(c: ContractServer, id: string) {
+  // biome-ignore lint/suspicious/noExplicitAny: GET /v1/models entries
+  const samples: any[] = [];
+  let stop = false;
+  const loop = (async () => {
+    while (!stop) samples.push(await statusOf(c, id));
+  })();
+  return {
+    samples,
+    async stop() {
+      stop = true;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+export const waitFor = waitUntil;
+
+/** Waits until the scheduler of a model shows the given counts. */
+export async function waitSnapshot(
+  c: ContractServer,
+  id: string,
+  want: Partial<ReturnType<ContractServer['snapshot']>>,
+): Promise<void> {
+  await waitUntil(`${id} scheduler shows ${JSON.stringify(want)}`, () => {
+    const snap = c.snapshot(id) as unknown as Record<string, unknown>;
+    return Object.entries(want).every(([k, v]) => snap[k] === v);
+  });
+}
+
+export interface HeldReconfiguration {
+  /** The POST /v1/models/load of the replacement. */
+  request: Tracked;
+  /** The replacement's own load gate (closed while held); opening it lets the reconfiguration finish. */
+  gate: ToggleGate;
+  /** The replacement's slot count. */
+  slots: number;
+  body: Record<string, unknown>;
+}
+
+/**
+ * Reconfigures a ready model to `slots` (above 1) with changed load and session options, and holds
+ * it in one phase of its manager lease:
+ *  - 'validating': the private capacity probe of the replacement waits on the replacement's load
+ *    gate; the old pool and metadata are still published.
+ *  - 'loading': the old pool is retired and the complete new metadata committed; the replacement
+ *    pool waits on its load gate.
+ * The replacement gets its own load and teardown gates (run gates of the harness, so close()
+ * opens them). Generations: the old pool is g, the probe g+1, the replacement pool g+2.
+ */
+export async function holdReconfiguring(
+  c: ContractServer,
+  id: string,
+  slots: number,
+  phase: 'validating' | 'loading',
+): Promise<HeldReconfiguration> {
+  assert.ok(slots > 1, 'a replacement above one slot is probed');
+  const gate = await c.runGate();
+  const teardown = await c.runGate();
+  await teardown.open();
+  const body = {
+    ...c.body(id, {
+      slots,
+      load_options: { variant: 'next', load_gate: gate.path, teardown_gate: teardown.path },
+    }),
+    session_options: { tag: 'new' },
+  };
+  const entry = c.entry(id);
+  assert.equal(entry.state.kind, 'ready', `${id} is ready before the reconfiguration`);
+  if (phase === 'validating') {
+    const request = track(post(c.url, '/v1/models/load', body));
+    await waitUntil(`${id} validates its replacement`, () => entry.activity === 'reconfiguring');
+    assert.equal(entry.state.kind, 'ready');
+    return { request, gate, slots, body };
+  }
+  // Let the probe through, hold the old teardown, close the replacement's gate, then let the old
+  // teardown finish: the replacement load is then the one waiting.
+  await gate.open();
+  await c.teardown(id).close();
+  const request = track(post(c.url, '/v1/models/load', body));
+  await waitUntil(
+    `${id} retires its old pool`,
+    () => entry.activity === 'reconfiguring' && entry.state.kind === 'unloading',
+  );
+  await gate.close();
+  await c.teardown(id).open();
+  await waitUntil(
+    `${id} loads its replacement`,
+    () => entry.activity === 'reconfiguring' && entry.state.kind === 'loading',
+  );
+  return { request, gate, slots, body };
+}
+
+/** Asserts a successful registration response. */
+export async function assertRegistered(t: Tracked, id: string, reconfigured: boolean): Promise<void> {
+  const res = await t.promise;
+  assert.equal(res.status, 200, res.body.toString());
+  assert.deepEqual(res.json, { id, loaded: true, reconfigured });
+}
+
+export async function assertUnloaded(t: Tracked | Promise<HttpResult>, id: string): Promise<void> {
+  const res = await ('promise' in t ? t.promise : t);
+  assert.equal(res.status, 200, res.body.toString());
+  assert.deepEqual(res.json, { id, loaded: false });
+}
