@@ -3,7 +3,7 @@
 // Prints `N/115 cells directly tested` and the missing IDs. `--write` refreshes the Tests column of
 // docs/contract.md from the test sources. Run through `npm run contract` (which builds first).
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const DOC = 'docs/contract.md';
@@ -73,9 +73,14 @@ if (process.argv.includes('--write')) {
   const out = doc.split('\n').map((line) => {
     const m = ROW.exec(line);
     if (!m) return line;
-    const tests = (sources.get(m[1]) ?? []).map((t) => `[${relative('docs', t.file)}:${t.line}](${relative('docs', t.file)}#L${t.line})`);
+    const tests = (sources.get(m[1]) ?? []).map(
+      (t) => `[${relative('docs', t.file)}:${t.line}](${relative('docs', t.file)}#L${t.line})`,
+    );
     const unique = [...new Set(tests)];
-    const cellText = unique.length === 0 ? '—' : unique.slice(0, 3).join(', ') + (unique.length > 3 ? ` (+${unique.length - 3})` : '');
+    const cellText =
+      unique.length === 0
+        ? '—'
+        : unique.slice(0, 3).join(', ') + (unique.length > 3 ? ` (+${unique.length - 3})` : '');
     return `| \`${m[1]}\` |${m[2]}|${m[3]}| ${cellText} |`;
   });
   writeFileSync(DOC, out.join('\n'));
@@ -87,6 +92,11 @@ if (missing.length) console.log(`missing: ${missing.length}: ${missing.join(', '
 if (failing.length) console.log(`failing: ${failing.join(', ')}`);
 if (unknown.length) console.log(`tags that are not cell IDs: ${unknown.join(', ')}`);
 if (cells.size !== 115) console.log(`docs/contract.md lists ${cells.size} cells; expected 115`);
-const ok = missing.length === 0 && failing.length === 0 && unknown.length === 0 && cells.size === 115 && run.status === 0;
+const ok =
+  missing.length === 0 &&
+  failing.length === 0 &&
+  unknown.length === 0 &&
+  cells.size === 115 &&
+  run.status === 0;
 if (run.status !== 0) console.log('the test run failed; see `npm test`');
 process.exit(ok ? 0 : 1);

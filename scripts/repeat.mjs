@@ -7,7 +7,9 @@ import { join } from 'node:path';
 
 const runs = Number(process.argv[2] ?? 20);
 const SUITES = ['dist/test/runtime', 'dist/test/contract'];
-const HTTP = ['lifecycle', 'management', 'residency', 'busy-timeout'].map((n) => `dist/test/http/${n}.test.js`);
+const HTTP = ['lifecycle', 'management', 'residency', 'busy-timeout'].map(
+  (n) => `dist/test/http/${n}.test.js`,
+);
 
 function files(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -21,10 +23,14 @@ const selected = [...SUITES.flatMap(files), ...HTTP].sort();
 const flakes = new Map();
 let clean = 0;
 for (let i = 1; i <= runs; i++) {
-  const run = spawnSync(process.execPath, ['--test', '--test-reporter=tap', '--test-concurrency=2', ...selected], {
-    encoding: 'utf8',
-    maxBuffer: 256 * 1024 * 1024,
-  });
+  const run = spawnSync(
+    process.execPath,
+    ['--test', '--test-reporter=tap', '--test-concurrency=2', ...selected],
+    {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+    },
+  );
   const failed = run.stdout
     .split('\n')
     .map((line) => /^\s*not ok \d+ - (.*)$/.exec(line)?.[1])

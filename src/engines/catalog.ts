@@ -17,5 +17,8 @@ export function createEngineCatalog(): EngineCatalog {
 export function parallelScope(catalog: EngineCatalog): string {
   const multi = [...catalog.values()].filter((f) => f.maxCapacity > 1);
   const list = multi.length ? multi.map((f) => `${f.name} (up to ${f.maxCapacity})`).join(', ') : 'none';
-  return `parallel runtime (--parallel-jobs): validated scope: families admitting more than one slot: ${list}; every other family runs 1 slot per model`;
+  return (
+    `parallel runtime (--parallel-jobs, experimental): validated scope: families admitting more than one slot: ${list}; ` +
+    'every other family runs 1 slot per model; lifecycle and backend coverage is incomplete beyond the controlled fixture engine'
+  );
 }

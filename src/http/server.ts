@@ -43,8 +43,10 @@ function findRoute(method: string, path: string): Route | VoxdError {
   return notFound(`unknown endpoint: ${path}`);
 }
 
-function writeReply(res: ServerResponse, reply: Reply): void {
+function writeReply(res: ServerResponse, reply: Reply, draining: boolean): void {
   const headers: Record<string, string | number> = { ...reply.headers };
+  // While draining, every response closes its connection so keep-alive clients do not hold shutdown open.
+  if (draining) headers['Connection'] = 'close';
   let payload: Buffer;
   if (reply.body !== undefined) {
     payload = reply.body;
@@ -80,7 +82,6 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     const url = new URL(req.url ?? '/', 'http://voxd');
     const method = req.method ?? 'GET';
     applyCors(req, res, config);
-    if (draining) res.setHeader('Connection', 'close');
     let status = 200;
     try {
       if (method === 'OPTIONS' && preflightEnabled(config)) {
@@ -101,7 +102,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       };
       const reply = await route.handler(ctx);
       status = reply.status ?? 200;
-      if (!controller.signal.aborted) writeReply(res, reply);
+      if (!controller.signal.aborted) writeReply(res, reply, draining);
     } catch (err) {
       const mapped = toHttp(err);
       status = mapped.status;
@@ -112,7 +113,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       }
       // An unread request body (413, early 4xx) would otherwise be parsed as the next request.
       if (!req.complete) res.setHeader('Connection', 'close');
-      writeReply(res, { status: mapped.status, json: mapped.body });
+      writeReply(res, { status: mapped.status, json: mapped.body }, draining);
     } finally {
       if (options.logRequests) {
         options.log(

@@ -1,0 +1,675 @@
+/**
+ * Contract cells `fail.*`: failure boundaries and recovery. Each failure is injected by the fixture
+ * engine (fail_load, null_primary, fail_clone_at, capacity, prepare_fail, run_fail) or by residency
+ * limits; each test asserts the response, GET /v1/models and the fixture's record.
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
+import {
+  errorOf,
+  fixtureModel,
+  get,
+  modelStatus,
+  post,
+  reportOf,
+  startServer,
+  waitUntil,
+} from '../helpers/voxd.js';
+import { type ContractServer, contractServer } from './harness.js';
+
+const COUNTS = [1, 2, 4];
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+/** Fails when `promise` has not settled within `ms` (a deadline, never a sleep). */
+async function within<T>(promise: Promise<T>, what: string, ms = 3000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+interface Fields {
+  loaded: boolean;
+  state: string;
+  slots: number;
+  active_slots: number;
+  queued_requests: number;
+  max_parallel_slots: number | null;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: arbitrary JSON
+function pick(s: any): Fields {
+  return {
+    loaded: s.loaded,
+    state: s.state,
+    slots: s.slots,
+    active_slots: s.active_slots,
+    queued_requests: s.queued_requests,
+    max_parallel_slots: s.max_parallel_slots,
+  };
+}
+
+async function fields(c: ContractServer, id: string): Promise<Fields> {
+  const s = await c.status(id);
+  assert.ok(s, `${id} is listed in GET /v1/models`);
+  return pick(s);
+}
+
+const readyIdle = (n: number): Fields => ({
+  loaded: true,
+  state: 'ready',
+  slots: n,
+  active_slots: 0,
+  queued_requests: 0,
+  max_parallel_slots: n,
+});
+const unloadedIdle = (n: number): Fields => ({
+  loaded: false,
+  state: 'unloaded',
+  slots: n,
+  active_slots: 0,
+  queued_requests: 0,
+  max_parallel_slots: null,
+});
+
+function fmt(e: FixtureEvent): string {
+  return 'slot' in e ? `${e.type}:${e.generation}:${e.slot}` : `${e.type}:${e.generation}`;
+}
+
+/** Loads, session creations/failures and disposals of a model, in order (runs left out). */
+function lifecycle(c: ContractServer, id: string): string[] {
+  return c
+    .events(id)
+    .filter((e) => e.type !== 'run-start' && e.type !== 'run-end')
+    .map(fmt);
+}
+
+const loadOf = (g: number, n: number) => [`load:${g}`, ...range(n).map((i) => `session-created:${g}:${i}`)];
+const disposeSessions = (g: number, n: number) =>
+  range(n)
+    .reverse()
+    .map((i) => `session-disposed:${g}:${i}`);
+const teardownOf = (g: number, n: number) => [...disposeSessions(g, n), `weights-disposed:${g}`];
+const probeOf = (g: number) => [`load:${g}`, `weights-disposed:${g}`];
+
+type Failure = { option: 'fail_load' | 'null_primary' } | { option: 'fail_clone_at'; at: number };
+
+function failureOptions(f: Failure): Record<string, string> {
+  return f.option === 'fail_clone_at' ? { fail_clone_at: String(f.at) } : { [f.option]: 'true' };
+}
+
+function failureName(f: Failure): string {
+  return f.option === 'fail_clone_at' ? `fail_clone_at=${f.at}` : f.option;
+}
+
+/** The record of one failed build: private sessions disposed in reverse, then the weights. */
+function failedBuild(g: number, f: Failure): string[] {
+  if (f.option === 'fail_load') return [`load-failed:${g}`];
+  const made = f.option === 'fail_clone_at' ? f.at : 0;
+  const failedSlot = made;
+  return [
+    `load:${g}`,
+    ...range(made).map((i) => `session-created:${g}:${i}`),
+    `session-failed:${g}:${failedSlot}`,
+    ...disposeSessions(g, made),
+    `weights-disposed:${g}`,
+  ];
+}
+
+function failureMessage(f: Failure, id: string): RegExp {
+  if (f.option === 'fail_load') return new RegExp(`failed to load model '${id}'.*fail_load`);
+  const slot = f.option === 'fail_clone_at' ? f.at : 0;
+  return new RegExp(`failed to create session ${slot} of model '${id}'`);
+}
+
+const FAILURES_AT = (n: number): Failure[] => [
+  { option: 'fail_load' },
+  { option: 'null_primary' },
+  ...range(n - 1).map((i): Failure => ({ option: 'fail_clone_at', at: i + 1 })),
+];
+
+async function listed(url: string): Promise<string[]> {
+  return (await get(url, '/v1/models')).json.data.map((m: { id: string }) => m.id);
+}
+
+describe('failure: invalid metadata and capacity', () => {
+  for (const n of COUNTS) {
+    test(`[fail.invalid-metadata] slots=${n}: an invalid replacement is rejected before any live change`, async () => {
+      const c = await contractServer([{ id: 'M', slots: n }]);
+      try {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', 1);
+        const before = (await get(c.url, '/v1/models?include_session_options=true')).json;
+        const notWav = join(c.gateDir, 'not-a-wav.wav');
+        writeFileSync(notWav, 'this is not a WAV file');
+        const base = c.body('M');
+        const invalid: Record<string, unknown>[] = [
+          { family: 'nope' },
+          { task: 'speak' },
+          { mode: 'sideways' },
+          { path: 42 },
+          { slots: 0 },
+          { slots: '2' },
+          { load_options: 'x' },
+          { busy_timeout_ms: -1 },
+          { voice_presets: { v: { voice_ref: join(c.gateDir, 'missing.wav') } } },
+          { voice_presets: { v: { voice_ref: notWav } } },
+          { default_voice_preset: 'missing' },
+        ];
+        for (const change of invalid) {
+          // Rejected at once, although a request holds the model: validation takes no lease.
+          const res = await within(
+            post(c.url, '/v1/models/load', { ...base, ...change, session_options: { tag: 'new' } }),
+            `the response to ${JSON.stringify(change)}`,
+          );
+          errorOf(res, 400, 'invalid_request_error');
+        }
+        assert.deepEqual(
+          (await get(c.url, '/v1/models?include_session_options=true')).json,
+          before,
+          'metadata and counters unchanged',
+        );
+        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'no load, probe or teardown happened');
+        assert.equal(c.count('M', 'run-start'), 1);
+        await gate.open();
+        assert.equal(reportOf(await requests[0]!).generation, 1);
+        const report = reportOf(await c.infer('M'));
+        assert.equal(report.generation, 1, 'the working pool still serves');
+        assert.deepEqual(report.session_options, {});
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[fail.unsupported-capacity] slots=${n}: slots=5 on a capacity-4 engine is 400; pool, count and lease survive`, async () => {
+      const c = await contractServer([
+        { id: 'M', slots: n, load_options: { capacity: '4' } },
+        { id: 'U', slots: n, load_options: { capacity: '4' } },
+      ]);
+      try {
+        await c.ready('M');
+        const sessions = c.events('M', 'session-created').map((e) => (e as { session: string }).session);
+        // Behind a running request the resize waits its turn, then is refused.
+        const { gate, requests } = await c.running('M', 1);
+        const refused = c.register('M', { slots: 5 });
+        await waitUntil('the resize queues', () => c.snapshot('M').queuedManagers === 1);
+        await gate.open();
+        assert.equal(reportOf(await requests[0]!).generation, 1);
+        const message = errorOf(await refused, 400, 'invalid_request_error');
+        assert.match(message, /slots=5 exceeds the capacity 4/);
+        const again = errorOf(await c.register('M', { slots: 16 }), 400, 'invalid_request_error');
+        assert.match(again, /slots=16 exceeds the capacity 4/);
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'live capacity reused: no probe, no teardown');
+        assert.equal(c.snapshot('M').managerActive, false, 'the manager lease was released');
+        const report = reportOf(await within(c.infer('M'), 'a request after the refusal'));
+        assert.equal(report.generation, 1);
+        assert.ok(sessions.includes(report.session), 'served by the retained pool');
+        // A valid resize works afterwards.
+        const resize = n === 3 ? 2 : 3;
+        assert.deepEqual((await c.register('M', { slots: resize })).json, {
+          id: 'M',
+          loaded: true,
+          reconfigured: true,
+        });
+        assert.deepEqual(await fields(c, 'M'), readyIdle(resize));
+        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n), ...loadOf(2, resize)]);
+
+        // An unloaded registration has no live capacity: a private probe refuses it, nothing else changes.
+        const probe = errorOf(await c.register('U', { slots: 5 }), 400, 'invalid_request_error');
+        assert.match(probe, /slots=5 exceeds the capacity 4/);
+        assert.deepEqual(await fields(c, 'U'), unloadedIdle(n));
+        assert.deepEqual(lifecycle(c, 'U'), probeOf(1));
+        assert.equal(reportOf(await c.infer('U')).generation, 2);
+        assert.deepEqual(await fields(c, 'U'), readyIdle(n));
+      } finally {
+        await c.close();
+      }
+    });
+  }
+});
+
+describe('failure: capacity probe', () => {
+  for (const n of [2, 4]) {
+    test(`[fail.capacity-probe] slots=${n}: changed load inputs are probed privately before teardown, without evicting`, async () => {
+      const c = await contractServer(
+        [
+          { id: 'M', slots: n, load_options: { capacity: '4' } },
+          { id: 'B', slots: 1 },
+        ],
+        { max_loaded_models: 2 },
+      );
+      try {
+        await c.ready('M');
+        await c.ready('B');
+        await c.load('M').close();
+        const reg = c.register('M', { load_options: { capacity: '4', variant: 'next' } });
+        await waitUntil('M is reconfiguring', () => c.entry('M').activity === 'reconfiguring');
+        // The probe waits on the load gate: the old pool is still published and untouched.
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), state: 'reconfiguring' });
+        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
+        assert.equal((await fields(c, 'B')).loaded, true, 'nothing is evicted for the probe');
+        await c.load('M').open();
+        assert.deepEqual((await within(reg, 'the reconfiguration')).json, {
+          id: 'M',
+          loaded: true,
+          reconfigured: true,
+        });
+        assert.deepEqual(lifecycle(c, 'M'), [
+          ...loadOf(1, n),
+          ...probeOf(2),
+          ...teardownOf(1, n),
+          ...loadOf(3, n),
+        ]);
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await fields(c, 'B'), readyIdle(1), 'B stayed resident');
+        assert.equal(c.count('B', 'weights-disposed'), 0);
+        assert.equal(reportOf(await c.infer('M')).load_options.variant, 'next');
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[fail.capacity-probe] slots=${n}: a probe that finds too little capacity is 400 and keeps the old pool`, async () => {
+      const c = await contractServer([{ id: 'M', slots: n }]);
+      try {
+        await c.ready('M');
+        const res = await c.register('M', { load_options: { capacity: '1' } });
+        assert.match(
+          errorOf(res, 400, 'invalid_request_error'),
+          new RegExp(`slots=${n} exceeds the capacity 1`),
+        );
+        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...probeOf(2)], 'old sessions never touched');
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.ok(c.entry('M').scheduler.idle, 'the manager lease was released');
+        const report = reportOf(await c.infer('M'));
+        assert.equal(report.generation, 1);
+        assert.equal(report.load_options.capacity, undefined, 'old metadata retained');
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[fail.capacity-probe] slots=${n}: a probe whose load fails is an error before commit; old pool kept`, async () => {
+      const c = await contractServer([{ id: 'M', slots: n }]);
+      try {
+        await c.ready('M');
+        const res = await c.register('M', { load_options: { fail_load: 'true' } });
+        assert.match(errorOf(res, 500, 'server_error'), /capacity probe of model 'M' failed/);
+        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), 'load-failed:2']);
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        const report = reportOf(await c.infer('M'));
+        assert.equal(report.generation, 1);
+        assert.equal(report.load_options.fail_load, undefined);
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[fail.capacity-probe] slots=${n}: unchanged load inputs reuse the live capacity, no probe load`, async () => {
+      const c = await contractServer([{ id: 'M', slots: n, load_options: { capacity: '4' } }]);
+      try {
+        await c.ready('M');
+        const resize = n === 2 ? 4 : 2;
+        assert.equal((await c.register('M', { slots: resize })).status, 200);
+        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n), ...loadOf(2, resize)]);
+        assert.deepEqual(await fields(c, 'M'), readyIdle(resize));
+      } finally {
+        await c.close();
+      }
+    });
+  }
+
+  test('[fail.capacity-probe] slots=1: a changed single-slot replacement needs no probe', async () => {
+    const c = await contractServer([{ id: 'M', slots: 1 }]);
+    try {
+      await c.ready('M');
+      assert.equal((await c.register('M', { load_options: { variant: 'next' } })).status, 200);
+      assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, 1), ...teardownOf(1, 1), ...loadOf(2, 1)]);
+      assert.deepEqual(await fields(c, 'M'), readyIdle(1));
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+describe('failure: loads', () => {
+  for (const n of COUNTS) {
+    const failures: Failure[] =
+      n === 1 ? [{ option: 'fail_load' }, { option: 'null_primary' }] : [{ option: 'null_primary' }];
+    if (n > 1) failures.push({ option: 'fail_clone_at', at: n - 1 });
+    for (const f of failures) {
+      test(`[fail.post-commit-load] slots=${n}, ${failureName(f)}: a replacement whose load fails leaves the new config unloaded`, async () => {
+        const c = await contractServer([{ id: 'M', slots: n }]);
+        try {
+          await c.ready('M');
+          const body = {
+            ...c.body('M', { load_options: failureOptions(f) }),
+            session_options: { tag: 'new' },
+          };
+          const res = await post(c.url, '/v1/models/load', body);
+          assert.match(errorOf(res, 500, 'server_error'), failureMessage(f, 'M'));
+          const probe = n > 1 ? probeOf(2) : [];
+          const g = n > 1 ? 3 : 2;
+          const expected = [...loadOf(1, n), ...probe, ...teardownOf(1, n), ...failedBuild(g, f)];
+          assert.deepEqual(lifecycle(c, 'M'), expected, 'old weights are not kept; no partial pool');
+          const status = (await get(c.url, '/v1/models?include_session_options=true')).json.data[0];
+          assert.deepEqual(pick(status), unloadedIdle(n));
+          assert.deepEqual(status.session_options, { tag: 'new' }, 'the new configuration is committed');
+          assert.ok(c.entry('M').scheduler.idle, 'the manager lease was released');
+          // The next request retries the load of the new configuration.
+          assert.match(errorOf(await c.infer('M'), 500, 'server_error'), failureMessage(f, 'M'));
+          expected.push(...failedBuild(g + 1, f));
+          assert.deepEqual(lifecycle(c, 'M'), expected);
+          assert.deepEqual(await fields(c, 'M'), unloadedIdle(n));
+          // A corrected registration loads.
+          assert.equal((await c.register('M', { load_options: { variant: 'fixed' } })).status, 200);
+          assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+          assert.equal(reportOf(await c.infer('M')).load_options.variant, 'fixed');
+        } finally {
+          await c.close();
+        }
+      });
+    }
+  }
+
+  for (const n of COUNTS) {
+    for (const f of FAILURES_AT(n)) {
+      test(`[fail.initial-load] slots=${n}, ${failureName(f)}: sessions die before weights, nothing is published, retry works once fixed`, async () => {
+        const c = await contractServer([{ id: 'M', slots: n, load_options: failureOptions(f) }]);
+        try {
+          // Every slot is admitted to the one shared initialisation before it fails.
+          await c.load('M').close();
+          const requests = range(n).map(() => c.infer('M'));
+          await waitUntil('all slots wait for the load', () => c.snapshot('M').activeRequests === n);
+          await c.load('M').open();
+          for (const res of await Promise.all(requests)) {
+            assert.match(errorOf(res, 500, 'server_error'), failureMessage(f, 'M'));
+          }
+          const expected = failedBuild(1, f);
+          assert.deepEqual(lifecycle(c, 'M'), expected);
+          assert.deepEqual(await fields(c, 'M'), unloadedIdle(n));
+          assert.ok(c.entry('M').scheduler.idle, 'leases and the initialisation pin are released');
+          assert.equal(c.count('M', 'run-start'), 0);
+          // A retry is allowed (and fails the same way while the fault is configured).
+          assert.match(errorOf(await c.infer('M'), 500, 'server_error'), failureMessage(f, 'M'));
+          expected.push(...failedBuild(2, f));
+          assert.deepEqual(lifecycle(c, 'M'), expected);
+          // Fixed, it loads a complete pool.
+          const fixed = await c.register('M', { load_options: {} });
+          assert.deepEqual(fixed.json, { id: 'M', loaded: true, reconfigured: true });
+          expected.push(...(n > 1 ? [...probeOf(3), ...loadOf(4, n)] : loadOf(3, n)));
+          assert.deepEqual(lifecycle(c, 'M'), expected);
+          assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+          assert.equal(reportOf(await c.infer('M')).generation, n > 1 ? 4 : 3);
+        } finally {
+          await c.close();
+        }
+      });
+    }
+  }
+
+  for (const f of FAILURES_AT(2)) {
+    test(`[fail.initial-load] slots=2, ${failureName(f)}: a new registration whose first load fails stays registered, unloaded`, async () => {
+      const c = await contractServer([{ id: 'M', slots: 2 }]);
+      try {
+        const body = { ...c.body('M', { load_options: failureOptions(f) }), id: 'N' };
+        const res = await post(c.url, '/v1/models/load', body);
+        assert.match(errorOf(res, 500, 'server_error'), failureMessage(f, 'N'));
+        assert.deepEqual(lifecycle(c, 'N'), failedBuild(1, f));
+        assert.deepEqual(await fields(c, 'N'), unloadedIdle(2));
+        assert.ok(c.entry('N').scheduler.idle, 'the registration lease was released');
+        const fixed = await post(c.url, '/v1/models/load', { ...c.body('M'), id: 'N' });
+        assert.equal(fixed.status, 200, fixed.body.toString());
+        assert.deepEqual(await fields(c, 'N'), readyIdle(2));
+      } finally {
+        await c.close();
+      }
+    });
+  }
+});
+
+describe('failure: execution and publication', () => {
+  for (const n of COUNTS) {
+    test(`[fail.execution] slots=${n}: preparation and run failures release their slot; the pool stays ready`, async () => {
+      const c = await contractServer([{ id: 'M', slots: n }]);
+      try {
+        await c.ready('M');
+        const others = n > 1 ? await c.running('M', n - 1) : undefined;
+        const prepare = await c.infer('M', { prepare_fail: 'true' });
+        assert.match(errorOf(prepare, 500, 'server_error'), /preparation failed/);
+        assert.equal(c.count('M', 'run-start'), n - 1, 'a preparation failure never starts a run');
+        const run = await c.infer('M', { run_fail: 'true' });
+        assert.match(errorOf(run, 500, 'server_error'), /run failed/);
+        const ends = c.events('M', 'run-end') as { outcome: string }[];
+        assert.deepEqual(
+          ends.map((e) => e.outcome),
+          ['failed'],
+        );
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n - 1 });
+        await others?.gate.open();
+        for (const res of await Promise.all(others?.requests ?? [])) assert.equal(res.status, 200);
+
+        // Ownership order holds across a failure: an unload queued behind a failing run waits for it.
+        const gate = await c.runGate();
+        const failing = c.infer('M', { run_gate: gate.path, run_fail: 'true' });
+        await waitUntil('the failing run starts', () => c.count('M', 'run-start') === n + 1);
+        const unload = c.unload('M');
+        await waitUntil('the unload queues', () => c.snapshot('M').queuedManagers === 1);
+        const later = c.infer('M', { tag: 'later' });
+        await waitUntil('the later request queues', () => c.snapshot('M').queuedRequests === 1);
+        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
+        await gate.open();
+        errorOf(await failing, 500, 'server_error');
+        assert.deepEqual((await unload).json, { id: 'M', loaded: false });
+        assert.equal(reportOf(await later).generation, 2);
+        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n), ...loadOf(2, n)]);
+        // Every slot of the fresh pool is usable.
+        const all = await c.running('M', n);
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n });
+        await all.gate.open();
+        const sessions = (await Promise.all(all.requests)).map((r) => reportOf(r).session);
+        assert.equal(new Set(sessions).size, n);
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+      } finally {
+        await c.close();
+      }
+    });
+  }
+
+  test('[fail.publication] a registration that fails validation never publishes an entry', async () => {
+    const c = await contractServer([{ id: 'M', slots: 2 }]);
+    try {
+      await c.ready('M');
+      const notWav = join(c.gateDir, 'not-a-wav.wav');
+      writeFileSync(notWav, 'this is not a WAV file');
+      const base = { ...c.body('M'), id: 'N' };
+      const invalid: Record<string, unknown>[] = [
+        { family: 'nope' },
+        { task: 'speak' },
+        { slots: 0 },
+        { slots: 17 },
+        { slots: '2' },
+        { load_options: 'x' },
+        { voice_presets: { v: { voice_ref: join(c.gateDir, 'missing.wav') } } },
+        { voice_presets: { v: { voice_ref: notWav } } },
+        { default_voice_preset: 'missing' },
+      ];
+      const health = async () => (await get(c.url, '/health')).json.models;
+      assert.equal(await health(), 1);
+      for (const change of invalid) {
+        const res = await post(c.url, '/v1/models/load', { ...base, ...change });
+        errorOf(res, 400, 'invalid_request_error');
+        assert.equal(await health(), 1, `published after ${JSON.stringify(change)}`);
+        assert.deepEqual(await listed(c.url), ['M']);
+      }
+      for (const body of [
+        { ...base, id: '' },
+        { family: 'fixture', path: '.' },
+      ]) {
+        errorOf(await post(c.url, '/v1/models/load', body), 400, 'invalid_request_error');
+      }
+      assert.equal(await health(), 1);
+      assert.deepEqual(await listed(c.url), ['M']);
+      errorOf(await c.infer('N'), 404, 'not_found');
+      assert.equal(c.events('N').length, 0, 'nothing was staged in the engine');
+      assert.equal(c.s.voxd.runtime.has('N'), false);
+      // The same id registers cleanly afterwards.
+      assert.equal((await post(c.url, '/v1/models/load', base)).status, 200);
+      assert.equal(await health(), 2);
+      assert.deepEqual(await fields(c, 'N'), readyIdle(2));
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+describe('failure: residency, teardown', () => {
+  for (const n of COUNTS) {
+    test(`[fail.residency] slots=${n}: max_loaded_models with every loaded model busy is 503 server_busy, nothing built`, async () => {
+      const c = await contractServer(
+        [
+          { id: 'A', slots: 1 },
+          { id: 'B', slots: n },
+        ],
+        { max_loaded_models: 1 },
+      );
+      try {
+        await c.ready('A');
+        const { gate, requests } = await c.running('A', 1);
+        const refused = await within(c.infer('B'), 'the refused load');
+        assert.match(errorOf(refused, 503, 'server_busy'), /max_loaded_models=1/);
+        assert.deepEqual(await fields(c, 'B'), unloadedIdle(n));
+        assert.equal(c.events('B').length, 0, 'no weights or sessions were built for B');
+        // A new registration is refused the same way and stays registered, unloaded.
+        const reg = await within(
+          post(c.url, '/v1/models/load', { ...c.body('B'), id: 'C' }),
+          'registering C',
+        );
+        errorOf(reg, 503, 'server_busy');
+        assert.deepEqual(await fields(c, 'C'), unloadedIdle(n));
+        assert.equal(c.events('C').length, 0);
+        assert.deepEqual(await fields(c, 'A'), { ...readyIdle(1), active_slots: 1 }, 'A keeps running');
+        await gate.open();
+        assert.equal((await requests[0]!).status, 200);
+        // Once A is idle it is evicted and B loads.
+        assert.equal(reportOf(await c.infer('B')).generation, 1);
+        assert.deepEqual(await fields(c, 'B'), readyIdle(n));
+        assert.deepEqual(await fields(c, 'A'), unloadedIdle(1));
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[fail.residency] slots=${n}: min_free_memory_mb refuses a load with 503 insufficient_memory, no partial pool`, async () => {
+      let freeMb = 1200;
+      const s = await startServer(
+        {
+          ui_management: true,
+          min_free_memory_mb: 1000,
+          models: [fixtureModel('M', { lazy: true, slots: n, load_options: { footprint_mb: '500' } })],
+        },
+        { parallel: true, freeMemoryMb: async () => freeMb },
+      );
+      try {
+        const run = () => post(s.url, '/v1/tasks/run', { model: 'M', request: { text: 'x' } });
+        const refused = await run();
+        assert.match(errorOf(refused, 503, 'insufficient_memory'), /min_free_memory_mb=1000/);
+        assert.deepEqual(pick(await modelStatus(s.url, 'M')), unloadedIdle(n));
+        assert.equal(s.fixture.record.of('M').length, 0, 'nothing was loaded');
+        assert.ok(s.voxd.runtime.get('M').scheduler.idle);
+        freeMb = 2000;
+        assert.equal(reportOf(await run()).generation, 1);
+        assert.deepEqual(pick(await modelStatus(s.url, 'M')), readyIdle(n));
+        assert.equal(s.fixture.record.of('M', 'session-created').length, n);
+      } finally {
+        await s.close();
+      }
+    });
+  }
+
+  test('[fail.residency] an eviction done before a failed memory check is not undone', async () => {
+    let freeMb = 5000;
+    const s = await startServer(
+      {
+        ui_management: true,
+        max_loaded_models: 1,
+        min_free_memory_mb: 1000,
+        models: [
+          fixtureModel('A', { lazy: true, slots: 2 }),
+          fixtureModel('B', { lazy: true, slots: 2, load_options: { footprint_mb: '500' } }),
+        ],
+      },
+      { parallel: true, freeMemoryMb: async () => freeMb },
+    );
+    try {
+      const run = (model: string) => post(s.url, '/v1/tasks/run', { model, request: { text: 'x' } });
+      assert.equal((await run('A')).status, 200);
+      freeMb = 1200;
+      errorOf(await run('B'), 503, 'insufficient_memory');
+      assert.deepEqual(pick(await modelStatus(s.url, 'A')), unloadedIdle(2), 'A stays evicted');
+      assert.deepEqual(pick(await modelStatus(s.url, 'B')), unloadedIdle(2));
+      assert.equal(s.fixture.record.of('B').length, 0);
+    } finally {
+      await s.close();
+    }
+  });
+
+  for (const n of COUNTS) {
+    test(`[fail.slow-teardown] slots=${n}: logical unload first, exclusive ownership kept, unrelated warm B runs`, async () => {
+      const c = await contractServer([
+        { id: 'A', slots: n },
+        { id: 'B', slots: 2 },
+      ]);
+      try {
+        await Promise.all([c.ready('A'), c.ready('B')]);
+        const { request: unload } = await c.unloading('A');
+        await waitUntil('the sessions are disposed', () => c.count('A', 'session-disposed') === n);
+        assert.deepEqual(await fields(c, 'A'), { ...unloadedIdle(n), state: 'unloading' });
+        assert.deepEqual(
+          lifecycle(c, 'A'),
+          [...loadOf(1, n), ...disposeSessions(1, n)],
+          'weights still held',
+        );
+        const request = c.infer('A', { tag: 'waits' });
+        await waitUntil('the request queues', () => c.snapshot('A').queuedRequests === 1);
+        const second = c.unload('A');
+        await waitUntil('the second unload queues', () => c.snapshot('A').queuedManagers === 1);
+        assert.deepEqual(await fields(c, 'A'), {
+          ...unloadedIdle(n),
+          state: 'unloading',
+          queued_requests: 1,
+        });
+
+        // B is not held up by A's teardown.
+        assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
+        assert.deepEqual((await within(c.unload('B'), 'unloading B')).json, { id: 'B', loaded: false });
+        assert.equal(reportOf(await within(c.infer('B'), 'reloading B')).generation, 2);
+        assert.deepEqual(lifecycle(c, 'A'), [...loadOf(1, n), ...disposeSessions(1, n)], 'A unchanged');
+
+        await c.teardown('A').open();
+        assert.deepEqual((await unload).json, { id: 'A', loaded: false });
+        assert.equal(reportOf(await request).generation, 2, 'the queued request reloads after teardown');
+        assert.deepEqual((await second).json, { id: 'A', loaded: false });
+        assert.deepEqual(lifecycle(c, 'A'), [
+          ...loadOf(1, n),
+          ...teardownOf(1, n),
+          ...loadOf(2, n),
+          ...teardownOf(2, n),
+        ]);
+        assert.deepEqual(await fields(c, 'A'), unloadedIdle(n));
+      } finally {
+        await c.close();
+      }
+    });
+  }
+});

@@ -1,0 +1,448 @@
+/**
+ * Contract cells `time.*` (admission timeouts, overdue blockers, timeout zero, disconnects while
+ * queued or initialising). A ManualClock decides what counts as overdue, so fail-fast checks are
+ * deterministic; real timers only run the bounded waits themselves.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
+import { errorOf, ManualClock, post, reportOf, waitUntil } from '../helpers/voxd.js';
+import { type ContractServer, contractServer } from './harness.js';
+
+const COUNTS = [1, 2, 4];
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+/** A busy timeout whose real timer never fires during a test: only the ManualClock can make it overdue. */
+const LONG_MS = 600_000;
+
+/** Fails when `promise` has not settled within `ms` (a deadline, never a sleep). */
+async function within<T>(promise: Promise<T>, what: string, ms = 2000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+interface Fields {
+  loaded: boolean;
+  state: string;
+  slots: number;
+  active_slots: number;
+  queued_requests: number;
+  max_parallel_slots: number | null;
+}
+
+async function fields(c: ContractServer, id: string): Promise<Fields> {
+  const s = await c.status(id);
+  assert.ok(s, `${id} is listed in GET /v1/models`);
+  return {
+    loaded: s.loaded,
+    state: s.state,
+    slots: s.slots,
+    active_slots: s.active_slots,
+    queued_requests: s.queued_requests,
+    max_parallel_slots: s.max_parallel_slots,
+  };
+}
+
+const readyIdle = (n: number): Fields => ({
+  loaded: true,
+  state: 'ready',
+  slots: n,
+  active_slots: 0,
+  queued_requests: 0,
+  max_parallel_slots: n,
+});
+
+function lifecycle(c: ContractServer, id: string): string[] {
+  return c
+    .events(id)
+    .filter((e) => e.type !== 'run-start' && e.type !== 'run-end')
+    .map((e: FixtureEvent) =>
+      'slot' in e ? `${e.type}:${e.generation}:${e.slot}` : `${e.type}:${e.generation}`,
+    );
+}
+const loadOf = (g: number, n: number) => [`load:${g}`, ...range(n).map((i) => `session-created:${g}:${i}`)];
+
+const queued = (c: ContractServer, id: string, requests: number, managers = 0) =>
+  waitUntil(
+    `${id} has ${requests} queued request(s) and ${managers} queued manager(s)`,
+    () => c.snapshot(id).queuedRequests === requests && c.snapshot(id).queuedManagers === managers,
+  );
+
+/** A request whose client can go away. */
+function abortable(c: ContractServer, id: string, options: Record<string, string> = {}) {
+  const client = new AbortController();
+  const response = c.infer(id, options, {}, client.signal);
+  response.catch(() => {});
+  return { client, response };
+}
+
+describe('timeouts: admission', () => {
+  for (const n of COUNTS) {
+    test(`[time.admission-timeout] slots=${n}: a request override times out with 503 server_busy and leaves the queue`, async () => {
+      const clock = new ManualClock();
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock });
+      try {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', n);
+        const patient = c.infer('M', { tag: 'patient' });
+        await queued(c, 'M', 1);
+        const res = await within(c.infer('M', {}, { busy_timeout_ms: 100 }), 'the 100 ms admission timeout');
+        assert.match(errorOf(res, 503, 'server_busy'), /timed out/);
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        assert.equal(c.count('M', 'run-start'), n, 'the timed-out request never ran');
+        await gate.open();
+        for (const r of await Promise.all([...requests, patient])) assert.equal(reportOf(r).generation, 1);
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[time.admission-timeout] slots=${n}: the model ceiling caps a request's longer busy_timeout_ms`, async () => {
+      const clock = new ManualClock();
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 0, clock });
+      try {
+        await c.ready('M');
+        // A metadata-only change: the ceiling applies without a reload.
+        const reg = await post(c.url, '/v1/models/load', { ...c.body('M'), busy_timeout_ms: 100 });
+        assert.deepEqual(reg.json, { id: 'M', loaded: true, reconfigured: true });
+        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
+        const { gate, requests } = await c.running('M', n);
+        for (const extra of [{}, { busy_timeout_ms: LONG_MS }]) {
+          const res = await within(c.infer('M', {}, extra), `the ceiling with ${JSON.stringify(extra)}`);
+          errorOf(res, 503, 'server_busy');
+          assert.equal(c.snapshot('M').queuedRequests, 0);
+        }
+        await gate.open();
+        for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+      } finally {
+        await c.close();
+      }
+    });
+  }
+
+  // The contract lets a targeted manager time out; voxd follows the reference and its issue instead:
+  // management waits without a timeout (its client may still leave), so an operator's unload or
+  // reconfiguration is never lost to a busy model. A request queued behind it still times out.
+  for (const kind of ['unload', 'reconfigure'] as const) {
+    test(`[time.admission-timeout] a targeted ${kind} waits past busy_timeout_ms, while a request behind it times out with 503`, async () => {
+      const clock = new ManualClock();
+      const n = 2;
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 100, clock });
+      try {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', n);
+        const manager =
+          kind === 'unload' ? c.unload('M') : c.register('M', { load_options: { variant: 'next' } });
+        await queued(c, 'M', 0, 1);
+        // This request's own 100 ms timer is the clock: when it has fired, so would the manager's have.
+        const behind = await within(c.infer('M'), 'the request behind the manager to time out');
+        assert.match(errorOf(behind, 503, 'server_busy'), /timed out after 100 ms/);
+        assert.equal(c.snapshot('M').queuedManagers, 1, 'the manager is still waiting');
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n });
+        await gate.open();
+        for (const r of await Promise.all(requests)) assert.equal(reportOf(r).generation, 1);
+        const res = await within(manager, `the ${kind}`);
+        assert.equal(res.status, 200);
+        if (kind === 'unload') assert.deepEqual(res.json, { id: 'M', loaded: false });
+        else assert.deepEqual(res.json, { id: 'M', loaded: true, reconfigured: true });
+      } finally {
+        await c.close();
+      }
+    });
+  }
+});
+
+describe('timeouts: overdue blockers', () => {
+  for (const n of COUNTS) {
+    test(`[time.overdue-blockers] slots=${n}: a healthy blocker permits a bounded wait that succeeds when it finishes`, async () => {
+      const clock = new ManualClock();
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 5000, clock });
+      try {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', n);
+        clock.advance(4999); // not yet overdue
+        const waiting = c.infer('M', {}, { busy_timeout_ms: LONG_MS });
+        await queued(c, 'M', 1);
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        await gate.open();
+        assert.equal(reportOf(await within(waiting, 'the waiting request')).generation, 1);
+        for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[time.overdue-blockers] slots=${n}: when every occupied slot is overdue a new request fails fast`, async () => {
+      const clock = new ManualClock();
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock });
+      try {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', n);
+        clock.advance(LONG_MS + 1);
+        // Its real timer would wait ten minutes; fail-fast answers at once.
+        const res = await within(c.infer('M'), 'the fail-fast answer');
+        errorOf(res, 503, 'server_busy');
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n });
+        await gate.open();
+        for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
+        // Existing work continued; the model is free again.
+        assert.equal(reportOf(await within(c.infer('M'), 'a request afterwards')).generation, 1);
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[time.overdue-blockers] slots=${n}: an overdue manager makes a request fail fast; a healthy one permits waiting`, async () => {
+      const clock = new ManualClock();
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock });
+      try {
+        await c.ready('M');
+        const { request: unload } = await c.unloading('M');
+        const waiting = c.infer('M', { tag: 'healthy-manager' });
+        await queued(c, 'M', 1);
+        clock.advance(LONG_MS + 1);
+        const res = await within(c.infer('M'), 'the fail-fast answer');
+        assert.match(errorOf(res, 503, 'server_busy'), /management/);
+        assert.deepEqual(await fields(c, 'M'), {
+          ...readyIdle(n),
+          loaded: false,
+          state: 'unloading',
+          max_parallel_slots: null,
+          queued_requests: 1,
+        });
+        await c.teardown('M').open();
+        assert.deepEqual((await unload).json, { id: 'M', loaded: false });
+        assert.equal(reportOf(await within(waiting, 'the request queued earlier')).generation, 2);
+      } finally {
+        await c.close();
+      }
+    });
+  }
+
+  for (const n of [2, 4]) {
+    test(`[time.overdue-blockers] slots=${n}: overdue occupied slots fail fast even with spare slots behind a waiting manager`, async () => {
+      const clock = new ManualClock();
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock });
+      try {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', 1);
+        const bulk = c.bulkUnload(['M']);
+        await queued(c, 'M', 0, 1);
+        clock.advance(LONG_MS + 1);
+        const res = await within(c.infer('M'), 'the fail-fast answer');
+        errorOf(res, 503, 'server_busy');
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: 1 });
+        assert.equal(c.snapshot('M').queuedManagers, 1, 'the manager keeps its place');
+
+        await gate.open();
+        assert.equal((await requests[0]!).status, 200);
+        assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['M'], not_found: [] });
+        assert.equal((await fields(c, 'M')).loaded, false);
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[time.overdue-blockers] slots=${n}: one healthy occupied slot among overdue ones permits a bounded wait`, async () => {
+      const clock = new ManualClock();
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock });
+      try {
+        await c.ready('M');
+        const old = await c.running('M', n - 1);
+        clock.advance(LONG_MS + 1); // these are overdue now
+        const healthy = await c.running('M', 1);
+        const waiting = c.infer('M', { tag: 'waits' });
+        await queued(c, 'M', 1);
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        await healthy.gate.open();
+        assert.equal(reportOf(await within(waiting, 'the waiting request')).options.tag, 'waits');
+        await old.gate.open();
+        for (const r of await Promise.all([...old.requests, ...healthy.requests]))
+          assert.equal(r.status, 200);
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+      } finally {
+        await c.close();
+      }
+    });
+  }
+});
+
+describe('timeouts: zero means unbounded', () => {
+  for (const n of COUNTS) {
+    test(`[time.zero-unbounded] slots=${n}: busy_timeout_ms=0 waits without limit, however long the blocker runs`, async () => {
+      const clock = new ManualClock();
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 0, clock });
+      try {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', n);
+        const unbounded = c.infer('M', { tag: 'unbounded' });
+        await queued(c, 'M', 1);
+        clock.advance(1e9);
+        // A bounded request behind it times out: real time passed while the unbounded one kept waiting.
+        const bounded = await within(c.infer('M', {}, { busy_timeout_ms: 50 }), 'the bounded request');
+        errorOf(bounded, 503, 'server_busy');
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        await gate.open();
+        assert.equal(reportOf(await within(unbounded, 'the unbounded request')).options.tag, 'unbounded');
+        for (const r of await Promise.all(requests)) assert.equal(r.status, 200, 'admitted work ran past 0');
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[time.zero-unbounded] slots=${n}: bulk unloads wait without limit despite busy_timeout_ms=50`, async () => {
+      const clock = new ManualClock();
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 50, clock });
+      try {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', n);
+        const bulk = c.bulkUnload(['M']);
+        const all = post(c.url, '/v1/tasks/unload_all_models', {});
+        await queued(c, 'M', 0, 2);
+        // A request with the server's 50 ms times out behind them: real time has passed.
+        errorOf(await within(c.infer('M'), 'a bounded request'), 503, 'server_busy');
+        clock.advance(1e9);
+        errorOf(await within(c.infer('M'), 'a fail-fast request'), 503, 'server_busy');
+        assert.equal(c.snapshot('M').queuedManagers, 2, 'both bulks still wait');
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n });
+        await gate.open();
+        for (const r of await Promise.all(requests))
+          assert.equal(r.status, 200, 'admitted work ran past 50 ms');
+        assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['M'], not_found: [] });
+        assert.deepEqual((await within(all, 'unload_all_models')).json, { unloaded: ['M'] });
+        assert.equal((await fields(c, 'M')).loaded, false);
+      } finally {
+        await c.close();
+      }
+    });
+  }
+});
+
+describe('timeouts: zero means unbounded (model ceiling)', () => {
+  test('[time.zero-unbounded] a model busy_timeout_ms=0 makes its admission unbounded under a 50 ms server default', async () => {
+    const clock = new ManualClock();
+    const n = 2;
+    const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 50, clock });
+    try {
+      await c.ready('M');
+      const reg = await post(c.url, '/v1/models/load', { ...c.body('M'), busy_timeout_ms: 0 });
+      assert.deepEqual(reg.json, { id: 'M', loaded: true, reconfigured: true });
+      const { gate, requests } = await c.running('M', n);
+      const unbounded = c.infer('M', { tag: 'unbounded' });
+      await queued(c, 'M', 1);
+      clock.advance(1e9);
+      errorOf(
+        await within(c.infer('M', {}, { busy_timeout_ms: 50 }), 'a bounded request'),
+        503,
+        'server_busy',
+      );
+      assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+      await gate.open();
+      assert.equal(reportOf(await within(unbounded, 'the unbounded request')).options.tag, 'unbounded');
+      for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
+      assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+describe('timeouts: disconnects while queued or initialising', () => {
+  for (const n of COUNTS) {
+    test(`[time.disconnect-queued] slots=${n}: a queued request whose client leaves leaves the queue at once`, async () => {
+      const c = await contractServer([{ id: 'M', slots: n }]);
+      try {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', n);
+        const gone = abortable(c, 'M', { tag: 'gone' });
+        await queued(c, 'M', 1);
+        const behind = c.infer('M', { tag: 'behind' });
+        await queued(c, 'M', 2);
+        gone.client.abort();
+        await assert.rejects(gone.response);
+        await queued(c, 'M', 1);
+        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        await gate.open();
+        for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
+        assert.equal(reportOf(await behind).options.tag, 'behind');
+        assert.equal(c.count('M', 'run-start'), n + 1, 'the departed request never ran');
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[time.disconnect-queued] slots=${n}: a client that leaves while its slot waits for initialisation frees the slot at once`, async () => {
+      const c = await contractServer([{ id: 'M', slots: n }]);
+      try {
+        await c.load('M').close();
+        const stay = range(n - 1).map((i) => c.infer('M', { tag: `stay${i}` }));
+        const gone = abortable(c, 'M', { tag: 'gone' });
+        await waitUntil('every slot waits for the load', () => c.snapshot('M').activeRequests === n);
+        const next = c.infer('M', { tag: 'next' });
+        await queued(c, 'M', 1);
+        gone.client.abort();
+        await assert.rejects(gone.response);
+        // The departed slot goes straight to the next caller while the load is still held.
+        await queued(c, 'M', 0);
+        assert.equal(c.entry('M').state.kind, 'loading');
+        assert.deepEqual(await fields(c, 'M'), {
+          ...readyIdle(n),
+          loaded: false,
+          state: 'loading',
+          active_slots: n,
+          max_parallel_slots: null,
+        });
+        await c.load('M').open();
+        const reports = (await Promise.all([...stay, next])).map(reportOf);
+        assert.deepEqual(
+          reports.map((r) => r.options.tag).sort(),
+          [...range(n - 1).map((i) => `stay${i}`), 'next'].sort(),
+        );
+        assert.equal(c.count('M', 'run-start'), n, 'the departed request never ran');
+        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'the shared load finished for the others');
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[time.disconnect-queued] slots=${n}: a queued manager whose client leaves stops blocking later requests`, async () => {
+      const c = await contractServer([{ id: 'M', slots: n }]);
+      try {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', 1);
+        const client = new AbortController();
+        const unload = post(c.url, '/v1/models/unload', { id: 'M' }, client.signal);
+        unload.catch(() => {});
+        await queued(c, 'M', 0, 1);
+        const later = c.infer('M', { tag: 'later' });
+        await queued(c, 'M', 1, 1);
+        client.abort();
+        await assert.rejects(unload);
+        if (n > 1) {
+          // The spare slot it was blocking is taken at once.
+          assert.equal(reportOf(await within(later, 'the later request')).generation, 1);
+        } else {
+          await queued(c, 'M', 1, 0);
+        }
+        await gate.open();
+        assert.equal((await requests[0]!).status, 200);
+        assert.equal(reportOf(await later).generation, 1, 'the model was never unloaded');
+        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
+        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+      } finally {
+        await c.close();
+      }
+    });
+  }
+});
