@@ -165,19 +165,20 @@ export class ContractServer {
     return { gate, requests };
   }
 
-  /**
-   * A reconfiguration that holds the manager lease: the old pool is torn down and the new one waits
-   * on the closed load gate. Returns the registration request.
-   */
+  /** A reconfiguration that holds the manager lease, held on the closed load gate. Returns the registration request. */
   async reconfiguring(
     id: string,
     change: Partial<ContractModel> = { load_options: { variant: 'next' } },
   ): Promise<{ request: Promise<HttpResult> }> {
     await this.load(id).close();
     const request = this.register(id, change);
+    // One slot: held loading the replacement. More slots with new load inputs: held in the private
+    // capacity probe, which waits on the same gate while the old pool is still published.
+    const probing = () => (this.entry(id).config.slots ?? 1) > 1 && this.entry(id).state.kind === 'ready';
     await waitUntil(
       `${id} is reconfiguring`,
-      () => this.entry(id).activity === 'reconfiguring' && this.entry(id).state.kind === 'loading',
+      () =>
+        this.entry(id).activity === 'reconfiguring' && (this.entry(id).state.kind === 'loading' || probing()),
     );
     return { request };
   }

@@ -1,0 +1,185 @@
+/**
+ * Assertions shared by the two-model situation tests (pair-matrix*.test.ts): the GET /v1/models
+ * fields of one model, a summary of the fixture's record for one model, event order, and promises
+ * whose settlement a test can check without waiting on them.
+ */
+import assert from 'node:assert/strict';
+import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
+import { type HttpResult, reportOf, waitUntil } from '../helpers/voxd.js';
+import type { ContractServer, ToggleGate } from './harness.js';
+
+/** Per-test limit: a deadlock fails the test instead of hanging the file. */
+export const LIMIT = { timeout: 10_000 };
+
+export interface ModelFields {
+  loaded: boolean;
+  slots: number;
+  active_slots: number;
+  queued_requests: number;
+  max_parallel_slots: number | null;
+  state: string;
+}
+
+export const readyFields = (slots: number, active = 0, queued = 0): ModelFields => ({
+  loaded: true,
+  slots,
+  active_slots: active,
+  queued_requests: queued,
+  max_parallel_slots: slots,
+  state: 'ready',
+});
+
+/** No published pool: unloaded, loading, unloading or a manager activity ('reconfiguring'...). */
+export const poolless = (state: string, slots: number, active = 0, queued = 0): ModelFields => ({
+  loaded: false,
+  slots,
+  active_slots: active,
+  queued_requests: queued,
+  max_parallel_slots: null,
+  state,
+});
+
+/** Asserts every slot/lifecycle field of the model's GET /v1/models entry. */
+export async function expectFields(
+  c: ContractServer,
+  id: string,
+  want: ModelFields,
+  when = '',
+): Promise<void> {
+  const s = await c.status(id);
+  assert.ok(s, `${id} is listed by GET /v1/models`);
+  const got: ModelFields = {
+    loaded: s.loaded,
+    slots: s.slots,
+    active_slots: s.active_slots,
+    queued_requests: s.queued_requests,
+    max_parallel_slots: s.max_parallel_slots,
+    state: s.state,
+  };
+  assert.deepEqual(got, want, `GET /v1/models entry of ${id}${when ? ` ${when}` : ''}`);
+}
+
+export interface RecordSummary {
+  /** Generations of successful loads, in order (a capacity probe is a load too). */
+  loads: number[];
+  sessions: number;
+  sessionsDisposed: number;
+  /** Generations whose weights were disposed, in order. */
+  weightsDisposed: number[];
+}
+
+/** The fixture's record for one model, summarised. */
+export function summary(c: ContractServer, id: string): RecordSummary {
+  return {
+    loads: c.events(id, 'load').map((e) => e.generation),
+    sessions: c.count(id, 'session-created'),
+    sessionsDisposed: c.count(id, 'session-disposed'),
+    weightsDisposed: c.events(id, 'weights-disposed').map((e) => e.generation),
+  };
+}
+
+export function expectRecord(c: ContractServer, id: string, want: RecordSummary, when = ''): void {
+  assert.deepEqual(summary(c, id), want, `fixture record of ${id}${when ? ` ${when}` : ''}`);
+}
+
+type Match = Partial<FixtureEvent> & { type: FixtureEvent['type']; model: string };
+
+function matches(e: FixtureEvent, m: Match): boolean {
+  return Object.entries(m).every(([k, v]) => (e as unknown as Record<string, unknown>)[k] === v);
+}
+
+/** Index of the first (or last) event matching `m` in the whole record; asserts there is one. */
+export function eventIndex(c: ContractServer, m: Match, which: 'first' | 'last' = 'first'): number {
+  const events = c.s.fixture.record.events;
+  const i =
+    which === 'first' ? events.findIndex((e) => matches(e, m)) : events.findLastIndex((e) => matches(e, m));
+  assert.ok(i >= 0, `the record has a ${JSON.stringify(m)} event`);
+  return i;
+}
+
+/** Asserts that the last event matching `a` precedes the first event matching `b`. */
+export function expectAllBefore(c: ContractServer, a: Match, b: Match): void {
+  const last = eventIndex(c, a, 'last');
+  const first = eventIndex(c, b, 'first');
+  assert.ok(
+    last < first,
+    `every ${JSON.stringify(a)} (last #${last}) precedes ${JSON.stringify(b)} (#${first})`,
+  );
+}
+
+export interface Tracked<T> {
+  readonly promise: Promise<T>;
+  readonly settled: boolean;
+}
+
+/** Wraps a promise so a test can check, at a point it controls, whether it has settled. */
+export function track<T>(promise: Promise<T>): Tracked<T> {
+  const t = { promise, settled: false };
+  promise.then(
+    () => {
+      t.settled = true;
+    },
+    () => {
+      t.settled = true;
+    },
+  );
+  return t;
+}
+
+/** `n` requests on the model, each held in its run by its own closed gate. */
+export async function runEach(
+  c: ContractServer,
+  id: string,
+  n: number,
+): Promise<{ gates: ToggleGate[]; requests: Promise<HttpResult>[] }> {
+  const before = c.count(id, 'run-start');
+  const gates: ToggleGate[] = [];
+  const requests: Promise<HttpResult>[] = [];
+  for (let i = 0; i < n; i++) {
+    const gate = await c.runGate();
+    gates.push(gate);
+    requests.push(c.infer(id, { run_gate: gate.path }));
+    // One at a time, so the i-th request holds the i-th admitted slot.
+    await c.waitCount(id, 'run-start', before + i + 1);
+  }
+  return { gates, requests };
+}
+
+/** Waits until the scheduler of `id` satisfies `check` (state it reached, not a sleep). */
+export function waitScheduler(
+  c: ContractServer,
+  id: string,
+  what: string,
+  check: (s: ReturnType<ContractServer['snapshot']>) => boolean,
+): Promise<void> {
+  return waitUntil(`${id}: ${what}`, () => check(c.snapshot(id)));
+}
+
+/** Asserts that every response is a 200 fixture report of the given generation. */
+export async function expectReports(
+  requests: Promise<HttpResult>[],
+  generation: number,
+  // biome-ignore lint/suspicious/noExplicitAny: the fixture report is arbitrary JSON
+): Promise<any[]> {
+  const reports = (await Promise.all(requests)).map((r) => reportOf(r));
+  for (const r of reports) assert.equal(r.generation, generation, 'served by the expected load');
+  return reports;
+}
+
+/** Asserts a 200 with exactly this JSON body. */
+export async function expectJson(request: Promise<HttpResult>, body: unknown): Promise<void> {
+  const res = await request;
+  assert.equal(res.status, 200, `status 200, got ${res.status} ${res.body.toString('utf8')}`);
+  assert.deepEqual(res.json, body);
+}
+
+/**
+ * The load generations a reconfiguration to a changed load_options adds after `prior` earlier
+ * loads: with slots > 1 the changed inputs are validated by a private capacity probe (a load
+ * disposed at once, no sessions) before the replacement itself loads.
+ */
+export function reconfigLoads(prior: number, slots: number): { probe: number | null; replacement: number } {
+  return slots > 1 ? { probe: prior + 1, replacement: prior + 2 } : { probe: null, replacement: prior + 1 };
+}
+
+export const NEXT = { load_options: { variant: 'next' } };

@@ -1,0 +1,680 @@
+/**
+ * Two-model situations, part 1 (contract "Two-model situations" rows 1-4): A unloaded, A loading,
+ * A running with spare slots, A full with queued requests; B ready in each. Every test puts A and
+ * B into the situation with fixture gates, asserts that starting state, performs one operation over
+ * HTTP and asserts the response, GET /v1/models and the fixture's record.
+ * Part 2 (rows 5-8) is pair-matrix-2.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { errorOf, ManualClock, reportOf, waitUntil } from '../helpers/voxd.js';
+import { type ContractServer, contractServer } from './harness.js';
+import {
+  eventIndex,
+  expectAllBefore,
+  expectFields,
+  expectJson,
+  expectRecord,
+  expectReports,
+  LIMIT,
+  NEXT,
+  poolless,
+  readyFields,
+  reconfigLoads,
+  runEach,
+  track,
+  waitScheduler,
+} from './pair-helpers.js';
+
+const RECONFIGURED = { id: 'A', loaded: true, reconfigured: true };
+const A_UNLOADED = { id: 'A', loaded: false };
+const BOTH = { unloaded: ['A', 'B'], not_found: [] };
+
+/** B was loaded once, is idle and was never torn down. */
+async function expectBIdle(c: ContractServer, when: string): Promise<void> {
+  await expectFields(c, 'B', readyFields(1), when);
+  expectRecord(c, 'B', { loads: [1], sessions: 1, sessionsDisposed: 0, weightsDisposed: [] }, when);
+}
+
+async function expectBFreed(c: ContractServer): Promise<void> {
+  await expectFields(c, 'B', poolless('unloaded', 1));
+  expectRecord(c, 'B', { loads: [1], sessions: 1, sessionsDisposed: 1, weightsDisposed: [1] });
+}
+
+/** After a reconfiguration to NEXT: a request runs on the replacement pool with the new options. */
+async function expectReplacement(c: ContractServer, generation: number): Promise<void> {
+  const report = reportOf(await c.infer('A'));
+  assert.equal(report.generation, generation, 'served by the replacement pool');
+  assert.equal(report.load_options.variant, 'next', 'bound to the new configuration');
+}
+
+// ---------------------------------------------------------------------------------------------
+describe('pair: A unloaded, B ready', () => {
+  async function situation(n: number): Promise<ContractServer> {
+    const c = await contractServer([
+      { id: 'A', slots: n },
+      { id: 'B', slots: 1 },
+    ]);
+    await c.ready('B');
+    await expectFields(c, 'A', poolless('unloaded', n), 'at the start');
+    expectRecord(
+      c,
+      'A',
+      { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] },
+      'at the start',
+    );
+    await expectBIdle(c, 'at the start');
+    return c;
+  }
+
+  for (const n of [1, 2, 4]) {
+    test(
+      `[pair.a-unloaded-b-ready.request-a] slots=${n}: A initialises its whole pool and runs; B untouched`,
+      LIMIT,
+      async () => {
+        const c = await situation(n);
+        try {
+          const [report] = await expectReports([c.infer('A')], 1);
+          assert.equal(report.load_options.variant, undefined);
+          await expectFields(c, 'A', readyFields(n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
+          assert.equal(c.count('A', 'run-end'), 1);
+          await expectBIdle(c, 'after A ran');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-unloaded-b-ready.request-b] slots=${n}: warm B runs; A stays unloaded and is not loaded`,
+      LIMIT,
+      async () => {
+        const c = await situation(n);
+        try {
+          await expectReports([c.infer('B')], 1);
+          await expectFields(c, 'B', readyFields(1));
+          expectRecord(c, 'B', { loads: [1], sessions: 1, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectFields(c, 'A', poolless('unloaded', n));
+          expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-unloaded-b-ready.reconfigure-a] slots=${n}: A validates and loads the replacement exclusively; B untouched`,
+      LIMIT,
+      async () => {
+        const c = await situation(n);
+        try {
+          await expectJson(c.register('A', NEXT), RECONFIGURED);
+          const { probe, replacement } = reconfigLoads(0, n);
+          await expectFields(c, 'A', readyFields(n));
+          expectRecord(c, 'A', {
+            loads: probe ? [probe, replacement] : [replacement],
+            sessions: n,
+            sessionsDisposed: 0,
+            weightsDisposed: probe ? [probe] : [],
+          });
+          await expectBIdle(c, 'after A was reconfigured');
+          await expectReplacement(c, replacement);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-unloaded-b-ready.unload-a] slots=${n}: idempotent unload of A; B untouched`,
+      LIMIT,
+      async () => {
+        const c = await situation(n);
+        try {
+          await expectJson(c.unload('A'), A_UNLOADED);
+          await expectFields(c, 'A', poolless('unloaded', n));
+          expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectBIdle(c, 'after A was unloaded');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-unloaded-b-ready.unload-ab] slots=${n}: bulk frees idle B, A already unloaded; both listed once`,
+      LIMIT,
+      async () => {
+        const c = await situation(n);
+        try {
+          await expectJson(c.bulkUnload(['A', 'B', 'A']), BOTH);
+          await expectFields(c, 'A', poolless('unloaded', n));
+          expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectBFreed(c);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+describe('pair: A loading, B ready', () => {
+  async function situation(n: number, max_loaded_models = 0) {
+    const c = await contractServer(
+      [
+        { id: 'A', slots: n },
+        { id: 'B', slots: 1 },
+      ],
+      { max_loaded_models },
+    );
+    await c.ready('B');
+    const { request: first } = await c.loading('A');
+    await expectFields(c, 'A', poolless('loading', n, 1, 0), 'at the start');
+    expectRecord(
+      c,
+      'A',
+      { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] },
+      'at the start',
+    );
+    await expectBIdle(c, 'at the start');
+    return { c, first };
+  }
+
+  for (const n of [1, 2, 4]) {
+    test(
+      `[pair.a-loading-b-ready.request-a] slots=${n}: ${n > 1 ? 'a spare slot admits and waits for the shared initialisation' : 'the full pool queues the request'}; both run on the published pool`,
+      LIMIT,
+      async () => {
+        const { c, first } = await situation(n);
+        try {
+          const second = c.infer('A');
+          if (n > 1) await waitScheduler(c, 'A', 'second request admitted', (s) => s.activeRequests === 2);
+          else await waitScheduler(c, 'A', 'second request queued', (s) => s.queuedRequests === 1);
+          await expectFields(c, 'A', poolless('loading', n, n > 1 ? 2 : 1, n > 1 ? 0 : 1), 'while loading');
+          assert.equal(c.count('A', 'load'), 0, 'the load is still held');
+          await c.load('A').open();
+          const reports = await expectReports([first, second], 1);
+          if (n > 1) assert.notEqual(reports[0].slot, reports[1].slot, 'two independent sessions');
+          await expectFields(c, 'A', readyFields(n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectBIdle(c, 'after A loaded');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    for (const guard of [0, 2]) {
+      test(
+        `[pair.a-loading-b-ready.request-b] slots=${n}, max_loaded_models=${guard}: warm B completes while A's load is still held${guard ? ' (and holds the cold-load guard)' : ''}`,
+        LIMIT,
+        async () => {
+          const { c, first } = await situation(n, guard);
+          try {
+            await expectReports([c.infer('B')], 1);
+            // B answered while A is still in its cold load, held by the closed load gate.
+            assert.equal(c.entry('A').state.kind, 'loading');
+            await expectFields(c, 'A', poolless('loading', n, 1, 0), 'after B ran');
+            expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
+            await expectBIdle(c, 'after B ran');
+            assert.equal(c.count('B', 'run-end'), 1);
+            await c.load('A').open();
+            await expectReports([first], 1);
+            await expectFields(c, 'A', readyFields(n));
+          } finally {
+            await c.close();
+          }
+        },
+      );
+    }
+
+    test(
+      `[pair.a-loading-b-ready.reconfigure-a] slots=${n}: the reconfiguration waits for the first load and the request that started it`,
+      LIMIT,
+      async () => {
+        const { c, first } = await situation(n);
+        try {
+          const reconfigure = track(c.register('A', NEXT));
+          await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
+          await expectFields(c, 'A', poolless('loading', n, 1, 0), 'with the reconfiguration queued');
+          assert.equal(reconfigure.settled, false);
+          await c.load('A').open();
+          const [report] = await expectReports([first], 1);
+          assert.equal(
+            report.load_options.variant,
+            undefined,
+            'the older request ran on the old configuration',
+          );
+          await expectJson(reconfigure.promise, RECONFIGURED);
+          const { probe, replacement } = reconfigLoads(1, n);
+          await expectFields(c, 'A', readyFields(n));
+          expectRecord(c, 'A', {
+            loads: probe ? [1, probe, replacement] : [1, replacement],
+            sessions: 2 * n,
+            sessionsDisposed: n,
+            weightsDisposed: probe ? [probe, 1] : [1],
+          });
+          expectAllBefore(
+            c,
+            { type: 'run-end', model: 'A', generation: 1 },
+            { type: 'weights-disposed', model: 'A', generation: 1 },
+          );
+          await expectBIdle(c, 'after A was reconfigured');
+          await expectReplacement(c, replacement);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-loading-b-ready.unload-a] slots=${n}: the unload waits for the first load and older work, then A is unloaded`,
+      LIMIT,
+      async () => {
+        const { c, first } = await situation(n);
+        try {
+          const unload = track(c.unload('A'));
+          await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
+          await expectFields(c, 'A', poolless('loading', n, 1, 0), 'with the unload queued');
+          assert.equal(unload.settled, false);
+          await c.load('A').open();
+          await expectReports([first], 1);
+          await expectJson(unload.promise, A_UNLOADED);
+          await expectFields(c, 'A', poolless('unloaded', n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+          expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'weights-disposed', model: 'A' });
+          await expectBIdle(c, 'after A was unloaded');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-loading-b-ready.unload-ab] slots=${n}: bulk frees idle B while A is still loading, then A; both listed once`,
+      LIMIT,
+      async () => {
+        const { c, first } = await situation(n);
+        try {
+          const bulk = track(c.bulkUnload(['A', 'B', 'A']));
+          await c.waitCount('B', 'weights-disposed', 1);
+          // B is gone while A's first load is still held by its gate, with A's barrier queued.
+          assert.equal(c.entry('A').state.kind, 'loading');
+          assert.equal(c.snapshot('A').queuedManagers, 1);
+          await expectFields(c, 'A', poolless('loading', n, 1, 0), 'after B was freed');
+          await expectBFreed(c);
+          assert.equal(c.count('A', 'load'), 0);
+          assert.equal(bulk.settled, false);
+          await c.load('A').open();
+          await expectReports([first], 1);
+          await expectJson(bulk.promise, BOTH);
+          await expectFields(c, 'A', poolless('unloaded', n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+          assert.ok(
+            eventIndex(c, { type: 'weights-disposed', model: 'B' }) <
+              eventIndex(c, { type: 'load', model: 'A' }),
+            'B was freed before A finished loading',
+          );
+          await expectBFreed(c);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+describe('pair: A running with spare slots, B ready', () => {
+  async function situation(n: number) {
+    const c = await contractServer([
+      { id: 'A', slots: n },
+      { id: 'B', slots: 1 },
+    ]);
+    await c.ready('A');
+    await c.ready('B');
+    const { gate, requests: held } = await c.running('A', n - 1);
+    await expectFields(c, 'A', readyFields(n, n - 1, 0), 'at the start');
+    expectRecord(
+      c,
+      'A',
+      { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] },
+      'at the start',
+    );
+    await expectBIdle(c, 'at the start');
+    return { c, gate, held };
+  }
+
+  for (const n of [2, 4]) {
+    test(
+      `[pair.a-spare-b-ready.request-a] slots=${n}: a spare slot admits A's request while ${n - 1} run`,
+      LIMIT,
+      async () => {
+        const { c, gate, held } = await situation(n);
+        try {
+          const heldSlots = c.events('A', 'run-start').map((e) => (e as { slot: number }).slot);
+          const [report] = await expectReports([c.infer('A')], 1);
+          assert.ok(!heldSlots.includes(report.slot), `slot ${report.slot} is a spare one, not ${heldSlots}`);
+          assert.equal(c.count('A', 'run-end'), 1, 'the older runs are still held');
+          await expectFields(c, 'A', readyFields(n, n - 1, 0), 'after the spare-slot request');
+          await gate.open();
+          await expectReports(held, 1);
+          await expectFields(c, 'A', readyFields(n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectBIdle(c, 'after A ran');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-spare-b-ready.request-b] slots=${n}: B runs independently while A's runs are held`,
+      LIMIT,
+      async () => {
+        const { c, gate, held } = await situation(n);
+        try {
+          await expectReports([c.infer('B')], 1);
+          await expectBIdle(c, 'after B ran');
+          await expectFields(c, 'A', readyFields(n, n - 1, 0), 'after B ran');
+          assert.equal(c.count('A', 'run-end'), 0);
+          await gate.open();
+          await expectReports(held, 1);
+          await expectFields(c, 'A', readyFields(n));
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-spare-b-ready.reconfigure-a] slots=${n}: the reconfiguration waits for all older A work despite spare slots, and a later request queues behind it`,
+      LIMIT,
+      async () => {
+        const { c, gate, held } = await situation(n);
+        try {
+          const reconfigure = track(c.register('A', NEXT));
+          await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
+          const later = c.infer('A');
+          await waitScheduler(c, 'A', 'later request queued', (s) => s.queuedRequests === 1);
+          // Spare slots exist, yet neither the manager nor the later request got in.
+          await expectFields(c, 'A', readyFields(n, n - 1, 1), 'with the reconfiguration queued');
+          assert.equal(c.count('A', 'run-start'), n - 1, 'the later request did not take a spare slot');
+          assert.equal(reconfigure.settled, false);
+          await gate.open();
+          const old = await expectReports(held, 1);
+          for (const r of old) assert.equal(r.load_options.variant, undefined);
+          await expectJson(reconfigure.promise, RECONFIGURED);
+          const { probe, replacement } = reconfigLoads(1, n);
+          const [report] = await expectReports([later], replacement);
+          assert.equal(report.load_options.variant, 'next', 'the later request bound the new configuration');
+          await expectFields(c, 'A', readyFields(n));
+          expectRecord(c, 'A', {
+            loads: [1, probe!, replacement],
+            sessions: 2 * n,
+            sessionsDisposed: n,
+            weightsDisposed: [probe!, 1],
+          });
+          expectAllBefore(
+            c,
+            { type: 'run-end', model: 'A', generation: 1 },
+            { type: 'weights-disposed', model: 'A', generation: 1 },
+          );
+          await expectBIdle(c, 'after A was reconfigured');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-spare-b-ready.unload-a] slots=${n}: the unload waits for all older A work despite spare slots`,
+      LIMIT,
+      async () => {
+        const { c, gate, held } = await situation(n);
+        try {
+          const unload = track(c.unload('A'));
+          await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
+          await expectFields(c, 'A', readyFields(n, n - 1, 0), 'with the unload queued');
+          assert.equal(unload.settled, false);
+          assert.equal(c.count('A', 'weights-disposed'), 0);
+          await gate.open();
+          await expectReports(held, 1);
+          await expectJson(unload.promise, A_UNLOADED);
+          await expectFields(c, 'A', poolless('unloaded', n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+          expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'session-disposed', model: 'A' });
+          await expectBIdle(c, 'after A was unloaded');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-spare-b-ready.unload-ab] slots=${n}: bulk frees idle B at once, then drains A`,
+      LIMIT,
+      async () => {
+        const { c, gate, held } = await situation(n);
+        try {
+          const bulk = track(c.bulkUnload(['A', 'B']));
+          await c.waitCount('B', 'weights-disposed', 1);
+          await expectBFreed(c);
+          assert.equal(c.snapshot('A').queuedManagers, 1, "A's barrier waits");
+          await expectFields(c, 'A', readyFields(n, n - 1, 0), 'after B was freed');
+          assert.equal(c.count('A', 'run-end'), 0, "A's runs are still held");
+          assert.equal(bulk.settled, false);
+          await gate.open();
+          await expectReports(held, 1);
+          await expectJson(bulk.promise, BOTH);
+          await expectFields(c, 'A', poolless('unloaded', n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+          expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'weights-disposed', model: 'A' });
+          await expectBFreed(c);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+describe('pair: A full with a queued request, B ready', () => {
+  /** A's n slots each held by their own gate, and one more request `queued` (held by its own gate once it runs). */
+  async function situation(n: number, clock?: ManualClock) {
+    const c = await contractServer(
+      [
+        { id: 'A', slots: n },
+        { id: 'B', slots: 1 },
+      ],
+      { clock },
+    );
+    await c.ready('A');
+    await c.ready('B');
+    const { gates, requests: held } = await runEach(c, 'A', n);
+    const queuedGate = await c.runGate();
+    const queued = track(c.infer('A', { run_gate: queuedGate.path }));
+    await waitScheduler(c, 'A', 'one request queued', (s) => s.queuedRequests === 1);
+    await expectFields(c, 'A', readyFields(n, n, 1), 'at the start');
+    expectRecord(
+      c,
+      'A',
+      { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] },
+      'at the start',
+    );
+    await expectBIdle(c, 'at the start');
+    const openAll = () => Promise.all([...gates, queuedGate].map((g) => g.open()));
+    return { c, gates, held, queued, queuedGate, openAll };
+  }
+
+  for (const n of [1, 2, 4]) {
+    test(
+      `[pair.a-full-b-ready.request-a] slots=${n}: a new A request queues FIFO behind the older queued one`,
+      LIMIT,
+      async () => {
+        const { c, gates, held, queued, queuedGate, openAll } = await situation(n);
+        try {
+          const laterGate = await c.runGate();
+          const later = track(c.infer('A', { run_gate: laterGate.path }));
+          await waitScheduler(c, 'A', 'two requests queued', (s) => s.queuedRequests === 2);
+          await expectFields(c, 'A', readyFields(n, n, 2), 'with two queued');
+          // One slot frees: the older queued request, not the later one, takes it.
+          await gates[0]!.open();
+          await c.waitCount('A', 'run-start', n + 1);
+          await waitScheduler(c, 'A', 'the later request still queued', (s) => s.queuedRequests === 1);
+          await queuedGate.open();
+          await waitUntil('the older queued request completes', () => queued.settled);
+          const [first] = await expectReports([queued.promise], 1);
+          assert.equal(first.options.run_gate, queuedGate.path, 'the older queued request ran first');
+          assert.equal(later.settled, false);
+          await laterGate.open();
+          await openAll();
+          const [second] = await expectReports([later.promise], 1);
+          assert.equal(second.options.run_gate, laterGate.path);
+          await expectReports(held, 1);
+          await expectFields(c, 'A', readyFields(n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
+          assert.equal(c.count('A', 'run-end'), n + 2);
+          await expectBIdle(c, 'after A ran');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-full-b-ready.request-a] slots=${n}: a queued A request with busy_timeout_ms times out with 503 and leaves the queue`,
+      LIMIT,
+      async () => {
+        // The manual clock never advances, so the running slots are never overdue and the request
+        // waits its whole timeout in the queue (no fail-fast).
+        const { c, held, queued, openAll } = await situation(n, new ManualClock());
+        try {
+          const res = await c.infer('A', {}, { busy_timeout_ms: 100 });
+          assert.match(errorOf(res, 503, 'server_busy'), /timed out after 100 ms waiting for a slot/);
+          await expectFields(c, 'A', readyFields(n, n, 1), 'after the timeout');
+          assert.equal(c.count('A', 'run-start'), n, 'the timed-out request never ran');
+          await openAll();
+          await expectReports([...held, queued.promise], 1);
+          await expectFields(c, 'A', readyFields(n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
+          assert.equal(c.count('A', 'run-end'), n + 1);
+          await expectBIdle(c, 'after A ran');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-full-b-ready.request-b] slots=${n}: B runs independently of A's full queue`,
+      LIMIT,
+      async () => {
+        const { c, held, queued, openAll } = await situation(n);
+        try {
+          await expectReports([c.infer('B')], 1);
+          await expectBIdle(c, 'after B ran');
+          await expectFields(c, 'A', readyFields(n, n, 1), 'after B ran');
+          assert.equal(c.count('A', 'run-end'), 0);
+          await openAll();
+          await expectReports([...held, queued.promise], 1);
+          await expectFields(c, 'A', readyFields(n));
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-full-b-ready.reconfigure-a] slots=${n}: older running and queued A requests run on the old pool first`,
+      LIMIT,
+      async () => {
+        const { c, held, queued, openAll } = await situation(n);
+        try {
+          const reconfigure = track(c.register('A', NEXT));
+          await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
+          await expectFields(c, 'A', readyFields(n, n, 1), 'with the reconfiguration queued');
+          assert.equal(reconfigure.settled, false);
+          await openAll();
+          const old = await expectReports([...held, queued.promise], 1);
+          for (const r of old)
+            assert.equal(r.load_options.variant, undefined, 'older work used the old configuration');
+          await expectJson(reconfigure.promise, RECONFIGURED);
+          const { probe, replacement } = reconfigLoads(1, n);
+          await expectFields(c, 'A', readyFields(n));
+          expectRecord(c, 'A', {
+            loads: probe ? [1, probe, replacement] : [1, replacement],
+            sessions: 2 * n,
+            sessionsDisposed: n,
+            weightsDisposed: probe ? [probe, 1] : [1],
+          });
+          expectAllBefore(
+            c,
+            { type: 'run-end', model: 'A', generation: 1 },
+            { type: 'weights-disposed', model: 'A', generation: 1 },
+          );
+          await expectBIdle(c, 'after A was reconfigured');
+          await expectReplacement(c, replacement);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-full-b-ready.unload-a] slots=${n}: older running and queued A requests run first, then A unloads`,
+      LIMIT,
+      async () => {
+        const { c, held, queued, openAll } = await situation(n);
+        try {
+          const unload = track(c.unload('A'));
+          await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
+          await expectFields(c, 'A', readyFields(n, n, 1), 'with the unload queued');
+          assert.equal(unload.settled, false);
+          await openAll();
+          await expectReports([...held, queued.promise], 1);
+          await expectJson(unload.promise, A_UNLOADED);
+          await expectFields(c, 'A', poolless('unloaded', n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+          assert.equal(c.count('A', 'run-end'), n + 1);
+          expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'session-disposed', model: 'A' });
+          await expectBIdle(c, 'after A was unloaded');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+
+    test(
+      `[pair.a-full-b-ready.unload-ab] slots=${n}: bulk publishes both barriers, frees idle B, then drains A's running and queued work`,
+      LIMIT,
+      async () => {
+        const { c, held, queued, openAll } = await situation(n);
+        try {
+          const bulk = track(c.bulkUnload(['A', 'B']));
+          await c.waitCount('B', 'weights-disposed', 1);
+          await expectBFreed(c);
+          const a = c.snapshot('A');
+          assert.equal(a.queuedManagers, 1, "A's barrier is queued behind the queued request");
+          await expectFields(c, 'A', readyFields(n, n, 1), 'after B was freed');
+          assert.equal(c.count('A', 'run-end'), 0);
+          assert.equal(bulk.settled, false);
+          await openAll();
+          await expectReports([...held, queued.promise], 1);
+          await expectJson(bulk.promise, BOTH);
+          await expectFields(c, 'A', poolless('unloaded', n));
+          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+          assert.equal(c.count('A', 'run-end'), n + 1);
+          expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'session-disposed', model: 'A' });
+          await expectBFreed(c);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+  }
+});
