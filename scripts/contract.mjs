@@ -69,22 +69,28 @@ for (const [id, cell] of cells) {
 }
 const pending = [...cells].filter(([id, c]) => c.pending && !results.get(id)?.pass).map(([id]) => id);
 
-if (process.argv.includes('--write')) {
-  const out = doc.split('\n').map((line) => {
+const refreshed = doc
+  .split('\n')
+  .map((line) => {
     const m = ROW.exec(line);
     if (!m) return line;
-    const tests = (sources.get(m[1]) ?? []).map(
-      (t) => `[${relative('docs', t.file)}:${t.line}](${relative('docs', t.file)}#L${t.line})`,
-    );
-    const unique = [...new Set(tests)];
-    const cellText =
-      unique.length === 0
+    const links = [
+      ...new Set(
+        (sources.get(m[1]) ?? []).map(
+          (t) => `[${relative('docs', t.file)}:${t.line}](${relative('docs', t.file)}#L${t.line})`,
+        ),
+      ),
+    ];
+    const text =
+      links.length === 0
         ? '—'
-        : unique.slice(0, 3).join(', ') + (unique.length > 3 ? ` (+${unique.length - 3})` : '');
-    return `| \`${m[1]}\` |${m[2]}|${m[3]}| ${cellText} |`;
-  });
-  writeFileSync(DOC, out.join('\n'));
-}
+        : links.slice(0, 3).join(', ') + (links.length > 3 ? ` (+${links.length - 3})` : '');
+    return `| \`${m[1]}\` |${m[2]}|${m[3]}| ${text} |`;
+  })
+  .join('\n');
+const write = process.argv.includes('--write');
+if (write) writeFileSync(DOC, refreshed);
+const stale = !write && refreshed !== doc;
 
 console.log(`${covered}/${cells.size} cells directly tested`);
 if (pending.length) console.log(`pending (later issues): ${pending.length}: ${pending.join(', ')}`);
@@ -92,6 +98,7 @@ if (missing.length) console.log(`missing: ${missing.length}: ${missing.join(', '
 if (failing.length) console.log(`failing: ${failing.join(', ')}`);
 if (unknown.length) console.log(`tags that are not cell IDs: ${unknown.join(', ')}`);
 if (cells.size !== 115) console.log(`docs/contract.md lists ${cells.size} cells; expected 115`);
+if (stale) console.log('docs/contract.md test links are stale: run `npm run contract -- --write`');
 const ok =
   missing.length === 0 &&
   failing.length === 0 &&

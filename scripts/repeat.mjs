@@ -35,9 +35,10 @@ for (let i = 1; i <= runs; i++) {
     .split('\n')
     .map((line) => /^\s*not ok \d+ - (.*)$/.exec(line)?.[1])
     .filter((name) => name !== undefined);
-  if (run.status === 0 && failed.length === 0) clean++;
+  const passed = run.status === 0 && failed.length === 0;
+  if (passed) clean++;
   for (const name of failed) flakes.set(name, (flakes.get(name) ?? 0) + 1);
-  console.log(`run ${i}/${runs}: ${run.status === 0 ? 'pass' : `FAIL (${failed.length} failing)`}`);
+  console.log(`run ${i}/${runs}: ${passed ? 'pass' : `FAIL (exit ${run.status}, ${failed.length} failing)`}`);
 }
 console.log(`${clean}/${runs} runs passed`);
 for (const [name, count] of flakes) console.log(`flaky: ${name} (failed ${count}/${runs})`);

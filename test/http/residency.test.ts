@@ -200,9 +200,12 @@ test('a model waiting its turn to load is not counted as resident by the load ah
     await c.load('C').open();
     assert.equal((await registration).status, 200);
     await c.waitCount('A', 'run-start', 1);
-    assert.equal(c.count('C', 'weights-disposed'), 0, "A's load fitted beside C: waiting B did not count");
     assert.equal((await b).status, 200, 'B evicts idle C, not busy A');
     assert.equal(c.count('C', 'weights-disposed'), 1);
+    // A's load fitted beside C (waiting B did not count), so C was evicted only after A loaded, by B.
+    const order = c.s.fixture.record.events.map((e) => `${e.type}:${e.model}`);
+    assert.ok(order.indexOf('load:A') < order.indexOf('weights-disposed:C'), order.join(' '));
+    assert.ok(order.indexOf('weights-disposed:C') < order.indexOf('load:B'), order.join(' '));
     await gate.open();
     assert.equal((await a).status, 200);
     assert.deepEqual(
