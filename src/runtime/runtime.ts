@@ -164,9 +164,7 @@ export class Runtime {
         return { result, wallMs: performance.now() - started, slot, generation: pool.generation };
       } catch (err) {
         if (options.signal.aborted) throw options.signal.reason;
-        if (err instanceof VoxdError) throw err;
-        const message = err instanceof Error ? err.message : String(err);
-        throw new VoxdError('E_ENGINE', `model '${id}' failed: ${message}`, { cause: err });
+        throw engineFailure(`model '${id}' failed`, err);
       } finally {
         checkin();
         entry.touch();
