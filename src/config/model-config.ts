@@ -120,7 +120,8 @@ export function parseModelConfig(
 
   const id = required('id');
   const family = parseFamily(required('family'), at('family'), ctx.knownFamilies);
-  const modelPath = path.resolve(ctx.baseDir, required('path'));
+  // Optional: engines that ship their model with voxd (flite, espeak) need none; '' means "not given".
+  const modelPath = raw['path'] === undefined ? '' : path.resolve(ctx.baseDir, expectString(raw['path'], at('path'), { nonEmpty: true }));
   const model: ModelConfig = {
     id,
     family,

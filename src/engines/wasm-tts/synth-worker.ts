@@ -1,0 +1,93 @@
+/**
+ * Worker thread of one WASM TTS session (flite or espeak-ng). Both are command-line builds: each
+ * request instantiates the module compiled once by the family and runs its main(), so a session
+ * keeps no state between requests and a stuck run can be ended by terminating the thread.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WASI } from 'node:wasi';
+import { parentPort, workerData } from 'node:worker_threads';
+
+export interface SynthWorkerData {
+  engine: 'flite' | 'espeak';
+  module: WebAssembly.Module;
+  /** espeak-ng's Emscripten loader (a file URL), imported inside the worker. */
+  loaderUrl?: string;
+}
+
+export interface SynthJob {
+  id: number;
+  text: string;
+  voice: string;
+  /** Speaking rate, 1 = normal. */
+  speed: number;
+}
+
+export type SynthReply =
+  | { id: number; ok: true; wav: Uint8Array }
+  | { id: number; ok: false; message: string };
+
+const data = workerData as SynthWorkerData;
+
+async function flite({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
+  const dir = mkdtempSync(join(tmpdir(), 'voxd-flite-'));
+  try {
+    const args = [
+      'flite',
+      '-voice',
+      voice,
+      '--setf',
+      `duration_stretch=${1 / speed}`,
+      '-t',
+      text,
+      '-o',
+      '/out/x.wav',
+    ];
+    const wasi = new WASI({ version: 'preview1', args, preopens: { '/out': dir }, returnOnExit: true });
+    const code = wasi.start(
+      await WebAssembly.instantiate(data.module, wasi.getImportObject() as WebAssembly.Imports),
+    );
+    if (code !== 0) throw new Error(`flite exited with code ${code}`);
+    return readFileSync(join(dir, 'x.wav'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+type EspeakModule = { FS: { readFile(path: string): Uint8Array } };
+type EspeakFactory = (options: Record<string, unknown>) => Promise<EspeakModule>;
+let espeakFactory: EspeakFactory | undefined;
+
+async function espeak({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
+  espeakFactory ??= ((await import(data.loaderUrl!)) as { default: EspeakFactory }).default;
+  const errors: string[] = [];
+  const instance = await espeakFactory({
+    arguments: ['-v', voice, '-s', String(Math.round(175 * speed)), '-w', '/o.wav', '--', text],
+    print() {},
+    printErr(line: string) {
+      errors.push(line);
+    },
+    instantiateWasm(imports: WebAssembly.Imports, done: (instance: WebAssembly.Instance) => void) {
+      WebAssembly.instantiate(data.module, imports).then(done);
+      return {};
+    },
+  });
+  try {
+    return instance.FS.readFile('/o.wav');
+  } catch {
+    throw new Error(`espeak-ng produced no audio${errors.length ? `: ${errors.join(' ')}` : ''}`);
+  }
+}
+
+parentPort!.on('message', (job: SynthJob) => {
+  (data.engine === 'flite' ? flite(job) : espeak(job)).then(
+    (wav) => parentPort!.postMessage({ id: job.id, ok: true, wav } satisfies SynthReply),
+    (err: unknown) =>
+      parentPort!.postMessage({
+        id: job.id,
+        ok: false,
+        message: err instanceof Error ? err.message : String(err),
+      } satisfies SynthReply),
+  );
+});
