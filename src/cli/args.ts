@@ -15,7 +15,7 @@ export interface ServeArgs {
 export const SERVE_HELP = `Usage: voxd serve [--config <file>] [options]
 
 Config:
-  --config <file>               server.json; required unless --ui-management is given
+  --config <file>               server.json; without it voxd serves its embedded models
                                 (relative paths inside it resolve against its folder)
 
 Bind:

@@ -121,7 +121,10 @@ export function parseModelConfig(
   const id = required('id');
   const family = parseFamily(required('family'), at('family'), ctx.knownFamilies);
   // Optional: engines that ship their model with voxd (flite, espeak) need none; '' means "not given".
-  const modelPath = raw['path'] === undefined ? '' : path.resolve(ctx.baseDir, expectString(raw['path'], at('path'), { nonEmpty: true }));
+  const modelPath =
+    raw['path'] === undefined
+      ? ''
+      : path.resolve(ctx.baseDir, expectString(raw['path'], at('path'), { nonEmpty: true }));
   const model: ModelConfig = {
     id,
     family,

@@ -7,6 +7,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { showValue } from '../errors.js';
+import { EMBEDDED_MODELS } from './embedded-models.js';
 import {
   ConfigError,
   expectBoolean,
@@ -108,13 +109,6 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
 } {
   const { overrides } = opts;
   const cwd = process.cwd();
-  if (opts.configPath === undefined && overrides.ui_management !== true) {
-    throw new ConfigError(
-      'config',
-      undefined,
-      'config is missing; --config <file> is required unless --ui-management is given',
-    );
-  }
   const configFile = opts.configPath === undefined ? undefined : path.resolve(cwd, opts.configPath);
   const file = configFile === undefined ? {} : readConfigFile(configFile);
   const baseDir = configFile === undefined ? cwd : path.dirname(configFile);
@@ -218,9 +212,9 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
   const voiceDir = read('voice_dir', undefined, parseVoiceDir);
   if (voiceDir !== undefined) config.voice_dir = voiceDir;
 
-  if (configFile !== undefined) {
-    config.models = parseModels(file['models'], config, opts.knownFamilies, notices);
-  }
+  // Without a config file voxd serves the embedded models (lazily); with one, exactly its models.
+  const models = configFile === undefined ? [...EMBEDDED_MODELS] : file['models'];
+  config.models = parseModels(models, config, opts.knownFamilies, notices);
   return { config, notices };
 }
 

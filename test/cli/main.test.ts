@@ -389,14 +389,6 @@ describe('startup errors: non-zero exit and exactly one "voxd: " line naming key
       }
     });
   }
-
-  test('no config and no --ui-management', async () => {
-    const { exit, stderr } = await runToExit(['serve', '--port', '0']);
-    assert.notEqual(exit.code, 0);
-    assert.equal(stderr.length, 1, stderr.join('\n'));
-    assert.ok(stderr[0]!.startsWith('voxd: '), stderr[0]);
-    assert.ok(stderr[0]!.includes('config'), stderr[0]);
-  });
 });
 
 describe('serving', () => {
@@ -489,7 +481,33 @@ describe('serving', () => {
     assert.deepEqual(exit, { code: 0, signal: null });
   });
 
-  test('README: serve examples/server.json, query it, synthesize, and stop cleanly on SIGTERM', async () => {
+  test('README: with no config voxd serves the embedded models and speaks with real engines', async () => {
+    let exit: Exit | undefined;
+    const voxd = new VoxdProcess(['serve', '--port', '0']);
+    try {
+      const { url } = await voxd.listening();
+      const models = await fetchJson(`${url}/v1/models`);
+      const ids = (models.json as { data: { id: string }[] }).data.map((m) => m.id);
+      assert.deepEqual(ids, ['espeak', 'flite']);
+      for (const model of ids) {
+        const res = await fetch(`${url}/v1/audio/speech`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model, input: 'Hello from voxd.' }),
+          signal: AbortSignal.timeout(DEADLINE_MS),
+        });
+        const body = Buffer.from(await res.arrayBuffer());
+        assert.equal(res.status, 200, body.toString('utf8'));
+        assert.equal(body.subarray(0, 4).toString('ascii'), 'RIFF');
+        assert.ok(body.length > 20_000, `${model}: ${body.length} bytes of speech`);
+      }
+    } finally {
+      exit = await voxd.stop();
+    }
+    assert.deepEqual(exit, { code: 0, signal: null });
+  });
+
+  test('examples/server.json (fixture engine): query it, synthesize, and stop cleanly on SIGTERM', async () => {
     let exit: Exit | undefined;
     const voxd = new VoxdProcess(['serve', '--config', EXAMPLE_CONFIG, '--port', '0']);
     try {

@@ -86,10 +86,15 @@ test('a model that is not an object is rejected', () => {
 
 test('id and family are required, path optional; each a non-empty string when given', () => {
   const { path: _path, ...withoutPath } = base as Record<string, unknown>;
-  assert.equal(parseModelConfig(withoutPath, ctx()).model.path, '', 'no path: the engine finds its own model');
+  assert.equal(
+    parseModelConfig(withoutPath, ctx()).model.path,
+    '',
+    'no path: the engine finds its own model',
+  );
   for (const name of ['id', 'family', 'path']) {
     const { [name]: _omit, ...rest } = base as Record<string, unknown>;
-    if (name !== 'path') expectConfigError(() => parseModelConfig(rest, ctx()), `models[0].${name}`, undefined);
+    if (name !== 'path')
+      expectConfigError(() => parseModelConfig(rest, ctx()), `models[0].${name}`, undefined);
     expectConfigError(() => parse({ [name]: '' }), `models[0].${name}`, '', 'non-empty string');
     expectConfigError(() => parse({ [name]: 5 }), `models[0].${name}`, 5);
     expectConfigError(() => parse({ [name]: null }), `models[0].${name}`, null);

@@ -166,29 +166,24 @@ test('a relative --config path resolves against the cwd', () => {
   assert.equal(config.base_dir, path.dirname(configPath));
 });
 
-test('without --config, --ui-management is required', () => {
-  expectConfigError(
-    () => loadServerConfig({ overrides: {}, knownFamilies }),
-    'config',
-    undefined,
-    '--config',
-    '--ui-management',
+test('without --config: the embedded models, lazily loaded; base_dir is the cwd', () => {
+  const families = [...knownFamilies, 'espeak_tts', 'flite_tts'];
+  const { config } = loadServerConfig({ overrides: {}, knownFamilies: families });
+  assert.deepEqual(
+    config.models.map((m) => [m.id, m.family, m.task, m.lazy, m.path]),
+    [
+      ['espeak', 'espeak_tts', 'tts', true, ''],
+      ['flite', 'flite_tts', 'tts', true, ''],
+    ],
   );
-  expectConfigError(
-    () => loadServerConfig({ overrides: { ui: true }, knownFamilies }),
-    'config',
-    undefined,
-    '--ui-management',
-  );
-});
-
-test('without --config: no models, lazy_load on, base_dir is the cwd', () => {
-  const { config } = loadServerConfig({ overrides: { ui_management: true }, knownFamilies });
-  assert.deepEqual(config.models, []);
   assert.equal(config.lazy_load, true);
-  assert.equal(config.ui_management, true);
+  assert.equal(config.ui_management, false);
   assert.equal(config.base_dir, process.cwd());
   assert.equal(config.port, 8080);
+  assert.equal(
+    loadServerConfig({ overrides: { ui_management: true }, knownFamilies: families }).config.ui_management,
+    true,
+  );
 });
 
 test('an unreadable file, bad JSON or a non-object top level fail under "config"', () => {

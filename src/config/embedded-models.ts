@@ -1,0 +1,8 @@
+/**
+ * What `voxd serve` serves with no `--config`: models whose engines ship with voxd, so a fresh
+ * install speaks without any download. They load lazily, on first use.
+ */
+export const EMBEDDED_MODELS: readonly Record<string, unknown>[] = [
+  { id: 'espeak', family: 'espeak_tts', task: 'tts' },
+  { id: 'flite', family: 'flite_tts', task: 'tts' },
+];
