@@ -4,134 +4,21 @@
  * hanging the suite.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { TASK_TOKENS } from '../../src/config/types.js';
+import { configFolder, DEADLINE_MS, type Exit, LISTENING, VoxdProcess } from '../helpers/cli.js';
+import { fixtureModel, withDeadline } from '../helpers/voxd.js';
 
-const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const EXAMPLE_CONFIG = fileURLToPath(new URL('../../../examples/server.json', import.meta.url));
 const PACKAGE_VERSION = (
   JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
 ).version;
 
-/** Every wait in this file gives up after this long. */
-const DEADLINE_MS = 10_000;
-const LISTENING = /voxd listening on (http:\/\/127\.0\.0\.1:(\d+))\n/;
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-/** Rejects with a message naming `what` when `promise` has not settled within `ms`. */
-function withDeadline<T>(promise: Promise<T>, what: string, ms = DEADLINE_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
-}
-
-/** One `voxd` child process with its output collected as it arrives. */
-class VoxdProcess {
-  readonly child: ChildProcess;
-  stdout = '';
-  stderr = '';
-  /** Settles once the process has exited and its output streams are closed. */
-  readonly closed: Promise<Exit>;
-  readonly #listeners = new Set<() => void>();
-  #exited = false;
-
-  constructor(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
-    this.child = spawn(process.execPath, [MAIN, ...args], {
-      cwd: options.cwd ?? REPO_ROOT,
-      env: options.env ?? process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.child.stdout!.setEncoding('utf8');
-    this.child.stderr!.setEncoding('utf8');
-    this.child.stdout!.on('data', (chunk: string) => {
-      this.stdout += chunk;
-      this.#notify();
-    });
-    this.child.stderr!.on('data', (chunk: string) => {
-      this.stderr += chunk;
-      this.#notify();
-    });
-    this.closed = new Promise<Exit>((resolve, reject) => {
-      this.child.once('error', reject);
-      this.child.once('close', (code, signal) => {
-        this.#exited = true;
-        this.#notify();
-        resolve({ code, signal });
-      });
-    });
-    // A test that fails before awaiting `closed` must not leave an unhandled rejection behind.
-    this.closed.catch(() => {});
-  }
-
-  #notify(): void {
-    for (const listener of this.#listeners) listener();
-  }
-
-  /** Lines of stderr, without the empty tail after the last newline. */
-  get stderrLines(): string[] {
-    return this.stderr.split('\n').filter((line) => line.length > 0);
-  }
-
-  /** Resolves with the match once stderr matches; rejects at the deadline or if the process ends first. */
-  waitForStderr(pattern: RegExp, what: string, ms = DEADLINE_MS): Promise<RegExpMatchArray> {
-    let check = () => {};
-    const found = new Promise<RegExpMatchArray>((resolve, reject) => {
-      check = () => {
-        const match = this.stderr.match(pattern);
-        if (match) resolve(match);
-        else if (this.#exited) reject(new Error(`voxd exited before ${what}`));
-      };
-      this.#listeners.add(check);
-      check();
-    });
-    return withDeadline(found, what, ms)
-      .catch((err: unknown) => {
-        throw new Error(`${err instanceof Error ? err.message : String(err)}; stderr:\n${this.stderr}`);
-      })
-      .finally(() => this.#listeners.delete(check));
-  }
-
-  /** The base URL from the "voxd listening on" line. */
-  async listening(): Promise<{ url: string; port: number }> {
-    const match = await this.waitForStderr(LISTENING, 'the listening line');
-    return { url: match[1]!, port: Number(match[2]) };
-  }
-
-  /** Waits for the process to end on its own. */
-  exit(ms = DEADLINE_MS): Promise<Exit> {
-    return withDeadline(this.closed, 'voxd to exit', ms).catch((err: unknown) => {
-      throw new Error(`${err instanceof Error ? err.message : String(err)}; stderr:\n${this.stderr}`);
-    });
-  }
-
-  /**
-   * Sends SIGTERM to this child (by its pid, through its ChildProcess) unless it has already ended, and
-   * waits for it; a child that ignores SIGTERM past the deadline is killed with SIGKILL.
-   */
-  async stop(): Promise<Exit> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
-    try {
-      return await this.exit();
-    } catch (err) {
-      this.child.kill('SIGKILL');
-      await this.closed.catch(() => {});
-      throw err;
-    }
-  }
-}
+const configs = configFolder('voxd-cli-');
 
 /** Runs a command that is expected to end by itself, and always reaps it. */
 async function runToExit(args: string[]): Promise<{ exit: Exit; stdout: string; stderr: string[] }> {
@@ -142,27 +29,6 @@ async function runToExit(args: string[]): Promise<{ exit: Exit; stdout: string; 
   } finally {
     await voxd.stop();
   }
-}
-
-let dir: string;
-before(() => {
-  dir = mkdtempSync(join(tmpdir(), 'voxd-cli-'));
-});
-after(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
-
-let configCounter = 0;
-/** Writes a config file (an object as JSON, a string as is) and returns its absolute path. */
-function writeConfig(config: Record<string, unknown> | string): string {
-  configCounter += 1;
-  const path = join(dir, `server-${configCounter}.json`);
-  writeFileSync(path, typeof config === 'string' ? config : JSON.stringify(config));
-  return path;
-}
-
-function fixtureModel(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { id, family: 'fixture', path: '.', task: 'asr', ...extra };
 }
 
 /** A config that starts cleanly on a free port, with nothing to notice but what a test adds. */
@@ -372,7 +238,7 @@ describe('startup errors: non-zero exit and exactly one "voxd: " line naming key
 }, () => {
   for (const c of STARTUP_ERRORS) {
     test(c.name, async () => {
-      const path = c.config === null ? join(dir, 'does-not-exist.json') : writeConfig(c.config);
+      const path = c.config === null ? join(configs.dir, 'does-not-exist.json') : configs.write(c.config);
       const { exit, stderr } = await runToExit(['serve', '--config', path, ...(c.args ?? [])]);
       assert.equal(exit.signal, null);
       assert.notEqual(exit.code, 0);
@@ -393,7 +259,7 @@ describe('startup errors: non-zero exit and exactly one "voxd: " line naming key
 
 describe('serving', () => {
   test('CLI flags override the config file: config port 1 with --port 0 listens on a free port', async () => {
-    const config = writeConfig({ ...validConfig(), port: 1 });
+    const config = configs.write({ ...validConfig(), port: 1 });
     let exit: Exit | undefined;
     const voxd = new VoxdProcess(['serve', '--config', config, '--port', '0']);
     try {
@@ -410,7 +276,7 @@ describe('serving', () => {
   });
 
   test('an eager model that fails to load aborts startup with one line naming the model', async () => {
-    const config = writeConfig(
+    const config = configs.write(
       validConfig({ models: [fixtureModel('broken-model', { load_options: { fail_load: 'true' } })] }),
     );
     const voxd = new VoxdProcess(['serve', '--config', config]);
@@ -428,7 +294,7 @@ describe('serving', () => {
   });
 
   test('a lazy model that would fail to load does not stop startup', async () => {
-    const config = writeConfig(
+    const config = configs.write(
       validConfig({
         models: [fixtureModel('later', { lazy: true, load_options: { fail_load: 'true' } })],
       }),
@@ -444,7 +310,7 @@ describe('serving', () => {
   });
 
   test('a non-cpu backend starts, with a notice naming the backend', async () => {
-    const config = writeConfig(validConfig({ backend: 'cuda' }));
+    const config = configs.write(validConfig({ backend: 'cuda' }));
     let exit: Exit | undefined;
     const voxd = new VoxdProcess(['serve', '--config', config]);
     try {
@@ -459,7 +325,7 @@ describe('serving', () => {
   });
 
   test('unknown keys start, with a notice naming each', async () => {
-    const config = writeConfig(
+    const config = configs.write(
       validConfig({ mystery_key: 1, models: [fixtureModel('a', { model_mystery: true })] }),
     );
     let exit: Exit | undefined;
@@ -541,9 +407,9 @@ describe('serving', () => {
   });
 
   test('SIGTERM drains a request in flight: it completes with 200 and voxd then exits 0', async () => {
-    const record = join(dir, 'inflight-record.jsonl');
-    const gate = join(dir, 'inflight-gate');
-    const config = writeConfig(validConfig({ models: [fixtureModel('ears')] }));
+    const record = join(configs.dir, 'inflight-record.jsonl');
+    const gate = join(configs.dir, 'inflight-gate');
+    const config = configs.write(validConfig({ models: [fixtureModel('ears')] }));
     let exit: Exit | undefined;
     const voxd = new VoxdProcess(['serve', '--config', config], {
       env: { ...process.env, VOXD_FIXTURE_RECORD: record },
@@ -575,7 +441,7 @@ describe('serving', () => {
       assert.ok(!events().some((e) => e.type === 'run-end'), 'the run ended before its gate opened');
       writeFileSync(gate, '');
 
-      const res = await withDeadline(inFlight, 'the in-flight response');
+      const res = await withDeadline(inFlight, 'the in-flight response', DEADLINE_MS);
       assert.equal(res.status, 200, JSON.stringify(res.json));
       const report = JSON.parse((res.json as { text: string }).text) as { text: string };
       assert.equal(report.text, 'still here');
@@ -599,7 +465,7 @@ describe('serving', () => {
   test('SIGTERM sent the moment the listening line appears still shuts down cleanly', async () => {
     // The line is a readiness signal; the SIGTERM handler must already be installed when it is printed.
     // The race is timing-dependent, so try it many times, two children at once to add contention.
-    const config = writeConfig(validConfig());
+    const config = configs.write(validConfig());
     const once = async (attempt: number) => {
       const voxd = new VoxdProcess(['serve', '--config', config]);
       let exit: Exit | undefined;

@@ -7,6 +7,7 @@ import { ConfigError } from '../../src/config/errors.js';
 import { type ModelContext, parseModelConfig } from '../../src/config/model-config.js';
 import { TASK_TOKENS } from '../../src/config/types.js';
 import { showValue } from '../../src/errors.js';
+import { expectConfigError } from '../helpers/config.js';
 
 const baseDir = mkdtempSync(path.join(tmpdir(), 'voxd-model-'));
 mkdirSync(path.join(baseDir, 'voices'));
@@ -23,31 +24,6 @@ const ctx = (over: Partial<ModelContext> = {}): ModelContext => ({
 const base = { id: 'a', family: 'fixture', path: 'models/a' };
 const parse = (extra: Record<string, unknown>, over: Partial<ModelContext> = {}) =>
   parseModelConfig({ ...base, ...extra }, ctx(over));
-
-/** Runs fn, expects a one-line ConfigError for `key` whose message shows the value and each fragment. */
-function expectConfigError(
-  fn: () => unknown,
-  key: string,
-  value: unknown,
-  ...fragments: string[]
-): ConfigError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  assert.ok(caught instanceof ConfigError, `expected a ConfigError, got ${String(caught)}`);
-  assert.equal(caught.key, key);
-  assert.ok(caught.message.includes(key), `"${caught.message}" does not name ${key}`);
-  const shown = value === undefined ? 'missing' : showValue(value);
-  assert.ok(caught.message.includes(shown), `"${caught.message}" does not show ${shown}`);
-  for (const fragment of fragments) {
-    assert.ok(caught.message.includes(fragment), `"${caught.message}" lacks "${fragment}"`);
-  }
-  assert.ok(!caught.message.includes('\n'));
-  return caught;
-}
 
 test('minimal model gets every default', () => {
   const { model, notices } = parseModelConfig(base, ctx());

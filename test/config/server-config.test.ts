@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { ConfigError } from '../../src/config/errors.js';
 import { type CliOverrides, loadServerConfig } from '../../src/config/server-config.js';
 import { showValue } from '../../src/errors.js';
+import { expectConfigError } from '../helpers/config.js';
 
 const knownFamilies = ['fixture', 'kokoro'];
 const model = (id: string, extra: Record<string, unknown> = {}) => ({
@@ -29,30 +30,6 @@ function load(top: Record<string, unknown>, overrides: CliOverrides = {}) {
     overrides,
     knownFamilies,
   });
-}
-
-function expectConfigError(
-  fn: () => unknown,
-  key: string,
-  value: unknown,
-  ...fragments: string[]
-): ConfigError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  assert.ok(caught instanceof ConfigError, `expected a ConfigError, got ${String(caught)}`);
-  assert.equal(caught.key, key);
-  assert.ok(caught.message.includes(key), `"${caught.message}" does not name ${key}`);
-  const shown = value === undefined ? 'missing' : showValue(value);
-  assert.ok(caught.message.includes(shown), `"${caught.message}" does not show ${shown}`);
-  for (const fragment of fragments) {
-    assert.ok(caught.message.includes(fragment), `"${caught.message}" lacks "${fragment}"`);
-  }
-  assert.ok(!caught.message.includes('\n'));
-  return caught;
 }
 
 test('a minimal config gets every default', () => {

@@ -18,117 +18,18 @@ import { VoxdError } from '../../src/errors.js';
 import { errorOf, fixtureModel, get, post, reportOf, startServer, waitUntil } from '../helpers/voxd.js';
 import { type ContractServer, contractServer } from './harness.js';
 
-const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const DEADLINE_MS = 10_000;
-const LISTENING = /voxd listening on (http:\/\/127\.0\.0\.1:\d+)\n/;
 const SCOPE_LINE = /^\[voxd\] parallel runtime \(--parallel-jobs, experimental\): validated scope.*$/gm;
-const COUNTS = [1, 2, 4];
-
-let dir: string;
-before(() => {
-  dir = mkdtempSync(join(tmpdir(), 'voxd-contract-startup-'));
-});
-after(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
-
-let configCounter = 0;
-function writeConfig(config: Record<string, unknown>): string {
-  configCounter += 1;
-  const path = join(dir, `server-${configCounter}.json`);
-  writeFileSync(path, JSON.stringify(config));
-  return path;
-}
+const configs = configFolder('voxd-contract-startup-');
 
 /** Loads a config file exactly as `voxd serve --config` does, with or without --parallel-jobs. */
 function loadConfig(config: Record<string, unknown>, parallel: boolean) {
   const catalog = createEngineCatalog();
   const loaded = loadServerConfig({
-    configPath: writeConfig({ ui: false, ...config }),
+    configPath: configs.write({ ui: false, ...config }),
     overrides: { port: 0, host: '127.0.0.1', parallel_jobs: parallel },
     knownFamilies: [...catalog.keys()],
   });
   return { catalog, config: loaded.config };
-}
-
-function withDeadline<T>(promise: Promise<T>, what: string, ms = DEADLINE_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
-}
-
-/** `voxd serve` as a child process; stopped by its own pid (through its ChildProcess) in `stop`. */
-class Child {
-  readonly child: ChildProcess;
-  stderr = '';
-  readonly closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(args: string[]) {
-    this.child = spawn(process.execPath, [MAIN, ...args], {
-      cwd: REPO_ROOT,
-      env: process.env,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    this.child.stderr!.setEncoding('utf8');
-    this.child.stderr!.on('data', (chunk: string) => {
-      this.stderr += chunk;
-    });
-    this.closed = new Promise((resolve, reject) => {
-      this.child.once('error', reject);
-      this.child.once('close', (code, signal) => resolve({ code, signal }));
-    });
-    this.closed.catch(() => {});
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  async listening(): Promise<string> {
-    await withDeadline(
-      waitUntil('the listening line', () => LISTENING.test(this.stderr) || !this.running, DEADLINE_MS),
-      'the listening line',
-    );
-    const match = LISTENING.exec(this.stderr);
-    if (!match) throw new Error(`voxd did not start; stderr:\n${this.stderr}`);
-    return match[1]!;
-  }
-
-  exit() {
-    return withDeadline(this.closed, 'voxd to exit');
-  }
-
-  async stop() {
-    if (this.running) this.child.kill('SIGTERM');
-    try {
-      return await this.exit();
-    } catch (err) {
-      this.child.kill('SIGKILL');
-      await this.closed.catch(() => {});
-      throw err;
-    }
-  }
-}
-
-/** The slot fields GET /v1/models reports for a model. */
-// biome-ignore lint/suspicious/noExplicitAny: arbitrary JSON
-function slotFields(status: any) {
-  return {
-    loaded: status.loaded,
-    state: status.state,
-    slots: status.slots,
-    active_slots: status.active_slots,
-    queued_requests: status.queued_requests,
-    max_parallel_slots: status.max_parallel_slots,
-  };
-}
-
-async function listed(url: string): Promise<string[]> {
-  const { json } = await get(url, '/v1/models');
-  return json.data.map((m: { id: string }) => m.id);
 }
 
 async function healthCount(url: string): Promise<number> {
@@ -144,8 +45,8 @@ describe('startup and runtime selection', () => {
     ];
     await Promise.all(
       cases.map(async ([slots, shown]) => {
-        const config = writeConfig({ port: 0, ui: false, models: [fixtureModel('a', { slots })] });
-        const voxd = new Child(['serve', '--config', config]);
+        const config = configs.write({ port: 0, ui: false, models: [fixtureModel('a', { slots })] });
+        const voxd = new VoxdProcess(['serve', '--config', config]);
         try {
           const exit = await voxd.exit();
           assert.equal(exit.signal, null);
@@ -215,7 +116,7 @@ describe('startup and runtime selection', () => {
     );
     try {
       const status = async (id: string) =>
-        slotFields((await get(s.url, '/v1/models')).json.data.find((m: { id: string }) => m.id === id));
+        pick((await get(s.url, '/v1/models')).json.data.find((m: { id: string }) => m.id === id));
       assert.deepEqual(await status('E'), {
         loaded: true,
         state: 'ready',
@@ -314,7 +215,7 @@ describe('startup and runtime selection', () => {
       for (const slots of [16, 1]) {
         const res = await post(c.url, '/v1/models/load', { ...c.body('M'), id: 'N', slots });
         assert.equal(res.status, 200, res.body.toString());
-        assert.deepEqual(slotFields(await c.status('N')), {
+        assert.deepEqual(pick(await c.status('N')), {
           loaded: true,
           state: 'ready',
           slots,
@@ -347,7 +248,7 @@ describe('startup and runtime selection', () => {
       try {
         // A lazy model from the config: its first request loads, finds the capacity short, disposes.
         expectRefusal(await c.infer('L'));
-        assert.deepEqual(slotFields(await c.status('L')), unloaded);
+        assert.deepEqual(pick(await c.status('L')), unloaded);
         assert.deepEqual(
           c.events('L').map((e) => e.type),
           ['load', 'weights-disposed'],
@@ -355,7 +256,7 @@ describe('startup and runtime selection', () => {
         // Dynamic registration of a new id: same refusal, the entry stays registered but unloaded.
         const body = { ...c.body('L'), id: 'N' };
         expectRefusal(await post(c.url, '/v1/models/load', body));
-        assert.deepEqual(slotFields(await c.status('N')), unloaded);
+        assert.deepEqual(pick(await c.status('N')), unloaded);
         assert.deepEqual(
           c.events('N').map((e) => e.type),
           ['load', 'weights-disposed'],
@@ -365,7 +266,7 @@ describe('startup and runtime selection', () => {
         for (const id of ['L', 'N']) {
           const res = await post(c.url, '/v1/models/load', { ...c.body('L'), id, slots: capacity });
           assert.equal(res.status, 200, res.body.toString());
-          assert.deepEqual(slotFields(await c.status(id)), {
+          assert.deepEqual(pick(await c.status(id)), {
             ...unloaded,
             loaded: true,
             state: 'ready',
@@ -399,8 +300,8 @@ describe('startup and runtime selection', () => {
   });
 
   test('[startup.scope-warning] the scope line calls the runtime experimental and its lifecycle/backend coverage incomplete', async () => {
-    const config = writeConfig({ port: 0, ui: false, models: [fixtureModel('a')] });
-    const flagged = new Child(['serve', '--config', config, '--parallel-jobs']);
+    const config = configs.write({ port: 0, ui: false, models: [fixtureModel('a')] });
+    const flagged = new VoxdProcess(['serve', '--config', config, '--parallel-jobs']);
     try {
       await flagged.listening();
       const scope = (flagged.stderr.match(SCOPE_LINE) ?? []).join('\n');
@@ -422,9 +323,9 @@ describe('startup and runtime selection', () => {
   });
 
   test('[startup.scope-warning] --parallel-jobs prints the validated scope once; without it there is no such line', async () => {
-    const config = writeConfig({ port: 0, ui: false, models: [fixtureModel('a')] });
-    const flagged = new Child(['serve', '--config', config, '--parallel-jobs']);
-    const legacy = new Child(['serve', '--config', config]);
+    const config = configs.write({ port: 0, ui: false, models: [fixtureModel('a')] });
+    const flagged = new VoxdProcess(['serve', '--config', config, '--parallel-jobs']);
+    const legacy = new VoxdProcess(['serve', '--config', config]);
     try {
       await Promise.all([flagged.listening(), legacy.listening()]);
       const lines = flagged.stderr.match(SCOPE_LINE) ?? [];

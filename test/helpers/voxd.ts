@@ -1,4 +1,5 @@
 /** Starts real voxd servers on loopback for tests, with gates, a manual clock and HTTP helpers. */
+import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -149,6 +150,23 @@ export function errorOf(result: HttpResult, status: number, type: string): strin
   return result.json.error.message as string;
 }
 
+/** Asserts a 400 invalid_request_error whose message names every part. */
+export function badRequest(res: HttpResult, ...parts: string[]): string {
+  const message = errorOf(res, 400, 'invalid_request_error');
+  for (const part of parts) assert.ok(message.includes(part), `"${part}" not in: ${message}`);
+  return message;
+}
+
+/** A text request to `model` on POST /v1/tasks/run; `options` go to the engine. */
+export function runTask(
+  server: { url: string },
+  model: string,
+  options: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<HttpResult> {
+  return post(server.url, '/v1/tasks/run', { model, request: { text: 'x', options } }, signal);
+}
+
 /** The fixture's JSON report of a non-speech request (which session and configuration served it). */
 // biome-ignore lint/suspicious/noExplicitAny: the report is arbitrary JSON
 export function reportOf(result: HttpResult): any {
@@ -168,6 +186,15 @@ export async function waitUntil(
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
+}
+
+/** Rejects with a message naming `what` when `promise` has not settled within `ms` (a deadline, never a sleep). */
+export function withDeadline<T>(promise: Promise<T>, what: string, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
 /** Model status entry from GET /v1/models. */

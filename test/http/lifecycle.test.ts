@@ -10,13 +10,11 @@ import {
   modelStatus,
   post,
   reportOf,
+  runTask,
   startServer,
   tempDir,
   waitUntil,
 } from '../helpers/voxd.js';
-
-const run = (url: string, model: string, options: Record<string, string> = {}, signal?: AbortSignal) =>
-  post(url, '/v1/tasks/run', { model, request: { text: 'x', options } }, signal);
 
 describe('loading, failures and disconnects', () => {
   test('eager models load at startup, lazy ones on first use (lazy_load sets the default)', async () => {
@@ -28,7 +26,7 @@ describe('loading, failures and disconnects', () => {
       assert.equal(s.fixture.record.of('eager', 'load').length, 1, 'loaded before any request');
       assert.equal(s.fixture.record.of('lazy', 'load').length, 0);
       assert.equal((await modelStatus(s.url, 'lazy')).loaded, false);
-      assert.equal(reportOf(await run(s.url, 'lazy')).generation, 1);
+      assert.equal(reportOf(await runTask(s, 'lazy')).generation, 1);
       assert.equal((await modelStatus(s.url, 'lazy')).loaded, true);
     } finally {
       await s.close();
@@ -47,11 +45,11 @@ describe('loading, failures and disconnects', () => {
       models: [fixtureModel('bad', { lazy: true, load_options: { fail_load: 'true' } }), fixtureModel('ok')],
     });
     try {
-      assert.match(errorOf(await run(s.url, 'bad'), 500, 'server_error'), /failed to load model 'bad'/);
+      assert.match(errorOf(await runTask(s, 'bad'), 500, 'server_error'), /failed to load model 'bad'/);
       assert.equal((await modelStatus(s.url, 'bad')).loaded, false);
-      assert.equal((await run(s.url, 'ok')).status, 200);
+      assert.equal((await runTask(s, 'ok')).status, 200);
       // A retry loads again rather than reusing a failed half-state.
-      errorOf(await run(s.url, 'bad'), 500, 'server_error');
+      errorOf(await runTask(s, 'bad'), 500, 'server_error');
       assert.equal(s.fixture.record.of('bad', 'load-failed').length, 2);
     } finally {
       await s.close();
@@ -63,7 +61,7 @@ describe('loading, failures and disconnects', () => {
       models: [fixtureModel('np', { lazy: true, load_options: { null_primary: 'true' } })],
     });
     try {
-      assert.match(errorOf(await run(s.url, 'np'), 500, 'server_error'), /session 0 of model 'np'/);
+      assert.match(errorOf(await runTask(s, 'np'), 500, 'server_error'), /session 0 of model 'np'/);
       assert.deepEqual(
         s.fixture.record.of('np').map((e) => e.type),
         ['load', 'session-failed', 'weights-disposed'],
@@ -78,11 +76,11 @@ describe('loading, failures and disconnects', () => {
     const s = await startServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] });
     try {
       assert.match(
-        errorOf(await run(s.url, 'm', { prepare_fail: 'true' }), 500, 'server_error'),
+        errorOf(await runTask(s, 'm', { prepare_fail: 'true' }), 500, 'server_error'),
         /preparation failed/,
       );
-      assert.match(errorOf(await run(s.url, 'm', { run_fail: 'true' }), 500, 'server_error'), /run failed/);
-      const ok = reportOf(await run(s.url, 'm'));
+      assert.match(errorOf(await runTask(s, 'm', { run_fail: 'true' }), 500, 'server_error'), /run failed/);
+      const ok = reportOf(await runTask(s, 'm'));
       assert.equal(ok.generation, 1, 'no reload was needed');
       assert.equal(s.voxd.runtime.get('m').scheduler.idle, true);
     } finally {
@@ -97,10 +95,10 @@ describe('loading, failures and disconnects', () => {
     );
     try {
       const gate = s.gate('run');
-      const holder = run(s.url, 'm', { run_gate: gate.path });
+      const holder = runTask(s, 'm', { run_gate: gate.path });
       await waitUntil('the holder runs', () => s.fixture.record.of('m', 'run-start').length === 1);
       const controller = new AbortController();
-      const queued = run(s.url, 'm', {}, controller.signal).catch((err: unknown) => err);
+      const queued = runTask(s, 'm', {}, controller.signal).catch((err: unknown) => err);
       const scheduler = s.voxd.runtime.get('m').scheduler;
       await waitUntil('the second request queues', () => scheduler.snapshot().queuedRequests === 1);
       controller.abort();
@@ -128,7 +126,7 @@ describe('loading, failures and disconnects', () => {
     try {
       const entry = s.voxd.runtime.get('cold');
       const controller = new AbortController();
-      const leaving = run(s.url, 'cold', {}, controller.signal).catch((err: unknown) => err);
+      const leaving = runTask(s, 'cold', {}, controller.signal).catch((err: unknown) => err);
       await waitUntil('the load waits on its gate', () => entry.state.kind === 'loading');
       controller.abort();
       await leaving;
@@ -136,7 +134,7 @@ describe('loading, failures and disconnects', () => {
       assert.equal(entry.state.kind, 'loading', 'the shared load goes on');
       await writeFile(loadGate, '');
       await waitUntil('the load completes', () => entry.loaded);
-      assert.equal(reportOf(await run(s.url, 'cold')).generation, 1, 'the next request uses that load');
+      assert.equal(reportOf(await runTask(s, 'cold')).generation, 1, 'the next request uses that load');
       assert.equal(s.fixture.record.of('cold', 'load').length, 1);
     } finally {
       await writeFile(loadGate, '');
@@ -149,13 +147,13 @@ describe('loading, failures and disconnects', () => {
     const s = await startServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] });
     try {
       const controller = new AbortController();
-      const hanging = run(s.url, 'm', { hang: 'true' }, controller.signal).catch((err: unknown) => err);
+      const hanging = runTask(s, 'm', { hang: 'true' }, controller.signal).catch((err: unknown) => err);
       await waitUntil('the hung run starts', () => s.fixture.record.of('m', 'run-start').length === 1);
       controller.abort();
       await hanging;
       await waitUntil('the run is cancelled', () => s.fixture.record.of('m', 'run-end').length === 1);
       assert.equal((s.fixture.record.of('m', 'run-end')[0] as { outcome: string }).outcome, 'aborted');
-      assert.equal((await run(s.url, 'm')).status, 200, 'the slot was freed');
+      assert.equal((await runTask(s, 'm')).status, 200, 'the slot was freed');
     } finally {
       await s.close();
     }

@@ -7,6 +7,7 @@ import {
   modelStatus,
   post,
   reportOf,
+  runTask,
   startServer,
   type TestServer,
   waitUntil,
@@ -14,9 +15,6 @@ import {
 
 const managed = (models: unknown[] = [], extra: Record<string, unknown> = {}) =>
   startServer({ ui_management: true, busy_timeout_ms: 0, models, ...extra });
-
-const runOn = (s: TestServer, model: string, options: Record<string, string> = {}) =>
-  post(s.url, '/v1/tasks/run', { model, request: { text: 'x', options } });
 
 describe('model management routes', () => {
   test('load and unload answer 403 forbidden without ui_management; bulk routes are not gated', async () => {
@@ -63,7 +61,7 @@ describe('model management routes', () => {
   test('a changed load option reconfigures: old pool torn down, new config loaded and used', async () => {
     const s = await managed([fixtureModel('m', { load_options: { sample_rate: 16000 } })]);
     try {
-      assert.equal(reportOf(await runOn(s, 'm')).generation, 1);
+      assert.equal(reportOf(await runTask(s, 'm')).generation, 1);
       const res = await post(
         s.url,
         '/v1/models/load',
@@ -78,7 +76,7 @@ describe('model management routes', () => {
         'load',
         'session-created',
       ]);
-      const report = reportOf(await runOn(s, 'm'));
+      const report = reportOf(await runTask(s, 'm'));
       assert.equal(report.generation, 2);
       assert.deepEqual(report.load_options, { sample_rate: '8000' });
     } finally {
@@ -95,7 +93,7 @@ describe('model management routes', () => {
         fixtureModel('m', { default_request_options: { beam: 3 } }),
       );
       assert.deepEqual(res.json, { id: 'm', loaded: true, reconfigured: true });
-      const report = reportOf(await runOn(s, 'm'));
+      const report = reportOf(await runTask(s, 'm'));
       assert.equal(report.generation, 1, 'same pool');
       assert.equal(report.options.beam, '3');
       assert.equal(s.fixture.record.of('m', 'load').length, 1);
@@ -191,7 +189,7 @@ describe('model management routes', () => {
         1,
         'a second unload disposes nothing',
       );
-      assert.equal(reportOf(await runOn(s, 'm')).generation, 2);
+      assert.equal(reportOf(await runTask(s, 'm')).generation, 2);
       assert.equal((await modelStatus(s.url, 'm')).loaded, true);
     } finally {
       await s.close();
@@ -202,12 +200,12 @@ describe('model management routes', () => {
     const s = await managed([fixtureModel('m')]);
     try {
       const gate = s.gate('run');
-      const inFlight = runOn(s, 'm', { run_gate: gate.path });
+      const inFlight = runTask(s, 'm', { run_gate: gate.path });
       await waitUntil('the request runs', () => s.fixture.record.of('m', 'run-start').length === 1);
       const unload = post(s.url, '/v1/models/unload', { id: 'm' });
       const scheduler = s.voxd.runtime.get('m').scheduler;
       await waitUntil('the unload waits', () => scheduler.snapshot().queuedManagers === 1);
-      const later = runOn(s, 'm');
+      const later = runTask(s, 'm');
       await waitUntil('the later request queues behind it', () => scheduler.snapshot().queuedRequests === 1);
       assert.equal((await modelStatus(s.url, 'm')).loaded, true, 'nothing unloaded yet');
       await gate.open();
@@ -225,7 +223,7 @@ describe('model management routes', () => {
     const s = await managed([fixtureModel('m', { load_options: { sample_rate: 16000 } })]);
     try {
       const gate = s.gate('run');
-      const inFlight = runOn(s, 'm', { run_gate: gate.path });
+      const inFlight = runTask(s, 'm', { run_gate: gate.path });
       await waitUntil('the request runs', () => s.fixture.record.of('m', 'run-start').length === 1);
       const reconfigure = post(
         s.url,
@@ -234,7 +232,7 @@ describe('model management routes', () => {
       );
       const scheduler = s.voxd.runtime.get('m').scheduler;
       await waitUntil('the reconfiguration waits', () => scheduler.snapshot().queuedManagers === 1);
-      const later = runOn(s, 'm');
+      const later = runTask(s, 'm');
       await waitUntil('the later request queues', () => scheduler.snapshot().queuedRequests === 1);
       await gate.open();
       assert.deepEqual(reportOf(await inFlight).load_options, { sample_rate: '16000' });
@@ -294,7 +292,7 @@ describe('model management routes', () => {
     const s = await managed([fixtureModel('a'), fixtureModel('b'), fixtureModel('c', { lazy: true })]);
     try {
       const gate = s.gate('run');
-      const busy = runOn(s, 'a', { run_gate: gate.path });
+      const busy = runTask(s, 'a', { run_gate: gate.path });
       await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 1);
       const all = post(s.url, '/v1/tasks/unload_all_models', {});
       await waitUntil(

@@ -7,13 +7,11 @@ import {
   modelStatus,
   post,
   reportOf,
+  runTask,
   startServer,
   type TestServer,
   waitUntil,
 } from '../helpers/voxd.js';
-
-const run = (s: TestServer, model: string, options: Record<string, string> = {}) =>
-  post(s.url, '/v1/tasks/run', { model, request: { text: 'x', options } });
 
 const loaded = async (s: TestServer, ids: string[]) =>
   Promise.all(ids.map(async (id) => (await modelStatus(s.url, id)).loaded as boolean));
@@ -26,13 +24,13 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
       { clock },
     );
     try {
-      await run(s, 'a');
+      await runTask(s, 'a');
       clock.advance(10);
-      await run(s, 'b');
+      await runTask(s, 'b');
       clock.advance(10);
-      await run(s, 'a'); // a is now the most recently used
+      await runTask(s, 'a'); // a is now the most recently used
       clock.advance(10);
-      assert.equal((await run(s, 'c')).status, 200);
+      assert.equal((await runTask(s, 'c')).status, 200);
       assert.deepEqual(await loaded(s, ['a', 'b', 'c']), [true, false, true]);
       assert.match(s.logs.join('\n'), /evicted model 'b' to load 'c' \(max_loaded_models=2\)/);
     } finally {
@@ -52,17 +50,17 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
     );
     try {
       const gate = s.gate('a');
-      await run(s, 'a');
+      await runTask(s, 'a');
       clock.advance(10);
-      await run(s, 'b');
+      await runTask(s, 'b');
       clock.advance(10);
-      const busy = run(s, 'a', { run_gate: gate.path });
+      const busy = runTask(s, 'a', { run_gate: gate.path });
       await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 2);
       // Make busy a the least recently used: b is stamped later than a's run start.
       clock.advance(10);
       s.voxd.runtime.get('b').touch();
       assert.ok(s.voxd.runtime.get('a').lastUsedAt < s.voxd.runtime.get('b').lastUsedAt);
-      assert.equal((await run(s, 'c')).status, 200);
+      assert.equal((await runTask(s, 'c')).status, 200);
       assert.deepEqual(await loaded(s, ['a', 'b', 'c']), [true, false, true], 'busy a kept, idle b evicted');
       await gate.open();
       assert.equal((await busy).status, 200);
@@ -79,9 +77,9 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
     });
     try {
       const gate = s.gate('a');
-      const busy = run(s, 'a', { run_gate: gate.path });
+      const busy = runTask(s, 'a', { run_gate: gate.path });
       await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 1);
-      const refused = await run(s, 'b');
+      const refused = await runTask(s, 'b');
       assert.match(
         errorOf(refused, 503, 'server_busy'),
         /cannot load model 'b': max_loaded_models=1 and every loaded model is busy; retry later/,
@@ -90,7 +88,7 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
       assert.equal((await modelStatus(s.url, 'b')).loaded, false);
       await gate.open();
       assert.equal((await busy).status, 200);
-      assert.equal((await run(s, 'b')).status, 200, 'once a is idle it can be evicted');
+      assert.equal((await runTask(s, 'b')).status, 200, 'once a is idle it can be evicted');
       assert.deepEqual(await loaded(s, ['a', 'b']), [false, true]);
     } finally {
       await s.close();
@@ -116,7 +114,7 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
     try {
       const { residency } = s.voxd.runtime;
       const gate = s.gate('a');
-      const busy = run(s, 'a', { run_gate: gate.path });
+      const busy = runTask(s, 'a', { run_gate: gate.path });
       await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 1);
       clock.advance(999);
       assert.deepEqual(await residency.sweepIdle(), [], 'nothing is idle for 1000 ms yet');
@@ -129,7 +127,7 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
       clock.advance(1000);
       assert.deepEqual(await residency.sweepIdle(), ['a']);
       assert.match(s.logs.join('\n'), /idle 1000 ms: unloaded 1 model\(s\): b/);
-      assert.equal(reportOf(await run(s, 'a')).generation, 2, 'a retired model reloads on its next request');
+      assert.equal(reportOf(await runTask(s, 'a')).generation, 2, 'a retired model reloads on its next request');
     } finally {
       await s.close();
     }
@@ -157,15 +155,15 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
       { freeMemoryMb: async () => free },
     );
     try {
-      const refused = await run(s, 'big');
+      const refused = await runTask(s, 'big');
       assert.match(
         errorOf(refused, 503, 'insufficient_memory'),
         /cannot load model 'big': 1500 MB free, the model needs about 600 MB and min_free_memory_mb=1000/,
       );
       assert.equal(s.fixture.record.of('big').length, 0);
-      assert.equal((await run(s, 'small')).status, 200);
+      assert.equal((await runTask(s, 'small')).status, 200);
       free = 2000;
-      assert.equal((await run(s, 'big')).status, 200, 'the guard reads free memory at each load');
+      assert.equal((await runTask(s, 'big')).status, 200, 'the guard reads free memory at each load');
     } finally {
       await s.close();
     }

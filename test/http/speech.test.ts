@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import {
+  badRequest,
   errorOf,
   fixtureModel,
   type HttpResult,
@@ -19,13 +20,6 @@ const SIX_DECIMALS = /^\d+\.\d{6}$/;
 
 /** Fixture tone length for a text: 120 ms plus 40 ms per character. */
 const toneSamples = (text: string, rate = RATE) => Math.round((rate * (120 + 40 * [...text].length)) / 1000);
-
-/** Asserts a 400 invalid_request_error whose message names every part. */
-function badRequest(res: HttpResult, ...parts: string[]): string {
-  const message = errorOf(res, 400, 'invalid_request_error');
-  for (const part of parts) assert.ok(message.includes(part), `"${part}" not in: ${message}`);
-  return message;
-}
 
 describe('POST /v1/audio/speech', () => {
   let server: TestServer;

@@ -4,6 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
+  badRequest,
   errorOf,
   fixtureModel,
   type HttpResult,
@@ -15,12 +16,6 @@ import {
 import { buildWav, readWavHeader, sine, smallWav } from './wav-helpers.js';
 
 const PATH = '/v1/tasks/run';
-
-function badRequest(res: HttpResult, ...parts: string[]): string {
-  const message = errorOf(res, 400, 'invalid_request_error');
-  for (const part of parts) assert.ok(message.includes(part), `"${part}" not in: ${message}`);
-  return message;
-}
 
 describe('POST /v1/tasks/run', () => {
   let server: TestServer;

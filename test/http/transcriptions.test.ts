@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
+  badRequest,
   errorOf,
   fixtureModel,
   type HttpResult,
@@ -17,12 +18,6 @@ import { buildWav, sine, smallWav } from './wav-helpers.js';
 
 const PATH = '/v1/audio/transcriptions';
 const SINE_RMS = (amplitude: number) => amplitude / Math.SQRT2;
-
-function badRequest(res: HttpResult, ...parts: string[]): string {
-  const message = errorOf(res, 400, 'invalid_request_error');
-  for (const part of parts) assert.ok(message.includes(part), `"${part}" not in: ${message}`);
-  return message;
-}
 
 interface Upload {
   data: Buffer;

@@ -1,11 +1,7 @@
-/**
- * A TTS session whose synthesis runs in its own worker thread: the event loop never waits on it,
- * a cancelled request really stops (the thread is terminated and a fresh one starts next time),
- * and nothing but plain data crosses the boundary.
- */
-import { Worker } from 'node:worker_threads';
+/** A TTS session: text and voice checks here, synthesis in its own thread (ThreadSession). */
 import { decodeWav } from '../../audio/wav-decode.js';
 import { invalidRequest } from '../../errors.js';
+import { ThreadSession } from '../thread-session.js';
 import type { EngineRequest, EngineResult, EngineSession, RunContext } from '../types.js';
 import type { SynthJob, SynthReply, SynthWorkerData } from './synth-worker.js';
 
@@ -31,72 +27,30 @@ function speedOf(options: Record<string, string>): number {
 }
 
 export class SynthSession implements EngineSession {
-  #worker: Worker | undefined;
-  #nextJob = 1;
+  readonly #thread: ThreadSession<Omit<SynthJob, 'id'>, SynthReply>;
 
   constructor(
     readonly id: string,
-    private readonly workerData: SynthWorkerData,
+    workerData: SynthWorkerData,
     private readonly voices: VoicePolicy,
-  ) {}
+  ) {
+    this.#thread = new ThreadSession(WORKER_URL, workerData);
+  }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
     const text = request.text ?? '';
     if (!SPEAKABLE.test(text)) throw invalidRequest('input: the text has no letters or digits to speak');
     const voice = request.voiceId ?? this.voices.defaultVoice;
     this.voices.check(voice);
-    const job: SynthJob = { id: this.#nextJob++, text, voice, speed: speedOf(request.options) };
-    const reply = await this.#post(job, signal);
+    const reply = await this.#thread.call({ text, voice, speed: speedOf(request.options) }, signal);
     if (!reply.ok) {
-      if (this.voices.isVoiceError(reply.message))
-        throw invalidRequest(`voice: "${voice}" is not available in this engine`);
+      if (this.voices.isVoiceError(reply.message)) throw invalidRequest(`voice: "${voice}" is not available in this engine`);
       throw new Error(reply.message);
     }
     return { audio: decodeWav(reply.wav) };
   }
 
-  async dispose(): Promise<void> {
-    const worker = this.#worker;
-    this.#worker = undefined;
-    await worker?.terminate();
-  }
-
-  #post(job: SynthJob, signal: AbortSignal): Promise<SynthReply> {
-    signal.throwIfAborted();
-    this.#worker ??= new Worker(WORKER_URL, { workerData: this.workerData, execArgv: ['--no-warnings'] });
-    const worker = this.#worker;
-    return new Promise<SynthReply>((resolve, reject) => {
-      const cleanup = () => {
-        worker.off('message', onMessage);
-        worker.off('error', onFailure);
-        worker.off('exit', onExit);
-        signal.removeEventListener('abort', onAbort);
-      };
-      const discard = () => {
-        if (this.#worker === worker) this.#worker = undefined;
-        void worker.terminate();
-      };
-      const onMessage = (reply: SynthReply) => {
-        if (reply.id !== job.id) return;
-        cleanup();
-        resolve(reply);
-      };
-      const onFailure = (err: Error) => {
-        cleanup();
-        discard();
-        reject(err);
-      };
-      const onExit = (code: number) => onFailure(new Error(`synthesis thread exited with code ${code}`));
-      const onAbort = () => {
-        cleanup();
-        discard();
-        reject(signal.reason);
-      };
-      worker.on('message', onMessage);
-      worker.on('error', onFailure);
-      worker.on('exit', onExit);
-      signal.addEventListener('abort', onAbort, { once: true });
-      worker.postMessage(job);
-    });
+  dispose(): Promise<void> {
+    return this.#thread.dispose();
   }
 }
