@@ -5,4 +5,5 @@
 export const EMBEDDED_MODELS: readonly Record<string, unknown>[] = [
   { id: 'espeak', family: 'espeak_tts', task: 'tts' },
   { id: 'flite', family: 'flite_tts', task: 'tts' },
+  { id: 'silero-vad', family: 'silero_vad', task: 'vad' },
 ];

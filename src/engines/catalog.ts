@@ -1,5 +1,6 @@
 /** The engine families this build of voxd knows, by the `family` name used in configs. */
 import { FixtureFamily } from './fixture/fixture-family.js';
+import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
 import type { EngineFamily } from './types.js';
 import { createEspeakFamily, createFliteFamily } from './wasm-tts/wasm-tts-family.js';
 
@@ -7,7 +8,12 @@ export type EngineCatalog = ReadonlyMap<string, EngineFamily>;
 
 /** A fresh catalogue: families keep per-process state (the fixture's record), so each server gets its own. */
 export function createEngineCatalog(): EngineCatalog {
-  const families: EngineFamily[] = [new FixtureFamily(), createFliteFamily(), createEspeakFamily()];
+  const families: EngineFamily[] = [
+    new FixtureFamily(),
+    createFliteFamily(),
+    createEspeakFamily(),
+    new SileroVadFamily(),
+  ];
   return new Map(families.map((family) => [family.name, family]));
 }
 

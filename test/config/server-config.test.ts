@@ -3,9 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { ConfigError } from '../../src/config/errors.js';
 import { type CliOverrides, loadServerConfig } from '../../src/config/server-config.js';
-import { showValue } from '../../src/errors.js';
 import { expectConfigError } from '../helpers/config.js';
 
 const knownFamilies = ['fixture', 'kokoro'];
@@ -144,13 +142,14 @@ test('a relative --config path resolves against the cwd', () => {
 });
 
 test('without --config: the embedded models, lazily loaded; base_dir is the cwd', () => {
-  const families = [...knownFamilies, 'espeak_tts', 'flite_tts'];
+  const families = [...knownFamilies, 'espeak_tts', 'flite_tts', 'silero_vad'];
   const { config } = loadServerConfig({ overrides: {}, knownFamilies: families });
   assert.deepEqual(
     config.models.map((m) => [m.id, m.family, m.task, m.lazy, m.path]),
     [
       ['espeak', 'espeak_tts', 'tts', true, ''],
       ['flite', 'flite_tts', 'tts', true, ''],
+      ['silero-vad', 'silero_vad', 'vad', true, ''],
     ],
   );
   assert.equal(config.lazy_load, true);

@@ -44,7 +44,8 @@ export class SynthSession implements EngineSession {
     this.voices.check(voice);
     const reply = await this.#thread.call({ text, voice, speed: speedOf(request.options) }, signal);
     if (!reply.ok) {
-      if (this.voices.isVoiceError(reply.message)) throw invalidRequest(`voice: "${voice}" is not available in this engine`);
+      if (this.voices.isVoiceError(reply.message))
+        throw invalidRequest(`voice: "${voice}" is not available in this engine`);
       throw new Error(reply.message);
     }
     return { audio: decodeWav(reply.wav) };
