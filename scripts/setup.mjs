@@ -1,5 +1,6 @@
-// Installs dependencies when missing or stale and compiles TypeScript, so that `npm start` and
-// `npm test` work on a fresh machine with only Node and npm.
+// Everything `npm start` and `npm test` need on a fresh Debian machine with Node and npm: the npm
+// dependencies (installed when missing or stale), the Debian packages of the embedded engines
+// (installed as root when missing), and the compiled TypeScript.
 import { execSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 
@@ -13,4 +14,29 @@ if (stale) {
   const cmd = existsSync('package-lock.json') ? 'npm ci' : 'npm install';
   execSync(`${cmd} --no-audit --no-fund`, { stdio: 'inherit' });
 }
+
+// pocketsphinx (speech recognition) comes from Debian: the library and its en-us model.
+const DEBIAN_PACKAGES = {
+  libpocketsphinx3: '/usr/lib/x86_64-linux-gnu/libpocketsphinx.so.3',
+  'pocketsphinx-en-us': '/usr/share/pocketsphinx/model/en-us/en-us.lm.bin',
+};
+const missing = Object.entries(DEBIAN_PACKAGES)
+  .filter(([, file]) => !existsSync(file))
+  .map(([name]) => name);
+if (missing.length > 0) {
+  const root = process.getuid?.() === 0;
+  const apt = existsSync('/usr/bin/apt-get');
+  if (root && apt) {
+    execSync('apt-get update', { stdio: 'inherit' });
+    execSync(
+      `DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing.join(' ')}`,
+      { stdio: 'inherit' },
+    );
+  } else {
+    console.warn(
+      `voxd: the pocketsphinx model will be unavailable until these Debian packages are installed: ${missing.join(' ')}`,
+    );
+  }
+}
+
 execSync('npx tsc -p tsconfig.json', { stdio: 'inherit' });

@@ -5,5 +5,6 @@
 export const EMBEDDED_MODELS: readonly Record<string, unknown>[] = [
   { id: 'espeak', family: 'espeak_tts', task: 'tts' },
   { id: 'flite', family: 'flite_tts', task: 'tts' },
+  { id: 'pocketsphinx', family: 'pocketsphinx_asr', task: 'asr' },
   { id: 'silero-vad', family: 'silero_vad', task: 'vad' },
 ];

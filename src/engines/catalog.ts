@@ -1,5 +1,6 @@
 /** The engine families this build of voxd knows, by the `family` name used in configs. */
 import { FixtureFamily } from './fixture/fixture-family.js';
+import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
 import type { EngineFamily } from './types.js';
 import { createEspeakFamily, createFliteFamily } from './wasm-tts/wasm-tts-family.js';
@@ -13,6 +14,7 @@ export function createEngineCatalog(): EngineCatalog {
     createFliteFamily(),
     createEspeakFamily(),
     new SileroVadFamily(),
+    new PocketsphinxFamily(),
   ];
   return new Map(families.map((family) => [family.name, family]));
 }

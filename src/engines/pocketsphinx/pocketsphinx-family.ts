@@ -1,0 +1,108 @@
+/**
+ * `pocketsphinx_asr`: English speech recognition with CMU pocketsphinx and Debian's en-us model
+ * (packages libpocketsphinx3 and pocketsphinx-en-us, which voxd's set-up installs). `path` may name
+ * another model folder laid out like /usr/share/pocketsphinx/model/en-us. Each session is a worker
+ * thread with its own decoder; sessions share the model files on disk.
+ */
+import { access } from 'node:fs/promises';
+import { join } from 'node:path';
+import { invalidRequest, VoxdError } from '../../errors.js';
+import { ThreadSession } from '../thread-session.js';
+import type {
+  EngineFamily,
+  EngineRequest,
+  EngineResult,
+  EngineSession,
+  LoadedModel,
+  LoadSpec,
+  ParamRow,
+  RunContext,
+} from '../types.js';
+import type { PsJob, PsReply, PsSettings } from './ps-worker.js';
+
+const WORKER_URL = new URL('./ps-worker.js', import.meta.url);
+export const DEFAULT_POCKETSPHINX_MODEL = '/usr/share/pocketsphinx/model/en-us';
+const CAPACITY = 4;
+const INSTALL_HINT =
+  'install the Debian packages libpocketsphinx3 and pocketsphinx-en-us (npm start and npm test do this as root)';
+
+type Job = PsJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
+
+class PocketsphinxSession implements EngineSession {
+  readonly #thread: ThreadSession<Job, PsReply>;
+
+  constructor(
+    readonly id: string,
+    settings: PsSettings,
+  ) {
+    this.#thread = new ThreadSession(WORKER_URL, settings);
+  }
+
+  /** Starts the thread and loads its decoder now, so a broken model fails the load, not a request. */
+  async start(signal: AbortSignal): Promise<void> {
+    const reply = await this.#thread.call({ kind: 'ping' }, signal);
+    if (!reply.ok) throw new Error(reply.message);
+  }
+
+  async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+    if (!request.audio) throw invalidRequest("'audio' is required: speech recognition needs input audio");
+    const { samples } = request.audio;
+    const pcm = new Int16Array(samples.length);
+    for (let i = 0; i < samples.length; i++)
+      pcm[i] = Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767);
+    const reply = await this.#thread.call({ kind: 'decode', pcm }, signal, [pcm.buffer]);
+    if (!reply.ok) throw new Error(reply.message);
+    return { text: reply.text, language: 'en' };
+  }
+
+  dispose(): Promise<void> {
+    return this.#thread.dispose();
+  }
+}
+
+export class PocketsphinxFamily implements EngineFamily {
+  readonly name = 'pocketsphinx_asr';
+  readonly tasks = ['asr'] as const;
+  readonly backends = ['cpu'] as const;
+  readonly maxCapacity = CAPACITY;
+  readonly params: readonly ParamRow[] = [];
+  #sessions = 0;
+
+  async estimateFootprint(): Promise<number> {
+    return 120 * 1024 * 1024;
+  }
+
+  async load(spec: LoadSpec, signal: AbortSignal): Promise<LoadedModel> {
+    const dir = spec.path || DEFAULT_POCKETSPHINX_MODEL;
+    const settings: PsSettings = {
+      hmm: join(dir, 'en-us'),
+      lm: join(dir, 'en-us.lm.bin'),
+      dict: join(dir, 'cmudict-en-us.dict'),
+    };
+    for (const file of Object.values(settings)) {
+      try {
+        await access(file);
+      } catch {
+        throw new VoxdError(
+          'E_INVALID_REQUEST',
+          `model '${spec.modelId}': pocketsphinx model file not found: ${file}; ${INSTALL_HINT}`,
+        );
+      }
+    }
+    return {
+      capacity: CAPACITY,
+      audioInput: { sampleRate: 16000, channels: 1 },
+      createSession: async () => {
+        const session = new PocketsphinxSession(`${spec.modelId}#${++this.#sessions}`, settings);
+        try {
+          await session.start(signal);
+        } catch (err) {
+          await session.dispose();
+          throw err;
+        }
+        return session;
+      },
+      dispose: async () => {},
+    };
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Worker thread of one pocketsphinx session: its own decoder (about 110 MB) over the shared model
+ * files, driven through koffi. The library calls are synchronous, which is fine on this thread.
+ */
+import { createRequire } from 'node:module';
+import { parentPort, workerData } from 'node:worker_threads';
+
+export interface PsSettings {
+  hmm: string;
+  lm: string;
+  dict: string;
+}
+
+export type PsJob = { id: number; kind: 'ping' } | { id: number; kind: 'decode'; pcm: Int16Array };
+export type PsReply = { id: number; ok: true; text: string } | { id: number; ok: false; message: string };
+
+type Fn = (...args: unknown[]) => unknown;
+interface Koffi {
+  load(path: string): { func(signature: string): Fn };
+}
+
+const settings = workerData as PsSettings;
+const koffi = createRequire(import.meta.url)('koffi') as Koffi;
+const ps = koffi.load('libpocketsphinx.so.3');
+const sphinxbase = koffi.load('libsphinxbase.so.3');
+// The library logs every step to stderr unless told otherwise.
+sphinxbase.func('int err_set_logfile(const char *path)')('/dev/null');
+const argv = ['-hmm', settings.hmm, '-lm', settings.lm, '-dict', settings.dict];
+const config = sphinxbase.func(
+  'void *cmd_ln_parse_r(void *inout, void *defn, int argc, const char **argv, int strict)',
+)(null, ps.func('void *ps_args()')(), argv.length, argv, 1);
+if (!config) throw new Error('pocketsphinx rejected its model configuration');
+const decoder = ps.func('void *ps_init(void *config)')(config);
+if (!decoder) throw new Error(`pocketsphinx could not load the model in ${settings.hmm}`);
+const startUtt = ps.func('int ps_start_utt(void *ps)');
+const processRaw = ps.func(
+  'int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)',
+);
+const endUtt = ps.func('int ps_end_utt(void *ps)');
+const getHyp = ps.func('const char *ps_get_hyp(void *ps, _Out_ int *score)');
+
+function decode(pcm: Int16Array): string {
+  if (pcm.length === 0) return '';
+  if ((startUtt(decoder) as number) < 0) throw new Error('pocketsphinx could not start an utterance');
+  processRaw(decoder, pcm, pcm.length, 0, 1);
+  endUtt(decoder);
+  return ((getHyp(decoder, [0]) as string | null) ?? '').trim();
+}
+
+parentPort!.on('message', (job: PsJob) => {
+  try {
+    const text = job.kind === 'decode' ? decode(job.pcm) : '';
+    parentPort!.postMessage({ id: job.id, ok: true, text } satisfies PsReply);
+  } catch (err) {
+    parentPort!.postMessage({
+      id: job.id,
+      ok: false,
+      message: err instanceof Error ? err.message : String(err),
+    } satisfies PsReply);
+  }
+});

@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { resample } from '../../../src/audio/convert.js';
+import { decodeWav } from '../../../src/audio/wav-decode.js';
+import { encodeWav } from '../../../src/audio/wav-encode.js';
+import { errorOf, post, request, startServer, type TestServer } from '../../helpers/voxd.js';
+
+const SENTENCES = [
+  'Please bring the blue umbrella when you leave the house.',
+  'The train to the city leaves every hour in the morning.',
+  'My brother likes to read a good book before he goes to sleep.',
+  'We should buy fresh bread and milk at the market today.',
+  'The children played in the garden until it started to rain.',
+  'Can you tell me where the nearest post office is?',
+  'She opened the window because the room was too warm.',
+  'Our neighbors are planning a small party on the weekend.',
+  'He forgot his keys on the kitchen table again.',
+  'The doctor said I should drink more water every day.',
+];
+
+const words = (text: string) =>
+  text
+    .toLowerCase()
+    .replace(/[^a-z' ]/g, ' ')
+    .split(/\s+/)
+    .filter(Boolean);
+
+/** Word-level edit distance. */
+function errors(reference: string[], hypothesis: string[]): number {
+  let previous = Array.from({ length: hypothesis.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= reference.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= hypothesis.length; j++) {
+      row[j] = Math.min(
+        previous[j]! + 1,
+        row[j - 1]! + 1,
+        previous[j - 1]! + (reference[i - 1] === hypothesis[j - 1] ? 0 : 1),
+      );
+    }
+    previous = row;
+  }
+  return previous[hypothesis.length]!;
+}
+
+describe('pocketsphinx_asr', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startServer(
+      {
+        busy_timeout_ms: 0,
+        models: [
+          { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true, slots: 2 },
+          { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', lazy: true, slots: 2 },
+        ],
+      },
+      { parallel: true },
+    );
+  });
+  after(() => s.close());
+
+  const transcribe = async (wav: Buffer, filename = 'a.wav') => {
+    const form = new FormData();
+    form.set('model', 'asr');
+    form.set('file', new Blob([wav]), filename);
+    return request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
+  };
+
+  test('round trip: 10 sentences spoken by flite kal16 are transcribed with a word error rate of at most 10 %', async () => {
+    let wrong = 0;
+    let total = 0;
+    const hypotheses = await Promise.all(
+      SENTENCES.map(async (sentence) => {
+        const speech = await post(s.url, '/v1/audio/speech', {
+          model: 'flite',
+          input: sentence,
+          voice: 'kal16',
+        });
+        assert.equal(speech.status, 200);
+        const res = await transcribe(speech.body);
+        assert.equal(res.status, 200, res.body.toString());
+        return res.json.text as string;
+      }),
+    );
+    for (const [i, sentence] of SENTENCES.entries()) {
+      wrong += errors(words(sentence), words(hypotheses[i]!));
+      total += words(sentence).length;
+    }
+    const wer = wrong / total;
+    assert.ok(wer <= 0.1, `WER ${(wer * 100).toFixed(1)} %: ${hypotheses.join(' | ')}`);
+  });
+
+  test('the same speech as 44.1 kHz stereo gives the same transcript', async () => {
+    const speech = await post(s.url, '/v1/audio/speech', {
+      model: 'flite',
+      input: SENTENCES[0],
+      voice: 'kal16',
+    });
+    const mono = decodeWav(speech.body);
+    const hi = resample(mono, 44100);
+    const stereo = new Float32Array(hi.samples.length * 2);
+    hi.samples.forEach((x, i) => {
+      stereo[2 * i] = x;
+      stereo[2 * i + 1] = x;
+    });
+    const a = await transcribe(speech.body);
+    const b = await transcribe(encodeWav({ samples: stereo, sampleRate: 44100, channels: 2 }));
+    assert.equal(b.status, 200);
+    const wer = errors(words(a.json.text), words(b.json.text)) / words(a.json.text).length;
+    assert.ok(wer <= 0.2, `${a.json.text} | ${b.json.text}`);
+  });
+
+  test('silence and a 1-sample file give an empty transcript; a corrupt WAV is a 400', async () => {
+    const silent = await transcribe(
+      encodeWav({ samples: new Float32Array(32000), sampleRate: 16000, channels: 1 }),
+    );
+    assert.equal(silent.status, 200);
+    assert.equal(silent.json.text, '');
+    const one = await transcribe(
+      encodeWav({ samples: new Float32Array([0.2]), sampleRate: 16000, channels: 1 }),
+    );
+    assert.equal(one.status, 200);
+    assert.equal(typeof one.json.text, 'string');
+    assert.match(
+      errorOf(await transcribe(Buffer.from('RIFF....garbage')), 400, 'invalid_request_error'),
+      /file:/,
+    );
+  });
+
+  test('a missing model folder is a clear error naming the file and the packages', async () => {
+    const bad = await startServer({
+      models: [{ id: 'x', family: 'pocketsphinx_asr', task: 'asr', lazy: true, path: '/nonexistent/en-us' }],
+    });
+    try {
+      const res = await post(bad.url, '/v1/tasks/run', {
+        model: 'x',
+        audio_base64: encodeWav({ samples: new Float32Array(160), sampleRate: 16000, channels: 1 }).toString(
+          'base64',
+        ),
+      });
+      assert.match(
+        errorOf(res, 400, 'invalid_request_error'),
+        /not found: \/nonexistent\/en-us\/en-us.*pocketsphinx-en-us/,
+      );
+    } finally {
+      await bad.close();
+    }
+  });
+});
