@@ -3,10 +3,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { ConfigError } from '../../src/config/errors.js';
 import { type ModelContext, parseModelConfig } from '../../src/config/model-config.js';
 import { TASK_TOKENS } from '../../src/config/types.js';
-import { showValue } from '../../src/errors.js';
 import { expectConfigError } from '../helpers/config.js';
 
 const baseDir = mkdtempSync(path.join(tmpdir(), 'voxd-model-'));

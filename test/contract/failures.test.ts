@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
 import {
   errorOf,
   fixtureModel,
@@ -18,87 +17,22 @@ import {
   startServer,
   waitUntil,
 } from '../helpers/voxd.js';
-import { type ContractServer, contractServer } from './harness.js';
-
-const COUNTS = [1, 2, 4];
-const range = (n: number) => Array.from({ length: n }, (_, i) => i);
-
-/** Fails when `promise` has not settled within `ms` (a deadline, never a sleep). */
-async function within<T>(promise: Promise<T>, what: string, ms = 3000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-interface Fields {
-  loaded: boolean;
-  state: string;
-  slots: number;
-  active_slots: number;
-  queued_requests: number;
-  max_parallel_slots: number | null;
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: arbitrary JSON
-function pick(s: any): Fields {
-  return {
-    loaded: s.loaded,
-    state: s.state,
-    slots: s.slots,
-    active_slots: s.active_slots,
-    queued_requests: s.queued_requests,
-    max_parallel_slots: s.max_parallel_slots,
-  };
-}
-
-async function fields(c: ContractServer, id: string): Promise<Fields> {
-  const s = await c.status(id);
-  assert.ok(s, `${id} is listed in GET /v1/models`);
-  return pick(s);
-}
-
-const readyIdle = (n: number): Fields => ({
-  loaded: true,
-  state: 'ready',
-  slots: n,
-  active_slots: 0,
-  queued_requests: 0,
-  max_parallel_slots: n,
-});
-const unloadedIdle = (n: number): Fields => ({
-  loaded: false,
-  state: 'unloaded',
-  slots: n,
-  active_slots: 0,
-  queued_requests: 0,
-  max_parallel_slots: null,
-});
-
-function fmt(e: FixtureEvent): string {
-  return 'slot' in e ? `${e.type}:${e.generation}:${e.slot}` : `${e.type}:${e.generation}`;
-}
-
-/** Loads, session creations/failures and disposals of a model, in order (runs left out). */
-function lifecycle(c: ContractServer, id: string): string[] {
-  return c
-    .events(id)
-    .filter((e) => e.type !== 'run-start' && e.type !== 'run-end')
-    .map(fmt);
-}
-
-const loadOf = (g: number, n: number) => [`load:${g}`, ...range(n).map((i) => `session-created:${g}:${i}`)];
-const disposeSessions = (g: number, n: number) =>
-  range(n)
-    .reverse()
-    .map((i) => `session-disposed:${g}:${i}`);
-const teardownOf = (g: number, n: number) => [...disposeSessions(g, n), `weights-disposed:${g}`];
-const probeOf = (g: number) => [`load:${g}`, `weights-disposed:${g}`];
+import {
+  COUNTS,
+  disposeSessions,
+  lifecycle,
+  listed,
+  loadOf,
+  pick,
+  probeOf,
+  range,
+  readyView,
+  teardownOf,
+  unloadedView,
+  view,
+  within,
+} from './assertions.js';
+import { contractServer } from './harness.js';
 
 type Failure = { option: 'fail_load' | 'null_primary' } | { option: 'fail_clone_at'; at: number };
 
@@ -135,10 +69,6 @@ const FAILURES_AT = (n: number): Failure[] => [
   { option: 'null_primary' },
   ...range(n - 1).map((i): Failure => ({ option: 'fail_clone_at', at: i + 1 })),
 ];
-
-async function listed(url: string): Promise<string[]> {
-  return (await get(url, '/v1/models')).json.data.map((m: { id: string }) => m.id);
-}
 
 describe('failure: invalid metadata and capacity', () => {
   for (const n of COUNTS) {
@@ -184,7 +114,7 @@ describe('failure: invalid metadata and capacity', () => {
         const report = reportOf(await c.infer('M'));
         assert.equal(report.generation, 1, 'the working pool still serves');
         assert.deepEqual(report.session_options, {});
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
       } finally {
         await c.close();
       }
@@ -208,7 +138,7 @@ describe('failure: invalid metadata and capacity', () => {
         assert.match(message, /slots=5 exceeds the capacity 4/);
         const again = errorOf(await c.register('M', { slots: 16 }), 400, 'invalid_request_error');
         assert.match(again, /slots=16 exceeds the capacity 4/);
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'live capacity reused: no probe, no teardown');
         assert.equal(c.snapshot('M').managerActive, false, 'the manager lease was released');
         const report = reportOf(await within(c.infer('M'), 'a request after the refusal'));
@@ -221,16 +151,16 @@ describe('failure: invalid metadata and capacity', () => {
           loaded: true,
           reconfigured: true,
         });
-        assert.deepEqual(await fields(c, 'M'), readyIdle(resize));
+        assert.deepEqual(await view(c, 'M'), readyView(resize));
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n), ...loadOf(2, resize)]);
 
         // An unloaded registration has no live capacity: a private probe refuses it, nothing else changes.
         const probe = errorOf(await c.register('U', { slots: 5 }), 400, 'invalid_request_error');
         assert.match(probe, /slots=5 exceeds the capacity 4/);
-        assert.deepEqual(await fields(c, 'U'), unloadedIdle(n));
+        assert.deepEqual(await view(c, 'U'), unloadedView(n));
         assert.deepEqual(lifecycle(c, 'U'), probeOf(1));
         assert.equal(reportOf(await c.infer('U')).generation, 2);
-        assert.deepEqual(await fields(c, 'U'), readyIdle(n));
+        assert.deepEqual(await view(c, 'U'), readyView(n));
       } finally {
         await c.close();
       }
@@ -255,9 +185,9 @@ describe('failure: capacity probe', () => {
         const reg = c.register('M', { load_options: { capacity: '4', variant: 'next' } });
         await waitUntil('M is reconfiguring', () => c.entry('M').activity === 'reconfiguring');
         // The probe waits on the load gate: the old pool is still published and untouched.
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), state: 'reconfiguring' });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), state: 'reconfiguring' });
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
-        assert.equal((await fields(c, 'B')).loaded, true, 'nothing is evicted for the probe');
+        assert.equal((await view(c, 'B')).loaded, true, 'nothing is evicted for the probe');
         await c.load('M').open();
         assert.deepEqual((await within(reg, 'the reconfiguration')).json, {
           id: 'M',
@@ -270,8 +200,8 @@ describe('failure: capacity probe', () => {
           ...teardownOf(1, n),
           ...loadOf(3, n),
         ]);
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
-        assert.deepEqual(await fields(c, 'B'), readyIdle(1), 'B stayed resident');
+        assert.deepEqual(await view(c, 'M'), readyView(n));
+        assert.deepEqual(await view(c, 'B'), readyView(1), 'B stayed resident');
         assert.equal(c.count('B', 'weights-disposed'), 0);
         assert.equal(reportOf(await c.infer('M')).load_options.variant, 'next');
       } finally {
@@ -289,7 +219,7 @@ describe('failure: capacity probe', () => {
           new RegExp(`slots=${n} exceeds the capacity 1`),
         );
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...probeOf(2)], 'old sessions never touched');
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
         assert.ok(c.entry('M').scheduler.idle, 'the manager lease was released');
         const report = reportOf(await c.infer('M'));
         assert.equal(report.generation, 1);
@@ -306,7 +236,7 @@ describe('failure: capacity probe', () => {
         const res = await c.register('M', { load_options: { fail_load: 'true' } });
         assert.match(errorOf(res, 500, 'server_error'), /capacity probe of model 'M' failed/);
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), 'load-failed:2']);
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
         const report = reportOf(await c.infer('M'));
         assert.equal(report.generation, 1);
         assert.equal(report.load_options.fail_load, undefined);
@@ -322,7 +252,7 @@ describe('failure: capacity probe', () => {
         const resize = n === 2 ? 4 : 2;
         assert.equal((await c.register('M', { slots: resize })).status, 200);
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n), ...loadOf(2, resize)]);
-        assert.deepEqual(await fields(c, 'M'), readyIdle(resize));
+        assert.deepEqual(await view(c, 'M'), readyView(resize));
       } finally {
         await c.close();
       }
@@ -335,7 +265,7 @@ describe('failure: capacity probe', () => {
       await c.ready('M');
       assert.equal((await c.register('M', { load_options: { variant: 'next' } })).status, 200);
       assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, 1), ...teardownOf(1, 1), ...loadOf(2, 1)]);
-      assert.deepEqual(await fields(c, 'M'), readyIdle(1));
+      assert.deepEqual(await view(c, 'M'), readyView(1));
     } finally {
       await c.close();
     }
@@ -363,17 +293,17 @@ describe('failure: loads', () => {
           const expected = [...loadOf(1, n), ...probe, ...teardownOf(1, n), ...failedBuild(g, f)];
           assert.deepEqual(lifecycle(c, 'M'), expected, 'old weights are not kept; no partial pool');
           const status = (await get(c.url, '/v1/models?include_session_options=true')).json.data[0];
-          assert.deepEqual(pick(status), unloadedIdle(n));
+          assert.deepEqual(pick(status), unloadedView(n));
           assert.deepEqual(status.session_options, { tag: 'new' }, 'the new configuration is committed');
           assert.ok(c.entry('M').scheduler.idle, 'the manager lease was released');
           // The next request retries the load of the new configuration.
           assert.match(errorOf(await c.infer('M'), 500, 'server_error'), failureMessage(f, 'M'));
           expected.push(...failedBuild(g + 1, f));
           assert.deepEqual(lifecycle(c, 'M'), expected);
-          assert.deepEqual(await fields(c, 'M'), unloadedIdle(n));
+          assert.deepEqual(await view(c, 'M'), unloadedView(n));
           // A corrected registration loads.
           assert.equal((await c.register('M', { load_options: { variant: 'fixed' } })).status, 200);
-          assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+          assert.deepEqual(await view(c, 'M'), readyView(n));
           assert.equal(reportOf(await c.infer('M')).load_options.variant, 'fixed');
         } finally {
           await c.close();
@@ -397,7 +327,7 @@ describe('failure: loads', () => {
           }
           const expected = failedBuild(1, f);
           assert.deepEqual(lifecycle(c, 'M'), expected);
-          assert.deepEqual(await fields(c, 'M'), unloadedIdle(n));
+          assert.deepEqual(await view(c, 'M'), unloadedView(n));
           assert.ok(c.entry('M').scheduler.idle, 'leases and the initialisation pin are released');
           assert.equal(c.count('M', 'run-start'), 0);
           // A retry is allowed (and fails the same way while the fault is configured).
@@ -409,7 +339,7 @@ describe('failure: loads', () => {
           assert.deepEqual(fixed.json, { id: 'M', loaded: true, reconfigured: true });
           expected.push(...(n > 1 ? [...probeOf(3), ...loadOf(4, n)] : loadOf(3, n)));
           assert.deepEqual(lifecycle(c, 'M'), expected);
-          assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+          assert.deepEqual(await view(c, 'M'), readyView(n));
           assert.equal(reportOf(await c.infer('M')).generation, n > 1 ? 4 : 3);
         } finally {
           await c.close();
@@ -426,11 +356,11 @@ describe('failure: loads', () => {
         const res = await post(c.url, '/v1/models/load', body);
         assert.match(errorOf(res, 500, 'server_error'), failureMessage(f, 'N'));
         assert.deepEqual(lifecycle(c, 'N'), failedBuild(1, f));
-        assert.deepEqual(await fields(c, 'N'), unloadedIdle(2));
+        assert.deepEqual(await view(c, 'N'), unloadedView(2));
         assert.ok(c.entry('N').scheduler.idle, 'the registration lease was released');
         const fixed = await post(c.url, '/v1/models/load', { ...c.body('M'), id: 'N' });
         assert.equal(fixed.status, 200, fixed.body.toString());
-        assert.deepEqual(await fields(c, 'N'), readyIdle(2));
+        assert.deepEqual(await view(c, 'N'), readyView(2));
       } finally {
         await c.close();
       }
@@ -455,7 +385,7 @@ describe('failure: execution and publication', () => {
           ends.map((e) => e.outcome),
           ['failed'],
         );
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n - 1 });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n - 1 });
         await others?.gate.open();
         for (const res of await Promise.all(others?.requests ?? [])) assert.equal(res.status, 200);
 
@@ -475,11 +405,11 @@ describe('failure: execution and publication', () => {
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n), ...loadOf(2, n)]);
         // Every slot of the fresh pool is usable.
         const all = await c.running('M', n);
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n });
         await all.gate.open();
         const sessions = (await Promise.all(all.requests)).map((r) => reportOf(r).session);
         assert.equal(new Set(sessions).size, n);
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
       } finally {
         await c.close();
       }
@@ -526,7 +456,7 @@ describe('failure: execution and publication', () => {
       // The same id registers cleanly afterwards.
       assert.equal((await post(c.url, '/v1/models/load', base)).status, 200);
       assert.equal(await health(), 2);
-      assert.deepEqual(await fields(c, 'N'), readyIdle(2));
+      assert.deepEqual(await view(c, 'N'), readyView(2));
     } finally {
       await c.close();
     }
@@ -548,7 +478,7 @@ describe('failure: residency, teardown', () => {
         const { gate, requests } = await c.running('A', 1);
         const refused = await within(c.infer('B'), 'the refused load');
         assert.match(errorOf(refused, 503, 'server_busy'), /max_loaded_models=1/);
-        assert.deepEqual(await fields(c, 'B'), unloadedIdle(n));
+        assert.deepEqual(await view(c, 'B'), unloadedView(n));
         assert.equal(c.events('B').length, 0, 'no weights or sessions were built for B');
         // A new registration is refused the same way and stays registered, unloaded.
         const reg = await within(
@@ -556,15 +486,15 @@ describe('failure: residency, teardown', () => {
           'registering C',
         );
         errorOf(reg, 503, 'server_busy');
-        assert.deepEqual(await fields(c, 'C'), unloadedIdle(n));
+        assert.deepEqual(await view(c, 'C'), unloadedView(n));
         assert.equal(c.events('C').length, 0);
-        assert.deepEqual(await fields(c, 'A'), { ...readyIdle(1), active_slots: 1 }, 'A keeps running');
+        assert.deepEqual(await view(c, 'A'), { ...readyView(1), active_slots: 1 }, 'A keeps running');
         await gate.open();
         assert.equal((await requests[0]!).status, 200);
         // Once A is idle it is evicted and B loads.
         assert.equal(reportOf(await c.infer('B')).generation, 1);
-        assert.deepEqual(await fields(c, 'B'), readyIdle(n));
-        assert.deepEqual(await fields(c, 'A'), unloadedIdle(1));
+        assert.deepEqual(await view(c, 'B'), readyView(n));
+        assert.deepEqual(await view(c, 'A'), unloadedView(1));
       } finally {
         await c.close();
       }
@@ -584,12 +514,12 @@ describe('failure: residency, teardown', () => {
         const run = () => post(s.url, '/v1/tasks/run', { model: 'M', request: { text: 'x' } });
         const refused = await run();
         assert.match(errorOf(refused, 503, 'insufficient_memory'), /min_free_memory_mb=1000/);
-        assert.deepEqual(pick(await modelStatus(s.url, 'M')), unloadedIdle(n));
+        assert.deepEqual(pick(await modelStatus(s.url, 'M')), unloadedView(n));
         assert.equal(s.fixture.record.of('M').length, 0, 'nothing was loaded');
         assert.ok(s.voxd.runtime.get('M').scheduler.idle);
         freeMb = 2000;
         assert.equal(reportOf(await run()).generation, 1);
-        assert.deepEqual(pick(await modelStatus(s.url, 'M')), readyIdle(n));
+        assert.deepEqual(pick(await modelStatus(s.url, 'M')), readyView(n));
         assert.equal(s.fixture.record.of('M', 'session-created').length, n);
       } finally {
         await s.close();
@@ -616,8 +546,8 @@ describe('failure: residency, teardown', () => {
       assert.equal((await run('A')).status, 200);
       freeMb = 1200;
       errorOf(await run('B'), 503, 'insufficient_memory');
-      assert.deepEqual(pick(await modelStatus(s.url, 'A')), unloadedIdle(2), 'A stays evicted');
-      assert.deepEqual(pick(await modelStatus(s.url, 'B')), unloadedIdle(2));
+      assert.deepEqual(pick(await modelStatus(s.url, 'A')), unloadedView(2), 'A stays evicted');
+      assert.deepEqual(pick(await modelStatus(s.url, 'B')), unloadedView(2));
       assert.equal(s.fixture.record.of('B').length, 0);
     } finally {
       await s.close();
@@ -634,7 +564,7 @@ describe('failure: residency, teardown', () => {
         await Promise.all([c.ready('A'), c.ready('B')]);
         const { request: unload } = await c.unloading('A');
         await waitUntil('the sessions are disposed', () => c.count('A', 'session-disposed') === n);
-        assert.deepEqual(await fields(c, 'A'), { ...unloadedIdle(n), state: 'unloading' });
+        assert.deepEqual(await view(c, 'A'), { ...unloadedView(n), state: 'unloading' });
         assert.deepEqual(
           lifecycle(c, 'A'),
           [...loadOf(1, n), ...disposeSessions(1, n)],
@@ -644,8 +574,8 @@ describe('failure: residency, teardown', () => {
         await waitUntil('the request queues', () => c.snapshot('A').queuedRequests === 1);
         const second = c.unload('A');
         await waitUntil('the second unload queues', () => c.snapshot('A').queuedManagers === 1);
-        assert.deepEqual(await fields(c, 'A'), {
-          ...unloadedIdle(n),
+        assert.deepEqual(await view(c, 'A'), {
+          ...unloadedView(n),
           state: 'unloading',
           queued_requests: 1,
         });
@@ -666,7 +596,7 @@ describe('failure: residency, teardown', () => {
           ...loadOf(2, n),
           ...teardownOf(2, n),
         ]);
-        assert.deepEqual(await fields(c, 'A'), unloadedIdle(n));
+        assert.deepEqual(await view(c, 'A'), unloadedView(n));
       } finally {
         await c.close();
       }

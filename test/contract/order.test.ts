@@ -4,85 +4,22 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
 import { errorOf, type HttpResult, post, reportOf, waitUntil } from '../helpers/voxd.js';
+import {
+  COUNTS,
+  fmt,
+  lifecycle,
+  loadOf,
+  probeOf,
+  queued,
+  range,
+  readyView,
+  teardownOf,
+  unloadedView,
+  view,
+  within,
+} from './assertions.js';
 import { type ContractServer, contractServer, type ToggleGate } from './harness.js';
-
-const COUNTS = [1, 2, 4];
-const range = (n: number) => Array.from({ length: n }, (_, i) => i);
-
-/** Fails when `promise` has not settled within `ms` (a deadline, never a sleep). */
-async function within<T>(promise: Promise<T>, what: string, ms = 3000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-interface Fields {
-  loaded: boolean;
-  state: string;
-  slots: number;
-  active_slots: number;
-  queued_requests: number;
-  max_parallel_slots: number | null;
-}
-
-async function fields(c: ContractServer, id: string): Promise<Fields> {
-  const s = await c.status(id);
-  assert.ok(s, `${id} is listed in GET /v1/models`);
-  return {
-    loaded: s.loaded,
-    state: s.state,
-    slots: s.slots,
-    active_slots: s.active_slots,
-    queued_requests: s.queued_requests,
-    max_parallel_slots: s.max_parallel_slots,
-  };
-}
-
-const readyIdle = (n: number): Fields => ({
-  loaded: true,
-  state: 'ready',
-  slots: n,
-  active_slots: 0,
-  queued_requests: 0,
-  max_parallel_slots: n,
-});
-const unloadedIdle = (n: number): Fields => ({
-  loaded: false,
-  state: 'unloaded',
-  slots: n,
-  active_slots: 0,
-  queued_requests: 0,
-  max_parallel_slots: null,
-});
-
-function fmt(e: FixtureEvent): string {
-  return 'slot' in e ? `${e.type}:${e.generation}:${e.slot}` : `${e.type}:${e.generation}`;
-}
-
-/** Loads, session creations and disposals of a model, in order (runs left out). */
-function lifecycle(c: ContractServer, id: string): string[] {
-  return c
-    .events(id)
-    .filter((e) => e.type !== 'run-start' && e.type !== 'run-end')
-    .map(fmt);
-}
-
-const loadOf = (g: number, n: number) => [`load:${g}`, ...range(n).map((i) => `session-created:${g}:${i}`)];
-const teardownOf = (g: number, n: number) => [
-  ...range(n)
-    .reverse()
-    .map((i) => `session-disposed:${g}:${i}`),
-  `weights-disposed:${g}`,
-];
-const probeOf = (g: number) => [`load:${g}`, `weights-disposed:${g}`];
 
 /**
  * What the fixture record of one model must show for a sequence of operations: generations count
@@ -179,12 +116,6 @@ async function gated(
   return { gates, requests };
 }
 
-const queued = (c: ContractServer, id: string, requests: number, managers = 0) =>
-  waitUntil(
-    `${id} has ${requests} queued request(s) and ${managers} queued manager(s)`,
-    () => c.snapshot(id).queuedRequests === requests && c.snapshot(id).queuedManagers === managers,
-  );
-
 /**
  * Starts the registration of a new id `N` (built from M's body, so M's closed load gate holds its
  * first load) and waits until the entry is published under its registration lease.
@@ -207,8 +138,8 @@ describe('arrival order: request then request', () => {
         await c.load('M').close();
         const first = await gated(c, 'M', n, 'R');
         await waitUntil('all slots admitted during the load', () => c.snapshot('M').activeRequests === n);
-        assert.deepEqual(await fields(c, 'M'), {
-          ...unloadedIdle(n),
+        assert.deepEqual(await view(c, 'M'), {
+          ...unloadedView(n),
           state: 'loading',
           active_slots: n,
         });
@@ -216,7 +147,7 @@ describe('arrival order: request then request', () => {
         await queued(c, 'M', 2);
         await c.load('M').open();
         await c.waitCount('M', 'run-start', n);
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 2 });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 2 });
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'one shared initialisation');
         const sessions = new Set(c.events('M', 'run-start').map((e) => (e as { session: string }).session));
         assert.equal(sessions.size, n, 'each admitted request owns its own session');
@@ -225,19 +156,19 @@ describe('arrival order: request then request', () => {
         await first.gates[0]!.open();
         const r0 = reportOf(await first.requests[0]!);
         await c.waitCount('M', 'run-start', n + 1);
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         // Q0 can finish while Q1's gate stays closed only if Q0, not Q1, holds the freed slot.
         await later.gates[0]!.open();
         const q0 = reportOf(await within(later.requests[0]!, 'Q0, the older queued request'));
         assert.equal(q0.options.tag, 'Q0');
         assert.equal(q0.session, r0.session, 'Q0 is bound to the session R0 released');
         await c.waitCount('M', 'run-start', n + 2);
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 0 });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 0 });
         await Promise.all([...first.gates, ...later.gates].map((g) => g.open()));
         const rest = await Promise.all([...first.requests.slice(1), later.requests[1]!]);
         for (const res of rest) assert.equal(reportOf(res).generation, 1);
         assert.equal(reportOf(rest[rest.length - 1]!).session, q0.session, 'Q1 got the slot Q0 left');
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'no further loads or disposals');
       } finally {
         await c.close();
@@ -259,7 +190,7 @@ describe('arrival order: request then manager', () => {
           await queued(c, 'M', 0, 1);
           const late = c.infer('M', { tag: 'late' });
           await queued(c, 'M', 1, 1);
-          assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: 1, queued_requests: 1 });
+          assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: 1, queued_requests: 1 });
           assert.equal(c.count('M', 'run-start'), 1, `${n - 1} spare slot(s) stay unused behind the manager`);
           assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'the manager has not started');
 
@@ -273,7 +204,7 @@ describe('arrival order: request then manager', () => {
           assert.equal(report.generation, expected.loadedGen, 'the later request runs after the manager');
           assert.equal(report.load_options.variant, kind === 'reconfigure' ? 'next' : undefined);
           assert.deepEqual(lifecycle(c, 'M'), expected.events);
-          assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+          assert.deepEqual(await view(c, 'M'), readyView(n));
         } finally {
           await c.close();
         }
@@ -292,7 +223,7 @@ describe('arrival order: request then manager', () => {
           await queued(c, 'M', 1, 1);
           const late = c.infer('M', { tag: 'late' });
           await queued(c, 'M', 2, 1);
-          assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 2 });
+          assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 2 });
 
           await gate.open();
           for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
@@ -315,7 +246,7 @@ describe('arrival order: request then manager', () => {
             all.slice(managerStart).every((e) => !e.startsWith('run-') || !e.includes(':1:')),
             `no old-pool run after the manager started: ${all.join(' ')}`,
           );
-          assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+          assert.deepEqual(await view(c, 'M'), readyView(n));
         } finally {
           await c.close();
         }
@@ -335,7 +266,7 @@ describe('arrival order: manager then request', () => {
           const held = lifecycle(c, 'M');
           const requests = range(n + 1).map((i) => c.infer('M', { tag: `Q${i}` }));
           await queued(c, 'M', n + 1);
-          const status = await fields(c, 'M');
+          const status = await view(c, 'M');
           assert.equal(status.state, ACTIVITY[kind]);
           assert.equal(status.active_slots, 0);
           assert.equal(status.queued_requests, n + 1);
@@ -358,7 +289,7 @@ describe('arrival order: manager then request', () => {
           }
           assert.equal(new Set(reports.map((r) => r.session)).size, n);
           assert.deepEqual(lifecycle(c, 'M'), expected.events);
-          assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+          assert.deepEqual(await view(c, 'M'), readyView(n));
         } finally {
           await c.close();
         }
@@ -370,11 +301,11 @@ describe('arrival order: manager then request', () => {
       const c = await contractServer([{ id: 'M', slots: n }]);
       try {
         const { request: registration } = await holdNewRegistration(c);
-        assert.deepEqual(await fields(c, 'N'), { ...unloadedIdle(n), state: 'registering' });
+        assert.deepEqual(await view(c, 'N'), { ...unloadedView(n), state: 'registering' });
         const requests = range(n + 1).map((i) => c.infer('N', { tag: `Q${i}` }));
         await queued(c, 'N', n + 1);
-        assert.deepEqual(await fields(c, 'N'), {
-          ...unloadedIdle(n),
+        assert.deepEqual(await view(c, 'N'), {
+          ...unloadedView(n),
           state: 'registering',
           queued_requests: n + 1,
         });
@@ -385,7 +316,7 @@ describe('arrival order: manager then request', () => {
         for (const r of reports) assert.equal(r.generation, 1);
         assert.equal(new Set(reports.map((r) => r.session)).size, n);
         assert.deepEqual(lifecycle(c, 'N'), loadOf(1, n), 'one load: the registration');
-        assert.deepEqual(await fields(c, 'N'), readyIdle(n));
+        assert.deepEqual(await view(c, 'N'), readyView(n));
       } finally {
         await c.close();
       }
@@ -405,7 +336,7 @@ describe('arrival order: manager then manager', () => {
             const held = lifecycle(c, 'M');
             const two = sendManager(c, 'M', second, 'v3');
             await queued(c, 'M', 0, 1);
-            assert.equal((await fields(c, 'M')).state, ACTIVITY[first]);
+            assert.equal((await view(c, 'M')).state, ACTIVITY[first]);
             assert.deepEqual(lifecycle(c, 'M'), held, `the ${second} waits for the ${first}`);
 
             await openAll(c, 'M');
@@ -424,7 +355,7 @@ describe('arrival order: manager then manager', () => {
             }
             assert.deepEqual(lifecycle(c, 'M'), expected.events);
             const finalReady = second === 'reconfigure';
-            assert.deepEqual(await fields(c, 'M'), finalReady ? readyIdle(n) : unloadedIdle(n));
+            assert.deepEqual(await view(c, 'M'), finalReady ? readyView(n) : unloadedView(n));
             // The model is free afterwards and serves the last committed configuration.
             const report = reportOf(await within(c.infer('M'), 'a request after both managers'));
             assert.equal(report.load_options.variant, variant);
@@ -455,7 +386,7 @@ describe('arrival order: manager then manager', () => {
                   ? c.unload('N')
                   : c.bulkUnload(['N']);
           await queued(c, 'N', 0, 1);
-          assert.deepEqual(await fields(c, 'N'), { ...unloadedIdle(n), state: 'registering' });
+          assert.deepEqual(await view(c, 'N'), { ...unloadedView(n), state: 'registering' });
           assert.deepEqual(c.events('N'), [], `the ${what} waits for the first load`);
 
           await c.load('M').open();
@@ -471,7 +402,7 @@ describe('arrival order: manager then manager', () => {
           }
           assert.deepEqual(lifecycle(c, 'N'), expected.events);
           const finalReady = second === 'register' || second === 'reconfigure';
-          assert.deepEqual(await fields(c, 'N'), finalReady ? readyIdle(n) : unloadedIdle(n));
+          assert.deepEqual(await view(c, 'N'), finalReady ? readyView(n) : unloadedView(n));
           const report = reportOf(await within(c.infer('N'), 'a request after both managers'));
           assert.equal(report.load_options.variant, second === 'reconfigure' ? 'v3' : undefined);
         } finally {
@@ -509,7 +440,7 @@ describe('arrival order: different models', () => {
             pending.push(c.unload('A'));
             await queued(c, 'A', 1, 1);
           }
-          const aFields = await fields(c, 'A');
+          const aFields = await view(c, 'A');
           const aEvents = c.events('A').length;
 
           assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
@@ -521,16 +452,16 @@ describe('arrival order: different models', () => {
             unloaded: ['B'],
             not_found: [],
           });
-          assert.deepEqual(await fields(c, 'B'), unloadedIdle(2));
-          assert.deepEqual(await fields(c, 'A'), aFields, 'A is still held where it was');
+          assert.deepEqual(await view(c, 'B'), unloadedView(2));
+          assert.deepEqual(await view(c, 'A'), aFields, 'A is still held where it was');
           assert.equal(c.events('A').length, aEvents);
 
           await openAll(c, 'A');
           await runGate?.open();
           for (const res of await Promise.all(pending)) assert.equal(res.status, 200, res.body.toString());
           assert.deepEqual(
-            await fields(c, 'A'),
-            held === 'unloading' || held === 'full' ? unloadedIdle(n) : readyIdle(n),
+            await view(c, 'A'),
+            held === 'unloading' || held === 'full' ? unloadedView(n) : readyView(n),
           );
         } finally {
           await c.close();
@@ -551,19 +482,19 @@ describe('arrival order: different models', () => {
       await queued(c, 'B', 1);
       const bUnload = c.unload('B');
       await queued(c, 'B', 1, 1);
-      const bFields = await fields(c, 'B');
+      const bFields = await view(c, 'B');
 
       assert.equal(reportOf(await within(c.infer('A'), 'a cold A request')).generation, 1);
       const reg = await within(c.register('A', { load_options: { variant: 'a2' } }), 'reconfigure A');
       assert.equal(reg.status, 200, reg.body.toString());
       assert.equal(reportOf(await within(c.infer('A'), 'A after reconfiguring')).load_options.variant, 'a2');
       assert.deepEqual((await within(c.unload('A'), 'unload A')).json, { id: 'A', loaded: false });
-      assert.deepEqual(await fields(c, 'A'), unloadedIdle(2));
-      assert.deepEqual(await fields(c, 'B'), bFields, 'B is still held');
+      assert.deepEqual(await view(c, 'A'), unloadedView(2));
+      assert.deepEqual(await view(c, 'B'), bFields, 'B is still held');
 
       await gate.open();
       for (const res of await Promise.all([...requests, bQueued, bUnload])) assert.equal(res.status, 200);
-      assert.deepEqual(await fields(c, 'B'), unloadedIdle(2));
+      assert.deepEqual(await view(c, 'B'), unloadedView(2));
     } finally {
       await c.close();
     }
@@ -601,7 +532,7 @@ describe('arrival order: bulk unloads', () => {
         // B drains: the first bulk unloads it, the second finds it unloaded.
         await b.gate.open();
         await waitUntil('B is unloaded', () => c.entry('B').scheduler.idle);
-        assert.deepEqual(await fields(c, 'B'), unloadedIdle(1));
+        assert.deepEqual(await view(c, 'B'), unloadedView(1));
         assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
 
         await a.gate.open();
@@ -620,7 +551,7 @@ describe('arrival order: bulk unloads', () => {
           not_found: ['nope'],
         });
         assert.deepEqual(lifecycle(c, 'A'), new Expected(n).load().unload().load().unload().events);
-        assert.deepEqual(await fields(c, 'A'), unloadedIdle(n));
+        assert.deepEqual(await view(c, 'A'), unloadedView(n));
         assert.ok(c.entry('A').scheduler.idle, 'no lease left on A');
       } finally {
         await c.close();
@@ -642,7 +573,7 @@ describe('arrival order: bulk unloads', () => {
         await queued(c, 'A', 1, 2);
         const reconfigure = c.register('A', { load_options: { variant: 'next' } });
         await queued(c, 'A', 1, 3);
-        assert.deepEqual(await fields(c, 'A'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n, queued_requests: 1 });
 
         await gate.open();
         for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
@@ -652,7 +583,7 @@ describe('arrival order: bulk unloads', () => {
         assert.deepEqual((await reconfigure).json, { id: 'A', loaded: true, reconfigured: true });
         const expected = new Expected(n).load().unload().load().unload().reconfigure();
         assert.deepEqual(lifecycle(c, 'A'), expected.events);
-        assert.deepEqual(await fields(c, 'A'), readyIdle(n));
+        assert.deepEqual(await view(c, 'A'), readyView(n));
         assert.equal(reportOf(await c.infer('A')).load_options.variant, 'next');
       } finally {
         await c.close();
@@ -677,8 +608,8 @@ describe('arrival order: bulk unloads', () => {
         await queued(c, 'A', 0, 1);
         await waitUntil('B is freed', () => c.count('B', 'weights-disposed') === 1);
         await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
-        assert.deepEqual(await fields(c, 'B'), unloadedIdle(2));
-        assert.equal((await fields(c, 'A')).state, ACTIVITY[kind]);
+        assert.deepEqual(await view(c, 'B'), unloadedView(2));
+        assert.equal((await view(c, 'A')).state, ACTIVITY[kind]);
 
         await openAll(c, 'A');
         assertManagerResult(await single, kind, 'A');
@@ -686,7 +617,7 @@ describe('arrival order: bulk unloads', () => {
         const expected = new Expected(n).load();
         if (kind === 'reconfigure') expected.reconfigure();
         assert.deepEqual(lifecycle(c, 'A'), expected.unload().events, 'the bulk retires what A ended with');
-        assert.deepEqual(await fields(c, 'A'), unloadedIdle(n));
+        assert.deepEqual(await view(c, 'A'), unloadedView(n));
         const report = reportOf(await c.infer('A'));
         assert.equal(report.load_options.variant, kind === 'reconfigure' ? 'next' : undefined);
       } finally {
@@ -711,9 +642,9 @@ describe('arrival order: bulk unloads', () => {
       assert.equal((await requests[0]!).status, 200);
       assert.deepEqual((await within(all, 'unload_all_models')).json, { unloaded: ['A'] });
       assert.deepEqual((await within(byIds, 'unload_models')).json, { unloaded: ['A'], not_found: ['N'] });
-      assert.deepEqual(await fields(c, 'N'), readyIdle(2), 'N stayed loaded');
+      assert.deepEqual(await view(c, 'N'), readyView(2), 'N stayed loaded');
       assert.deepEqual(lifecycle(c, 'N'), loadOf(1, 2));
-      assert.deepEqual(await fields(c, 'A'), unloadedIdle(2));
+      assert.deepEqual(await view(c, 'A'), unloadedView(2));
     } finally {
       await c.close();
     }
@@ -744,20 +675,20 @@ describe('arrival order: bulk cancellation', () => {
         client.abort();
         await assert.rejects(bulk);
         await waitUntil("A's pending barrier left its queue", () => c.snapshot('A').queuedManagers === 0);
-        assert.deepEqual(await fields(c, 'A'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         // B's unload was granted before the client left: it completes and releases its lease.
-        assert.equal((await fields(c, 'B')).state, 'unloading');
+        assert.equal((await view(c, 'B')).state, 'unloading');
         await c.teardown('B').open();
         await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
-        assert.deepEqual(await fields(c, 'B'), unloadedIdle(1));
+        assert.deepEqual(await view(c, 'B'), unloadedView(1));
         assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
-        assert.deepEqual(await fields(c, 'C'), unloadedIdle(1));
+        assert.deepEqual(await view(c, 'C'), unloadedView(1));
 
         await gate.open();
         for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
         assert.equal(reportOf(await behind).generation, 1, 'A was never unloaded');
         assert.deepEqual(lifecycle(c, 'A'), loadOf(1, n));
-        assert.deepEqual(await fields(c, 'A'), readyIdle(n));
+        assert.deepEqual(await view(c, 'A'), readyView(n));
         assert.ok(c.entry('A').scheduler.idle, 'no stranded manager lease on A');
         // Every model accepts work and management afterwards.
         assert.equal(reportOf(await within(c.infer('A'), 'a request to A')).generation, 1);

@@ -1,62 +1,31 @@
 /**
  * Assertions shared by the two-model situation tests (pair-matrix*.test.ts): the GET /v1/models
- * fields of one model, a summary of the fixture's record for one model, event order, and promises
- * whose settlement a test can check without waiting on them.
+ * fields of one model, a summary of the fixture's record for one model and event order. What every
+ * contract file shares (track among it) is in assertions.ts.
  */
 import assert from 'node:assert/strict';
 import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
 import { type HttpResult, reportOf, waitUntil } from '../helpers/voxd.js';
+import { readyView, unloadedView, type View, view } from './assertions.js';
 import type { ContractServer, ToggleGate } from './harness.js';
 
 /** Per-test limit: a deadlock fails the test instead of hanging the file. */
 export const LIMIT = { timeout: 10_000 };
 
-export interface ModelFields {
-  loaded: boolean;
-  slots: number;
-  active_slots: number;
-  queued_requests: number;
-  max_parallel_slots: number | null;
-  state: string;
-}
+export const RECONFIGURED = { id: 'A', loaded: true, reconfigured: true };
+export const A_UNLOADED = { id: 'A', loaded: false };
+export const BOTH = { unloaded: ['A', 'B'], not_found: [] };
 
-export const readyFields = (slots: number, active = 0, queued = 0): ModelFields => ({
-  loaded: true,
-  slots,
-  active_slots: active,
-  queued_requests: queued,
-  max_parallel_slots: slots,
-  state: 'ready',
-});
+export const readyFields = (slots: number, active = 0, queued = 0): View =>
+  readyView(slots, { active_slots: active, queued_requests: queued });
 
 /** No published pool: unloaded, loading, unloading or a manager activity ('reconfiguring'...). */
-export const poolless = (state: string, slots: number, active = 0, queued = 0): ModelFields => ({
-  loaded: false,
-  slots,
-  active_slots: active,
-  queued_requests: queued,
-  max_parallel_slots: null,
-  state,
-});
+export const poolless = (state: string, slots: number, active = 0, queued = 0): View =>
+  unloadedView(slots, { state, active_slots: active, queued_requests: queued });
 
 /** Asserts every slot/lifecycle field of the model's GET /v1/models entry. */
-export async function expectFields(
-  c: ContractServer,
-  id: string,
-  want: ModelFields,
-  when = '',
-): Promise<void> {
-  const s = await c.status(id);
-  assert.ok(s, `${id} is listed by GET /v1/models`);
-  const got: ModelFields = {
-    loaded: s.loaded,
-    slots: s.slots,
-    active_slots: s.active_slots,
-    queued_requests: s.queued_requests,
-    max_parallel_slots: s.max_parallel_slots,
-    state: s.state,
-  };
-  assert.deepEqual(got, want, `GET /v1/models entry of ${id}${when ? ` ${when}` : ''}`);
+export async function expectFields(c: ContractServer, id: string, want: View, when = ''): Promise<void> {
+  assert.deepEqual(await view(c, id), want, `GET /v1/models entry of ${id}${when ? ` ${when}` : ''}`);
 }
 
 export interface RecordSummary {
@@ -105,25 +74,6 @@ export function expectAllBefore(c: ContractServer, a: Match, b: Match): void {
     last < first,
     `every ${JSON.stringify(a)} (last #${last}) precedes ${JSON.stringify(b)} (#${first})`,
   );
-}
-
-export interface Tracked<T> {
-  readonly promise: Promise<T>;
-  readonly settled: boolean;
-}
-
-/** Wraps a promise so a test can check, at a point it controls, whether it has settled. */
-export function track<T>(promise: Promise<T>): Tracked<T> {
-  const t = { promise, settled: false };
-  promise.then(
-    () => {
-      t.settled = true;
-    },
-    () => {
-      t.settled = true;
-    },
-  );
-  return t;
 }
 
 /** `n` requests on the model, each held in its run by its own closed gate. */

@@ -6,8 +6,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { reportOf } from '../helpers/voxd.js';
+import { track } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 import {
+  A_UNLOADED,
+  BOTH,
   eventIndex,
   expectAllBefore,
   expectFields,
@@ -17,15 +20,12 @@ import {
   LIMIT,
   NEXT,
   poolless,
+  RECONFIGURED,
   readyFields,
   reconfigLoads,
-  track,
   waitScheduler,
 } from './pair-helpers.js';
 
-const RECONFIGURED = { id: 'A', loaded: true, reconfigured: true };
-const A_UNLOADED = { id: 'A', loaded: false };
-const BOTH = { unloaded: ['A', 'B'], not_found: [] };
 const THIRD = { load_options: { variant: 'third' } };
 
 // ---------------------------------------------------------------------------------------------

@@ -8,8 +8,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { errorOf, ManualClock, reportOf, waitUntil } from '../helpers/voxd.js';
+import { track } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 import {
+  A_UNLOADED,
+  BOTH,
   eventIndex,
   expectAllBefore,
   expectFields,
@@ -19,16 +22,12 @@ import {
   LIMIT,
   NEXT,
   poolless,
+  RECONFIGURED,
   readyFields,
   reconfigLoads,
   runEach,
-  track,
   waitScheduler,
 } from './pair-helpers.js';
-
-const RECONFIGURED = { id: 'A', loaded: true, reconfigured: true };
-const A_UNLOADED = { id: 'A', loaded: false };
-const BOTH = { unloaded: ['A', 'B'], not_found: [] };
 
 /** B was loaded once, is idle and was never torn down. */
 async function expectBIdle(c: ContractServer, when: string): Promise<void> {

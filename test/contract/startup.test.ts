@@ -3,19 +3,16 @@
  * the engine's advertised capacity, and the scope line printed at startup.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
 import { startVoxd } from '../../src/app.js';
 import { ConfigError } from '../../src/config/errors.js';
 import { loadServerConfig } from '../../src/config/server-config.js';
 import { createEngineCatalog } from '../../src/engines/catalog.js';
 import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js';
 import { VoxdError } from '../../src/errors.js';
+import { configFolder, LISTENING, VoxdProcess } from '../helpers/cli.js';
 import { errorOf, fixtureModel, get, post, reportOf, startServer, waitUntil } from '../helpers/voxd.js';
+import { COUNTS, listed, pick, readyView, unloadedView } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 
 const SCOPE_LINE = /^\[voxd\] parallel runtime \(--parallel-jobs, experimental\): validated scope.*$/gm;
@@ -117,22 +114,8 @@ describe('startup and runtime selection', () => {
     try {
       const status = async (id: string) =>
         pick((await get(s.url, '/v1/models')).json.data.find((m: { id: string }) => m.id === id));
-      assert.deepEqual(await status('E'), {
-        loaded: true,
-        state: 'ready',
-        slots: 1,
-        active_slots: 0,
-        queued_requests: 0,
-        max_parallel_slots: 1,
-      });
-      assert.deepEqual(await status('M'), {
-        loaded: false,
-        state: 'unloaded',
-        slots: 1,
-        active_slots: 0,
-        queued_requests: 0,
-        max_parallel_slots: null,
-      });
+      assert.deepEqual(await status('E'), readyView(1));
+      assert.deepEqual(await status('M'), unloadedView(1));
       const gate = s.gate('run');
       const run = (options: Record<string, string> = {}) =>
         post(s.url, '/v1/tasks/run', { model: 'M', request: { text: 'x', options } });
@@ -140,14 +123,7 @@ describe('startup and runtime selection', () => {
       await waitUntil('M runs', () => s.fixture.record.of('M', 'run-start').length === 1);
       const second = run();
       await waitUntil('the second request queues', async () => (await status('M')).queued_requests === 1);
-      assert.deepEqual(await status('M'), {
-        loaded: true,
-        state: 'ready',
-        slots: 1,
-        active_slots: 1,
-        queued_requests: 1,
-        max_parallel_slots: 1,
-      });
+      assert.deepEqual(await status('M'), readyView(1, { active_slots: 1, queued_requests: 1 }));
       assert.equal(s.fixture.record.of('M', 'run-start').length, 1, 'capacity one: the second waits');
       assert.deepEqual(
         s.fixture.record.of('M', 'session-created').map((e) => (e as { slot: number }).slot),
@@ -161,14 +137,7 @@ describe('startup and runtime selection', () => {
       // A dynamic registration without slots is parallel with capacity one too.
       const res = await post(s.url, '/v1/models/load', fixtureModel('N'));
       assert.equal(res.status, 200, res.body.toString());
-      assert.deepEqual(await status('N'), {
-        loaded: true,
-        state: 'ready',
-        slots: 1,
-        active_slots: 0,
-        queued_requests: 0,
-        max_parallel_slots: 1,
-      });
+      assert.deepEqual(await status('N'), readyView(1));
       assert.equal(s.fixture.record.of('N', 'session-created').length, 1);
     } finally {
       await s.close();
@@ -215,14 +184,7 @@ describe('startup and runtime selection', () => {
       for (const slots of [16, 1]) {
         const res = await post(c.url, '/v1/models/load', { ...c.body('M'), id: 'N', slots });
         assert.equal(res.status, 200, res.body.toString());
-        assert.deepEqual(pick(await c.status('N')), {
-          loaded: true,
-          state: 'ready',
-          slots,
-          active_slots: 0,
-          queued_requests: 0,
-          max_parallel_slots: slots,
-        });
+        assert.deepEqual(pick(await c.status('N')), readyView(slots));
       }
     } finally {
       await c.close();
@@ -237,14 +199,7 @@ describe('startup and runtime selection', () => {
         const message = errorOf(res, 400, 'invalid_request_error');
         assert.match(message, new RegExp(`slots=${slots} exceeds the capacity ${capacity}`));
       };
-      const unloaded = {
-        loaded: false,
-        state: 'unloaded',
-        slots,
-        active_slots: 0,
-        queued_requests: 0,
-        max_parallel_slots: null,
-      };
+      const unloaded = unloadedView(slots);
       try {
         // A lazy model from the config: its first request loads, finds the capacity short, disposes.
         expectRefusal(await c.infer('L'));
@@ -266,13 +221,7 @@ describe('startup and runtime selection', () => {
         for (const id of ['L', 'N']) {
           const res = await post(c.url, '/v1/models/load', { ...c.body('L'), id, slots: capacity });
           assert.equal(res.status, 200, res.body.toString());
-          assert.deepEqual(pick(await c.status(id)), {
-            ...unloaded,
-            loaded: true,
-            state: 'ready',
-            slots: capacity,
-            max_parallel_slots: capacity,
-          });
+          assert.deepEqual(pick(await c.status(id)), readyView(capacity));
           assert.equal(c.count(id, 'session-created'), capacity);
         }
       } finally {

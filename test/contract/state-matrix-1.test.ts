@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { errorOf, ManualClock } from '../helpers/voxd.js';
+import { COUNTS, pick, readyView, track, unloadedView, view } from './assertions.js';
 import { contractServer } from './harness.js';
 import {
   abortable,
@@ -14,18 +15,12 @@ import {
   assertRegistered,
   assertUnloaded,
   disposedSlots,
-  pick,
   pollStatus,
-  readyView,
   rep,
   report,
   reverseSlots,
-  SLOT_COUNTS,
   statusOf,
   tally,
-  track,
-  unloadedView,
-  view,
   waitFor,
   waitSnapshot,
 } from './state-matrix-helpers.js';
@@ -46,7 +41,7 @@ const leases = (s: {
 });
 
 describe('state x operation: M unloaded', () => {
-  for (const slots of SLOT_COUNTS) {
+  for (const slots of COUNTS) {
     test(`[state.unloaded.inference] slots=${slots}: a request is admitted, initialises the complete pool, then runs; 200 and ready`, async () => {
       const c = await contractServer([{ id: 'M', slots }]);
       try {
@@ -200,7 +195,7 @@ describe('state x operation: M unloaded', () => {
 });
 
 describe('state x operation: M loading', () => {
-  for (const slots of SLOT_COUNTS) {
+  for (const slots of COUNTS) {
     test(`[state.loading.inference] slots=${slots}: spare slots admit and wait on the one initialisation, a full pool queues; 200 after publication`, async () => {
       const c = await contractServer([{ id: 'M', slots }]);
       try {
@@ -509,7 +504,7 @@ describe('state x operation: M loading', () => {
 });
 
 describe('state x operation: M ready', () => {
-  for (const slots of SLOT_COUNTS) {
+  for (const slots of COUNTS) {
     test(`[state.ready.inference] slots=${slots}: requests fill the spare slots, then queue; 200, ready, no reload`, async () => {
       const c = await contractServer([{ id: 'M', slots }]);
       try {

@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ManualClock, post } from '../helpers/voxd.js';
+import { COUNTS, pick, readyView, track, unloadedView, view } from './assertions.js';
 import { contractServer } from './harness.js';
 import {
   abortable,
@@ -19,18 +20,12 @@ import {
   disposedSlots,
   holdReconfiguring,
   nextSlots,
-  pick,
   pollStatus,
-  readyView,
   rep,
   report,
   reverseSlots,
-  SLOT_COUNTS,
   statusOf,
   tally,
-  track,
-  unloadedView,
-  view,
   waitFor,
   waitSnapshot,
 } from './state-matrix-helpers.js';
@@ -60,7 +55,7 @@ const leases = (s: {
 });
 
 describe('state x operation: M reconfiguring', () => {
-  for (const slots of SLOT_COUNTS) {
+  for (const slots of COUNTS) {
     const next = nextSlots(slots);
 
     for (const phase of ['validating', 'loading'] as const) {
@@ -375,7 +370,7 @@ describe('state x operation: M reconfiguring', () => {
 });
 
 describe('state x operation: M unloading', () => {
-  for (const slots of SLOT_COUNTS) {
+  for (const slots of COUNTS) {
     test(`[state.unloading.inference] slots=${slots}: requests during a slow unload queue, then reload and run after the teardown; 200, ready`, async () => {
       const c = await contractServer([{ id: 'M', slots }]);
       try {

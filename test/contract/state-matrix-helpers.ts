@@ -1,71 +1,18 @@
 /**
- * Helpers of the "operations crossed with model states" tests (state-matrix-1/2.test.ts): compact
- * views of GET /v1/models and of the fixture record, settle tracking, a status poller, and the
- * gate choreography that holds a reconfiguration in one of its phases.
+ * Helpers of the "operations crossed with model states" tests (state-matrix-1/2.test.ts): the
+ * fixture record as generation lists, event order, a status poller, and the gate choreography that
+ * holds a reconfiguration in one of its phases. What every contract file shares is in assertions.ts.
  */
 import assert from 'node:assert/strict';
 import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
 import { get, type HttpResult, post, reportOf, waitUntil } from '../helpers/voxd.js';
+import { type Tracked, track } from './assertions.js';
 import type { ContractServer, ToggleGate } from './harness.js';
-
-export const SLOT_COUNTS = [1, 2, 4] as const;
 
 /** The slot count a reconfiguration changes to (always above 1, so a capacity probe runs). */
 export const nextSlots = (slots: number): number => (slots === 4 ? 2 : slots * 2);
 
 export const rep = <T>(value: T, n: number): T[] => Array.from({ length: n }, () => value);
-
-/** The GET /v1/models fields every cell asserts. */
-export interface View {
-  loaded: boolean;
-  state: string;
-  slots: number;
-  active_slots: number;
-  queued_requests: number;
-  max_parallel_slots: number | null;
-}
-
-export async function view(c: ContractServer, id: string): Promise<View> {
-  const st = await c.status(id);
-  assert.ok(st, `GET /v1/models lists ${id}`);
-  return pick(st);
-}
-
-// biome-ignore lint/suspicious/noExplicitAny: a GET /v1/models entry
-export function pick(st: any): View {
-  return {
-    loaded: st.loaded,
-    state: st.state,
-    slots: st.slots,
-    active_slots: st.active_slots,
-    queued_requests: st.queued_requests,
-    max_parallel_slots: st.max_parallel_slots,
-  };
-}
-
-export function unloadedView(slots: number, extra: Partial<View> = {}): View {
-  return {
-    loaded: false,
-    state: 'unloaded',
-    slots,
-    active_slots: 0,
-    queued_requests: 0,
-    max_parallel_slots: null,
-    ...extra,
-  };
-}
-
-export function readyView(slots: number, extra: Partial<View> = {}): View {
-  return {
-    loaded: true,
-    state: 'ready',
-    slots,
-    active_slots: 0,
-    queued_requests: 0,
-    max_parallel_slots: slots,
-    ...extra,
-  };
-}
 
 /** The GET /v1/models entry of one model, session options included. */
 // biome-ignore lint/suspicious/noExplicitAny: a GET /v1/models entry
@@ -139,31 +86,6 @@ export function disposedSlots(c: ContractServer, id: string, generation: number)
 
 /** Clones before the primary: slots n-1 .. 0. */
 export const reverseSlots = (n: number): number[] => Array.from({ length: n }, (_, i) => n - 1 - i);
-
-export interface Tracked {
-  promise: Promise<HttpResult>;
-  readonly settled: boolean;
-  /** Position in the order the tracked responses settled, -1 while pending. */
-  readonly order: number;
-}
-
-let settleCounter = 0;
-
-/** Wraps a response promise so a test can see whether, and in which order, it came back. */
-export function track(promise: Promise<HttpResult>): Tracked {
-  const t = { promise, settled: false, order: -1 };
-  promise.then(
-    () => {
-      t.settled = true;
-      t.order = ++settleCounter;
-    },
-    () => {
-      t.settled = true;
-      t.order = ++settleCounter;
-    },
-  );
-  return t;
-}
 
 /** The fixture report of a successful request: generation, slot, load and session options. */
 export const report = reportOf;

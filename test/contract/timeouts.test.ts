@@ -5,74 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
-import { errorOf, ManualClock, post, reportOf, waitUntil } from '../helpers/voxd.js';
+import { errorOf, ManualClock, post, reportOf, waitUntil, withDeadline } from '../helpers/voxd.js';
+import { COUNTS, lifecycle, loadOf, queued, range, readyView, view } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 
-const COUNTS = [1, 2, 4];
-const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 /** A busy timeout whose real timer never fires during a test: only the ManualClock can make it overdue. */
 const LONG_MS = 600_000;
 
-/** Fails when `promise` has not settled within `ms` (a deadline, never a sleep). */
-async function within<T>(promise: Promise<T>, what: string, ms = 2000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-interface Fields {
-  loaded: boolean;
-  state: string;
-  slots: number;
-  active_slots: number;
-  queued_requests: number;
-  max_parallel_slots: number | null;
-}
-
-async function fields(c: ContractServer, id: string): Promise<Fields> {
-  const s = await c.status(id);
-  assert.ok(s, `${id} is listed in GET /v1/models`);
-  return {
-    loaded: s.loaded,
-    state: s.state,
-    slots: s.slots,
-    active_slots: s.active_slots,
-    queued_requests: s.queued_requests,
-    max_parallel_slots: s.max_parallel_slots,
-  };
-}
-
-const readyIdle = (n: number): Fields => ({
-  loaded: true,
-  state: 'ready',
-  slots: n,
-  active_slots: 0,
-  queued_requests: 0,
-  max_parallel_slots: n,
-});
-
-function lifecycle(c: ContractServer, id: string): string[] {
-  return c
-    .events(id)
-    .filter((e) => e.type !== 'run-start' && e.type !== 'run-end')
-    .map((e: FixtureEvent) =>
-      'slot' in e ? `${e.type}:${e.generation}:${e.slot}` : `${e.type}:${e.generation}`,
-    );
-}
-const loadOf = (g: number, n: number) => [`load:${g}`, ...range(n).map((i) => `session-created:${g}:${i}`)];
-
-const queued = (c: ContractServer, id: string, requests: number, managers = 0) =>
-  waitUntil(
-    `${id} has ${requests} queued request(s) and ${managers} queued manager(s)`,
-    () => c.snapshot(id).queuedRequests === requests && c.snapshot(id).queuedManagers === managers,
-  );
+/** Fails when `promise` has not settled within 2 s (a deadline, never a sleep). */
+const within = <T>(promise: Promise<T>, what: string): Promise<T> => withDeadline(promise, what, 2000);
 
 /** A request whose client can go away. */
 function abortable(c: ContractServer, id: string, options: Record<string, string> = {}) {
@@ -94,11 +35,11 @@ describe('timeouts: admission', () => {
         await queued(c, 'M', 1);
         const res = await within(c.infer('M', {}, { busy_timeout_ms: 100 }), 'the 100 ms admission timeout');
         assert.match(errorOf(res, 503, 'server_busy'), /timed out/);
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         assert.equal(c.count('M', 'run-start'), n, 'the timed-out request never ran');
         await gate.open();
         for (const r of await Promise.all([...requests, patient])) assert.equal(reportOf(r).generation, 1);
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
       } finally {
         await c.close();
@@ -122,7 +63,7 @@ describe('timeouts: admission', () => {
         }
         await gate.open();
         for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
       } finally {
         await c.close();
       }
@@ -147,7 +88,7 @@ describe('timeouts: admission', () => {
         const behind = await within(c.infer('M'), 'the request behind the manager to time out');
         assert.match(errorOf(behind, 503, 'server_busy'), /timed out after 100 ms/);
         assert.equal(c.snapshot('M').queuedManagers, 1, 'the manager is still waiting');
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n });
         await gate.open();
         for (const r of await Promise.all(requests)) assert.equal(reportOf(r).generation, 1);
         const res = await within(manager, `the ${kind}`);
@@ -172,7 +113,7 @@ describe('timeouts: overdue blockers', () => {
         clock.advance(4999); // not yet overdue
         const waiting = c.infer('M', {}, { busy_timeout_ms: LONG_MS });
         await queued(c, 'M', 1);
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         await gate.open();
         assert.equal(reportOf(await within(waiting, 'the waiting request')).generation, 1);
         for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
@@ -191,7 +132,7 @@ describe('timeouts: overdue blockers', () => {
         // Its real timer would wait ten minutes; fail-fast answers at once.
         const res = await within(c.infer('M'), 'the fail-fast answer');
         errorOf(res, 503, 'server_busy');
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n });
         await gate.open();
         for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
         // Existing work continued; the model is free again.
@@ -212,8 +153,8 @@ describe('timeouts: overdue blockers', () => {
         clock.advance(LONG_MS + 1);
         const res = await within(c.infer('M'), 'the fail-fast answer');
         assert.match(errorOf(res, 503, 'server_busy'), /management/);
-        assert.deepEqual(await fields(c, 'M'), {
-          ...readyIdle(n),
+        assert.deepEqual(await view(c, 'M'), {
+          ...readyView(n),
           loaded: false,
           state: 'unloading',
           max_parallel_slots: null,
@@ -240,13 +181,13 @@ describe('timeouts: overdue blockers', () => {
         clock.advance(LONG_MS + 1);
         const res = await within(c.infer('M'), 'the fail-fast answer');
         errorOf(res, 503, 'server_busy');
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: 1 });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: 1 });
         assert.equal(c.snapshot('M').queuedManagers, 1, 'the manager keeps its place');
 
         await gate.open();
         assert.equal((await requests[0]!).status, 200);
         assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['M'], not_found: [] });
-        assert.equal((await fields(c, 'M')).loaded, false);
+        assert.equal((await view(c, 'M')).loaded, false);
       } finally {
         await c.close();
       }
@@ -262,13 +203,13 @@ describe('timeouts: overdue blockers', () => {
         const healthy = await c.running('M', 1);
         const waiting = c.infer('M', { tag: 'waits' });
         await queued(c, 'M', 1);
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         await healthy.gate.open();
         assert.equal(reportOf(await within(waiting, 'the waiting request')).options.tag, 'waits');
         await old.gate.open();
         for (const r of await Promise.all([...old.requests, ...healthy.requests]))
           assert.equal(r.status, 200);
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
       } finally {
         await c.close();
       }
@@ -290,7 +231,7 @@ describe('timeouts: zero means unbounded', () => {
         // A bounded request behind it times out: real time passed while the unbounded one kept waiting.
         const bounded = await within(c.infer('M', {}, { busy_timeout_ms: 50 }), 'the bounded request');
         errorOf(bounded, 503, 'server_busy');
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         await gate.open();
         assert.equal(reportOf(await within(unbounded, 'the unbounded request')).options.tag, 'unbounded');
         for (const r of await Promise.all(requests)) assert.equal(r.status, 200, 'admitted work ran past 0');
@@ -313,13 +254,13 @@ describe('timeouts: zero means unbounded', () => {
         clock.advance(1e9);
         errorOf(await within(c.infer('M'), 'a fail-fast request'), 503, 'server_busy');
         assert.equal(c.snapshot('M').queuedManagers, 2, 'both bulks still wait');
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n });
         await gate.open();
         for (const r of await Promise.all(requests))
           assert.equal(r.status, 200, 'admitted work ran past 50 ms');
         assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['M'], not_found: [] });
         assert.deepEqual((await within(all, 'unload_all_models')).json, { unloaded: ['M'] });
-        assert.equal((await fields(c, 'M')).loaded, false);
+        assert.equal((await view(c, 'M')).loaded, false);
       } finally {
         await c.close();
       }
@@ -345,7 +286,7 @@ describe('timeouts: zero means unbounded (model ceiling)', () => {
         503,
         'server_busy',
       );
-      assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+      assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
       await gate.open();
       assert.equal(reportOf(await within(unbounded, 'the unbounded request')).options.tag, 'unbounded');
       for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
@@ -370,12 +311,12 @@ describe('timeouts: disconnects while queued or initialising', () => {
         gone.client.abort();
         await assert.rejects(gone.response);
         await queued(c, 'M', 1);
-        assert.deepEqual(await fields(c, 'M'), { ...readyIdle(n), active_slots: n, queued_requests: 1 });
+        assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         await gate.open();
         for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
         assert.equal(reportOf(await behind).options.tag, 'behind');
         assert.equal(c.count('M', 'run-start'), n + 1, 'the departed request never ran');
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
       } finally {
         await c.close();
       }
@@ -395,8 +336,8 @@ describe('timeouts: disconnects while queued or initialising', () => {
         // The departed slot goes straight to the next caller while the load is still held.
         await queued(c, 'M', 0);
         assert.equal(c.entry('M').state.kind, 'loading');
-        assert.deepEqual(await fields(c, 'M'), {
-          ...readyIdle(n),
+        assert.deepEqual(await view(c, 'M'), {
+          ...readyView(n),
           loaded: false,
           state: 'loading',
           active_slots: n,
@@ -410,7 +351,7 @@ describe('timeouts: disconnects while queued or initialising', () => {
         );
         assert.equal(c.count('M', 'run-start'), n, 'the departed request never ran');
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'the shared load finished for the others');
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
       } finally {
         await c.close();
       }
@@ -439,7 +380,7 @@ describe('timeouts: disconnects while queued or initialising', () => {
         assert.equal((await requests[0]!).status, 200);
         assert.equal(reportOf(await later).generation, 1, 'the model was never unloaded');
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
-        assert.deepEqual(await fields(c, 'M'), readyIdle(n));
+        assert.deepEqual(await view(c, 'M'), readyView(n));
       } finally {
         await c.close();
       }

@@ -8,7 +8,6 @@ import {
   fixtureModel,
   ManualClock,
   modelStatus,
-  post,
   reportOf,
   runTask,
   startServer,

@@ -9,7 +9,6 @@ import {
   reportOf,
   runTask,
   startServer,
-  type TestServer,
   waitUntil,
 } from '../helpers/voxd.js';
 

@@ -5,7 +5,6 @@ import {
   fixtureModel,
   ManualClock,
   modelStatus,
-  post,
   reportOf,
   runTask,
   startServer,
@@ -127,7 +126,11 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
       clock.advance(1000);
       assert.deepEqual(await residency.sweepIdle(), ['a']);
       assert.match(s.logs.join('\n'), /idle 1000 ms: unloaded 1 model\(s\): b/);
-      assert.equal(reportOf(await runTask(s, 'a')).generation, 2, 'a retired model reloads on its next request');
+      assert.equal(
+        reportOf(await runTask(s, 'a')).generation,
+        2,
+        'a retired model reloads on its next request',
+      );
     } finally {
       await s.close();
     }

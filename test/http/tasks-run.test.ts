@@ -7,7 +7,6 @@ import {
   badRequest,
   errorOf,
   fixtureModel,
-  type HttpResult,
   post,
   reportOf,
   startServer,
