@@ -7,4 +7,5 @@ export const EMBEDDED_MODELS: readonly Record<string, unknown>[] = [
   { id: 'flite', family: 'flite_tts', task: 'tts' },
   { id: 'pocketsphinx', family: 'pocketsphinx_asr', task: 'asr' },
   { id: 'silero-vad', family: 'silero_vad', task: 'vad' },
+  { id: 'diarizer', family: 'classic_diar', task: 'diar' },
 ];

@@ -1,4 +1,5 @@
 /** The engine families this build of voxd knows, by the `family` name used in configs. */
+import { ClassicDiarFamily } from './classic-diar/classic-diar-family.js';
 import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
@@ -14,6 +15,7 @@ export function createEngineCatalog(): EngineCatalog {
     createFliteFamily(),
     createEspeakFamily(),
     new SileroVadFamily(),
+    new ClassicDiarFamily(),
     new PocketsphinxFamily(),
   ];
   return new Map(families.map((family) => [family.name, family]));

@@ -142,7 +142,14 @@ test('a relative --config path resolves against the cwd', () => {
 });
 
 test('without --config: the embedded models, lazily loaded; base_dir is the cwd', () => {
-  const families = [...knownFamilies, 'espeak_tts', 'flite_tts', 'pocketsphinx_asr', 'silero_vad'];
+  const families = [
+    ...knownFamilies,
+    'espeak_tts',
+    'flite_tts',
+    'pocketsphinx_asr',
+    'silero_vad',
+    'classic_diar',
+  ];
   const { config } = loadServerConfig({ overrides: {}, knownFamilies: families });
   assert.deepEqual(
     config.models.map((m) => [m.id, m.family, m.task, m.lazy, m.path]),
@@ -151,6 +158,7 @@ test('without --config: the embedded models, lazily loaded; base_dir is the cwd'
       ['flite', 'flite_tts', 'tts', true, ''],
       ['pocketsphinx', 'pocketsphinx_asr', 'asr', true, ''],
       ['silero-vad', 'silero_vad', 'vad', true, ''],
+      ['diarizer', 'classic_diar', 'diar', true, ''],
     ],
   );
   assert.equal(config.lazy_load, true);

@@ -92,7 +92,16 @@ async function transcriptions(ctx: RouteContext) {
   const text = outcome.result.text;
   if (text === undefined) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);
   if (format === 'text') return { body: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8' };
-  return { json: { text, timing: timing(outcome.wallMs, audio) } };
+  const json: Record<string, unknown> = { text };
+  const turns = outcome.result.speakerTurns;
+  if (turns) {
+    // Turn positions count samples of the audio the model was given (its input rate).
+    const state = entry.state;
+    json['speaker_turns'] = turns;
+    json['sample_rate'] = state.kind === 'ready' ? state.pool.weights.audioInput.sampleRate : 16000;
+  }
+  json['timing'] = timing(outcome.wallMs, audio);
+  return { json };
 }
 
 export const transcriptionRoutes: Route[] = [

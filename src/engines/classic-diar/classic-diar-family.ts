@@ -1,0 +1,153 @@
+/**
+ * `classic_diar`: speaker diarization without neural speaker weights (engines.md §4). silero VAD
+ * finds speech, each segment (cut into windows of at most `window_ms`) gets a log-mel statistics
+ * embedding, and average-link agglomerative clustering on cosine similarity groups them into
+ * speakers. `path` may name another silero ONNX file; by default the copy in assets/silero is
+ * used. Each session is a worker thread with its own sherpa Vad; sessions share only the file.
+ */
+import { access } from 'node:fs/promises';
+import { invalidRequest, VoxdError } from '../../errors.js';
+import { DEFAULT_SILERO_MODEL } from '../silero-vad/silero-vad-family.js';
+import { ThreadSession } from '../thread-session.js';
+import type {
+  EngineFamily,
+  EngineRequest,
+  EngineResult,
+  EngineSession,
+  LoadedModel,
+  LoadSpec,
+  ParamRow,
+  RunContext,
+} from '../types.js';
+import type { DiarJob, DiarReply, DiarWorkerData } from './diar-worker.js';
+
+const WORKER_URL = new URL('./diar-worker.js', import.meta.url);
+const CAPACITY = 4;
+const SAMPLE_RATE = 16000;
+const MAX_SPEAKERS = 64;
+/** Measured: within-speaker similarity 0.90-0.94, between distinct voices at most 0.72 (engines.md §4). */
+export const DEFAULT_THRESHOLD = 0.72;
+export const DEFAULT_WINDOW_MS = 3000;
+
+function parseNumber(
+  where: string,
+  options: Record<string, string>,
+  key: string,
+  min: number,
+  max: number,
+  integer = false,
+): number | undefined {
+  const raw = options[key];
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (
+    raw.trim() === '' ||
+    !Number.isFinite(value) ||
+    value < min ||
+    value > max ||
+    (integer && !Number.isInteger(value))
+  ) {
+    throw invalidRequest(
+      `${where}${key}: "${raw}" is invalid; expected ${integer ? 'an integer' : 'a number'} between ${min} and ${max}`,
+    );
+  }
+  return value;
+}
+
+interface SessionSettings {
+  worker: DiarWorkerData;
+  threshold: number;
+  numSpeakers?: number;
+}
+
+class ClassicDiarSession implements EngineSession {
+  readonly #thread: ThreadSession<Omit<DiarJob, 'id'>, DiarReply>;
+
+  constructor(
+    readonly id: string,
+    private readonly settings: SessionSettings,
+  ) {
+    this.#thread = new ThreadSession(WORKER_URL, settings.worker);
+  }
+
+  async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+    if (!request.audio) throw invalidRequest("'audio' is required: diarization needs input audio");
+    const numSpeakers =
+      parseNumber('options.', request.options, 'num_speakers', 1, MAX_SPEAKERS, true) ??
+      this.settings.numSpeakers;
+    const samples = request.audio.samples.slice();
+    const reply = await this.#thread.call(
+      { samples, numSpeakers, threshold: this.settings.threshold },
+      signal,
+      [samples.buffer],
+    );
+    if (!reply.ok) throw new Error(reply.message);
+    return {
+      text: '',
+      speakerTurns: reply.turns.map(({ start, end, speaker, confidence }) => ({
+        start_sample: start,
+        end_sample: end,
+        speaker_id: speaker,
+        confidence,
+      })),
+    };
+  }
+
+  dispose(): Promise<void> {
+    return this.#thread.dispose();
+  }
+}
+
+export class ClassicDiarFamily implements EngineFamily {
+  readonly name = 'classic_diar';
+  readonly tasks = ['diar'] as const;
+  readonly backends = ['cpu'] as const;
+  readonly maxCapacity = CAPACITY;
+  readonly params: readonly ParamRow[] = [
+    {
+      name: 'num_speakers',
+      type: 'int',
+      description: `number of speakers when known (1..${MAX_SPEAKERS}); otherwise clustering stops at the similarity threshold`,
+    },
+  ];
+  #sessions = 0;
+
+  async estimateFootprint(): Promise<number> {
+    return 30 * 1024 * 1024;
+  }
+
+  async load(spec: LoadSpec): Promise<LoadedModel> {
+    const model = spec.path || DEFAULT_SILERO_MODEL;
+    try {
+      await access(model);
+    } catch {
+      throw new VoxdError(
+        'E_INVALID_REQUEST',
+        `model '${spec.modelId}': silero model file not found: ${model}`,
+      );
+    }
+    const o = spec.loadOptions;
+    const load = (key: string, min: number, max: number, integer = false) =>
+      parseNumber('load_options.', o, key, min, max, integer);
+    const settings: SessionSettings = {
+      worker: {
+        vad: {
+          model,
+          threshold: load('vad_threshold', 0.01, 0.99) ?? 0.5,
+          minSilenceDuration: (load('min_silence_ms', 0, 60_000) ?? 200) / 1000,
+          minSpeechDuration: (load('min_speech_ms', 0, 60_000) ?? 250) / 1000,
+          maxSpeechDuration: (load('max_speech_ms', 1000, 600_000) ?? 20_000) / 1000,
+        },
+        maxWindow: Math.round(((load('window_ms', 500, 600_000) ?? DEFAULT_WINDOW_MS) * SAMPLE_RATE) / 1000),
+      },
+      threshold: load('threshold', -1, 1) ?? DEFAULT_THRESHOLD,
+      numSpeakers: load('num_speakers', 1, MAX_SPEAKERS, true),
+    };
+    return {
+      capacity: CAPACITY,
+      audioInput: { sampleRate: SAMPLE_RATE, channels: 1 },
+      createSession: async () => new ClassicDiarSession(`${spec.modelId}#${++this.#sessions}`, settings),
+      dispose: async () => {},
+    };
+  }
+}

@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { after, before, describe, test } from 'node:test';
+import { decodeWav } from '../../../src/audio/wav-decode.js';
+import { encodeWav } from '../../../src/audio/wav-encode.js';
+import { errorOf, type HttpResult, post, request, startServer, type TestServer } from '../../helpers/voxd.js';
+import { diarizationError, type RefTurn } from './der.js';
+
+const RATE = 16000;
+
+// None of these sentences was used to tune the window, threshold or frame selection.
+const SENTENCES = [
+  'The library opens at eight on weekdays and closes at six.',
+  'Did you remember to water the plants on the balcony?',
+  'Our flight was delayed by almost two hours last night.',
+  'I think the red jacket suits you better than the grey one.',
+  'The bakery on the corner sells the best bread in town.',
+  'We could take the bus instead of walking in the rain.',
+  'He has been learning to play the piano since March.',
+  'Remember to switch off the lights before you go to bed.',
+  'The new bridge will be finished at the end of the summer.',
+  'Let us meet in front of the cinema at half past seven.',
+];
+/** Pauses between turns, 0.3-0.7 s. */
+const GAPS = [0.45, 0.6, 0.3, 0.7, 0.5, 0.35, 0.65, 0.4, 0.55, 0.5];
+
+interface Turn {
+  start_sample: number;
+  end_sample: number;
+  speaker_id: number;
+  confidence: number;
+}
+
+/** First and last sample above a small amplitude: where the synthesised speech really is. */
+function speechBounds(samples: Float32Array): [number, number] {
+  let first = 0;
+  let last = samples.length - 1;
+  while (first < samples.length && Math.abs(samples[first]!) < 0.01) first++;
+  while (last > first && Math.abs(samples[last]!) < 0.01) last--;
+  return [first, last + 1];
+}
+
+function concat(parts: Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+const hypothesis = (turns: Turn[]): RefTurn[] =>
+  turns.map((t) => ({ start: t.start_sample, end: t.end_sample, speaker: t.speaker_id }));
+
+/** Asserts the shape every answer shares: ordered, in bounds, ids 0.. by first appearance. */
+function checkTurns(turns: Turn[], length: number): void {
+  let seen = -1;
+  let previousEnd = 0;
+  for (const t of turns) {
+    assert.ok(t.start_sample >= previousEnd && t.end_sample > t.start_sample, JSON.stringify(t));
+    assert.ok(t.end_sample <= length);
+    assert.ok(t.confidence >= 0 && t.confidence <= 1);
+    assert.ok(
+      Number.isInteger(t.speaker_id) && t.speaker_id <= seen + 1,
+      `speaker ${t.speaker_id} after ${seen}`,
+    );
+    seen = Math.max(seen, t.speaker_id);
+    previousEnd = t.end_sample;
+  }
+}
+
+describe('classic_diar', () => {
+  let s: TestServer;
+  const voices = new Map<string, Float32Array>();
+  before(async () => {
+    s = await startServer({
+      busy_timeout_ms: 0,
+      models: [
+        { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
+        { id: 'diar', family: 'classic_diar', task: 'diar', lazy: true },
+      ],
+    });
+  });
+  after(() => s.close());
+
+  const speak = async (input: string, voice: string) => {
+    const key = `${voice}:${input}`;
+    let samples = voices.get(key);
+    if (!samples) {
+      const res = await post(s.url, '/v1/audio/speech', { model: 'flite', input, voice });
+      assert.equal(res.status, 200);
+      const raw = decodeWav(res.body).samples;
+      samples = raw.slice(...speechBounds(raw));
+      voices.set(key, samples);
+    }
+    return samples;
+  };
+
+  /** Turn i is spoken by voices[i % 2] (the same voice twice gives a one-speaker file). */
+  const conversation = async (pair: [string, string], gaps = GAPS) => {
+    const parts: Float32Array[] = [new Float32Array(0.5 * RATE)];
+    const truth: RefTurn[] = [];
+    let offset = parts[0]!.length;
+    for (const [i, sentence] of SENTENCES.entries()) {
+      // Trimmed to the speech itself, so the gaps are the real pauses between turns.
+      const speech = await speak(sentence, pair[i % 2]!);
+      truth.push({ start: offset, end: offset + speech.length, speaker: i % 2 });
+      const gap = new Float32Array(Math.round(gaps[i]! * RATE));
+      parts.push(speech, gap);
+      offset += speech.length + gap.length;
+    }
+    return { samples: concat(parts), truth };
+  };
+
+  const transcribe = (samples: Float32Array, fields: Record<string, string> = {}): Promise<HttpResult> => {
+    const form = new FormData();
+    form.append('model', 'diar');
+    for (const [key, value] of Object.entries(fields)) form.append(key, value);
+    const wav = encodeWav({ samples, sampleRate: RATE, channels: 1 });
+    form.append('file', new Blob([wav], { type: 'audio/wav' }), 'talk.wav');
+    return request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
+  };
+  const run = (samples: Float32Array, extra: Record<string, unknown> = {}) =>
+    post(s.url, '/v1/tasks/run', {
+      model: 'diar',
+      audio_base64: encodeWav({ samples, sampleRate: RATE, channels: 1 }).toString('base64'),
+      ...extra,
+    });
+
+  for (const pair of [
+    ['rms', 'slt'],
+    ['rms', 'awb'],
+  ] as [string, string][])
+    test(`two voices (${pair.join(', ')}), 10 turns, speaker count unknown: DER <= 10 %`, async (t) => {
+      const { samples, truth } = await conversation(pair);
+      assert.ok(samples.length > 25 * RATE, `only ${samples.length / RATE} s`);
+      const res = await transcribe(samples);
+      assert.equal(res.status, 200, res.body.toString());
+      assert.equal(res.json.text, '');
+      assert.equal(res.json.sample_rate, RATE);
+      assert.equal(typeof res.json.timing.wall_ms, 'number');
+      const turns = res.json.speaker_turns as Turn[];
+      checkTurns(turns, samples.length);
+      assert.equal(new Set(turns.map((x) => x.speaker_id)).size, 2, JSON.stringify(turns));
+      const score = diarizationError(truth, hypothesis(turns), samples.length);
+      t.diagnostic(`DER ${(score.der * 100).toFixed(1)} % ${JSON.stringify(score)}`);
+      assert.ok(score.der <= 0.1, `DER ${score.der}`);
+    });
+
+  test('a turn change inside one speech segment (0.1 s pause) is still found', async (t) => {
+    // Every other pause is too short for the VAD to split, so segments hold two turns each.
+    const { samples, truth } = await conversation(
+      ['slt', 'awb'],
+      GAPS.map((gap, i) => (i % 2 === 0 ? 0.1 : gap)),
+    );
+    const res = await run(samples);
+    assert.equal(res.status, 200, res.body.toString());
+    const turns = res.json.speaker_turns as Turn[];
+    checkTurns(turns, samples.length);
+    const score = diarizationError(truth, hypothesis(turns), samples.length);
+    t.diagnostic(`DER ${(score.der * 100).toFixed(1)} % ${JSON.stringify(score)}`);
+    assert.ok(score.der <= 0.1, `DER ${score.der}`);
+  });
+
+  test('one voice is one speaker; num_speakers, when sent, is obeyed', async () => {
+    for (const voice of ['awb', 'slt']) {
+      const { samples } = await conversation([voice, voice]);
+      const res = await transcribe(samples);
+      assert.equal(res.status, 200, res.body.toString());
+      const turns = res.json.speaker_turns as Turn[];
+      assert.ok(turns.length >= 8, `${voice}: ${turns.length} turns`);
+      assert.deepEqual(
+        new Set(turns.map((x) => x.speaker_id)),
+        new Set([0]),
+        `${voice}: ${JSON.stringify(turns)}`,
+      );
+    }
+    const { samples } = await conversation(['rms', 'slt']);
+    const one = await run(samples, { options: { num_speakers: 1 } });
+    assert.equal(one.status, 200, one.body.toString());
+    assert.deepEqual(new Set((one.json.speaker_turns as Turn[]).map((x) => x.speaker_id)), new Set([0]));
+    const three = await transcribe(samples, { options: JSON.stringify({ num_speakers: 3 }) });
+    assert.equal(new Set((three.json.speaker_turns as Turn[]).map((x) => x.speaker_id)).size, 3);
+    assert.match(
+      errorOf(await run(samples, { options: { num_speakers: 0 } }), 400, 'invalid_request_error'),
+      /num_speakers: "0" is invalid/,
+    );
+  });
+
+  test('silence and a 1-sample file give no turns; a corrupt WAV is a clear 400', async () => {
+    const silent = await transcribe(new Float32Array(3 * RATE));
+    assert.equal(silent.status, 200, silent.body.toString());
+    assert.equal(silent.json.text, '');
+    assert.deepEqual(silent.json.speaker_turns, []);
+    const one = await transcribe(new Float32Array([0.5]));
+    assert.equal(one.status, 200, one.body.toString());
+    assert.deepEqual(one.json.speaker_turns, []);
+    const oneRun = await run(new Float32Array([0.5]));
+    assert.deepEqual(oneRun.json.speaker_turns, []);
+
+    const form = new FormData();
+    form.append('model', 'diar');
+    form.append('file', new Blob([Buffer.from('RIFF but not really a wav')]), 'bad.wav');
+    const corrupt = await request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
+    assert.match(errorOf(corrupt, 400, 'invalid_request_error'), /file: not a WAV file/);
+    assert.match(
+      errorOf(await post(s.url, '/v1/tasks/run', { model: 'diar' }), 400, 'invalid_request_error'),
+      /audio/,
+    );
+  });
+
+  test('the event loop stays free while two minutes of audio are diarized', async () => {
+    const { samples } = await conversation(['rms', 'awb']);
+    const long = concat([samples, samples, samples, samples]);
+    const delay = monitorEventLoopDelay({ resolution: 5 });
+    delay.enable();
+    const res = await transcribe(long);
+    delay.disable();
+    assert.equal(res.status, 200, res.body.toString());
+    assert.equal(new Set((res.json.speaker_turns as Turn[]).map((x) => x.speaker_id)).size, 2);
+    const worstMs = delay.max / 1e6;
+    const wallMs = res.json.timing.wall_ms as number;
+    // Work on the loop would stall it for about the whole wall time.
+    assert.ok(worstMs < Math.max(50, wallMs / 2), `loop stalled ${worstMs} ms during ${wallMs} ms of work`);
+  });
+});
