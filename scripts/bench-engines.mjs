@@ -46,6 +46,13 @@ const ENGINES = [
     route: '/v1/tasks/run',
     body: (wav) => ({ model: 'silero-vad', audio_base64: wav }),
   },
+  {
+    id: 'diarizer',
+    family: 'classic_diar',
+    task: 'diar',
+    route: '/v1/tasks/run',
+    body: (wav) => ({ model: 'diarizer', audio_base64: wav }),
+  },
 ];
 
 async function start(models) {
