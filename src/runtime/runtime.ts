@@ -44,6 +44,8 @@ export interface InferenceOutcome {
   wallMs: number;
   slot: number;
   generation: number;
+  /** The rate input audio was converted to: sample positions in the result count at this rate. */
+  inputSampleRate: number;
 }
 
 export interface ModelStatus {
@@ -161,7 +163,13 @@ export class Runtime {
           ? { ...request, audio: await conformAudioAsync(request.audio, pool.weights.audioInput) }
           : request;
         const result = await session.run(prepared, { signal: options.signal, onEvent: options.onEvent });
-        return { result, wallMs: performance.now() - started, slot, generation: pool.generation };
+        return {
+          result,
+          wallMs: performance.now() - started,
+          slot,
+          generation: pool.generation,
+          inputSampleRate: pool.weights.audioInput.sampleRate,
+        };
       } catch (err) {
         if (options.signal.aborted) throw options.signal.reason;
         throw engineFailure(`model '${id}' failed`, err);

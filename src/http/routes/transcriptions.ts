@@ -95,10 +95,8 @@ async function transcriptions(ctx: RouteContext) {
   const json: Record<string, unknown> = { text };
   const turns = outcome.result.speakerTurns;
   if (turns) {
-    // Turn positions count samples of the audio the model was given (its input rate).
-    const state = entry.state;
     json['speaker_turns'] = turns;
-    json['sample_rate'] = state.kind === 'ready' ? state.pool.weights.audioInput.sampleRate : 16000;
+    json['sample_rate'] = outcome.inputSampleRate;
   }
   json['timing'] = timing(outcome.wallMs, audio);
   return { json };
