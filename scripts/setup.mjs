@@ -15,10 +15,12 @@ if (stale) {
   execSync(`${cmd} --no-audit --no-fund`, { stdio: 'inherit' });
 }
 
-// pocketsphinx (speech recognition) comes from Debian: the library and its en-us model.
+// From Debian: pocketsphinx (the library and its en-us model) and espeak-ng's data for Piper voices.
 const DEBIAN_PACKAGES = {
   libpocketsphinx3: '/usr/lib/x86_64-linux-gnu/libpocketsphinx.so.3',
   'pocketsphinx-en-us': '/usr/share/pocketsphinx/model/en-us/en-us.lm.bin',
+  // Piper voices phonemize with espeak-ng's data when their folder does not ship it.
+  'espeak-ng-data': '/usr/lib/x86_64-linux-gnu/espeak-ng-data/phontab',
 };
 const missing = Object.entries(DEBIAN_PACKAGES)
   .filter(([, file]) => !existsSync(file))

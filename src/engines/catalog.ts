@@ -2,6 +2,7 @@
 import { ClassicDiarFamily } from './classic-diar/classic-diar-family.js';
 import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
+import { PiperFamily } from './sherpa-tts/piper-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
 import type { EngineFamily } from './types.js';
 import { createEspeakFamily, createFliteFamily } from './wasm-tts/wasm-tts-family.js';
@@ -17,6 +18,7 @@ export function createEngineCatalog(): EngineCatalog {
     new SileroVadFamily(),
     new ClassicDiarFamily(),
     new PocketsphinxFamily(),
+    new PiperFamily(),
   ];
   return new Map(families.map((family) => [family.name, family]));
 }

@@ -1,0 +1,119 @@
+/**
+ * `piper_tts`: Piper (VITS) voices as sherpa-onnx distributes them. `path` is the model folder:
+ * one `*.onnx` file, `tokens.txt`, and `espeak-ng-data/` (or, without it, Debian's espeak-ng-data,
+ * which voxd's set-up installs). Each session is a worker thread with its own OfflineTts.
+ */
+import { access, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { invalidRequest, VoxdError } from '../../errors.js';
+import { ThreadSession } from '../thread-session.js';
+import type {
+  EngineFamily,
+  EngineRequest,
+  EngineResult,
+  EngineSession,
+  LoadedModel,
+  LoadSpec,
+  ParamRow,
+  RunContext,
+} from '../types.js';
+import type { VitsFiles, VitsJob, VitsReply } from './vits-worker.js';
+
+const WORKER_URL = new URL('./vits-worker.js', import.meta.url);
+const SYSTEM_ESPEAK_DATA = '/usr/lib/x86_64-linux-gnu/espeak-ng-data';
+const CAPACITY = 4;
+const SPEAKABLE = /[\p{L}\p{N}]/u;
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Finds the files of a Piper model folder; every missing file is named in the error. */
+export async function findPiperFiles(modelId: string, dir: string): Promise<VitsFiles> {
+  const fail = (what: string) => new VoxdError('E_INVALID_REQUEST', `model '${modelId}': ${what}`);
+  if (!dir)
+    throw fail(
+      'piper_tts needs "path": the folder of a Piper voice (model .onnx, tokens.txt, espeak-ng-data)',
+    );
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    throw fail(`model folder not found: ${dir}`);
+  }
+  const onnx = names.filter((n) => n.endsWith('.onnx'));
+  if (onnx.length !== 1) {
+    throw fail(`expected exactly one .onnx file in ${dir}, found ${onnx.length ? onnx.join(', ') : 'none'}`);
+  }
+  const tokens = join(dir, 'tokens.txt');
+  if (!(await exists(tokens))) throw fail(`missing file: ${tokens}`);
+  const local = join(dir, 'espeak-ng-data');
+  const dataDir = (await exists(local)) ? local : SYSTEM_ESPEAK_DATA;
+  if (!(await exists(join(dataDir, 'phontab')))) {
+    throw fail(
+      `missing espeak-ng data: neither ${local} nor ${SYSTEM_ESPEAK_DATA} (Debian package espeak-ng-data) exists`,
+    );
+  }
+  return { model: join(dir, onnx[0]!), tokens, dataDir };
+}
+
+class PiperSession implements EngineSession {
+  readonly #thread: ThreadSession<Omit<VitsJob, 'id'>, VitsReply>;
+
+  constructor(
+    readonly id: string,
+    files: VitsFiles,
+  ) {
+    this.#thread = new ThreadSession(WORKER_URL, files);
+  }
+
+  async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+    const text = request.text ?? '';
+    if (!SPEAKABLE.test(text)) throw invalidRequest('input: the text has no letters or digits to speak');
+    const voice = request.voiceId ?? '0';
+    if (!/^\d{1,4}$/.test(voice))
+      throw invalidRequest(
+        `voice: "${voice}" is invalid; Piper voices are chosen by speaker number (0, 1, ...)`,
+      );
+    const rawSpeed = request.options['speed'] ?? '1';
+    const speed = Number(rawSpeed);
+    if (!Number.isFinite(speed) || speed < 0.25 || speed > 4) {
+      throw invalidRequest(`speed: "${rawSpeed}" is invalid; expected a number between 0.25 and 4`);
+    }
+    const reply = await this.#thread.call({ text, sid: Number(voice), speed }, signal);
+    if (!reply.ok) {
+      if (reply.message.startsWith('voice:')) throw invalidRequest(reply.message);
+      throw new Error(reply.message);
+    }
+    return { audio: { samples: reply.samples, sampleRate: reply.sampleRate, channels: 1 } };
+  }
+
+  dispose(): Promise<void> {
+    return this.#thread.dispose();
+  }
+}
+
+export class PiperFamily implements EngineFamily {
+  readonly name = 'piper_tts';
+  readonly tasks = ['tts'] as const;
+  readonly backends = ['cpu'] as const;
+  readonly maxCapacity = CAPACITY;
+  readonly params: readonly ParamRow[] = [
+    { name: 'speed', type: 'float', description: 'speaking rate, 0.25..4', default: '1' },
+    { name: 'voice', type: 'string', description: 'speaker number of a multi-speaker voice', default: '0' },
+  ];
+  #sessions = 0;
+
+  async load(spec: LoadSpec): Promise<LoadedModel> {
+    const files = await findPiperFiles(spec.modelId, spec.path);
+    return {
+      capacity: CAPACITY,
+      audioInput: { sampleRate: 16000, channels: 1 },
+      createSession: async () => new PiperSession(`${spec.modelId}#${++this.#sessions}`, files),
+      dispose: async () => {},
+    };
+  }
+}
