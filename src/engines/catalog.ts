@@ -2,6 +2,7 @@
 import { ClassicDiarFamily } from './classic-diar/classic-diar-family.js';
 import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
+import { NemoCtcFamily } from './sherpa-asr/nemo-ctc-family.js';
 import { PiperFamily } from './sherpa-tts/piper-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
 import type { EngineFamily } from './types.js';
@@ -19,6 +20,7 @@ export function createEngineCatalog(): EngineCatalog {
     new ClassicDiarFamily(),
     new PocketsphinxFamily(),
     new PiperFamily(),
+    new NemoCtcFamily(),
   ];
   return new Map(families.map((family) => [family.name, family]));
 }

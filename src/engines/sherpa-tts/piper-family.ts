@@ -3,9 +3,10 @@
  * one `*.onnx` file, `tokens.txt`, and `espeak-ng-data/` (or, without it, Debian's espeak-ng-data,
  * which voxd's set-up installs). Each session is a worker thread with its own OfflineTts.
  */
-import { access, readdir } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { invalidRequest, VoxdError } from '../../errors.js';
+import { findOnnxAndTokens } from '../sherpa-model-folder.js';
 import { ThreadSession } from '../thread-session.js';
 import type {
   EngineFamily,
@@ -31,33 +32,18 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-/** Finds the files of a Piper model folder; every missing file is named in the error. */
+/** The files of a Piper voice folder, with espeak-ng data from the folder or the system. */
 export async function findPiperFiles(modelId: string, dir: string): Promise<VitsFiles> {
-  const fail = (what: string) => new VoxdError('E_INVALID_REQUEST', `model '${modelId}': ${what}`);
-  if (!dir)
-    throw fail(
-      'piper_tts needs "path": the folder of a Piper voice (model .onnx, tokens.txt, espeak-ng-data)',
-    );
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    throw fail(`model folder not found: ${dir}`);
-  }
-  const onnx = names.filter((n) => n.endsWith('.onnx'));
-  if (onnx.length !== 1) {
-    throw fail(`expected exactly one .onnx file in ${dir}, found ${onnx.length ? onnx.join(', ') : 'none'}`);
-  }
-  const tokens = join(dir, 'tokens.txt');
-  if (!(await exists(tokens))) throw fail(`missing file: ${tokens}`);
+  const { model, tokens } = await findOnnxAndTokens(modelId, 'piper_tts', dir);
   const local = join(dir, 'espeak-ng-data');
   const dataDir = (await exists(local)) ? local : SYSTEM_ESPEAK_DATA;
   if (!(await exists(join(dataDir, 'phontab')))) {
-    throw fail(
-      `missing espeak-ng data: neither ${local} nor ${SYSTEM_ESPEAK_DATA} (Debian package espeak-ng-data) exists`,
+    throw new VoxdError(
+      'E_INVALID_REQUEST',
+      `model '${modelId}': missing espeak-ng data: neither ${local} nor ${SYSTEM_ESPEAK_DATA} (Debian package espeak-ng-data) exists`,
     );
   }
-  return { model: join(dir, onnx[0]!), tokens, dataDir };
+  return { model, tokens, dataDir };
 }
 
 class PiperSession implements EngineSession {

@@ -1,0 +1,49 @@
+/** Worker thread of one sherpa-onnx offline recognizer session (its decode calls are synchronous here). */
+import { createRequire } from 'node:module';
+import { parentPort, workerData } from 'node:worker_threads';
+
+export interface RecognizerJob {
+  id: number;
+  /** 16 kHz mono. */
+  samples: Float32Array;
+}
+
+export type RecognizerReply =
+  | { id: number; ok: true; text: string; lang: string }
+  | { id: number; ok: false; message: string };
+
+interface Stream {
+  acceptWaveform(wave: { samples: Float32Array; sampleRate: number }): void;
+}
+interface Recognizer {
+  createStream(): Stream;
+  decode(stream: Stream): void;
+  getResult(stream: Stream): { text: string; lang?: string };
+}
+
+const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
+  OfflineRecognizer: new (config: unknown) => Recognizer;
+};
+// workerData is the recognizer config the family built (model files and options).
+const recognizer = new sherpa.OfflineRecognizer(workerData);
+
+parentPort!.on('message', (job: RecognizerJob) => {
+  try {
+    const stream = recognizer.createStream();
+    stream.acceptWaveform({ samples: job.samples, sampleRate: 16000 });
+    recognizer.decode(stream);
+    const result = recognizer.getResult(stream);
+    parentPort!.postMessage({
+      id: job.id,
+      ok: true,
+      text: result.text.trim(),
+      lang: result.lang ?? '',
+    } satisfies RecognizerReply);
+  } catch (err) {
+    parentPort!.postMessage({
+      id: job.id,
+      ok: false,
+      message: err instanceof Error ? err.message : String(err),
+    } satisfies RecognizerReply);
+  }
+});
