@@ -1,4 +1,6 @@
-// Runs every compiled test file with Node's built-in test runner.
+// Runs every compiled test file with Node's built-in test runner. Engine tests (real native and
+// WebAssembly engines, CPU-heavy) run after the others, one file at a time, so they do not compete
+// for the 2 cores with each other.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,8 +16,21 @@ function collect(dir) {
 const files = collect('dist/test').sort();
 const filter = process.argv.slice(2);
 const selected = filter.length ? files.filter((f) => filter.some((part) => f.includes(part))) : files;
+const heavy = (f) => f.startsWith(join('dist', 'test', 'engines')) && !f.includes(join('engines', 'fixture'));
 const reporter = process.env.CI ? ['--test-reporter=spec'] : [];
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...reporter, ...selected], {
-  stdio: 'inherit',
-});
-process.exit(result.status ?? 1);
+let status = 0;
+for (const [group, concurrency] of [
+  [selected.filter((f) => !heavy(f)), 2],
+  [selected.filter(heavy), 1],
+]) {
+  if (group.length === 0) continue;
+  const result = spawnSync(
+    process.execPath,
+    ['--test', `--test-concurrency=${concurrency}`, ...reporter, ...group],
+    {
+      stdio: 'inherit',
+    },
+  );
+  if (result.status !== 0) status = result.status ?? 1;
+}
+process.exit(status);

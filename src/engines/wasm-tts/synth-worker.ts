@@ -30,6 +30,22 @@ export type SynthReply =
 
 const data = workerData as SynthWorkerData;
 
+type WasiFn = (...args: unknown[]) => unknown;
+
+/**
+ * Node's WASI imports, each behind a plain JS function. Imported directly, V8 calls them through their
+ * fast-API entry points, and an import that allocates during such a call can start a GC there, which
+ * crashes the whole process with SIGSEGV (nodejs/node#46777; flite hit it writing long outputs).
+ */
+function wasiImports(wasi: WASI): WebAssembly.Imports {
+  const native = (wasi.getImportObject() as Record<string, Record<string, WasiFn>>)[
+    'wasi_snapshot_preview1'
+  ]!;
+  const wrapped: Record<string, WasiFn> = {};
+  for (const [name, fn] of Object.entries(native)) wrapped[name] = (...args) => fn.apply(native, args);
+  return { wasi_snapshot_preview1: wrapped };
+}
+
 async function flite({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
   const dir = mkdtempSync(join(tmpdir(), 'voxd-flite-'));
   try {
@@ -45,9 +61,7 @@ async function flite({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
       '/out/x.wav',
     ];
     const wasi = new WASI({ version: 'preview1', args, preopens: { '/out': dir }, returnOnExit: true });
-    const code = wasi.start(
-      await WebAssembly.instantiate(data.module, wasi.getImportObject() as WebAssembly.Imports),
-    );
+    const code = wasi.start(await WebAssembly.instantiate(data.module, wasiImports(wasi)));
     if (code !== 0) throw new Error(`flite exited with code ${code}`);
     return readFileSync(join(dir, 'x.wav'));
   } finally {
