@@ -48,7 +48,13 @@ export class SynthSession implements EngineSession {
         throw invalidRequest(`voice: "${voice}" is not available in this engine`);
       throw new Error(reply.message);
     }
-    return { audio: decodeWav(reply.wav) };
+    const audio = decodeWav(reply.wav);
+    // flite reads English only: text in another script (say all CJK) gives a file with no samples.
+    if (audio.samples.length === 0)
+      throw invalidRequest(
+        'input: the engine found nothing it can speak in the text (no audio was produced)',
+      );
+    return { audio };
   }
 
   dispose(): Promise<void> {

@@ -33,9 +33,10 @@ const data = workerData as SynthWorkerData;
 type WasiFn = (...args: unknown[]) => unknown;
 
 /**
- * Node's WASI imports, each behind a plain JS function. Imported directly, V8 calls them through their
- * fast-API entry points, and an import that allocates during such a call can start a GC there, which
- * crashes the whole process with SIGSEGV (nodejs/node#46777; flite hit it writing long outputs).
+ * Node's WASI imports, each behind a plain JS function. Imported directly, V8 may call them through their
+ * fast-API entry points; with those, flite writing a long output crashed the whole process with SIGSEGV
+ * (test/engines/edge-cases), and behind JS functions it does not. Likely nodejs/node#46777: an import
+ * that allocates during a fast call can start a GC there.
  */
 function wasiImports(wasi: WASI): WebAssembly.Imports {
   const native = (wasi.getImportObject() as Record<string, Record<string, WasiFn>>)[
