@@ -4,6 +4,8 @@
  * and the next call starts a fresh one. A thread that crashes fails only its call.
  */
 import { Worker } from 'node:worker_threads';
+import { invalidRequest } from '../errors.js';
+import type { EngineRequest, EngineResult, EngineSession, RunContext } from './types.js';
 
 interface Reply {
   id: number;
@@ -64,4 +66,29 @@ export class ThreadSession<J extends object, R extends Reply> {
     this.#worker = undefined;
     await worker?.terminate();
   }
+}
+
+/** Base of the engine sessions whose work runs in a ThreadSession: it owns the thread and disposes it. */
+export abstract class ThreadEngineSession<J extends object, R extends Reply> implements EngineSession {
+  protected readonly thread: ThreadSession<J, R>;
+
+  constructor(
+    readonly id: string,
+    url: URL,
+    workerData: unknown,
+  ) {
+    this.thread = new ThreadSession(url, workerData);
+  }
+
+  abstract run(request: EngineRequest, context: RunContext): Promise<EngineResult>;
+
+  dispose(): Promise<void> {
+    return this.thread.dispose();
+  }
+}
+
+/** The request's input audio as a copy that may be transferred to a thread; a 400 without audio. */
+export function inputSamples(request: EngineRequest, purpose: string): Float32Array<ArrayBuffer> {
+  if (!request.audio) throw invalidRequest(`'audio' is required: ${purpose} needs input audio`);
+  return request.audio.samples.slice();
 }

@@ -8,12 +8,11 @@
 import { access } from 'node:fs/promises';
 import { invalidRequest, VoxdError } from '../../errors.js';
 import { DEFAULT_SILERO_MODEL } from '../silero-vad/silero-vad-family.js';
-import { ThreadSession } from '../thread-session.js';
+import { inputSamples, ThreadEngineSession } from '../thread-session.js';
 import type {
   EngineFamily,
   EngineRequest,
   EngineResult,
-  EngineSession,
   LoadedModel,
   LoadSpec,
   ParamRow,
@@ -60,23 +59,20 @@ interface SessionSettings {
   numSpeakers?: number;
 }
 
-class ClassicDiarSession implements EngineSession {
-  readonly #thread: ThreadSession<Omit<DiarJob, 'id'>, DiarReply>;
-
+class ClassicDiarSession extends ThreadEngineSession<Omit<DiarJob, 'id'>, DiarReply> {
   constructor(
-    readonly id: string,
+    id: string,
     private readonly settings: SessionSettings,
   ) {
-    this.#thread = new ThreadSession(WORKER_URL, settings.worker);
+    super(id, WORKER_URL, settings.worker);
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
-    if (!request.audio) throw invalidRequest("'audio' is required: diarization needs input audio");
     const numSpeakers =
       parseNumber('options.', request.options, 'num_speakers', 1, MAX_SPEAKERS, true) ??
       this.settings.numSpeakers;
-    const samples = request.audio.samples.slice();
-    const reply = await this.#thread.call(
+    const samples = inputSamples(request, 'diarization');
+    const reply = await this.thread.call(
       { samples, numSpeakers, threshold: this.settings.threshold },
       signal,
       [samples.buffer],
@@ -91,10 +87,6 @@ class ClassicDiarSession implements EngineSession {
         confidence,
       })),
     };
-  }
-
-  dispose(): Promise<void> {
-    return this.#thread.dispose();
   }
 }
 

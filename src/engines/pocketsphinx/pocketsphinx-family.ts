@@ -6,13 +6,12 @@
  */
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import { invalidRequest, VoxdError } from '../../errors.js';
-import { ThreadSession } from '../thread-session.js';
+import { VoxdError } from '../../errors.js';
+import { inputSamples, ThreadEngineSession } from '../thread-session.js';
 import type {
   EngineFamily,
   EngineRequest,
   EngineResult,
-  EngineSession,
   LoadedModel,
   LoadSpec,
   ParamRow,
@@ -28,35 +27,25 @@ const INSTALL_HINT =
 
 type Job = PsJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
 
-class PocketsphinxSession implements EngineSession {
-  readonly #thread: ThreadSession<Job, PsReply>;
-
-  constructor(
-    readonly id: string,
-    settings: PsSettings,
-  ) {
-    this.#thread = new ThreadSession(WORKER_URL, settings);
+class PocketsphinxSession extends ThreadEngineSession<Job, PsReply> {
+  constructor(id: string, settings: PsSettings) {
+    super(id, WORKER_URL, settings);
   }
 
   /** Starts the thread and loads its decoder now, so a broken model fails the load, not a request. */
   async start(signal: AbortSignal): Promise<void> {
-    const reply = await this.#thread.call({ kind: 'ping' }, signal);
+    const reply = await this.thread.call({ kind: 'ping' }, signal);
     if (!reply.ok) throw new Error(reply.message);
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
-    if (!request.audio) throw invalidRequest("'audio' is required: speech recognition needs input audio");
-    const { samples } = request.audio;
+    const samples = inputSamples(request, 'speech recognition');
     const pcm = new Int16Array(samples.length);
     for (let i = 0; i < samples.length; i++)
       pcm[i] = Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767);
-    const reply = await this.#thread.call({ kind: 'decode', pcm }, signal, [pcm.buffer]);
+    const reply = await this.thread.call({ kind: 'decode', pcm }, signal, [pcm.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     return { text: reply.text, language: 'en' };
-  }
-
-  dispose(): Promise<void> {
-    return this.#thread.dispose();
   }
 }
 

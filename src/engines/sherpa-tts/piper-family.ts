@@ -7,12 +7,11 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { invalidRequest, VoxdError } from '../../errors.js';
 import { findOnnxAndTokens } from '../sherpa-model-folder.js';
-import { ThreadSession } from '../thread-session.js';
+import { ThreadEngineSession } from '../thread-session.js';
 import type {
   EngineFamily,
   EngineRequest,
   EngineResult,
-  EngineSession,
   LoadedModel,
   LoadSpec,
   ParamRow,
@@ -46,14 +45,9 @@ export async function findPiperFiles(modelId: string, dir: string): Promise<Vits
   return { model, tokens, dataDir };
 }
 
-class PiperSession implements EngineSession {
-  readonly #thread: ThreadSession<Omit<VitsJob, 'id'>, VitsReply>;
-
-  constructor(
-    readonly id: string,
-    files: VitsFiles,
-  ) {
-    this.#thread = new ThreadSession(WORKER_URL, files);
+class PiperSession extends ThreadEngineSession<Omit<VitsJob, 'id'>, VitsReply> {
+  constructor(id: string, files: VitsFiles) {
+    super(id, WORKER_URL, files);
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
@@ -69,16 +63,12 @@ class PiperSession implements EngineSession {
     if (!Number.isFinite(speed) || speed < 0.25 || speed > 4) {
       throw invalidRequest(`speed: "${rawSpeed}" is invalid; expected a number between 0.25 and 4`);
     }
-    const reply = await this.#thread.call({ text, sid: Number(voice), speed }, signal);
+    const reply = await this.thread.call({ text, sid: Number(voice), speed }, signal);
     if (!reply.ok) {
       if (reply.message.startsWith('voice:')) throw invalidRequest(reply.message);
       throw new Error(reply.message);
     }
     return { audio: { samples: reply.samples, sampleRate: reply.sampleRate, channels: 1 } };
-  }
-
-  dispose(): Promise<void> {
-    return this.#thread.dispose();
   }
 }
 

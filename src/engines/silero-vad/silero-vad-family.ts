@@ -6,12 +6,11 @@
 import { access } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { invalidRequest, VoxdError } from '../../errors.js';
-import { ThreadSession } from '../thread-session.js';
+import { inputSamples, ThreadEngineSession } from '../thread-session.js';
 import type {
   EngineFamily,
   EngineRequest,
   EngineResult,
-  EngineSession,
   LoadedModel,
   LoadSpec,
   ParamRow,
@@ -44,21 +43,14 @@ function number(
   return value;
 }
 
-class SileroSession implements EngineSession {
-  readonly #thread: ThreadSession<Omit<VadJob, 'id'>, VadReply>;
-
-  constructor(
-    readonly id: string,
-    settings: VadSettings,
-  ) {
-    this.#thread = new ThreadSession(WORKER_URL, settings);
+class SileroSession extends ThreadEngineSession<Omit<VadJob, 'id'>, VadReply> {
+  constructor(id: string, settings: VadSettings) {
+    super(id, WORKER_URL, settings);
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
-    if (!request.audio)
-      throw invalidRequest("'audio' is required: voice activity detection needs input audio");
-    const samples = request.audio.samples.slice();
-    const reply = await this.#thread.call({ samples }, signal, [samples.buffer]);
+    const samples = inputSamples(request, 'voice activity detection');
+    const reply = await this.thread.call({ samples }, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     return {
       segments: reply.segments.map(({ start, end }) => ({
@@ -67,10 +59,6 @@ class SileroSession implements EngineSession {
         confidence: 1,
       })),
     };
-  }
-
-  dispose(): Promise<void> {
-    return this.#thread.dispose();
   }
 }
 
