@@ -3,6 +3,7 @@ import { ClassicDiarFamily } from './classic-diar/classic-diar-family.js';
 import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
 import { NemoCtcFamily } from './sherpa-asr/nemo-ctc-family.js';
+import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
 import { PiperFamily } from './sherpa-tts/piper-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
 import type { EngineFamily } from './types.js';
@@ -21,6 +22,7 @@ export function createEngineCatalog(): EngineCatalog {
     new PocketsphinxFamily(),
     new PiperFamily(),
     new NemoCtcFamily(),
+    new PyannoteFamily(),
   ];
   return new Map(families.map((family) => [family.name, family]));
 }

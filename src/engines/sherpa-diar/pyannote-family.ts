@@ -1,0 +1,114 @@
+/**
+ * `pyannote_diar`: speaker diarization with a pyannote segmentation model plus a speaker-embedding
+ * model (3D-Speaker, WeSpeaker), run by sherpa-onnx. `path` is a folder holding both, named
+ * `segmentation.onnx` and `embedding.onnx` unless the load options `segmentation` and `embedding`
+ * name other files in it. Each session is a worker thread with its own diarizer.
+ */
+import { access } from 'node:fs/promises';
+import { join } from 'node:path';
+import { invalidRequest, VoxdError } from '../../errors.js';
+import { inputSamples, ThreadEngineSession } from '../thread-session.js';
+import type {
+  EngineFamily,
+  EngineRequest,
+  EngineResult,
+  LoadedModel,
+  LoadSpec,
+  ParamRow,
+  RunContext,
+} from '../types.js';
+import type { PyannoteJob, PyannoteReply, PyannoteSettings } from './pyannote-worker.js';
+
+const WORKER_URL = new URL('./pyannote-worker.js', import.meta.url);
+const CAPACITY = 4;
+const RATE = 16000;
+
+function number(
+  options: Record<string, string>,
+  key: string,
+  fallback: number,
+  min: number,
+  max: number,
+  where: string,
+): number {
+  const raw = options[key];
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min || value > max) {
+    throw invalidRequest(`${where}.${key}: "${raw}" is invalid; expected a number between ${min} and ${max}`);
+  }
+  return value;
+}
+
+class PyannoteSession extends ThreadEngineSession<Omit<PyannoteJob, 'id'>, PyannoteReply> {
+  constructor(
+    id: string,
+    settings: PyannoteSettings,
+    private readonly defaultSpeakers: number,
+  ) {
+    super(id, WORKER_URL, settings);
+  }
+
+  async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+    const samples = inputSamples(request, 'diarization');
+    const numSpeakers = Math.round(
+      number(request.options, 'num_speakers', this.defaultSpeakers, -1, 64, 'options'),
+    );
+    const reply = await this.thread.call({ samples, numSpeakers }, signal, [samples.buffer]);
+    if (!reply.ok) throw new Error(reply.message);
+    return {
+      text: '',
+      speakerTurns: reply.turns.map(({ start, end, speaker }) => ({
+        start_sample: Math.round(start * RATE),
+        end_sample: Math.round(end * RATE),
+        speaker_id: speaker,
+        confidence: 1,
+      })),
+    };
+  }
+}
+
+export class PyannoteFamily implements EngineFamily {
+  readonly name = 'pyannote_diar';
+  readonly tasks = ['diar'] as const;
+  readonly backends = ['cpu'] as const;
+  readonly maxCapacity = CAPACITY;
+  readonly params: readonly ParamRow[] = [
+    {
+      name: 'num_speakers',
+      type: 'int',
+      description: 'known speaker count; -1 finds it by the clustering threshold',
+      default: '-1',
+    },
+  ];
+  #sessions = 0;
+
+  async load(spec: LoadSpec): Promise<LoadedModel> {
+    const o = spec.loadOptions;
+    const fail = (what: string) => new VoxdError('E_INVALID_REQUEST', `model '${spec.modelId}': ${what}`);
+    if (!spec.path)
+      throw fail('pyannote_diar needs "path": the folder with segmentation.onnx and embedding.onnx');
+    const settings: PyannoteSettings = {
+      segmentation: join(spec.path, o['segmentation'] ?? 'segmentation.onnx'),
+      embedding: join(spec.path, o['embedding'] ?? 'embedding.onnx'),
+      threshold: number(o, 'threshold', 0.5, 0.01, 2, 'load_options'),
+      minDurationOn: number(o, 'min_duration_on_ms', 300, 0, 10_000, 'load_options') / 1000,
+      minDurationOff: number(o, 'min_duration_off_ms', 500, 0, 10_000, 'load_options') / 1000,
+    };
+    for (const file of [settings.segmentation, settings.embedding]) {
+      try {
+        await access(file);
+      } catch {
+        throw fail(`missing file: ${file}`);
+      }
+    }
+    const defaultSpeakers = Math.round(number(o, 'num_speakers', -1, -1, 64, 'load_options'));
+    return {
+      capacity: CAPACITY,
+      audioInput: { sampleRate: RATE, channels: 1 },
+      createSession: async () =>
+        new PyannoteSession(`${spec.modelId}#${++this.#sessions}`, settings, defaultSpeakers),
+      dispose: async () => {},
+    };
+  }
+}

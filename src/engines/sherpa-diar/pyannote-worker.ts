@@ -1,0 +1,55 @@
+/** Worker thread of one pyannote diarization session: its own sherpa-onnx OfflineSpeakerDiarization. */
+import { createRequire } from 'node:module';
+import { parentPort, workerData } from 'node:worker_threads';
+
+export interface PyannoteSettings {
+  segmentation: string;
+  embedding: string;
+  threshold: number;
+  minDurationOn: number;
+  minDurationOff: number;
+}
+
+export interface PyannoteJob {
+  id: number;
+  /** 16 kHz mono. */
+  samples: Float32Array;
+  /** Known speaker count, or -1 to find it by the clustering threshold. */
+  numSpeakers: number;
+}
+
+export type PyannoteReply =
+  | { id: number; ok: true; turns: { start: number; end: number; speaker: number }[] }
+  | { id: number; ok: false; message: string };
+
+interface Diarizer {
+  setConfig(config: unknown): void;
+  process(samples: Float32Array): { start: number; end: number; speaker: number }[];
+}
+
+const settings = workerData as PyannoteSettings;
+const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
+  OfflineSpeakerDiarization: new (config: unknown) => Diarizer;
+};
+const clustering = (numSpeakers: number) => ({ numClusters: numSpeakers, threshold: settings.threshold });
+const diarizer = new sherpa.OfflineSpeakerDiarization({
+  segmentation: { pyannote: { model: settings.segmentation }, numThreads: 1 },
+  embedding: { model: settings.embedding, numThreads: 1 },
+  clustering: clustering(-1),
+  minDurationOn: settings.minDurationOn,
+  minDurationOff: settings.minDurationOff,
+});
+
+parentPort!.on('message', (job: PyannoteJob) => {
+  try {
+    diarizer.setConfig({ clustering: clustering(job.numSpeakers) });
+    const turns = job.samples.length > 0 ? diarizer.process(job.samples) : [];
+    parentPort!.postMessage({ id: job.id, ok: true, turns } satisfies PyannoteReply);
+  } catch (err) {
+    parentPort!.postMessage({
+      id: job.id,
+      ok: false,
+      message: err instanceof Error ? err.message : String(err),
+    } satisfies PyannoteReply);
+  }
+});
