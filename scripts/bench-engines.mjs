@@ -12,7 +12,7 @@ import { startVoxd } from '../dist/src/app.js';
 import { loadServerConfig } from '../dist/src/config/server-config.js';
 import { createEngineCatalog } from '../dist/src/engines/catalog.js';
 
-const SECONDS = Number(process.argv[2] ?? 8);
+const SECONDS = Number(process.argv[2] ?? 6);
 const LOAD = fileURLToPath(new URL('./bench-load.mjs', import.meta.url));
 const SENTENCE =
   'The quick brown fox jumps over the lazy dog while seven happy children watch from the old wooden bridge today.';

@@ -1,13 +1,5 @@
-/**
- * `classic_diar`: speaker diarization without neural speaker weights (engines.md §4). silero VAD
- * finds speech, each segment (cut into windows of at most `window_ms`) gets a log-mel statistics
- * embedding, and average-link agglomerative clustering on cosine similarity groups them into
- * speakers. `path` may name another silero ONNX file; by default the copy in assets/silero is
- * used. Each session is a worker thread with its own sherpa Vad; sessions share only the file.
- */
-import { access } from 'node:fs/promises';
-import { invalidRequest, VoxdError } from '../../errors.js';
-import { DEFAULT_SILERO_MODEL } from '../silero-vad/silero-vad-family.js';
+import { numberOption } from '../engine-options.js';
+import { sileroModel } from '../silero-vad/silero-vad-family.js';
 import { inputSamples, ThreadEngineSession } from '../thread-session.js';
 import type {
   EngineFamily,
@@ -28,31 +20,6 @@ const MAX_SPEAKERS = 64;
 export const DEFAULT_THRESHOLD = 0.72;
 export const DEFAULT_WINDOW_MS = 3000;
 
-function parseNumber(
-  where: string,
-  options: Record<string, string>,
-  key: string,
-  min: number,
-  max: number,
-  integer = false,
-): number | undefined {
-  const raw = options[key];
-  if (raw === undefined) return undefined;
-  const value = Number(raw);
-  if (
-    raw.trim() === '' ||
-    !Number.isFinite(value) ||
-    value < min ||
-    value > max ||
-    (integer && !Number.isInteger(value))
-  ) {
-    throw invalidRequest(
-      `${where}${key}: "${raw}" is invalid; expected ${integer ? 'an integer' : 'a number'} between ${min} and ${max}`,
-    );
-  }
-  return value;
-}
-
 interface SessionSettings {
   worker: DiarWorkerData;
   threshold: number;
@@ -69,8 +36,12 @@ class ClassicDiarSession extends ThreadEngineSession<Omit<DiarJob, 'id'>, DiarRe
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
     const numSpeakers =
-      parseNumber('options.', request.options, 'num_speakers', 1, MAX_SPEAKERS, true) ??
-      this.settings.numSpeakers;
+      numberOption(request.options, 'num_speakers', {
+        where: 'options.',
+        min: 1,
+        max: MAX_SPEAKERS,
+        integer: true,
+      }) ?? this.settings.numSpeakers;
     const samples = inputSamples(request, 'diarization');
     const reply = await this.thread.call(
       { samples, numSpeakers, threshold: this.settings.threshold },
@@ -109,18 +80,10 @@ export class ClassicDiarFamily implements EngineFamily {
   }
 
   async load(spec: LoadSpec): Promise<LoadedModel> {
-    const model = spec.path || DEFAULT_SILERO_MODEL;
-    try {
-      await access(model);
-    } catch {
-      throw new VoxdError(
-        'E_INVALID_REQUEST',
-        `model '${spec.modelId}': silero model file not found: ${model}`,
-      );
-    }
+    const model = await sileroModel(spec);
     const o = spec.loadOptions;
     const load = (key: string, min: number, max: number, integer = false) =>
-      parseNumber('load_options.', o, key, min, max, integer);
+      numberOption(o, key, { where: 'load_options.', min, max, integer });
     const settings: SessionSettings = {
       worker: {
         vad: {

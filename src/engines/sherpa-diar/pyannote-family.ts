@@ -6,7 +6,8 @@
  */
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import { invalidRequest, VoxdError } from '../../errors.js';
+import { VoxdError } from '../../errors.js';
+import { numberOption } from '../engine-options.js';
 import { inputSamples, ThreadEngineSession } from '../thread-session.js';
 import type {
   EngineFamily,
@@ -23,23 +24,6 @@ const WORKER_URL = new URL('./pyannote-worker.js', import.meta.url);
 const CAPACITY = 4;
 const RATE = 16000;
 
-function number(
-  options: Record<string, string>,
-  key: string,
-  fallback: number,
-  min: number,
-  max: number,
-  where: string,
-): number {
-  const raw = options[key];
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < min || value > max) {
-    throw invalidRequest(`${where}.${key}: "${raw}" is invalid; expected a number between ${min} and ${max}`);
-  }
-  return value;
-}
-
 class PyannoteSession extends ThreadEngineSession<Omit<PyannoteJob, 'id'>, PyannoteReply> {
   constructor(
     id: string,
@@ -51,9 +35,9 @@ class PyannoteSession extends ThreadEngineSession<Omit<PyannoteJob, 'id'>, Pyann
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
     const samples = inputSamples(request, 'diarization');
-    const numSpeakers = Math.round(
-      number(request.options, 'num_speakers', this.defaultSpeakers, -1, 64, 'options'),
-    );
+    const numSpeakers =
+      numberOption(request.options, 'num_speakers', { where: 'options.', min: -1, max: 64, integer: true }) ??
+      this.defaultSpeakers;
     const reply = await this.thread.call({ samples, numSpeakers }, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     return {
@@ -91,9 +75,13 @@ export class PyannoteFamily implements EngineFamily {
     const settings: PyannoteSettings = {
       segmentation: join(spec.path, o['segmentation'] ?? 'segmentation.onnx'),
       embedding: join(spec.path, o['embedding'] ?? 'embedding.onnx'),
-      threshold: number(o, 'threshold', 0.5, 0.01, 2, 'load_options'),
-      minDurationOn: number(o, 'min_duration_on_ms', 300, 0, 10_000, 'load_options') / 1000,
-      minDurationOff: number(o, 'min_duration_off_ms', 500, 0, 10_000, 'load_options') / 1000,
+      threshold: numberOption(o, 'threshold', { where: 'load_options.', min: 0.01, max: 2 }) ?? 0.5,
+      minDurationOn:
+        (numberOption(o, 'min_duration_on_ms', { where: 'load_options.', min: 0, max: 10_000 }) ?? 300) /
+        1000,
+      minDurationOff:
+        (numberOption(o, 'min_duration_off_ms', { where: 'load_options.', min: 0, max: 10_000 }) ?? 500) /
+        1000,
     };
     for (const file of [settings.segmentation, settings.embedding]) {
       try {
@@ -102,7 +90,8 @@ export class PyannoteFamily implements EngineFamily {
         throw fail(`missing file: ${file}`);
       }
     }
-    const defaultSpeakers = Math.round(number(o, 'num_speakers', -1, -1, 64, 'load_options'));
+    const defaultSpeakers =
+      numberOption(o, 'num_speakers', { where: 'load_options.', min: -1, max: 64, integer: true }) ?? -1;
     return {
       capacity: CAPACITY,
       audioInput: { sampleRate: RATE, channels: 1 },

@@ -6,6 +6,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { invalidRequest, VoxdError } from '../../errors.js';
+import { speakableText, speedOption } from '../engine-options.js';
 import { findOnnxAndTokens } from '../sherpa-model-folder.js';
 import { ThreadEngineSession } from '../thread-session.js';
 import type {
@@ -22,7 +23,6 @@ import type { VitsFiles, VitsJob, VitsReply } from './vits-worker.js';
 const WORKER_URL = new URL('./vits-worker.js', import.meta.url);
 const SYSTEM_ESPEAK_DATA = '/usr/lib/x86_64-linux-gnu/espeak-ng-data';
 const CAPACITY = 4;
-const SPEAKABLE = /[\p{L}\p{N}]/u;
 
 async function exists(path: string): Promise<boolean> {
   return access(path).then(
@@ -51,18 +51,13 @@ class PiperSession extends ThreadEngineSession<Omit<VitsJob, 'id'>, VitsReply> {
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
-    const text = request.text ?? '';
-    if (!SPEAKABLE.test(text)) throw invalidRequest('input: the text has no letters or digits to speak');
+    const text = speakableText(request);
     const voice = request.voiceId ?? '0';
     if (!/^\d{1,4}$/.test(voice))
       throw invalidRequest(
         `voice: "${voice}" is invalid; Piper voices are chosen by speaker number (0, 1, ...)`,
       );
-    const rawSpeed = request.options['speed'] ?? '1';
-    const speed = Number(rawSpeed);
-    if (!Number.isFinite(speed) || speed < 0.25 || speed > 4) {
-      throw invalidRequest(`speed: "${rawSpeed}" is invalid; expected a number between 0.25 and 4`);
-    }
+    const speed = speedOption(request.options);
     const reply = await this.thread.call({ text, sid: Number(voice), speed }, signal);
     if (!reply.ok) {
       if (reply.message.startsWith('voice:')) throw invalidRequest(reply.message);

@@ -5,7 +5,8 @@
  */
 import { access } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { invalidRequest, VoxdError } from '../../errors.js';
+import { VoxdError } from '../../errors.js';
+import { numberOption } from '../engine-options.js';
 import { inputSamples, ThreadEngineSession } from '../thread-session.js';
 import type {
   EngineFamily,
@@ -24,24 +25,6 @@ export const DEFAULT_SILERO_MODEL = fileURLToPath(
 );
 const CAPACITY = 4;
 const SAMPLE_RATE = 16000;
-
-function number(
-  options: Record<string, string>,
-  key: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const raw = options[key];
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < min || value > max) {
-    throw invalidRequest(
-      `load_options.${key}: "${raw}" is invalid; expected a number between ${min} and ${max}`,
-    );
-  }
-  return value;
-}
 
 class SileroSession extends ThreadEngineSession<Omit<VadJob, 'id'>, VadReply> {
   constructor(id: string, settings: VadSettings) {
@@ -62,6 +45,20 @@ class SileroSession extends ThreadEngineSession<Omit<VadJob, 'id'>, VadReply> {
   }
 }
 
+/** The silero model file of a model: its `path`, or the copy that ships with voxd. */
+export async function sileroModel(spec: LoadSpec): Promise<string> {
+  const model = spec.path || DEFAULT_SILERO_MODEL;
+  try {
+    await access(model);
+  } catch {
+    throw new VoxdError(
+      'E_INVALID_REQUEST',
+      `model '${spec.modelId}': silero model file not found: ${model}`,
+    );
+  }
+  return model;
+}
+
 export class SileroVadFamily implements EngineFamily {
   readonly name = 'silero_vad';
   readonly tasks = ['vad'] as const;
@@ -75,22 +72,18 @@ export class SileroVadFamily implements EngineFamily {
   }
 
   async load(spec: LoadSpec): Promise<LoadedModel> {
-    const model = spec.path || DEFAULT_SILERO_MODEL;
-    try {
-      await access(model);
-    } catch {
-      throw new VoxdError(
-        'E_INVALID_REQUEST',
-        `model '${spec.modelId}': silero model file not found: ${model}`,
-      );
-    }
+    const model = await sileroModel(spec);
     const o = spec.loadOptions;
     const settings: VadSettings = {
       model,
-      threshold: number(o, 'threshold', 0.5, 0.01, 0.99),
-      minSilenceDuration: number(o, 'min_silence_ms', 200, 0, 60_000) / 1000,
-      minSpeechDuration: number(o, 'min_speech_ms', 250, 0, 60_000) / 1000,
-      maxSpeechDuration: number(o, 'max_speech_ms', 20_000, 1000, 600_000) / 1000,
+      threshold: numberOption(o, 'threshold', { where: 'load_options.', min: 0.01, max: 0.99 }) ?? 0.5,
+      minSilenceDuration:
+        (numberOption(o, 'min_silence_ms', { where: 'load_options.', min: 0, max: 60_000 }) ?? 200) / 1000,
+      minSpeechDuration:
+        (numberOption(o, 'min_speech_ms', { where: 'load_options.', min: 0, max: 60_000 }) ?? 250) / 1000,
+      maxSpeechDuration:
+        (numberOption(o, 'max_speech_ms', { where: 'load_options.', min: 1000, max: 600_000 }) ?? 20_000) /
+        1000,
     };
     return {
       capacity: CAPACITY,

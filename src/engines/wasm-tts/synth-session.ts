@@ -1,6 +1,7 @@
 /** A TTS session: text and voice checks here, synthesis in its own thread (ThreadSession). */
 import { decodeWav } from '../../audio/wav-decode.js';
 import { invalidRequest } from '../../errors.js';
+import { speakableText, speedOption } from '../engine-options.js';
 import { ThreadSession } from '../thread-session.js';
 import type { EngineRequest, EngineResult, EngineSession, RunContext } from '../types.js';
 import type { SynthJob, SynthReply, SynthWorkerData } from './synth-worker.js';
@@ -14,17 +15,6 @@ export interface VoicePolicy {
 }
 
 const WORKER_URL = new URL('./synth-worker.js', import.meta.url);
-const SPEAKABLE = /[\p{L}\p{N}]/u;
-
-function speedOf(options: Record<string, string>): number {
-  const raw = options['speed'] ?? options['speaking_rate'];
-  if (raw === undefined) return 1;
-  const speed = Number(raw);
-  if (!Number.isFinite(speed) || speed < 0.25 || speed > 4) {
-    throw invalidRequest(`speed: "${raw}" is invalid; expected a number between 0.25 and 4`);
-  }
-  return speed;
-}
 
 export class SynthSession implements EngineSession {
   readonly #thread: ThreadSession<Omit<SynthJob, 'id'>, SynthReply>;
@@ -38,11 +28,10 @@ export class SynthSession implements EngineSession {
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
-    const text = request.text ?? '';
-    if (!SPEAKABLE.test(text)) throw invalidRequest('input: the text has no letters or digits to speak');
+    const text = speakableText(request);
     const voice = request.voiceId ?? this.voices.defaultVoice;
     this.voices.check(voice);
-    const reply = await this.#thread.call({ text, voice, speed: speedOf(request.options) }, signal);
+    const reply = await this.#thread.call({ text, voice, speed: speedOption(request.options) }, signal);
     if (!reply.ok) {
       if (this.voices.isVoiceError(reply.message))
         throw invalidRequest(`voice: "${voice}" is not available in this engine`);
