@@ -2,7 +2,7 @@
 import { ClassicDiarFamily } from './classic-diar/classic-diar-family.js';
 import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
-import { NemoCtcFamily } from './sherpa-asr/nemo-ctc-family.js';
+import { createNemoCtcFamily } from './sherpa-asr/nemo-ctc.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
 import { PiperFamily } from './sherpa-tts/piper-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
@@ -21,7 +21,7 @@ export function createEngineCatalog(): EngineCatalog {
     new ClassicDiarFamily(),
     new PocketsphinxFamily(),
     new PiperFamily(),
-    new NemoCtcFamily(),
+    createNemoCtcFamily(),
     new PyannoteFamily(),
   ];
   return new Map(families.map((family) => [family.name, family]));

@@ -97,7 +97,7 @@ describe('piper_tts (sherpa-onnx adapter)', () => {
         400,
         'invalid_request_error',
       ),
-      /missing file: .*tokens\.txt/,
+      /piper_tts model folder .*no-tokens is missing: tokens \(tokens\.txt\)$/,
     );
     assert.match(
       errorOf(
@@ -105,7 +105,7 @@ describe('piper_tts (sherpa-onnx adapter)', () => {
         400,
         'invalid_request_error',
       ),
-      /exactly one \.onnx file.*found none/,
+      /is missing: model \(a \.onnx model file\), tokens \(tokens\.txt\)$/,
     );
     assert.match(
       errorOf(

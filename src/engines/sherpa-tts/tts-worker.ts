@@ -1,21 +1,18 @@
-/** Worker thread of one Piper/VITS session: its own sherpa-onnx OfflineTts over the model folder. */
+/**
+ * Worker thread of one sherpa-onnx TTS session: its own OfflineTts over the model files. The
+ * family builds the whole OfflineTts config (vits, kokoro, matcha, ...), so this file serves all.
+ */
 import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 
-export interface VitsFiles {
-  model: string;
-  tokens: string;
-  dataDir: string;
-}
-
-export interface VitsJob {
+export interface TtsJob {
   id: number;
   text: string;
   sid: number;
   speed: number;
 }
 
-export type VitsReply =
+export type TtsReply =
   | { id: number; ok: true; samples: Float32Array; sampleRate: number }
   | { id: number; ok: false; message: string };
 
@@ -28,20 +25,12 @@ interface OfflineTts {
   };
 }
 
-const files = workerData as VitsFiles;
 const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
   OfflineTts: new (config: unknown) => OfflineTts;
 };
-const tts = new sherpa.OfflineTts({
-  model: {
-    vits: { model: files.model, tokens: files.tokens, dataDir: files.dataDir },
-    numThreads: 1,
-    debug: false,
-  },
-  maxNumSentences: 1,
-});
+const tts = new sherpa.OfflineTts(workerData);
 
-parentPort!.on('message', (job: VitsJob) => {
+parentPort!.on('message', (job: TtsJob) => {
   try {
     if (job.sid < 0 || job.sid >= tts.numSpeakers) {
       throw new Error(
@@ -51,7 +40,7 @@ parentPort!.on('message', (job: VitsJob) => {
     const audio = tts.generate({ text: job.text, sid: job.sid, speed: job.speed });
     const samples = Float32Array.from(audio.samples);
     parentPort!.postMessage(
-      { id: job.id, ok: true, samples, sampleRate: audio.sampleRate } satisfies VitsReply,
+      { id: job.id, ok: true, samples, sampleRate: audio.sampleRate } satisfies TtsReply,
       [samples.buffer],
     );
   } catch (err) {
@@ -59,6 +48,6 @@ parentPort!.on('message', (job: VitsJob) => {
       id: job.id,
       ok: false,
       message: err instanceof Error ? err.message : String(err),
-    } satisfies VitsReply);
+    } satisfies TtsReply);
   }
 });

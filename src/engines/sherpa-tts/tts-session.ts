@@ -1,0 +1,41 @@
+/** One sherpa-onnx TTS session (any model type): text in, mono audio at the model's rate out. */
+import { invalidRequest } from '../../errors.js';
+import { speakableText, speedOption } from '../engine-options.js';
+import { ThreadEngineSession } from '../thread-session.js';
+import type { EngineRequest, EngineResult, RunContext } from '../types.js';
+import type { TtsJob, TtsReply } from './tts-worker.js';
+
+const WORKER_URL = new URL('./tts-worker.js', import.meta.url);
+
+/** Maps a request's `voice` to a speaker number, or throws a 400 naming the value. */
+export type VoiceResolver = (voice: string | undefined) => number;
+
+/** Speaker numbers only (0, 1, ...): Piper and Matcha voices have no names. */
+export const speakerNumber: VoiceResolver = (voice = '0') => {
+  if (!/^\d{1,4}$/.test(voice))
+    throw invalidRequest(`voice: "${voice}" is invalid; this model's voices are speaker numbers (0, 1, ...)`);
+  return Number(voice);
+};
+
+export class SherpaTtsSession extends ThreadEngineSession<Omit<TtsJob, 'id'>, TtsReply> {
+  /** `config` is the whole OfflineTts config the worker builds its engine from. */
+  constructor(
+    id: string,
+    config: unknown,
+    private readonly resolveVoice: VoiceResolver = speakerNumber,
+  ) {
+    super(id, WORKER_URL, config);
+  }
+
+  async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+    const text = speakableText(request);
+    const sid = this.resolveVoice(request.voiceId);
+    const speed = speedOption(request.options);
+    const reply = await this.thread.call({ text, sid, speed }, signal);
+    if (!reply.ok) {
+      if (reply.message.startsWith('voice:')) throw invalidRequest(reply.message);
+      throw new Error(reply.message);
+    }
+    return { audio: { samples: reply.samples, sampleRate: reply.sampleRate, channels: 1 } };
+  }
+}
