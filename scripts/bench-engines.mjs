@@ -1,7 +1,7 @@
 // Benchmark of the embedded engines under --parallel-jobs: throughput with 1, 2 and 4 slots,
 // resident memory per slot, and event-loop lag while the server is loaded. Not a test: it prints
 // a Markdown table for docs/performance.md.
-// Usage: npm run build && node scripts/bench-engines.mjs [seconds-per-run]
+// Usage: npm run build && node scripts/bench-engines.mjs [seconds-per-run] [engine ids...]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { loadServerConfig } from '../dist/src/config/server-config.js';
 import { createEngineCatalog } from '../dist/src/engines/catalog.js';
 
 const SECONDS = Number(process.argv[2] ?? 6);
+const ONLY = new Set(process.argv.slice(3));
 const LOAD = fileURLToPath(new URL('./bench-load.mjs', import.meta.url));
 const SENTENCE =
   'The quick brown fox jumps over the lazy dog while seven happy children watch from the old wooden bridge today.';
@@ -94,7 +95,7 @@ const wav = (await post(speaker.voxd.url, '/v1/audio/speech', { model: 'flite', 
 await speaker.close();
 
 const rows = [];
-for (const engine of ENGINES) {
+for (const engine of ENGINES.filter((e) => ONLY.size === 0 || ONLY.has(e.id))) {
   const base = {};
   for (const slots of [1, 2, 4]) {
     global.gc?.();
