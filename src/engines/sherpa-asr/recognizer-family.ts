@@ -20,17 +20,36 @@ import type { RecognizerJob, RecognizerReply } from './recognizer-worker.js';
 const WORKER_URL = new URL('./recognizer-worker.js', import.meta.url);
 const CAPACITY = 4;
 
+/** Builds a request's stream options; throws a 400 for an option it cannot honour. */
+type StreamOptionsOf = (request: EngineRequest) => Record<string, string> | undefined;
+
 class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, RecognizerReply> {
-  constructor(id: string, config: unknown) {
+  constructor(
+    id: string,
+    config: unknown,
+    private readonly streamOptionsOf: StreamOptionsOf,
+  ) {
     super(id, WORKER_URL, config);
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+    // Options first, so a bad one is a 400 before any audio is touched.
+    const streamOptions = this.streamOptionsOf(request);
     const samples = inputSamples(request, 'speech recognition');
-    const reply = await this.thread.call({ samples }, signal, [samples.buffer]);
+    const reply = await this.thread.call({ samples, streamOptions }, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
-    return { text: reply.text, ...(reply.lang ? { language: reply.lang } : {}) };
+    const language = languageCode(reply.lang);
+    return { text: reply.text, ...(language ? { language } : {}) };
   }
+}
+
+/**
+ * A plain language code from sherpa's `lang`, which SenseVoice tags as `<|en|>`; its
+ * `<|nospeech|>` means no language was heard.
+ */
+export function languageCode(lang: string): string | undefined {
+  const code = lang.replace(/^<\|(.*)\|>$/, '$1').trim();
+  return code && code !== 'nospeech' ? code : undefined;
 }
 
 export interface RecognizerType<R extends string> {
@@ -40,6 +59,11 @@ export interface RecognizerType<R extends string> {
   files: Record<R, FileRole>;
   /** The `modelConfig` entries of this model type (tokens is added), e.g. `{ whisper: {...} }`. */
   modelConfig(files: FolderFiles<R>, loadOptions: OptionMap, modelId: string): Record<string, unknown>;
+  /**
+   * The per-request settings sherpa reads from the stream (OfflineStream.setOption), checked in the
+   * caller's thread; throws a 400 naming a bad value. Absent: requests carry no settings.
+   */
+  streamOptions?(request: EngineRequest, loadOptions: OptionMap, modelId: string): Record<string, string>;
   params?: readonly ParamRow[];
 }
 
@@ -76,7 +100,10 @@ export class SherpaRecognizerFamily<R extends string> implements EngineFamily {
     return {
       capacity: CAPACITY,
       audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async () => new RecognizerSession(`${spec.modelId}#${++this.#sessions}`, config),
+      createSession: async () =>
+        new RecognizerSession(`${spec.modelId}#${++this.#sessions}`, config, (request) =>
+          this.type.streamOptions?.(request, spec.loadOptions, spec.modelId),
+        ),
       dispose: async () => {},
     };
   }

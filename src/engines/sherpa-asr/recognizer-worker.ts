@@ -6,6 +6,8 @@ export interface RecognizerJob {
   id: number;
   /** 16 kHz mono. */
   samples: Float32Array;
+  /** Per-request settings sherpa reads from the stream (OfflineStream.setOption), e.g. SenseVoice's use_itn. */
+  streamOptions?: Record<string, string>;
 }
 
 export type RecognizerReply =
@@ -14,6 +16,7 @@ export type RecognizerReply =
 
 interface Stream {
   acceptWaveform(wave: { samples: Float32Array; sampleRate: number }): void;
+  setOption(key: string, value: string): void;
 }
 interface Recognizer {
   createStream(): Stream;
@@ -30,6 +33,7 @@ const recognizer = new sherpa.OfflineRecognizer(workerData);
 parentPort!.on('message', (job: RecognizerJob) => {
   try {
     const stream = recognizer.createStream();
+    for (const [key, value] of Object.entries(job.streamOptions ?? {})) stream.setOption(key, value);
     stream.acceptWaveform({ samples: job.samples, sampleRate: 16000 });
     recognizer.decode(stream);
     const result = recognizer.getResult(stream);

@@ -1,0 +1,102 @@
+/**
+ * `sense_voice_asr`: FunAudioLLM SenseVoice as sherpa-onnx distributes it (a folder with
+ * `model.onnx` and/or `model.int8.onnx`, and `tokens.txt`).
+ *
+ * sherpa-onnx 1.13.8 reads SenseVoice's language only from the recognizer config, never from the
+ * stream (and replacing the config at run time resets the feature settings the model needs), so
+ * the language is fixed when the model loads; a request may restate it but not change it.
+ * Inverse text normalization is read from the stream, so `use_itn` works per request too.
+ */
+import type { OptionMap } from '../../config/types.js';
+import { invalidRequest, VoxdError } from '../../errors.js';
+import type { FileRole } from '../sherpa-model-folder.js';
+import { TOKENS } from '../sherpa-model-folder.js';
+import type { EngineRequest } from '../types.js';
+import { SherpaRecognizerFamily } from './recognizer-family.js';
+
+const LANGUAGES = ['auto', 'zh', 'en', 'ja', 'ko', 'yue'] as const;
+type Language = (typeof LANGUAGES)[number];
+
+const MODEL: FileRole = { pattern: /\.onnx$/, describe: 'model.onnx or model.int8.onnx' };
+
+const isLanguage = (value: string): value is Language => (LANGUAGES as readonly string[]).includes(value);
+
+/** true/false (or 1/0); undefined when absent; `where` names the option in the error. */
+function flag(options: OptionMap, key: string, where: string): boolean | undefined {
+  const raw = options[key];
+  if (raw === undefined) return undefined;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw invalidRequest(`${where}${key}: "${raw}" is invalid; expected true or false`);
+}
+
+function loadLanguage(loadOptions: OptionMap, modelId: string): Language {
+  const raw = loadOptions['language'] ?? 'auto';
+  if (!isLanguage(raw)) {
+    throw new VoxdError(
+      'E_INVALID_REQUEST',
+      `model '${modelId}': load_options.language: "${raw}" is invalid; expected one of: ${LANGUAGES.join(', ')}`,
+    );
+  }
+  return raw;
+}
+
+function loadItn(loadOptions: OptionMap, modelId: string): boolean {
+  try {
+    return flag(loadOptions, 'use_itn', 'load_options.') ?? false;
+  } catch (err) {
+    throw new VoxdError('E_INVALID_REQUEST', `model '${modelId}': ${(err as Error).message}`);
+  }
+}
+
+/** Checks the request's language against the loaded one, and turns `use_itn` into a stream option. */
+function streamOptions(
+  request: EngineRequest,
+  loadOptions: OptionMap,
+  modelId: string,
+): Record<string, string> {
+  const asked = (request.language || request.options['language'] || '').trim();
+  if (asked) {
+    if (!isLanguage(asked)) {
+      throw invalidRequest(`language: "${asked}" is invalid; expected one of: ${LANGUAGES.join(', ')}`);
+    }
+    const loaded = loadLanguage(loadOptions, modelId);
+    if (asked !== loaded) {
+      throw invalidRequest(
+        `language: "${asked}" cannot be set per request: model '${modelId}' was loaded with ` +
+          `load_options.language "${loaded}" and sherpa-onnx fixes SenseVoice's language at load; ` +
+          `configure a model with load_options.language "${asked}"`,
+      );
+    }
+  }
+  const itn = flag(request.options, 'use_itn', 'options.');
+  return itn === undefined ? {} : { use_itn: itn ? '1' : '0' };
+}
+
+export const createSenseVoiceFamily = () =>
+  new SherpaRecognizerFamily({
+    name: 'sense_voice_asr',
+    files: { model: MODEL, tokens: TOKENS },
+    modelConfig: ({ model }, loadOptions, modelId) => ({
+      senseVoice: {
+        model,
+        language: loadLanguage(loadOptions, modelId),
+        useInverseTextNormalization: loadItn(loadOptions, modelId) ? 1 : 0,
+      },
+    }),
+    streamOptions,
+    params: [
+      {
+        name: 'language',
+        type: 'enum',
+        description:
+          'must match load_options.language (sherpa fixes it at load); the detected language is returned',
+        values: [...LANGUAGES],
+      },
+      {
+        name: 'use_itn',
+        type: 'bool',
+        description: 'inverse text normalization (punctuation, casing, digits); default load_options.use_itn',
+      },
+    ],
+  });
