@@ -4,7 +4,8 @@
  *
  * sherpa-onnx 1.13.8 reads SenseVoice's language only from the recognizer config, never from the
  * stream (and replacing the config at run time resets the feature settings the model needs), so
- * the language is fixed when the model loads; a request may restate it but not change it.
+ * the language is fixed when the model loads; a request may restate it but not change it (with
+ * `auto`, a request's language is taken as a hint and detection decides).
  * Inverse text normalization is read from the stream, so `use_itn` works per request too.
  */
 import type { OptionMap } from '../../config/types.js';
@@ -61,7 +62,8 @@ function streamOptions(
       throw invalidRequest(`language: "${asked}" is invalid; expected one of: ${LANGUAGES.join(', ')}`);
     }
     const loaded = loadLanguage(loadOptions, modelId);
-    if (asked !== loaded) {
+    // With auto, a requested language is a hint (as OpenAI documents `language`): detection decides.
+    if (loaded !== 'auto' && asked !== loaded) {
       throw invalidRequest(
         `language: "${asked}" cannot be set per request: model '${modelId}' was loaded with ` +
           `load_options.language "${loaded}" and sherpa-onnx fixes SenseVoice's language at load; ` +
@@ -90,7 +92,7 @@ export const createSenseVoiceFamily = () =>
         name: 'language',
         type: 'enum',
         description:
-          'must match load_options.language (sherpa fixes it at load); the detected language is returned',
+          'a hint with load_options.language auto; otherwise must match it (sherpa fixes it at load)',
         values: [...LANGUAGES],
       },
       {
