@@ -2,6 +2,7 @@
 import { ClassicDiarFamily } from './classic-diar/classic-diar-family.js';
 import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
+import { createCanaryFamily } from './sherpa-asr/canary.js';
 import { createNemoCtcFamily } from './sherpa-asr/nemo-ctc.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
 import { PiperFamily } from './sherpa-tts/piper-family.js';
@@ -22,6 +23,7 @@ export function createEngineCatalog(): EngineCatalog {
     new PocketsphinxFamily(),
     new PiperFamily(),
     createNemoCtcFamily(),
+    createCanaryFamily(),
     new PyannoteFamily(),
   ];
   return new Map(families.map((family) => [family.name, family]));

@@ -20,17 +20,38 @@ import type { RecognizerJob, RecognizerReply } from './recognizer-worker.js';
 const WORKER_URL = new URL('./recognizer-worker.js', import.meta.url);
 const CAPACITY = 4;
 
+/** modelConfig entries to change for one request, merged one level deep (`{ canary: { srcLang } }`). */
+export type ConfigPatch = Record<string, Record<string, unknown>>;
+
+interface RecognizerConfig {
+  modelConfig: Record<string, unknown>;
+}
+
 class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, RecognizerReply> {
-  constructor(id: string, config: unknown) {
+  constructor(
+    id: string,
+    private readonly config: RecognizerConfig,
+    private readonly requestConfig?: (request: EngineRequest) => ConfigPatch | undefined,
+  ) {
     super(id, WORKER_URL, config);
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+    // Validated before the audio is copied, so a bad option is a 400 without engine work.
+    const patch = this.requestConfig?.(request);
     const samples = inputSamples(request, 'speech recognition');
-    const reply = await this.thread.call({ samples }, signal, [samples.buffer]);
+    const job = { samples, ...(patch ? { config: patched(this.config, patch) } : {}) };
+    const reply = await this.thread.call(job, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     return { text: reply.text, ...(reply.lang ? { language: reply.lang } : {}) };
   }
+}
+
+function patched(config: RecognizerConfig, patch: ConfigPatch): RecognizerConfig {
+  const modelConfig = { ...config.modelConfig };
+  for (const [key, entries] of Object.entries(patch))
+    modelConfig[key] = { ...(modelConfig[key] as Record<string, unknown>), ...entries };
+  return { ...config, modelConfig };
 }
 
 export interface RecognizerType<R extends string> {
@@ -38,8 +59,20 @@ export interface RecognizerType<R extends string> {
   name: string;
   /** The files of a model folder, by role. */
   files: Record<R, FileRole>;
-  /** The `modelConfig` entries of this model type (tokens is added), e.g. `{ whisper: {...} }`. */
-  modelConfig(files: FolderFiles<R>, loadOptions: OptionMap, modelId: string): Record<string, unknown>;
+  /**
+   * The `modelConfig` entries of this model type (tokens is added), e.g. `{ whisper: {...} }`;
+   * async when the folder must be checked first.
+   */
+  modelConfig(
+    files: FolderFiles<R>,
+    loadOptions: OptionMap,
+    modelId: string,
+  ): Record<string, unknown> | Promise<Record<string, unknown>>;
+  /**
+   * Settings a request may change (the worker applies them with sherpa's setConfig before decoding
+   * and restores the loaded ones for a request without a patch); throws a 400 for a bad value.
+   */
+  requestConfig?(request: EngineRequest, loadOptions: OptionMap): ConfigPatch | undefined;
   params?: readonly ParamRow[];
 }
 
@@ -67,7 +100,7 @@ export class SherpaRecognizerFamily<R extends string> implements EngineFamily {
     const config = {
       featConfig: { sampleRate: 16000, featureDim: 80 },
       modelConfig: {
-        ...this.type.modelConfig(files, spec.loadOptions, spec.modelId),
+        ...(await this.type.modelConfig(files, spec.loadOptions, spec.modelId)),
         tokens: files.tokens,
         numThreads: 1,
         debug: 0,
@@ -76,7 +109,12 @@ export class SherpaRecognizerFamily<R extends string> implements EngineFamily {
     return {
       capacity: CAPACITY,
       audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async () => new RecognizerSession(`${spec.modelId}#${++this.#sessions}`, config),
+      createSession: async () =>
+        new RecognizerSession(
+          `${spec.modelId}#${++this.#sessions}`,
+          config,
+          this.type.requestConfig && ((request) => this.type.requestConfig!(request, spec.loadOptions)),
+        ),
       dispose: async () => {},
     };
   }

@@ -6,6 +6,8 @@ export interface RecognizerJob {
   id: number;
   /** 16 kHz mono. */
   samples: Float32Array;
+  /** The recognizer config for this job when a request changed it (absent: the loaded one). */
+  config?: unknown;
 }
 
 export type RecognizerReply =
@@ -19,6 +21,7 @@ interface Recognizer {
   createStream(): Stream;
   decode(stream: Stream): void;
   getResult(stream: Stream): { text: string; lang?: string };
+  setConfig(config: unknown): void;
 }
 
 const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
@@ -26,9 +29,17 @@ const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
 };
 // workerData is the recognizer config the family built (model files and options).
 const recognizer = new sherpa.OfflineRecognizer(workerData);
+const loaded = JSON.stringify(workerData);
+let applied = loaded;
 
 parentPort!.on('message', (job: RecognizerJob) => {
   try {
+    // setConfig only when the settings differ, and back to the loaded ones after a patched request.
+    const wanted = job.config === undefined ? loaded : JSON.stringify(job.config);
+    if (wanted !== applied) {
+      recognizer.setConfig(job.config ?? workerData);
+      applied = wanted;
+    }
     const stream = recognizer.createStream();
     stream.acceptWaveform({ samples: job.samples, sampleRate: 16000 });
     recognizer.decode(stream);
