@@ -2,6 +2,7 @@
 import { ClassicDiarFamily } from './classic-diar/classic-diar-family.js';
 import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
+import { createCanaryFamily } from './sherpa-asr/canary.js';
 import { createNemoCtcFamily } from './sherpa-asr/nemo-ctc.js';
 import { createSenseVoiceFamily } from './sherpa-asr/sense-voice.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
@@ -23,6 +24,7 @@ export function createEngineCatalog(): EngineCatalog {
     new PocketsphinxFamily(),
     new PiperFamily(),
     createNemoCtcFamily(),
+    createCanaryFamily(),
     createSenseVoiceFamily(),
     new PyannoteFamily(),
   ];

@@ -20,23 +20,38 @@ import type { RecognizerJob, RecognizerReply } from './recognizer-worker.js';
 const WORKER_URL = new URL('./recognizer-worker.js', import.meta.url);
 const CAPACITY = 4;
 
-/** Builds a request's stream options; throws a 400 for an option it cannot honour. */
-type StreamOptionsOf = (request: EngineRequest) => Record<string, string> | undefined;
+/** modelConfig entries to change for one request, merged one level deep (`{ canary: { srcLang } }`). */
+export type ConfigPatch = Record<string, Record<string, unknown>>;
+
+/** What one request changes: recognizer settings (sherpa's setConfig) and stream options (setOption). */
+export interface RequestSettings {
+  config?: ConfigPatch;
+  stream?: Record<string, string>;
+}
+
+interface RecognizerConfig {
+  modelConfig: Record<string, unknown>;
+}
 
 class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, RecognizerReply> {
   constructor(
     id: string,
-    config: unknown,
-    private readonly streamOptionsOf: StreamOptionsOf,
+    private readonly config: RecognizerConfig,
+    private readonly settingsOf: (request: EngineRequest) => RequestSettings | undefined,
   ) {
     super(id, WORKER_URL, config);
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
-    // Options first, so a bad one is a 400 before any audio is touched.
-    const streamOptions = this.streamOptionsOf(request);
+    // Settings first, so a bad option is a 400 before the audio is copied or any engine work.
+    const settings = this.settingsOf(request);
     const samples = inputSamples(request, 'speech recognition');
-    const reply = await this.thread.call({ samples, streamOptions }, signal, [samples.buffer]);
+    const job = {
+      samples,
+      ...(settings?.config ? { config: patched(this.config, settings.config) } : {}),
+      ...(settings?.stream ? { streamOptions: settings.stream } : {}),
+    };
+    const reply = await this.thread.call(job, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     const language = languageCode(reply.lang);
     return { text: reply.text, ...(language ? { language } : {}) };
@@ -52,18 +67,37 @@ export function languageCode(lang: string): string | undefined {
   return code && code !== 'nospeech' ? code : undefined;
 }
 
+function patched(config: RecognizerConfig, patch: ConfigPatch): RecognizerConfig {
+  const modelConfig = { ...config.modelConfig };
+  for (const [key, entries] of Object.entries(patch))
+    modelConfig[key] = { ...(modelConfig[key] as Record<string, unknown>), ...entries };
+  return { ...config, modelConfig };
+}
+
 export interface RecognizerType<R extends string> {
   /** The config `family` name, e.g. `whisper_asr`. */
   name: string;
   /** The files of a model folder, by role. */
   files: Record<R, FileRole>;
-  /** The `modelConfig` entries of this model type (tokens is added), e.g. `{ whisper: {...} }`. */
-  modelConfig(files: FolderFiles<R>, loadOptions: OptionMap, modelId: string): Record<string, unknown>;
   /**
-   * The per-request settings sherpa reads from the stream (OfflineStream.setOption), checked in the
-   * caller's thread; throws a 400 naming a bad value. Absent: requests carry no settings.
+   * The `modelConfig` entries of this model type (tokens is added), e.g. `{ whisper: {...} }`;
+   * async when the folder must be checked first.
    */
-  streamOptions?(request: EngineRequest, loadOptions: OptionMap, modelId: string): Record<string, string>;
+  modelConfig(
+    files: FolderFiles<R>,
+    loadOptions: OptionMap,
+    modelId: string,
+  ): Record<string, unknown> | Promise<Record<string, unknown>>;
+  /**
+   * What a request may change, checked in the caller's thread (throws a 400 naming a bad value):
+   * recognizer settings, which the worker applies with sherpa's setConfig and restores for the next
+   * request without them, and stream options (OfflineStream.setOption). Absent: requests change nothing.
+   */
+  requestSettings?(
+    request: EngineRequest,
+    loadOptions: OptionMap,
+    modelId: string,
+  ): RequestSettings | undefined;
   params?: readonly ParamRow[];
 }
 
@@ -91,7 +125,7 @@ export class SherpaRecognizerFamily<R extends string> implements EngineFamily {
     const config = {
       featConfig: { sampleRate: 16000, featureDim: 80 },
       modelConfig: {
-        ...this.type.modelConfig(files, spec.loadOptions, spec.modelId),
+        ...(await this.type.modelConfig(files, spec.loadOptions, spec.modelId)),
         tokens: files.tokens,
         numThreads: 1,
         debug: 0,
@@ -102,7 +136,7 @@ export class SherpaRecognizerFamily<R extends string> implements EngineFamily {
       audioInput: { sampleRate: 16000, channels: 1 },
       createSession: async () =>
         new RecognizerSession(`${spec.modelId}#${++this.#sessions}`, config, (request) =>
-          this.type.streamOptions?.(request, spec.loadOptions, spec.modelId),
+          this.type.requestSettings?.(request, spec.loadOptions, spec.modelId),
         ),
       dispose: async () => {},
     };

@@ -8,6 +8,8 @@ export interface RecognizerJob {
   samples: Float32Array;
   /** Per-request settings sherpa reads from the stream (OfflineStream.setOption), e.g. SenseVoice's use_itn. */
   streamOptions?: Record<string, string>;
+  /** The recognizer config for this job when a request changed it (absent: the loaded one). */
+  config?: unknown;
 }
 
 export type RecognizerReply =
@@ -22,6 +24,7 @@ interface Recognizer {
   createStream(): Stream;
   decode(stream: Stream): void;
   getResult(stream: Stream): { text: string; lang?: string };
+  setConfig(config: unknown): void;
 }
 
 const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
@@ -29,9 +32,17 @@ const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
 };
 // workerData is the recognizer config the family built (model files and options).
 const recognizer = new sherpa.OfflineRecognizer(workerData);
+const loaded = JSON.stringify(workerData);
+let applied = loaded;
 
 parentPort!.on('message', (job: RecognizerJob) => {
   try {
+    // setConfig only when the settings differ, and back to the loaded ones after a patched request.
+    const wanted = job.config === undefined ? loaded : JSON.stringify(job.config);
+    if (wanted !== applied) {
+      recognizer.setConfig(job.config ?? workerData);
+      applied = wanted;
+    }
     const stream = recognizer.createStream();
     for (const [key, value] of Object.entries(job.streamOptions ?? {})) stream.setOption(key, value);
     stream.acceptWaveform({ samples: job.samples, sampleRate: 16000 });

@@ -13,7 +13,7 @@ import { invalidRequest, VoxdError } from '../../errors.js';
 import type { FileRole } from '../sherpa-model-folder.js';
 import { TOKENS } from '../sherpa-model-folder.js';
 import type { EngineRequest } from '../types.js';
-import { SherpaRecognizerFamily } from './recognizer-family.js';
+import { type RequestSettings, SherpaRecognizerFamily } from './recognizer-family.js';
 
 const LANGUAGES = ['auto', 'zh', 'en', 'ja', 'ko', 'yue'] as const;
 type Language = (typeof LANGUAGES)[number];
@@ -51,11 +51,7 @@ function loadItn(loadOptions: OptionMap, modelId: string): boolean {
 }
 
 /** Checks the request's language against the loaded one, and turns `use_itn` into a stream option. */
-function streamOptions(
-  request: EngineRequest,
-  loadOptions: OptionMap,
-  modelId: string,
-): Record<string, string> {
+function requestSettings(request: EngineRequest, loadOptions: OptionMap, modelId: string): RequestSettings {
   const asked = (request.language || request.options['language'] || '').trim();
   if (asked) {
     if (!isLanguage(asked)) {
@@ -72,7 +68,7 @@ function streamOptions(
     }
   }
   const itn = flag(request.options, 'use_itn', 'options.');
-  return itn === undefined ? {} : { use_itn: itn ? '1' : '0' };
+  return itn === undefined ? {} : { stream: { use_itn: itn ? '1' : '0' } };
 }
 
 export const createSenseVoiceFamily = () =>
@@ -86,7 +82,7 @@ export const createSenseVoiceFamily = () =>
         useInverseTextNormalization: loadItn(loadOptions, modelId) ? 1 : 0,
       },
     }),
-    streamOptions,
+    requestSettings,
     params: [
       {
         name: 'language',
