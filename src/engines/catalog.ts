@@ -4,6 +4,7 @@ import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
 import { createNemoCtcFamily } from './sherpa-asr/nemo-ctc.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
+import { KokoroFamily } from './sherpa-tts/kokoro-family.js';
 import { PiperFamily } from './sherpa-tts/piper-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
 import type { EngineFamily } from './types.js';
@@ -21,6 +22,7 @@ export function createEngineCatalog(): EngineCatalog {
     new ClassicDiarFamily(),
     new PocketsphinxFamily(),
     new PiperFamily(),
+    new KokoroFamily(),
     createNemoCtcFamily(),
     new PyannoteFamily(),
   ];
