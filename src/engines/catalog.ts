@@ -6,6 +6,7 @@ import { createCanaryFamily } from './sherpa-asr/canary.js';
 import { createNemoCtcFamily } from './sherpa-asr/nemo-ctc.js';
 import { createSenseVoiceFamily } from './sherpa-asr/sense-voice.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
+import { KokoroFamily } from './sherpa-tts/kokoro-family.js';
 import { PiperFamily } from './sherpa-tts/piper-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
 import type { EngineFamily } from './types.js';
@@ -23,6 +24,7 @@ export function createEngineCatalog(): EngineCatalog {
     new ClassicDiarFamily(),
     new PocketsphinxFamily(),
     new PiperFamily(),
+    new KokoroFamily(),
     createNemoCtcFamily(),
     createCanaryFamily(),
     createSenseVoiceFamily(),

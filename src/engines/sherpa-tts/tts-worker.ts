@@ -19,7 +19,7 @@ export type TtsReply =
 interface OfflineTts {
   sampleRate: number;
   numSpeakers: number;
-  generate(request: { text: string; sid: number; speed: number }): {
+  generate(request: { text: string; generationConfig: { sid: number; speed: number } }): {
     samples: Float32Array;
     sampleRate: number;
   };
@@ -29,6 +29,8 @@ const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
   OfflineTts: new (config: unknown) => OfflineTts;
 };
 const tts = new sherpa.OfflineTts(workerData);
+/** What sherpa-onnx-node throws when the text gave the model no tokens to speak. */
+const NO_AUDIO = /generation failed|produced no audio/;
 
 parentPort!.on('message', (job: TtsJob) => {
   try {
@@ -37,7 +39,17 @@ parentPort!.on('message', (job: TtsJob) => {
         `voice: speaker ${job.sid} does not exist; this model has ${tts.numSpeakers} speaker(s)`,
       );
     }
-    const audio = tts.generate({ text: job.text, sid: job.sid, speed: job.speed });
+    // The generationConfig form, not {text, sid, speed}: when the text yields no tokens (say only
+    // words outside a Kokoro lexicon), that older form crashes the process in sherpa-onnx-node
+    // 1.13.8 (a segfault), while this one throws "TTS generation failed".
+    let audio: { samples: Float32Array; sampleRate: number } | undefined;
+    try {
+      audio = tts.generate({ text: job.text, generationConfig: { sid: job.sid, speed: job.speed } });
+    } catch (err) {
+      if (!(err instanceof Error && NO_AUDIO.test(err.message))) throw err;
+    }
+    if (!audio || audio.samples.length === 0)
+      throw new Error('input: the model found nothing it can speak in the text (no audio was produced)');
     const samples = Float32Array.from(audio.samples);
     parentPort!.postMessage(
       { id: job.id, ok: true, samples, sampleRate: audio.sampleRate } satisfies TtsReply,
