@@ -14,22 +14,33 @@ import type {
   LoadSpec,
   ParamRow,
   RunContext,
+  Word,
 } from '../types.js';
-import type { RecognizerJob, RecognizerReply } from './recognizer-worker.js';
+import type { RecognizerJob, RecognizerReply, RecognizerTokens } from './recognizer-worker.js';
 
 const WORKER_URL = new URL('./recognizer-worker.js', import.meta.url);
 const CAPACITY = 4;
 
 class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, RecognizerReply> {
-  constructor(id: string, config: unknown) {
+  constructor(
+    id: string,
+    config: unknown,
+    private readonly words?: RecognizerType<string>['words'],
+  ) {
     super(id, WORKER_URL, config);
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
     const samples = inputSamples(request, 'speech recognition');
+    const length = samples.length; // the buffer is transferred to the thread
     const reply = await this.thread.call({ samples }, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
-    return { text: reply.text, ...(reply.lang ? { language: reply.lang } : {}) };
+    const words = this.words?.(reply, length);
+    return {
+      text: reply.text,
+      ...(reply.lang ? { language: reply.lang } : {}),
+      ...(words ? { words } : {}),
+    };
   }
 }
 
@@ -40,6 +51,17 @@ export interface RecognizerType<R extends string> {
   files: Record<R, FileRole>;
   /** The `modelConfig` entries of this model type (tokens is added), e.g. `{ whisper: {...} }`. */
   modelConfig(files: FolderFiles<R>, loadOptions: OptionMap, modelId: string): Record<string, unknown>;
+  /**
+   * Top-level recognizer config entries (e.g. `decodingMethod`, `featConfig`) laid over the
+   * defaults; the place to check a folder's contents before sherpa reads them.
+   */
+  recognizerConfig?(
+    files: FolderFiles<R>,
+    loadOptions: OptionMap,
+    modelId: string,
+  ): Promise<Record<string, unknown>>;
+  /** Word timings from a result's tokens (`samples`: the input length); without it, no words. */
+  words?(tokens: RecognizerTokens, samples: number): Word[];
   params?: readonly ParamRow[];
 }
 
@@ -72,11 +94,13 @@ export class SherpaRecognizerFamily<R extends string> implements EngineFamily {
         numThreads: 1,
         debug: 0,
       },
+      ...(await this.type.recognizerConfig?.(files, spec.loadOptions, spec.modelId)),
     };
     return {
       capacity: CAPACITY,
       audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async () => new RecognizerSession(`${spec.modelId}#${++this.#sessions}`, config),
+      createSession: async () =>
+        new RecognizerSession(`${spec.modelId}#${++this.#sessions}`, config, this.type.words),
       dispose: async () => {},
     };
   }
