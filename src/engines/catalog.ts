@@ -4,6 +4,7 @@ import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
 import { createCanaryFamily } from './sherpa-asr/canary.js';
 import { createNemoCtcFamily } from './sherpa-asr/nemo-ctc.js';
+import { createParakeetTdtFamily } from './sherpa-asr/parakeet-tdt.js';
 import { createSenseVoiceFamily } from './sherpa-asr/sense-voice.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
 import { KokoroFamily } from './sherpa-tts/kokoro-family.js';
@@ -28,6 +29,7 @@ export function createEngineCatalog(): EngineCatalog {
     createNemoCtcFamily(),
     createCanaryFamily(),
     createSenseVoiceFamily(),
+    createParakeetTdtFamily(),
     new PyannoteFamily(),
   ];
   return new Map(families.map((family) => [family.name, family]));

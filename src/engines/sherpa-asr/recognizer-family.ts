@@ -14,8 +14,9 @@ import type {
   LoadSpec,
   ParamRow,
   RunContext,
+  Word,
 } from '../types.js';
-import type { RecognizerJob, RecognizerReply } from './recognizer-worker.js';
+import type { RecognizerJob, RecognizerReply, RecognizerTokens } from './recognizer-worker.js';
 
 const WORKER_URL = new URL('./recognizer-worker.js', import.meta.url);
 const CAPACITY = 4;
@@ -38,6 +39,7 @@ class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, R
     id: string,
     private readonly config: RecognizerConfig,
     private readonly settingsOf: (request: EngineRequest) => RequestSettings | undefined,
+    private readonly words?: RecognizerType<string>['words'],
   ) {
     super(id, WORKER_URL, config);
   }
@@ -46,6 +48,7 @@ class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, R
     // Settings first, so a bad option is a 400 before the audio is copied or any engine work.
     const settings = this.settingsOf(request);
     const samples = inputSamples(request, 'speech recognition');
+    const length = samples.length; // the buffer is transferred to the thread
     const job = {
       samples,
       ...(settings?.config ? { config: patched(this.config, settings.config) } : {}),
@@ -54,7 +57,8 @@ class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, R
     const reply = await this.thread.call(job, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     const language = languageCode(reply.lang);
-    return { text: reply.text, ...(language ? { language } : {}) };
+    const words = this.words?.(reply, length);
+    return { text: reply.text, ...(language ? { language } : {}), ...(words ? { words } : {}) };
   }
 }
 
@@ -98,6 +102,17 @@ export interface RecognizerType<R extends string> {
     loadOptions: OptionMap,
     modelId: string,
   ): RequestSettings | undefined;
+  /**
+   * Top-level recognizer config entries (e.g. `decodingMethod`, `featConfig`) laid over the
+   * defaults; the place to check a folder's contents before sherpa reads them.
+   */
+  recognizerConfig?(
+    files: FolderFiles<R>,
+    loadOptions: OptionMap,
+    modelId: string,
+  ): Promise<Record<string, unknown>>;
+  /** Word timings from a result's tokens (`samples`: the input length); without it, no words. */
+  words?(tokens: RecognizerTokens, samples: number): Word[];
   params?: readonly ParamRow[];
 }
 
@@ -130,13 +145,17 @@ export class SherpaRecognizerFamily<R extends string> implements EngineFamily {
         numThreads: 1,
         debug: 0,
       },
+      ...(await this.type.recognizerConfig?.(files, spec.loadOptions, spec.modelId)),
     };
     return {
       capacity: CAPACITY,
       audioInput: { sampleRate: 16000, channels: 1 },
       createSession: async () =>
-        new RecognizerSession(`${spec.modelId}#${++this.#sessions}`, config, (request) =>
-          this.type.requestSettings?.(request, spec.loadOptions, spec.modelId),
+        new RecognizerSession(
+          `${spec.modelId}#${++this.#sessions}`,
+          config,
+          (request) => this.type.requestSettings?.(request, spec.loadOptions, spec.modelId),
+          this.type.words,
         ),
       dispose: async () => {},
     };

@@ -12,9 +12,28 @@ export interface RecognizerJob {
   config?: unknown;
 }
 
+/** Per-token details of a result, where the model type gives them (empty arrays otherwise). */
+export interface RecognizerTokens {
+  /** Token texts as sherpa prints them (BPE's word mark `▁` already a space). */
+  tokens: string[];
+  /** Start of each token, seconds. */
+  timestamps: number[];
+  /** Length of each token, seconds (TDT models). */
+  durations: number[];
+  /** Log-probability of each token. */
+  logProbs: number[];
+}
+
 export type RecognizerReply =
-  | { id: number; ok: true; text: string; lang: string }
+  | ({ id: number; ok: true; text: string; lang: string } & RecognizerTokens)
   | { id: number; ok: false; message: string };
+
+/**
+ * Audio shorter than one 10 ms feature hop gives a model zero feature frames, and several encoders
+ * then throw inside onnxruntime, which sherpa does not catch: that aborts the whole process.
+ */
+const MIN_SAMPLES = 160;
+const NOTHING: RecognizerTokens = { tokens: [], timestamps: [], durations: [], logProbs: [] };
 
 interface Stream {
   acceptWaveform(wave: { samples: Float32Array; sampleRate: number }): void;
@@ -23,7 +42,14 @@ interface Stream {
 interface Recognizer {
   createStream(): Stream;
   decode(stream: Stream): void;
-  getResult(stream: Stream): { text: string; lang?: string };
+  getResult(stream: Stream): {
+    text: string;
+    lang?: string;
+    tokens?: string[];
+    timestamps?: number[];
+    durations?: number[];
+    ys_log_probs?: number[];
+  };
   setConfig(config: unknown): void;
 }
 
@@ -36,6 +62,16 @@ const loaded = JSON.stringify(workerData);
 let applied = loaded;
 
 parentPort!.on('message', (job: RecognizerJob) => {
+  if (job.samples.length < MIN_SAMPLES) {
+    parentPort!.postMessage({
+      id: job.id,
+      ok: true,
+      text: '',
+      lang: '',
+      ...NOTHING,
+    } satisfies RecognizerReply);
+    return;
+  }
   try {
     // setConfig only when the settings differ, and back to the loaded ones after a patched request.
     const wanted = job.config === undefined ? loaded : JSON.stringify(job.config);
@@ -53,6 +89,10 @@ parentPort!.on('message', (job: RecognizerJob) => {
       ok: true,
       text: result.text.trim(),
       lang: result.lang ?? '',
+      tokens: result.tokens ?? [],
+      timestamps: result.timestamps ?? [],
+      durations: result.durations ?? [],
+      logProbs: result.ys_log_probs ?? [],
     } satisfies RecognizerReply);
   } catch (err) {
     parentPort!.postMessage({

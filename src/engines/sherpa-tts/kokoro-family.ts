@@ -9,7 +9,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { OptionMap } from '../../config/types.js';
 import { invalidRequest, VoxdError } from '../../errors.js';
-import { readOnnxMetadata } from '../onnx-metadata.js';
+import { readOnnxMetadata } from '../onnx-info.js';
 import { ANY_ONNX, findModelFiles, precisionOption, TOKENS } from '../sherpa-model-folder.js';
 import type { EngineFamily, LoadedModel, LoadSpec, ParamRow } from '../types.js';
 import { espeakDataDir } from './espeak-data.js';
