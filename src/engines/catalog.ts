@@ -4,6 +4,7 @@ import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
 import { createNemoCtcFamily } from './sherpa-asr/nemo-ctc.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
+import { MatchaFamily } from './sherpa-tts/matcha-family.js';
 import { PiperFamily } from './sherpa-tts/piper-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
 import type { EngineFamily } from './types.js';
@@ -23,6 +24,7 @@ export function createEngineCatalog(): EngineCatalog {
     new PiperFamily(),
     createNemoCtcFamily(),
     new PyannoteFamily(),
+    new MatchaFamily(),
   ];
   return new Map(families.map((family) => [family.name, family]));
 }

@@ -19,11 +19,15 @@ export type TtsReply =
 interface OfflineTts {
   sampleRate: number;
   numSpeakers: number;
-  generate(request: { text: string; sid: number; speed: number }): {
+  generate(request: { text: string; generationConfig: { sid: number; speed: number } }): {
     samples: Float32Array;
     sampleRate: number;
   };
 }
+
+/** What a request gets when the model made no audio from its text (e.g. every word out of lexicon). */
+const NO_AUDIO =
+  "input: the model produced no audio for this text; none of it could be turned into the model's tokens (words missing from its lexicon?)";
 
 const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
   OfflineTts: new (config: unknown) => OfflineTts;
@@ -37,7 +41,16 @@ parentPort!.on('message', (job: TtsJob) => {
         `voice: speaker ${job.sid} does not exist; this model has ${tts.numSpeakers} speaker(s)`,
       );
     }
-    const audio = tts.generate({ text: job.text, sid: job.sid, speed: job.speed });
+    // The generationConfig form: the legacy {text, sid, speed} call crashes the process when
+    // sherpa makes no audio (sherpa-onnx-node 1.13.8); this one throws instead.
+    let audio: { samples: Float32Array; sampleRate: number };
+    try {
+      audio = tts.generate({ text: job.text, generationConfig: { sid: job.sid, speed: job.speed } });
+    } catch (err) {
+      if (err instanceof Error && /generation failed|no audio/.test(err.message)) throw new Error(NO_AUDIO);
+      throw err;
+    }
+    if (audio.samples.length === 0) throw new Error(NO_AUDIO);
     const samples = Float32Array.from(audio.samples);
     parentPort!.postMessage(
       { id: job.id, ok: true, samples, sampleRate: audio.sampleRate } satisfies TtsReply,
