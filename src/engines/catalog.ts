@@ -8,6 +8,7 @@ import { createParakeetTdtFamily } from './sherpa-asr/parakeet-tdt.js';
 import { createSenseVoiceFamily } from './sherpa-asr/sense-voice.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
 import { KokoroFamily } from './sherpa-tts/kokoro-family.js';
+import { MatchaFamily } from './sherpa-tts/matcha-family.js';
 import { PiperFamily } from './sherpa-tts/piper-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
 import type { EngineFamily } from './types.js';
@@ -26,6 +27,7 @@ export function createEngineCatalog(): EngineCatalog {
     new PocketsphinxFamily(),
     new PiperFamily(),
     new KokoroFamily(),
+    new MatchaFamily(),
     createNemoCtcFamily(),
     createCanaryFamily(),
     createSenseVoiceFamily(),

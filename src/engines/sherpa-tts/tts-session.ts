@@ -33,8 +33,7 @@ export class SherpaTtsSession extends ThreadEngineSession<Omit<TtsJob, 'id'>, Tt
     const speed = speedOption(request.options);
     const reply = await this.thread.call({ text, sid, speed }, signal);
     if (!reply.ok) {
-      if (reply.message.startsWith('voice:') || reply.message.startsWith('input:'))
-        throw invalidRequest(reply.message);
+      if (/^(voice|input):/.test(reply.message)) throw invalidRequest(reply.message);
       throw new Error(reply.message);
     }
     return { audio: { samples: reply.samples, sampleRate: reply.sampleRate, channels: 1 } };

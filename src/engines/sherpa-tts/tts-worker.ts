@@ -25,12 +25,14 @@ interface OfflineTts {
   };
 }
 
+/** What a request gets when the model made no audio from its text (e.g. every word out of lexicon). */
+const NO_AUDIO =
+  "input: the model produced no audio for this text; none of it could be turned into the model's tokens (words missing from its lexicon?)";
+
 const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
   OfflineTts: new (config: unknown) => OfflineTts;
 };
 const tts = new sherpa.OfflineTts(workerData);
-/** What sherpa-onnx-node throws when the text gave the model no tokens to speak. */
-const NO_AUDIO = /generation failed|produced no audio/;
 
 parentPort!.on('message', (job: TtsJob) => {
   try {
@@ -39,17 +41,16 @@ parentPort!.on('message', (job: TtsJob) => {
         `voice: speaker ${job.sid} does not exist; this model has ${tts.numSpeakers} speaker(s)`,
       );
     }
-    // The generationConfig form, not {text, sid, speed}: when the text yields no tokens (say only
-    // words outside a Kokoro lexicon), that older form crashes the process in sherpa-onnx-node
-    // 1.13.8 (a segfault), while this one throws "TTS generation failed".
-    let audio: { samples: Float32Array; sampleRate: number } | undefined;
+    // The generationConfig form: the legacy {text, sid, speed} call crashes the process when
+    // sherpa makes no audio (sherpa-onnx-node 1.13.8); this one throws instead.
+    let audio: { samples: Float32Array; sampleRate: number };
     try {
       audio = tts.generate({ text: job.text, generationConfig: { sid: job.sid, speed: job.speed } });
     } catch (err) {
-      if (!(err instanceof Error && NO_AUDIO.test(err.message))) throw err;
+      if (err instanceof Error && /generation failed|no audio/.test(err.message)) throw new Error(NO_AUDIO);
+      throw err;
     }
-    if (!audio || audio.samples.length === 0)
-      throw new Error('input: the model found nothing it can speak in the text (no audio was produced)');
+    if (audio.samples.length === 0) throw new Error(NO_AUDIO);
     const samples = Float32Array.from(audio.samples);
     parentPort!.postMessage(
       { id: job.id, ok: true, samples, sampleRate: audio.sampleRate } satisfies TtsReply,

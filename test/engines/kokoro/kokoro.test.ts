@@ -140,7 +140,7 @@ describe('kokoro_tts (sherpa-onnx adapter)', () => {
     // Text whose every word is outside the lexicons gives no tokens: a 400, and the server lives on.
     assert.match(
       await failure({ model: 'multi', input: '们' }),
-      /input: the model found nothing it can speak/,
+      /input: the model produced no audio for this text/,
     );
     assert.equal((await speak({ model: 'multi', input: '你好' })).status, 200);
   });
@@ -150,7 +150,7 @@ describe('kokoro_tts (sherpa-onnx adapter)', () => {
       (await audioOf({ model: 'multi-us-only', input: 'hello' })).audio.samples.length,
       8 * PER_TOKEN,
     );
-    assert.match(await failure({ model: 'multi-us-only', input: '你好' }), /found nothing it can speak/);
+    assert.match(await failure({ model: 'multi-us-only', input: '你好' }), /produced no audio/);
     assert.match(
       await failure({ model: 'multi-bad-lexicon', input: 'hi' }),
       /load_options\.lexicon: "lexicon-us-en\.txt,nope\.txt" is invalid; .*\(lexicon-us-en\.txt, lexicon-zh\.txt\)/,
