@@ -3,6 +3,7 @@ import { ClassicDiarFamily } from './classic-diar/classic-diar-family.js';
 import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
 import { createNemoCtcFamily } from './sherpa-asr/nemo-ctc.js';
+import { createWhisperFamily } from './sherpa-asr/whisper.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
 import { PiperFamily } from './sherpa-tts/piper-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
@@ -22,6 +23,7 @@ export function createEngineCatalog(): EngineCatalog {
     new PocketsphinxFamily(),
     new PiperFamily(),
     createNemoCtcFamily(),
+    createWhisperFamily(),
     new PyannoteFamily(),
   ];
   return new Map(families.map((family) => [family.name, family]));
