@@ -6,6 +6,7 @@ import { createCanaryFamily } from './sherpa-asr/canary.js';
 import { createNemoCtcFamily } from './sherpa-asr/nemo-ctc.js';
 import { createParakeetTdtFamily } from './sherpa-asr/parakeet-tdt.js';
 import { createSenseVoiceFamily } from './sherpa-asr/sense-voice.js';
+import { createWhisperFamily } from './sherpa-asr/whisper.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
 import { KokoroFamily } from './sherpa-tts/kokoro-family.js';
 import { MatchaFamily } from './sherpa-tts/matcha-family.js';
@@ -29,6 +30,7 @@ export function createEngineCatalog(): EngineCatalog {
     new KokoroFamily(),
     new MatchaFamily(),
     createNemoCtcFamily(),
+    createWhisperFamily(),
     createCanaryFamily(),
     createSenseVoiceFamily(),
     createParakeetTdtFamily(),

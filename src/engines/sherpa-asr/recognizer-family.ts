@@ -20,6 +20,7 @@ import type { RecognizerJob, RecognizerReply, RecognizerTokens } from './recogni
 
 const WORKER_URL = new URL('./recognizer-worker.js', import.meta.url);
 const CAPACITY = 4;
+const SAMPLE_RATE = 16000;
 
 /** modelConfig entries to change for one request, merged one level deep (`{ canary: { srcLang } }`). */
 export type ConfigPatch = Record<string, Record<string, unknown>>;
@@ -28,6 +29,14 @@ export type ConfigPatch = Record<string, Record<string, unknown>>;
 export interface RequestSettings {
   config?: ConfigPatch;
   stream?: Record<string, string>;
+  /** Reported when the recognizer reports no language (e.g. an English-only model). */
+  language?: string;
+}
+
+/** How the input audio is cut and padded before it reaches the recognizer. */
+interface AudioLimits {
+  windowSamples?: number;
+  minSamples?: number;
 }
 
 interface RecognizerConfig {
@@ -39,7 +48,8 @@ class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, R
     id: string,
     private readonly config: RecognizerConfig,
     private readonly settingsOf: (request: EngineRequest) => RequestSettings | undefined,
-    private readonly words?: RecognizerType<string>['words'],
+    private readonly words: RecognizerType<string>['words'],
+    private readonly limits: AudioLimits,
   ) {
     super(id, WORKER_URL, config);
   }
@@ -51,12 +61,13 @@ class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, R
     const length = samples.length; // the buffer is transferred to the thread
     const job = {
       samples,
+      ...this.limits,
       ...(settings?.config ? { config: patched(this.config, settings.config) } : {}),
       ...(settings?.stream ? { streamOptions: settings.stream } : {}),
     };
     const reply = await this.thread.call(job, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
-    const language = languageCode(reply.lang);
+    const language = languageCode(reply.lang) ?? settings?.language;
     const words = this.words?.(reply, length);
     return { text: reply.text, ...(language ? { language } : {}), ...(words ? { words } : {}) };
   }
@@ -78,11 +89,14 @@ function patched(config: RecognizerConfig, patch: ConfigPatch): RecognizerConfig
   return { ...config, modelConfig };
 }
 
-export interface RecognizerType<R extends string> {
+/** One sherpa model type. `M` is what `prepare` learns from the files (e.g. model metadata). */
+export interface RecognizerType<R extends string, M = undefined> {
   /** The config `family` name, e.g. `whisper_asr`. */
   name: string;
   /** The files of a model folder, by role. */
   files: Record<R, FileRole>;
+  /** Reads what the type must know about the files before it configures them (a 400 for a bad folder). */
+  prepare?(files: FolderFiles<R>, loadOptions: OptionMap, modelId: string): Promise<M>;
   /**
    * The `modelConfig` entries of this model type (tokens is added), e.g. `{ whisper: {...} }`;
    * async when the folder must be checked first.
@@ -91,6 +105,7 @@ export interface RecognizerType<R extends string> {
     files: FolderFiles<R>,
     loadOptions: OptionMap,
     modelId: string,
+    prepared: M,
   ): Record<string, unknown> | Promise<Record<string, unknown>>;
   /**
    * What a request may change, checked in the caller's thread (throws a 400 naming a bad value):
@@ -101,6 +116,7 @@ export interface RecognizerType<R extends string> {
     request: EngineRequest,
     loadOptions: OptionMap,
     modelId: string,
+    prepared: M,
   ): RequestSettings | undefined;
   /**
    * Top-level recognizer config entries (e.g. `decodingMethod`, `featConfig`) laid over the
@@ -113,10 +129,14 @@ export interface RecognizerType<R extends string> {
   ): Promise<Record<string, unknown>>;
   /** Word timings from a result's tokens (`samples`: the input length); without it, no words. */
   words?(tokens: RecognizerTokens, samples: number): Word[];
+  /** The most seconds one decode takes; longer audio is decoded in consecutive windows, texts joined by a space. */
+  windowSeconds?: number;
+  /** The fewest samples a decode may get (shorter audio crashes some models); shorter input is padded with silence. */
+  minSamples?: number;
   params?: readonly ParamRow[];
 }
 
-export class SherpaRecognizerFamily<R extends string> implements EngineFamily {
+export class SherpaRecognizerFamily<R extends string, M = undefined> implements EngineFamily {
   readonly tasks = ['asr'] as const;
   readonly backends = ['cpu'] as const;
   readonly maxCapacity = CAPACITY;
@@ -124,7 +144,7 @@ export class SherpaRecognizerFamily<R extends string> implements EngineFamily {
   readonly params: readonly ParamRow[];
   #sessions = 0;
 
-  constructor(private readonly type: RecognizerType<R | 'tokens'>) {
+  constructor(private readonly type: RecognizerType<R | 'tokens', M>) {
     this.name = type.name;
     this.params = type.params ?? [];
   }
@@ -137,25 +157,32 @@ export class SherpaRecognizerFamily<R extends string> implements EngineFamily {
       this.type.files,
       precisionOption(spec.modelId, spec.loadOptions),
     );
+    const prepared = (await this.type.prepare?.(files, spec.loadOptions, spec.modelId)) as M;
     const config = {
-      featConfig: { sampleRate: 16000, featureDim: 80 },
+      featConfig: { sampleRate: SAMPLE_RATE, featureDim: 80 },
       modelConfig: {
-        ...(await this.type.modelConfig(files, spec.loadOptions, spec.modelId)),
+        ...(await this.type.modelConfig(files, spec.loadOptions, spec.modelId, prepared)),
         tokens: files.tokens,
         numThreads: 1,
         debug: 0,
       },
       ...(await this.type.recognizerConfig?.(files, spec.loadOptions, spec.modelId)),
     };
+    const { windowSeconds, minSamples } = this.type;
+    const limits: AudioLimits = {
+      ...(windowSeconds ? { windowSamples: Math.round(windowSeconds * SAMPLE_RATE) } : {}),
+      ...(minSamples ? { minSamples } : {}),
+    };
     return {
       capacity: CAPACITY,
-      audioInput: { sampleRate: 16000, channels: 1 },
+      audioInput: { sampleRate: SAMPLE_RATE, channels: 1 },
       createSession: async () =>
         new RecognizerSession(
           `${spec.modelId}#${++this.#sessions}`,
           config,
-          (request) => this.type.requestSettings?.(request, spec.loadOptions, spec.modelId),
+          (request) => this.type.requestSettings?.(request, spec.loadOptions, spec.modelId, prepared),
           this.type.words,
+          limits,
         ),
       dispose: async () => {},
     };

@@ -2,6 +2,8 @@
 import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 
+const SAMPLE_RATE = 16000;
+
 export interface RecognizerJob {
   id: number;
   /** 16 kHz mono. */
@@ -10,13 +12,17 @@ export interface RecognizerJob {
   streamOptions?: Record<string, string>;
   /** The recognizer config for this job when a request changed it (absent: the loaded one). */
   config?: unknown;
+  /** Decode in consecutive windows of at most this many samples, joining the texts (Whisper: 30 s). */
+  windowSamples?: number;
+  /** Pad each window with silence to at least this many samples (shorter audio crashes some models). */
+  minSamples?: number;
 }
 
 /** Per-token details of a result, where the model type gives them (empty arrays otherwise). */
 export interface RecognizerTokens {
   /** Token texts as sherpa prints them (BPE's word mark `▁` already a space). */
   tokens: string[];
-  /** Start of each token, seconds. */
+  /** Start of each token, seconds from the start of the input. */
   timestamps: number[];
   /** Length of each token, seconds (TDT models). */
   durations: number[];
@@ -30,10 +36,10 @@ export type RecognizerReply =
 
 /**
  * Audio shorter than one 10 ms feature hop gives a model zero feature frames, and several encoders
- * then throw inside onnxruntime, which sherpa does not catch: that aborts the whole process.
+ * then throw inside onnxruntime, which sherpa does not catch: that aborts the whole process. A
+ * model type that cannot take even that pads (`minSamples`); the rest answer such input with ''.
  */
 const MIN_SAMPLES = 160;
-const NOTHING: RecognizerTokens = { tokens: [], timestamps: [], durations: [], logProbs: [] };
 
 interface Stream {
   acceptWaveform(wave: { samples: Float32Array; sampleRate: number }): void;
@@ -61,39 +67,60 @@ const recognizer = new sherpa.OfflineRecognizer(workerData);
 const loaded = JSON.stringify(workerData);
 let applied = loaded;
 
-parentPort!.on('message', (job: RecognizerJob) => {
-  if (job.samples.length < MIN_SAMPLES) {
-    parentPort!.postMessage({
-      id: job.id,
-      ok: true,
-      text: '',
-      lang: '',
-      ...NOTHING,
-    } satisfies RecognizerReply);
-    return;
-  }
-  try {
-    // setConfig only when the settings differ, and back to the loaded ones after a patched request.
-    const wanted = job.config === undefined ? loaded : JSON.stringify(job.config);
-    if (wanted !== applied) {
-      recognizer.setConfig(job.config ?? workerData);
-      applied = wanted;
-    }
+/** setConfig only when the settings differ, and back to the loaded ones after a patched request. */
+function configure(config: unknown): void {
+  const wanted = config === undefined ? loaded : JSON.stringify(config);
+  if (wanted === applied) return;
+  recognizer.setConfig(config ?? workerData);
+  applied = wanted;
+}
+
+function windows(samples: Float32Array, size: number | undefined): Float32Array[] {
+  if (!size || samples.length <= size) return [samples];
+  const out: Float32Array[] = [];
+  for (let at = 0; at < samples.length; at += size) out.push(samples.subarray(at, at + size));
+  return out;
+}
+
+function padded(samples: Float32Array, min: number): Float32Array {
+  if (samples.length >= min) return samples;
+  const out = new Float32Array(min);
+  out.set(samples);
+  return out;
+}
+
+function recognize(job: RecognizerJob): { text: string; lang: string } & RecognizerTokens {
+  const result = { text: '', lang: '', tokens: [], timestamps: [], durations: [], logProbs: [] } as {
+    text: string;
+    lang: string;
+  } & RecognizerTokens;
+  const minSamples = job.minSamples ?? 0;
+  if (!minSamples && job.samples.length < MIN_SAMPLES) return result;
+  configure(job.config);
+  const texts: string[] = [];
+  let offset = 0;
+  for (const window of windows(job.samples, job.windowSamples)) {
     const stream = recognizer.createStream();
     for (const [key, value] of Object.entries(job.streamOptions ?? {})) stream.setOption(key, value);
-    stream.acceptWaveform({ samples: job.samples, sampleRate: 16000 });
+    stream.acceptWaveform({ samples: padded(window, minSamples), sampleRate: SAMPLE_RATE });
     recognizer.decode(stream);
-    const result = recognizer.getResult(stream);
-    parentPort!.postMessage({
-      id: job.id,
-      ok: true,
-      text: result.text.trim(),
-      lang: result.lang ?? '',
-      tokens: result.tokens ?? [],
-      timestamps: result.timestamps ?? [],
-      durations: result.durations ?? [],
-      logProbs: result.ys_log_probs ?? [],
-    } satisfies RecognizerReply);
+    const part = recognizer.getResult(stream);
+    const text = part.text.trim();
+    if (text) texts.push(text);
+    result.lang ||= part.lang ?? '';
+    result.tokens.push(...(part.tokens ?? []));
+    result.timestamps.push(...(part.timestamps ?? []).map((t) => t + offset / SAMPLE_RATE));
+    result.durations.push(...(part.durations ?? []));
+    result.logProbs.push(...(part.ys_log_probs ?? []));
+    offset += window.length;
+  }
+  result.text = texts.join(' ');
+  return result;
+}
+
+parentPort!.on('message', (job: RecognizerJob) => {
+  try {
+    parentPort!.postMessage({ id: job.id, ok: true, ...recognize(job) } satisfies RecognizerReply);
   } catch (err) {
     parentPort!.postMessage({
       id: job.id,
