@@ -115,11 +115,10 @@ export const createCanaryFamily = () =>
   new SherpaRecognizerFamily({
     name: 'canary_asr',
     files: { encoder: encoderRole, decoder: decoderRole, tokens: TOKENS },
-    modelConfig: async ({ encoder, decoder, tokens }, loadOptions, modelId) => {
-      const settings = canarySettings(loadDefaults(loadOptions, modelId));
-      await checkTokens(modelId, tokens);
-      return { canary: { encoder, decoder, ...settings } };
-    },
+    prepare: ({ tokens }, _loadOptions, modelId) => checkTokens(modelId, tokens),
+    modelConfig: ({ encoder, decoder }, loadOptions, modelId) => ({
+      canary: { encoder, decoder, ...canarySettings(loadDefaults(loadOptions, modelId)) },
+    }),
     // Every request sends its settings, so one request's languages never carry over to the next.
     requestSettings: (request: EngineRequest, loadOptions) => ({
       config: { canary: canarySettings(loadDefaults(loadOptions, ''), request.language, request.options) },

@@ -78,10 +78,7 @@ export const createParakeetTdtFamily = () =>
       transducer: { encoder, decoder, joiner },
       modelType: 'nemo_transducer',
     }),
-    recognizerConfig: async (files, loadOptions, modelId) => {
-      const config = decoding(loadOptions, modelId);
-      await checkFolder(files, modelId);
-      return config;
-    },
+    prepare: (files, _loadOptions, modelId) => checkFolder(files, modelId),
+    recognizerConfig: (_files, loadOptions, modelId) => decoding(loadOptions, modelId),
     words: pieceWords,
   });

@@ -90,23 +90,20 @@ function patched(config: RecognizerConfig, patch: ConfigPatch): RecognizerConfig
 }
 
 /** One sherpa model type. `M` is what `prepare` learns from the files (e.g. model metadata). */
-export interface RecognizerType<R extends string, M = undefined> {
+export interface RecognizerType<R extends string, M = void> {
   /** The config `family` name, e.g. `whisper_asr`. */
   name: string;
   /** The files of a model folder, by role. */
   files: Record<R, FileRole>;
   /** Reads what the type must know about the files before it configures them (a 400 for a bad folder). */
   prepare?(files: FolderFiles<R>, loadOptions: OptionMap, modelId: string): Promise<M>;
-  /**
-   * The `modelConfig` entries of this model type (tokens is added), e.g. `{ whisper: {...} }`;
-   * async when the folder must be checked first.
-   */
+  /** The `modelConfig` entries of this model type (tokens is added), e.g. `{ whisper: {...} }`. */
   modelConfig(
     files: FolderFiles<R>,
     loadOptions: OptionMap,
     modelId: string,
     prepared: M,
-  ): Record<string, unknown> | Promise<Record<string, unknown>>;
+  ): Record<string, unknown>;
   /**
    * What a request may change, checked in the caller's thread (throws a 400 naming a bad value):
    * recognizer settings, which the worker applies with sherpa's setConfig and restores for the next
@@ -118,15 +115,8 @@ export interface RecognizerType<R extends string, M = undefined> {
     modelId: string,
     prepared: M,
   ): RequestSettings | undefined;
-  /**
-   * Top-level recognizer config entries (e.g. `decodingMethod`, `featConfig`) laid over the
-   * defaults; the place to check a folder's contents before sherpa reads them.
-   */
-  recognizerConfig?(
-    files: FolderFiles<R>,
-    loadOptions: OptionMap,
-    modelId: string,
-  ): Promise<Record<string, unknown>>;
+  /** Top-level recognizer config entries (e.g. `decodingMethod`) laid over the defaults. */
+  recognizerConfig?(files: FolderFiles<R>, loadOptions: OptionMap, modelId: string): Record<string, unknown>;
   /** Word timings from a result's tokens (`samples`: the input length); without it, no words. */
   words?(tokens: RecognizerTokens, samples: number): Word[];
   /** The most seconds one decode takes; longer audio is decoded in consecutive windows, texts joined by a space. */
@@ -136,7 +126,7 @@ export interface RecognizerType<R extends string, M = undefined> {
   params?: readonly ParamRow[];
 }
 
-export class SherpaRecognizerFamily<R extends string, M = undefined> implements EngineFamily {
+export class SherpaRecognizerFamily<R extends string, M = void> implements EngineFamily {
   readonly tasks = ['asr'] as const;
   readonly backends = ['cpu'] as const;
   readonly maxCapacity = CAPACITY;
@@ -161,12 +151,12 @@ export class SherpaRecognizerFamily<R extends string, M = undefined> implements 
     const config = {
       featConfig: { sampleRate: SAMPLE_RATE, featureDim: 80 },
       modelConfig: {
-        ...(await this.type.modelConfig(files, spec.loadOptions, spec.modelId, prepared)),
+        ...this.type.modelConfig(files, spec.loadOptions, spec.modelId, prepared),
         tokens: files.tokens,
         numThreads: 1,
         debug: 0,
       },
-      ...(await this.type.recognizerConfig?.(files, spec.loadOptions, spec.modelId)),
+      ...this.type.recognizerConfig?.(files, spec.loadOptions, spec.modelId),
     };
     const { windowSeconds, minSamples } = this.type;
     const limits: AudioLimits = {
