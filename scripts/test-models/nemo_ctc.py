@@ -1,43 +1,99 @@
-"""nemo_ctc_asr: a NeMo-CTC-shaped recogniser."""
+"""nemo_ctc_asr: a NeMo-CTC-shaped recogniser (sherpa-onnx's offline-nemo-enc-dec-ctc-model.cc).
+
+Inputs as sherpa feeds them: audio_signal float[B,80,T] (log-mel fbank), length int64[B]. Output
+logprobs float[B,ceil(T/4),V], of which sherpa's greedy CTC decoder reads length/4 frames.
+vocab_size is the width V of logprobs (tokens.txt, <blk> included).
+
+Not a neural model, but a known function of its input, so tests can assert exact text:
+- loud audio (some log-mel value above LOUD_LOG_MEL anywhere in the input): output frame t says
+  frame t of a fixed character-level CTC path (with repeats and a blank between the two l's, so
+  "hello world" comes out only if sherpa collapses repeats and drops blanks), blank after it;
+- silence: every frame is blank, so the text is "".
+model.int8.onnx is the same graph with another path ("hello quantized world"), so a test can tell
+which precision was loaded.
+"""
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from common import metadata, save
+from common import metadata, save, write_tokens
+
+# Character tokens in NeMo's style: the word mark, a-z, apostrophe, and the blank last.
+TOKENS = ['\u2581'] + [chr(c) for c in range(ord('a'), ord('z') + 1)] + ["'", '<blk>']
+ID = {t: i for i, t in enumerate(TOKENS)}
+BLANK = ID['<blk>']
+FEAT_DIM = 80
+SUBSAMPLING = 4  # as NeMo's Conformer-CTC; sherpa decodes 25 output frames of 1 s of audio
+LOUD_LOG_MEL = -8.0  # a silent frame's mel bins are all log(eps) = -15.9; speech is far above
+
+# One token per output frame, as a CTC model might emit them; '-' is the blank.
+SENTENCE = '\u2581hhel-llo\u2581\u2581worrld'  # decodes to "hello world"
+INT8_SENTENCE = '\u2581hel-lo\u2581quantized\u2581world'  # "hello quantized world"
 
 
-# NeMo-CTC-shaped recogniser: audio_signal float[B,80,T], length int64[B] -> logprobs float[B,T,V].
-# One random linear layer with the blank (last token) favoured: plumbing only, the text is noise.
-def fake_nemo_ctc(out):
-    tokens = ['\u2581'] + [chr(c) for c in range(ord('a'), ord('z') + 1)] + ["'", '<blk>']
-    vocab = len(tokens)
-    rng = np.random.default_rng(7)
-    weights = (rng.standard_normal((80, vocab)) * 0.05).astype(np.float32)
-    bias = np.zeros(vocab, dtype=np.float32)
-    bias[-1] = 3.0
+def path_ids(frames):
+    ids = [BLANK if ch == '-' else ID[ch] for ch in frames]
+    return np.array(ids + [BLANK], dtype=np.int64)  # frames past the path are blank
+
+
+def fake_nemo_ctc(path, frames):
+    path_table = path_ids(frames)
+    assert len(frames) <= 24, 'the path must fit (with a frame to spare) in the frames of 1 s of audio'
+
+    def c(name, value, dtype=np.int64):
+        return numpy_helper.from_array(np.array(value, dtype=dtype), name)
+
+    n = helper.make_node
     nodes = [
-        helper.make_node('Transpose', ['audio_signal'], ['frames'], perm=[0, 2, 1]),
-        helper.make_node('MatMul', ['frames', 'w'], ['scores']),
-        helper.make_node('Add', ['scores', 'b'], ['logits']),
-        helper.make_node('LogSoftmax', ['logits'], ['logprobs'], axis=-1),
+        # loud[B,1]: the loudest log-mel value of the input. One padded quiet frame keeps T=0 defined.
+        n('Pad', ['audio_signal', 'pads', 'quiet'], ['padded'], mode='constant'),
+        n('ReduceMax', ['padded'], ['peak'], axes=[1, 2], keepdims=0),
+        n('Greater', ['peak', 'threshold'], ['loud']),
+        n('Unsqueeze', ['loud', 'axis1'], ['loud_col']),
+        # Output frames 0..ceil(T/4)-1, each saying its step of the path (blank past the end).
+        n('Shape', ['audio_signal'], ['shape']),
+        n('Gather', ['shape', 'two'], ['T']),
+        n('Add', ['T', 'round_up'], ['T_up']),
+        n('Div', ['T_up', 'factor'], ['T_out']),
+        n('Range', ['zero', 'T_out', 'one'], ['pos']),
+        n('Min', ['pos', 'path_last'], ['step']),
+        n('Gather', ['path', 'step'], ['said']),
+        n('Unsqueeze', ['said', 'axis0'], ['said_row']),
+        n('Where', ['loud_col', 'said_row', 'blank'], ['ids']),
+        n('OneHot', ['ids', 'depth', 'onehot_values'], ['logits'], axis=-1),
+        n('LogSoftmax', ['logits'], ['logprobs'], axis=-1),
     ]
     graph = helper.make_graph(
         nodes,
         'fake_nemo_ctc',
         [
-            helper.make_tensor_value_info('audio_signal', TensorProto.FLOAT, ['B', 80, 'T']),
+            helper.make_tensor_value_info('audio_signal', TensorProto.FLOAT, ['B', FEAT_DIM, 'T']),
             helper.make_tensor_value_info('length', TensorProto.INT64, ['B']),
         ],
-        [helper.make_tensor_value_info('logprobs', TensorProto.FLOAT, ['B', 'T', vocab])],
-        initializer=[numpy_helper.from_array(weights, 'w'), numpy_helper.from_array(bias, 'b')],
+        [helper.make_tensor_value_info('logprobs', TensorProto.FLOAT, ['B', 'U', len(TOKENS)])],
+        initializer=[
+            c('pads', [0, 0, 0, 0, 0, 1]),
+            c('quiet', -100.0, np.float32),
+            c('threshold', LOUD_LOG_MEL, np.float32),
+            c('zero', 0), c('one', 1), c('two', 2), c('axis0', [0]), c('axis1', [1]),
+            c('round_up', SUBSAMPLING - 1), c('factor', SUBSAMPLING),
+            numpy_helper.from_array(path_table, 'path'),
+            c('path_last', len(path_table) - 1),
+            c('blank', BLANK),
+            c('depth', len(TOKENS)), c('onehot_values', [0.0, 10.0], np.float32),
+        ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])
     model.ir_version = 8
-    metadata(model, vocab_size=vocab, subsampling_factor=1, normalize_type='per_feature', model_type='EncDecCTCModelBPE')
-    save(model, f'{out}/fake-nemo-ctc/model.onnx')
-    with open(f'{out}/fake-nemo-ctc/tokens.txt', 'w', encoding='utf-8') as f:
-        for i, t in enumerate(tokens):
-            f.write(f'{t} {i}\n')
+    # The keys sherpa reads. normalize_type is empty (sherpa then leaves the fbank as it is): with
+    # NeMo's per_feature, each mel bin is normalized over time, which erases the absolute loudness
+    # the fake keys on (a steady tone and silence would both come out as zeros).
+    metadata(model, vocab_size=len(TOKENS), subsampling_factor=SUBSAMPLING, normalize_type='',
+             model_type='EncDecCTCModelBPE', comment='fake NeMo CTC for voxd tests')
+    save(model, path)
 
 
 def generate(out):
-    fake_nemo_ctc(out)
+    folder = f'{out}/fake-nemo-ctc'
+    fake_nemo_ctc(f'{folder}/model.onnx', SENTENCE)
+    fake_nemo_ctc(f'{folder}/model.int8.onnx', INT8_SENTENCE)
+    write_tokens(f'{folder}/tokens.txt', TOKENS)
