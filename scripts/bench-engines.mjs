@@ -3,7 +3,7 @@
 // a Markdown table for docs/performance.md.
 // Usage: npm run build && node scripts/bench-engines.mjs [seconds-per-run] [engine ids...]
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -56,6 +56,31 @@ const ENGINES = [
   },
 ];
 
+/**
+ * Resident memory of this process and every process below it (runner processes of sessions), in
+ * bytes, from /proc: a session in a runner process would be missed by process.memoryUsage().
+ */
+function treeRss() {
+  const children = new Map();
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(pid)]);
+    } catch {}
+  }
+  let total = 0;
+  const visit = (pid) => {
+    try {
+      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      total += Number(rss?.[1] ?? 0) * 1024;
+    } catch {}
+    for (const child of children.get(pid) ?? []) visit(child);
+  };
+  visit(process.pid);
+  return total;
+}
+
 async function start(models) {
   const dir = mkdtempSync(join(tmpdir(), 'voxd-bench-'));
   const path = join(dir, 'server.json');
@@ -99,13 +124,13 @@ for (const engine of ENGINES.filter((e) => ONLY.size === 0 || ONLY.has(e.id))) {
   const base = {};
   for (const slots of [1, 2, 4]) {
     global.gc?.();
-    const rssBefore = process.memoryUsage().rss;
+    const rssBefore = treeRss();
     const server = await start([
       { id: engine.id, family: engine.family, task: engine.task, lazy: true, slots },
     ]);
     const url = server.voxd.url;
     await Promise.all(Array.from({ length: slots }, () => post(url, engine.route, engine.body(wav)))); // warm every slot
-    const rssWarm = process.memoryUsage().rss;
+    const rssWarm = treeRss();
     const lag = monitorEventLoopDelay({ resolution: 1 });
     const bodyFile = join(tmpdir(), `voxd-bench-body-${process.pid}.json`);
     writeFileSync(bodyFile, JSON.stringify(engine.body(wav)));

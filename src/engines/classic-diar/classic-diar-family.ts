@@ -1,6 +1,6 @@
 import { numberOption } from '../engine-options.js';
+import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import { sileroModel } from '../silero-vad/silero-vad-family.js';
-import { inputSamples, ThreadEngineSession } from '../thread-session.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -26,7 +26,7 @@ interface SessionSettings {
   numSpeakers?: number;
 }
 
-class ClassicDiarSession extends ThreadEngineSession<Omit<DiarJob, 'id'>, DiarReply> {
+class ClassicDiarSession extends WorkerEngineSession<Omit<DiarJob, 'id'>, DiarReply> {
   constructor(
     id: string,
     private readonly settings: SessionSettings,
@@ -43,7 +43,7 @@ class ClassicDiarSession extends ThreadEngineSession<Omit<DiarJob, 'id'>, DiarRe
         integer: true,
       }) ?? this.settings.numSpeakers;
     const samples = inputSamples(request, 'diarization');
-    const reply = await this.thread.call(
+    const reply = await this.worker.call(
       { samples, numSpeakers, threshold: this.settings.threshold },
       signal,
       [samples.buffer],

@@ -7,7 +7,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VoxdError } from '../../errors.js';
-import { inputSamples, ThreadEngineSession } from '../thread-session.js';
+import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -27,14 +27,14 @@ const INSTALL_HINT =
 
 type Job = PsJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
 
-class PocketsphinxSession extends ThreadEngineSession<Job, PsReply> {
+class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
   constructor(id: string, settings: PsSettings) {
     super(id, WORKER_URL, settings);
   }
 
   /** Starts the thread and loads its decoder now, so a broken model fails the load, not a request. */
   async start(signal: AbortSignal): Promise<void> {
-    const reply = await this.thread.call({ kind: 'ping' }, signal);
+    const reply = await this.worker.call({ kind: 'ping' }, signal);
     if (!reply.ok) throw new Error(reply.message);
   }
 
@@ -43,7 +43,7 @@ class PocketsphinxSession extends ThreadEngineSession<Job, PsReply> {
     const pcm = new Int16Array(samples.length);
     for (let i = 0; i < samples.length; i++)
       pcm[i] = Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767);
-    const reply = await this.thread.call({ kind: 'decode', pcm }, signal, [pcm.buffer]);
+    const reply = await this.worker.call({ kind: 'decode', pcm }, signal, [pcm.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     return { text: reply.text, language: 'en' };
   }

@@ -3,7 +3,7 @@
  * files, driven through koffi. The library calls are synchronous, which is fine on this thread.
  */
 import { createRequire } from 'node:module';
-import { parentPort, workerData } from 'node:worker_threads';
+import { engineData, serveJobs } from '../engine-port.js';
 
 export interface PsSettings {
   hmm: string;
@@ -19,7 +19,7 @@ interface Koffi {
   load(path: string): { func(signature: string): Fn };
 }
 
-const settings = workerData as PsSettings;
+const settings = engineData<PsSettings>();
 const koffi = createRequire(import.meta.url)('koffi') as Koffi;
 const ps = koffi.load('libpocketsphinx.so.3');
 const sphinxbase = koffi.load('libsphinxbase.so.3');
@@ -47,15 +47,4 @@ function decode(pcm: Int16Array): string {
   return ((getHyp(decoder, [0]) as string | null) ?? '').trim();
 }
 
-parentPort!.on('message', (job: PsJob) => {
-  try {
-    const text = job.kind === 'decode' ? decode(job.pcm) : '';
-    parentPort!.postMessage({ id: job.id, ok: true, text } satisfies PsReply);
-  } catch (err) {
-    parentPort!.postMessage({
-      id: job.id,
-      ok: false,
-      message: err instanceof Error ? err.message : String(err),
-    } satisfies PsReply);
-  }
-});
+serveJobs((job: PsJob) => ({ text: job.kind === 'decode' ? decode(job.pcm) : '' }));

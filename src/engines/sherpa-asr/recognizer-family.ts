@@ -4,8 +4,8 @@
  * built from them. Each session is a worker thread with its own OfflineRecognizer.
  */
 import type { OptionMap } from '../../config/types.js';
+import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import { type FileRole, type FolderFiles, findModelFiles, precisionOption } from '../sherpa-model-folder.js';
-import { inputSamples, ThreadEngineSession } from '../thread-session.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -43,7 +43,7 @@ interface RecognizerConfig {
   modelConfig: Record<string, unknown>;
 }
 
-class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, RecognizerReply> {
+class RecognizerSession extends WorkerEngineSession<Omit<RecognizerJob, 'id'>, RecognizerReply> {
   constructor(
     id: string,
     private readonly config: RecognizerConfig,
@@ -65,7 +65,7 @@ class RecognizerSession extends ThreadEngineSession<Omit<RecognizerJob, 'id'>, R
       ...(settings?.config ? { config: patched(this.config, settings.config) } : {}),
       ...(settings?.stream ? { streamOptions: settings.stream } : {}),
     };
-    const reply = await this.thread.call(job, signal, [samples.buffer]);
+    const reply = await this.worker.call(job, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     const language = languageCode(reply.lang) ?? settings?.language;
     const words = this.words?.(reply, length);

@@ -1,6 +1,6 @@
 /** Worker thread of one sherpa-onnx offline recognizer session (its decode calls are synchronous here). */
 import { createRequire } from 'node:module';
-import { parentPort, workerData } from 'node:worker_threads';
+import { engineData, serveJobs } from '../engine-port.js';
 
 const SAMPLE_RATE = 16000;
 
@@ -63,15 +63,16 @@ const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
   OfflineRecognizer: new (config: unknown) => Recognizer;
 };
 // workerData is the recognizer config the family built (model files and options).
-const recognizer = new sherpa.OfflineRecognizer(workerData);
-const loaded = JSON.stringify(workerData);
+const loadedConfig = engineData<unknown>();
+const recognizer = new sherpa.OfflineRecognizer(loadedConfig);
+const loaded = JSON.stringify(loadedConfig);
 let applied = loaded;
 
 /** setConfig only when the settings differ, and back to the loaded ones after a patched request. */
 function configure(config: unknown): void {
   const wanted = config === undefined ? loaded : JSON.stringify(config);
   if (wanted === applied) return;
-  recognizer.setConfig(config ?? workerData);
+  recognizer.setConfig(config ?? loadedConfig);
   applied = wanted;
 }
 
@@ -118,14 +119,4 @@ function recognize(job: RecognizerJob): { text: string; lang: string } & Recogni
   return result;
 }
 
-parentPort!.on('message', (job: RecognizerJob) => {
-  try {
-    parentPort!.postMessage({ id: job.id, ok: true, ...recognize(job) } satisfies RecognizerReply);
-  } catch (err) {
-    parentPort!.postMessage({
-      id: job.id,
-      ok: false,
-      message: err instanceof Error ? err.message : String(err),
-    } satisfies RecognizerReply);
-  }
-});
+serveJobs(recognize);

@@ -8,7 +8,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VoxdError } from '../../errors.js';
 import { numberOption } from '../engine-options.js';
-import { inputSamples, ThreadEngineSession } from '../thread-session.js';
+import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -24,7 +24,7 @@ const WORKER_URL = new URL('./pyannote-worker.js', import.meta.url);
 const CAPACITY = 4;
 const RATE = 16000;
 
-class PyannoteSession extends ThreadEngineSession<Omit<PyannoteJob, 'id'>, PyannoteReply> {
+class PyannoteSession extends WorkerEngineSession<Omit<PyannoteJob, 'id'>, PyannoteReply> {
   constructor(
     id: string,
     settings: PyannoteSettings,
@@ -38,7 +38,7 @@ class PyannoteSession extends ThreadEngineSession<Omit<PyannoteJob, 'id'>, Pyann
     const numSpeakers =
       numberOption(request.options, 'num_speakers', { where: 'options.', min: -1, max: 64, integer: true }) ??
       this.defaultSpeakers;
-    const reply = await this.thread.call({ samples, numSpeakers }, signal, [samples.buffer]);
+    const reply = await this.worker.call({ samples, numSpeakers }, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     return {
       text: '',

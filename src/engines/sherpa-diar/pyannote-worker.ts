@@ -1,6 +1,6 @@
 /** Worker thread of one pyannote diarization session: its own sherpa-onnx OfflineSpeakerDiarization. */
 import { createRequire } from 'node:module';
-import { parentPort, workerData } from 'node:worker_threads';
+import { engineData, serveJobs } from '../engine-port.js';
 
 export interface PyannoteSettings {
   segmentation: string;
@@ -27,7 +27,7 @@ interface Diarizer {
   process(samples: Float32Array): { start: number; end: number; speaker: number }[];
 }
 
-const settings = workerData as PyannoteSettings;
+const settings = engineData<PyannoteSettings>();
 const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
   OfflineSpeakerDiarization: new (config: unknown) => Diarizer;
 };
@@ -40,16 +40,7 @@ const diarizer = new sherpa.OfflineSpeakerDiarization({
   minDurationOff: settings.minDurationOff,
 });
 
-parentPort!.on('message', (job: PyannoteJob) => {
-  try {
-    diarizer.setConfig({ clustering: clustering(job.numSpeakers) });
-    const turns = job.samples.length > 0 ? diarizer.process(job.samples) : [];
-    parentPort!.postMessage({ id: job.id, ok: true, turns } satisfies PyannoteReply);
-  } catch (err) {
-    parentPort!.postMessage({
-      id: job.id,
-      ok: false,
-      message: err instanceof Error ? err.message : String(err),
-    } satisfies PyannoteReply);
-  }
+serveJobs((job: PyannoteJob) => {
+  diarizer.setConfig({ clustering: clustering(job.numSpeakers) });
+  return { turns: job.samples.length > 0 ? diarizer.process(job.samples) : [] };
 });

@@ -1,7 +1,7 @@
 /** One sherpa-onnx TTS session (any model type): text in, mono audio at the model's rate out. */
 import { invalidRequest } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
-import { ThreadEngineSession } from '../thread-session.js';
+import { WorkerEngineSession } from '../engine-worker.js';
 import type { EngineRequest, EngineResult, RunContext } from '../types.js';
 import type { TtsJob, TtsReply } from './tts-worker.js';
 
@@ -17,7 +17,7 @@ export const speakerNumber: VoiceResolver = (voice = '0') => {
   return Number(voice);
 };
 
-export class SherpaTtsSession extends ThreadEngineSession<Omit<TtsJob, 'id'>, TtsReply> {
+export class SherpaTtsSession extends WorkerEngineSession<Omit<TtsJob, 'id'>, TtsReply> {
   /** `config` is the whole OfflineTts config the worker builds its engine from. */
   constructor(
     id: string,
@@ -31,7 +31,7 @@ export class SherpaTtsSession extends ThreadEngineSession<Omit<TtsJob, 'id'>, Tt
     const text = speakableText(request);
     const sid = this.resolveVoice(request.voiceId);
     const speed = speedOption(request.options);
-    const reply = await this.thread.call({ text, sid, speed }, signal);
+    const reply = await this.worker.call({ text, sid, speed }, signal);
     if (!reply.ok) {
       if (/^(voice|input):/.test(reply.message)) throw invalidRequest(reply.message);
       throw new Error(reply.message);

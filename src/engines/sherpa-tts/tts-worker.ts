@@ -3,7 +3,7 @@
  * family builds the whole OfflineTts config (vits, kokoro, matcha, ...), so this file serves all.
  */
 import { createRequire } from 'node:module';
-import { parentPort, workerData } from 'node:worker_threads';
+import { engineData, serveJobs } from '../engine-port.js';
 
 export interface TtsJob {
   id: number;
@@ -32,35 +32,21 @@ const NO_AUDIO =
 const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
   OfflineTts: new (config: unknown) => OfflineTts;
 };
-const tts = new sherpa.OfflineTts(workerData);
+const tts = new sherpa.OfflineTts(engineData());
 
-parentPort!.on('message', (job: TtsJob) => {
-  try {
-    if (job.sid < 0 || job.sid >= tts.numSpeakers) {
-      throw new Error(
-        `voice: speaker ${job.sid} does not exist; this model has ${tts.numSpeakers} speaker(s)`,
-      );
-    }
-    // The generationConfig form: the legacy {text, sid, speed} call crashes the process when
-    // sherpa makes no audio (sherpa-onnx-node 1.13.8); this one throws instead.
-    let audio: { samples: Float32Array; sampleRate: number };
-    try {
-      audio = tts.generate({ text: job.text, generationConfig: { sid: job.sid, speed: job.speed } });
-    } catch (err) {
-      if (err instanceof Error && /generation failed|no audio/.test(err.message)) throw new Error(NO_AUDIO);
-      throw err;
-    }
-    if (audio.samples.length === 0) throw new Error(NO_AUDIO);
-    const samples = Float32Array.from(audio.samples);
-    parentPort!.postMessage(
-      { id: job.id, ok: true, samples, sampleRate: audio.sampleRate } satisfies TtsReply,
-      [samples.buffer],
-    );
-  } catch (err) {
-    parentPort!.postMessage({
-      id: job.id,
-      ok: false,
-      message: err instanceof Error ? err.message : String(err),
-    } satisfies TtsReply);
+serveJobs((job: TtsJob) => {
+  if (job.sid < 0 || job.sid >= tts.numSpeakers) {
+    throw new Error(`voice: speaker ${job.sid} does not exist; this model has ${tts.numSpeakers} speaker(s)`);
   }
+  // The generationConfig form: the legacy {text, sid, speed} call crashes the process when
+  // sherpa makes no audio (sherpa-onnx-node 1.13.8); this one throws instead.
+  let audio: { samples: Float32Array; sampleRate: number };
+  try {
+    audio = tts.generate({ text: job.text, generationConfig: { sid: job.sid, speed: job.speed } });
+  } catch (err) {
+    if (err instanceof Error && /generation failed|no audio/.test(err.message)) throw new Error(NO_AUDIO);
+    throw err;
+  }
+  if (audio.samples.length === 0) throw new Error(NO_AUDIO);
+  return { samples: Float32Array.from(audio.samples), sampleRate: audio.sampleRate };
 });

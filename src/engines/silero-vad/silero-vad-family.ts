@@ -7,7 +7,7 @@ import { access } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { VoxdError } from '../../errors.js';
 import { numberOption } from '../engine-options.js';
-import { inputSamples, ThreadEngineSession } from '../thread-session.js';
+import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -26,14 +26,14 @@ export const DEFAULT_SILERO_MODEL = fileURLToPath(
 const CAPACITY = 4;
 const SAMPLE_RATE = 16000;
 
-class SileroSession extends ThreadEngineSession<Omit<VadJob, 'id'>, VadReply> {
+class SileroSession extends WorkerEngineSession<Omit<VadJob, 'id'>, VadReply> {
   constructor(id: string, settings: VadSettings) {
     super(id, WORKER_URL, settings);
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
     const samples = inputSamples(request, 'voice activity detection');
-    const reply = await this.thread.call({ samples }, signal, [samples.buffer]);
+    const reply = await this.worker.call({ samples }, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     return {
       segments: reply.segments.map(({ start, end }) => ({

@@ -1,17 +1,21 @@
 /**
- * Worker thread of one WASM TTS session (flite or espeak-ng). Both are command-line builds: each
- * request instantiates the module compiled once by the family and runs its main(), so a session
- * keeps no state between requests and a stuck run can be ended by terminating the thread.
+ * The engine side of one WASM TTS session (flite or espeak-ng). Both are command-line builds: each
+ * request instantiates the module, compiled once per session, and runs its main(), so a session
+ * keeps no state between requests and a stuck run can be ended by killing its runner.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
-import { parentPort, workerData } from 'node:worker_threads';
+import type { Audio } from '../../audio/types.js';
+import { decodeWav } from '../../audio/wav-decode.js';
+import { engineData, serveJobs } from '../engine-port.js';
 
 export interface SynthWorkerData {
   engine: 'flite' | 'espeak';
-  module: WebAssembly.Module;
+  /** The .wasm file, compiled when the session starts. */
+  wasmPath: string;
   /** espeak-ng's Emscripten loader (a file URL), imported inside the worker. */
   loaderUrl?: string;
 }
@@ -24,11 +28,10 @@ export interface SynthJob {
   speed: number;
 }
 
-export type SynthReply =
-  | { id: number; ok: true; wav: Uint8Array }
-  | { id: number; ok: false; message: string };
+export type SynthReply = ({ id: number; ok: true } & Audio) | { id: number; ok: false; message: string };
 
-const data = workerData as SynthWorkerData;
+const data = engineData<SynthWorkerData>();
+const module = await WebAssembly.compile(await readFile(data.wasmPath));
 
 // Emscripten's file system throws an ErrnoError for every path it probes while espeak-ng's
 // embedded data is unpacked into it; capturing their stack traces was a third of each request's
@@ -67,7 +70,7 @@ async function flite({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
       '/out/x.wav',
     ];
     const wasi = new WASI({ version: 'preview1', args, preopens: { '/out': dir }, returnOnExit: true });
-    const code = wasi.start(await WebAssembly.instantiate(data.module, wasiImports(wasi)));
+    const code = wasi.start(await WebAssembly.instantiate(module, wasiImports(wasi)));
     if (code !== 0) throw new Error(`flite exited with code ${code}`);
     return readFileSync(join(dir, 'x.wav'));
   } finally {
@@ -89,7 +92,7 @@ async function espeak({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
       errors.push(line);
     },
     instantiateWasm(imports: WebAssembly.Imports, done: (instance: WebAssembly.Instance) => void) {
-      WebAssembly.instantiate(data.module, imports).then(done);
+      WebAssembly.instantiate(module, imports).then(done);
       return {};
     },
   });
@@ -100,14 +103,10 @@ async function espeak({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
   }
 }
 
-parentPort!.on('message', (job: SynthJob) => {
-  (data.engine === 'flite' ? flite(job) : espeak(job)).then(
-    (wav) => parentPort!.postMessage({ id: job.id, ok: true, wav } satisfies SynthReply),
-    (err: unknown) =>
-      parentPort!.postMessage({
-        id: job.id,
-        ok: false,
-        message: err instanceof Error ? err.message : String(err),
-      } satisfies SynthReply),
+serveJobs(async (job: SynthJob) => {
+  // Decoded here, not on the event loop: the reply carries the samples.
+  const { samples, sampleRate, channels } = decodeWav(
+    await (data.engine === 'flite' ? flite(job) : espeak(job)),
   );
+  return { samples, sampleRate, channels };
 });

@@ -4,7 +4,6 @@
  * session is a worker thread that instantiates it per request, so sessions share the compiled
  * code and own nothing else. No model download and no system package is needed.
  */
-import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -48,12 +47,11 @@ class WasmTtsFamily implements EngineFamily {
   }
 
   async load(spec: LoadSpec): Promise<LoadedModel> {
-    const module = await WebAssembly.compile(await readFile(this.spec.wasmPath()));
     const voices = this.spec.voices(spec.loadOptions);
     voices.check(voices.defaultVoice);
     const workerData: SynthWorkerData = {
       engine: this.spec.engine,
-      module,
+      wasmPath: this.spec.wasmPath(),
       loaderUrl: this.spec.loaderUrl?.(),
     };
     return {

@@ -1,0 +1,91 @@
+/**
+ * The engine side of a session's message boundary. An engine module (`*-worker.ts`) reads its data
+ * and serves jobs through this file, so the same module runs in a worker thread or in a runner
+ * child process (src/engines/engine-process.ts) without knowing which.
+ */
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+
+interface Job {
+  id: number;
+}
+
+/** The first message a runner process gets: which engine module to run, and its data. */
+export interface ProcessInit {
+  url: string;
+  data: unknown;
+}
+
+const inProcess = isMainThread && typeof process.send === 'function';
+let processData: unknown;
+let onJob: ((job: Job) => void) | undefined;
+const early: Job[] = [];
+let init: ((value: ProcessInit) => void) | undefined;
+const initialised = new Promise<ProcessInit>((resolve) => {
+  init = resolve;
+});
+
+if (inProcess) {
+  // Jobs can arrive while the engine module is still loading its model: keep them until it serves.
+  process.on('message', (message: ProcessInit | Job) => {
+    if (init) {
+      const first = message as ProcessInit;
+      processData = first.data;
+      init(first);
+      init = undefined;
+    } else if (onJob) onJob(message as Job);
+    else early.push(message as Job);
+  });
+  // The parent is gone (it exited or crashed): nothing is left to serve.
+  process.on('disconnect', () => process.exit(0));
+}
+
+/** The runner process's init message (resolves once the parent sent it). */
+export function processInit(): Promise<ProcessInit> {
+  return initialised;
+}
+
+/** The data the session was created with (a thread's workerData, or the runner's init data). */
+export function engineData<T>(): T {
+  return (inProcess ? processData : workerData) as T;
+}
+
+/** Whole-buffer typed arrays at the top level of a reply: moved to a thread instead of copied. */
+function transferables(payload: object): ArrayBuffer[] {
+  const out: ArrayBuffer[] = [];
+  for (const value of Object.values(payload)) {
+    if (
+      ArrayBuffer.isView(value) &&
+      value.buffer instanceof ArrayBuffer &&
+      value.byteOffset === 0 &&
+      value.byteLength === value.buffer.byteLength
+    )
+      out.push(value.buffer);
+  }
+  return out;
+}
+
+function send(reply: object): void {
+  if (inProcess) process.send!(reply);
+  else parentPort!.postMessage(reply, transferables(reply));
+}
+
+/**
+ * Serves the session's jobs one at a time: each reply carries the job's id and `ok: true` with what
+ * `run` returned, or `ok: false` with the error's message.
+ */
+export function serveJobs<J extends Job>(run: (job: J) => object | Promise<object>): void {
+  let chain = Promise.resolve();
+  const handle = (job: Job) => {
+    chain = chain.then(async () => {
+      try {
+        send({ id: job.id, ok: true, ...(await run(job as J)) });
+      } catch (err) {
+        send({ id: job.id, ok: false, message: err instanceof Error ? err.message : String(err) });
+      }
+    });
+  };
+  if (inProcess) {
+    onJob = handle;
+    for (const job of early.splice(0)) handle(job);
+  } else parentPort!.on('message', handle);
+}

@@ -1,0 +1,154 @@
+/**
+ * One engine session's work outside the event loop, reached only by messages: in a worker thread,
+ * or in a runner child process (`isolation: 'process'`) that shares nothing with the server.
+ * A cancelled call ends the thread or kills the process, so the work really stops, and the next
+ * call starts a fresh one. A thread or process that crashes fails only its call.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
+import { Worker } from 'node:worker_threads';
+import { invalidRequest } from '../errors.js';
+import type { ProcessInit } from './engine-port.js';
+import type { EngineRequest, EngineResult, EngineSession, RunContext } from './types.js';
+
+interface Reply {
+  id: number;
+}
+
+/**
+ * Where a session's engine code runs. Threads are cheap and share the server's memory; a process
+ * costs a Node runtime (about 40 MB) but scales better for engines that churn memory (its own heap
+ * and address space), and a stuck native call in it can be killed.
+ */
+export type Isolation = 'thread' | 'process';
+
+const PROCESS_ENTRY = new URL('./engine-process.js', import.meta.url);
+
+/** What a call needs from a thread or a process: both are emitters of message, error and exit. */
+interface Runner {
+  events: EventEmitter;
+  post(message: object, transfer: ArrayBuffer[]): void;
+  stop(): Promise<void>;
+}
+
+function startThread(url: URL, data: unknown): Runner {
+  const worker = new Worker(url, { workerData: data, execArgv: ['--no-warnings'] });
+  return {
+    events: worker,
+    post: (message, transfer) => worker.postMessage(message, transfer),
+    stop: async () => {
+      await worker.terminate();
+    },
+  };
+}
+
+function startProcess(url: URL, data: unknown): Runner {
+  const child: ChildProcess = fork(PROCESS_ENTRY, [], {
+    serialization: 'advanced',
+    // One slot, one core: V8's parallel and concurrent GC threads otherwise let one session use
+    // 1.4 cores (measured with espeak), which the next slot then has to share.
+    execArgv: ['--no-warnings', '--single-threaded-gc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  child.send({ url: url.href, data } satisfies ProcessInit);
+  return {
+    events: child,
+    post: (message) => child.send(message),
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export class EngineWorker<J extends object, R extends Reply> {
+  #runner: Runner | undefined;
+  #nextId = 1;
+
+  constructor(
+    private readonly url: URL,
+    private readonly data: unknown,
+    private readonly isolation: Isolation = 'thread',
+  ) {}
+
+  /** Sends `job` (with a fresh id) and resolves with the engine's reply to it. */
+  call(job: J, signal: AbortSignal, transfer: ArrayBuffer[] = []): Promise<R> {
+    signal.throwIfAborted();
+    this.#runner ??=
+      this.isolation === 'process' ? startProcess(this.url, this.data) : startThread(this.url, this.data);
+    const runner = this.#runner;
+    const id = this.#nextId++;
+    return new Promise<R>((resolve, reject) => {
+      const cleanup = () => {
+        runner.events.off('message', onMessage);
+        runner.events.off('error', onFailure);
+        runner.events.off('exit', onExit);
+        signal.removeEventListener('abort', onAbort);
+      };
+      const discard = () => {
+        if (this.#runner === runner) this.#runner = undefined;
+        void runner.stop();
+      };
+      const onMessage = (reply: R) => {
+        if (reply.id !== id) return;
+        cleanup();
+        resolve(reply);
+      };
+      const onFailure = (err: Error) => {
+        cleanup();
+        discard();
+        reject(err);
+      };
+      const onExit = (code: number | null, signalName?: string | null) =>
+        onFailure(
+          new Error(
+            `engine ${this.isolation} exited ${signalName ? `on signal ${signalName}` : `with code ${code}`}`,
+          ),
+        );
+      const onAbort = () => {
+        cleanup();
+        discard();
+        reject(signal.reason);
+      };
+      runner.events.on('message', onMessage);
+      runner.events.on('error', onFailure);
+      runner.events.on('exit', onExit);
+      signal.addEventListener('abort', onAbort, { once: true });
+      runner.post({ ...job, id }, transfer);
+    });
+  }
+
+  async dispose(): Promise<void> {
+    const runner = this.#runner;
+    this.#runner = undefined;
+    await runner?.stop();
+  }
+}
+
+/** Base of the engine sessions whose work runs in an EngineWorker: it owns the worker and disposes it. */
+export abstract class WorkerEngineSession<J extends object, R extends Reply> implements EngineSession {
+  protected readonly worker: EngineWorker<J, R>;
+
+  constructor(
+    readonly id: string,
+    url: URL,
+    data: unknown,
+    isolation: Isolation = 'thread',
+  ) {
+    this.worker = new EngineWorker(url, data, isolation);
+  }
+
+  abstract run(request: EngineRequest, context: RunContext): Promise<EngineResult>;
+
+  dispose(): Promise<void> {
+    return this.worker.dispose();
+  }
+}
+
+/** The request's input audio as a copy that may be transferred to a thread; a 400 without audio. */
+export function inputSamples(request: EngineRequest, purpose: string): Float32Array<ArrayBuffer> {
+  if (!request.audio) throw invalidRequest(`'audio' is required: ${purpose} needs input audio`);
+  return request.audio.samples.slice();
+}

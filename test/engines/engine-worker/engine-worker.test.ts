@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { EngineWorker, type Isolation } from '../../../src/engines/engine-worker.js';
+import { waitUntil } from '../../helpers/voxd.js';
+import type { TestJob } from './test-engine.js';
+
+const ENGINE = new URL('./test-engine.js', import.meta.url);
+
+type Reply =
+  | { id: number; ok: true; tag?: string; samples?: Float32Array; pid?: number; mainThread?: boolean }
+  | { id: number; ok: false; message: string };
+
+const start = (isolation: Isolation, loadMs = 0) =>
+  new EngineWorker<Omit<TestJob, 'id'>, Reply>(ENGINE, { loadMs, tag: 'model-a' }, isolation);
+const never = () => new AbortController().signal;
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+async function where(worker: ReturnType<typeof start>) {
+  const reply = await worker.call({ op: 'where' }, never());
+  assert.ok(reply.ok);
+  return reply;
+}
+
+for (const isolation of ['thread', 'process'] as const) {
+  describe(`EngineWorker (${isolation})`, () => {
+    test('a job sent while the engine is still loading is answered; audio crosses both ways', async () => {
+      const worker = start(isolation, 300);
+      try {
+        const reply = await worker.call({ op: 'echo', samples: new Float32Array([0.25, -0.5]) }, never());
+        assert.ok(reply.ok, JSON.stringify(reply));
+        assert.equal(reply.tag, 'model-a');
+        assert.ok(reply.samples instanceof Float32Array);
+        assert.deepEqual([...reply.samples], [0.5, -1]);
+        const here = await where(worker);
+        assert.equal(here.mainThread, isolation === 'process');
+        assert.equal(here.pid === process.pid, isolation === 'thread');
+      } finally {
+        await worker.dispose();
+      }
+    });
+
+    test('a cancelled call stops work stuck in a loop; the next call gets a fresh engine', async () => {
+      const worker = start(isolation);
+      try {
+        const before = await where(worker);
+        const controller = new AbortController();
+        const stuck = worker.call({ op: 'hang' }, controller.signal);
+        controller.abort(new Error('client went away'));
+        await assert.rejects(stuck, /client went away/);
+        if (isolation === 'process')
+          await waitUntil('the stuck process was killed', () => !alive(before.pid!));
+        const after = await where(worker);
+        if (isolation === 'process') assert.notEqual(after.pid, before.pid);
+      } finally {
+        await worker.dispose();
+      }
+    });
+  });
+}
+
+describe('EngineWorker (process): what a thread cannot survive', () => {
+  test('an engine that dies of a native fault fails only its call; the server process lives on', async () => {
+    const worker = start('process');
+    try {
+      const before = await where(worker);
+      await assert.rejects(worker.call({ op: 'crash' }, never()), /engine process exited on signal SIGSEGV/);
+      const after = await where(worker);
+      assert.notEqual(after.pid, before.pid);
+    } finally {
+      await worker.dispose();
+    }
+  });
+
+  test('dispose kills the runner process', async () => {
+    const worker = start('process');
+    const { pid } = await where(worker);
+    assert.ok(alive(pid!));
+    await worker.dispose();
+    assert.equal(alive(pid!), false);
+  });
+});

@@ -1,0 +1,29 @@
+/** An engine module for the EngineWorker tests: it runs in a thread or a runner process alike. */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isMainThread } from 'node:worker_threads';
+import { engineData, serveJobs } from '../../../src/engines/engine-port.js';
+
+export interface TestJob {
+  id: number;
+  op: 'echo' | 'crash' | 'hang' | 'where';
+  samples?: Float32Array;
+}
+
+const data = engineData<{ loadMs: number; tag: string }>();
+// A slow "model load": jobs sent meanwhile must wait for it, not be lost.
+await sleep(data.loadMs);
+
+serveJobs((job: TestJob) => {
+  switch (job.op) {
+    case 'echo':
+      return { tag: data.tag, samples: Float32Array.from(job.samples ?? [], (x) => x * 2) };
+    case 'where':
+      return { pid: process.pid, mainThread: isMainThread };
+    case 'crash':
+      process.kill(process.pid, 'SIGSEGV');
+      return {};
+    case 'hang':
+      // Stuck like a native call: no await, nothing the event loop could interrupt.
+      for (;;) {}
+  }
+});
