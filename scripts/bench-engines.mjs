@@ -1,7 +1,7 @@
 // Benchmark of the embedded engines under --parallel-jobs: throughput with 1, 2 and 4 slots,
 // resident memory per slot, and event-loop lag while the server is loaded. Not a test: it prints
 // a Markdown table for docs/performance.md.
-// Usage: npm run build && node scripts/bench-engines.mjs [seconds-per-run] [engine ids...]
+// Usage: npm run build && node --expose-gc scripts/bench-engines.mjs [seconds-per-round] [--rounds=N] [engine ids...]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,8 +12,10 @@ import { startVoxd } from '../dist/src/app.js';
 import { loadServerConfig } from '../dist/src/config/server-config.js';
 import { createEngineCatalog } from '../dist/src/engines/catalog.js';
 
-const SECONDS = Number(process.argv[2] ?? 6);
-const ONLY = new Set(process.argv.slice(3));
+const args = process.argv.slice(2);
+const SECONDS = Number(args.find((a) => /^\d+$/.test(a)) ?? 4);
+const ROUNDS = Number(args.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 3);
+const ONLY = new Set(args.filter((a) => !/^\d+$/.test(a) && !a.startsWith('--')));
 const LOAD = fileURLToPath(new URL('./bench-load.mjs', import.meta.url));
 const SENTENCE =
   'The quick brown fox jumps over the lazy dog while seven happy children watch from the old wooden bridge today.';
@@ -119,59 +121,77 @@ const wav = (await post(speaker.voxd.url, '/v1/audio/speech', { model: 'flite', 
 );
 await speaker.close();
 
+/** One load round against `url`: completed requests per second with 2 x slots in flight. */
+async function round(engine, url, slots, bodyFile, lags) {
+  // A fresh monitor per round (the worst round is reported): one re-enabled across rounds would
+  // count the pause between them as a delay.
+  const lag = monitorEventLoopDelay({ resolution: 1 });
+  lag.enable();
+  const started = performance.now();
+  const load = spawn(
+    process.execPath,
+    [LOAD, url + engine.route, bodyFile, String(slots * 2), String(SECONDS)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  load.stdout.on('data', (chunk) => {
+    out += chunk;
+  });
+  const code = await new Promise((resolve) => load.on('exit', resolve));
+  lag.disable();
+  lags.push(lag);
+  if (code !== 0) throw new Error(`load generator failed for ${engine.id}`);
+  return Number(out.trim()) / ((performance.now() - started) / 1000);
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
 const rows = [];
+const bodyFile = join(tmpdir(), `voxd-bench-body-${process.pid}.json`);
 for (const engine of ENGINES.filter((e) => ONLY.size === 0 || ONLY.has(e.id))) {
-  const base = {};
+  writeFileSync(bodyFile, JSON.stringify(engine.body(wav)));
+  // One server per slot count, all alive at once, and their rounds interleaved (1, 2, 4, 1, 2, 4,
+  // ...) so that a slow spell of this shared machine does not land on one slot count only.
+  const configs = [];
   for (const slots of [1, 2, 4]) {
     global.gc?.();
     const rssBefore = treeRss();
     const server = await start([
       { id: engine.id, family: engine.family, task: engine.task, lazy: true, slots },
     ]);
-    const url = server.voxd.url;
-    await Promise.all(Array.from({ length: slots }, () => post(url, engine.route, engine.body(wav)))); // warm every slot
-    const rssWarm = treeRss();
-    const lag = monitorEventLoopDelay({ resolution: 1 });
-    const bodyFile = join(tmpdir(), `voxd-bench-body-${process.pid}.json`);
-    writeFileSync(bodyFile, JSON.stringify(engine.body(wav)));
-    lag.enable();
-    const started = performance.now();
-    const load = spawn(
-      process.execPath,
-      [LOAD, url + engine.route, bodyFile, String(slots * 2), String(SECONDS)],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    let out = '';
-    load.stdout.on('data', (chunk) => {
-      out += chunk;
-    });
-    const code = await new Promise((resolve) => load.on('exit', resolve));
-    if (code !== 0) throw new Error(`load generator failed for ${engine.id}`);
-    const done = Number(out.trim());
-    const elapsed = (performance.now() - started) / 1000;
-    lag.disable();
-    await server.close();
-    const throughput = done / elapsed;
-    if (slots === 1) base.throughput = throughput;
+    await Promise.all(
+      Array.from({ length: slots }, () => post(server.voxd.url, engine.route, engine.body(wav))),
+    ); // warm every slot
+    const mbPerSlot = (treeRss() - rssBefore) / slots / 1048576;
+    configs.push({ slots, server, mbPerSlot, lags: [], runs: [] });
+  }
+  for (let i = 0; i < ROUNDS; i++)
+    for (const c of configs) c.runs.push(await round(engine, c.server.voxd.url, c.slots, bodyFile, c.lags));
+  const base = median(configs[0].runs);
+  for (const c of configs) {
+    await c.server.close();
+    const throughput = median(c.runs);
     rows.push({
       engine: engine.id,
-      slots,
+      slots: c.slots,
       throughput: throughput.toFixed(2),
-      speedup: (throughput / base.throughput).toFixed(2),
-      mbPerSlot: ((rssWarm - rssBefore) / slots / 1048576).toFixed(0),
-      lagP99: (lag.percentile(99) / 1e6).toFixed(1),
-      lagMax: (lag.max / 1e6).toFixed(1),
+      runs: c.runs.map((r) => r.toFixed(1)).join(', '),
+      speedup: (throughput / base).toFixed(2),
+      mbPerSlot: c.mbPerSlot.toFixed(0),
+      lagP99: (Math.max(...c.lags.map((l) => l.percentile(99))) / 1e6).toFixed(1),
+      lagMax: (Math.max(...c.lags.map((l) => l.max)) / 1e6).toFixed(1),
     });
     console.error(JSON.stringify(rows.at(-1)));
   }
 }
+rmSync(bodyFile, { force: true });
 console.log(
-  '| engine | slots | requests/s | speedup vs 1 slot | RSS per slot (MB) | event-loop lag p99 (ms) | max (ms) |',
+  '| engine | slots | requests/s (median) | rounds | speedup vs 1 slot | RSS per slot (MB) | event-loop lag p99 (ms) | max (ms) |',
 );
-console.log('|---|---:|---:|---:|---:|---:|---:|');
+console.log('|---|---:|---:|---|---:|---:|---:|---:|');
 for (const r of rows)
   console.log(
-    `| ${r.engine} | ${r.slots} | ${r.throughput} | ${r.speedup} | ${r.mbPerSlot} | ${r.lagP99} | ${r.lagMax} |`,
+    `| ${r.engine} | ${r.slots} | ${r.throughput} | ${r.runs} | ${r.speedup} | ${r.mbPerSlot} | ${r.lagP99} | ${r.lagMax} |`,
   );

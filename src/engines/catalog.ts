@@ -8,9 +8,9 @@ import { createParakeetTdtFamily } from './sherpa-asr/parakeet-tdt.js';
 import { createSenseVoiceFamily } from './sherpa-asr/sense-voice.js';
 import { createWhisperFamily } from './sherpa-asr/whisper.js';
 import { PyannoteFamily } from './sherpa-diar/pyannote-family.js';
-import { KokoroFamily } from './sherpa-tts/kokoro-family.js';
-import { MatchaFamily } from './sherpa-tts/matcha-family.js';
-import { PiperFamily } from './sherpa-tts/piper-family.js';
+import { createKokoroFamily } from './sherpa-tts/kokoro-family.js';
+import { createMatchaFamily } from './sherpa-tts/matcha-family.js';
+import { createPiperFamily } from './sherpa-tts/piper-family.js';
 import { SileroVadFamily } from './silero-vad/silero-vad-family.js';
 import type { EngineFamily } from './types.js';
 import { createEspeakFamily, createFliteFamily } from './wasm-tts/wasm-tts-family.js';
@@ -26,9 +26,9 @@ export function createEngineCatalog(): EngineCatalog {
     new SileroVadFamily(),
     new ClassicDiarFamily(),
     new PocketsphinxFamily(),
-    new PiperFamily(),
-    new KokoroFamily(),
-    new MatchaFamily(),
+    createPiperFamily(),
+    createKokoroFamily(),
+    createMatchaFamily(),
     createNemoCtcFamily(),
     createWhisperFamily(),
     createCanaryFamily(),

@@ -138,6 +138,20 @@ export function post(base: string, path: string, body: unknown, signal?: AbortSi
   });
 }
 
+/** An OpenAI-style multipart transcription of `wav` (extra form fields such as `language`). */
+export function transcribe(
+  base: string,
+  model: string,
+  wav: Buffer,
+  fields: Record<string, string> = {},
+): Promise<HttpResult> {
+  const form = new FormData();
+  form.set('model', model);
+  form.set('file', new Blob([wav]), 'a.wav');
+  for (const [key, value] of Object.entries(fields)) form.set(key, value);
+  return request(base, 'POST', '/v1/audio/transcriptions', { body: form });
+}
+
 /** Asserts the audio.cpp error shape and returns the message. */
 export function errorOf(result: HttpResult, status: number, type: string): string {
   if (

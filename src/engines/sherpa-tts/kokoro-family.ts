@@ -11,11 +11,10 @@ import type { OptionMap } from '../../config/types.js';
 import { invalidRequest, VoxdError } from '../../errors.js';
 import { readOnnxMetadata } from '../onnx-info.js';
 import { ANY_ONNX, findModelFiles, precisionOption, TOKENS } from '../sherpa-model-folder.js';
-import type { EngineFamily, LoadedModel, LoadSpec, ParamRow } from '../types.js';
+import type { LoadSpec } from '../types.js';
 import { espeakDataDir } from './espeak-data.js';
-import { SherpaTtsSession, type VoiceResolver } from './tts-session.js';
+import { SherpaTtsFamily, type VoiceResolver } from './tts-session.js';
 
-const CAPACITY = 4;
 const FAMILY = 'kokoro_tts';
 const VOICES = { pattern: /(^|[-_.])voices\.bin$/, describe: 'voices.bin' };
 const LEXICON = /^lexicon.*\.txt$/;
@@ -215,30 +214,19 @@ export async function kokoroSetup(spec: LoadSpec): Promise<KokoroSetup> {
   return { config: { model: { kokoro, numThreads: 1, debug: false }, maxNumSentences: 1 }, meta };
 }
 
-export class KokoroFamily implements EngineFamily {
-  readonly name = FAMILY;
-  readonly tasks = ['tts'] as const;
-  readonly backends = ['cpu'] as const;
-  readonly maxCapacity = CAPACITY;
-  readonly params: readonly ParamRow[] = [
-    { name: 'speed', type: 'float', description: 'speaking rate, 0.25..4', default: '1' },
-    {
-      name: 'voice',
-      type: 'string',
-      description: "a speaker name from the model's metadata (e.g. af_bella) or a speaker number",
-      default: '0',
+export const createKokoroFamily = () =>
+  new SherpaTtsFamily({
+    name: FAMILY,
+    params: [
+      {
+        name: 'voice',
+        type: 'string',
+        description: "a speaker name from the model's metadata (e.g. af_bella) or a speaker number",
+        default: '0',
+      },
+    ],
+    setup: async (spec) => {
+      const { config, meta } = await kokoroSetup(spec);
+      return { config, voices: kokoroVoices(meta) };
     },
-  ];
-  #sessions = 0;
-
-  async load(spec: LoadSpec): Promise<LoadedModel> {
-    const { config, meta } = await kokoroSetup(spec);
-    const voices = kokoroVoices(meta);
-    return {
-      capacity: CAPACITY,
-      audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async () => new SherpaTtsSession(`${spec.modelId}#${++this.#sessions}`, config, voices),
-      dispose: async () => {},
-    };
-  }
-}
+  });

@@ -15,12 +15,11 @@ import { VoxdError } from '../../errors.js';
 import { numberOption } from '../engine-options.js';
 import { type OnnxInfo, readOnnxInfo } from '../onnx-info.js';
 import { type FileRole, findModelFiles, precisionOption, TOKENS } from '../sherpa-model-folder.js';
-import type { EngineFamily, LoadedModel, LoadSpec, ParamRow } from '../types.js';
+import type { LoadSpec } from '../types.js';
 import { espeakDataDir } from './espeak-data.js';
-import { SherpaTtsSession } from './tts-session.js';
+import { SherpaTtsFamily } from './tts-session.js';
 
 const FAMILY = 'matcha_tts';
-const CAPACITY = 4;
 const VOCODERS_URL = 'https://github.com/k2-fsa/sherpa-onnx/releases/tag/vocoder-models';
 
 /** The `model_type` values sherpa-onnx 1.13.8 runs as a vocoder (it tells them apart by this). */
@@ -175,24 +174,11 @@ export async function matchaConfig(spec: LoadSpec): Promise<unknown> {
   };
 }
 
-export class MatchaFamily implements EngineFamily {
-  readonly name = FAMILY;
-  readonly tasks = ['tts'] as const;
-  readonly backends = ['cpu'] as const;
-  readonly maxCapacity = CAPACITY;
-  readonly params: readonly ParamRow[] = [
-    { name: 'speed', type: 'float', description: 'speaking rate, 0.25..4', default: '1' },
-    { name: 'voice', type: 'string', description: 'speaker number of a multi-speaker model', default: '0' },
-  ];
-  #sessions = 0;
-
-  async load(spec: LoadSpec): Promise<LoadedModel> {
-    const config = await matchaConfig(spec);
-    return {
-      capacity: CAPACITY,
-      audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async () => new SherpaTtsSession(`${spec.modelId}#${++this.#sessions}`, config),
-      dispose: async () => {},
-    };
-  }
-}
+export const createMatchaFamily = () =>
+  new SherpaTtsFamily({
+    name: FAMILY,
+    params: [
+      { name: 'voice', type: 'string', description: 'speaker number of a multi-speaker model', default: '0' },
+    ],
+    setup: async (spec) => ({ config: await matchaConfig(spec) }),
+  });

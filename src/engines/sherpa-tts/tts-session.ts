@@ -1,8 +1,16 @@
-/** One sherpa-onnx TTS session (any model type): text in, mono audio at the model's rate out. */
+/** The sherpa-onnx TTS families and their session (any model type): text in, mono audio at the model's rate out. */
 import { invalidRequest } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { WorkerEngineSession } from '../engine-worker.js';
-import type { EngineRequest, EngineResult, RunContext } from '../types.js';
+import type {
+  EngineFamily,
+  EngineRequest,
+  EngineResult,
+  LoadedModel,
+  LoadSpec,
+  ParamRow,
+  RunContext,
+} from '../types.js';
 import type { TtsJob, TtsReply } from './tts-worker.js';
 
 const WORKER_URL = new URL('./tts-worker.js', import.meta.url);
@@ -37,5 +45,47 @@ export class SherpaTtsSession extends WorkerEngineSession<Omit<TtsJob, 'id'>, Tt
       throw new Error(reply.message);
     }
     return { audio: { samples: reply.samples, sampleRate: reply.sampleRate, channels: 1 } };
+  }
+}
+
+/** How one sherpa TTS model type turns a model folder into an OfflineTts config (and its voices). */
+export interface TtsType {
+  /** The config `family` name, e.g. `kokoro_tts`. */
+  name: string;
+  params: readonly ParamRow[];
+  /** Finds and checks the folder's files (a 400 naming each problem) and builds the config. */
+  setup(spec: LoadSpec): Promise<{ config: unknown; voices?: VoiceResolver }>;
+}
+
+const SPEED_PARAM: ParamRow = {
+  name: 'speed',
+  type: 'float',
+  description: 'speaking rate, 0.25..4',
+  default: '1',
+};
+const CAPACITY = 4;
+
+/** The sherpa-onnx TTS families (Piper, Kokoro, Matcha): one session per worker, weights per session. */
+export class SherpaTtsFamily implements EngineFamily {
+  readonly tasks = ['tts'] as const;
+  readonly backends = ['cpu'] as const;
+  readonly maxCapacity = CAPACITY;
+  readonly name: string;
+  readonly params: readonly ParamRow[];
+  #sessions = 0;
+
+  constructor(private readonly type: TtsType) {
+    this.name = type.name;
+    this.params = [SPEED_PARAM, ...type.params];
+  }
+
+  async load(spec: LoadSpec): Promise<LoadedModel> {
+    const { config, voices } = await this.type.setup(spec);
+    return {
+      capacity: CAPACITY,
+      audioInput: { sampleRate: 16000, channels: 1 },
+      createSession: async () => new SherpaTtsSession(`${spec.modelId}#${++this.#sessions}`, config, voices),
+      dispose: async () => {},
+    };
   }
 }

@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import { badRequest, get, request, startServer, type TestServer, tempDir } from '../../helpers/voxd.js';
+import {
+  badRequest,
+  get,
+  startServer,
+  type TestServer,
+  tempDir,
+  transcribe as transcribeAt,
+} from '../../helpers/voxd.js';
 
 // Tiny ONNX files in the real Canary shapes (scripts/test-models/canary.py). The fake decoder reads
 // sherpa's prompt back: for sound it says "<greeting in the source language> <world in the target
@@ -70,13 +77,8 @@ describe('canary_asr (sherpa-onnx adapter)', () => {
     rmSync(dirs, { recursive: true, force: true });
   });
 
-  const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) => {
-    const form = new FormData();
-    form.set('model', model);
-    form.set('file', new Blob([wav]), 'a.wav');
-    for (const [key, value] of Object.entries(fields)) form.set(key, value);
-    return request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
-  };
+  const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) =>
+    transcribeAt(s.url, model, wav, fields);
   const textOf = async (model: string, wav: Buffer, fields: Record<string, string> = {}) => {
     const res = await transcribe(model, wav, fields);
     assert.equal(res.status, 200, res.body.toString());

@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import { badRequest, post, request, startServer, type TestServer, tempDir } from '../../helpers/voxd.js';
+import {
+  badRequest,
+  post,
+  startServer,
+  type TestServer,
+  tempDir,
+  transcribe as transcribeAt,
+} from '../../helpers/voxd.js';
 
 // A tiny ONNX in the real NeMo CTC shape and metadata (scripts/test-models/nemo_ctc.py): loud audio
 // makes it emit a fixed character-level CTC path, with repeats and a blank between the two l's, that
@@ -77,13 +84,8 @@ describe('nemo_ctc_asr (sherpa-onnx adapter)', () => {
     rmSync(dirs, { recursive: true, force: true });
   });
 
-  const transcribe = (model: string, audio: Buffer, fields: Record<string, string> = {}) => {
-    const form = new FormData();
-    form.set('model', model);
-    form.set('file', new Blob([audio]), 'a.wav');
-    for (const [key, value] of Object.entries(fields)) form.set(key, value);
-    return request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
-  };
+  const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) =>
+    transcribeAt(s.url, model, wav, fields);
   // biome-ignore lint/suspicious/noExplicitAny: response JSON
   const ok = async (res: Promise<{ status: number; body: Buffer; json: any }>) => {
     const r = await res;

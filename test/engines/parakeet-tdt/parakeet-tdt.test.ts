@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import { badRequest, post, request, startServer, type TestServer, tempDir } from '../../helpers/voxd.js';
+import {
+  badRequest,
+  post,
+  startServer,
+  type TestServer,
+  tempDir,
+  transcribe as transcribeAt,
+} from '../../helpers/voxd.js';
 
 // Tiny ONNX files in the real NeMo TDT shapes and metadata (scripts/test-models/parakeet_tdt.py):
 // every loud 80 ms encoder frame emits the next token of "parakeet says hello" (BPE pieces ▁par ake
@@ -82,12 +89,8 @@ describe('parakeet_tdt (sherpa-onnx NeMo transducer adapter)', () => {
     rmSync(dirs, { recursive: true, force: true });
   });
 
-  const transcribe = (model: string, audio: Buffer) => {
-    const form = new FormData();
-    form.set('model', model);
-    form.set('file', new Blob([audio]), 'a.wav');
-    return request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
-  };
+  const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) =>
+    transcribeAt(s.url, model, wav, fields);
   const textOf = async (model: string, audio: Buffer) => {
     const res = await transcribe(model, audio);
     assert.equal(res.status, 200, res.body.toString());

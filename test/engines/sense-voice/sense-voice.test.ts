@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import { badRequest, get, post, request, startServer, type TestServer, tempDir } from '../../helpers/voxd.js';
+import {
+  badRequest,
+  get,
+  post,
+  startServer,
+  type TestServer,
+  tempDir,
+  transcribe as transcribeAt,
+} from '../../helpers/voxd.js';
 
 // A tiny ONNX in SenseVoice's real inputs and metadata (scripts/test-models/sense_voice.py): loud
 // audio decodes to "<|en|><|NEUTRAL|><|Speech|><|woitn|> hello world" (the language tag follows a
@@ -65,13 +73,8 @@ describe('sense_voice_asr (sherpa-onnx adapter)', () => {
     rmSync(dirs, { recursive: true, force: true });
   });
 
-  const transcribe = (model: string, audio: Buffer, fields: Record<string, string> = {}) => {
-    const form = new FormData();
-    form.set('model', model);
-    form.set('file', new Blob([audio]), 'a.wav');
-    for (const [key, value] of Object.entries(fields)) form.set(key, value);
-    return request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
-  };
+  const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) =>
+    transcribeAt(s.url, model, wav, fields);
   /** /v1/tasks/run, which also returns the detected `language`. */
   const run = (model: string, audio: Buffer, extra: Record<string, unknown> = {}) =>
     post(s.url, '/v1/tasks/run', { model, audio_base64: audio.toString('base64'), ...extra });

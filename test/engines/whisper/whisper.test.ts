@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import { badRequest, get, post, request, startServer, type TestServer, tempDir } from '../../helpers/voxd.js';
+import {
+  badRequest,
+  get,
+  post,
+  startServer,
+  type TestServer,
+  tempDir,
+  transcribe as transcribeAt,
+} from '../../helpers/voxd.js';
 
 // Tiny ONNX pairs in the real Whisper shapes (scripts/test-models/whisper.py). Through sherpa's
 // greedy search they say, for speech-level audio: en "hello world", de "hallo welt", fr "bonjour le
@@ -84,14 +92,8 @@ describe('whisper_asr (sherpa-onnx adapter)', () => {
     for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** OpenAI-style multipart transcription; `language` is the form field. */
-  const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) => {
-    const form = new FormData();
-    form.set('model', model);
-    form.set('file', new Blob([wav]), 'a.wav');
-    for (const [key, value] of Object.entries(fields)) form.set(key, value);
-    return request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
-  };
+  const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) =>
+    transcribeAt(s.url, model, wav, fields);
   /** /v1/tasks/run, whose answer carries the language the model used. */
   const run = (model: string, wav: Buffer, fields: Record<string, unknown> = {}) =>
     post(s.url, '/v1/tasks/run', { model, audio_base64: wav.toString('base64'), ...fields });
