@@ -11,6 +11,7 @@ import { WASI } from 'node:wasi';
 import type { Audio } from '../../audio/types.js';
 import { decodeWav } from '../../audio/wav-decode.js';
 import { engineData, serveJobs } from '../engine-port.js';
+import { breakLongWords } from './long-words.js';
 
 export interface SynthWorkerData {
   engine: 'flite' | 'espeak';
@@ -65,7 +66,7 @@ async function flite({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
       '--setf',
       `duration_stretch=${1 / speed}`,
       '-t',
-      text,
+      breakLongWords(text),
       '-o',
       '/out/x.wav',
     ];
