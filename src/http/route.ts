@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServerConfig } from '../config/types.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { EventStream, StreamFormat } from './event-stream.js';
 
 export interface RouteContext {
   req: IncomingMessage;
@@ -20,6 +21,17 @@ export interface Reply {
   body?: Buffer;
   contentType?: string;
   headers?: Record<string, string>;
+  /** A streamed response instead of a body. */
+  stream?: StreamReply;
+}
+
+export interface StreamReply {
+  format: StreamFormat;
+  /**
+   * Writes the stream. The server calls it exactly once, even when the client is already gone,
+   * so that whatever the handler took (a slot lease) is released in one place: its `finally`.
+   */
+  run(out: EventStream): Promise<void>;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Reply>;

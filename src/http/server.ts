@@ -8,7 +8,8 @@ import { notFound, VoxdError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
-import type { Reply, Route, RouteContext } from './route.js';
+import { EventStream } from './event-stream.js';
+import type { Reply, Route, RouteContext, StreamReply } from './route.js';
 import { managementRoutes } from './routes/management.js';
 import { modelRoutes } from './routes/models.js';
 import { speechRoutes } from './routes/speech.js';
@@ -60,6 +61,28 @@ function writeReply(res: ServerResponse, reply: Reply, draining: boolean): void 
   res.end(payload);
 }
 
+/**
+ * Runs a streamed reply. A failure before the first byte is thrown to the caller, which answers
+ * with a plain error status; after it, the stream reports it (SSE error event, or a cut raw body)
+ * and a fault is logged.
+ */
+async function writeStream(
+  res: ServerResponse,
+  reply: StreamReply,
+  config: ServerConfig,
+  signal: AbortSignal,
+  logFault: (err: unknown) => void,
+): Promise<void> {
+  const out = new EventStream(res, reply.format, config.live_ingest.send_timeout_ms, signal);
+  try {
+    await reply.run(out);
+  } catch (err) {
+    if (!out.started) throw err;
+    if (toHttp(err).internal) logFault(err);
+    await out.fail(err);
+  }
+}
+
 export interface HttpFrontEnd {
   server: Server;
   /**
@@ -102,7 +125,11 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       };
       const reply = await route.handler(ctx);
       status = reply.status ?? 200;
-      if (!controller.signal.aborted) writeReply(res, reply, draining);
+      if (reply.stream) {
+        await writeStream(res, reply.stream, config, controller.signal, (err) =>
+          options.log(`${method} ${url.pathname} stream failed: ${describeError(err)}`),
+        );
+      } else if (!controller.signal.aborted) writeReply(res, reply, draining);
     } catch (err) {
       const mapped = toHttp(err);
       status = mapped.status;

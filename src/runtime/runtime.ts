@@ -48,6 +48,14 @@ export interface InferenceOutcome {
   inputSampleRate: number;
 }
 
+/** A request's place on a model: one lease, for one run. */
+export interface Admission {
+  /** Runs the request on a session (loading the model first if needed). */
+  run(request: EngineRequest, options: Pick<InferenceOptions, 'signal' | 'onEvent'>): Promise<InferenceOutcome>;
+  /** Gives the lease back; idempotent. */
+  release(): void;
+}
+
 export interface ModelStatus {
   id: string;
   family: string;
@@ -148,37 +156,58 @@ export class Runtime {
 
   /** Runs one request on one session of the model, loading it first if needed. */
   async infer(id: string, request: EngineRequest, options: InferenceOptions): Promise<InferenceOutcome> {
+    const admission = await this.admit(id, options);
+    try {
+      return await admission.run(request, options);
+    } finally {
+      admission.release();
+    }
+  }
+
+  /**
+   * Takes a request lease on the model (FIFO, with the busy timeout) without running anything yet,
+   * so a streaming route can hold its place from before its headers go out until its last byte is
+   * written. The caller must release it on every path.
+   */
+  async admit(id: string, options: InferenceOptions): Promise<Admission> {
     this.#refuseWhenClosing();
     const entry = this.get(id);
     const ceiling = entry.config.busy_timeout_ms ?? this.config.busy_timeout_ms;
     const timeoutMs = effectiveBusyTimeout(options.busyTimeoutMs, ceiling);
     const lease = await entry.scheduler.acquire('request', { timeoutMs, signal: options.signal });
+    return {
+      run: (request, runOptions) => this.#run(entry, request, runOptions),
+      release: () => lease.release(),
+    };
+  }
+
+  async #run(
+    entry: ModelEntry,
+    request: EngineRequest,
+    options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
+  ): Promise<InferenceOutcome> {
+    const pool = await entry.ensureReady(options.signal);
+    const { session, slot, checkin } = entry.checkout(pool);
+    const started = performance.now();
+    entry.touch();
     try {
-      const pool = await entry.ensureReady(options.signal);
-      const { session, slot, checkin } = entry.checkout(pool);
-      const started = performance.now();
-      entry.touch();
-      try {
-        const prepared = request.audio
-          ? { ...request, audio: await conformAudioAsync(request.audio, pool.weights.audioInput) }
-          : request;
-        const result = await session.run(prepared, { signal: options.signal, onEvent: options.onEvent });
-        return {
-          result,
-          wallMs: performance.now() - started,
-          slot,
-          generation: pool.generation,
-          inputSampleRate: pool.weights.audioInput.sampleRate,
-        };
-      } catch (err) {
-        if (options.signal.aborted) throw options.signal.reason;
-        throw engineFailure(`model '${id}' failed`, err);
-      } finally {
-        checkin();
-        entry.touch();
-      }
+      const prepared = request.audio
+        ? { ...request, audio: await conformAudioAsync(request.audio, pool.weights.audioInput) }
+        : request;
+      const result = await session.run(prepared, { signal: options.signal, onEvent: options.onEvent });
+      return {
+        result,
+        wallMs: performance.now() - started,
+        slot,
+        generation: pool.generation,
+        inputSampleRate: pool.weights.audioInput.sampleRate,
+      };
+    } catch (err) {
+      if (options.signal.aborted) throw options.signal.reason;
+      throw engineFailure(`model '${entry.config.id}' failed`, err);
     } finally {
-      lease.release();
+      checkin();
+      entry.touch();
     }
   }
 

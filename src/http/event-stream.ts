@@ -1,0 +1,120 @@
+/**
+ * A streamed response: Server-Sent Events (`data: <json>` frames ending with `data: [DONE]`) or
+ * raw audio bytes, over chunked transfer. Every write waits for the socket to drain, bounded by
+ * the send timeout, so a client that stops reading cannot hold a slot forever; a failure after the
+ * headers went out becomes an SSE `error` event (no `[DONE]`), or cuts a raw stream short.
+ */
+import type { ServerResponse } from 'node:http';
+import { VoxdError } from '../errors.js';
+import { toHttp } from './errors.js';
+
+export type StreamFormat = 'sse' | 'audio';
+
+export class EventStream {
+  #started = false;
+  #ended = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    readonly format: StreamFormat,
+    /** The longest a write may wait for the client to take the bytes; 0 waits without limit. */
+    private readonly sendTimeoutMs: number,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  get started(): boolean {
+    return this.#started;
+  }
+
+  /** Sends the 200 and the stream's headers (once). */
+  start(extraHeaders: Record<string, string> = {}): void {
+    if (this.#started) return;
+    this.#started = true;
+    const headers: Record<string, string> = { 'Cache-Control': 'no-cache', ...extraHeaders };
+    if (this.format === 'sse') {
+      headers['Content-Type'] = 'text/event-stream; charset=utf-8';
+      headers['X-Accel-Buffering'] = 'no';
+    } else headers['Content-Type'] = 'application/octet-stream';
+    this.res.writeHead(200, headers);
+    // Headers out now, not with the first event: a client sees the stream is accepted at once.
+    this.res.flushHeaders();
+  }
+
+  /** One SSE event. */
+  event(data: object): Promise<void> {
+    return this.#write(`data: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /** Raw bytes (the `audio` format). */
+  bytes(chunk: Buffer): Promise<void> {
+    return this.#write(chunk);
+  }
+
+  /** Ends a successful stream: `data: [DONE]` for SSE. */
+  async done(): Promise<void> {
+    if (this.format === 'sse') await this.#write('data: [DONE]\n\n');
+    this.#end();
+  }
+
+  /**
+   * Ends a failed stream. Before the headers went out nothing is written (the caller answers with a
+   * plain error). An SSE stream gets an `error` event and no `[DONE]`; a raw one is cut off, so
+   * the client sees an incomplete body rather than a short file that looks whole.
+   */
+  async fail(err: unknown): Promise<void> {
+    if (!this.#started || this.#ended) return;
+    if (this.format === 'sse' && !this.signal.aborted) {
+      const { body } = toHttp(err);
+      try {
+        await this.#write(`data: ${JSON.stringify({ type: 'error', error: body.error })}\n\n`);
+        this.#end();
+        return;
+      } catch {
+        // The client is gone or not reading: nothing more can be said.
+      }
+    }
+    this.#ended = true;
+    this.res.destroy();
+  }
+
+  #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.res.end();
+  }
+
+  async #write(chunk: string | Buffer): Promise<void> {
+    this.start();
+    if (this.signal.aborted) throw this.signal.reason;
+    if (this.res.write(chunk)) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer =
+        this.sendTimeoutMs > 0
+          ? setTimeout(() => {
+              cleanup();
+              const err = new VoxdError(
+                'E_CLIENT_GONE',
+                `the client did not read the stream for ${this.sendTimeoutMs} ms (live_ingest.send_timeout_ms)`,
+              );
+              this.res.destroy(err);
+              reject(err);
+            }, this.sendTimeoutMs)
+          : undefined;
+      const onDrain = () => {
+        cleanup();
+        resolve();
+      };
+      const onAbort = () => {
+        cleanup();
+        reject(this.signal.reason);
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.res.off('drain', onDrain);
+        this.signal.removeEventListener('abort', onAbort);
+      };
+      this.res.on('drain', onDrain);
+      this.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
