@@ -56,3 +56,19 @@ export function speakableText(request: EngineRequest): string {
   if (!SPEAKABLE.test(text)) throw invalidRequest('input: the text has no letters or digits to speak');
   return text;
 }
+
+/**
+ * The text cut into sentences (after . ! ? … and a space, after 。！？, or at a line break), each with
+ * something to say; a piece with nothing speakable joins the one before. TTS sessions synthesise
+ * one sentence at a time, streamed or not, so a streamed answer is byte for byte the offline one.
+ */
+export function sentences(text: string): string[] {
+  const out: string[] = [];
+  for (const piece of text.split(/(?<=[.!?…])\s+|(?<=[。！？])\s*|\n+/u)) {
+    const trimmed = piece.trim();
+    if (!trimmed) continue;
+    if (SPEAKABLE.test(trimmed) || out.length === 0) out.push(trimmed);
+    else out[out.length - 1] += ` ${trimmed}`;
+  }
+  return out;
+}

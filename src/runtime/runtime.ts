@@ -51,7 +51,10 @@ export interface InferenceOutcome {
 /** A request's place on a model: one lease, for one run. */
 export interface Admission {
   /** Runs the request on a session (loading the model first if needed). */
-  run(request: EngineRequest, options: Pick<InferenceOptions, 'signal' | 'onEvent'>): Promise<InferenceOutcome>;
+  run(
+    request: EngineRequest,
+    options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
+  ): Promise<InferenceOutcome>;
   /** Gives the lease back; idempotent. */
   release(): void;
 }

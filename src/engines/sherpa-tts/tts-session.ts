@@ -2,6 +2,7 @@
 import { invalidRequest } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { WorkerEngineSession } from '../engine-worker.js';
+import { speakSentences } from '../speak-sentences.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -14,6 +15,7 @@ import type {
 import type { TtsJob, TtsReply } from './tts-worker.js';
 
 const WORKER_URL = new URL('./tts-worker.js', import.meta.url);
+const NO_AUDIO_MESSAGE = 'input: the model produced no audio for this text';
 
 /** Maps a request's `voice` to a speaker number, or throws a 400 naming the value. */
 export type VoiceResolver = (voice: string | undefined) => number;
@@ -35,16 +37,28 @@ export class SherpaTtsSession extends WorkerEngineSession<Omit<TtsJob, 'id'>, Tt
     super(id, WORKER_URL, config);
   }
 
-  async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+  async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
     const text = speakableText(request);
     const sid = this.resolveVoice(request.voiceId);
     const speed = speedOption(request.options);
-    const reply = await this.worker.call({ text, sid, speed }, signal);
-    if (!reply.ok) {
-      if (/^(voice|input):/.test(reply.message)) throw invalidRequest(reply.message);
-      throw new Error(reply.message);
-    }
-    return { audio: { samples: reply.samples, sampleRate: reply.sampleRate, channels: 1 } };
+    let nothing = NO_AUDIO_MESSAGE;
+    const audio = await speakSentences(
+      text,
+      async (sentence) => {
+        const reply = await this.worker.call({ text: sentence, sid, speed }, signal);
+        if (reply.ok) return { samples: reply.samples, sampleRate: reply.sampleRate, channels: 1 };
+        // A sentence the model can say nothing of is skipped; the request fails only if all are.
+        if (reply.message.startsWith('input:')) {
+          nothing = reply.message;
+          return null;
+        }
+        if (reply.message.startsWith('voice:')) throw invalidRequest(reply.message);
+        throw new Error(reply.message);
+      },
+      onEvent,
+      () => nothing,
+    );
+    return { audio };
   }
 }
 

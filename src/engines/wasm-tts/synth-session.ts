@@ -2,6 +2,7 @@
 import { invalidRequest } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { WorkerEngineSession } from '../engine-worker.js';
+import { speakSentences } from '../speak-sentences.js';
 import type { EngineRequest, EngineResult, RunContext } from '../types.js';
 import type { SynthJob, SynthReply, SynthWorkerData } from './synth-worker.js';
 
@@ -29,22 +30,26 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
     super(id, WORKER_URL, workerData, 'process');
   }
 
-  async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+  async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
     const text = speakableText(request);
     const voice = request.voiceId ?? this.voices.defaultVoice;
     this.voices.check(voice);
-    const reply = await this.worker.call({ text, voice, speed: speedOption(request.options) }, signal);
-    if (!reply.ok) {
-      if (this.voices.isVoiceError(reply.message))
-        throw invalidRequest(`voice: "${voice}" is not available in this engine`);
-      throw new Error(reply.message);
-    }
-    const audio = { samples: reply.samples, sampleRate: reply.sampleRate, channels: reply.channels };
-    // flite reads English only: text in another script (say all CJK) gives a file with no samples.
-    if (audio.samples.length === 0)
-      throw invalidRequest(
-        'input: the engine found nothing it can speak in the text (no audio was produced)',
-      );
+    const speed = speedOption(request.options);
+    const audio = await speakSentences(
+      text,
+      async (sentence) => {
+        const reply = await this.worker.call({ text: sentence, voice, speed }, signal);
+        if (!reply.ok) {
+          if (this.voices.isVoiceError(reply.message))
+            throw invalidRequest(`voice: "${voice}" is not available in this engine`);
+          throw new Error(reply.message);
+        }
+        // flite reads English only: a sentence in another script (say all CJK) gives no samples.
+        return { samples: reply.samples, sampleRate: reply.sampleRate, channels: reply.channels };
+      },
+      onEvent,
+      () => 'input: the engine found nothing it can speak in the text (no audio was produced)',
+    );
     return { audio };
   }
 }
