@@ -68,7 +68,11 @@ export interface EngineResult {
 }
 
 /** Incremental output, for streaming responses. */
-export type EngineEvent = { type: 'audio'; audio: Audio } | { type: 'text'; delta: string };
+export type EngineEvent =
+  | { type: 'audio'; audio: Audio }
+  | { type: 'text'; delta: string }
+  /** Speaker turns that have closed since the last such event (diarization). */
+  | { type: 'turns'; turns: SpeakerTurn[] };
 
 export interface RunContext {
   /** Aborted when the caller no longer wants the result (client gone, shutdown deadline). */

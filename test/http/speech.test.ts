@@ -235,10 +235,10 @@ describe('POST /v1/audio/speech', () => {
     badRequest(await speech({ model: 'tts', input: 'x' }, '?busy_timeout_ms=-1'), 'busy_timeout_ms', '"-1"');
   });
 
-  test('stream is a 400 naming stream (streamed responses are not in this version)', async () => {
-    badRequest(await speech({ model: 'tts', input: 'x', stream: true }), 'stream', 'not available');
-    badRequest(await speech({ model: 'tts', input: 'x', stream: 'true' }), 'stream', 'not available');
-    badRequest(await speech({ model: 'tts', input: 'x', stream_format: 'sse' }), 'stream', 'not available');
+  test('stream on an offline model is a 400 naming stream and the mode it needs', async () => {
+    badRequest(await speech({ model: 'tts', input: 'x', stream: true }), 'stream', 'mode "streaming"');
+    badRequest(await speech({ model: 'tts', input: 'x', stream: 'true' }), 'stream', 'mode "streaming"');
+    badRequest(await speech({ model: 'tts', input: 'x', stream_format: 'sse' }), 'stream', 'mode "streaming"');
     badRequest(await speech({ model: 'tts', input: 'x', stream: 'maybe' }), 'stream', '"maybe"');
     assert.equal((await speech({ model: 'tts', input: 'x', stream: false })).status, 200);
   });

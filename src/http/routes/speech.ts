@@ -1,17 +1,21 @@
 /** POST /v1/audio/speech: text to speech, as WAV bytes, raw PCM or JSON with base64 WAV. */
 import { encodePcm16, encodeWav } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
+import type { EngineRequest } from '../../engines/types.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { timing, timingHeaders } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
+import type { StreamFormat } from '../event-stream.js';
 import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
-import { requireTask } from '../task-routes.js';
+import { streamedInference } from '../streamed-inference.js';
+import { requireStreamingMode, requireTask } from '../task-routes.js';
 import { resolveVoice } from '../voice.js';
 
 const SPEECH_TASKS: readonly TaskToken[] = ['tts', 'clon', 'vdes'];
 const FORMATS = ['wav', 'pcm', 'json', 'b64_json'] as const;
+const STREAM_FORMATS = ['sse', 'audio'] as const;
 
 function speedOptions(body: Record<string, unknown>, accepted: ReadonlySet<string>): Record<string, string> {
   const key = body['speed'] !== undefined && body['speed'] !== null ? 'speed' : 'speaking_rate';
@@ -38,11 +42,13 @@ async function speech(ctx: RouteContext) {
   const input = requireString(body, 'input');
   const entry = runtime.get(modelId);
   requireTask(entry.config, SPEECH_TASKS, '/v1/audio/speech');
-  const format = optionalEnum(body, 'response_format', FORMATS) ?? 'wav';
-  if (optionalBool(body, 'stream') || body['stream_format'] !== undefined) {
-    throw invalidRequest(
-      'stream: streamed speech responses are not available in this version of voxd; send a request without stream',
-    );
+  const streaming = optionalBool(body, 'stream') === true || body['stream_format'] !== undefined;
+  const format = optionalEnum(body, 'response_format', FORMATS) ?? (streaming ? 'pcm' : 'wav');
+  const streamFormat = optionalEnum(body, 'stream_format', STREAM_FORMATS) ?? 'sse';
+  if (streaming) {
+    requireStreamingMode(entry.config);
+    if (format !== 'pcm')
+      throw invalidRequest(`response_format: "${format}" is invalid for a streamed response; expected pcm`);
   }
   const accepted = new Set(entry.family.params.map((p) => p.name));
   const options = {
@@ -53,19 +59,18 @@ async function speech(ctx: RouteContext) {
   if (instructions !== undefined) options['instruction'] = instructions;
   const voice = await resolveVoice(body, entry.config, entry.presets, config);
 
-  const outcome = await runtime.infer(
-    modelId,
-    {
-      task: entry.config.task,
-      text: input,
-      language: optionalString(body, 'language'),
-      voiceId: voice.voiceId,
-      voiceRef: voice.voiceRef,
-      referenceText: voice.referenceText,
-      options,
-    },
-    { busyTimeoutMs: requestBusyTimeout(body, url), signal },
-  );
+  const request = {
+    task: entry.config.task,
+    text: input,
+    language: optionalString(body, 'language'),
+    voiceId: voice.voiceId,
+    voiceRef: voice.voiceRef,
+    referenceText: voice.referenceText,
+    options,
+  };
+  const busyTimeoutMs = requestBusyTimeout(body, url);
+  if (streaming) return streamSpeech(ctx, modelId, request, busyTimeoutMs, streamFormat);
+  const outcome = await runtime.infer(modelId, request, { busyTimeoutMs, signal });
   const audio = outcome.result.audio;
   if (!audio) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio output`);
   const t = timing(outcome.wallMs, audio);
@@ -76,6 +81,40 @@ async function speech(ctx: RouteContext) {
     return { body: encodePcm16(audio), contentType: 'application/octet-stream', headers: timingHeaders(t) };
   }
   return { body: encodeWav(audio), contentType: 'audio/wav', headers: timingHeaders(t) };
+}
+
+/**
+ * Speech as it is made: `sse` sends `speech.audio.delta` events (base64 PCM16, one per audio
+ * buffer the engine emits: a sentence for voxd's synthesizers), then `speech.audio.done` with the
+ * time to first audio; `audio` sends the raw PCM16 bytes.
+ */
+function streamSpeech(
+  ctx: RouteContext,
+  modelId: string,
+  request: EngineRequest,
+  busyTimeoutMs: number | undefined,
+  format: StreamFormat,
+) {
+  let firstMs: number | undefined;
+  return streamedInference(ctx, {
+    modelId,
+    request,
+    busyTimeoutMs,
+    format,
+    async onEvent(event, out, sinceStartMs) {
+      if (event.type !== 'audio') return;
+      firstMs ??= sinceStartMs;
+      const pcm = encodePcm16(event.audio);
+      if (format === 'audio') await out.bytes(pcm);
+      else await out.event({ type: 'speech.audio.delta', audio: pcm.toString('base64') });
+    },
+    async finish(_outcome, out) {
+      if (firstMs === undefined)
+        throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio delta events`);
+      if (format === 'sse')
+        await out.event({ type: 'speech.audio.done', timing: { ttft_ms: Math.round(firstMs) } });
+    },
+  });
 }
 
 export const speechRoutes: Route[] = [{ method: 'POST', path: '/v1/audio/speech', handler: speech }];

@@ -1,9 +1,11 @@
 /**
- * POST /v1/audio/transcriptions: speech recognition and diarization of a WAV, sent either as a
- * multipart upload or as JSON naming a server-local path.
+ * POST /v1/audio/transcriptions (plain or streamed) and /v1/audio/transcriptions/details: speech
+ * recognition and diarization of a WAV, sent either as a multipart upload or as JSON naming a
+ * server-local path.
  */
 import type { Audio } from '../../audio/types.js';
 import type { TaskToken } from '../../config/types.js';
+import type { EngineRequest } from '../../engines/types.js';
 import { invalidRequest, VoxdError } from '../../errors.js';
 import { decodeField, readAudioPath, timing } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
@@ -18,7 +20,8 @@ import {
 import { isMultipart, readMultipart } from '../multipart.js';
 import { buildOptions } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
-import { requireTask } from '../task-routes.js';
+import { streamedInference } from '../streamed-inference.js';
+import { requireStreamingMode, requireTask } from '../task-routes.js';
 
 const TRANSCRIPTION_TASKS: readonly TaskToken[] = ['asr', 'diar'];
 
@@ -61,17 +64,22 @@ async function fromJson(ctx: RouteContext): Promise<TranscriptionInput> {
   return { fields: body, audio: await readAudioPath(path, key, config.base_dir) };
 }
 
-async function transcriptions(ctx: RouteContext) {
+interface ParsedTranscription {
+  modelId: string;
+  request: EngineRequest;
+  audio: Audio;
+  fields: Fields;
+  stream: boolean;
+  busyTimeoutMs: number | undefined;
+}
+
+/** The request forms both transcription routes share (multipart upload, or JSON with a path). */
+async function parse(ctx: RouteContext, route: string): Promise<ParsedTranscription> {
   const { fields, audio } = isMultipart(ctx.req) ? await fromMultipart(ctx) : await fromJson(ctx);
   const modelId = requireString(fields, 'model');
   const entry = ctx.runtime.get(modelId);
-  requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/audio/transcriptions');
-  if (optionalBool(fields, 'stream')) {
-    throw invalidRequest(
-      'stream: streamed transcriptions are not available in this version of voxd; send a request without stream',
-    );
-  }
-  const format = optionalEnum(fields, 'response_format', ['json', 'text'] as const) ?? 'json';
+  requireTask(entry.config, TRANSCRIPTION_TASKS, route);
+  const stream = optionalBool(fields, 'stream') === true;
   // A multipart `options` field carries a JSON object as text.
   if (typeof fields['options'] === 'string') {
     try {
@@ -83,12 +91,28 @@ async function transcriptions(ctx: RouteContext) {
   const language = optionalString(fields, 'language');
   const options = buildOptions(fields, entry.config.default_request_options, []);
   if (language) options['language'] = language;
-
-  const outcome = await ctx.runtime.infer(
+  return {
     modelId,
-    { task: entry.config.task, audio, text: optionalString(fields, 'text'), language, options },
-    { busyTimeoutMs: requestBusyTimeout(fields, ctx.url), signal: ctx.signal },
-  );
+    request: { task: entry.config.task, audio, text: optionalString(fields, 'text'), language, options },
+    audio,
+    fields,
+    stream,
+    busyTimeoutMs: requestBusyTimeout(fields, ctx.url),
+  };
+}
+
+async function transcriptions(ctx: RouteContext) {
+  const parsed = await parse(ctx, '/v1/audio/transcriptions');
+  const { modelId, fields, audio } = parsed;
+  const format = optionalEnum(fields, 'response_format', ['json', 'text'] as const) ?? 'json';
+  if (parsed.stream) {
+    requireStreamingMode(ctx.runtime.get(modelId).config);
+    return streamTranscription(ctx, parsed);
+  }
+  const outcome = await ctx.runtime.infer(modelId, parsed.request, {
+    busyTimeoutMs: parsed.busyTimeoutMs,
+    signal: ctx.signal,
+  });
   const text = outcome.result.text;
   if (text === undefined) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);
   if (format === 'text') return { body: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8' };
@@ -102,6 +126,96 @@ async function transcriptions(ctx: RouteContext) {
   return { json };
 }
 
+/**
+ * POST /v1/audio/transcriptions/details: the text with every detail the engine gives (language,
+ * segments, speaker turns, words) and the sample rate their positions count in.
+ */
+async function details(ctx: RouteContext) {
+  const parsed = await parse(ctx, '/v1/audio/transcriptions/details');
+  if (parsed.stream)
+    throw invalidRequest(
+      'stream: /v1/audio/transcriptions/details does not stream; use /v1/audio/transcriptions',
+    );
+  const { modelId, audio } = parsed;
+  const outcome = await ctx.runtime.infer(modelId, parsed.request, {
+    busyTimeoutMs: parsed.busyTimeoutMs,
+    signal: ctx.signal,
+  });
+  const { result } = outcome;
+  const diarization = ctx.runtime.get(modelId).config.task === 'diar';
+  if (result.text === undefined && !diarization)
+    throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);
+  const json: Record<string, unknown> = { text: result.text ?? '' };
+  if (result.language) json['language'] = result.language;
+  const arrays = { segments: result.segments, speaker_turns: result.speakerTurns, words: result.words };
+  let positioned = false;
+  for (const [key, value] of Object.entries(arrays)) {
+    if (value === undefined) continue;
+    json[key] = value;
+    positioned = true;
+  }
+  if (positioned) json['sample_rate'] = outcome.inputSampleRate;
+  json['timing'] = timing(outcome.wallMs, audio);
+  return { json };
+}
+
+/**
+ * `stream=true`: `transcript.text.delta` events as the engine emits text (an engine that emits
+ * none sends its whole text as one delta at the end), then `transcript.text.done`; diarization
+ * models send `diarization.delta` with the turns closed so far, then `diarization.done`.
+ */
+function streamTranscription(ctx: RouteContext, parsed: ParsedTranscription) {
+  const diarization = ctx.runtime.get(parsed.modelId).config.task === 'diar';
+  let firstMs: number | undefined;
+  let streamedText = '';
+  let streamedTurns = 0;
+  let sampleRate = 16000;
+  return streamedInference(ctx, {
+    modelId: parsed.modelId,
+    request: parsed.request,
+    busyTimeoutMs: parsed.busyTimeoutMs,
+    format: 'sse',
+    async onEvent(event, out, sinceStartMs) {
+      if (event.type === 'text' && event.delta && !diarization) {
+        firstMs ??= sinceStartMs;
+        streamedText += event.delta;
+        await out.event({ type: 'transcript.text.delta', delta: event.delta });
+      } else if (event.type === 'turns' && event.turns.length > 0 && diarization) {
+        firstMs ??= sinceStartMs;
+        streamedTurns += event.turns.length;
+        await out.event({ type: 'diarization.delta', speaker_turns: event.turns, sample_rate: sampleRate });
+      }
+    },
+    async finish(outcome, out) {
+      const ttft = firstMs === undefined ? null : Math.round(firstMs);
+      if (diarization) {
+        sampleRate = outcome.inputSampleRate;
+        const turns = outcome.result.speakerTurns ?? [];
+        const rest = turns.slice(streamedTurns);
+        if (rest.length > 0)
+          await out.event({ type: 'diarization.delta', speaker_turns: rest, sample_rate: sampleRate });
+        const timingMs = ttft ?? (turns.length > 0 ? Math.round(outcome.wallMs) : null);
+        await out.event({
+          type: 'diarization.done',
+          speaker_turns: turns,
+          sample_rate: sampleRate,
+          timing: { ttft_ms: timingMs },
+        });
+        return;
+      }
+      const text = outcome.result.text;
+      if (text === undefined) throw new VoxdError('E_ENGINE', `model '${parsed.modelId}' produced no text`);
+      let ttftMs = ttft;
+      if (streamedText === '' && text !== '') {
+        await out.event({ type: 'transcript.text.delta', delta: text });
+        ttftMs = Math.round(outcome.wallMs);
+      }
+      await out.event({ type: 'transcript.text.done', text, timing: { ttft_ms: ttftMs } });
+    },
+  });
+}
+
 export const transcriptionRoutes: Route[] = [
   { method: 'POST', path: '/v1/audio/transcriptions', handler: transcriptions },
+  { method: 'POST', path: '/v1/audio/transcriptions/details', handler: details },
 ];

@@ -1,0 +1,60 @@
+/**
+ * One inference answered as a stream. The slot lease is held from admission until the last byte
+ * is written or the client goes away. In the parallel runtime it is taken before the headers, so
+ * a busy model is a real HTTP 503; the serial runtime sends the headers first and takes its lock
+ * inside the stream (a busy model is then an SSE error event), as audio.cpp's two runtimes do.
+ */
+import type { EngineEvent, EngineRequest } from '../engines/types.js';
+import type { Admission, InferenceOutcome } from '../runtime/runtime.js';
+import type { EventStream, StreamFormat } from './event-stream.js';
+import type { Reply, RouteContext } from './route.js';
+
+export interface StreamPlan {
+  modelId: string;
+  request: EngineRequest;
+  busyTimeoutMs: number | undefined;
+  format: StreamFormat;
+  /** Writes one engine event; called in order, each after the previous one's write finished. */
+  onEvent(event: EngineEvent, out: EventStream, sinceStartMs: number): Promise<void>;
+  /** Writes the closing events (the `done` event) once the engine finished. */
+  finish(outcome: InferenceOutcome, out: EventStream): Promise<void>;
+}
+
+export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Promise<Reply> {
+  const { runtime, signal } = ctx;
+  const admit = () => runtime.admit(plan.modelId, { busyTimeoutMs: plan.busyTimeoutMs, signal });
+  const early: Admission | undefined = runtime.parallel ? await admit() : undefined;
+  return {
+    stream: {
+      format: plan.format,
+      run: async (out) => {
+        let admission = early;
+        try {
+          if (!admission) {
+            out.start();
+            admission = await admit();
+          }
+          const started = performance.now();
+          // Engine events arrive synchronously; writes wait for the client, so they queue here.
+          let writes = Promise.resolve();
+          let failure: unknown;
+          const onEvent = (event: EngineEvent) => {
+            const at = performance.now() - started;
+            writes = writes
+              .then(() => (failure === undefined ? plan.onEvent(event, out, at) : undefined))
+              .catch((err: unknown) => {
+                failure ??= err;
+              });
+          };
+          const outcome = await admission.run(plan.request, { signal, onEvent });
+          await writes;
+          if (failure !== undefined) throw failure;
+          await plan.finish(outcome, out);
+          await out.done();
+        } finally {
+          admission?.release();
+        }
+      },
+    },
+  };
+}
