@@ -291,7 +291,11 @@ describe('POST /v1/audio/transcriptions', () => {
   });
 
   test('stream: true on an offline model is a 400 naming the mode; false and 0 are accepted; other values 400', async () => {
-    badRequest(await upload(server.url, { model: 'asr', stream: 'true' }, wav()), 'stream', 'mode "streaming"');
+    badRequest(
+      await upload(server.url, { model: 'asr', stream: 'true' }, wav()),
+      'stream',
+      'mode "streaming"',
+    );
     badRequest(await upload(server.url, { model: 'asr', stream: 'yes' }, wav()), 'stream', '"yes"');
     for (const value of ['false', 'False', '0']) {
       assert.equal((await upload(server.url, { model: 'asr', stream: value }, wav())).status, 200, value);
