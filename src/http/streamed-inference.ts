@@ -30,10 +30,10 @@ export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Pr
       run: async (out) => {
         let admission = early;
         try {
-          if (!admission) {
-            out.start();
-            admission = await admit();
-          }
+          // Headers go out once the request holds its place (parallel) or before it queues (serial);
+          // from here on, a failure is an SSE error event.
+          out.start();
+          admission ??= await admit();
           const started = performance.now();
           // Engine events arrive synchronously; writes wait for the client, so they queue here.
           let writes = Promise.resolve();

@@ -236,12 +236,12 @@ describe('POST /v1/audio/speech', () => {
   });
 
   test('stream on an offline model is a 400 naming stream and the mode it needs', async () => {
-    badRequest(await speech({ model: 'tts', input: 'x', stream: true }), 'stream', 'mode "streaming"');
-    badRequest(await speech({ model: 'tts', input: 'x', stream: 'true' }), 'stream', 'mode "streaming"');
+    badRequest(await speech({ model: 'tts', input: 'x', stream: true }), 'stream', '"mode": "streaming"');
+    badRequest(await speech({ model: 'tts', input: 'x', stream: 'true' }), 'stream', '"mode": "streaming"');
     badRequest(
       await speech({ model: 'tts', input: 'x', stream_format: 'sse' }),
       'stream',
-      'mode "streaming"',
+      '"mode": "streaming"',
     );
     badRequest(await speech({ model: 'tts', input: 'x', stream: 'maybe' }), 'stream', '"maybe"');
     assert.equal((await speech({ model: 'tts', input: 'x', stream: false })).status, 200);

@@ -294,7 +294,7 @@ describe('POST /v1/audio/transcriptions', () => {
     badRequest(
       await upload(server.url, { model: 'asr', stream: 'true' }, wav()),
       'stream',
-      'mode "streaming"',
+      '"mode": "streaming"',
     );
     badRequest(await upload(server.url, { model: 'asr', stream: 'yes' }, wav()), 'stream', '"yes"');
     for (const value of ['false', 'False', '0']) {
