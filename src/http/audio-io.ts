@@ -53,9 +53,10 @@ export interface Timing {
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
-export function timing(wallMs: number, audio?: Audio): Timing {
+export function timing(wallMs: number, audio?: Audio | Audio[]): Timing {
   if (!audio) return { wall_ms: round3(wallMs) };
-  const audioMs = durationMs(audio);
+  // Several files (a batch): their durations add up.
+  const audioMs = Array.isArray(audio) ? audio.reduce((sum, a) => sum + durationMs(a), 0) : durationMs(audio);
   return {
     wall_ms: round3(wallMs),
     audio_duration_ms: round3(audioMs),

@@ -1,11 +1,16 @@
-/** POST /v1/tasks/run: any task, with the CLI request-sequence fields (reference §1.11). */
+/**
+ * POST /v1/tasks/run, /v1/tasks/stream and /v1/tasks/batch: any task, with the CLI
+ * request-sequence fields (reference §1.11-1.13).
+ */
 import { isAbsolute, resolve } from 'node:path';
 import type { Audio } from '../../audio/types.js';
 import { encodeWav } from '../../audio/wav-encode.js';
 import { isPlainObject } from '../../config/errors.js';
-import type { EngineResult } from '../../engines/types.js';
-import { invalidRequest, showValue } from '../../errors.js';
+import type { EngineEvent, EngineRequest, EngineResult } from '../../engines/types.js';
+import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { decodeBase64Audio, readAudioPath, timing } from '../audio-io.js';
+import { batchInference } from '../batch-inference.js';
 import { readJsonObject } from '../body.js';
 import {
   type Fields,
@@ -16,6 +21,8 @@ import {
 } from '../fields.js';
 import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
+import { streamedInference } from '../streamed-inference.js';
+import { requireStreamingMode } from '../task-routes.js';
 
 /** Options that name files; relative paths resolve against the config folder. */
 const PATH_OPTIONS = ['source_audio', 'target_voice', 'prosody_ref', 'style_ref'] as const;
@@ -51,14 +58,9 @@ function resultJson(result: EngineResult, wallMs: number): Record<string, unknow
   return out;
 }
 
-async function run(ctx: RouteContext) {
-  const { url, runtime, config, signal } = ctx;
-  const body = await readJsonObject(ctx);
-  const modelId = requireString(body, 'model');
-  if (body['request'] !== undefined && !isPlainObject(body['request'])) {
-    throw invalidRequest(`request: ${showValue(body['request'])} is invalid; expected an object`);
-  }
-  const request: Fields = (body['request'] as Fields | undefined) ?? body;
+/** An engine request from the CLI request-sequence fields of one task request. */
+async function taskRequest(ctx: RouteContext, modelId: string, request: Fields): Promise<EngineRequest> {
+  const { runtime, config } = ctx;
   const entry = runtime.get(modelId);
   const options = buildOptions(request, entry.config.default_request_options, TASK_KNOBS, TASK_RENAMES);
   for (const key of PATH_OPTIONS) {
@@ -66,24 +68,183 @@ async function run(ctx: RouteContext) {
     if (value !== undefined) options[key] = isAbsolute(value) ? value : resolve(config.base_dir, value);
   }
   const voiceRefPath = optionalString(request, 'voice_ref');
-  const outcome = await runtime.infer(
-    modelId,
-    {
-      task: entry.config.task,
-      text: optionalString(request, 'text'),
-      language: optionalString(request, 'language'),
-      audio: await inputAudio(request, config.base_dir, config.max_request_body_bytes),
-      voiceId: optionalString(request, 'voice_id'),
-      voiceRef:
-        voiceRefPath === undefined
-          ? undefined
-          : await readAudioPath(voiceRefPath, 'voice_ref', config.base_dir),
-      referenceText: optionalString(request, 'reference_text'),
-      options,
-    },
-    { busyTimeoutMs: requestBusyTimeout(body, url) ?? optionalBusyTimeout(request), signal },
-  );
+  return {
+    task: entry.config.task,
+    text: optionalString(request, 'text'),
+    language: optionalString(request, 'language'),
+    audio: await inputAudio(request, config.base_dir, config.max_request_body_bytes),
+    voiceId: optionalString(request, 'voice_id'),
+    voiceRef:
+      voiceRefPath === undefined
+        ? undefined
+        : await readAudioPath(voiceRefPath, 'voice_ref', config.base_dir),
+    referenceText: optionalString(request, 'reference_text'),
+    options,
+  };
+}
+
+/** The body of /v1/tasks/run and /v1/tasks/stream: `{model, request?, busy_timeout_ms?}`. */
+async function readTaskBody(ctx: RouteContext) {
+  const body = await readJsonObject(ctx);
+  const modelId = requireString(body, 'model');
+  if (body['request'] !== undefined && !isPlainObject(body['request'])) {
+    throw invalidRequest(`request: ${showValue(body['request'])} is invalid; expected an object`);
+  }
+  const fields: Fields = (body['request'] as Fields | undefined) ?? body;
+  const request = await taskRequest(ctx, modelId, fields);
+  const busyTimeoutMs = requestBusyTimeout(body, ctx.url) ?? optionalBusyTimeout(fields);
+  return { body, modelId, request, busyTimeoutMs };
+}
+
+async function run(ctx: RouteContext) {
+  const { modelId, request, busyTimeoutMs } = await readTaskBody(ctx);
+  const outcome = await ctx.runtime.infer(modelId, request, { busyTimeoutMs, signal: ctx.signal });
   return { json: resultJson(outcome.result, outcome.wallMs) };
 }
 
-export const taskRoutes: Route[] = [{ method: 'POST', path: '/v1/tasks/run', handler: run }];
+/** One event of /v1/tasks/stream, from one engine event. */
+function streamEvent(event: EngineEvent, language: string | undefined): Record<string, unknown> {
+  if (event.type === 'text')
+    return { partial_text: { text: event.delta, ...(language ? { language } : {}) }, is_final: false };
+  if (event.type === 'audio') return { audio: encodeWav(event.audio).toString('base64'), is_final: false };
+  return { speaker_turns: event.turns, is_final: false };
+}
+
+/** The final event and result of a streamed task; a run that produced nothing is a fault. */
+function streamResult(modelId: string, outcome: InferenceOutcome, ttftMs: number | null) {
+  const { result } = outcome;
+  const silentDiarization = result.speakerTurns !== undefined && result.speakerTurns.length === 0;
+  if (ttftMs === null && !silentDiarization)
+    throw new VoxdError('E_ENGINE', `model '${modelId}': streaming response produced no TTFT event`);
+  const { timing: _wall, ...rest } = resultJson(result, outcome.wallMs);
+  return { ...rest, timing: { ttft_ms: ttftMs } };
+}
+
+/**
+ * POST /v1/tasks/stream: the run's events and its result. By default one JSON body once the run
+ * finished, `{events, result}`; with `stream_format: "sse"`, `task.stream.event` events as they
+ * happen, then `task.stream.done` with the result.
+ */
+async function stream(ctx: RouteContext) {
+  const { body, modelId, request, busyTimeoutMs } = await readTaskBody(ctx);
+  requireStreamingMode(ctx.runtime.get(modelId).config);
+  const sse = body['stream_format'];
+  if (sse !== undefined && sse !== null && sse !== 'sse')
+    throw invalidRequest(
+      `stream_format: ${showValue(sse)} is invalid; task stream stream_format must be sse`,
+    );
+  if (sse !== 'sse') {
+    const events: Record<string, unknown>[] = [];
+    const started = performance.now();
+    let firstMs: number | null = null;
+    const outcome = await ctx.runtime.infer(modelId, request, {
+      busyTimeoutMs,
+      signal: ctx.signal,
+      onEvent: (event) => {
+        firstMs ??= Math.round(performance.now() - started);
+        events.push(streamEvent(event, request.language));
+      },
+    });
+    const result = streamResult(
+      modelId,
+      outcome,
+      firstMs ?? (hasOutput(outcome) ? Math.round(outcome.wallMs) : null),
+    );
+    return { json: { events: [...events, { ...finalEvent(outcome), is_final: true }], result } };
+  }
+  let firstMs: number | null = null;
+  return streamedInference(ctx, {
+    modelId,
+    request,
+    busyTimeoutMs,
+    format: 'sse',
+    async onEvent(event, out, sinceStartMs) {
+      firstMs ??= Math.round(sinceStartMs);
+      await out.event({ type: 'task.stream.event', event: streamEvent(event, request.language) });
+    },
+    async finish(outcome, out) {
+      const result = streamResult(
+        modelId,
+        outcome,
+        firstMs ?? (hasOutput(outcome) ? Math.round(outcome.wallMs) : null),
+      );
+      await out.event({ type: 'task.stream.event', event: { ...finalEvent(outcome), is_final: true } });
+      await out.event({ type: 'task.stream.done', result });
+    },
+  });
+}
+
+/** Whether a run that emitted no events still produced something (an engine that does not stream). */
+function hasOutput(outcome: InferenceOutcome): boolean {
+  const { result } = outcome;
+  return Boolean(
+    result.text ||
+      result.audio ||
+      result.speakerTurns?.length ||
+      result.segments?.length ||
+      result.words?.length,
+  );
+}
+
+/** The last event: the final text and word timings, where there are any. */
+function finalEvent(outcome: InferenceOutcome): Record<string, unknown> {
+  const { result } = outcome;
+  const event: Record<string, unknown> = {};
+  if (result.text)
+    event['partial_text'] = { text: result.text, ...(result.language ? { language: result.language } : {}) };
+  if (result.words) event['word_timestamps'] = result.words;
+  return event;
+}
+
+/**
+ * POST /v1/tasks/batch: `{model, requests: [...]}` on an offline model, each result as an SSE
+ * `task.batch.result` in completion order, then `task.batch.done` with the counts and timing.
+ */
+async function batch(ctx: RouteContext) {
+  const body = await readJsonObject(ctx);
+  const modelId = requireString(body, 'model');
+  const entry = ctx.runtime.get(modelId);
+  if (entry.config.mode !== 'offline')
+    throw invalidRequest(
+      `model: '${modelId}' is configured mode "${entry.config.mode}"; batches need an offline model`,
+    );
+  const requests = body['requests'];
+  if (!Array.isArray(requests) || requests.length === 0)
+    throw invalidRequest(
+      `requests: ${showValue(requests)} is invalid; expected a non-empty array of request objects`,
+    );
+  const items: EngineRequest[] = [];
+  for (const [i, item] of requests.entries()) {
+    if (!isPlainObject(item))
+      throw invalidRequest(`requests[${i}]: ${showValue(item)} is invalid; expected an object`);
+    items.push(await taskRequest(ctx, modelId, item as Fields));
+  }
+  return batchInference(ctx, {
+    modelId,
+    items,
+    busyTimeoutMs: requestBusyTimeout(body, ctx.url),
+    result: (index, outcome) => ({
+      type: 'task.batch.result',
+      index,
+      result: { ...resultJson(outcome.result, outcome.wallMs), timing: null },
+    }),
+    failure: (index, error) => ({ type: 'task.batch.result', index, error }),
+    done: ({ results, errors, wallMs, outcomes }) => {
+      // Audio duration and RTF only when every request answered audio.
+      const audio = outcomes.map((o) => o?.result.audio);
+      const all = audio.every((a) => a !== undefined) ? (audio as Audio[]) : undefined;
+      return {
+        type: 'task.batch.done',
+        result_count: results,
+        error_count: errors,
+        timing: timing(wallMs, all),
+      };
+    },
+  });
+}
+
+export const taskRoutes: Route[] = [
+  { method: 'POST', path: '/v1/tasks/run', handler: run },
+  { method: 'POST', path: '/v1/tasks/stream', handler: stream },
+  { method: 'POST', path: '/v1/tasks/batch', handler: batch },
+];

@@ -7,7 +7,9 @@ import type { Audio } from '../../audio/types.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
 import { invalidRequest, VoxdError } from '../../errors.js';
+import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { decodeField, readAudioPath, timing } from '../audio-io.js';
+import { batchInference } from '../batch-inference.js';
 import { readJsonObject } from '../body.js';
 import {
   type Fields,
@@ -80,14 +82,7 @@ async function parse(ctx: RouteContext, route: string): Promise<ParsedTranscript
   const entry = ctx.runtime.get(modelId);
   requireTask(entry.config, TRANSCRIPTION_TASKS, route);
   const stream = optionalBool(fields, 'stream') === true;
-  // A multipart `options` field carries a JSON object as text.
-  if (typeof fields['options'] === 'string') {
-    try {
-      fields['options'] = JSON.parse(fields['options']);
-    } catch {
-      throw invalidRequest(`options: ${JSON.stringify(fields['options'])} is not a JSON object`);
-    }
-  }
+  parseOptionsField(fields);
   const language = optionalString(fields, 'language');
   const options = buildOptions(fields, entry.config.default_request_options, []);
   if (language) options['language'] = language;
@@ -99,6 +94,32 @@ async function parse(ctx: RouteContext, route: string): Promise<ParsedTranscript
     stream,
     busyTimeoutMs: requestBusyTimeout(fields, ctx.url),
   };
+}
+
+/** text, language, segments, speaker_turns, words, each when present, and the rate positions count in. */
+function detailJson(outcome: InferenceOutcome): Record<string, unknown> {
+  const { result } = outcome;
+  const json: Record<string, unknown> = { text: result.text ?? '' };
+  if (result.language) json['language'] = result.language;
+  const arrays = { segments: result.segments, speaker_turns: result.speakerTurns, words: result.words };
+  let positioned = false;
+  for (const [key, value] of Object.entries(arrays)) {
+    if (value === undefined) continue;
+    json[key] = value;
+    positioned = true;
+  }
+  if (positioned) json['sample_rate'] = outcome.inputSampleRate;
+  return json;
+}
+
+/** A multipart `options` field carries a JSON object as text. */
+function parseOptionsField(fields: Fields): void {
+  if (typeof fields['options'] !== 'string') return;
+  try {
+    fields['options'] = JSON.parse(fields['options']);
+  } catch {
+    throw invalidRequest(`options: ${JSON.stringify(fields['options'])} is not a JSON object`);
+  }
 }
 
 async function transcriptions(ctx: RouteContext) {
@@ -141,20 +162,10 @@ async function details(ctx: RouteContext) {
     busyTimeoutMs: parsed.busyTimeoutMs,
     signal: ctx.signal,
   });
-  const { result } = outcome;
   const diarization = ctx.runtime.get(modelId).config.task === 'diar';
-  if (result.text === undefined && !diarization)
+  if (outcome.result.text === undefined && !diarization)
     throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);
-  const json: Record<string, unknown> = { text: result.text ?? '' };
-  if (result.language) json['language'] = result.language;
-  const arrays = { segments: result.segments, speaker_turns: result.speakerTurns, words: result.words };
-  let positioned = false;
-  for (const [key, value] of Object.entries(arrays)) {
-    if (value === undefined) continue;
-    json[key] = value;
-    positioned = true;
-  }
-  if (positioned) json['sample_rate'] = outcome.inputSampleRate;
+  const json = detailJson(outcome);
   json['timing'] = timing(outcome.wallMs, audio);
   return { json };
 }
@@ -215,7 +226,67 @@ function streamTranscription(ctx: RouteContext, parsed: ParsedTranscription) {
   });
 }
 
+/**
+ * POST /v1/batches/transcriptions: several uploaded WAVs (repeated `file` fields) on an offline
+ * model, each transcript as an SSE `batch.transcription.result` in completion order, then
+ * `batch.transcription.done` with the count and the summed audio duration.
+ */
+async function batchTranscriptions(ctx: RouteContext) {
+  if (!isMultipart(ctx.req))
+    throw invalidRequest(
+      '/v1/batches/transcriptions takes a multipart/form-data upload with one or more "file" fields',
+    );
+  const { fields, files } = await readMultipart(ctx.req, ctx.config.max_request_body_bytes);
+  const plain: Fields = Object.fromEntries(fields);
+  if (plain['text'] === undefined && plain['prompt'] !== undefined) plain['text'] = plain['prompt'];
+  const modelId = requireString(plain, 'model');
+  const entry = ctx.runtime.get(modelId);
+  requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/batches/transcriptions');
+  if (entry.config.mode !== 'offline')
+    throw invalidRequest(
+      `model: '${modelId}' is configured mode "${entry.config.mode}"; batches need an offline model`,
+    );
+  const uploads = files.filter((f) => f.field === 'file');
+  if (uploads.length === 0)
+    throw invalidRequest(`'file' is required: expected one or more WAV uploads in "file" fields`);
+  parseOptionsField(plain);
+  const language = optionalString(plain, 'language');
+  const options = buildOptions(plain, entry.config.default_request_options, []);
+  if (language) options['language'] = language;
+  const audios: Audio[] = [];
+  for (const [i, file] of uploads.entries()) {
+    checkUploadName(file.filename);
+    if (file.data.length === 0) throw invalidRequest(`file[${i}]: "${file.filename}" is empty`);
+    audios.push(await decodeField(file.data, `file[${i}]`));
+  }
+  const text = optionalString(plain, 'text');
+  return batchInference(ctx, {
+    modelId,
+    items: audios.map((audio) => ({ task: entry.config.task, audio, text, language, options })),
+    busyTimeoutMs: requestBusyTimeout(plain, ctx.url),
+    result: (index, outcome) => ({
+      type: 'batch.transcription.result',
+      index,
+      filename: uploads[index]!.filename,
+      ...detailJson(outcome),
+    }),
+    failure: (index, error) => ({
+      type: 'batch.transcription.result',
+      index,
+      filename: uploads[index]!.filename,
+      error,
+    }),
+    done: ({ results, errors, wallMs }) => ({
+      type: 'batch.transcription.done',
+      result_count: results,
+      error_count: errors,
+      timing: timing(wallMs, audios),
+    }),
+  });
+}
+
 export const transcriptionRoutes: Route[] = [
   { method: 'POST', path: '/v1/audio/transcriptions', handler: transcriptions },
   { method: 'POST', path: '/v1/audio/transcriptions/details', handler: details },
+  { method: 'POST', path: '/v1/batches/transcriptions', handler: batchTranscriptions },
 ];
