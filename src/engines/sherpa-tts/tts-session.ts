@@ -31,6 +31,8 @@ export class SherpaTtsSession extends WorkerEngineSession<Omit<TtsJob, 'id'>, Tt
     id: string,
     config: unknown,
     private readonly resolveVoice: VoiceResolver = speakerNumber,
+    /** The most tokens the model takes at once, when exceeding it ends the process (Kokoro). */
+    private readonly maxTokens?: number,
   ) {
     super(id, WORKER_URL, config);
   }
@@ -39,7 +41,7 @@ export class SherpaTtsSession extends WorkerEngineSession<Omit<TtsJob, 'id'>, Tt
     const text = speakableText(request);
     const sid = this.resolveVoice(request.voiceId);
     const speed = speedOption(request.options);
-    const reply = await this.worker.call({ text, sid, speed }, signal);
+    const reply = await this.worker.call({ text, sid, speed, maxTokens: this.maxTokens }, signal);
     if (!reply.ok) {
       if (/^(voice|input):/.test(reply.message)) throw invalidRequest(reply.message);
       throw new Error(reply.message);
@@ -54,7 +56,7 @@ export interface TtsType {
   name: string;
   params: readonly ParamRow[];
   /** Finds and checks the folder's files (a 400 naming each problem) and builds the config. */
-  setup(spec: LoadSpec): Promise<{ config: unknown; voices?: VoiceResolver }>;
+  setup(spec: LoadSpec): Promise<{ config: unknown; voices?: VoiceResolver; maxTokens?: number }>;
 }
 
 const SPEED_PARAM: ParamRow = {
@@ -80,11 +82,12 @@ export class SherpaTtsFamily implements EngineFamily {
   }
 
   async load(spec: LoadSpec): Promise<LoadedModel> {
-    const { config, voices } = await this.type.setup(spec);
+    const { config, voices, maxTokens } = await this.type.setup(spec);
     return {
       capacity: CAPACITY,
       audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async () => new SherpaTtsSession(`${spec.modelId}#${++this.#sessions}`, config, voices),
+      createSession: async () =>
+        new SherpaTtsSession(`${spec.modelId}#${++this.#sessions}`, config, voices, maxTokens),
       dispose: async () => {},
     };
   }
