@@ -1,31 +1,19 @@
 /**
- * The robustness matrix for every embedded engine: empty, whitespace-only, very long and non-ASCII text
- * for the TTS engines; silent, 1-sample, 10-minute, corrupt and odd-rate WAVs for the audio engines.
- * Each case gets a correct result or a clear 400, never a 500, a crash or a hang, and after each one the
- * same server still answers a normal request.
+ * The robustness matrix (edge-case-inputs.ts) for every embedded engine: empty, whitespace-only, very
+ * long and non-ASCII text for flite_tts and espeak_tts; silent, 1-sample, 10-minute, corrupt and
+ * odd-rate WAVs for pocketsphinx_asr, classic_diar and silero_vad.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { resample } from '../../src/audio/convert.js';
-import { durationMs } from '../../src/audio/types.js';
-import { decodeWav } from '../../src/audio/wav-decode.js';
-import { encodeWav } from '../../src/audio/wav-encode.js';
+import type { HttpResult } from '../helpers/voxd.js';
+import { startServer } from '../helpers/voxd.js';
 import {
-  badRequest,
-  get,
-  type HttpResult,
-  post,
-  request,
-  startServer,
-  type TestServer,
-  withDeadline,
-} from '../helpers/voxd.js';
-
-const RATE = 16000;
-/** Any single request; a hang fails the test with a message naming the case instead of stalling the run. */
-const REQUEST_MS = 30_000;
-/** A case that sends ten minutes of audio. */
-const LONG_CASE_MS = 60_000;
+  type AudioEngine,
+  audioEdgeCases,
+  RATE,
+  taskRun,
+  transcription,
+  ttsEdgeCases,
+} from './edge-case-inputs.js';
 
 /** Every embedded family, as `voxd serve` would load them: lazily. */
 const MODELS = [
@@ -38,157 +26,17 @@ const MODELS = [
 
 const startAll = () => startServer({ busy_timeout_ms: 0, models: MODELS });
 
-/**
- * A 16-bit PCM WAV with a hand-written 44-byte header. `rate` goes into the header as given (0 and
- * absurd rates included); `samples` is either the samples in [-1, 1] or a count of zero samples.
- */
-function wav(rate: number, samples: ArrayLike<number> | number): Buffer {
-  const count = typeof samples === 'number' ? samples : samples.length;
-  const dataBytes = count * 2;
-  const out = Buffer.alloc(44 + dataBytes); // zero-filled: silence unless samples are given
-  out.write('RIFF', 0, 'latin1');
-  out.writeUInt32LE(36 + dataBytes, 4);
-  out.write('WAVE', 8, 'latin1');
-  out.write('fmt ', 12, 'latin1');
-  out.writeUInt32LE(16, 16);
-  out.writeUInt16LE(1, 20); // PCM
-  out.writeUInt16LE(1, 22); // mono
-  out.writeUInt32LE(rate, 24);
-  out.writeUInt32LE((rate * 2) % 2 ** 32, 28); // byte rate
-  out.writeUInt16LE(2, 32); // block align
-  out.writeUInt16LE(16, 34);
-  out.write('data', 36, 'latin1');
-  out.writeUInt32LE(dataBytes, 40);
-  if (typeof samples !== 'number') {
-    for (let i = 0; i < count; i++)
-      out.writeInt16LE(Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767), 44 + 2 * i);
-  }
-  return out;
-}
-
-/** Fails unless the answer is a 200 or a 400 invalid_request_error naming every part (never a 500). */
-function okOrBadRequest(res: HttpResult, ...parts: string[]): boolean {
-  if (res.status === 200) return true;
-  badRequest(res, ...parts);
-  return false;
-}
-
-/** Root mean square of the samples: tells audio with sound in it from a file of zeros. */
-function rms(samples: Float32Array): number {
-  let sum = 0;
-  for (const x of samples) sum += x * x;
-  return Math.sqrt(sum / Math.max(1, samples.length));
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Text to speech: flite_tts and espeak_tts, POST /v1/audio/speech
-
-const LONG_TEXT = Array.from(
-  { length: 60 },
-  (_, i) => `Sentence number ${i + 1} tells a short story about the weather, the town and the sea.`,
-).join(' ');
-
-for (const model of ['flite', 'espeak']) {
-  describe(`${model}: text edge cases`, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startAll();
-    });
-    after(() => s.close());
-
-    const speak = (input: unknown, what: string) =>
-      withDeadline(post(s.url, '/v1/audio/speech', { model, input }), `${model} ${what}`, REQUEST_MS);
-
-    /** A 200 with real audio in it (not an empty or all-zero file). */
-    const audioOf = (res: HttpResult, what: string) => {
-      assert.equal(res.status, 200, `${what}: ${res.body.toString('utf8')}`);
-      const audio = decodeWav(res.body);
-      assert.ok(audio.samples.length > 0 && rms(audio.samples) > 0.001, `${what}: no sound`);
-      return audio;
-    };
-
-    /** The process is alive and the model still serves a normal request. */
-    const stillServes = async () => {
-      assert.equal((await get(s.url, '/health')).status, 200);
-      const audio = audioOf(await speak('Still here.', 'a normal request'), 'a normal request');
-      assert.ok(durationMs(audio) > 300, `normal request: ${durationMs(audio)} ms`);
-    };
-
-    test('empty text is a 400 naming input', async () => {
-      badRequest(await speak('', 'empty text'), 'input');
-      await stillServes();
-    });
-
-    test('whitespace-only text (and text with nothing to speak) is a 400 naming input, not a 500', async () => {
-      for (const input of ['   ', '\n\t \r\n', '\u00a0\u2003', '😀🎉', '...!?']) {
-        badRequest(await speak(input, JSON.stringify(input)), 'input');
-      }
-      await stillServes();
-    });
-
-    test('very long text (60 sentences) is spoken in full: over 60 s of audio', {
-      timeout: 60_000,
-    }, async () => {
-      const res = await speak(LONG_TEXT, 'long text');
-      const audio = audioOf(res, 'long text');
-      assert.ok(durationMs(audio) > 60_000, `only ${durationMs(audio)} ms for 60 sentences`);
-      // Spoken all the way through: the last tenth has sound in it too.
-      const tail = audio.samples.subarray(Math.floor(audio.samples.length * 0.9));
-      assert.ok(rms(tail) > 0.001, 'the end of the long text is silent');
-      await stillServes();
-    });
-
-    test('non-ASCII text (accents, CJK, emoji) is spoken', async () => {
-      const mixed = 'Café, naïve, Zoë and Ünïcödé — 東京 ✓ 42 😀. Ça va très bien, merci!';
-      assert.ok(durationMs(audioOf(await speak(mixed, 'mixed text'), 'mixed text')) > 1000);
-      // Text in a script the engine can not read: real audio or a clear 400, never an empty 200.
-      for (const input of ['東京タワー', '你好世界', 'Привет, мир']) {
-        const res = await speak(input, input);
-        if (okOrBadRequest(res, 'input')) audioOf(res, input);
-      }
-      await stillServes();
-    });
-
-    test('pathologically long words do not crash the process', { timeout: 60_000 }, async () => {
-      // Regression: with Node's WASI imports called directly from flite's wasm, this text crashed the
-      // whole server with SIGSEGV (a GC inside a V8 fast-API call, nodejs/node#46777).
-      const input = `${'a'.repeat(1000)}. `.repeat(5);
-      const res = await speak(input, 'long words');
-      if (okOrBadRequest(res, 'input')) audioOf(res, 'long words');
-      await stillServes();
-    });
-  });
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Audio in: pocketsphinx_asr and classic_diar (POST /v1/audio/transcriptions, multipart) and silero_vad
-// (POST /v1/tasks/run, audio_base64)
-
-interface AudioEngine {
-  family: string;
-  /** The field the WAV travels in, which every 400 about it must name. */
-  field: string;
-  send(s: TestServer, bytes: Buffer): Promise<HttpResult>;
-  /** Asserts a 200 that found nothing (no words, no segments, no turns). */
-  nothing(res: HttpResult): void;
-  /** Asserts a 200 that found the speech; returns a short summary to compare conversions by. */
-  found(res: HttpResult): number;
-}
-
-const transcribe = (model: string) => (s: TestServer, bytes: Buffer) => {
-  const form = new FormData();
-  form.set('model', model);
-  form.set('file', new Blob([bytes], { type: 'audio/wav' }), 'input.wav');
-  return request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
-};
+// Real voices: a short sentence is over 0.3 s, the mixed text over 1 s, 60 sentences over a minute.
+for (const model of ['flite', 'espeak'])
+  ttsEdgeCases({ label: model, model, start: startAll, minMs: { normal: 300, mixed: 1000, long: 60_000 } });
 
 const ok = (res: HttpResult) => assert.equal(res.status, 200, res.body.toString('utf8'));
 
 const ENGINES: AudioEngine[] = [
   {
-    family: 'pocketsphinx_asr',
+    label: 'pocketsphinx_asr',
     field: 'file',
-    send: transcribe('asr'),
+    send: transcription('asr'),
     nothing(res) {
       ok(res);
       assert.equal(res.json.text, '');
@@ -201,9 +49,9 @@ const ENGINES: AudioEngine[] = [
     },
   },
   {
-    family: 'classic_diar',
+    label: 'classic_diar',
     field: 'file',
-    send: transcribe('diar'),
+    send: transcription('diar'),
     nothing(res) {
       ok(res);
       assert.equal(res.json.text, '');
@@ -218,10 +66,9 @@ const ENGINES: AudioEngine[] = [
     },
   },
   {
-    family: 'silero_vad',
+    label: 'silero_vad',
     field: 'audio_base64',
-    send: (s, bytes) =>
-      post(s.url, '/v1/tasks/run', { model: 'vad', audio_base64: bytes.toString('base64') }),
+    send: taskRun('vad'),
     nothing(res) {
       ok(res);
       assert.deepEqual(res.json.segments, []);
@@ -235,94 +82,4 @@ const ENGINES: AudioEngine[] = [
   },
 ];
 
-for (const engine of ENGINES) {
-  describe(`${engine.family}: audio edge cases`, () => {
-    let s: TestServer;
-    /** A sentence spoken by flite kal16 (16 kHz), and what the engine makes of it. */
-    let speech: Float32Array;
-    let speechResult: number;
-    const send = (bytes: Buffer, what: string, ms = REQUEST_MS) =>
-      withDeadline(engine.send(s, bytes), `${engine.family}: ${what}`, ms);
-
-    before(async () => {
-      s = await startAll();
-      const res = await post(s.url, '/v1/audio/speech', {
-        model: 'flite',
-        input: 'Please bring the blue umbrella when you leave the house.',
-        voice: 'kal16',
-      });
-      assert.equal(res.status, 200, res.body.toString('utf8'));
-      speech = decodeWav(res.body).samples;
-    });
-    after(() => s.close());
-
-    /** The process is alive and the model still serves a normal request (real speech, found). */
-    const stillServes = async () => {
-      assert.equal((await get(s.url, '/health')).status, 200);
-      const found = engine.found(await send(wav(RATE, speech), 'a normal request'));
-      if (speechResult !== undefined) assert.equal(found, speechResult, 'the same file, another answer');
-      speechResult = found;
-    };
-
-    test('a normal request works (the baseline for the rest)', async () => {
-      await stillServes();
-    });
-
-    test('3 s of silence: 200, nothing found', async () => {
-      engine.nothing(await send(wav(RATE, 3 * RATE), 'silence'));
-      await stillServes();
-    });
-
-    test('a 1-sample WAV (and a header-only one): 200, nothing found', async () => {
-      engine.nothing(await send(wav(RATE, [0.5]), '1 sample'));
-      engine.nothing(await send(wav(RATE, 0), '0 samples'));
-      await stillServes();
-    });
-
-    test('a 10-minute file: 200 within the deadline', { timeout: LONG_CASE_MS }, async () => {
-      const started = Date.now();
-      const res = await send(wav(RATE, 600 * RATE), '10 minutes of silence', LONG_CASE_MS - 10_000);
-      engine.nothing(res);
-      if (res.json.timing?.audio_duration_ms !== undefined)
-        assert.equal(res.json.timing.audio_duration_ms, 600_000);
-      assert.ok(Date.now() - started < 45_000, `10 minutes took ${Date.now() - started} ms`);
-      await stillServes();
-    });
-
-    test('corrupt and truncated WAVs: 400 invalid_request_error naming the field', async () => {
-      const valid = wav(RATE, speech.subarray(0, RATE));
-      const garbage = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz'.repeat(4));
-      const cases: [string, Buffer, string][] = [
-        ['RIFF and then garbage', Buffer.concat([Buffer.from('RIFF'), garbage]), 'not a WAV file'],
-        ['RIFF/WAVE with garbage chunks', Buffer.concat([valid.subarray(0, 12), garbage]), 'no fmt chunk'],
-        ['no RIFF header at all', Buffer.concat([Buffer.from('ID3\x03'), garbage]), 'not a WAV file'],
-        ['cut inside the RIFF header', valid.subarray(0, 10), 'truncated WAV header'],
-        ['cut inside the fmt chunk', valid.subarray(0, 30), 'truncated WAV fmt chunk'],
-        ['cut before the data chunk', valid.subarray(0, 40), 'no data chunk'],
-      ];
-      for (const [what, bytes, why] of cases) badRequest(await send(bytes, what), `${engine.field}:`, why);
-      // A file cut inside its data (a streamed or interrupted upload) keeps the samples that arrived.
-      const res = await send(valid.subarray(0, 44 + 1001), 'cut inside the data');
-      assert.equal(res.status, 200, res.body.toString('utf8'));
-      await stillServes();
-    });
-
-    test('sample rate 0 (and an absurd one) in the header: 400 naming the field', async () => {
-      badRequest(await send(wav(0, 1600), 'rate 0'), `${engine.field}:`, 'sample rate 0');
-      badRequest(await send(wav(0xffffffff, 1600), 'rate 2^32-1'), `${engine.field}:`, 'sample rate');
-      await stillServes();
-    });
-
-    test('very low (100 Hz) and high (384 kHz) sample rates: converted, or a clear 400', async () => {
-      // 100 Hz: one second of silence can only be converted to silence.
-      const low = await send(wav(100, 100), 'rate 100');
-      if (okOrBadRequest(low, `${engine.field}:`, 'sample rate')) engine.nothing(low);
-      // 384 kHz: the same speech, upsampled; converted back it must give the same answer.
-      const high = resample({ samples: speech, sampleRate: RATE, channels: 1 }, 384_000);
-      const res = await send(encodeWav(high), 'rate 384000');
-      if (okOrBadRequest(res, `${engine.field}:`, 'sample rate'))
-        assert.equal(engine.found(res), speechResult, 'speech at 384 kHz, another answer than at 16 kHz');
-      await stillServes();
-    });
-  });
-}
+for (const engine of ENGINES) audioEdgeCases(engine, startAll);

@@ -123,5 +123,9 @@ export const createCanaryFamily = () =>
     requestSettings: (request: EngineRequest, loadOptions) => ({
       config: { canary: canarySettings(loadDefaults(loadOptions, ''), request.language, request.options) },
     }),
+    // sherpa runs Canary over the whole input at once, however long; NeMo decodes audio longer than
+    // about 40 s in chunks. Unwindowed, the fake model (which keys on the energy of the normalised
+    // features) heard speech in every stretch of digital silence longer than about 41 s.
+    windowSeconds: 30,
     params: PARAMS,
   });

@@ -32,6 +32,8 @@ export interface KokoroMeta {
   version: number;
   /** Floats per speaker in voices.bin: style_dim[0] * style_dim[2]. */
   styleFloats: number;
+  /** style_dim[0]: a chunk of this many tokens ends the process in sherpa (511 in real models). */
+  maxTokens: number;
   /** Speaker names by number, or empty when the model has none (voices are then numbers). */
   speakerNames: string[];
 }
@@ -71,7 +73,14 @@ export async function kokoroMeta(modelId: string, model: string): Promise<Kokoro
     names.length === numSpeakers && names.every((n) => n !== '') && new Set(names).size === names.length
       ? names
       : [];
-  return { sampleRate, numSpeakers, version, styleFloats: dims[0]! * dims[2]!, speakerNames };
+  return {
+    sampleRate,
+    numSpeakers,
+    version,
+    styleFloats: dims[0]! * dims[2]!,
+    maxTokens: dims[0]!,
+    speakerNames,
+  };
 }
 
 /**
@@ -227,6 +236,6 @@ export const createKokoroFamily = () =>
     ],
     setup: async (spec) => {
       const { config, meta } = await kokoroSetup(spec);
-      return { config, voices: kokoroVoices(meta) };
+      return { config, voices: kokoroVoices(meta), maxTokens: meta.maxTokens };
     },
   });

@@ -33,6 +33,8 @@ export class SherpaTtsSession extends WorkerEngineSession<Omit<TtsJob, 'id'>, Tt
     id: string,
     config: unknown,
     private readonly resolveVoice: VoiceResolver = speakerNumber,
+    /** The most tokens the model takes at once, when exceeding it ends the process (Kokoro). */
+    private readonly maxTokens?: number,
   ) {
     super(id, WORKER_URL, config);
   }
@@ -45,7 +47,10 @@ export class SherpaTtsSession extends WorkerEngineSession<Omit<TtsJob, 'id'>, Tt
     const audio = await speakSentences(
       text,
       async (sentence) => {
-        const reply = await this.worker.call({ text: sentence, sid, speed }, signal);
+        const reply = await this.worker.call(
+          { text: sentence, sid, speed, maxTokens: this.maxTokens },
+          signal,
+        );
         if (reply.ok) return { samples: reply.samples, sampleRate: reply.sampleRate, channels: 1 };
         // A sentence the model can say nothing of is skipped; the request fails only if all are.
         if (reply.message.startsWith('input:')) {
@@ -68,7 +73,7 @@ export interface TtsType {
   name: string;
   params: readonly ParamRow[];
   /** Finds and checks the folder's files (a 400 naming each problem) and builds the config. */
-  setup(spec: LoadSpec): Promise<{ config: unknown; voices?: VoiceResolver }>;
+  setup(spec: LoadSpec): Promise<{ config: unknown; voices?: VoiceResolver; maxTokens?: number }>;
 }
 
 const SPEED_PARAM: ParamRow = {
@@ -94,11 +99,12 @@ export class SherpaTtsFamily implements EngineFamily {
   }
 
   async load(spec: LoadSpec): Promise<LoadedModel> {
-    const { config, voices } = await this.type.setup(spec);
+    const { config, voices, maxTokens } = await this.type.setup(spec);
     return {
       capacity: CAPACITY,
       audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async () => new SherpaTtsSession(`${spec.modelId}#${++this.#sessions}`, config, voices),
+      createSession: async () =>
+        new SherpaTtsSession(`${spec.modelId}#${++this.#sessions}`, config, voices, maxTokens),
       dispose: async () => {},
     };
   }

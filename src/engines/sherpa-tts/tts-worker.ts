@@ -4,12 +4,15 @@
  */
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';
+import { textPieces } from './text-pieces.js';
 
 export interface TtsJob {
   id: number;
   text: string;
   sid: number;
   speed: number;
+  /** Speak the text in pieces that stay under this many tokens (Kokoro; see text-pieces.ts). */
+  maxTokens?: number;
 }
 
 export type TtsReply =
@@ -34,19 +37,38 @@ const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
 };
 const tts = new sherpa.OfflineTts(engineData());
 
+interface Audio {
+  samples: Float32Array;
+  sampleRate: number;
+}
+
+/** The audio of one piece of text, or undefined when sherpa made none of it. */
+function speak(text: string, sid: number, speed: number): Audio | undefined {
+  // The generationConfig form: the legacy {text, sid, speed} call crashes the process when
+  // sherpa makes no audio (sherpa-onnx-node 1.13.8); this one throws instead.
+  try {
+    const audio = tts.generate({ text, generationConfig: { sid, speed } });
+    return audio.samples.length > 0 ? audio : undefined;
+  } catch (err) {
+    if (err instanceof Error && /generation failed|no audio/.test(err.message)) return undefined;
+    throw err;
+  }
+}
+
 serveJobs((job: TtsJob) => {
   if (job.sid < 0 || job.sid >= tts.numSpeakers) {
     throw new Error(`voice: speaker ${job.sid} does not exist; this model has ${tts.numSpeakers} speaker(s)`);
   }
-  // The generationConfig form: the legacy {text, sid, speed} call crashes the process when
-  // sherpa makes no audio (sherpa-onnx-node 1.13.8); this one throws instead.
-  let audio: { samples: Float32Array; sampleRate: number };
-  try {
-    audio = tts.generate({ text: job.text, generationConfig: { sid: job.sid, speed: job.speed } });
-  } catch (err) {
-    if (err instanceof Error && /generation failed|no audio/.test(err.message)) throw new Error(NO_AUDIO);
-    throw err;
+  const pieces = job.maxTokens ? textPieces(job.text, job.maxTokens) : [job.text];
+  // A piece with nothing sherpa can say (say, only an emoji) is skipped, as sherpa skips such words.
+  const parts = pieces.map((piece) => speak(piece, job.sid, job.speed)).filter((p) => p !== undefined);
+  if (parts.length === 0) throw new Error(NO_AUDIO);
+  // One buffer of voxd's own, which the reply moves to the session's thread instead of copying.
+  const samples = new Float32Array(parts.reduce((n, p) => n + p.samples.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    samples.set(part.samples, at);
+    at += part.samples.length;
   }
-  if (audio.samples.length === 0) throw new Error(NO_AUDIO);
-  return { samples: Float32Array.from(audio.samples), sampleRate: audio.sampleRate };
+  return { samples, sampleRate: parts[0]!.sampleRate };
 });
