@@ -71,8 +71,8 @@ export interface EngineResult {
 export type EngineEvent =
   | { type: 'audio'; audio: Audio }
   | { type: 'text'; delta: string }
-  /** Speaker turns that have closed since the last such event (diarization). */
-  | { type: 'turns'; turns: SpeakerTurn[] };
+  /** Speaker turns that have closed since the last such event (diarization), in samples at `sampleRate`. */
+  | { type: 'turns'; turns: SpeakerTurn[]; sampleRate: number };
 
 export interface RunContext {
   /** Aborted when the caller no longer wants the result (client gone, shutdown deadline). */

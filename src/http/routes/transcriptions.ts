@@ -180,7 +180,6 @@ function streamTranscription(ctx: RouteContext, parsed: ParsedTranscription) {
   let firstMs: number | undefined;
   let streamedText = '';
   let streamedTurns = 0;
-  let sampleRate = 16000;
   return streamedInference(ctx, {
     modelId: parsed.modelId,
     request: parsed.request,
@@ -194,13 +193,17 @@ function streamTranscription(ctx: RouteContext, parsed: ParsedTranscription) {
       } else if (event.type === 'turns' && event.turns.length > 0 && diarization) {
         firstMs ??= sinceStartMs;
         streamedTurns += event.turns.length;
-        await out.event({ type: 'diarization.delta', speaker_turns: event.turns, sample_rate: sampleRate });
+        await out.event({
+          type: 'diarization.delta',
+          speaker_turns: event.turns,
+          sample_rate: event.sampleRate,
+        });
       }
     },
     async finish(outcome, out) {
       const ttft = firstMs === undefined ? null : Math.round(firstMs);
       if (diarization) {
-        sampleRate = outcome.inputSampleRate;
+        const sampleRate = outcome.inputSampleRate;
         const turns = outcome.result.speakerTurns ?? [];
         const rest = turns.slice(streamedTurns);
         if (rest.length > 0)
