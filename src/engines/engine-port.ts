@@ -71,14 +71,18 @@ function send(reply: object): void {
 
 /**
  * Serves the session's jobs one at a time: each reply carries the job's id and `ok: true` with what
- * `run` returned, or `ok: false` with the error's message.
+ * `run` returned, or `ok: false` with the error's message. `emit` sends incremental output of the
+ * running job (partial text, say) ahead of its reply.
  */
-export function serveJobs<J extends Job>(run: (job: J) => object | Promise<object>): void {
+export function serveJobs<J extends Job>(
+  run: (job: J, emit: (event: object) => void) => object | Promise<object>,
+): void {
   let chain = Promise.resolve();
   const handle = (job: Job) => {
     chain = chain.then(async () => {
       try {
-        send({ id: job.id, ok: true, ...(await run(job as J)) });
+        const emit = (event: object) => send({ id: job.id, event });
+        send({ id: job.id, ok: true, ...(await run(job as J, emit)) });
       } catch (err) {
         send({ id: job.id, ok: false, message: err instanceof Error ? err.message : String(err) });
       }

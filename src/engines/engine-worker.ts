@@ -73,8 +73,16 @@ export class EngineWorker<J extends object, R extends Reply> {
     private readonly isolation: Isolation = 'thread',
   ) {}
 
-  /** Sends `job` (with a fresh id) and resolves with the engine's reply to it. */
-  call(job: J, signal: AbortSignal, transfer: ArrayBuffer[] = []): Promise<R> {
+  /**
+   * Sends `job` (with a fresh id) and resolves with the engine's reply to it; events the engine
+   * emits while it works go to `onEvent`.
+   */
+  call(
+    job: J,
+    signal: AbortSignal,
+    transfer: ArrayBuffer[] = [],
+    onEvent?: (event: unknown) => void,
+  ): Promise<R> {
     signal.throwIfAborted();
     this.#runner ??=
       this.isolation === 'process' ? startProcess(this.url, this.data) : startThread(this.url, this.data);
@@ -91,8 +99,12 @@ export class EngineWorker<J extends object, R extends Reply> {
         if (this.#runner === runner) this.#runner = undefined;
         void runner.stop();
       };
-      const onMessage = (reply: R) => {
+      const onMessage = (reply: R & { event?: unknown }) => {
         if (reply.id !== id) return;
+        if ('event' in reply) {
+          onEvent?.(reply.event);
+          return;
+        }
         cleanup();
         resolve(reply);
       };

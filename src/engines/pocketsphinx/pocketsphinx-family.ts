@@ -17,7 +17,7 @@ import type {
   ParamRow,
   RunContext,
 } from '../types.js';
-import type { PsJob, PsReply, PsSettings } from './ps-worker.js';
+import type { PsJob, PsPartial, PsReply, PsSettings } from './ps-worker.js';
 
 const WORKER_URL = new URL('./ps-worker.js', import.meta.url);
 export const DEFAULT_POCKETSPHINX_MODEL = '/usr/share/pocketsphinx/model/en-us';
@@ -38,14 +38,53 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     if (!reply.ok) throw new Error(reply.message);
   }
 
-  async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+  /**
+   * A listener (a streamed response) gets text deltas as the words settle: pocketsphinx then
+   * decodes in quarter-second steps, and the words on which its last three guesses agree are sent
+   * on (early guesses are often revised); what is left of the final text follows at the end.
+   */
+  async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
     const samples = inputSamples(request, 'speech recognition');
     const pcm = new Int16Array(samples.length);
     for (let i = 0; i < samples.length; i++)
       pcm[i] = Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767);
-    const reply = await this.worker.call({ kind: 'decode', pcm }, signal, [pcm.buffer]);
+    const words = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
+    const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
+    const job = { kind: 'decode' as const, pcm, partials: onEvent !== undefined };
+    const reply = await this.worker.call(job, signal, [pcm.buffer], onEvent ? onPartial : undefined);
+    if (reply.ok && onEvent) words.final(reply.text);
     if (!reply.ok) throw new Error(reply.message);
     return { text: reply.text, language: 'en' };
+  }
+}
+
+/** Turns a decoder's successive guesses into text deltas that are never taken back. */
+export class SettledWords {
+  #sent: string[] = [];
+  #recent: string[][] = [];
+
+  constructor(private readonly send: (delta: string) => void) {}
+
+  /** One guess; words on which the last three guesses agree are sent. */
+  guess(hypothesis: string): void {
+    this.#recent = [...this.#recent.slice(-2), hypothesis.split(' ').filter(Boolean)];
+    if (this.#recent.length < 3) return;
+    const [a, b, c] = this.#recent as [string[], string[], string[]];
+    let agreed = 0;
+    while (agreed < a.length && a[agreed] === b[agreed] && a[agreed] === c[agreed]) agreed++;
+    this.#extend(a.slice(0, agreed));
+  }
+
+  /** The final text: the rest of it, if it still extends what was sent. */
+  final(text: string): void {
+    this.#extend(text.split(' ').filter(Boolean));
+  }
+
+  #extend(words: string[]): void {
+    if (words.length <= this.#sent.length || this.#sent.some((w, i) => words[i] !== w)) return;
+    const added = words.slice(this.#sent.length);
+    this.send(`${this.#sent.length > 0 ? ' ' : ''}${added.join(' ')}`);
+    this.#sent = words;
   }
 }
 

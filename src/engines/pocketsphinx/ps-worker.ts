@@ -11,7 +11,15 @@ export interface PsSettings {
   dict: string;
 }
 
-export type PsJob = { id: number; kind: 'ping' } | { id: number; kind: 'decode'; pcm: Int16Array };
+export type PsJob =
+  | { id: number; kind: 'ping' }
+  /** `partials`: decode in steps, emitting `{ hypothesis }` whenever the best guess changes. */
+  | { id: number; kind: 'decode'; pcm: Int16Array; partials?: boolean };
+
+/** An event of a decode with partials: the best hypothesis so far. */
+export interface PsPartial {
+  hypothesis: string;
+}
 export type PsReply = { id: number; ok: true; text: string } | { id: number; ok: false; message: string };
 
 type Fn = (...args: unknown[]) => unknown;
@@ -39,12 +47,30 @@ const processRaw = ps.func(
 const endUtt = ps.func('int ps_end_utt(void *ps)');
 const getHyp = ps.func('const char *ps_get_hyp(void *ps, _Out_ int *score)');
 
-function decode(pcm: Int16Array): string {
+/** A quarter second at 16 kHz: how much audio a decode with partials takes between guesses. */
+const STEP = 4000;
+
+const hypothesis = () => ((getHyp(decoder, [0]) as string | null) ?? '').trim();
+
+function decode(pcm: Int16Array, emit?: (partial: PsPartial) => void): string {
   if (pcm.length === 0) return '';
   if ((startUtt(decoder) as number) < 0) throw new Error('pocketsphinx could not start an utterance');
-  processRaw(decoder, pcm, pcm.length, 0, 1);
+  if (!emit) {
+    // The whole utterance at once: the most accurate search (the offline answer).
+    processRaw(decoder, pcm, pcm.length, 0, 1);
+  } else {
+    let last = '';
+    for (let at = 0; at < pcm.length; at += STEP) {
+      const step = pcm.subarray(at, at + STEP);
+      processRaw(decoder, step, step.length, 0, 0);
+      const now = hypothesis();
+      if (now !== last) emit({ hypothesis: (last = now) });
+    }
+  }
   endUtt(decoder);
-  return ((getHyp(decoder, [0]) as string | null) ?? '').trim();
+  return hypothesis();
 }
 
-serveJobs((job: PsJob) => ({ text: job.kind === 'decode' ? decode(job.pcm) : '' }));
+serveJobs((job: PsJob, emit) => ({
+  text: job.kind === 'decode' ? decode(job.pcm, job.partials ? emit : undefined) : '',
+}));

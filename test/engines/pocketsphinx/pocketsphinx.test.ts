@@ -51,6 +51,7 @@ describe('pocketsphinx_asr', () => {
         models: [
           { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true, slots: 2 },
           { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', lazy: true, slots: 2 },
+          { id: 'asr-stream', family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming', lazy: true },
         ],
       },
       { parallel: true },
@@ -144,5 +145,39 @@ describe('pocketsphinx_asr', () => {
     } finally {
       await bad.close();
     }
+  });
+
+  test('a streamed transcription sends the words as they settle, then the full text', async () => {
+    const speech = await post(s.url, '/v1/audio/speech', {
+      model: 'flite',
+      input: 'Please bring the blue umbrella when you leave the house. It will rain later today.',
+    });
+    const form = new FormData();
+    form.set('model', 'asr-stream');
+    form.set('stream', 'true');
+    form.set('file', new Blob([speech.body]), 'a.wav');
+    const res = await request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
+    assert.equal(res.status, 200);
+    const events = res.body
+      .toString('utf8')
+      .split('\n\n')
+      .filter(Boolean)
+      .map((frame) => frame.slice(6));
+    assert.equal(events.at(-1), '[DONE]');
+    const parsed = events
+      .slice(0, -1)
+      .map((e) => JSON.parse(e) as { type: string; delta?: string; text?: string });
+    const deltas = parsed.filter((e) => e.type === 'transcript.text.delta').map((e) => e.delta!);
+    const done = parsed.at(-1)!;
+    assert.equal(done.type, 'transcript.text.done');
+    assert.ok(
+      deltas.length >= 3,
+      `words arrive while the audio is decoded, not at the end: ${JSON.stringify(deltas)}`,
+    );
+    assert.equal(deltas.join(''), done.text, 'the deltas add up to the final text');
+    assert.ok(
+      words(done.text!).filter((w) => ['umbrella', 'house', 'rain'].includes(w)).length >= 2,
+      done.text,
+    );
   });
 });
