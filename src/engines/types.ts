@@ -51,6 +51,12 @@ export interface EngineRequest {
   language?: string;
   /** Input audio, already converted to the model's `audioInput` format. */
   audio?: Audio;
+  /**
+   * Input audio still arriving (a live route), each piece already in the model's `audioInput`
+   * format; it ends when the client's body ends and throws if the body fails. The runtime gives it
+   * only to sessions with `runLive`; for the others it collects the pieces into `audio`.
+   */
+  liveAudio?: AsyncIterable<Audio>;
   voiceId?: string;
   voiceRef?: Audio;
   referenceText?: string;
@@ -84,6 +90,8 @@ export interface EngineSession {
   /** Unique across the process, so a test can prove which session served a request. */
   readonly id: string;
   run(request: EngineRequest, context: RunContext): Promise<EngineResult>;
+  /** Runs on `request.liveAudio` as it arrives (partial results while the client still sends). */
+  runLive?(request: EngineRequest, context: RunContext): Promise<EngineResult>;
   dispose(): Promise<void>;
 }
 

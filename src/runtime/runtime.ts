@@ -7,9 +7,12 @@
  * from status and lists only models it actually unloaded in bulk results.
  */
 import { conformAudioAsync } from '../audio/audio-pool.js';
+import { conformAudio } from '../audio/convert.js';
+import type { Audio } from '../audio/types.js';
 import type { ModelConfig, ServerConfig } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
 import type {
+  AudioFormat,
   EngineEvent,
   EngineFamily,
   EngineRequest,
@@ -46,6 +49,24 @@ export interface InferenceOutcome {
   generation: number;
   /** The rate input audio was converted to: sample positions in the result count at this rate. */
   inputSampleRate: number;
+}
+
+/** Each piece of live input converted to the model's input format as it arrives. */
+async function* conformEach(pieces: AsyncIterable<Audio>, need: AudioFormat): AsyncIterable<Audio> {
+  for await (const piece of pieces) yield conformAudio(piece, need);
+}
+
+/** All of a live input, for an engine that can only take audio whole. */
+async function collect(pieces: AsyncIterable<Audio>, need: AudioFormat): Promise<Audio> {
+  const parts: Float32Array[] = [];
+  for await (const piece of pieces) parts.push(piece.samples);
+  const samples = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    samples.set(part, at);
+    at += part.length;
+  }
+  return { samples, sampleRate: need.sampleRate, channels: need.channels };
 }
 
 /** A request's place on a model: one lease, for one run. */
@@ -194,10 +215,23 @@ export class Runtime {
     const started = performance.now();
     entry.touch();
     try {
-      const prepared = request.audio
-        ? { ...request, audio: await conformAudioAsync(request.audio, pool.weights.audioInput) }
-        : request;
-      const result = await session.run(prepared, { signal: options.signal, onEvent: options.onEvent });
+      const context = { signal: options.signal, onEvent: options.onEvent };
+      const need = pool.weights.audioInput;
+      let result: EngineResult;
+      if (request.liveAudio) {
+        const live = conformEach(request.liveAudio, need);
+        result = session.runLive
+          ? await session.runLive({ ...request, liveAudio: live }, context)
+          : await session.run(
+              { ...request, liveAudio: undefined, audio: await collect(live, need) },
+              context,
+            );
+      } else {
+        const prepared = request.audio
+          ? { ...request, audio: await conformAudioAsync(request.audio, need) }
+          : request;
+        result = await session.run(prepared, context);
+      }
       return {
         result,
         wallMs: performance.now() - started,

@@ -45,9 +45,7 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
    */
   async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
     const samples = inputSamples(request, 'speech recognition');
-    const pcm = new Int16Array(samples.length);
-    for (let i = 0; i < samples.length; i++)
-      pcm[i] = Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767);
+    const pcm = toPcm16(samples);
     const words = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
     const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
     const job = { kind: 'decode' as const, pcm, partials: onEvent !== undefined };
@@ -56,6 +54,37 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     if (!reply.ok) throw new Error(reply.message);
     return { text: reply.text, language: 'en' };
   }
+  /** Live input: one utterance fed piece by piece as the client sends it, guesses streamed back. */
+  async runLive(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
+    const words = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
+    const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
+    const call = async (job: Job, transfer: ArrayBuffer[] = []) => {
+      const reply = await this.worker.call(job, signal, transfer, onPartial);
+      if (!reply.ok) throw new Error(reply.message);
+      return reply.text;
+    };
+    await call({ kind: 'begin' });
+    try {
+      for await (const piece of request.liveAudio ?? []) {
+        const pcm = toPcm16(piece.samples);
+        await call({ kind: 'feed', pcm }, [pcm.buffer]);
+      }
+    } catch (err) {
+      // The client's body failed: close the utterance so the session is clean for the next request.
+      if (!signal.aborted) await call({ kind: 'end' }).catch(() => undefined);
+      throw err;
+    }
+    const text = await call({ kind: 'end' });
+    words.final(text);
+    return { text, language: 'en' };
+  }
+}
+
+function toPcm16(samples: Float32Array): Int16Array<ArrayBuffer> {
+  const pcm = new Int16Array(samples.length);
+  for (let i = 0; i < samples.length; i++)
+    pcm[i] = Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767);
+  return pcm;
 }
 
 /** Turns a decoder's successive guesses into text deltas that are never taken back. */

@@ -14,7 +14,11 @@ export interface PsSettings {
 export type PsJob =
   | { id: number; kind: 'ping' }
   /** `partials`: decode in steps, emitting `{ hypothesis }` whenever the best guess changes. */
-  | { id: number; kind: 'decode'; pcm: Int16Array; partials?: boolean };
+  | { id: number; kind: 'decode'; pcm: Int16Array; partials?: boolean }
+  /** Live input: open an utterance, feed it pieces as they arrive (emitting guesses), end it. */
+  | { id: number; kind: 'begin' }
+  | { id: number; kind: 'feed'; pcm: Int16Array }
+  | { id: number; kind: 'end' };
 
 /** An event of a decode with partials: the best hypothesis so far. */
 export interface PsPartial {
@@ -71,6 +75,46 @@ function decode(pcm: Int16Array, emit?: (partial: PsPartial) => void): string {
   return hypothesis();
 }
 
-serveJobs((job: PsJob, emit) => ({
-  text: job.kind === 'decode' ? decode(job.pcm, job.partials ? emit : undefined) : '',
-}));
+let open = false;
+let lastGuess = '';
+
+function begin(): void {
+  if (open) endUtt(decoder);
+  if ((startUtt(decoder) as number) < 0) throw new Error('pocketsphinx could not start an utterance');
+  open = true;
+  lastGuess = '';
+}
+
+function feed(pcm: Int16Array, emit: (partial: PsPartial) => void): void {
+  if (!open) throw new Error('pocketsphinx: audio fed outside an utterance');
+  for (let at = 0; at < pcm.length; at += STEP) {
+    const step = pcm.subarray(at, at + STEP);
+    processRaw(decoder, step, step.length, 0, 0);
+    const now = hypothesis();
+    if (now !== lastGuess) emit({ hypothesis: (lastGuess = now) });
+  }
+}
+
+function end(): string {
+  if (!open) return '';
+  open = false;
+  endUtt(decoder);
+  return hypothesis();
+}
+
+serveJobs((job: PsJob, emit) => {
+  switch (job.kind) {
+    case 'ping':
+      return { text: '' };
+    case 'decode':
+      return { text: decode(job.pcm, job.partials ? emit : undefined) };
+    case 'begin':
+      begin();
+      return { text: '' };
+    case 'feed':
+      feed(job.pcm, emit);
+      return { text: '' };
+    case 'end':
+      return { text: end() };
+  }
+});
