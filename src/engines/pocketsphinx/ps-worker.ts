@@ -56,25 +56,6 @@ const STEP = 4000;
 
 const hypothesis = () => ((getHyp(decoder, [0]) as string | null) ?? '').trim();
 
-function decode(pcm: Int16Array, emit?: (partial: PsPartial) => void): string {
-  if (pcm.length === 0) return '';
-  if ((startUtt(decoder) as number) < 0) throw new Error('pocketsphinx could not start an utterance');
-  if (!emit) {
-    // The whole utterance at once: the most accurate search (the offline answer).
-    processRaw(decoder, pcm, pcm.length, 0, 1);
-  } else {
-    let last = '';
-    for (let at = 0; at < pcm.length; at += STEP) {
-      const step = pcm.subarray(at, at + STEP);
-      processRaw(decoder, step, step.length, 0, 0);
-      const now = hypothesis();
-      if (now !== last) emit({ hypothesis: (last = now) });
-    }
-  }
-  endUtt(decoder);
-  return hypothesis();
-}
-
 let open = false;
 let lastGuess = '';
 
@@ -85,13 +66,17 @@ function begin(): void {
   lastGuess = '';
 }
 
+/** Audio in quarter-second steps, emitting the best guess whenever it changes. */
 function feed(pcm: Int16Array, emit: (partial: PsPartial) => void): void {
   if (!open) throw new Error('pocketsphinx: audio fed outside an utterance');
   for (let at = 0; at < pcm.length; at += STEP) {
     const step = pcm.subarray(at, at + STEP);
     processRaw(decoder, step, step.length, 0, 0);
     const now = hypothesis();
-    if (now !== lastGuess) emit({ hypothesis: (lastGuess = now) });
+    if (now !== lastGuess) {
+      lastGuess = now;
+      emit({ hypothesis: now });
+    }
   }
 }
 
@@ -100,6 +85,15 @@ function end(): string {
   open = false;
   endUtt(decoder);
   return hypothesis();
+}
+
+function decode(pcm: Int16Array, emit?: (partial: PsPartial) => void): string {
+  if (pcm.length === 0) return '';
+  begin();
+  // Without a listener, the whole utterance at once: the most accurate search (the offline answer).
+  if (emit) feed(pcm, emit);
+  else processRaw(decoder, pcm, pcm.length, 0, 1);
+  return end();
 }
 
 serveJobs((job: PsJob, emit) => {
