@@ -1,11 +1,13 @@
 /**
  * What `voxd serve` serves with no `--config`: models whose engines ship with voxd, so a fresh
- * install speaks without any download. They load lazily, on first use.
+ * install speaks without any download. They load lazily, on first use. The synthesizers, the
+ * recogniser and the diarizer are `streaming` models, so streamed and live routes work out of the
+ * box; they answer plain requests and batches in full all the same.
  */
 export const EMBEDDED_MODELS: readonly Record<string, unknown>[] = [
-  { id: 'espeak', family: 'espeak_tts', task: 'tts' },
-  { id: 'flite', family: 'flite_tts', task: 'tts' },
-  { id: 'pocketsphinx', family: 'pocketsphinx_asr', task: 'asr' },
+  { id: 'espeak', family: 'espeak_tts', task: 'tts', mode: 'streaming' },
+  { id: 'flite', family: 'flite_tts', task: 'tts', mode: 'streaming' },
+  { id: 'pocketsphinx', family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming' },
   { id: 'silero-vad', family: 'silero_vad', task: 'vad' },
-  { id: 'diarizer', family: 'classic_diar', task: 'diar' },
+  { id: 'diarizer', family: 'classic_diar', task: 'diar', mode: 'streaming' },
 ];

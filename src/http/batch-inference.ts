@@ -1,7 +1,8 @@
 /**
  * Several requests to one model answered as one SSE stream, each result as it completes. voxd's
  * engines have no native batching, so the items run on the model's slots, as many at once as it
- * has, each under its own lease; in the parallel runtime the first lease is taken before the
+ * has, each under its own lease, whatever the model's mode (audio.cpp batches offline models
+ * only, because its batches need the offline session's native batching); in the parallel runtime the first lease is taken before the
  * headers, so a busy model is a real 503. A failed item is reported in its own result event and
  * the others go on.
  */

@@ -152,13 +152,13 @@ test('without --config: the embedded models, lazily loaded; base_dir is the cwd'
   ];
   const { config } = loadServerConfig({ overrides: {}, knownFamilies: families });
   assert.deepEqual(
-    config.models.map((m) => [m.id, m.family, m.task, m.lazy, m.path]),
+    config.models.map((m) => [m.id, m.family, m.task, m.mode, m.lazy, m.path]),
     [
-      ['espeak', 'espeak_tts', 'tts', true, ''],
-      ['flite', 'flite_tts', 'tts', true, ''],
-      ['pocketsphinx', 'pocketsphinx_asr', 'asr', true, ''],
-      ['silero-vad', 'silero_vad', 'vad', true, ''],
-      ['diarizer', 'classic_diar', 'diar', true, ''],
+      ['espeak', 'espeak_tts', 'tts', 'streaming', true, ''],
+      ['flite', 'flite_tts', 'tts', 'streaming', true, ''],
+      ['pocketsphinx', 'pocketsphinx_asr', 'asr', 'streaming', true, ''],
+      ['silero-vad', 'silero_vad', 'vad', 'offline', true, ''],
+      ['diarizer', 'classic_diar', 'diar', 'streaming', true, ''],
     ],
   );
   assert.equal(config.lazy_load, true);

@@ -204,10 +204,6 @@ async function batch(ctx: RouteContext) {
   const body = await readJsonObject(ctx);
   const modelId = requireString(body, 'model');
   const entry = ctx.runtime.get(modelId);
-  if (entry.config.mode !== 'offline')
-    throw invalidRequest(
-      `model: '${modelId}' is configured mode "${entry.config.mode}"; batches need an offline model`,
-    );
   const requests = body['requests'];
   if (!Array.isArray(requests) || requests.length === 0)
     throw invalidRequest(

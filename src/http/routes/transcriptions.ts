@@ -245,10 +245,6 @@ async function batchTranscriptions(ctx: RouteContext) {
   const modelId = requireString(plain, 'model');
   const entry = ctx.runtime.get(modelId);
   requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/batches/transcriptions');
-  if (entry.config.mode !== 'offline')
-    throw invalidRequest(
-      `model: '${modelId}' is configured mode "${entry.config.mode}"; batches need an offline model`,
-    );
   const uploads = files.filter((f) => f.field === 'file');
   if (uploads.length === 0)
     throw invalidRequest(`'file' is required: expected one or more WAV uploads in "file" fields`);
