@@ -1,0 +1,753 @@
+/**
+ * The request body of a live-ingest route (POST /v1/audio/transcriptions/live and /v1/audio/speech/live):
+ * raw PCM sent with `Transfer-Encoding: chunked`, read as it arrives and bounded by `live_ingest`.
+ *
+ * What is enforced, and how:
+ * - `idle_timeout_ms`: the longest gap between bytes received from the client while the reader is
+ *   taking data. While the consumer lags and the reader holds the body paused (backpressure), the
+ *   gap is not counted: the client cannot send then, through no fault of its own.
+ * - `total_timeout_ms`: wall time from openLiveBody() to the terminating chunk, whatever the cause.
+ * - `max_body_bytes`: payload bytes (after de-chunking); one byte more fails.
+ * - `max_chunk_bytes`: the size a chunk *declares* in its size line, checked as soon as the size line
+ *   has arrived (before the chunk's data). Node's parser does not expose chunk sizes, so the reader
+ *   follows the chunked framing itself on the raw socket bytes (a `data` listener on the socket,
+ *   which node:http supports by switching its parser to JS-fed mode), starting from the request's
+ *   current read buffer (the parser's getCurrentBuffer(), the read that ended the headers). That
+ *   needs openLiveBody() to run synchronously in the 'request' event, before any `await`; then
+ *   `exactChunkLimit` is true. Opened later, the raw bytes already parsed are out of reach, and the
+ *   limit falls back to each contiguous run of one chunk's bytes that Node delivers at once (at most
+ *   one socket read, 64 KiB): a run over the limit still fails, but a larger chunk that arrives over
+ *   several reads passes. Node's parser stays the authority on the data; the reader cross-checks its
+ *   own byte count against Node's and fails with an internal error if they ever disagree.
+ * - Malformed framing fails with the reader's own description when its framing check sees it first,
+ *   else with the reason of Node's parse error (the socket's 'error', code HPE_*). node:http then
+ *   destroys the connection (its default clientError handling), so no SSE error event can follow.
+ * - A body cut off before the terminating zero-length chunk (half-close, close, reset) fails: a
+ *   truncated body never ends the iteration normally.
+ * - The AbortSignal (the client-gone signal of the route) fails the iteration with its reason.
+ * Every failure is a VoxdError naming the limit and its value: 400 E_INVALID_REQUEST (timeouts,
+ * malformed framing, truncation, a partial last frame), 413 E_BODY_TOO_LARGE (max_body_bytes,
+ * max_chunk_bytes), 499 E_CLIENT_GONE (the client left after a whole body), 500 E_INTERNAL (the
+ * framing check lost track), or the signal's own reason. A failure is reported at the next pull,
+ * at once: audio received but not yet yielded is dropped. All listeners and timers are removed on
+ * every path (end, failure, close()), and the request is paused after a failure or close().
+ *
+ * Not enforced here: node:http's own server.requestTimeout (300 s by default) also bounds the whole
+ * request, body included, and destroys the connection when it runs out; a server with live routes
+ * must lift it (0) or set it above every total_timeout_ms, or long live bodies are cut at 300 s.
+ *
+ * Audio comes out as Audio objects with interleaved samples and the client's channel count (use
+ * src/audio/convert.ts to downmix or resample). A yield holds only whole frames (a sample, or a
+ * frame of several channels, split across chunks is carried to the next yield); a body that ends
+ * with a partial frame fails (400) after the whole frames before it were yielded, since it means
+ * the client's sample format or channel count is not what it declared.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Audio } from '../audio/types.js';
+import type { LiveIngestConfig } from '../config/types.js';
+import { invalidRequest, showValue, VoxdError } from '../errors.js';
+
+// ---- PCM format (query parameters) ----
+
+export type LiveSampleFormat = 's16le' | 'f32le';
+
+export interface LivePcmFormat {
+  /** Frames per second, 1000..384000. */
+  sampleRate: number;
+  /** Interleaved channels, 1..16. */
+  channels: number;
+  sampleFormat: LiveSampleFormat;
+}
+
+export const LIVE_PCM_DEFAULTS: Readonly<LivePcmFormat> = Object.freeze({
+  sampleRate: 16000,
+  channels: 1,
+  sampleFormat: 's16le',
+});
+
+/**
+ * `sample_rate` (default 16000, integer 1000..384000), `channels` (default 1, 1..16) and
+ * `sample_format` (`s16le` default, or `f32le`) from a live route's query. Integers are parsed in
+ * full (digits only: "16000junk", "+16000", "" are refused). A bad value is a 400 naming the
+ * parameter and the value. A repeated parameter: the first occurrence counts.
+ */
+export function parseLivePcmFormat(query: URLSearchParams): LivePcmFormat {
+  return {
+    sampleRate: integerParam(query, 'sample_rate', LIVE_PCM_DEFAULTS.sampleRate, 1000, 384000),
+    channels: integerParam(query, 'channels', LIVE_PCM_DEFAULTS.channels, 1, 16),
+    sampleFormat: sampleFormatParam(query),
+  };
+}
+
+function integerParam(query: URLSearchParams, name: string, fallback: number, min: number, max: number) {
+  const raw = query.get(name);
+  if (raw === null) return fallback;
+  const value = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(value >= min && value <= max)) {
+    throw invalidRequest(`invalid ${name} ${showValue(raw)}: expected an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function sampleFormatParam(query: URLSearchParams): LiveSampleFormat {
+  const raw = query.get('sample_format');
+  if (raw === null) return LIVE_PCM_DEFAULTS.sampleFormat;
+  if (raw === 's16le' || raw === 'f32le') return raw;
+  throw invalidRequest(`invalid sample_format ${showValue(raw)}: expected s16le or f32le`);
+}
+
+// ---- limits ----
+
+/** The server's live_ingest with the model's overrides on top (an undefined override is ignored). */
+export function liveIngestLimits(
+  server: LiveIngestConfig,
+  model?: Partial<LiveIngestConfig>,
+): LiveIngestConfig {
+  const out = { ...server };
+  if (model) {
+    for (const key of Object.keys(out) as (keyof LiveIngestConfig)[]) {
+      const value = model[key];
+      if (value !== undefined) out[key] = value;
+    }
+  }
+  return out;
+}
+
+/**
+ * A 400 unless the body comes with `Transfer-Encoding: chunked` as its single coding (tokens are
+ * case-insensitive). `label` names the route: "live transcription", "live speech".
+ */
+export function requireChunkedBody(req: IncomingMessage, label = 'live ingest'): void {
+  const te = req.headers['transfer-encoding'];
+  if (te !== undefined && te.trim().toLowerCase() === 'chunked') return;
+  const got = te === undefined ? 'no Transfer-Encoding' : `Transfer-Encoding ${showValue(te)}`;
+  throw invalidRequest(
+    `${label} requires an incrementally delivered (chunked) request body: send raw PCM with ` +
+      `Transfer-Encoding: chunked (got ${got})`,
+  );
+}
+
+// ---- the reader ----
+
+export interface LiveBodyOptions {
+  format: LivePcmFormat;
+  /**
+   * The effective limits (see liveIngestLimits); 0 disables idle_timeout_ms, total_timeout_ms and
+   * max_body_bytes (max_chunk_bytes is >= 1 by config; 0 is taken as no limit). send_timeout_ms is
+   * the response writer's (EventStream).
+   */
+  limits: Omit<LiveIngestConfig, 'send_timeout_ms'>;
+  /** Fails the iteration with its reason when it fires (pass the route's client-gone signal). */
+  signal?: AbortSignal;
+  /** Names the route in the 400 for a body that is not chunked (see requireChunkedBody). */
+  label?: string;
+}
+
+export interface LiveBody extends AsyncIterable<Audio> {
+  readonly format: LivePcmFormat;
+  /** Payload bytes received so far (after de-chunking), including any not yet yielded. */
+  readonly bytesReceived: number;
+  /** True when max_chunk_bytes is checked against declared chunk sizes (see the module comment). */
+  readonly exactChunkLimit: boolean;
+  /** performance.now() when the body completed (terminating chunk), undefined before. */
+  readonly completedAt: number | undefined;
+  /**
+   * Stops reading: removes every listener and timer, pauses the request, drops what is queued; a
+   * waiting or later next() reports the end. Idempotent; breaking out of `for await` calls it.
+   */
+  close(): void;
+}
+
+/**
+ * Starts reading a live body. Throws the 400 of requireChunkedBody at once; every other failure
+ * comes out of the iteration. Call it synchronously in the request handler, before any `await`,
+ * for exact max_chunk_bytes enforcement. One consumer: each [Symbol.asyncIterator]() call returns
+ * the same iterator. Whatever happens, call close() (or finish the iteration) when done.
+ */
+export function openLiveBody(req: IncomingMessage, options: LiveBodyOptions): LiveBody {
+  requireChunkedBody(req, options.label);
+  return new LiveBodyReader(req, options);
+}
+
+/** Queued payload above which the request is paused until the consumer pulls (backpressure). */
+const HIGH_WATER_BYTES = 1 << 20;
+
+interface Waiter {
+  resolve(result: IteratorResult<Audio>): void;
+  reject(err: unknown): void;
+}
+
+interface ParserLike {
+  incoming?: unknown;
+  getCurrentBuffer?: () => unknown;
+}
+
+class LiveBodyReader implements LiveBody {
+  readonly format: LivePcmFormat;
+  readonly exactChunkLimit: boolean;
+  bytesReceived = 0;
+  completedAt: number | undefined;
+
+  readonly #req: IncomingMessage;
+  readonly #socket: IncomingMessage['socket'];
+  readonly #limits: LiveBodyOptions['limits'];
+  readonly #signal: AbortSignal | undefined;
+  readonly #bytesPerSample: number;
+  readonly #frameBytes: number;
+  readonly #framing: ChunkFraming | undefined;
+
+  #queue: Buffer[] = [];
+  #queuedBytes = 0;
+  #carry: Buffer = Buffer.alloc(0);
+  #complete = false;
+  #closed = false;
+  #error: unknown;
+  #waiter: Waiter | undefined;
+  #paused = false;
+  #attached = false;
+  #idleTimer: NodeJS.Timeout | undefined;
+  #totalTimer: NodeJS.Timeout | undefined;
+  readonly #iterator: AsyncIterableIterator<Audio>;
+
+  constructor(req: IncomingMessage, options: LiveBodyOptions) {
+    this.#req = req;
+    this.#socket = req.socket;
+    this.format = { ...options.format };
+    this.#limits = { ...options.limits };
+    this.#signal = options.signal;
+    this.#bytesPerSample = this.format.sampleFormat === 'f32le' ? 4 : 2;
+    this.#frameBytes = this.#bytesPerSample * this.format.channels;
+    this.#iterator = {
+      next: () => this.#next(),
+      return: async () => {
+        this.close();
+        return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+    };
+
+    // The part of the body already read from the socket (the rest of the read that ended the
+    // headers), taken before the raw listener below changes how the socket is read.
+    const initial = initialBodyBytes(req);
+    const maxChunk =
+      this.#limits.max_chunk_bytes > 0 ? this.#limits.max_chunk_bytes : Number.POSITIVE_INFINITY;
+    this.#framing = initial ? new ChunkFraming(maxChunk) : undefined;
+    this.exactChunkLimit = this.#framing !== undefined;
+
+    this.#attach();
+    if (this.#signal?.aborted) {
+      this.#fail(abortReason(this.#signal));
+      return;
+    }
+    if (this.#framing && initial) {
+      const issue = this.#framing.feed(initial);
+      if (issue) this.#fail(this.#framingError(issue));
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<Audio> {
+    return this.#iterator;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#detach();
+    this.#dropQueue();
+    this.#pauseRequest();
+    this.#settle();
+  }
+
+  // ---- wiring ----
+
+  #attach(): void {
+    this.#attached = true;
+    const req = this.#req;
+    req.on('data', this.#onData);
+    req.on('end', this.#onEnd);
+    req.on('error', this.#onRequestGone);
+    req.on('close', this.#onRequestGone);
+    const socket = this.#socket;
+    if (socket) {
+      // Prepended: the raw bytes are seen before node:http's parser consumes them.
+      if (this.#framing) socket.prependListener('data', this.#onRaw);
+      socket.on('error', this.#onSocketError);
+      socket.on('end', this.#onSocketEnd);
+      socket.on('close', this.#onSocketEnd);
+    }
+    this.#signal?.addEventListener('abort', this.#onAbort);
+    const total = this.#limits.total_timeout_ms;
+    if (total > 0) {
+      this.#totalTimer = setTimeout(
+        () =>
+          this.#fail(
+            invalidRequest(`live body: not complete after ${total} ms (live_ingest.total_timeout_ms)`),
+          ),
+        total,
+      );
+    }
+    this.#armIdle();
+  }
+
+  #detach(): void {
+    if (!this.#attached) return;
+    this.#attached = false;
+    clearTimeout(this.#idleTimer);
+    clearTimeout(this.#totalTimer);
+    this.#idleTimer = undefined;
+    this.#totalTimer = undefined;
+    const req = this.#req;
+    req.off('data', this.#onData);
+    req.off('end', this.#onEnd);
+    req.off('error', this.#onRequestGone);
+    req.off('close', this.#onRequestGone);
+    const socket = this.#socket;
+    if (socket) {
+      socket.off('data', this.#onRaw);
+      socket.off('error', this.#onSocketError);
+      socket.off('end', this.#onSocketEnd);
+      socket.off('close', this.#onSocketEnd);
+    }
+    this.#signal?.removeEventListener('abort', this.#onAbort);
+  }
+
+  #armIdle(): void {
+    const idle = this.#limits.idle_timeout_ms;
+    if (idle <= 0 || !this.#attached || this.#paused) return;
+    if (this.#idleTimer) {
+      this.#idleTimer.refresh();
+      return;
+    }
+    this.#idleTimer = setTimeout(
+      () => this.#fail(invalidRequest(`live body: no data for ${idle} ms (live_ingest.idle_timeout_ms)`)),
+      idle,
+    );
+  }
+
+  #pauseRequest(): void {
+    if (!this.#req.destroyed) this.#req.pause();
+  }
+
+  // ---- events ----
+
+  /** Raw socket bytes, before node:http parses them (exact mode only). */
+  readonly #onRaw = (raw: Buffer): void => {
+    this.#armIdle();
+    const framing = this.#framing;
+    if (!framing || framing.done) return;
+    const issue = framing.feed(raw);
+    if (issue) this.#fail(this.#framingError(issue));
+  };
+
+  /** Payload bytes, as node:http decoded them. */
+  readonly #onData = (chunk: Buffer): void => {
+    if (!this.#attached) return;
+    this.bytesReceived += chunk.length;
+    const framing = this.#framing;
+    if (framing) {
+      if (this.bytesReceived > framing.dataBytes) {
+        this.#fail(desync(this.bytesReceived, framing.dataBytes));
+        return;
+      }
+    } else {
+      this.#armIdle();
+      const maxChunk = this.#limits.max_chunk_bytes;
+      if (maxChunk > 0 && chunk.length > maxChunk) {
+        this.#fail(
+          new VoxdError(
+            'E_BODY_TOO_LARGE',
+            `live body: a chunk of at least ${chunk.length} bytes is larger than ${maxChunk} (live_ingest.max_chunk_bytes)`,
+          ),
+        );
+        return;
+      }
+    }
+    const maxBody = this.#limits.max_body_bytes;
+    if (maxBody > 0 && this.bytesReceived > maxBody) {
+      this.#fail(
+        new VoxdError(
+          'E_BODY_TOO_LARGE',
+          `live body: more than ${maxBody} bytes (live_ingest.max_body_bytes)`,
+        ),
+      );
+      return;
+    }
+    this.#queue.push(chunk);
+    this.#queuedBytes += chunk.length;
+    if (this.#queuedBytes >= HIGH_WATER_BYTES && !this.#paused) {
+      this.#paused = true;
+      clearTimeout(this.#idleTimer);
+      this.#idleTimer = undefined;
+      this.#pauseRequest();
+    }
+    this.#settle();
+  };
+
+  /** node:http saw the terminating chunk (and any trailers): the body is whole. */
+  readonly #onEnd = (): void => {
+    if (!this.#attached) return;
+    const framing = this.#framing;
+    if (framing && (!framing.done || framing.dataBytes !== this.bytesReceived)) {
+      this.#fail(desync(this.bytesReceived, framing.dataBytes));
+      return;
+    }
+    this.#complete = true;
+    this.completedAt = performance.now();
+    this.#detach();
+    this.#settle();
+  };
+
+  readonly #onRequestGone = (): void => {
+    if (!this.#attached) return;
+    if (this.#req.complete) {
+      // The body was whole, but the request was destroyed (the client left) before it was read.
+      this.#fail(new VoxdError('E_CLIENT_GONE', 'live body: the client closed the connection'));
+    } else this.#fail(this.#truncated());
+  };
+
+  readonly #onSocketError = (err: Error & { code?: unknown }): void => {
+    if (!this.#attached) return;
+    const code = typeof err.code === 'string' ? err.code : '';
+    if (code.startsWith('HPE_') && code !== 'HPE_INVALID_EOF_STATE') {
+      const reason = (err as { reason?: unknown }).reason;
+      const detail = typeof reason === 'string' && reason !== '' ? reason : err.message;
+      this.#fail(invalidRequest(`live body: malformed chunked framing: ${detail} (${code})`));
+    } else if (!this.#req.complete) {
+      this.#fail(this.#truncated(code === '' || code === 'HPE_INVALID_EOF_STATE' ? undefined : code));
+    }
+  };
+
+  readonly #onSocketEnd = (): void => {
+    // A whole body followed by a half-close is fine: node:http still ends the request.
+    if (this.#attached && !this.#req.complete) this.#fail(this.#truncated());
+  };
+
+  readonly #onAbort = (): void => {
+    if (this.#signal) this.#fail(abortReason(this.#signal));
+  };
+
+  // ---- outcomes ----
+
+  #truncated(code?: string): VoxdError {
+    return invalidRequest(
+      `live body: the connection closed before the terminating zero-length chunk` +
+        ` (${this.bytesReceived} bytes received${code ? `, ${code}` : ''})`,
+    );
+  }
+
+  #framingError(issue: FramingIssue): VoxdError {
+    if (issue.kind === 'malformed')
+      return invalidRequest(`live body: malformed chunked framing: ${issue.detail}`);
+    return new VoxdError(
+      'E_BODY_TOO_LARGE',
+      `live body: a chunk declares ${declaredSize(issue.hex)} bytes, more than ${this.#limits.max_chunk_bytes}` +
+        ' (live_ingest.max_chunk_bytes)',
+    );
+  }
+
+  /** The first failure wins; later ones (the parse error after ours, the close after it) are dropped. */
+  #fail(err: unknown): void {
+    if (this.#closed || this.#error !== undefined || this.#complete) return;
+    this.#error = err;
+    this.#detach();
+    this.#dropQueue();
+    this.#pauseRequest();
+    this.#settle();
+  }
+
+  #dropQueue(): void {
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    this.#carry = Buffer.alloc(0);
+  }
+
+  // ---- iteration ----
+
+  #next(): Promise<IteratorResult<Audio>> {
+    if (this.#waiter) return Promise.reject(new Error('live body: next() called while a call is pending'));
+    return new Promise((resolve, reject) => {
+      this.#waiter = { resolve, reject };
+      this.#settle();
+    });
+  }
+
+  /** Answers the waiting next(), if it can be answered now. */
+  #settle(): void {
+    const waiter = this.#waiter;
+    if (!waiter) return;
+    let result: IteratorResult<Audio> | undefined;
+    try {
+      result = this.#take();
+    } catch (err) {
+      this.#waiter = undefined;
+      waiter.reject(err);
+      return;
+    }
+    if (result) {
+      this.#waiter = undefined;
+      waiter.resolve(result);
+    }
+  }
+
+  #take(): IteratorResult<Audio> | undefined {
+    if (this.#closed) return { value: undefined, done: true };
+    if (this.#error !== undefined) throw this.#error;
+    const available = this.#carry.length + this.#queuedBytes;
+    if (available >= this.#frameBytes) return { value: this.#decodeQueued(available), done: false };
+    if (!this.#complete) return undefined;
+    if (this.#carry.length > 0) {
+      const stray = this.#carry.length;
+      this.#carry = Buffer.alloc(0);
+      this.#error = invalidRequest(
+        `live body: the body ends with ${stray} bytes that are not a whole frame` +
+          ` (${this.#frameBytes} bytes: ${this.format.channels} channel(s) of ${this.format.sampleFormat})`,
+      );
+      throw this.#error;
+    }
+    return { value: undefined, done: true };
+  }
+
+  /** Every whole frame queued, as one Audio; a partial frame stays behind for the next chunk. */
+  #decodeQueued(available: number): Audio {
+    const whole = available - (available % this.#frameBytes);
+    const parts = this.#carry.length > 0 ? [this.#carry, ...this.#queue] : this.#queue;
+    const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts, available);
+    this.#carry = whole < available ? Buffer.from(bytes.subarray(whole)) : Buffer.alloc(0);
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    if (this.#paused) {
+      this.#paused = false;
+      if (this.#attached) {
+        this.#req.resume();
+        this.#armIdle();
+      }
+    }
+    return {
+      samples: decodePcm(bytes, whole, this.format.sampleFormat),
+      sampleRate: this.format.sampleRate,
+      channels: this.format.channels,
+    };
+  }
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error) return reason;
+  return new VoxdError('E_CLIENT_GONE', 'live body: aborted', { cause: reason });
+}
+
+function desync(node: number, own: number): VoxdError {
+  return new VoxdError(
+    'E_INTERNAL',
+    `live body: lost track of the chunked framing (node:http decoded ${node} bytes, the framing check ${own})`,
+  );
+}
+
+/** Decodes the first `length` bytes (whole samples) of little-endian PCM to floats in [-1, 1]. */
+function decodePcm(bytes: Buffer, length: number, format: LiveSampleFormat): Float32Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, length);
+  if (format === 's16le') {
+    const out = new Float32Array(length >> 1);
+    for (let i = 0, p = 0; i < out.length; i++, p += 2) out[i] = view.getInt16(p, true) / 32768;
+    return out;
+  }
+  const out = new Float32Array(length >> 2);
+  for (let i = 0, p = 0; i < out.length; i++, p += 4) {
+    // Beyond full scale is clamped and NaN becomes 0, as for float WAV input.
+    const v = view.getFloat32(p, true);
+    out[i] = v > 1 ? 1 : v >= -1 ? v : v < -1 ? -1 : 0;
+  }
+  return out;
+}
+
+// ---- the raw framing check ----
+
+/**
+ * The body part of the parser's current read buffer, when openLiveBody runs inside the 'request'
+ * event (the read that ended the headers is still being parsed); undefined otherwise.
+ */
+function initialBodyBytes(req: IncomingMessage): Buffer | undefined {
+  const parser = (req.socket as unknown as { parser?: ParserLike } | null)?.parser;
+  if (!parser || parser.incoming !== req || typeof parser.getCurrentBuffer !== 'function') return undefined;
+  // Node has not pushed any body yet while the headers' read is still being parsed.
+  if (req.readableDidRead || req.readableLength > 0 || req.complete) return undefined;
+  let current: unknown;
+  try {
+    current = parser.getCurrentBuffer();
+  } catch {
+    return undefined;
+  }
+  if (!Buffer.isBuffer(current) || current.length === 0) return undefined;
+  const start = bodyStart(current);
+  return start === undefined ? undefined : current.subarray(start);
+}
+
+/**
+ * Where the body starts in the read that ended the headers: just after an empty line. Earlier
+ * empty lines belong to pipelined requests before this one, later ones to the body's data; the
+ * first candidate whose rest is well-formed chunked framing is taken (the first one if none is, so
+ * that the framing error is reported).
+ */
+function bodyStart(buf: Buffer): number | undefined {
+  const candidates: number[] = [];
+  // The empty line may straddle the previous read: this one then starts with its last bytes.
+  if (buf[0] === 0x0a) candidates.push(1);
+  else if (buf[0] === 0x0d && buf[1] === 0x0a) candidates.push(2);
+  for (let i = buf.indexOf(0x0a, 1); i !== -1; i = buf.indexOf(0x0a, i + 1)) {
+    const blank = buf[i - 1] === 0x0a || (i >= 2 && buf[i - 1] === 0x0d && buf[i - 2] === 0x0a);
+    if (blank && candidates.at(-1) !== i + 1) candidates.push(i + 1);
+  }
+  for (const start of candidates) {
+    if (new ChunkFraming(Number.POSITIVE_INFINITY).feed(buf.subarray(start)) === undefined) return start;
+  }
+  return candidates[0];
+}
+
+type FramingIssue = { kind: 'malformed'; detail: string } | { kind: 'oversize'; hex: string };
+
+const SIZE = 0; // the first hex digit of a size line
+const SIZE_MORE = 1; // more hex digits, or what ends them
+const SIZE_WS = 2; // blanks after the size (tolerated here; node:http's strict parser refuses them)
+const EXT = 3; // a chunk extension, up to the end of the line
+const SIZE_LF = 4; // the LF of the size line's CRLF
+const DATA = 5;
+const DATA_CR = 6; // the CRLF after the data
+const DATA_LF = 7;
+const DONE = 8; // the zero-length chunk's size line is complete; trailers are node:http's
+
+/** Most hex digits of a size kept for messages. */
+const HEX_KEPT = 24;
+
+/**
+ * Follows chunked framing (RFC 9112 section 7.1) over raw bytes: the size of each chunk as soon as
+ * its size line ends, and where data ends. A bare LF is accepted where CRLF belongs (node:http's
+ * strict parser refuses it and reports the error itself).
+ */
+class ChunkFraming {
+  #state = SIZE;
+  #value = 0;
+  #hex = '';
+  #remaining = 0;
+  /** Data bytes seen so far. */
+  dataBytes = 0;
+
+  constructor(private readonly maxChunk: number) {}
+
+  get done(): boolean {
+    return this.#state === DONE;
+  }
+
+  feed(buf: Buffer): FramingIssue | undefined {
+    const n = buf.length;
+    let i = 0;
+    while (i < n && this.#state !== DONE) {
+      if (this.#state === DATA) {
+        const take = Math.min(this.#remaining, n - i);
+        i += take;
+        this.#remaining -= take;
+        this.dataBytes += take;
+        if (this.#remaining === 0) this.#state = DATA_CR;
+        continue;
+      }
+      const issue = this.#step(buf[i]!);
+      if (issue) return issue;
+      i++;
+    }
+    return undefined;
+  }
+
+  #step(b: number): FramingIssue | undefined {
+    switch (this.#state) {
+      case SIZE: {
+        const d = hexValue(b);
+        if (d < 0) return malformed(`expected a hexadecimal chunk size, got ${showByte(b)}`);
+        this.#value = d;
+        this.#hex = d === 0 ? '' : String.fromCharCode(b);
+        this.#state = SIZE_MORE;
+        return undefined;
+      }
+      case SIZE_MORE: {
+        const d = hexValue(b);
+        if (d >= 0) {
+          this.#value = this.#value * 16 + d;
+          if ((this.#hex !== '' || d !== 0) && this.#hex.length < HEX_KEPT)
+            this.#hex += String.fromCharCode(b);
+          // Past 2^53 the size is over any limit already: no need to wait for its last digit.
+          if (this.#value > Number.MAX_SAFE_INTEGER && this.#value > this.maxChunk) {
+            return { kind: 'oversize', hex: `${this.#hex}+` };
+          }
+          return undefined;
+        }
+        if (b === 0x3b) this.#state = EXT;
+        else if (b === 0x20 || b === 0x09) this.#state = SIZE_WS;
+        else if (b === 0x0d) this.#state = SIZE_LF;
+        else if (b === 0x0a) return this.#endSize() ?? this.#sizeLineDone();
+        else return malformed(`invalid character ${showByte(b)} in a chunk size`);
+        return this.#endSize();
+      }
+      case SIZE_WS:
+        if (b === 0x20 || b === 0x09) return undefined;
+        if (b === 0x3b) this.#state = EXT;
+        else if (b === 0x0d) this.#state = SIZE_LF;
+        else if (b === 0x0a) return this.#sizeLineDone();
+        else return malformed(`invalid character ${showByte(b)} after a chunk size`);
+        return undefined;
+      case EXT:
+        if (b === 0x0d) this.#state = SIZE_LF;
+        else if (b === 0x0a) return this.#sizeLineDone();
+        return undefined;
+      case SIZE_LF:
+        if (b !== 0x0a) return malformed(`expected LF after CR in a chunk size line, got ${showByte(b)}`);
+        return this.#sizeLineDone();
+      case DATA_CR:
+        if (b === 0x0d) this.#state = DATA_LF;
+        else if (b === 0x0a) this.#state = SIZE;
+        else return malformed(`expected CRLF after a chunk's data, got ${showByte(b)}`);
+        return undefined;
+      case DATA_LF:
+        if (b !== 0x0a) return malformed(`expected LF after CR at the end of a chunk, got ${showByte(b)}`);
+        this.#state = SIZE;
+        return undefined;
+      default:
+        return undefined;
+    }
+  }
+
+  /** The size's digits are all in: check it against the limit. */
+  #endSize(): FramingIssue | undefined {
+    if (this.#value > this.maxChunk) return { kind: 'oversize', hex: this.#hex };
+    return undefined;
+  }
+
+  #sizeLineDone(): undefined {
+    if (this.#value === 0) this.#state = DONE;
+    else {
+      this.#remaining = this.#value;
+      this.#state = DATA;
+    }
+    return undefined;
+  }
+}
+
+function malformed(detail: string): FramingIssue {
+  return { kind: 'malformed', detail };
+}
+
+function hexValue(b: number): number {
+  if (b >= 0x30 && b <= 0x39) return b - 0x30;
+  if (b >= 0x61 && b <= 0x66) return b - 0x57;
+  if (b >= 0x41 && b <= 0x46) return b - 0x37;
+  return -1;
+}
+
+function showByte(b: number): string {
+  return b >= 0x21 && b <= 0x7e ? `"${String.fromCharCode(b)}"` : `byte 0x${b.toString(16).padStart(2, '0')}`;
+}
+
+/** A declared size for a message: decimal when all its digits were kept, else the hex digits. */
+function declaredSize(hex: string): string {
+  if (hex.endsWith('+')) return `0x${hex.slice(0, -1)}... (over 2^53)`;
+  return BigInt(`0x${hex || '0'}`).toString();
+}
