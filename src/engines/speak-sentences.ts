@@ -28,6 +28,8 @@ export async function speakSentences(
     )
       throw new Error('the engine changed its sample rate or channel count between sentences');
     parts.push(audio);
+    // The sentence's text first, then its audio: a client can show what it is about to hear.
+    onEvent?.({ type: 'text', delta: parts.length === 1 ? sentence : ` ${sentence}` });
     onEvent?.({ type: 'audio', audio });
   }
   if (parts.length === 0) throw invalidRequest(nothing());

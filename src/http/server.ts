@@ -156,6 +156,9 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       res.destroy();
     });
   });
+  // node:http ends any request still sending its body after 300 s; a live body is bounded by its
+  // own live_ingest limits (total_timeout_ms defaults to 600 s), so that cut-off is lifted.
+  server.requestTimeout = 0;
   return {
     server,
     drain: () =>

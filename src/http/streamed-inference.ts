@@ -14,6 +14,10 @@ export interface StreamPlan {
   request: EngineRequest;
   busyTimeoutMs: number | undefined;
   format: StreamFormat;
+  /** Extra response headers (a live route closes its connection: `Connection: close`). */
+  headers?: Record<string, string>;
+  /** Runs when the stream is over, however it ended (a live route closes its body reader). */
+  cleanup?: () => void;
   /** Writes one engine event; called in order, each after the previous one's write finished. */
   onEvent(event: EngineEvent, out: EventStream, sinceStartMs: number): Promise<void>;
   /** Writes the closing events (the `done` event) once the engine finished. */
@@ -23,7 +27,13 @@ export interface StreamPlan {
 export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Promise<Reply> {
   const { runtime, signal } = ctx;
   const admit = () => runtime.admit(plan.modelId, { busyTimeoutMs: plan.busyTimeoutMs, signal });
-  const early: Admission | undefined = runtime.parallel ? await admit() : undefined;
+  let early: Admission | undefined;
+  try {
+    early = runtime.parallel ? await admit() : undefined;
+  } catch (err) {
+    plan.cleanup?.();
+    throw err;
+  }
   return {
     stream: {
       format: plan.format,
@@ -32,7 +42,7 @@ export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Pr
         try {
           // Headers go out once the request holds its place (parallel) or before it queues (serial);
           // from here on, a failure is an SSE error event.
-          out.start();
+          out.start(plan.headers);
           admission ??= await admit();
           const started = performance.now();
           // Engine events arrive synchronously; writes wait for the client, so they queue here.
@@ -53,6 +63,7 @@ export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Pr
           await out.done();
         } finally {
           admission?.release();
+          plan.cleanup?.();
         }
       },
     },

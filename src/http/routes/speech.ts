@@ -7,6 +7,7 @@ import { timing, timingHeaders } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
 import type { StreamFormat } from '../event-stream.js';
 import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
+import { liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
 import { streamedInference } from '../streamed-inference.js';
@@ -117,4 +118,135 @@ function streamSpeech(
   });
 }
 
-export const speechRoutes: Route[] = [{ method: 'POST', path: '/v1/audio/speech', handler: speech }];
+/** Query options passed through to the engine on /v1/audio/speech/live (reference §1.5). */
+const LIVE_SPEECH_OPTIONS = [
+  'seed',
+  'temperature',
+  'top_k',
+  'top_p',
+  'max_tokens',
+  'max_steps',
+  'repetition_penalty',
+  'guidance_scale',
+  'num_inference_steps',
+  'reference_text',
+  'voice_id',
+  'system_prompt',
+  'text_temperature',
+  'text_top_k',
+  'do_sample',
+] as const;
+
+/** Tasks whose live speech comes from the input audio alone, without an `input` text. */
+const AUDIO_DRIVEN: readonly TaskToken[] = ['s2s', 'vc', 'svc'];
+
+function queryFlagValue(query: URLSearchParams, name: string): boolean | undefined {
+  const value = query.get(name);
+  if (value === null) return undefined;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  throw invalidRequest(`${name}: "${value}" is invalid; expected true, 1, false or 0`);
+}
+
+/**
+ * POST /v1/audio/speech/live: the text in the query, input audio as raw PCM in a chunked body
+ * (read as it arrives, under the live_ingest limits), speech streamed back on the same
+ * connection. voxd's synthesizers speak the text once the input has ended; `return_text` adds
+ * each sentence's text before its audio. The body is opened before anything is awaited, so its
+ * chunk sizes are checked from the first byte.
+ */
+async function speechLive(ctx: RouteContext) {
+  const { req, url, runtime, config } = ctx;
+  const query = url.searchParams;
+  const modelId = query.get('model');
+  if (!modelId) throw invalidRequest("model: the 'model' query parameter is required");
+  if (!runtime.has(modelId)) throw invalidRequest(`model: unknown model id: ${modelId}`);
+  const entry = runtime.get(modelId);
+  requireTask(entry.config, [...SPEECH_TASKS, ...AUDIO_DRIVEN], '/v1/audio/speech/live');
+  requireStreamingMode(entry.config);
+  const input = query.get('input') ?? undefined;
+  if (!input && !AUDIO_DRIVEN.includes(entry.config.task))
+    throw invalidRequest("input: live speech requires an 'input' query parameter (the text to speak)");
+  const responseFormat = query.get('response_format');
+  if (responseFormat !== null && responseFormat !== 'pcm')
+    throw invalidRequest(`response_format: "${responseFormat}" is invalid; live speech answers pcm only`);
+  const streamFormat = query.get('stream_format') ?? 'sse';
+  if (streamFormat !== 'sse' && streamFormat !== 'audio')
+    throw invalidRequest(`stream_format: "${streamFormat}" is invalid; expected sse or audio`);
+  const returnText = queryFlagValue(query, 'return_text') ?? false;
+  if (returnText && streamFormat !== 'sse')
+    throw invalidRequest('return_text: text can only be returned with stream_format sse');
+  const format = parseLivePcmFormat(query);
+  const busyTimeoutMs = requestBusyTimeout({}, url);
+  const started = performance.now();
+  const body = openLiveBody(req, {
+    format,
+    limits: liveIngestLimits(config.live_ingest, entry.config.live_ingest),
+    signal: ctx.signal,
+    label: 'live speech',
+  });
+  const options: Record<string, string> = { ...entry.config.default_request_options };
+  for (const key of LIVE_SPEECH_OPTIONS) {
+    const value = query.get(key);
+    if (value !== null) options[key] = value;
+  }
+  const instructions = query.get('instructions');
+  if (instructions !== null) options['system_prompt'] = instructions;
+  const request: EngineRequest = {
+    task: entry.config.task,
+    text: input,
+    language: query.get('language') ?? undefined,
+    voiceId: query.get('voice') ?? undefined,
+    liveAudio: body,
+    options,
+  };
+  let firstAudioAt: number | undefined;
+  let text = '';
+  return streamedInference(ctx, {
+    modelId,
+    request,
+    busyTimeoutMs,
+    format: streamFormat,
+    headers: { Connection: 'close' },
+    cleanup: () => body.close(),
+    async onEvent(event, out) {
+      if (event.type === 'text' && returnText && event.delta) {
+        text += event.delta;
+        await out.event({ type: 'speech.text.delta', delta: event.delta });
+      } else if (event.type === 'audio') {
+        firstAudioAt ??= performance.now();
+        const pcm = encodePcm16(event.audio);
+        if (streamFormat === 'audio') await out.bytes(pcm);
+        else await out.event({ type: 'speech.audio.delta', audio: pcm.toString('base64') });
+      }
+    },
+    async finish(outcome, out) {
+      if (firstAudioAt === undefined)
+        throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio delta events`);
+      if (streamFormat !== 'sse') return;
+      if (returnText) {
+        const full = outcome.result.text ?? text;
+        if (!full) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);
+        await out.event({ type: 'speech.text.done', text: full });
+      }
+      const inputEnd = body.completedAt ?? performance.now();
+      const gap = firstAudioAt - inputEnd;
+      await out.event({
+        type: 'speech.audio.done',
+        timing: {
+          // From the end of the input to the first audio; null when audio came before the input ended.
+          ttft_ms: gap >= 0 ? Math.round(gap) : null,
+          first_audio_before_input_end: gap < 0,
+          request_start_to_first_audio_ms: Math.round(firstAudioAt - started),
+          input_end_ms: Math.round(inputEnd - started),
+          overlap_ms: gap < 0 ? Math.round(-gap) : 0,
+        },
+      });
+    },
+  });
+}
+
+export const speechRoutes: Route[] = [
+  { method: 'POST', path: '/v1/audio/speech', handler: speech },
+  { method: 'POST', path: '/v1/audio/speech/live', handler: speechLive },
+];

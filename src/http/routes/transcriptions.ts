@@ -19,6 +19,7 @@ import {
   requestBusyTimeout,
   requireString,
 } from '../fields.js';
+import { type LiveBody, liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
 import { isMultipart, readMultipart } from '../multipart.js';
 import { buildOptions } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
@@ -128,7 +129,7 @@ async function transcriptions(ctx: RouteContext) {
   const format = optionalEnum(fields, 'response_format', ['json', 'text'] as const) ?? 'json';
   if (parsed.stream) {
     requireStreamingMode(ctx.runtime.get(modelId).config);
-    return streamTranscription(ctx, parsed);
+    return streamTranscription(ctx, parsed.modelId, parsed.request, parsed.busyTimeoutMs);
   }
   const outcome = await ctx.runtime.infer(modelId, parsed.request, {
     busyTimeoutMs: parsed.busyTimeoutMs,
@@ -175,16 +176,24 @@ async function details(ctx: RouteContext) {
  * none sends its whole text as one delta at the end), then `transcript.text.done`; diarization
  * models send `diarization.delta` with the turns closed so far, then `diarization.done`.
  */
-function streamTranscription(ctx: RouteContext, parsed: ParsedTranscription) {
-  const diarization = ctx.runtime.get(parsed.modelId).config.task === 'diar';
+function streamTranscription(
+  ctx: RouteContext,
+  modelId: string,
+  request: EngineRequest,
+  busyTimeoutMs: number | undefined,
+  live?: { body: LiveBody },
+) {
+  const diarization = ctx.runtime.get(modelId).config.task === 'diar';
   let firstMs: number | undefined;
   let streamedText = '';
   let streamedTurns = 0;
   return streamedInference(ctx, {
-    modelId: parsed.modelId,
-    request: parsed.request,
-    busyTimeoutMs: parsed.busyTimeoutMs,
+    modelId,
+    request,
+    busyTimeoutMs,
     format: 'sse',
+    // After a live body fails, node:http would otherwise read the rest of it to keep the connection.
+    ...(live ? { headers: { Connection: 'close' }, cleanup: () => live.body.close() } : {}),
     async onEvent(event, out, sinceStartMs) {
       if (event.type === 'text' && event.delta && !diarization) {
         firstMs ??= sinceStartMs;
@@ -218,7 +227,7 @@ function streamTranscription(ctx: RouteContext, parsed: ParsedTranscription) {
         return;
       }
       const text = outcome.result.text;
-      if (text === undefined) throw new VoxdError('E_ENGINE', `model '${parsed.modelId}' produced no text`);
+      if (text === undefined) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);
       let ttftMs = ttft;
       if (streamedText === '' && text !== '') {
         await out.event({ type: 'transcript.text.delta', delta: text });
@@ -284,8 +293,44 @@ async function batchTranscriptions(ctx: RouteContext) {
   });
 }
 
+/**
+ * POST /v1/audio/transcriptions/live: raw PCM in a chunked request body (format from the query),
+ * transcribed as it arrives, answered with the same SSE events as a streamed transcription. The
+ * body is opened before anything is awaited, so its chunk sizes are checked from the first byte.
+ */
+async function transcriptionsLive(ctx: RouteContext) {
+  const { req, url, runtime, config } = ctx;
+  const query = url.searchParams;
+  const modelId = query.get('model');
+  if (!modelId) throw invalidRequest("model: the 'model' query parameter is required");
+  // Parameter errors on a live route are 400s, an unknown model included (as in audio.cpp).
+  if (!runtime.has(modelId)) throw invalidRequest(`model: unknown model id: ${modelId}`);
+  const entry = runtime.get(modelId);
+  requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/audio/transcriptions/live');
+  requireStreamingMode(entry.config);
+  const format = parseLivePcmFormat(query);
+  const busyTimeoutMs = requestBusyTimeout({}, url);
+  const body = openLiveBody(req, {
+    format,
+    limits: liveIngestLimits(config.live_ingest, entry.config.live_ingest),
+    signal: ctx.signal,
+    label: 'live transcription',
+  });
+  const language = query.get('language') || undefined;
+  const options = { ...entry.config.default_request_options, ...(language ? { language } : {}) };
+  const request: EngineRequest = {
+    task: entry.config.task,
+    liveAudio: body,
+    text: query.get('prompt') ?? undefined,
+    language,
+    options,
+  };
+  return streamTranscription(ctx, modelId, request, busyTimeoutMs, { body });
+}
+
 export const transcriptionRoutes: Route[] = [
   { method: 'POST', path: '/v1/audio/transcriptions', handler: transcriptions },
   { method: 'POST', path: '/v1/audio/transcriptions/details', handler: details },
   { method: 'POST', path: '/v1/batches/transcriptions', handler: batchTranscriptions },
+  { method: 'POST', path: '/v1/audio/transcriptions/live', handler: transcriptionsLive },
 ];
