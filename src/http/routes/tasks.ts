@@ -203,7 +203,6 @@ function finalEvent(outcome: InferenceOutcome): Record<string, unknown> {
 async function batch(ctx: RouteContext) {
   const body = await readJsonObject(ctx);
   const modelId = requireString(body, 'model');
-  const entry = ctx.runtime.get(modelId);
   const requests = body['requests'];
   if (!Array.isArray(requests) || requests.length === 0)
     throw invalidRequest(
