@@ -176,13 +176,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     min_free_memory_mb: count('min_free_memory_mb', 0),
     live_ingest: {
       ...LIVE_INGEST_DEFAULTS,
-      ...read('live_ingest', {}, (s) => {
-        notices.push({
-          key: s.key,
-          message: `${s.key}: the live routes are not in this version of voxd; the limits are checked and kept for them`,
-        });
-        return parseLiveIngest(s.value, s.key);
-      }),
+      ...read('live_ingest', {}, (s) => parseLiveIngest(s.value, s.key)),
     },
     frontend_listener: read('frontend_listener', '', (s) => {
       const listener = expectString(s.value, s.key);
