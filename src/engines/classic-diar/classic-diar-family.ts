@@ -9,8 +9,10 @@ import type {
   LoadSpec,
   ParamRow,
   RunContext,
+  SpeakerTurn,
 } from '../types.js';
 import type { DiarJob, DiarReply, DiarWorkerData } from './diar-worker.js';
+import type { Turn } from './diarize.js';
 
 const WORKER_URL = new URL('./diar-worker.js', import.meta.url);
 const CAPACITY = 4;
@@ -26,6 +28,13 @@ interface SessionSettings {
   numSpeakers?: number;
 }
 
+const speakerTurn = ({ start, end, speaker, confidence }: Turn): SpeakerTurn => ({
+  start_sample: start,
+  end_sample: end,
+  speaker_id: speaker,
+  confidence,
+});
+
 class ClassicDiarSession extends WorkerEngineSession<Omit<DiarJob, 'id'>, DiarReply> {
   constructor(
     id: string,
@@ -34,7 +43,11 @@ class ClassicDiarSession extends WorkerEngineSession<Omit<DiarJob, 'id'>, DiarRe
     super(id, WORKER_URL, settings.worker);
   }
 
-  async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
+  /**
+   * With a listener (a streamed response), the streaming variant: each speech segment's turns are
+   * sent as soon as it is decided (see diarizeOnline), and the result is those turns.
+   */
+  async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
     const numSpeakers =
       numberOption(request.options, 'num_speakers', {
         where: 'options.',
@@ -43,21 +56,20 @@ class ClassicDiarSession extends WorkerEngineSession<Omit<DiarJob, 'id'>, DiarRe
         integer: true,
       }) ?? this.settings.numSpeakers;
     const samples = inputSamples(request, 'diarization');
+    const onTurns = (event: unknown) =>
+      onEvent?.({
+        type: 'turns',
+        turns: (event as { turns: Turn[] }).turns.map(speakerTurn),
+        sampleRate: SAMPLE_RATE,
+      });
     const reply = await this.worker.call(
-      { samples, numSpeakers, threshold: this.settings.threshold },
+      { samples, numSpeakers, threshold: this.settings.threshold, online: onEvent !== undefined },
       signal,
       [samples.buffer],
+      onEvent ? onTurns : undefined,
     );
     if (!reply.ok) throw new Error(reply.message);
-    return {
-      text: '',
-      speakerTurns: reply.turns.map(({ start, end, speaker, confidence }) => ({
-        start_sample: start,
-        end_sample: end,
-        speaker_id: speaker,
-        confidence,
-      })),
-    };
+    return { text: '', speakerTurns: reply.turns.map(speakerTurn) };
   }
 }
 

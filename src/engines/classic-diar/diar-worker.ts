@@ -4,7 +4,7 @@
  */
 import { engineData, serveJobs } from '../engine-port.js';
 import { createDetector, type VadSettings } from '../silero-vad/detect.js';
-import { diarize, type Turn } from './diarize.js';
+import { diarize, diarizeOnline, type Turn } from './diarize.js';
 
 export interface DiarWorkerData {
   vad: VadSettings;
@@ -18,6 +18,8 @@ export interface DiarJob {
   samples: Float32Array;
   numSpeakers?: number;
   threshold: number;
+  /** Decide each segment as soon as it is heard, emitting `{ turns }` (the streaming variant). */
+  online?: boolean;
 }
 
 export type DiarReply = { id: number; ok: true; turns: Turn[] } | { id: number; ok: false; message: string };
@@ -25,11 +27,11 @@ export type DiarReply = { id: number; ok: true; turns: Turn[] } | { id: number; 
 const settings = engineData<DiarWorkerData>();
 const detect = createDetector(settings.vad);
 
-serveJobs((job: DiarJob) => {
-  const turns = diarize(job.samples, detect(job.samples), {
-    numSpeakers: job.numSpeakers,
-    threshold: job.threshold,
-    maxWindow: settings.maxWindow,
-  });
+serveJobs((job: DiarJob, emit) => {
+  const options = { numSpeakers: job.numSpeakers, threshold: job.threshold, maxWindow: settings.maxWindow };
+  const segments = detect(job.samples);
+  const turns = job.online
+    ? diarizeOnline(job.samples, segments, options, (closed) => emit({ turns: closed }))
+    : diarize(job.samples, segments, options);
   return { turns };
 });

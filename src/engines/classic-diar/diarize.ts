@@ -6,7 +6,7 @@
  * neighbouring windows of one segment in the same cluster are joined back into one turn. Pure and
  * synchronous: it runs inside the session's worker thread.
  */
-import { type ClusterOptions, centroidsOf, clampSimilarity, cluster, nearest } from './cluster.js';
+import { type ClusterOptions, centroidsOf, clampSimilarity, cluster, dot, nearest } from './cluster.js';
 import { embed, SAMPLE_RATE } from './fbank.js';
 
 export interface Span {
@@ -95,11 +95,21 @@ export function diarize(samples: Float32Array, segments: readonly Span[], option
     return { label, confidence: clampSimilarity(similarity) };
   });
 
-  // Speakers are numbered in order of first appearance; neighbouring windows of one segment merge.
-  const number = new Map<number, number>();
+  return joinTurns(windows.map((window, i) => ({ ...window, ...placed[i]! })));
+}
+
+/**
+ * Labelled windows (in time order) as turns: speakers numbered in order of first appearance,
+ * neighbouring windows of one segment with the same speaker joined into one turn.
+ */
+function joinTurns(
+  windows: readonly (Span & { segment: number; label: number; confidence: number })[],
+  /** Label to speaker id, kept across calls when turns are made piece by piece. */
+  number = new Map<number, number>(),
+): Turn[] {
   const turns: (Turn & { segment: number; pieces: number })[] = [];
-  windows.forEach((window, i) => {
-    const { label, confidence } = placed[i]!;
+  for (const window of windows) {
+    const { label, confidence } = window;
     let speaker = number.get(label);
     if (speaker === undefined) {
       speaker = number.size;
@@ -120,11 +130,59 @@ export function diarize(samples: Float32Array, segments: readonly Span[], option
         pieces: 1,
       });
     }
-  });
+  }
   return turns.map(({ start, end, speaker, confidence: sum, pieces }) => ({
     start,
     end,
     speaker,
     confidence: Math.round((sum / pieces) * 1000) / 1000,
   }));
+}
+
+/**
+ * The streaming variant: each speech segment is decided as soon as it has been heard, so its turns
+ * can be sent on while later audio is still processed. Each window joins the most similar speaker
+ * so far (a running mean direction) when the similarity reaches the threshold, or when
+ * `numSpeakers` speakers already exist; otherwise it starts a new speaker. Cheaper than the
+ * offline clustering, and less accurate: a decision is never revisited.
+ */
+export function diarizeOnline(
+  samples: Float32Array,
+  segments: readonly Span[],
+  options: DiarizeOptions,
+  emit: (turns: Turn[]) => void,
+): Turn[] {
+  const sums: Float32Array[] = [];
+  const all: Turn[] = [];
+  const numbering = new Map<number, number>();
+  let labelled: (Span & { segment: number; label: number; confidence: number })[] = [];
+  segments.forEach((segment, index) => {
+    for (const window of windowsOf(samples, segment, options.maxWindow)) {
+      const embedding = embed(samples, window.start, window.end);
+      if (!embedding) continue;
+      const centroids = sums.map((sum) => {
+        const norm = Math.sqrt(dot(sum, sum)) || 1;
+        return sum.map((x) => x / norm);
+      });
+      const best = centroids.length > 0 ? nearest(embedding, centroids) : undefined;
+      const full = options.numSpeakers !== undefined && sums.length >= options.numSpeakers;
+      let label: number;
+      if (best && (best.similarity >= options.threshold || full)) label = best.label;
+      else {
+        label = sums.length;
+        sums.push(new Float32Array(embedding.length));
+      }
+      const sum = sums[label]!;
+      for (let d = 0; d < sum.length; d++) sum[d] = sum[d]! + embedding[d]!;
+      const confidence = best && label === best.label ? clampSimilarity(best.similarity) : 1;
+      labelled.push({ ...window, segment: index, label, confidence });
+    }
+    const turns = joinTurns(labelled, numbering);
+    labelled = [];
+    if (turns.length > 0) {
+      all.push(...turns);
+      emit(turns);
+    }
+  });
+  return all;
 }

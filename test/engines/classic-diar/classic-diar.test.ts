@@ -79,6 +79,7 @@ describe('classic_diar', () => {
       models: [
         { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
         { id: 'diar', family: 'classic_diar', task: 'diar', lazy: true },
+        { id: 'diar-stream', family: 'classic_diar', task: 'diar', mode: 'streaming', lazy: true },
       ],
     });
   });
@@ -147,6 +148,38 @@ describe('classic_diar', () => {
       t.diagnostic(`DER ${(score.der * 100).toFixed(1)} % ${JSON.stringify(score)}`);
       assert.ok(score.der <= 0.1, `DER ${score.der}`);
     });
+
+  test('streamed: turns arrive segment by segment as they are decided; DER <= 15 % with the count unknown', async (t) => {
+    const { samples, truth } = await conversation(['rms', 'slt']);
+    const form = new FormData();
+    form.append('model', 'diar-stream');
+    form.append('stream', 'true');
+    form.append('file', new Blob([encodeWav({ samples, sampleRate: RATE, channels: 1 })]), 'talk.wav');
+    const res = await request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
+    assert.equal(res.status, 200, res.body.toString());
+    const events = res.body
+      .toString('utf8')
+      .split('\n\n')
+      .filter(Boolean)
+      .map((frame) => frame.slice(6));
+    assert.equal(events.at(-1), '[DONE]');
+    const parsed = events.slice(0, -1).map((e) => JSON.parse(e) as { type: string; speaker_turns: Turn[] });
+    const deltas = parsed.filter((e) => e.type === 'diarization.delta');
+    const done = parsed.at(-1)!;
+    assert.equal(done.type, 'diarization.done');
+    assert.ok(
+      deltas.length >= 5,
+      `${deltas.length} deltas: turns are sent as segments close, not at the end`,
+    );
+    assert.deepEqual(
+      deltas.flatMap((d) => d.speaker_turns),
+      done.speaker_turns,
+    );
+    checkTurns(done.speaker_turns, samples.length);
+    const score = diarizationError(truth, hypothesis(done.speaker_turns), samples.length);
+    t.diagnostic(`streamed DER ${(score.der * 100).toFixed(1)} % ${JSON.stringify(score)}`);
+    assert.ok(score.der <= 0.15, `DER ${score.der}`);
+  });
 
   test('a turn change inside one speech segment (0.1 s pause) is still found', async (t) => {
     // Every other pause is too short for the VAD to split, so segments hold two turns each.
