@@ -36,6 +36,7 @@ export interface ContractModel {
   slots?: number;
   lazy?: boolean;
   task?: string;
+  mode?: 'offline' | 'streaming';
   load_options?: Record<string, string>;
 }
 
@@ -67,6 +68,7 @@ export class ContractServer {
       family: 'fixture',
       path: '.',
       task: spec.task ?? 'asr',
+      ...(spec.mode ? { mode: spec.mode } : {}),
       ...(this.parallel ? { slots: spec.slots ?? 1 } : {}),
       load_options: {
         load_gate: this.gates.get(id)?.load.path ?? join(this.gateDir, `load-${id}`),
@@ -233,6 +235,7 @@ export async function contractServer(
       family: 'fixture',
       path: '.',
       task: m.task ?? 'asr',
+      ...(m.mode ? { mode: m.mode } : {}),
       lazy: m.lazy ?? true,
       load_options: {
         load_gate: gates.get(m.id)!.load.path,
