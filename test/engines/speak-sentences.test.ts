@@ -18,7 +18,7 @@ test('sentences: cut after sentence marks and line breaks; pieces with nothing t
   assert.deepEqual(sentences('  '), []);
 });
 
-test('speakSentences: emits each sentence as made, skips silent ones, returns their concatenation', async () => {
+test('speakSentences: emits each sentence (text, then audio) as made, skips silent ones, returns their concatenation', async () => {
   const events: EngineEvent[] = [];
   const tone = (n: number): Audio => ({
     samples: new Float32Array(n).fill(n),
@@ -31,9 +31,10 @@ test('speakSentences: emits each sentence as made, skips silent ones, returns th
     (e) => events.push(e),
     () => 'nothing',
   );
+  // Each sentence's text, then its audio; the skipped sentence sends neither.
   assert.deepEqual(
-    events.map((e) => (e.type === 'audio' ? e.audio.samples.length : -1)),
-    [4, 6],
+    events.map((e) => (e.type === 'audio' ? e.audio.samples.length : e.type === 'text' ? e.delta : e.type)),
+    ['One.', 4, ' Three?', 6],
   );
   assert.equal(audio.samples.length, 10);
   assert.equal(audio.samples[0], 4);
