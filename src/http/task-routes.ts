@@ -1,6 +1,8 @@
 /** Which task tokens and modes each inference route serves. */
 import type { ModelConfig, TaskToken } from '../config/types.js';
 import { invalidRequest } from '../errors.js';
+import type { ModelEntry } from '../runtime/model-entry.js';
+import type { Runtime } from '../runtime/runtime.js';
 
 export function requireTask(model: ModelConfig, tasks: readonly TaskToken[], route: string): void {
   if (!tasks.includes(model.task)) {
@@ -17,4 +19,23 @@ export function requireStreamingMode(model: ModelConfig): void {
       `stream: model '${model.id}' is configured mode "${model.mode}"; streamed responses need a model entry with "mode": "streaming"`,
     );
   }
+}
+
+/**
+ * The model a live route's query names. Parameter errors on a live route are 400s, an unknown
+ * model included (as in audio.cpp); the model must serve the route's tasks and be a streaming one.
+ */
+export function liveModel(
+  runtime: Runtime,
+  query: URLSearchParams,
+  tasks: readonly TaskToken[],
+  route: string,
+): ModelEntry {
+  const modelId = query.get('model');
+  if (!modelId) throw invalidRequest("model: the 'model' query parameter is required");
+  if (!runtime.has(modelId)) throw invalidRequest(`model: unknown model id: ${modelId}`);
+  const entry = runtime.get(modelId);
+  requireTask(entry.config, tasks, route);
+  requireStreamingMode(entry.config);
+  return entry;
 }

@@ -11,7 +11,7 @@ import { liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
 import { streamedInference } from '../streamed-inference.js';
-import { requireStreamingMode, requireTask } from '../task-routes.js';
+import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
 import { resolveVoice } from '../voice.js';
 
 const SPEECH_TASKS: readonly TaskToken[] = ['tts', 'clon', 'vdes'];
@@ -120,15 +120,7 @@ function streamSpeech(
 
 /** Query options passed through to the engine on /v1/audio/speech/live (reference §1.5). */
 const LIVE_SPEECH_OPTIONS = [
-  'seed',
-  'temperature',
-  'top_k',
-  'top_p',
-  'max_tokens',
-  'max_steps',
-  'repetition_penalty',
-  'guidance_scale',
-  'num_inference_steps',
+  ...SPEECH_KNOBS,
   'reference_text',
   'voice_id',
   'system_prompt',
@@ -158,12 +150,8 @@ function queryFlagValue(query: URLSearchParams, name: string): boolean | undefin
 async function speechLive(ctx: RouteContext) {
   const { req, url, runtime, config } = ctx;
   const query = url.searchParams;
-  const modelId = query.get('model');
-  if (!modelId) throw invalidRequest("model: the 'model' query parameter is required");
-  if (!runtime.has(modelId)) throw invalidRequest(`model: unknown model id: ${modelId}`);
-  const entry = runtime.get(modelId);
-  requireTask(entry.config, [...SPEECH_TASKS, ...AUDIO_DRIVEN], '/v1/audio/speech/live');
-  requireStreamingMode(entry.config);
+  const entry = liveModel(runtime, query, [...SPEECH_TASKS, ...AUDIO_DRIVEN], '/v1/audio/speech/live');
+  const modelId = entry.config.id;
   const input = query.get('input') ?? undefined;
   if (!input && !AUDIO_DRIVEN.includes(entry.config.task))
     throw invalidRequest("input: live speech requires an 'input' query parameter (the text to speak)");

@@ -24,7 +24,7 @@ import { isMultipart, readMultipart } from '../multipart.js';
 import { buildOptions } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
 import { streamedInference } from '../streamed-inference.js';
-import { requireStreamingMode, requireTask } from '../task-routes.js';
+import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
 
 const TRANSCRIPTION_TASKS: readonly TaskToken[] = ['asr', 'diar'];
 
@@ -301,13 +301,8 @@ async function batchTranscriptions(ctx: RouteContext) {
 async function transcriptionsLive(ctx: RouteContext) {
   const { req, url, runtime, config } = ctx;
   const query = url.searchParams;
-  const modelId = query.get('model');
-  if (!modelId) throw invalidRequest("model: the 'model' query parameter is required");
-  // Parameter errors on a live route are 400s, an unknown model included (as in audio.cpp).
-  if (!runtime.has(modelId)) throw invalidRequest(`model: unknown model id: ${modelId}`);
-  const entry = runtime.get(modelId);
-  requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/audio/transcriptions/live');
-  requireStreamingMode(entry.config);
+  const entry = liveModel(runtime, query, TRANSCRIPTION_TASKS, '/v1/audio/transcriptions/live');
+  const modelId = entry.config.id;
   const format = parseLivePcmFormat(query);
   const busyTimeoutMs = requestBusyTimeout({}, url);
   const body = openLiveBody(req, {
