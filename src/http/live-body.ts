@@ -497,9 +497,11 @@ class LiveBodyReader implements LiveBody {
     const available = this.#carry.length + this.#queuedBytes;
     if (available >= this.#frameBytes) return { value: this.#decodeQueued(available), done: false };
     if (!this.#complete) return undefined;
-    if (this.#carry.length > 0) {
-      const stray = this.#carry.length;
-      this.#carry = Buffer.alloc(0);
+    // Less than a frame left, whether carried from the last yield or queued since (a last chunk
+    // shorter than a frame, arriving after the previous yield was taken).
+    if (available > 0) {
+      const stray = available;
+      this.#dropQueue();
       this.#error = invalidRequest(
         `live body: the body ends with ${stray} bytes that are not a whole frame` +
           ` (${this.#frameBytes} bytes: ${this.format.channels} channel(s) of ${this.format.sampleFormat})`,

@@ -56,17 +56,23 @@ async function* conformEach(pieces: AsyncIterable<Audio>, need: AudioFormat): As
   for await (const piece of pieces) yield conformAudio(piece, need);
 }
 
-/** All of a live input, for an engine that can only take audio whole. */
+/**
+ * All of a live input, for an engine that can only take audio whole: the pieces as the client sent
+ * them, joined, then converted once, exactly as an uploaded file is (converting piece by piece
+ * would round each piece's length and filter each edge as if silence lay beyond it).
+ */
 async function collect(pieces: AsyncIterable<Audio>, need: AudioFormat): Promise<Audio> {
-  const parts: Float32Array[] = [];
-  for await (const piece of pieces) parts.push(piece.samples);
-  const samples = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  const parts: Audio[] = [];
+  for await (const piece of pieces) parts.push(piece);
+  const first = parts[0];
+  if (!first) return { samples: new Float32Array(0), sampleRate: need.sampleRate, channels: need.channels };
+  const samples = new Float32Array(parts.reduce((n, p) => n + p.samples.length, 0));
   let at = 0;
   for (const part of parts) {
-    samples.set(part, at);
-    at += part.length;
+    samples.set(part.samples, at);
+    at += part.samples.length;
   }
-  return { samples, sampleRate: need.sampleRate, channels: need.channels };
+  return conformAudioAsync({ samples, sampleRate: first.sampleRate, channels: first.channels }, need);
 }
 
 /** A request's place on a model: one lease, for one run. */
@@ -219,11 +225,10 @@ export class Runtime {
       const need = pool.weights.audioInput;
       let result: EngineResult;
       if (request.liveAudio) {
-        const live = conformEach(request.liveAudio, need);
         result = session.runLive
-          ? await session.runLive({ ...request, liveAudio: live }, context)
+          ? await session.runLive({ ...request, liveAudio: conformEach(request.liveAudio, need) }, context)
           : await session.run(
-              { ...request, liveAudio: undefined, audio: await collect(live, need) },
+              { ...request, liveAudio: undefined, audio: await collect(request.liveAudio, need) },
               context,
             );
       } else {
