@@ -3,6 +3,8 @@
  * Handlers return a Reply; this module writes it, so every response takes the same path.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { ServerConfig } from '../config/types.js';
 import { notFound, VoxdError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -74,13 +76,47 @@ async function writeStream(
   logFault: (err: unknown) => void,
 ): Promise<void> {
   const out = new EventStream(res, reply.format, config.live_ingest.send_timeout_ms, signal);
+  const socket = res.socket;
+  if (socket) streamingSockets.add(socket);
   try {
     await reply.run(out);
   } catch (err) {
     if (!out.started) throw err;
     if (toHttp(err).internal) logFault(err);
     await out.fail(err);
+  } finally {
+    if (socket) streamingSockets.delete(socket);
   }
+}
+
+/** Sockets whose response is a stream in progress (see onClientError). */
+const streamingSockets = new WeakSet<Socket>();
+
+/** How long a stream may take to report a broken request body before its connection is dropped. */
+const STREAM_ERROR_GRACE_MS = 2000;
+
+const CLIENT_ERROR_RESPONSES: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
+  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+};
+
+/**
+ * node:http's parser failed on a connection (malformed request, or a live body with broken chunk
+ * framing or cut off). By default node destroys the connection at once, so a live stream could
+ * not report why; here a connection whose response is a stream is left to the stream, which sees
+ * the same error through its body reader, writes the SSE error event and closes the connection
+ * (dropped anyway after a grace period). Other connections get node's default answer.
+ */
+function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (streamingSockets.has(socket as Socket)) {
+    setTimeout(() => socket.destroy(), STREAM_ERROR_GRACE_MS).unref();
+    return;
+  }
+  if (socket.writable && (socket as Socket).bytesWritten === 0) {
+    const status = CLIENT_ERROR_RESPONSES[err.code ?? ''] ?? '400 Bad Request';
+    socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
+  }
+  socket.destroy(err);
 }
 
 export interface HttpFrontEnd {
@@ -159,6 +195,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   // node:http ends any request still sending its body after 300 s; a live body is bounded by its
   // own live_ingest limits (total_timeout_ms defaults to 600 s), so that cut-off is lifted.
   server.requestTimeout = 0;
+  server.on('clientError', onClientError);
   return {
     server,
     drain: () =>

@@ -9,11 +9,10 @@
  * - The limits (idle_timeout_ms, total_timeout_ms, max_body_bytes, max_chunk_bytes) fail while the
  *   connection is healthy, so the stream ends properly (terminating chunk) with an SSE
  *   `{"type":"error",...}` event naming the limit, and no `done` / `[DONE]`.
- * - Malformed chunk framing is also a parse error for node:http, whose default clientError handling
- *   destroys the connection; a body cut off before its terminating zero chunk (the client
- *   half-closes) ends the same way (node's parser fails the request at EOF). Either way the
- *   connection is simply closed: the response stops without its terminating chunk, and without
- *   `done` / `[DONE]`.
+ * - Malformed chunk framing, and a body cut off before its terminating zero chunk (the client
+ *   half-closes but still reads), are parse errors for node:http; voxd's clientError handler leaves
+ *   such a connection to its stream, which ends with an SSE error event naming the problem (no
+ *   `done` / `[DONE]`) and closes it. A client that resets the connection gets nothing, of course.
  */
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
@@ -333,6 +332,17 @@ function assertLimitError(res: RawResponse, route: LiveRoute, limit: string): vo
   assert.equal(res.complete, true, 'the error event is followed by the terminating chunk');
 }
 
+/** A stream ended by a broken body: one SSE error event naming the problem, no `done`, no [DONE]. */
+function assertBodyError(res: RawResponse, route: LiveRoute, problem: RegExp): void {
+  assert.equal(res.status, 200, res.body.toString());
+  const events = sseEvents(res.body);
+  assertNoDone(events, route);
+  const last = events.at(-1) as { type: string; error: { message: string; type: string } } | undefined;
+  assert.equal(last?.type, 'error', JSON.stringify(events));
+  assert.equal(last.error.type, 'invalid_request_error');
+  assert.match(last.error.message, problem);
+}
+
 /** Answers of a raw request as the helpers' HttpResult (for badRequest and friends). */
 function asResult(res: RawResponse): HttpResult {
   const json = res.headers['content-type']?.includes('application/json')
@@ -570,29 +580,22 @@ for (const parallel of [false, true]) {
         await assertRecovered(s, parallel, route, `${route.task}-size`);
       });
 
-      test(`${route.name}: malformed chunk framing: the connection is simply closed`, async () => {
+      test(`${route.name}: malformed chunk framing ends with an SSE error event naming it`, async () => {
         const client = new LiveClient(s.url, target(route, route.task));
         await client.chunk(SHORT_PCM);
         await client.headers();
         await client.write('zz\r\n').catch(() => undefined);
-        const res = await client.finished();
-        assert.equal(res.status, 200);
-        // The headers only: node:http destroys the connection before any event can be written.
-        assert.deepEqual(sseEvents(res.body), []);
-        assert.equal(res.complete, false, 'no terminating chunk');
+        // node:http's parser fails on the bad size line; the stream still reports it before closing.
+        assertBodyError(await client.finished(), route, /malformed chunked framing/);
         await assertRecovered(s, parallel, route, route.task);
       });
 
-      test(`${route.name}: a body cut off before its terminating chunk: the connection is simply closed`, async () => {
+      test(`${route.name}: a body cut off before its terminating chunk ends with an SSE error event`, async () => {
         const client = new LiveClient(s.url, target(route, route.task));
         await client.chunk(SHORT_PCM);
         await client.headers();
-        client.socket.end(); // half-close: the body ends without its zero chunk
-        const res = await client.finished();
-        assert.equal(res.status, 200);
-        // node:http's parser fails the request at the end of input and destroys the connection.
-        assert.deepEqual(sseEvents(res.body), []);
-        assert.equal(res.complete, false, 'no terminating chunk');
+        client.socket.end(); // half-close: the body ends without its zero chunk, the client still reads
+        assertBodyError(await client.finished(), route, /closed before the terminating zero-length chunk/);
         await assertRecovered(s, parallel, route, route.task);
       });
 
@@ -770,4 +773,25 @@ describe('live routes with real engines (pocketsphinx_asr, flite_tts)', () => {
     assert.equal(timing.first_audio_before_input_end, false);
     assert.ok(Number.isInteger(timing.ttft_ms));
   });
+});
+
+test('a malformed request that is not a stream still gets a plain 400 and a closed connection', async () => {
+  const s = await startServer({ models: [fixtureModel('m')] });
+  try {
+    const { port } = new URL(s.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () =>
+        socket.write('GET /health HTTP/1.1\r\nHost: x\r\nNot A Header Line\r\n\r\n'),
+      );
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk.toString('latin1');
+      });
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    assert.match(answer, /^HTTP\/1\.1 400 Bad Request\r\nConnection: close\r\n/);
+  } finally {
+    await s.close();
+  }
 });
