@@ -10,6 +10,9 @@ import { createHttpServer } from './http/server.js';
 import { Runtime } from './runtime/runtime.js';
 import type { Clock } from './util/clock.js';
 
+/** How long cancelled requests have to send their answer before a shutdown cuts the connections. */
+const CUT_GRACE_MS = 300;
+
 export interface StartOptions {
   config: ServerConfig;
   catalog?: EngineCatalog;
@@ -23,8 +26,14 @@ export interface Voxd {
   server: Server;
   /** `http://host:port` actually bound (port 0 picks a free one). */
   url: string;
-  /** Stops accepting, waits for requests in flight, unloads every model. A second call joins the first. */
+  /**
+   * Shuts down: stops accepting, refuses queued work (503), lets running requests finish within
+   * `shutdown_timeout_ms`, then cancels them and cuts every connection, and unloads every model.
+   * A second call joins the first.
+   */
   close(): Promise<void>;
+  /** Cancels running requests and cuts every connection now (a second signal). */
+  abandon(why: string): void;
 }
 
 export async function startVoxd(options: StartOptions): Promise<Voxd> {
@@ -37,7 +46,8 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     log,
   });
   await runtime.start();
-  const { server, drain } = createHttpServer(runtime, config, { log, logRequests: config.log });
+  const http = createHttpServer(runtime, config, { log, logRequests: config.log });
+  const { server } = http;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -54,10 +64,22 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     url: `http://${host}:${address.port}`,
     close() {
       closing ??= (async () => {
-        await drain();
-        await runtime.close();
+        // The runtime first: from here on readiness says not-ready and queued work is refused.
+        const runtimeClosed = runtime.close(config.shutdown_timeout_ms);
+        const deadline = config.shutdown_timeout_ms;
+        // Cancelled requests get a moment to answer their 503 before every connection is cut.
+        const cutTimer = deadline > 0 ? setTimeout(() => http.cut(), deadline + CUT_GRACE_MS) : undefined;
+        try {
+          await Promise.all([http.drain(), runtimeClosed]);
+        } finally {
+          clearTimeout(cutTimer);
+        }
       })();
       return closing;
+    },
+    abandon(why) {
+      runtime.cancelRunning(why);
+      setTimeout(() => http.cut(), CUT_GRACE_MS).unref();
     },
   };
 }

@@ -37,6 +37,8 @@ Timeouts and residency:
   --busy-timeout-ms <ms>        max wait for a busy model, 0 = unbounded (default 300000)
   --max-loaded-models <n>       LRU limit on resident models, 0 = no limit (default 0)
   --idle-unload-ms <ms>         unload idle models after this long, 0 = off (default 0)
+  --shutdown-timeout-ms <ms>    on SIGTERM/SIGINT, how long running requests may finish before they
+                                are cancelled, 0 = no limit (default 30000)
   --min-free-memory-mb <mb>     refuse loads below this free memory, 0 = off (default 0)
   --parallel-jobs               experimental parallel runtime; enables per-model slots (default off)
 
@@ -87,6 +89,7 @@ const VALUE_FLAGS = new Map<string, ValueFlag>(
     '--busy-timeout-ms': integer('busy_timeout_ms'),
     '--max-loaded-models': integer('max_loaded_models'),
     '--idle-unload-ms': integer('idle_unload_ms'),
+    '--shutdown-timeout-ms': integer('shutdown_timeout_ms'),
     '--min-free-memory-mb': integer('min_free_memory_mb'),
     '--cors-origins': text('cors_origins'),
     '--log-file': (out, value, flag) => {

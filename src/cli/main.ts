@@ -30,6 +30,9 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
+/** How long a cancelled shutdown may take to dispose of engines before the process exits anyway. */
+const SHUTDOWN_MARGIN_MS = 2000;
+
 async function serve(argv: string[]): Promise<void> {
   const args = parseServeArgs(argv);
   if (args.help) return void process.stdout.write(SERVE_HELP);
@@ -49,14 +52,33 @@ async function serve(argv: string[]): Promise<void> {
 
   let voxd: Voxd | undefined;
   let stopping = false;
+  /**
+   * The last resort that bounds a shutdown: an engine stuck in native code on a thread cannot be
+   * interrupted, and must not keep the process alive past its deadline.
+   */
+  const exitBy = (ms: number) =>
+    setTimeout(() => {
+      log(`shutdown: work still running after the deadline was abandoned; exiting`);
+      process.exit(0);
+    }, ms).unref();
   const stop = (signal: string) => {
-    if (stopping || !voxd) {
-      // A second signal, or one during startup (nothing admitted yet): exit at once.
+    if (!voxd) {
+      // During startup nothing is admitted yet: exit at once.
       log(`${signal}: exiting now`);
       process.exit(130);
     }
+    if (stopping) {
+      log(`${signal} again: cancelling running requests and closing every connection`);
+      voxd.abandon(`a second ${signal} skipped the wait`);
+      exitBy(SHUTDOWN_MARGIN_MS);
+      return;
+    }
     stopping = true;
-    log(`${signal}: draining requests and unloading models (send ${signal} again to exit at once)`);
+    const deadline = config.shutdown_timeout_ms;
+    log(
+      `${signal}: draining: queued requests refused, running ones have ${deadline > 0 ? `${deadline} ms` : 'no limit'} to finish (send ${signal} again to cancel them)`,
+    );
+    if (deadline > 0) exitBy(deadline + SHUTDOWN_MARGIN_MS);
     voxd.close().then(
       () => process.exit(0),
       (err: unknown) => fail(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`, 1),

@@ -28,6 +28,7 @@ export interface CliOverrides {
   busy_timeout_ms?: number;
   max_loaded_models?: number;
   idle_unload_ms?: number;
+  shutdown_timeout_ms?: number;
   min_free_memory_mb?: number;
   ui?: boolean;
   ui_management?: boolean;
@@ -66,6 +67,7 @@ const FILE_KEYS = new Set([
   'busy_timeout_ms',
   'max_loaded_models',
   'idle_unload_ms',
+  'shutdown_timeout_ms',
   'min_free_memory_mb',
   'live_ingest',
   'model_spec_override',
@@ -82,6 +84,7 @@ const FLAGS = {
   busy_timeout_ms: '--busy-timeout-ms',
   max_loaded_models: '--max-loaded-models',
   idle_unload_ms: '--idle-unload-ms',
+  shutdown_timeout_ms: '--shutdown-timeout-ms',
   min_free_memory_mb: '--min-free-memory-mb',
   ui: '--ui',
   ui_management: '--ui-management',
@@ -173,6 +176,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     busy_timeout_ms: count('busy_timeout_ms', 300_000),
     max_loaded_models: count('max_loaded_models', 0),
     idle_unload_ms: count('idle_unload_ms', 0),
+    shutdown_timeout_ms: count('shutdown_timeout_ms', 30_000),
     min_free_memory_mb: count('min_free_memory_mb', 0),
     live_ingest: {
       ...LIVE_INGEST_DEFAULTS,

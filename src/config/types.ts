@@ -86,6 +86,8 @@ export interface ServerConfig {
   busy_timeout_ms: number;
   max_loaded_models: number;
   idle_unload_ms: number;
+  /** How long a shutdown lets running requests finish before it cancels them; 0 waits without limit. */
+  shutdown_timeout_ms: number;
   min_free_memory_mb: number;
   live_ingest: LiveIngestConfig;
   model_spec_override?: string;

@@ -122,10 +122,13 @@ function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
 export interface HttpFrontEnd {
   server: Server;
   /**
-   * Stops accepting connections and makes every later response close its connection, so
-   * keep-alive clients do not hold the shutdown open; resolves once every connection has ended.
+   * Stops accepting connections, drops connections that have no request in progress (idle
+   * keep-alive ones, and ones still sending a request's headers), and makes every later response
+   * close its connection; resolves once every connection has ended.
    */
   drain(): Promise<void>;
+  /** Destroys every connection now (a shutdown's deadline): stalled I/O cannot hold it open. */
+  cut(): void;
 }
 
 export function createHttpServer(runtime: Runtime, config: ServerConfig, options: HttpOptions): HttpFrontEnd {
@@ -185,12 +188,23 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       }
     }
   };
+  // Connections and whether a request is in progress on them, so a drain can drop the others.
+  const connections = new Map<Socket, number>();
   const server = createServer((req, res) => {
+    const socket = req.socket;
+    connections.set(socket, (connections.get(socket) ?? 0) + 1);
+    res.on('close', () => {
+      if (connections.has(socket)) connections.set(socket, Math.max(0, connections.get(socket)! - 1));
+    });
     handle(req, res).catch((err: unknown) => {
       // Last line of defence: a request never takes the process down.
       options.log(`unhandled error: ${describeError(err)}`);
       res.destroy();
     });
+  });
+  server.on('connection', (socket: Socket) => {
+    connections.set(socket, 0);
+    socket.on('close', () => connections.delete(socket));
   });
   // node:http ends any request still sending its body after 300 s; a live body is bounded by its
   // own live_ingest limits (total_timeout_ms defaults to 600 s), so that cut-off is lifted.
@@ -203,7 +217,10 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         draining = true;
         server.close(() => resolve());
         server.closeIdleConnections();
+        // A connection with no request in progress is idle or still sending headers: nothing to finish.
+        for (const [socket, requests] of connections) if (requests === 0) socket.destroy();
       }),
+    cut: () => server.closeAllConnections(),
   };
 }
 

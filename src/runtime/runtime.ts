@@ -109,6 +109,8 @@ export class Runtime {
   readonly #clock: Clock;
   readonly #log: (message: string) => void;
   readonly #shutdown = new AbortController();
+  /** Aborted when a shutdown gives up on running requests: every engine call listens to it. */
+  readonly #cancel = new AbortController();
   readonly #entryContext: EntryContext;
   #closing: Promise<void> | undefined;
 
@@ -216,12 +218,13 @@ export class Runtime {
     request: EngineRequest,
     options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
   ): Promise<InferenceOutcome> {
-    const pool = await entry.ensureReady(options.signal);
+    const signal = AbortSignal.any([options.signal, this.#cancel.signal]);
+    const pool = await entry.ensureReady(signal);
     const { session, slot, checkin } = entry.checkout(pool);
     const started = performance.now();
     entry.touch();
     try {
-      const context = { signal: options.signal, onEvent: options.onEvent };
+      const context = { signal, onEvent: options.onEvent };
       const need = pool.weights.audioInput;
       let result: EngineResult;
       if (request.liveAudio) {
@@ -245,7 +248,7 @@ export class Runtime {
         inputSampleRate: pool.weights.audioInput.sampleRate,
       };
     } catch (err) {
-      if (options.signal.aborted) throw options.signal.reason;
+      if (signal.aborted) throw signal.reason;
       throw engineFailure(`model '${entry.config.id}' failed`, err);
     } finally {
       checkin();
@@ -347,17 +350,44 @@ export class Runtime {
     return this.get(id).presets;
   }
 
+  /** True once a shutdown began: readiness probes answer not-ready, new work is refused. */
+  get closing(): boolean {
+    return this.#closing !== undefined;
+  }
+
   /**
-   * Stops taking work, stops the idle timer, waits for work already admitted on each model and
-   * unloads it. A second call joins the first.
+   * The shutdown: takes no new work, sends every queued request and waiting manager away (503),
+   * lets the running requests finish for up to `deadlineMs` (0: without limit), then cancels what
+   * still runs through its AbortSignal (a thread is terminated, a runner process killed), and
+   * unloads every model. A second call joins the first.
    */
-  close(): Promise<void> {
+  close(deadlineMs = this.config.shutdown_timeout_ms): Promise<void> {
     this.#closing ??= (async () => {
       this.residency.stopIdleTimer();
-      await Promise.allSettled([...this.#entries.values()].map((entry) => this.#unloadEntry(entry)));
+      const refusal = new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down; the request was not started');
+      for (const entry of this.#entries.values()) entry.scheduler.refuseWaiting(refusal);
+      const unloads = Promise.allSettled(
+        [...this.#entries.values()].map((entry) => this.#unloadEntry(entry)),
+      );
+      const timer =
+        deadlineMs > 0
+          ? setTimeout(() => this.cancelRunning(`it ran past shutdown_timeout_ms=${deadlineMs}`), deadlineMs)
+          : undefined;
+      try {
+        await unloads;
+      } finally {
+        clearTimeout(timer);
+      }
       this.#shutdown.abort(new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down'));
     })();
     return this.#closing;
+  }
+
+  /** Cancels every running request now (a shutdown's deadline, or a second signal). */
+  cancelRunning(why: string): void {
+    this.#cancel.abort(
+      new VoxdError('E_SHUTTING_DOWN', `voxd is shutting down: the request was cancelled because ${why}`),
+    );
   }
 
   async #unloadEntry(entry: ModelEntry, signal?: AbortSignal): Promise<boolean> {

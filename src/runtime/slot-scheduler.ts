@@ -39,6 +39,8 @@ interface Waiter {
   readonly kind: LeaseKind;
   readonly enqueuedAt: number;
   grant(): void;
+  /** Sends the waiter away with `reason`; it leaves the queue holding nothing. */
+  refuse(reason: unknown): void;
 }
 
 class SchedulerLease implements Lease {
@@ -136,6 +138,7 @@ export class SlotScheduler {
           cleanup();
           resolve(this.#grant(kind));
         },
+        refuse: (reason) => leave(reason),
       };
       this.#queue.push(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -152,6 +155,11 @@ export class SlotScheduler {
         }, timeoutMs);
       }
     });
+  }
+
+  /** Sends every waiter (requests and managers) away with `reason` (a shutdown); leases held stay. */
+  refuseWaiting(reason: unknown): void {
+    for (const waiter of [...this.#queue]) waiter.refuse(reason);
   }
 
   /** Takes the manager lease only if the model is entirely idle; never waits (eviction, idle retirement). */

@@ -50,6 +50,7 @@ test('a minimal config gets every default', () => {
     busy_timeout_ms: 300000,
     max_loaded_models: 0,
     idle_unload_ms: 0,
+    shutdown_timeout_ms: 30000,
     min_free_memory_mb: 0,
     live_ingest: {
       idle_timeout_ms: 30000,

@@ -1,22 +1,31 @@
-/** GET /health, GET /v1/models and GET /v1/audio/voices: what the server holds, read from the runtime's own state. */
+/** GET /health, GET /ready, GET /v1/models and GET /v1/audio/voices: what the server holds, read from the runtime's own state. */
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { VoxdError } from '../../errors.js';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
 import { queryFlag } from '../fields.js';
 import type { Route, RouteContext } from '../route.js';
 import { isLibraryVoiceFile } from '../voice.js';
 
+/** 503 once a shutdown began, so a load balancer stops sending work at once. */
 async function health({ runtime, config }: RouteContext) {
   return {
+    status: runtime.closing ? 503 : 200,
     json: {
-      status: 'ok',
+      status: runtime.closing ? 'shutting_down' : 'ok',
       backend: 'cpu',
       models: runtime.size,
       ui: config.ui,
       ui_management: config.ui_management,
     },
   };
+}
+
+/** A readiness probe: 200 while voxd takes work, 503 from the moment a shutdown begins. */
+async function ready({ runtime }: RouteContext) {
+  if (runtime.closing) throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new work');
+  return { json: { status: 'ready' } };
 }
 
 async function models({ runtime, url }: RouteContext) {
@@ -69,6 +78,7 @@ async function voices({ runtime, config, url }: RouteContext) {
 
 export const modelRoutes: Route[] = [
   { method: 'GET', path: '/health', handler: health },
+  { method: 'GET', path: '/ready', handler: ready },
   { method: 'GET', path: '/v1/models', handler: models },
   { method: 'GET', path: '/v1/audio/voices', handler: voices },
 ];
