@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   E_SHUTTING_DOWN: { status: 503, type: 'server_busy' },
   /** An engine failed to load, prepare or run. */
   E_ENGINE: { status: 500, type: 'server_error' },
+  /** A request ran past max_inference_ms and was cancelled. */
+  E_INFERENCE_TIMEOUT: { status: 504, type: 'timeout_error' },
   /** The client went away; nothing is written back. */
   E_CLIENT_GONE: { status: 499, type: 'client_closed_request' },
   /** A fault inside voxd itself. */

@@ -39,6 +39,7 @@ Timeouts and residency:
   --idle-unload-ms <ms>         unload idle models after this long, 0 = off (default 0)
   --shutdown-timeout-ms <ms>    on SIGTERM/SIGINT, how long running requests may finish before they
                                 are cancelled, 0 = no limit (default 30000)
+  --max-inference-ms <ms>       cancel (504) a request running longer, 0 = off (default 0)
   --min-free-memory-mb <mb>     refuse loads below this free memory, 0 = off (default 0)
   --parallel-jobs               experimental parallel runtime; enables per-model slots (default off)
 
@@ -90,6 +91,7 @@ const VALUE_FLAGS = new Map<string, ValueFlag>(
     '--max-loaded-models': integer('max_loaded_models'),
     '--idle-unload-ms': integer('idle_unload_ms'),
     '--shutdown-timeout-ms': integer('shutdown_timeout_ms'),
+    '--max-inference-ms': integer('max_inference_ms'),
     '--min-free-memory-mb': integer('min_free_memory_mb'),
     '--cors-origins': text('cors_origins'),
     '--log-file': (out, value, flag) => {

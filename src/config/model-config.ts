@@ -79,6 +79,7 @@ const MODEL_KEYS = new Set([
   'mode',
   'lazy',
   'busy_timeout_ms',
+  'max_inference_ms',
   'live_ingest',
   'config',
   'weight',
@@ -140,6 +141,8 @@ export function parseModelConfig(
 
   const busyTimeout = optional('busy_timeout_ms', (v, k) => expectInteger(v, k, { min: 0 }));
   if (busyTimeout !== undefined) model.busy_timeout_ms = busyTimeout;
+  const maxInference = optional('max_inference_ms', (v, k) => expectInteger(v, k, { min: 0 }));
+  if (maxInference !== undefined) model.max_inference_ms = maxInference;
   const liveIngest = optional('live_ingest', parseLiveIngest);
   if (liveIngest !== undefined) model.live_ingest = liveIngest;
   const configId = optional('config', (v, k) => expectString(v, k));

@@ -29,6 +29,7 @@ export interface CliOverrides {
   max_loaded_models?: number;
   idle_unload_ms?: number;
   shutdown_timeout_ms?: number;
+  max_inference_ms?: number;
   min_free_memory_mb?: number;
   ui?: boolean;
   ui_management?: boolean;
@@ -68,6 +69,7 @@ const FILE_KEYS = new Set([
   'max_loaded_models',
   'idle_unload_ms',
   'shutdown_timeout_ms',
+  'max_inference_ms',
   'min_free_memory_mb',
   'live_ingest',
   'model_spec_override',
@@ -85,6 +87,7 @@ const FLAGS = {
   max_loaded_models: '--max-loaded-models',
   idle_unload_ms: '--idle-unload-ms',
   shutdown_timeout_ms: '--shutdown-timeout-ms',
+  max_inference_ms: '--max-inference-ms',
   min_free_memory_mb: '--min-free-memory-mb',
   ui: '--ui',
   ui_management: '--ui-management',
@@ -177,6 +180,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     max_loaded_models: count('max_loaded_models', 0),
     idle_unload_ms: count('idle_unload_ms', 0),
     shutdown_timeout_ms: count('shutdown_timeout_ms', 30_000),
+    max_inference_ms: count('max_inference_ms', 0),
     min_free_memory_mb: count('min_free_memory_mb', 0),
     live_ingest: {
       ...LIVE_INGEST_DEFAULTS,

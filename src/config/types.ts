@@ -55,6 +55,8 @@ export interface ModelConfig {
   lazy: boolean;
   /** Model ceiling for busy timeouts; undefined means the server default applies. */
   busy_timeout_ms?: number;
+  /** This model's inference watchdog; undefined means the server's max_inference_ms applies. */
+  max_inference_ms?: number;
   live_ingest?: Partial<LiveIngestConfig>;
   config?: string;
   weight?: string;
@@ -88,6 +90,8 @@ export interface ServerConfig {
   idle_unload_ms: number;
   /** How long a shutdown lets running requests finish before it cancels them; 0 waits without limit. */
   shutdown_timeout_ms: number;
+  /** A request running longer is cancelled (504); 0 = no limit. A model's own value wins. */
+  max_inference_ms: number;
   min_free_memory_mb: number;
   live_ingest: LiveIngestConfig;
   model_spec_override?: string;

@@ -24,6 +24,15 @@ export type Isolation = 'thread' | 'process';
 
 const PROCESS_ENTRY = new URL('./engine-process.js', import.meta.url);
 
+/**
+ * The engine itself died (its runner process exited or was killed by a native fault, or its
+ * thread threw an uncaught error) while serving a call: not the request's fault, and the model
+ * may be broken, so the runtime unloads it and reports the reason.
+ */
+export class EngineCrashed extends Error {
+  override readonly name = 'EngineCrashed';
+}
+
 /** What a call needs from a thread or a process: both are emitters of message, error and exit. */
 interface Runner {
   events: EventEmitter;
@@ -111,14 +120,17 @@ export class EngineWorker<J extends object, R extends Reply> {
       const onFailure = (err: Error) => {
         cleanup();
         discard();
-        reject(err);
+        reject(new EngineCrashed(`engine ${this.isolation} failed: ${err.message}`, { cause: err }));
       };
-      const onExit = (code: number | null, signalName?: string | null) =>
-        onFailure(
-          new Error(
+      const onExit = (code: number | null, signalName?: string | null) => {
+        cleanup();
+        discard();
+        reject(
+          new EngineCrashed(
             `engine ${this.isolation} exited ${signalName ? `on signal ${signalName}` : `with code ${code}`}`,
           ),
         );
+      };
       const onAbort = () => {
         cleanup();
         discard();

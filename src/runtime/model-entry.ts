@@ -37,6 +37,7 @@ export class ModelEntry {
   #activity: ManagerActivity | null = null;
   #generation = 0;
   #lastUsedAt: number;
+  #lastError: string | undefined;
   readonly #ctx: EntryContext;
 
   constructor(
@@ -56,6 +57,14 @@ export class ModelEntry {
 
   get config(): ModelConfig {
     return this.#config;
+  }
+  /** Why a fault last took this model down (shown in status until it loads again). */
+  get lastError(): string | undefined {
+    return this.#lastError;
+  }
+  /** Records a fault of this model's engine (its runner died); the runtime then unloads it. */
+  fail(reason: string): void {
+    this.#lastError = reason;
   }
   get family(): EngineFamily {
     return this.#family;
@@ -182,6 +191,7 @@ export class ModelEntry {
         const pool = await this.#build();
         // Publish while the residency guard is still held, so the next guarded load counts this model.
         this.#transition({ kind: 'ready', pool });
+        this.#lastError = undefined;
         this.touch();
         return pool;
       })

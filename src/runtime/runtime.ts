@@ -11,6 +11,7 @@ import { conformAudio } from '../audio/convert.js';
 import type { Audio } from '../audio/types.js';
 import type { ModelConfig, ServerConfig } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
+import { EngineCrashed } from '../engines/engine-worker.js';
 import type {
   AudioFormat,
   EngineEvent,
@@ -94,6 +95,8 @@ export interface ModelStatus {
   path: string;
   loaded: boolean;
   state: string;
+  /** Why the model was last unloaded by a fault (its engine crashed); gone once it loads again. */
+  last_error?: string;
   slots?: number;
   active_slots?: number;
   queued_requests?: number;
@@ -218,7 +221,14 @@ export class Runtime {
     request: EngineRequest,
     options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
   ): Promise<InferenceOutcome> {
-    const signal = AbortSignal.any([options.signal, this.#cancel.signal]);
+    const maxMs = entry.config.max_inference_ms ?? this.config.max_inference_ms;
+    const watchdog = maxMs > 0 ? AbortSignal.timeout(maxMs) : undefined;
+    const signal = AbortSignal.any([options.signal, this.#cancel.signal, ...(watchdog ? [watchdog] : [])]);
+    const overran = () =>
+      new VoxdError(
+        'E_INFERENCE_TIMEOUT',
+        `model '${entry.config.id}': the request ran past max_inference_ms=${maxMs} and was cancelled`,
+      );
     const pool = await entry.ensureReady(signal);
     const { session, slot, checkin } = entry.checkout(pool);
     const started = performance.now();
@@ -248,7 +258,9 @@ export class Runtime {
         inputSampleRate: pool.weights.audioInput.sampleRate,
       };
     } catch (err) {
+      if (watchdog?.aborted && !options.signal.aborted) throw overran();
       if (signal.aborted) throw signal.reason;
+      if (err instanceof EngineCrashed) this.#retireCrashed(entry, err.message);
       throw engineFailure(`model '${entry.config.id}' failed`, err);
     } finally {
       checkin();
@@ -341,6 +353,7 @@ export class Runtime {
         loaded: entry.loaded,
         path: c.path,
         state: entry.activity ?? entry.state.kind,
+        ...(entry.lastError ? { last_error: entry.lastError } : {}),
         session_options: c.session_options,
       };
     });
@@ -393,6 +406,20 @@ export class Runtime {
   async #unloadEntry(entry: ModelEntry, signal?: AbortSignal): Promise<boolean> {
     const lease = await entry.scheduler.acquire('manager', { timeoutMs: 0, signal });
     return entry.manage(lease, 'unloading', () => entry.unload());
+  }
+
+  /**
+   * A session's engine died: the model is unloaded (after the work still running on its other
+   * slots) with the reason shown as `last_error`, and the next request loads it afresh.
+   */
+  #retireCrashed(entry: ModelEntry, reason: string): void {
+    entry.fail(reason);
+    this.#log(`model '${entry.id}': ${reason}; unloading it (the next request reloads it)`);
+    void this.#unloadEntry(entry).catch((err: unknown) =>
+      this.#log(
+        `model '${entry.id}': unloading after a crash failed: ${err instanceof Error ? err.message : String(err)}`,
+      ),
+    );
   }
 
   #refuseWhenClosing(): void {
