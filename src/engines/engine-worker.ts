@@ -16,9 +16,10 @@ interface Reply {
 }
 
 /**
- * Where a session's engine code runs. Threads are cheap and share the server's memory; a process
- * costs a Node runtime (about 40 MB) but scales better for engines that churn memory (its own heap
- * and address space), and a stuck native call in it can be killed.
+ * Where a session's engine code runs. A process costs a Node runtime (about 40-60 MB) and a copy of
+ * the audio through a pipe, but a native fault kills only it, a call stuck in native code can be
+ * stopped by killing it, and its own heap keeps one slot on one core: every real engine uses one.
+ * Threads (cheap, zero-copy) remain for engine code that cannot crash or hang.
  */
 export type Isolation = 'thread' | 'process';
 
@@ -159,7 +160,7 @@ export abstract class WorkerEngineSession<J extends object, R extends Reply> imp
     readonly id: string,
     url: URL,
     data: unknown,
-    isolation: Isolation = 'thread',
+    isolation: Isolation = 'process',
   ) {
     this.worker = new EngineWorker(url, data, isolation);
   }
