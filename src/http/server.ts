@@ -194,7 +194,12 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     const socket = req.socket;
     connections.set(socket, (connections.get(socket) ?? 0) + 1);
     res.on('close', () => {
-      if (connections.has(socket)) connections.set(socket, Math.max(0, connections.get(socket)! - 1));
+      if (!connections.has(socket)) return;
+      const left = Math.max(0, connections.get(socket)! - 1);
+      connections.set(socket, left);
+      // A keep-alive connection whose last response was delivered during a drain has nothing more
+      // to do (a stream's headers went out before the drain, without Connection: close).
+      if (draining && left === 0) socket.destroySoon();
     });
     handle(req, res).catch((err: unknown) => {
       // Last line of defence: a request never takes the process down.
@@ -206,6 +211,12 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     connections.set(socket, 0);
     socket.on('close', () => connections.delete(socket));
   });
+  // server.close() calls this. node's own version also destroys a connection whose response was
+  // ended but is still being delivered (a large body, a slow reader), losing a finished response;
+  // voxd closes only the connections with no request in progress, by its own count.
+  server.closeIdleConnections = () => {
+    for (const [socket, requests] of connections) if (requests === 0) socket.destroy();
+  };
   // node:http ends any request still sending its body after 300 s; a live body is bounded by its
   // own live_ingest limits (total_timeout_ms defaults to 600 s), so that cut-off is lifted.
   server.requestTimeout = 0;
@@ -215,10 +226,9 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     drain: () =>
       new Promise<void>((resolve) => {
         draining = true;
+        // Stops listening and closes every connection with no request in progress (idle, or still
+        // sending headers: nothing to finish) through closeIdleConnections above.
         server.close(() => resolve());
-        server.closeIdleConnections();
-        // A connection with no request in progress is idle or still sending headers: nothing to finish.
-        for (const [socket, requests] of connections) if (requests === 0) socket.destroy();
       }),
     cut: () => server.closeAllConnections(),
   };

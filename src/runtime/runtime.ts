@@ -281,6 +281,8 @@ export class Runtime {
     this.#checkTask(config);
     const family = this.#family(config);
     const presets = await resolvePresets(config);
+    // A shutdown may have begun while the presets were read: it would not see this registration.
+    this.#refuseWhenClosing();
     const existing = this.#entries.get(config.id);
     if (!existing) {
       const entry = new ModelEntry(config, family, presets, this.#entryContext);
@@ -396,11 +398,18 @@ export class Runtime {
     return this.#closing;
   }
 
-  /** Cancels every running request now (a shutdown's deadline, or a second signal). */
+  /**
+   * Cancels every running request now (a shutdown's deadline, or a second signal), and every load
+   * in progress: a load that never ends would otherwise keep its model's unload, and the
+   * shutdown, waiting.
+   */
   cancelRunning(why: string): void {
-    this.#cancel.abort(
-      new VoxdError('E_SHUTTING_DOWN', `voxd is shutting down: the request was cancelled because ${why}`),
+    const reason = new VoxdError(
+      'E_SHUTTING_DOWN',
+      `voxd is shutting down: the request was cancelled because ${why}`,
     );
+    this.#cancel.abort(reason);
+    this.#shutdown.abort(reason);
   }
 
   async #unloadEntry(entry: ModelEntry, signal?: AbortSignal): Promise<boolean> {

@@ -205,6 +205,8 @@ export interface ContractOptions {
   busy_timeout_ms?: number;
   max_loaded_models?: number;
   idle_unload_ms?: number;
+  /** How long a shutdown lets running work finish (the server default, 30 s, when absent). */
+  shutdown_timeout_ms?: number;
   clock?: import('../../src/util/clock.js').Clock;
   parallel?: boolean;
 }
@@ -252,6 +254,9 @@ export async function contractServer(
       busy_timeout_ms: options.busy_timeout_ms ?? 0,
       max_loaded_models: options.max_loaded_models ?? 0,
       idle_unload_ms: options.idle_unload_ms ?? 0,
+      ...(options.shutdown_timeout_ms === undefined
+        ? {}
+        : { shutdown_timeout_ms: options.shutdown_timeout_ms }),
       models: config,
     },
     { parallel, clock: options.clock },
