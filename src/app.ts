@@ -24,7 +24,7 @@ export interface StartOptions {
 export interface Voxd {
   runtime: Runtime;
   server: Server;
-  /** `http://host:port` actually bound (port 0 picks a free one). */
+  /** `http://host:port` (or `https://`) actually bound (port 0 picks a free one). */
   url: string;
   /**
    * Shuts down: stops accepting, refuses queued work (503), lets running requests finish within
@@ -61,7 +61,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   return {
     runtime,
     server,
-    url: `http://${host}:${address.port}`,
+    url: `${config.tls ? 'https' : 'http'}://${host}:${address.port}`,
     close() {
       closing ??= (async () => {
         // The runtime first: from here on readiness says not-ready and queued work is refused.

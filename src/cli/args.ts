@@ -46,6 +46,8 @@ Timeouts and residency:
 Paths (relative to the current directory):
   --model-spec-override <path>  model spec JSON file or folder of <family>.json
   --voice-dir <dir>             voice library folder of *.wav files
+  --tls-cert <file>             serve HTTPS with this PEM certificate chain (with --tls-key)
+  --tls-key <file>              the PEM private key of --tls-cert
 
 Frontends (not supported by voxd; any non-empty value is an error):
   --frontend-listener <name>    frontend listener name (default "")
@@ -101,6 +103,8 @@ const VALUE_FLAGS = new Map<string, ValueFlag>(
     '--device': integer('device'),
     '--threads': integer('threads'),
     '--voice-dir': text('voice_dir'),
+    '--tls-cert': text('tls_cert_file'),
+    '--tls-key': text('tls_key_file'),
     '--model-spec-override': text('model_spec_override'),
     '--frontend-listener': text('frontend_listener'),
     '--frontend-option': (out, value, flag) => {

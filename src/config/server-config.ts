@@ -42,6 +42,8 @@ export interface CliOverrides {
   device?: number;
   threads?: number;
   voice_dir?: string;
+  tls_cert_file?: string;
+  tls_key_file?: string;
   model_spec_override?: string;
   frontend_listener?: string;
   frontend_options?: Record<string, string>;
@@ -74,6 +76,8 @@ const FILE_KEYS = new Set([
   'live_ingest',
   'model_spec_override',
   'voice_dir',
+  'tls_cert_file',
+  'tls_key_file',
   'frontend_listener',
   'frontend_options',
   'models',
@@ -96,6 +100,8 @@ const FLAGS = {
   device: '--device',
   threads: '--threads',
   voice_dir: '--voice-dir',
+  tls_cert_file: '--tls-cert',
+  tls_key_file: '--tls-key',
   model_spec_override: '--model-spec-override',
   frontend_listener: '--frontend-listener',
 } as const satisfies Partial<Record<keyof CliOverrides, string>>;
@@ -213,6 +219,18 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
   if (specOverride !== undefined) config.model_spec_override = specOverride;
   const voiceDir = read('voice_dir', undefined, parseVoiceDir);
   if (voiceDir !== undefined) config.voice_dir = voiceDir;
+  const cert = read('tls_cert_file', undefined, parsePemFile);
+  const key = read('tls_key_file', undefined, parsePemFile);
+  if ((cert === undefined) !== (key === undefined)) {
+    const [given, missing] =
+      cert === undefined ? ['tls_key_file', 'tls_cert_file'] : ['tls_cert_file', 'tls_key_file'];
+    throw ConfigError.rejected(
+      given,
+      (cert ?? key)!.path,
+      `HTTPS needs both tls_cert_file and tls_key_file; ${missing} is missing`,
+    );
+  }
+  if (cert !== undefined && key !== undefined) config.tls = { cert, key };
 
   // Without a config file voxd serves the embedded models (lazily); with one, exactly its models.
   const models = configFile === undefined ? [...EMBEDDED_MODELS] : file['models'];
@@ -273,6 +291,19 @@ function parseBackend(s: Source, notices: ConfigNotice[]): Backend {
     });
   }
   return backend;
+}
+
+/** A PEM file (certificate or key) read at startup, so a bad path stops startup with its name. */
+function parsePemFile(s: Source): { path: string; pem: string } {
+  const file = path.resolve(s.base, expectString(s.value, s.key, { nonEmpty: true }));
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch {
+    throw ConfigError.rejected(s.key, s.value, `cannot read ${file}`);
+  }
+  if (!pem.includes('-----BEGIN ')) throw ConfigError.rejected(s.key, s.value, `${file} is not a PEM file`);
+  return { path: file, pem };
 }
 
 function parseVoiceDir(s: Source): string {

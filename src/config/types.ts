@@ -96,6 +96,8 @@ export interface ServerConfig {
   live_ingest: LiveIngestConfig;
   model_spec_override?: string;
   voice_dir?: string;
+  /** HTTPS instead of HTTP: the certificate chain and private key, read at startup. */
+  tls?: { cert: { path: string; pem: string }; key: { path: string; pem: string } };
   frontend_listener: string;
   frontend_options: OptionMap;
   /** Selects the parallel runtime once at startup (`--parallel-jobs`). */

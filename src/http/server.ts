@@ -3,6 +3,7 @@
  * Handlers return a Reply; this module writes it, so every response takes the same path.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ServerConfig } from '../config/types.js';
@@ -190,7 +191,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   };
   // Connections and whether a request is in progress on them, so a drain can drop the others.
   const connections = new Map<Socket, number>();
-  const server = createServer((req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
     connections.set(socket, (connections.get(socket) ?? 0) + 1);
     res.on('close', () => {
@@ -206,8 +207,13 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       options.log(`unhandled error: ${describeError(err)}`);
       res.destroy();
     });
-  });
-  server.on('connection', (socket: Socket) => {
+  };
+  // HTTPS is the same server behind TLS: one handler, one drain, one error path for both.
+  const server: Server = config.tls
+    ? createHttpsServer({ cert: config.tls.cert.pem, key: config.tls.key.pem }, listener)
+    : createServer(listener);
+  // For HTTPS, requests arrive on the TLS socket, which exists once the handshake is done.
+  server.on(config.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
     connections.set(socket, 0);
     socket.on('close', () => connections.delete(socket));
   });

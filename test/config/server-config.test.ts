@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { type CliOverrides, loadServerConfig } from '../../src/config/server-config.js';
 import { expectConfigError } from '../helpers/config.js';
 
@@ -51,6 +52,7 @@ test('a minimal config gets every default', () => {
     max_loaded_models: 0,
     idle_unload_ms: 0,
     shutdown_timeout_ms: 30000,
+    max_inference_ms: 0,
     min_free_memory_mb: 0,
     live_ingest: {
       idle_timeout_ms: 30000,
@@ -512,4 +514,29 @@ test('relative CLI paths resolve against the cwd', () => {
   assert.equal(config.voice_dir, path.join(dir, 'voices'));
   assert.equal(config.model_spec_override, path.resolve(process.cwd(), 'specs'));
   assert.equal(config.log_file, path.resolve(process.cwd(), 'logs/voxd.log'));
+});
+
+test('tls_cert_file and tls_key_file: both or neither, readable PEM files, resolved against the config folder', () => {
+  const tls = fileURLToPath(new URL('../../../test/fixtures/tls/', import.meta.url));
+  const cert = `${tls}cert.pem`;
+  const key = `${tls}key.pem`;
+  const { config } = load({ tls_cert_file: cert, tls_key_file: key });
+  assert.equal(config.tls?.cert.path, cert);
+  assert.match(config.tls!.key.pem, /BEGIN PRIVATE KEY/);
+  assert.equal(load({}).config.tls, undefined);
+  expectConfigError(() => load({ tls_cert_file: cert }), 'tls_cert_file', cert, 'tls_key_file is missing');
+  expectConfigError(() => load({ tls_key_file: key }), 'tls_key_file', key, 'tls_cert_file is missing');
+  expectConfigError(
+    () => load({ tls_cert_file: '/nonexistent.pem', tls_key_file: key }),
+    'tls_cert_file',
+    '/nonexistent.pem',
+    'cannot read',
+  );
+  const notPem = fileURLToPath(import.meta.url);
+  expectConfigError(
+    () => load({ tls_cert_file: notPem, tls_key_file: key }),
+    'tls_cert_file',
+    notPem,
+    'not a PEM file',
+  );
 });

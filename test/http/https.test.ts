@@ -1,0 +1,80 @@
+/**
+ * [time.custom-listener] HTTPS is another listener on the same ownership and drain path: requests
+ * and streams over TLS, and a shutdown that refuses queued work, lets the running request finish
+ * and closes the TLS connections like plain ones. The certificate is a committed self-signed test
+ * pair for 127.0.0.1 (test/fixtures/tls; `openssl req -x509 ...`, valid for 100 years).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { fixtureModel, startServer, waitUntil } from '../helpers/voxd.js';
+
+const TLS = fileURLToPath(new URL('../../../test/fixtures/tls/', import.meta.url));
+const CA = readFileSync(`${TLS}cert.pem`);
+
+/** One HTTPS request trusting the test certificate; its own connection. */
+function call(url: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${url}${path}`,
+      {
+        method: body === undefined ? 'GET' : 'POST',
+        ca: CA,
+        agent: false,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+test('[time.custom-listener] an HTTPS listener serves, streams and drains through the same path', async () => {
+  const s = await startServer({
+    tls_cert_file: `${TLS}cert.pem`,
+    tls_key_file: `${TLS}key.pem`,
+    busy_timeout_ms: 0,
+    models: [
+      fixtureModel('m'),
+      fixtureModel('tts', { task: 'tts', mode: 'streaming', default_request_options: { chunks: '2' } }),
+    ],
+  });
+  try {
+    assert.match(s.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal((await call(s.url, '/ready')).status, 200);
+    const stream = await call(s.url, '/v1/audio/speech', { model: 'tts', input: 'secure', stream: true });
+    assert.equal(stream.status, 200);
+    assert.match(stream.text, /speech\.audio\.delta[\s\S]*speech\.audio\.done[\s\S]*data: \[DONE\]/);
+
+    // A shutdown: the running request finishes, the queued one is refused, the listener closes.
+    const gate = s.gate('tls-run');
+    const running = call(s.url, '/v1/tasks/run', { model: 'm', text: 'x', options: { run_gate: gate.path } });
+    await waitUntil('the request runs', () => s.fixture.record.of('m', 'run-start').length === 1);
+    const queued = call(s.url, '/v1/tasks/run', { model: 'm', text: 'y' });
+    await waitUntil(
+      'the second request queues',
+      () => s.voxd.runtime.get('m').scheduler.snapshot().queuedRequests === 1,
+    );
+    const closing = s.voxd.close();
+    const refused = await queued;
+    assert.equal(refused.status, 503);
+    assert.match(refused.text, /shutting down/);
+    await assert.rejects(call(s.url, '/health'), /ECONNREFUSED/);
+    await gate.open();
+    assert.equal((await running).status, 200);
+    await closing;
+  } finally {
+    await s.close();
+  }
+});
