@@ -179,7 +179,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         return;
       }
       // An unread request body (413, early 4xx) would otherwise be parsed as the next request.
-      if (!req.complete) res.setHeader('Connection', 'close');
+      if (!req.complete && hasBody(req)) res.setHeader('Connection', 'close');
       writeReply(res, { status: mapped.status, json: mapped.body }, draining);
     } finally {
       if (options.logRequests) {
@@ -238,6 +238,12 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       }),
     cut: () => server.closeAllConnections(),
   };
+}
+
+/** Whether a request carries a body (one that may be left unread when it is refused early). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 function describeError(err: unknown): string {
