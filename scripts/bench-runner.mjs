@@ -33,4 +33,6 @@ console.log('|---|---:|---:|---:|');
 for (const r of rows)
   console.log(`| ${r.isolation} | ${r.startupMs.toFixed(1)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} |`);
 const [thread, runner] = rows;
-console.log(`\nA runner process adds ${(runner.p50 - thread.p50).toFixed(2)} ms at the median (${(runner.p99 - thread.p99).toFixed(2)} ms at p99).`);
+console.log(
+  `\nA runner process adds ${(runner.p50 - thread.p50).toFixed(2)} ms at the median (${(runner.p99 - thread.p99).toFixed(2)} ms at p99).`,
+);
