@@ -7,9 +7,16 @@ import { join } from 'node:path';
 
 const runs = Number(process.argv[2] ?? 20);
 const SUITES = ['dist/test/runtime', 'dist/test/contract'];
-const HTTP = ['lifecycle', 'management', 'residency', 'busy-timeout'].map(
-  (n) => `dist/test/http/${n}.test.js`,
-);
+const HTTP = [
+  'lifecycle',
+  'management',
+  'residency',
+  'busy-timeout',
+  'streaming',
+  'batches',
+  'live-routes',
+  'https',
+].map((n) => `dist/test/http/${n}.test.js`);
 
 function files(dir) {
   return readdirSync(dir).flatMap((name) => {
