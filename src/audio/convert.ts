@@ -163,27 +163,106 @@ function designFilter(src: number, dst: number): Filter {
 }
 
 function runFilter(filter: Filter, input: Float32Array, frames: number, out: Float32Array): void {
-  const { whole, step, den, taps, half, phases, exact, bank } = filter;
-  let base = 0; // integer input position
-  let acc = 0; // fractional input position, in units of 1/den (exact integer arithmetic: no drift)
+  const position = { base: 0, acc: 0 };
   for (let j = 0; j < out.length; j++) {
-    const first = base - (half - 1);
-    if (exact) {
-      out[j] = dot(bank, acc * taps, input, frames, first, taps);
-    } else {
-      const pos = (acc * phases) / den;
-      const row = Math.floor(pos);
-      const w = pos - row;
-      const a = dot(bank, row * taps, input, frames, first, taps);
-      const b = dot(bank, (row + 1) * taps, input, frames, first, taps);
-      out[j] = a + (b - a) * w;
+    out[j] = outputSample(filter, position.acc, input, frames, position.base - (filter.half - 1));
+    advance(filter, position);
+  }
+}
+
+/**
+ * Where the next output frame sits in the input: `base` whole frames plus `acc / den` (exact
+ * integer arithmetic: no drift over hours of audio).
+ */
+interface Position {
+  base: number;
+  acc: number;
+}
+
+function advance({ whole, step, den }: Filter, position: Position): void {
+  position.base += whole;
+  position.acc += step;
+  if (position.acc >= den) {
+    position.acc -= den;
+    position.base++;
+  }
+}
+
+/** The output frame at fractional position `acc / den`, from input frames first..first+taps-1. */
+function outputSample(
+  filter: Filter,
+  acc: number,
+  input: Float32Array,
+  frames: number,
+  first: number,
+): number {
+  const { den, taps, phases, exact, bank } = filter;
+  if (exact) return dot(bank, acc * taps, input, frames, first, taps);
+  const pos = (acc * phases) / den;
+  const row = Math.floor(pos);
+  const w = pos - row;
+  const a = dot(bank, row * taps, input, frames, first, taps);
+  const b = dot(bank, (row + 1) * taps, input, frames, first, taps);
+  return a + (b - a) * w;
+}
+
+/**
+ * Resamples mono audio that arrives piece by piece (a live body) to exactly what `resample` gives
+ * for the whole of it: each output frame is computed once every input frame its filter reads has
+ * arrived, and `flush` computes the last ones with silence beyond the end, as `resample` does.
+ */
+export class StreamResampler {
+  readonly #filter: Filter;
+  readonly #position: Position = { base: 0, acc: 0 };
+  /** Input frames kept for the filter, starting at input frame `#start`. */
+  #buffer = new Float32Array(0);
+  #start = 0;
+  #received = 0;
+  #emitted = 0;
+
+  constructor(
+    private readonly sourceRate: number,
+    private readonly targetRate: number,
+  ) {
+    checkRate(sourceRate, 'source');
+    checkRate(targetRate, 'target');
+    this.#filter = getFilter(sourceRate, targetRate);
+  }
+
+  /** The output frames that `samples` (the next mono input) completes. */
+  push(samples: Float32Array): Float32Array {
+    const kept = this.#received - this.#start;
+    const buffer = new Float32Array(kept + samples.length);
+    buffer.set(this.#buffer.subarray(0, kept));
+    buffer.set(samples, kept);
+    this.#buffer = buffer;
+    this.#received += samples.length;
+    // Frame j needs input up to base + half; later frames need later input.
+    return this.#emit((position) => position.base + this.#filter.half < this.#received, Infinity);
+  }
+
+  /** The last output frames, once the input has ended. */
+  flush(): Float32Array {
+    const total = Math.round((this.#received * this.targetRate) / this.sourceRate);
+    return this.#emit(() => true, total - this.#emitted);
+  }
+
+  #emit(ready: (position: Position) => boolean, limit: number): Float32Array {
+    const out: number[] = [];
+    const frames = this.#received - this.#start;
+    while (out.length < limit && ready(this.#position)) {
+      const first = this.#position.base - (this.#filter.half - 1) - this.#start;
+      out.push(outputSample(this.#filter, this.#position.acc, this.#buffer, frames, first));
+      advance(this.#filter, this.#position);
     }
-    base += whole;
-    acc += step;
-    if (acc >= den) {
-      acc -= den;
-      base++;
+    this.#emitted += out.length;
+    // Input before the next frame's first tap is never read again.
+    const drop = Math.max(0, this.#position.base - (this.#filter.half - 1) - this.#start);
+    if (drop > 0) {
+      this.#buffer = this.#buffer.slice(Math.min(drop, frames));
+      this.#start += Math.min(drop, frames);
     }
+    return Float32Array.from(out);
   }
 }
 
@@ -232,4 +311,36 @@ function gcd(a: number, b: number): number {
 
 function checkRate(rate: number, which: string): void {
   if (!Number.isInteger(rate) || rate < 1) throw new RangeError(`invalid ${which} sample rate ${rate}`);
+}
+
+/**
+ * Live input converted as it arrives, to exactly what `conformAudio` gives for the whole of it
+ * when the model takes mono (every engine here): each piece is downmixed, then resampled by one
+ * StreamResampler that carries the filter's history across pieces. A model taking several
+ * channels gets each piece converted on its own.
+ */
+export async function* conformPieces(
+  pieces: AsyncIterable<Audio>,
+  need: { sampleRate: number; channels: number },
+): AsyncIterable<Audio> {
+  let resampler: StreamResampler | undefined;
+  let rate: number | undefined;
+  for await (const piece of pieces) {
+    if (need.channels !== 1) {
+      yield conformAudio(piece, need);
+      continue;
+    }
+    rate ??= piece.sampleRate;
+    if (piece.sampleRate !== rate) throw new RangeError('the sample rate changed within one input');
+    const mono = piece.channels === 1 ? piece.samples : toMono(piece).samples;
+    if (rate === need.sampleRate) {
+      yield { samples: mono, sampleRate: rate, channels: 1 };
+      continue;
+    }
+    resampler ??= new StreamResampler(rate, need.sampleRate);
+    const out = resampler.push(mono);
+    if (out.length > 0) yield { samples: out, sampleRate: need.sampleRate, channels: 1 };
+  }
+  const tail = resampler?.flush();
+  if (tail && tail.length > 0) yield { samples: tail, sampleRate: need.sampleRate, channels: 1 };
 }

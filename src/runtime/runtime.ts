@@ -7,7 +7,7 @@
  * from status and lists only models it actually unloaded in bulk results.
  */
 import { conformAudioAsync } from '../audio/audio-pool.js';
-import { conformAudio } from '../audio/convert.js';
+import { conformPieces } from '../audio/convert.js';
 import type { Audio } from '../audio/types.js';
 import type { ModelConfig, ServerConfig } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
@@ -50,11 +50,6 @@ export interface InferenceOutcome {
   generation: number;
   /** The rate input audio was converted to: sample positions in the result count at this rate. */
   inputSampleRate: number;
-}
-
-/** Each piece of live input converted to the model's input format as it arrives. */
-async function* conformEach(pieces: AsyncIterable<Audio>, need: AudioFormat): AsyncIterable<Audio> {
-  for await (const piece of pieces) yield conformAudio(piece, need);
 }
 
 /**
@@ -239,7 +234,7 @@ export class Runtime {
       let result: EngineResult;
       if (request.liveAudio) {
         result = session.runLive
-          ? await session.runLive({ ...request, liveAudio: conformEach(request.liveAudio, need) }, context)
+          ? await session.runLive({ ...request, liveAudio: conformPieces(request.liveAudio, need) }, context)
           : await session.run(
               { ...request, liveAudio: undefined, audio: await collect(request.liveAudio, need) },
               context,
