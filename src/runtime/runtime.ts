@@ -28,6 +28,9 @@ import { type EntryContext, engineFailure, loadSpecOf, ModelEntry } from './mode
 import { Residency } from './residency.js';
 import { type ResolvedPreset, resolvePresets } from './voice-presets.js';
 
+/** How long past its deadline a shutdown waits for engines' teardown before it ends without them. */
+const TEARDOWN_GRACE_MS = 1500;
+
 export interface RuntimeDeps {
   catalog: EngineCatalog;
   clock?: Clock;
@@ -376,18 +379,32 @@ export class Runtime {
       this.residency.stopIdleTimer();
       const refusal = new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down; the request was not started');
       for (const entry of this.#entries.values()) entry.scheduler.refuseWaiting(refusal);
+      const pending = new Set(this.#entries.keys());
       const unloads = Promise.allSettled(
-        [...this.#entries.values()].map((entry) => this.#unloadEntry(entry)),
+        [...this.#entries.values()].map((entry) =>
+          this.#unloadEntry(entry).finally(() => pending.delete(entry.id)),
+        ),
       );
       const timer =
         deadlineMs > 0
           ? setTimeout(() => this.cancelRunning(`it ran past shutdown_timeout_ms=${deadlineMs}`), deadlineMs)
           : undefined;
+      // A teardown that never ends (an engine's dispose stuck) must not keep the shutdown open
+      // either: past the deadline and a grace period, the shutdown ends without it.
+      let giveUp: NodeJS.Timeout | undefined;
+      const abandoned = new Promise<void>((resolve) => {
+        if (deadlineMs > 0) giveUp = setTimeout(resolve, deadlineMs + TEARDOWN_GRACE_MS);
+      });
       try {
-        await unloads;
+        await Promise.race([unloads, abandoned]);
       } finally {
         clearTimeout(timer);
+        clearTimeout(giveUp);
       }
+      if (pending.size > 0)
+        this.#log(
+          `shutdown: gave up waiting for the teardown of ${[...pending].join(', ')} (${TEARDOWN_GRACE_MS} ms past shutdown_timeout_ms)`,
+        );
       this.#shutdown.abort(new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down'));
     })();
     return this.#closing;

@@ -83,3 +83,21 @@ describe('engine isolation', () => {
     if (!(res instanceof Error)) assert.equal((res as { status: number }).status, 503);
   });
 });
+
+test('a teardown that never ends does not keep the shutdown open past its deadline and grace', async () => {
+  const s = await startServer({ shutdown_timeout_ms: 300, models: [fixtureModel('stuck', { lazy: false })] });
+  const gate = s.gate('never');
+  // Reconfigure the teardown gate to one that stays shut: the model's teardown will wait forever.
+  const entry = s.voxd.runtime.get('stuck');
+  assert.equal(entry.loaded, true);
+  await s.voxd.runtime.register({ ...entry.config, load_options: { teardown_gate: gate.path } });
+  const started = performance.now();
+  await s.voxd.close();
+  const took = performance.now() - started;
+  assert.ok(took >= 300 && took < 300 + 1500 + 1000, `close took ${took.toFixed(0)} ms`);
+  assert.ok(
+    s.logs.some((line) => /gave up waiting for the teardown of stuck/.test(line)),
+    s.logs.join('\n'),
+  );
+  await s.close();
+});
