@@ -99,5 +99,12 @@ test('a teardown that never ends does not keep the shutdown open past its deadli
     s.logs.some((line) => /gave up waiting for the teardown of stuck/.test(line)),
     s.logs.join('\n'),
   );
+  // Let the abandoned teardown finish before the test's folder (and its gate) is removed: it polls
+  // for the gate file and would otherwise keep this process alive.
+  await gate.open();
+  await waitUntil(
+    'the abandoned teardown ends',
+    () => s.fixture.record.of('stuck', 'weights-disposed').length === 2,
+  );
   await s.close();
 });
