@@ -5,17 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { sseEvents } from '../helpers/sse.js';
 import { post } from '../helpers/voxd.js';
 import { COUNTS, queued, readyView, view } from './assertions.js';
 import { contractServer } from './harness.js';
 
-/** The SSE `data:` payloads of a body, `[DONE]` as the string. */
-const events = (body: Buffer) =>
-  body
-    .toString('utf8')
-    .split('\n\n')
-    .filter(Boolean)
-    .map((frame) => frame.slice(6));
+const events = sseEvents;
 
 describe('arrival order: streams and batches, then a manager', () => {
   for (const n of COUNTS) {
@@ -51,7 +46,7 @@ describe('arrival order: streams and batches, then a manager', () => {
         const batched = events((await batch).body);
         assert.equal(batched.at(-1), '[DONE]');
         assert.equal(
-          batched.filter((e) => e.includes('"type":"task.batch.result"') && !e.includes('"error"')).length,
+          batched.filter((e) => e !== '[DONE]' && e.type === 'task.batch.result' && !('error' in e)).length,
           n + 1,
         );
         assert.equal((await manager).status, 200);

@@ -17,11 +17,12 @@
  */
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import type { ModelConfig } from '../../src/config/types.js';
 import type { RouteContext } from '../../src/http/route.js';
 import { ROUTES } from '../../src/http/server.js';
+import { RawClient, type RawResponse } from '../helpers/raw-http.js';
 import { errorOf, type HttpResult, ManualClock, post, reportOf, waitUntil } from '../helpers/voxd.js';
 import {
   COUNTS,
@@ -145,126 +146,6 @@ function assertDrainedBeforeDisposal(c: ContractServer, id: string): void {
 /** Outcomes of the model's runs, in order. */
 const outcomes = (c: ContractServer, id: string): string[] =>
   c.events(id, 'run-end').map((e) => ('outcome' in e ? e.outcome : '?'));
-
-// ---- a raw HTTP/1.1 client ----
-
-interface RawResponse {
-  status: number;
-  headers: Record<string, string>;
-  /** The body so far, de-chunked. */
-  body: Buffer;
-  /** The body's framing completed (terminating chunk, or all Content-Length bytes). */
-  complete: boolean;
-}
-
-function parseResponse(raw: Buffer): RawResponse | undefined {
-  const end = raw.indexOf('\r\n\r\n');
-  if (end < 0) return undefined;
-  const lines = raw.subarray(0, end).toString('latin1').split('\r\n');
-  const status = Number(lines[0]!.split(' ')[1]);
-  const headers: Record<string, string> = {};
-  for (const line of lines.slice(1)) {
-    const colon = line.indexOf(':');
-    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  let rest = raw.subarray(end + 4);
-  if (headers['transfer-encoding']?.toLowerCase() === 'chunked') {
-    const parts: Buffer[] = [];
-    let complete = false;
-    for (;;) {
-      const eol = rest.indexOf('\r\n');
-      if (eol < 0) break;
-      const size = Number.parseInt(rest.subarray(0, eol).toString('latin1'), 16);
-      if (size === 0) {
-        complete = rest.indexOf('\r\n\r\n') >= 0;
-        break;
-      }
-      if (rest.length < eol + 2 + size + 2) break;
-      parts.push(rest.subarray(eol + 2, eol + 2 + size));
-      rest = rest.subarray(eol + 2 + size + 2);
-    }
-    return { status, headers, body: Buffer.concat(parts), complete };
-  }
-  const length = Number(headers['content-length'] ?? 0);
-  return { status, headers, body: rest.subarray(0, length), complete: rest.length >= length };
-}
-
-/** One connection, fed exact bytes; what it receives is kept. */
-class RawClient {
-  readonly socket: Socket;
-  #raw: Buffer[] = [];
-  #size = 0;
-  #closed = false;
-  readonly #closedPromise: Promise<void>;
-  #wake: (() => void) | undefined;
-
-  constructor(url: string, options: { read?: boolean } = {}) {
-    const { port, hostname } = new URL(url);
-    this.socket = connect(Number(port), hostname);
-    this.socket.setNoDelay(true);
-    // A client that never reads: nothing is taken off the socket, so the server's writes back up.
-    if (options.read === false) this.socket.pause();
-    this.socket.on('data', (d: Buffer) => {
-      this.#raw.push(d);
-      this.#size += d.length;
-      this.#wake?.();
-    });
-    this.#closedPromise = new Promise((resolve) => {
-      this.socket.on('close', () => {
-        this.#closed = true;
-        this.#wake?.();
-        resolve();
-      });
-    });
-    // A reset is one way the server may cut a stalled connection; `closed` tells that it did.
-    this.socket.on('error', () => {});
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  /** Bytes received so far. */
-  get size(): number {
-    return this.#size;
-  }
-
-  get response(): RawResponse | undefined {
-    return parseResponse(Buffer.concat(this.#raw));
-  }
-
-  write(...parts: (string | Buffer)[]): Promise<void> {
-    const bytes = Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : p)));
-    return new Promise((resolve, reject) =>
-      this.socket.write(bytes, (err) => (err ? reject(err) : resolve())),
-    );
-  }
-
-  /** Waits (bounded) until `check` holds; fails when the connection closed first. */
-  async until(what: string, check: () => boolean, ms = 5000): Promise<void> {
-    const wait = async () => {
-      while (!check()) {
-        if (this.#closed) throw new Error(`connection closed before ${what}`);
-        await new Promise<void>((resolve) => (this.#wake = resolve));
-      }
-    };
-    await within(wait(), what, ms);
-  }
-
-  /** Waits (bounded) for the server to close the connection. */
-  async ended(what = 'the server to close the connection', ms = 5000): Promise<void> {
-    this.socket.resume();
-    await within(this.#closedPromise, what, ms);
-  }
-
-  /** Waits (bounded) for the server to close the connection; returns the whole response. */
-  async finished(ms = 5000): Promise<RawResponse> {
-    await this.ended('the response and the connection close', ms);
-    const res = this.response;
-    assert.ok(res, 'a response before the connection closed');
-    return res;
-  }
-}
 
 /** Resolves when the server has parsed the head of the request tagged `tag` (its 'request' event). */
 function headArrives(c: ContractServer, tag: string): Promise<void> {

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { encodeWav } from '../../src/audio/wav-encode.js';
+import { sseEvents } from '../helpers/sse.js';
 import {
   badRequest,
   fixtureModel,
@@ -18,16 +19,7 @@ import {
 
 type Event = Record<string, unknown> & { type?: string };
 
-function sse(body: Buffer): (Event | '[DONE]')[] {
-  return body
-    .toString('utf8')
-    .split('\n\n')
-    .filter((f) => f.trim() !== '')
-    .map((f) => {
-      assert.ok(f.startsWith('data: '), f);
-      return f.slice(6) === '[DONE]' ? '[DONE]' : (JSON.parse(f.slice(6)) as Event);
-    });
-}
+const sse = (body: Buffer) => sseEvents(body) as (Event | '[DONE]')[];
 
 const wav = (seconds: number) =>
   encodeWav({

@@ -15,8 +15,10 @@
  *   `done` / `[DONE]`) and closes it. A client that resets the connection gets nothing, of course.
  */
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { RawClient, type RawResponse } from '../helpers/raw-http.js';
+import { type SseEvent, sseEvents, typeOf } from '../helpers/sse.js';
 import {
   badRequest,
   fixtureModel,
@@ -29,93 +31,16 @@ import {
   type TestServer,
   transcribe,
   waitUntil,
-  withDeadline,
 } from '../helpers/voxd.js';
 
-// ---- a raw HTTP/1.1 client ----
-
-interface RawResponse {
-  status: number;
-  headers: Record<string, string>;
-  /** The body so far, de-chunked. */
-  body: Buffer;
-  /** The body's framing completed: the terminating zero chunk, or all Content-Length bytes. */
-  complete: boolean;
-}
-
-/** The response in `raw` so far; undefined until its headers are complete. */
-function parseResponse(raw: Buffer): RawResponse | undefined {
-  const end = raw.indexOf('\r\n\r\n');
-  if (end < 0) return undefined;
-  const lines = raw.subarray(0, end).toString('latin1').split('\r\n');
-  const status = Number(lines[0]!.split(' ')[1]);
-  const headers: Record<string, string> = {};
-  for (const line of lines.slice(1)) {
-    const colon = line.indexOf(':');
-    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  let rest = raw.subarray(end + 4);
-  if (headers['transfer-encoding']?.toLowerCase() === 'chunked') {
-    const parts: Buffer[] = [];
-    let complete = false;
-    for (;;) {
-      const eol = rest.indexOf('\r\n');
-      if (eol < 0) break;
-      const size = Number.parseInt(rest.subarray(0, eol).toString('latin1'), 16);
-      if (size === 0) {
-        complete = rest.indexOf('\r\n\r\n') >= 0;
-        break;
-      }
-      if (rest.length < eol + 2 + size + 2) break;
-      parts.push(rest.subarray(eol + 2, eol + 2 + size));
-      rest = rest.subarray(eol + 2 + size + 2);
-    }
-    return { status, headers, body: Buffer.concat(parts), complete };
-  }
-  const length = Number(headers['content-length'] ?? 0);
-  return { status, headers, body: rest.subarray(0, length), complete: rest.length >= length };
-}
-
-type SseEvent = { type?: string; [key: string]: unknown } | '[DONE]';
-
-/** The complete `data:` frames of an SSE body, `[DONE]` as the string. */
-function sseEvents(body: Buffer): SseEvent[] {
-  const frames = body.toString('utf8').split('\n\n');
-  frames.pop(); // empty, or a frame not complete yet
-  return frames.map((frame) => {
-    assert.ok(frame.startsWith('data: '), `not an SSE data frame: ${JSON.stringify(frame)}`);
-    const data = frame.slice(6);
-    return data === '[DONE]' ? '[DONE]' : (JSON.parse(data) as SseEvent);
-  });
-}
-
-const typeOf = (e: SseEvent) => (e === '[DONE]' ? e : e.type);
-
 /** One request on its own connection: the head is sent at once, the body as the test says. */
-class LiveClient {
-  readonly socket: Socket;
-  #raw = Buffer.alloc(0);
-  #closed = false;
-  #wake: (() => void) | undefined;
-
+class LiveClient extends RawClient {
   constructor(
     url: string,
     path: string,
     headers: Record<string, string> = { 'Transfer-Encoding': 'chunked' },
   ) {
-    const { port, hostname } = new URL(url);
-    this.socket = connect(Number(port), hostname);
-    this.socket.setNoDelay(true);
-    this.socket.on('data', (d: Buffer) => {
-      this.#raw = Buffer.concat([this.#raw, d]);
-      this.#wake?.();
-    });
-    this.socket.on('close', () => {
-      this.#closed = true;
-      this.#wake?.();
-    });
-    // A reset is what some cases provoke; `closed` and the response tell what happened.
-    this.socket.on('error', () => {});
+    super(url);
     const head = [
       `POST ${path} HTTP/1.1`,
       'Host: voxd',
@@ -124,25 +49,9 @@ class LiveClient {
     this.socket.write(`${head.join('\r\n')}\r\n\r\n`);
   }
 
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  get response(): RawResponse | undefined {
-    return parseResponse(this.#raw);
-  }
-
   get events(): SseEvent[] {
     const res = this.response;
     return res ? sseEvents(res.body) : [];
-  }
-
-  /** Writes raw bytes; resolves once the socket took them (the write callback). */
-  write(...parts: (string | Buffer)[]): Promise<void> {
-    const bytes = Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : p)));
-    return new Promise((resolve, reject) => {
-      this.socket.write(bytes, (err) => (err ? reject(err) : resolve()));
-    });
   }
 
   /** One chunk of the chunked encoding. */
@@ -155,38 +64,9 @@ class LiveClient {
     return this.write(END);
   }
 
-  /** Waits (bounded) until `check` holds; fails when the connection closed first. */
-  async until(what: string, check: () => boolean, ms = 10000): Promise<void> {
-    const wait = async () => {
-      while (!check()) {
-        if (this.#closed)
-          throw new Error(`connection closed before ${what}: ${this.#raw.toString('latin1')}`);
-        await new Promise<void>((resolve) => (this.#wake = resolve));
-      }
-    };
-    await withDeadline(wait(), what, ms);
-  }
-
   /** The status line and headers arrived. */
   headers(): Promise<void> {
     return this.until('the response headers', () => this.response !== undefined);
-  }
-
-  /** Waits (bounded) for the server to close the connection; returns the whole response. */
-  async finished(ms = 10000): Promise<RawResponse> {
-    await withDeadline(
-      (async () => {
-        while (!this.#closed) await new Promise<void>((resolve) => (this.#wake = resolve));
-      })(),
-      'the server to close the connection',
-      ms,
-    );
-    const res = this.response;
-    assert.ok(
-      res,
-      `no response before the connection closed: ${JSON.stringify(this.#raw.toString('latin1'))}`,
-    );
-    return res;
   }
 }
 

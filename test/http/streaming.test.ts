@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
+import { sseEvents } from '../helpers/sse.js';
 import {
   badRequest,
   fixtureModel,
@@ -19,24 +20,6 @@ import {
   transcribe,
   waitUntil,
 } from '../helpers/voxd.js';
-
-interface SseEvent {
-  type?: string;
-  [key: string]: unknown;
-}
-
-/** The `data:` payloads of an SSE body, `[DONE]` included as the string. */
-function sseEvents(body: Buffer): (SseEvent | '[DONE]')[] {
-  return body
-    .toString('utf8')
-    .split('\n\n')
-    .filter((frame) => frame.trim() !== '')
-    .map((frame) => {
-      assert.ok(frame.startsWith('data: '), `not an SSE data frame: ${JSON.stringify(frame)}`);
-      const data = frame.slice(6);
-      return data === '[DONE]' ? '[DONE]' : (JSON.parse(data) as SseEvent);
-    });
-}
 
 const TONE = encodeWav({
   samples: Float32Array.from({ length: 16000 }, (_, i) => 0.3 * Math.sin(i / 7)),

@@ -3,6 +3,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
+import { sseEvents } from '../../helpers/sse.js';
 import { errorOf, type HttpResult, post, request, startServer, type TestServer } from '../../helpers/voxd.js';
 import { diarizationError, type RefTurn } from './der.js';
 
@@ -157,13 +158,9 @@ describe('classic_diar', () => {
     form.append('file', new Blob([encodeWav({ samples, sampleRate: RATE, channels: 1 })]), 'talk.wav');
     const res = await request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
     assert.equal(res.status, 200, res.body.toString());
-    const events = res.body
-      .toString('utf8')
-      .split('\n\n')
-      .filter(Boolean)
-      .map((frame) => frame.slice(6));
+    const events = sseEvents(res.body);
     assert.equal(events.at(-1), '[DONE]');
-    const parsed = events.slice(0, -1).map((e) => JSON.parse(e) as { type: string; speaker_turns: Turn[] });
+    const parsed = events.slice(0, -1) as { type: string; speaker_turns: Turn[] }[];
     const deltas = parsed.filter((e) => e.type === 'diarization.delta');
     const done = parsed.at(-1)!;
     assert.equal(done.type, 'diarization.done');

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { resample } from '../../../src/audio/convert.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
+import { sseEvents } from '../../helpers/sse.js';
 import { errorOf, post, request, startServer, type TestServer } from '../../helpers/voxd.js';
 
 const SENTENCES = [
@@ -158,15 +159,9 @@ describe('pocketsphinx_asr', () => {
     form.set('file', new Blob([speech.body]), 'a.wav');
     const res = await request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
     assert.equal(res.status, 200);
-    const events = res.body
-      .toString('utf8')
-      .split('\n\n')
-      .filter(Boolean)
-      .map((frame) => frame.slice(6));
+    const events = sseEvents(res.body);
     assert.equal(events.at(-1), '[DONE]');
-    const parsed = events
-      .slice(0, -1)
-      .map((e) => JSON.parse(e) as { type: string; delta?: string; text?: string });
+    const parsed = events.slice(0, -1) as { type: string; delta?: string; text?: string }[];
     const deltas = parsed.filter((e) => e.type === 'transcript.text.delta').map((e) => e.delta!);
     const done = parsed.at(-1)!;
     assert.equal(done.type, 'transcript.text.done');
