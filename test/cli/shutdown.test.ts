@@ -58,7 +58,8 @@ function serve(name: string, extra: string[] = [], config: Record<string, unknow
 describe('shutdown (SIGTERM / SIGINT)', () => {
   test('queued requests are refused with 503 at once; the running one finishes; voxd exits 0', async () => {
     const gate = join(configs.dir, 'queued-gate');
-    const { voxd, started } = serve('queued');
+    // The parallel runtime, so GET /v1/models shows the queue (one slot: the second request waits).
+    const { voxd, started } = serve('queued', ['--parallel-jobs']);
     let exit: Exit | undefined;
     try {
       const { url } = await voxd.listening();
@@ -69,11 +70,12 @@ describe('shutdown (SIGTERM / SIGINT)', () => {
       });
       await waitUntil('the first request runs', () => started() === 1, DEADLINE_MS);
       const queued = postOnce(`${url}/v1/tasks/run`, { model: 'm', text: 'second' });
-      // The second request is queued behind the first (one slot): admitted, not started.
-      await waitUntil('the second request queued', async () => {
-        const res = await get(url, '/v1/models').catch(() => undefined);
-        return res?.json.data[0].state === 'ready' && started() === 1;
-      });
+      await waitUntil(
+        'the second request queued',
+        async () => (await get(url, '/v1/models')).json.data[0].queued_requests === 1,
+        DEADLINE_MS,
+      );
+      assert.equal(started(), 1, 'the second request waits behind the first');
       voxd.child.kill('SIGTERM');
       const refused = await withDeadline(queued, 'the queued request is refused', DEADLINE_MS);
       assert.equal(refused.status, 503);
