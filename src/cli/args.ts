@@ -43,7 +43,16 @@ Timeouts and residency:
   --min-free-memory-mb <mb>     refuse loads below this free memory, 0 = off (default 0)
   --parallel-jobs               experimental parallel runtime; enables per-model slots (default off)
 
+Request limits:
+  --max-request-body-bytes <n>  largest request body (default 268435456, 256 MiB)
+  --body-timeout-ms <ms>        answer 408 when a body sends nothing for this long, 0 = off
+                                (default 30000; live routes keep their live_ingest limits)
+  --max-audio-seconds <s>       longest input audio, 0 = no limit (default 10800)
+  --max-input-chars <n>         longest speech input text, 0 = no limit (default 100000)
+
 Paths (relative to the current directory):
+  --file-roots <dir,...>        folders requests may name server files in (default: the config
+                                file's folder and --voice-dir; none without a config)
   --model-spec-override <path>  model spec JSON file or folder of <family>.json
   --voice-dir <dir>             voice library folder of *.wav files
   --tls-cert <file>             serve HTTPS with this PEM certificate chain (with --tls-key)
@@ -95,6 +104,11 @@ const VALUE_FLAGS = new Map<string, ValueFlag>(
     '--shutdown-timeout-ms': integer('shutdown_timeout_ms'),
     '--max-inference-ms': integer('max_inference_ms'),
     '--min-free-memory-mb': integer('min_free_memory_mb'),
+    '--max-request-body-bytes': integer('max_request_body_bytes'),
+    '--body-timeout-ms': integer('body_timeout_ms'),
+    '--max-audio-seconds': integer('max_audio_seconds'),
+    '--max-input-chars': integer('max_input_chars'),
+    '--file-roots': text('file_roots'),
     '--cors-origins': text('cors_origins'),
     '--log-file': (out, value, flag) => {
       out.overrides.log_file = nonEmpty(value, flag);

@@ -80,6 +80,8 @@ const MODEL_KEYS = new Set([
   'lazy',
   'busy_timeout_ms',
   'max_inference_ms',
+  'max_audio_seconds',
+  'max_input_chars',
   'live_ingest',
   'config',
   'weight',
@@ -143,6 +145,10 @@ export function parseModelConfig(
   if (busyTimeout !== undefined) model.busy_timeout_ms = busyTimeout;
   const maxInference = optional('max_inference_ms', (v, k) => expectInteger(v, k, { min: 0 }));
   if (maxInference !== undefined) model.max_inference_ms = maxInference;
+  const maxAudio = optional('max_audio_seconds', (v, k) => expectInteger(v, k, { min: 0 }));
+  if (maxAudio !== undefined) model.max_audio_seconds = maxAudio;
+  const maxChars = optional('max_input_chars', (v, k) => expectInteger(v, k, { min: 0 }));
+  if (maxChars !== undefined) model.max_input_chars = maxChars;
   const liveIngest = optional('live_ingest', parseLiveIngest);
   if (liveIngest !== undefined) model.live_ingest = liveIngest;
   const configId = optional('config', (v, k) => expectString(v, k));

@@ -3,7 +3,7 @@
  * validation so a bad `--port` is rejected by the same check as a bad `port`, and reported under the
  * flag's name so the user knows which of the two to fix.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { showValue } from '../errors.js';
@@ -31,6 +31,12 @@ export interface CliOverrides {
   shutdown_timeout_ms?: number;
   max_inference_ms?: number;
   min_free_memory_mb?: number;
+  max_request_body_bytes?: number;
+  body_timeout_ms?: number;
+  max_audio_seconds?: number;
+  max_input_chars?: number;
+  /** Comma-separated folders; relative ones resolve against the process cwd. */
+  file_roots?: string;
   ui?: boolean;
   ui_management?: boolean;
   cors_origins?: string;
@@ -67,6 +73,10 @@ const FILE_KEYS = new Set([
   'lazy_load',
   'log_request_body',
   'max_request_body_bytes',
+  'body_timeout_ms',
+  'max_audio_seconds',
+  'max_input_chars',
+  'file_roots',
   'busy_timeout_ms',
   'max_loaded_models',
   'idle_unload_ms',
@@ -93,6 +103,11 @@ const FLAGS = {
   shutdown_timeout_ms: '--shutdown-timeout-ms',
   max_inference_ms: '--max-inference-ms',
   min_free_memory_mb: '--min-free-memory-mb',
+  max_request_body_bytes: '--max-request-body-bytes',
+  body_timeout_ms: '--body-timeout-ms',
+  max_audio_seconds: '--max-audio-seconds',
+  max_input_chars: '--max-input-chars',
+  file_roots: '--file-roots',
   ui: '--ui',
   ui_management: '--ui-management',
   cors_origins: '--cors-origins',
@@ -105,6 +120,12 @@ const FLAGS = {
   model_spec_override: '--model-spec-override',
   frontend_listener: '--frontend-listener',
 } as const satisfies Partial<Record<keyof CliOverrides, string>>;
+
+/**
+ * Fits hours of compressed audio or about two hours of 16 kHz WAV; multipart uploads past a
+ * megabyte are spooled to disk, so this bounds disk use more than memory.
+ */
+const DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024;
 
 const BACKEND_NAMES = ['cpu', 'cuda', 'hip', 'rocm', 'vulkan', 'metal'] as const;
 
@@ -181,7 +202,11 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
       }
       return on;
     }),
-    max_request_body_bytes: count('max_request_body_bytes', 2_147_483_648),
+    max_request_body_bytes: count('max_request_body_bytes', DEFAULT_MAX_BODY_BYTES),
+    body_timeout_ms: count('body_timeout_ms', 30_000),
+    max_audio_seconds: count('max_audio_seconds', 10_800),
+    max_input_chars: count('max_input_chars', 100_000),
+    file_roots: [],
     busy_timeout_ms: count('busy_timeout_ms', 300_000),
     max_loaded_models: count('max_loaded_models', 0),
     idle_unload_ms: count('idle_unload_ms', 0),
@@ -231,6 +256,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     );
   }
   if (cert !== undefined && key !== undefined) config.tls = { cert, key };
+  config.file_roots = read('file_roots', defaultFileRoots(configFile, config), parseFileRoots);
 
   // Without a config file voxd serves the embedded models (lazily); with one, exactly its models.
   const models = configFile === undefined ? [...EMBEDDED_MODELS] : file['models'];
@@ -304,6 +330,39 @@ function parsePemFile(s: Source): { path: string; pem: string } {
   }
   if (!pem.includes('-----BEGIN ')) throw ConfigError.rejected(s.key, s.value, `${file} is not a PEM file`);
   return { path: file, pem };
+}
+
+/**
+ * Where requests may name server files when file_roots is not set: the config file's folder and
+ * the voice library. Without a config file there is no folder the operator chose, so none.
+ */
+function defaultFileRoots(configFile: string | undefined, config: ServerConfig): string[] {
+  if (configFile === undefined) return [];
+  return uniqueRoots([config.base_dir, ...(config.voice_dir === undefined ? [] : [config.voice_dir])]);
+}
+
+/** A list of folders: a JSON array in the file, one comma-separated string from the flag. */
+function parseFileRoots(s: Source): string[] {
+  const list =
+    typeof s.value === 'string' && s.key.startsWith('--')
+      ? s.value.split(',').filter((part) => part !== '')
+      : Array.isArray(s.value)
+        ? s.value
+        : undefined;
+  if (list === undefined) throw ConfigError.invalid(s.key, s.value, 'a list of folders');
+  const roots = list.map((entry, i) => {
+    const key = Array.isArray(s.value) ? keyPath(s.key, i) : s.key;
+    const dir = path.resolve(s.base, expectString(entry, key, { nonEmpty: true }));
+    if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory())
+      throw ConfigError.rejected(key, entry, `no such directory: ${dir}`);
+    return dir;
+  });
+  return uniqueRoots(roots);
+}
+
+/** Roots with their symlinks resolved (a request's path is compared after its own are). */
+function uniqueRoots(dirs: string[]): string[] {
+  return [...new Set(dirs.map((dir) => realpathSync(dir)))];
 }
 
 function parseVoiceDir(s: Source): string {

@@ -57,6 +57,10 @@ export interface ModelConfig {
   busy_timeout_ms?: number;
   /** This model's inference watchdog; undefined means the server's max_inference_ms applies. */
   max_inference_ms?: number;
+  /** Longest input audio this model accepts; undefined means the server's max_audio_seconds applies. */
+  max_audio_seconds?: number;
+  /** Longest speech input text, in characters; undefined means the server's max_input_chars applies. */
+  max_input_chars?: number;
   live_ingest?: Partial<LiveIngestConfig>;
   config?: string;
   weight?: string;
@@ -85,6 +89,17 @@ export interface ServerConfig {
   log_file?: string;
   log_request_body: boolean;
   max_request_body_bytes: number;
+  /** A request body (JSON or multipart) that sends nothing for this long is answered 408; 0 = no limit. */
+  body_timeout_ms: number;
+  /** Longest input audio a request may carry, checked from the header before decoding; 0 = no limit. */
+  max_audio_seconds: number;
+  /** Longest text a speech request may carry, in characters; 0 = no limit. */
+  max_input_chars: number;
+  /**
+   * Folders (absolute, symlinks resolved) under which requests may name server-local files:
+   * `audio`, `voice_ref`, batch items, path options. Empty: no server-local file can be named.
+   */
+  file_roots: string[];
   busy_timeout_ms: number;
   max_loaded_models: number;
   idle_unload_ms: number;

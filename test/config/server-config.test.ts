@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -47,7 +47,11 @@ test('a minimal config gets every default', () => {
     lazy_load: false,
     log: false,
     log_request_body: false,
-    max_request_body_bytes: 2147483648,
+    max_request_body_bytes: 268435456,
+    body_timeout_ms: 30000,
+    max_audio_seconds: 10800,
+    max_input_chars: 100000,
+    file_roots: [realpathSync(path.dirname(configPath))],
     busy_timeout_ms: 300000,
     max_loaded_models: 0,
     idle_unload_ms: 0,
@@ -248,6 +252,9 @@ test('boolean keys reject other types', () => {
 test('non-negative integer keys reject negatives, fractions and strings', () => {
   const names = [
     'max_request_body_bytes',
+    'body_timeout_ms',
+    'max_audio_seconds',
+    'max_input_chars',
     'busy_timeout_ms',
     'max_loaded_models',
     'idle_unload_ms',
@@ -538,5 +545,58 @@ test('tls_cert_file and tls_key_file: both or neither, readable PEM files, resol
     'tls_cert_file',
     notPem,
     'not a PEM file',
+  );
+});
+
+test('file_roots: the config folder and voice_dir by default, symlinks resolved; none without a config', () => {
+  const configPath = writeConfig({ models: [model('a')] });
+  const dir = path.dirname(configPath);
+  mkdirSync(path.join(dir, 'voices'));
+  symlinkSync(path.join(dir, 'voices'), path.join(dir, 'voice-link'));
+  const withVoices = loadServerConfig({
+    configPath,
+    overrides: { voice_dir: path.join(dir, 'voice-link') },
+    knownFamilies,
+  }).config;
+  assert.deepEqual(withVoices.file_roots, [realpathSync(dir), realpathSync(path.join(dir, 'voices'))]);
+  const noConfig = loadServerConfig({
+    overrides: {},
+    knownFamilies: ['fixture', 'espeak_tts', 'flite_tts', 'pocketsphinx_asr', 'silero_vad', 'classic_diar'],
+  });
+  assert.deepEqual(noConfig.config.file_roots, []);
+});
+
+test('file_roots from the file (a list, relative to its folder) and --file-roots (comma-separated)', () => {
+  const configPath = writeConfig({ models: [model('a')], file_roots: ['a', 'b'] });
+  const dir = path.dirname(configPath);
+  for (const sub of ['a', 'b', 'c']) mkdirSync(path.join(dir, sub));
+  const fromFile = loadServerConfig({ configPath, overrides: {}, knownFamilies }).config;
+  assert.deepEqual(
+    fromFile.file_roots,
+    [path.join(dir, 'a'), path.join(dir, 'b')].map((d) => realpathSync(d)),
+  );
+  const fromFlag = loadServerConfig({
+    configPath,
+    overrides: { file_roots: `${path.join(dir, 'c')},${path.join(dir, 'a')}` },
+    knownFamilies,
+  }).config;
+  assert.deepEqual(
+    fromFlag.file_roots,
+    [path.join(dir, 'c'), path.join(dir, 'a')].map((d) => realpathSync(d)),
+  );
+  assert.deepEqual(load({ file_roots: [] }).config.file_roots, [], 'an empty list turns server files off');
+  expectConfigError(() => load({ file_roots: ['no-such-dir'] }), 'file_roots[0]', 'no-such-dir');
+  expectConfigError(() => load({ file_roots: 'x' }), 'file_roots', 'x', 'a list of folders');
+  expectConfigError(() => load({}, { file_roots: 'no-such-dir' }), '--file-roots', 'no-such-dir');
+});
+
+test('per-model max_audio_seconds and max_input_chars', () => {
+  const { config } = load({ models: [model('a', { max_audio_seconds: 60, max_input_chars: 500 })] });
+  assert.equal(config.models[0]!.max_audio_seconds, 60);
+  assert.equal(config.models[0]!.max_input_chars, 500);
+  expectConfigError(
+    () => load({ models: [model('a', { max_audio_seconds: -1 })] }),
+    'models[0].max_audio_seconds',
+    -1,
   );
 });
