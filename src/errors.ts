@@ -7,7 +7,7 @@
 export const ERROR_CODES = {
   /** Malformed JSON, a missing or invalid field, an unsupported value. */
   E_INVALID_REQUEST: { status: 400, type: 'invalid_request_error' },
-  /** A management route while ui_management is off. */
+  /** A management route while ui_management is off; a server file outside the file roots. */
   E_FORBIDDEN: { status: 403, type: 'forbidden' },
   /** Unknown model id or unknown endpoint. */
   E_NOT_FOUND: { status: 404, type: 'not_found' },
@@ -15,6 +15,8 @@ export const ERROR_CODES = {
   E_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error' },
   /** The request body is larger than max_request_body_bytes. */
   E_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error' },
+  /** Input audio longer than max_audio_seconds (the server's, or the model's). */
+  E_AUDIO_TOO_LONG: { status: 413, type: 'invalid_request_error' },
   /** A holder overran the busy timeout, or the wait for a slot timed out. */
   E_BUSY: { status: 503, type: 'server_busy' },
   /** max_loaded_models is reached and every loaded model is busy. */

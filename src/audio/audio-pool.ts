@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
 import type { AudioJob, AudioReply } from './audio-worker.js';
 import { conformAudio } from './convert.js';
 import type { Audio } from './types.js';
-import { decodeWav, WavError } from './wav-decode.js';
+import { decodeWav, WavError, type WavLayout } from './wav-decode.js';
 
 /** Inputs below this many bytes (WAV) or samples (conversion) are handled inline. */
 export const INLINE_LIMIT = 1 << 20;
@@ -84,6 +84,11 @@ export const audioPool = new AudioPool();
 export async function decodeWavAsync(bytes: Uint8Array): Promise<Audio> {
   if (bytes.length < INLINE_LIMIT) return decodeWav(bytes);
   return audioPool.run({ kind: 'decode', bytes });
+}
+
+/** The samples of an open WAV file whose layout is known, decoded on a worker thread. */
+export async function decodeWavFileAsync(fd: number, layout: WavLayout): Promise<Audio> {
+  return audioPool.run({ kind: 'decode-file', fd, layout });
 }
 
 export async function conformAudioAsync(audio: Audio, need: Need): Promise<Audio> {

@@ -1,20 +1,57 @@
 /** Worker-thread side of the audio pool: decodes and converts audio off the event loop. */
+import { readSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { conformAudio } from './convert.js';
 import type { Audio } from './types.js';
-import { decodeWav, WavError } from './wav-decode.js';
+import { decodeSamples, decodeWav, WavError, type WavLayout } from './wav-decode.js';
 
 export type AudioJob =
   | { id: number; kind: 'decode'; bytes: Uint8Array }
+  | { id: number; kind: 'decode-file'; fd: number; layout: WavLayout }
   | { id: number; kind: 'conform'; audio: Audio; need: { sampleRate: number; channels: number } };
 
 export type AudioReply =
   | { id: number; ok: true; audio: Audio }
   | { id: number; ok: false; wav: boolean; message: string };
 
+/** Sample bytes read per step: the file is never held whole, only its decoded samples. */
+const PIECE_BYTES = 1 << 20;
+
+/**
+ * Decodes the samples of an open WAV file (the caller owns the descriptor and keeps it open until
+ * the reply). Blocking reads are fine here: this thread does nothing else.
+ */
+function decodeFile(fd: number, layout: WavLayout): Audio {
+  const { format, dataStart, dataBytes } = layout;
+  const frameBytes = (format.bits / 8) * format.channels;
+  const out = new Float32Array(layout.frames * format.channels);
+  const piece = Buffer.allocUnsafe(Math.max(frameBytes, PIECE_BYTES - (PIECE_BYTES % frameBytes)));
+  let done = 0;
+  let offset = 0;
+  while (done < dataBytes) {
+    const want = Math.min(piece.length, dataBytes - done);
+    let got = 0;
+    while (got < want) {
+      const n = readSync(fd, piece, got, want - got, dataStart + done + got);
+      if (n === 0) throw new WavError('the WAV file ended before its data');
+      got += n;
+    }
+    decodeSamples(piece.subarray(0, want), format, out, offset);
+    offset += (want / frameBytes) * format.channels;
+    done += want;
+  }
+  return { samples: out, sampleRate: format.sampleRate, channels: format.channels };
+}
+
+function runJob(job: AudioJob): Audio {
+  if (job.kind === 'decode') return decodeWav(job.bytes);
+  if (job.kind === 'decode-file') return decodeFile(job.fd, job.layout);
+  return conformAudio(job.audio, job.need);
+}
+
 parentPort?.on('message', (job: AudioJob) => {
   try {
-    const audio = job.kind === 'decode' ? decodeWav(job.bytes) : conformAudio(job.audio, job.need);
+    const audio = runJob(job);
     parentPort!.postMessage({ id: job.id, ok: true, audio } satisfies AudioReply, [
       audio.samples.buffer as ArrayBuffer,
     ]);

@@ -14,8 +14,17 @@ const FORMAT_FLOAT = 0x0003;
 const FORMAT_EXTENSIBLE = 0xfffe;
 const PCM_BITS = [8, 16, 24, 32];
 const FLOAT_BITS = [32, 64];
-/** No real format exceeds 768 kHz; a larger rate is a corrupt header, and resampling from it is pointless. */
-const MAX_SAMPLE_RATE = 1_000_000;
+/**
+ * Rates outside this range are corrupt or hostile headers: resampling a 1 Hz file to 16 kHz makes
+ * 16,000 samples of every byte. Real audio lies between 8 kHz telephony and 384 kHz studio files.
+ */
+export const MIN_SAMPLE_RATE = 1000;
+export const MAX_SAMPLE_RATE = 384_000;
+/**
+ * How far into a file its fmt and data chunks must start. A file is parsed from this much of its
+ * head, so a server file or a spooled upload is never read whole before its header is checked.
+ */
+export const HEADER_WINDOW = 1 << 20;
 
 /** Names of formats people actually send, so the error says "MP3" rather than only a number. */
 const FORMAT_NAMES = new Map<number, string>([
@@ -39,12 +48,22 @@ const FORMAT_NAMES = new Map<number, string>([
  */
 const SUBFORMAT_GUID_TAIL = [0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71];
 
-interface WavFormat {
+export interface WavFormat {
   float: boolean;
   channels: number;
   sampleRate: number;
   /** Container size of one sample in bits (for extensible files the valid bits may be fewer). */
   bits: number;
+}
+
+/** Where a WAV file's samples are and how they are encoded, read from its head. */
+export interface WavLayout {
+  format: WavFormat;
+  /** Offset of the first sample byte in the file. */
+  dataStart: number;
+  /** Sample bytes present: the declared data size, cut to what the file holds, whole frames only. */
+  dataBytes: number;
+  frames: number;
 }
 
 /**
@@ -53,45 +72,76 @@ interface WavFormat {
  * every read below is bounds-checked against the bytes actually present.
  */
 export function decodeWav(bytes: Buffer | Uint8Array): Audio {
-  const len = bytes.byteLength;
-  checkRiffHeader(bytes);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, len);
+  const layout = parseWavLayout(bytes, bytes.byteLength);
+  return decodeSamples(bytes.subarray(layout.dataStart, layout.dataStart + layout.dataBytes), layout.format);
+}
+
+/**
+ * Reads the layout of a WAV file of `size` bytes from its first bytes, `head` (all of them, or at
+ * least HEADER_WINDOW). Messages never quote the file's bytes: a server file's content is not the
+ * client's to read, only whether it is audio.
+ */
+export function parseWavLayout(head: Uint8Array, size: number): WavLayout {
+  const len = head.byteLength;
+  checkRiffHeader(head);
+  const view = new DataView(head.buffer, head.byteOffset, len);
 
   let format: WavFormat | undefined;
   let dataStart = -1;
-  let dataBytes = 0;
+  let declared = 0;
   // The RIFF size field is ignored: streaming writers leave it 0 or 0xFFFFFFFF, so walk what is present.
-  for (let pos = 12; pos + 8 <= len; ) {
-    const id = fourcc(bytes, pos);
-    const size = view.getUint32(pos + 4, true);
+  let pos = 12;
+  for (; pos + 8 <= len; ) {
+    const id = fourcc(head, pos);
+    const chunkSize = view.getUint32(pos + 4, true);
     const body = pos + 8;
-    const present = Math.min(size, len - body);
-    if (id === 'fmt ' && !format) format = parseFmt(view, body, present);
+    if (id === 'fmt ' && !format) format = parseFmt(view, body, Math.min(chunkSize, len - body));
     else if (id === 'data' && dataStart < 0) {
       dataStart = body;
-      dataBytes = present; // a streamed WAV declares 0xFFFFFFFF: keep what arrived
+      declared = chunkSize; // a streamed WAV declares 0xFFFFFFFF: what arrived counts
     }
-    if ((format && dataStart >= 0) || size > len - body) break;
-    pos = body + size + (size & 1); // chunks are padded to an even size
+    if ((format && dataStart >= 0) || chunkSize > size - body) break;
+    pos = body + chunkSize + (chunkSize & 1); // chunks are padded to an even size
   }
 
+  if (len < size && pos + 8 > len && !(format && dataStart >= 0))
+    throw new WavError(`unsupported WAV: no fmt and data chunks in the first ${HEADER_WINDOW} bytes`);
   if (!format) throw new WavError('WAV has no fmt chunk');
   if (dataStart < 0) throw new WavError('WAV has no data chunk');
-  return decodeSamples(view, dataStart, dataBytes, format);
+  const frameBytes = (format.bits / 8) * format.channels;
+  const frames = Math.floor(Math.min(declared, Math.max(0, size - dataStart)) / frameBytes); // a partial trailing frame is dropped
+  return { format, dataStart, dataBytes: frames * frameBytes, frames };
+}
+
+/** What a file that is not WAV seems to be, from its first bytes, so the client learns what it sent. */
+function sniffFormat(bytes: Uint8Array): string | undefined {
+  const at = (i: number, text: string) => latin1(bytes, i, text.length) === text;
+  if (at(0, 'ID3') || (bytes[0] === 0xff && ((bytes[1] ?? 0) & 0xe0) === 0xe0)) return 'MP3 or AAC';
+  if (at(0, 'OggS')) return 'Ogg (Vorbis or Opus)';
+  if (at(0, 'fLaC')) return 'FLAC';
+  if (at(4, 'ftyp')) return 'MP4/M4A';
+  if (bytes[0] === 0x1a && bytes[1] === 0x45 && bytes[2] === 0xdf && bytes[3] === 0xa3)
+    return 'WebM/Matroska';
+  return undefined;
 }
 
 function checkRiffHeader(bytes: Uint8Array): void {
   const magic = latin1(bytes, 0, 4);
   if (magic === 'RF64') throw new WavError('unsupported WAV: RF64 (64-bit RIFF) files are not supported');
   if (magic !== 'RIFF') {
-    if (bytes.byteLength === 0) throw new WavError('not a WAV file: expected "RIFF" header, got 0 bytes');
-    throw new WavError(`not a WAV file: expected "RIFF" header, got ${showBytes(bytes, 0, 4)}`);
+    if (bytes.byteLength === 0) throw new WavError('not a WAV file: it is empty');
+    const kind = sniffFormat(bytes);
+    throw new WavError(
+      kind
+        ? `not a WAV file: it looks like ${kind}; only WAV audio is supported`
+        : 'not a WAV file: no "RIFF" header',
+    );
   }
   if (bytes.byteLength < 12) {
     throw new WavError(`truncated WAV header: got ${bytes.byteLength} bytes, need at least 12`);
   }
   if (latin1(bytes, 8, 4) !== 'WAVE') {
-    throw new WavError(`not a WAV file: expected "WAVE" form type, got ${showBytes(bytes, 8, 4)}`);
+    throw new WavError('not a WAV file: a RIFF file whose form type is not "WAVE"');
   }
 }
 
@@ -125,9 +175,10 @@ function parseFmt(view: DataView, at: number, size: number): WavFormat {
     throw new WavError(`unsupported WAV encoding: ${label}; ${SUPPORTED}`);
   }
   if (channels === 0) throw new WavError('WAV fmt chunk declares 0 channels');
-  if (sampleRate === 0) throw new WavError('WAV fmt chunk declares sample rate 0');
-  if (sampleRate > MAX_SAMPLE_RATE) {
-    throw new WavError(`unsupported WAV: sample rate ${sampleRate} Hz (at most ${MAX_SAMPLE_RATE})`);
+  if (sampleRate < MIN_SAMPLE_RATE || sampleRate > MAX_SAMPLE_RATE) {
+    throw new WavError(
+      `unsupported WAV: sample rate ${sampleRate} Hz; expected ${MIN_SAMPLE_RATE}..${MAX_SAMPLE_RATE} Hz`,
+    );
   }
   const float = code === FORMAT_FLOAT;
   if (!(float ? FLOAT_BITS : PCM_BITS).includes(bits)) {
@@ -138,32 +189,35 @@ function parseFmt(view: DataView, at: number, size: number): WavFormat {
 }
 
 /**
- * Converts the data chunk to floats. One tight loop per encoding rather than a per-sample reader
+ * Converts sample bytes (whole frames of the data chunk, or a frame-aligned piece of it) to floats,
+ * into `out` at `offset` when given. One tight loop per encoding rather than a per-sample reader
  * callback, because this runs over every sample of every upload.
  */
-function decodeSamples(view: DataView, start: number, bytes: number, format: WavFormat): Audio {
+export function decodeSamples(data: Uint8Array, format: WavFormat): Audio;
+export function decodeSamples(data: Uint8Array, format: WavFormat, out: Float32Array, offset: number): Audio;
+export function decodeSamples(data: Uint8Array, format: WavFormat, into?: Float32Array, offset = 0): Audio {
   const { channels, sampleRate, bits, float } = format;
   const width = bits / 8;
-  const frames = Math.floor(bytes / (width * channels)); // a partial trailing frame is dropped
-  const n = frames * channels;
-  const out = new Float32Array(n);
+  const n = Math.floor(data.byteLength / (width * channels)) * channels;
+  const out = into ?? new Float32Array(n);
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
 
   if (float && bits === 32) {
-    for (let i = 0, p = start; i < n; i++, p += 4) out[i] = clampUnit(view.getFloat32(p, true));
+    for (let i = offset, p = 0; i < offset + n; i++, p += 4) out[i] = clampUnit(view.getFloat32(p, true));
   } else if (float) {
-    for (let i = 0, p = start; i < n; i++, p += 8) out[i] = clampUnit(view.getFloat64(p, true));
+    for (let i = offset, p = 0; i < offset + n; i++, p += 8) out[i] = clampUnit(view.getFloat64(p, true));
   } else if (bits === 8) {
     // 8-bit WAV is unsigned with silence at 128.
-    for (let i = 0, p = start; i < n; i++, p++) out[i] = (view.getUint8(p) - 128) / 128;
+    for (let i = offset, p = 0; i < offset + n; i++, p++) out[i] = (view.getUint8(p) - 128) / 128;
   } else if (bits === 16) {
-    for (let i = 0, p = start; i < n; i++, p += 2) out[i] = view.getInt16(p, true) / 32768;
+    for (let i = offset, p = 0; i < offset + n; i++, p += 2) out[i] = view.getInt16(p, true) / 32768;
   } else if (bits === 24) {
-    for (let i = 0, p = start; i < n; i++, p += 3) {
+    for (let i = offset, p = 0; i < offset + n; i++, p += 3) {
       const u = view.getUint8(p) | (view.getUint8(p + 1) << 8) | (view.getUint8(p + 2) << 16);
       out[i] = ((u << 8) >> 8) / 8388608; // shift up and back to sign-extend bit 23
     }
   } else {
-    for (let i = 0, p = start; i < n; i++, p += 4) out[i] = view.getInt32(p, true) / 2147483648;
+    for (let i = offset, p = 0; i < offset + n; i++, p += 4) out[i] = view.getInt32(p, true) / 2147483648;
   }
   return { samples: out, sampleRate, channels };
 }
@@ -212,16 +266,4 @@ function latin1(bytes: Uint8Array, at: number, count: number): string {
   let s = '';
   for (let i = at; i < Math.min(at + count, bytes.byteLength); i++) s += String.fromCharCode(bytes[i]!);
   return s;
-}
-
-/** Quotes raw bytes for a message: printable ASCII as-is, anything else as \xNN, e.g. "ID3\x03". */
-function showBytes(bytes: Uint8Array, at: number, count: number): string {
-  let s = '';
-  for (let i = at; i < Math.min(at + count, bytes.byteLength); i++) {
-    const b = bytes[i]!;
-    if (b === 0x22 || b === 0x5c) s += `\\${String.fromCharCode(b)}`;
-    else if (b >= 0x20 && b < 0x7f) s += String.fromCharCode(b);
-    else s += `\\x${b.toString(16).padStart(2, '0')}`;
-  }
-  return `"${s}"`;
 }

@@ -1,48 +1,122 @@
 /** Audio in (WAV from a server path, an upload or base64) and out (WAV, PCM, timing) for the routes. */
-import { readFile } from 'node:fs/promises';
-import { isAbsolute, resolve } from 'node:path';
-import { decodeWavAsync } from '../audio/audio-pool.js';
+import type { FileHandle } from 'node:fs/promises';
+import { decodeWavAsync, decodeWavFileAsync, INLINE_LIMIT } from '../audio/audio-pool.js';
 import type { Audio } from '../audio/types.js';
 import { durationMs } from '../audio/types.js';
-import { WavError } from '../audio/wav-decode.js';
-import { invalidRequest } from '../errors.js';
+import {
+  decodeSamples,
+  HEADER_WINDOW,
+  parseWavLayout,
+  WavError,
+  type WavLayout,
+} from '../audio/wav-decode.js';
+import type { ModelConfig, ServerConfig } from '../config/types.js';
+import { invalidRequest, VoxdError } from '../errors.js';
+import { type FileAccess, openServerFile } from './server-files.js';
 
-/** Decodes WAV bytes (long files on a worker thread); a bad file is a 400 naming the field it came in. */
-export async function decodeField(bytes: Buffer, field: string): Promise<Audio> {
+/** What one request's input audio may be: checked from the header, before any sample is decoded. */
+export interface AudioLimits {
+  /** Longest audio in seconds; 0 = no limit. */
+  maxSeconds: number;
+  /** Largest file or decoded payload in bytes. */
+  maxBytes: number;
+}
+
+/** The server's limits with the model's max_audio_seconds on top. */
+export function audioLimits(config: ServerConfig, model?: ModelConfig): AudioLimits {
+  return {
+    maxSeconds: model?.max_audio_seconds ?? config.max_audio_seconds,
+    maxBytes: config.max_request_body_bytes,
+  };
+}
+
+/** Input audio not decoded yet: bytes in memory, or an open file (a server file, a spooled upload). */
+export type AudioSource = { bytes: Uint8Array } | { file: FileHandle; size: number };
+
+function checkDuration(layout: WavLayout, field: string, maxSeconds: number): void {
+  const seconds = layout.frames / layout.format.sampleRate;
+  if (maxSeconds > 0 && seconds > maxSeconds) {
+    throw new VoxdError(
+      'E_AUDIO_TOO_LONG',
+      `${field}: the audio is ${Math.ceil(seconds)} s long; the limit is max_audio_seconds=${maxSeconds} (server or model)`,
+    );
+  }
+}
+
+/** Reads up to `length` bytes at `position`; fewer only at the end of the file. */
+async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(length);
+  let got = 0;
+  while (got < length) {
+    const { bytesRead } = await file.read(buffer, got, length - got, position + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return buffer.subarray(0, got);
+}
+
+/**
+ * Decodes WAV input within `limits`; a bad file is a 400 naming the field it came in. The header
+ * is parsed and the length checked first; long inputs are decoded on a worker thread, and a file's
+ * samples are read there piece by piece, so the file is never held in memory whole.
+ */
+export async function decodeAudio(source: AudioSource, field: string, limits: AudioLimits): Promise<Audio> {
   try {
-    return await decodeWavAsync(bytes);
+    if ('bytes' in source) {
+      checkDuration(parseWavLayout(source.bytes, source.bytes.byteLength), field, limits.maxSeconds);
+      return await decodeWavAsync(source.bytes);
+    }
+    const head = await readAt(source.file, 0, Math.min(source.size, HEADER_WINDOW));
+    const layout = parseWavLayout(head, source.size);
+    checkDuration(layout, field, limits.maxSeconds);
+    if (layout.dataBytes >= INLINE_LIMIT) return await decodeWavFileAsync(source.file.fd, layout);
+    const data = await readAt(source.file, layout.dataStart, layout.dataBytes);
+    if (data.length < layout.dataBytes) throw new WavError('the WAV file ended before its data');
+    return decodeSamples(data, layout.format);
   } catch (err) {
     if (err instanceof WavError) throw invalidRequest(`${field}: ${err.message}`, err);
     throw err;
   }
 }
 
-/** A server-local WAV path, relative paths resolved against the config folder. */
-export async function readAudioPath(path: string, field: string, baseDir: string): Promise<Audio> {
-  const full = isAbsolute(path) ? path : resolve(baseDir, path);
-  let bytes: Buffer;
+/**
+ * A server-local WAV named by a request: relative paths resolve against the config folder, and
+ * only regular files under the file roots are read (see server-files.ts). `access` undefined: a
+ * path the operator configured.
+ */
+export async function readAudioPath(
+  path: string,
+  field: string,
+  access: FileAccess | undefined,
+  limits: AudioLimits,
+): Promise<Audio> {
+  const { handle, size } = await openServerFile(path, field, access);
   try {
-    bytes = await readFile(full);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw invalidRequest(
-      `${field}: cannot read "${path}" (${code === 'ENOENT' ? 'no such file' : (code ?? 'unreadable')})`,
-    );
+    if (size > limits.maxBytes)
+      throw new VoxdError(
+        'E_BODY_TOO_LARGE',
+        `${field}: the file is ${size} bytes; the limit is max_request_body_bytes=${limits.maxBytes}`,
+      );
+    return await decodeAudio({ file: handle, size }, field, limits);
+  } finally {
+    await handle.close();
   }
-  return decodeField(bytes, field);
 }
 
 const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
 
-/** Base64 WAV, optionally as a `data:` URI, at most `maxBytes` once decoded. */
-export async function decodeBase64Audio(data: string, field: string, maxBytes: number): Promise<Audio> {
+/** Base64 WAV, optionally as a `data:` URI, at most `limits.maxBytes` once decoded. */
+export async function decodeBase64Audio(data: string, field: string, limits: AudioLimits): Promise<Audio> {
   const payload = data.startsWith('data:') ? data.slice(data.indexOf(',') + 1) : data;
   if (payload.trim().length === 0) throw invalidRequest(`${field}: the base64 payload is empty`);
   if (!BASE64.test(payload)) throw invalidRequest(`${field}: not valid base64`);
+  // Three bytes for every four characters: refuse before allocating.
+  if (Math.floor((payload.length * 3) / 4) > limits.maxBytes + 3)
+    throw invalidRequest(`${field}: decoded audio is larger than the limit of ${limits.maxBytes} bytes`);
   const bytes = Buffer.from(payload, 'base64');
-  if (bytes.length > maxBytes)
-    throw invalidRequest(`${field}: decoded audio is ${bytes.length} bytes; the limit is ${maxBytes}`);
-  return decodeField(bytes, field);
+  if (bytes.length > limits.maxBytes)
+    throw invalidRequest(`${field}: decoded audio is ${bytes.length} bytes; the limit is ${limits.maxBytes}`);
+  return decodeAudio({ bytes }, field, limits);
 }
 
 export interface Timing {

@@ -141,6 +141,8 @@ export interface LiveBodyOptions {
   signal?: AbortSignal;
   /** Names the route in the 400 for a body that is not chunked (see requireChunkedBody). */
   label?: string;
+  /** max_audio_seconds (the server's or the model's): more audio than this fails with 413; 0 = none. */
+  maxAudioSeconds?: number;
 }
 
 export interface LiveBody extends AsyncIterable<Audio> {
@@ -195,6 +197,9 @@ class LiveBodyReader implements LiveBody {
   readonly #bytesPerSample: number;
   readonly #frameBytes: number;
   readonly #framing: ChunkFraming | undefined;
+  readonly #maxAudioSeconds: number;
+  /** Payload bytes that hold max_audio_seconds of audio (infinite without a limit). */
+  readonly #maxAudioBytes: number;
 
   #queue: Buffer[] = [];
   #queuedBytes = 0;
@@ -217,6 +222,11 @@ class LiveBodyReader implements LiveBody {
     this.#signal = options.signal;
     this.#bytesPerSample = this.format.sampleFormat === 'f32le' ? 4 : 2;
     this.#frameBytes = this.#bytesPerSample * this.format.channels;
+    this.#maxAudioSeconds = options.maxAudioSeconds ?? 0;
+    this.#maxAudioBytes =
+      this.#maxAudioSeconds > 0
+        ? this.#maxAudioSeconds * this.format.sampleRate * this.#frameBytes
+        : Number.POSITIVE_INFINITY;
     this.#iterator = {
       next: () => this.#next(),
       return: async () => {
@@ -370,6 +380,15 @@ class LiveBodyReader implements LiveBody {
         new VoxdError(
           'E_BODY_TOO_LARGE',
           `live body: more than ${maxBody} bytes (live_ingest.max_body_bytes)`,
+        ),
+      );
+      return;
+    }
+    if (this.bytesReceived > this.#maxAudioBytes) {
+      this.#fail(
+        new VoxdError(
+          'E_AUDIO_TOO_LONG',
+          `live body: more than ${this.#maxAudioSeconds} s of audio (max_audio_seconds, server or model)`,
         ),
       );
       return;

@@ -1,68 +1,180 @@
-/** multipart/form-data bodies, buffered in memory within max_request_body_bytes. */
+/**
+ * multipart/form-data bodies within max_request_body_bytes. Small files stay in memory; a file
+ * part past SPOOL_THRESHOLD is written to a temporary file instead, so an upload of hundreds of
+ * megabytes costs disk, not memory. Every failure (a body cut inside a part, malformed framing, a
+ * limit, the client gone) rejects with one error and removes what was spooled; on success the
+ * caller owns the body and must call dispose().
+ */
+
+import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import busboy from 'busboy';
-import { invalidRequest, VoxdError } from '../errors.js';
+import { invalidRequest, showValue, VoxdError } from '../errors.js';
+import type { AudioSource } from './audio-io.js';
 import { checkDeclaredLength } from './body.js';
+
+/** Larger file parts go to disk. */
+export const SPOOL_THRESHOLD = 1 << 20;
+/** Plain fields (model, language, options...) are short; a longer one is refused, not truncated. */
+const MAX_FIELD_BYTES = 1 << 20;
 
 export interface UploadedFile {
   field: string;
   filename: string;
-  data: Buffer;
+  size: number;
+  /** The content: in memory, or an open temporary file that dispose() removes. */
+  source: AudioSource;
 }
 
 export interface MultipartBody {
   fields: Map<string, string>;
   files: UploadedFile[];
+  /** Closes and removes the spooled files. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+export interface MultipartOptions {
+  /** max_request_body_bytes */
+  limit: number;
 }
 
 export function isMultipart(req: IncomingMessage): boolean {
   return /^multipart\/form-data/i.test(req.headers['content-type'] ?? '');
 }
 
-export async function readMultipart(req: IncomingMessage, limit: number): Promise<MultipartBody> {
+/** The temporary folder of one request's spooled parts, made on first use. */
+class Spool {
+  #dir: Promise<string> | undefined;
+  readonly #handles: FileHandle[] = [];
+  #disposed = false;
+
+  async create(): Promise<FileHandle> {
+    this.#dir ??= mkdtemp(join(tmpdir(), 'voxd-upload-'));
+    const dir = await this.#dir;
+    const handle = await open(join(dir, String(this.#handles.length)), 'w+', 0o600);
+    this.#handles.push(handle);
+    // A dispose that ran while the file was being created must not miss it.
+    if (this.#disposed) await this.dispose();
+    return handle;
+  }
+
+  async dispose(): Promise<void> {
+    this.#disposed = true;
+    const handles = this.#handles.splice(0);
+    await Promise.all(handles.map((h) => h.close().catch(() => {})));
+    if (this.#dir) await rm(await this.#dir.catch(() => ''), { recursive: true, force: true });
+  }
+}
+
+function malformed(err: Error): VoxdError {
+  const detail = /unexpected end of form/i.test(err.message) ? 'the body ended inside a part' : err.message;
+  return invalidRequest(`malformed multipart request: ${detail}`);
+}
+
+export async function readMultipart(req: IncomingMessage, options: MultipartOptions): Promise<MultipartBody> {
+  const { limit } = options;
   checkDeclaredLength(req, limit);
   let parser: busboy.Busboy;
   try {
-    parser = busboy({ headers: req.headers, limits: { fieldSize: limit, fileSize: limit } });
+    parser = busboy({
+      headers: req.headers,
+      limits: { fieldSize: MAX_FIELD_BYTES, fileSize: limit + 1 },
+    });
   } catch (err) {
     throw invalidRequest(`malformed multipart request: ${(err as Error).message}`);
   }
+  const spool = new Spool();
   const fields = new Map<string, string>();
   const files: UploadedFile[] = [];
+  const receiving: Promise<void>[] = [];
+  const open = new Set<Readable>();
   let size = 0;
-  return new Promise<MultipartBody>((resolve, reject) => {
-    let failed = false;
+  let failure: unknown;
+
+  const body = new Promise<void>((resolve, reject) => {
     const fail = (err: unknown) => {
-      if (failed) return;
-      failed = true;
+      if (failure !== undefined) return;
+      failure = err;
       req.unpipe(parser);
+      // The rest of the body is read and dropped, so the error answer can still be delivered.
       req.resume();
+      // Parts still being received end now: their parser gets no more input.
+      for (const stream of open) stream.destroy();
       reject(err);
     };
     const count = (bytes: number) => {
       size += bytes;
       if (size > limit)
-        fail(new VoxdError('E_BODY_TOO_LARGE', `request body exceeds max_request_body_bytes=${limit}`));
+        throw new VoxdError('E_BODY_TOO_LARGE', `request body exceeds max_request_body_bytes=${limit}`);
     };
-    parser.on('field', (name, value) => {
-      count(Buffer.byteLength(value));
-      fields.set(name, value);
+
+    /** One file part, into memory and past the threshold into a spooled file; backpressure through for-await. */
+    const receive = async (index: number, field: string, filename: string, stream: Readable) => {
+      const chunks: Buffer[] = [];
+      let fileSize = 0;
+      let handle: FileHandle | undefined;
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        count(chunk.length);
+        fileSize += chunk.length;
+        if (handle) {
+          await handle.write(chunk);
+          continue;
+        }
+        chunks.push(chunk);
+        if (fileSize > SPOOL_THRESHOLD) {
+          handle = await spool.create();
+          await handle.write(Buffer.concat(chunks));
+          chunks.length = 0;
+        }
+      }
+      const source: AudioSource = handle
+        ? { file: handle, size: fileSize }
+        : { bytes: Buffer.concat(chunks) };
+      files[index] = { field, filename, size: fileSize, source };
+    };
+
+    parser.on('field', (name, value, info) => {
+      if (failure !== undefined) return;
+      try {
+        if (info.valueTruncated)
+          throw invalidRequest(`${showValue(name)}: a form field may hold at most ${MAX_FIELD_BYTES} bytes`);
+        count(Buffer.byteLength(value));
+        fields.set(name, value);
+      } catch (err) {
+        fail(err);
+      }
     });
     parser.on('file', (field, stream, info) => {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => {
-        count(chunk.length);
-        if (!failed) chunks.push(chunk);
-      });
-      stream.on('end', () =>
-        files.push({ field, filename: info.filename ?? '', data: Buffer.concat(chunks) }),
+      if (failure !== undefined) return void stream.resume();
+      open.add(stream);
+      receiving.push(
+        // Parts keep their order in the body whichever finishes first.
+        receive(receiving.length, field, info.filename ?? '', stream)
+          // A stream error is busboy's verdict on the framing (a body cut inside this part).
+          .catch((err: unknown) => fail(err instanceof VoxdError ? err : malformed(err as Error)))
+          .finally(() => open.delete(stream)),
       );
     });
-    parser.on('error', (err: Error) => fail(invalidRequest(`malformed multipart request: ${err.message}`)));
-    parser.on('close', () => {
-      if (!failed) resolve({ fields, files });
-    });
+    parser.on('error', (err: Error) => fail(malformed(err)));
+    parser.on('close', () => resolve());
     req.on('error', fail);
+    req.on('close', () => {
+      if (!req.complete) fail(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
+    });
     req.pipe(parser);
   });
+
+  try {
+    await body;
+    await Promise.all(receiving);
+    if (failure !== undefined) throw failure;
+  } catch (err) {
+    await Promise.allSettled(receiving);
+    await spool.dispose();
+    throw failure ?? err;
+  }
+  return { fields, files, dispose: () => spool.dispose() };
 }

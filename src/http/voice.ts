@@ -10,8 +10,9 @@ import type { Audio } from '../audio/types.js';
 import type { ModelConfig } from '../config/types.js';
 import { invalidRequest, showValue } from '../errors.js';
 import { DEFAULT_PRESET, type ResolvedPreset } from '../runtime/voice-presets.js';
-import { decodeBase64Audio, readAudioPath } from './audio-io.js';
+import { type AudioLimits, decodeBase64Audio, readAudioPath } from './audio-io.js';
 import { type Fields, optionalString } from './fields.js';
+import type { FileAccess } from './server-files.js';
 
 export interface VoiceChoice {
   voiceId?: string;
@@ -27,15 +28,19 @@ export function isLibraryVoiceFile(filename: string): boolean {
   return filename.endsWith('.wav') && PLAIN_NAME.test(filename.slice(0, -4));
 }
 
-async function explicitVoiceRef(raw: unknown, baseDir: string): Promise<Audio | undefined> {
+async function explicitVoiceRef(
+  raw: unknown,
+  access: FileAccess,
+  limits: AudioLimits,
+): Promise<Audio | undefined> {
   if (raw === undefined || raw === null) return undefined;
-  if (typeof raw === 'string') return readAudioPath(raw, 'voice_ref', baseDir);
+  if (typeof raw === 'string') return readAudioPath(raw, 'voice_ref', access, limits);
   if (typeof raw === 'object' && !Array.isArray(raw)) {
     const ref = raw as Record<string, unknown>;
     if (ref['type'] === 'path' && typeof ref['path'] === 'string')
-      return readAudioPath(ref['path'], 'voice_ref.path', baseDir);
+      return readAudioPath(ref['path'], 'voice_ref.path', access, limits);
     if (ref['type'] === 'base64' && typeof ref['data'] === 'string') {
-      return decodeBase64Audio(ref['data'], 'voice_ref.data', MAX_VOICE_REF_BYTES);
+      return decodeBase64Audio(ref['data'], 'voice_ref.data', { ...limits, maxBytes: MAX_VOICE_REF_BYTES });
     }
   }
   throw invalidRequest(
@@ -46,6 +51,7 @@ async function explicitVoiceRef(raw: unknown, baseDir: string): Promise<Audio | 
 async function libraryVoice(
   voiceDir: string,
   name: string,
+  limits: AudioLimits,
 ): Promise<{ audio: Audio; transcript?: string } | undefined> {
   const file = join(voiceDir, `${name}.wav`);
   // Only a file is a voice: a folder named `<name>.wav` leaves the name a model-native voice id.
@@ -54,7 +60,8 @@ async function libraryVoice(
     () => false,
   );
   if (!isFile) return undefined;
-  const audio = await readAudioPath(file, 'voice', voiceDir);
+  // The operator's library, named by a plain name: not confined to the file roots.
+  const audio = await readAudioPath(file, 'voice', undefined, limits);
   let transcript: string | undefined;
   try {
     for (const line of (await readFile(join(voiceDir, 'prompt_text'), 'utf8')).split(/\r?\n/)) {
@@ -79,17 +86,17 @@ export async function resolveVoice(
   body: Fields,
   model: ModelConfig,
   presets: ReadonlyMap<string, ResolvedPreset>,
-  server: { voice_dir?: string; base_dir: string },
+  server: { voice_dir?: string; access: FileAccess; limits: AudioLimits },
 ): Promise<VoiceChoice> {
   const voice = optionalString(body, 'voice');
   const referenceText = optionalString(body, 'reference_text');
-  const voiceRef = await explicitVoiceRef(body['voice_ref'], server.base_dir);
+  const voiceRef = await explicitVoiceRef(body['voice_ref'], server.access, server.limits);
 
   if (voice !== undefined && voice !== '') {
     const preset = presets.get(voice);
     if (preset) return fromPreset(preset, voiceRef, referenceText);
     if (!voiceRef && server.voice_dir && PLAIN_NAME.test(voice)) {
-      const library = await libraryVoice(server.voice_dir, voice);
+      const library = await libraryVoice(server.voice_dir, voice, server.limits);
       if (library) return { voiceRef: library.audio, referenceText: referenceText ?? library.transcript };
     }
     return { voiceId: voice, voiceRef, referenceText };

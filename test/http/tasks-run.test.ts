@@ -83,7 +83,11 @@ describe('POST /v1/tasks/run', () => {
     assert.equal(relative.audio.samples, 320);
     const absolute = reportOf(await run({ model: 'asr', audio: join(server.dir, 'in.wav') }));
     assert.equal(absolute.audio.samples, 320);
-    badRequest(await run({ model: 'asr', request: { audio: 'missing.wav' } }), 'audio', 'missing.wav');
+    const missing = errorOf(await run({ model: 'asr', request: { audio: 'missing.wav' } }), 403, 'forbidden');
+    assert.ok(
+      missing.startsWith('audio: a server-local file must be') && !missing.includes('missing'),
+      missing,
+    );
   });
 
   test('audio and audio_base64 together are a 400', async () => {
@@ -178,12 +182,22 @@ describe('POST /v1/tasks/run', () => {
     assert.equal(report.options.keep, 'yes');
   });
 
-  test('path options resolve against the config folder', async () => {
+  test('path options resolve against the config folder, confined to the file roots', async () => {
+    writeFileSync(join(server.dir, 'src.wav'), smallWav());
     const report = reportOf(
-      await run({ model: 'asr', request: { source_audio: 'src.wav', style_ref: '/abs/style.wav' } }),
+      await run({
+        model: 'asr',
+        request: { source_audio: 'src.wav', style_ref: join(server.dir, 'src.wav') },
+      }),
     );
     assert.equal(report.options.source_audio, join(server.dir, 'src.wav'));
-    assert.equal(report.options.style_ref, '/abs/style.wav');
+    assert.equal(report.options.style_ref, join(server.dir, 'src.wav'));
+    const outside = errorOf(
+      await run({ model: 'asr', request: { style_ref: '/etc/hostname' } }),
+      403,
+      'forbidden',
+    );
+    assert.ok(outside.startsWith('style_ref: a server-local file must be'), outside);
   });
 
   test('a request that is not an object is a 400 naming it', async () => {

@@ -1,6 +1,6 @@
 /** resolveVoice (src/http/voice.ts): the voice resolution order and the voice_ref forms. */
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Audio } from '../../src/audio/types.js';
@@ -32,6 +32,20 @@ function assertAudio(
   assert.equal(audio.samples.length / audio.channels, expected.frames, `${what}: frames`);
 }
 
+/** A path the client may not read: 403 with the one message that says nothing about the file. */
+async function rejects403(promise: Promise<unknown>, field: string): Promise<void> {
+  await assert.rejects(promise, (err: unknown) => {
+    assert.ok(err instanceof VoxdError, `expected a VoxdError, got ${String(err)}`);
+    assert.equal(err.status, 403);
+    assert.equal(err.type, 'forbidden');
+    assert.ok(
+      err.message.startsWith(`${field}: a server-local file must be a readable regular file`),
+      err.message,
+    );
+    return true;
+  });
+}
+
 async function rejects400(promise: Promise<unknown>, ...parts: string[]): Promise<void> {
   await assert.rejects(promise, (err: unknown) => {
     assert.ok(err instanceof VoxdError, `expected a VoxdError, got ${String(err)}`);
@@ -50,7 +64,7 @@ interface Model {
 describe('resolveVoice', () => {
   let root: string;
   let voiceDir: string;
-  let server: { voice_dir?: string; base_dir: string };
+  let server: Parameters<typeof resolveVoice>[3];
   let plain: Model;
   let namedDefault: Model;
   let inlineDefault: Model;
@@ -85,7 +99,11 @@ describe('resolveVoice', () => {
       join(voiceDir, 'prompt_text'),
       'carol|Carol speaks\r\nbob|Bob says hi|twice\r\nbobby|not bob\r\n',
     );
-    server = { voice_dir: voiceDir, base_dir: root };
+    server = {
+      voice_dir: voiceDir,
+      access: { baseDir: root, roots: [realpathSync(root)] },
+      limits: { maxSeconds: 0, maxBytes: 1 << 30 },
+    };
 
     const presets = {
       alice: { voice_id: 'cached-alice', voice_ref: 'alice.wav', reference_text: 'Alice text' },
@@ -189,7 +207,7 @@ describe('resolveVoice', () => {
     });
 
     test('without a voice_dir the name is passed through', async () => {
-      const choice = await resolve({ voice: 'bob' }, plain, { base_dir: root });
+      const choice = await resolve({ voice: 'bob' }, plain, { ...server, voice_dir: undefined });
       assert.deepEqual(choice, { voiceId: 'bob', voiceRef: undefined, referenceText: undefined });
     });
   });
@@ -314,17 +332,9 @@ describe('resolveVoice', () => {
     });
 
     test('bad contents are 400s naming the field', async () => {
-      await rejects400(
-        resolve({ voice_ref: 'missing.wav' }, plain),
-        'voice_ref',
-        'missing.wav',
-        'no such file',
-      );
-      await rejects400(
-        resolve({ voice_ref: { type: 'path', path: 'nope.wav' } }, plain),
-        'voice_ref.path',
-        'nope.wav',
-      );
+      await rejects403(resolve({ voice_ref: 'missing.wav' }, plain), 'voice_ref');
+      await rejects403(resolve({ voice_ref: { type: 'path', path: 'nope.wav' } }, plain), 'voice_ref.path');
+      await rejects403(resolve({ voice_ref: '/etc/hostname' }, plain), 'voice_ref');
       await rejects400(
         resolve({ voice_ref: { type: 'base64', data: '' } }, plain),
         'voice_ref.data',
@@ -343,14 +353,14 @@ describe('resolveVoice', () => {
       );
       writeFileSync(join(root, 'bad.wav'), 'nope');
       await rejects400(resolve({ voice_ref: 'bad.wav' }, plain), 'voice_ref', 'RIFF');
+      await assert.rejects(
+        resolve({ voice_ref: 'bad.wav' }, plain),
+        (err: Error) => !err.message.includes('nope'),
+      );
     });
 
     test('a bad voice_ref fails even when the voice is a preset', async () => {
-      await rejects400(
-        resolve({ voice: 'alice', voice_ref: 'missing.wav' }, plain),
-        'voice_ref',
-        'missing.wav',
-      );
+      await rejects403(resolve({ voice: 'alice', voice_ref: 'missing.wav' }, plain), 'voice_ref');
     });
   });
 

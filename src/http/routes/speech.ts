@@ -3,13 +3,14 @@ import { encodePcm16, encodeWav } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
-import { timing, timingHeaders } from '../audio-io.js';
+import { audioLimits, timing, timingHeaders } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
 import type { StreamFormat } from '../event-stream.js';
 import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
 import { liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
+import { fileAccessOf } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
 import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
 import { resolveVoice } from '../voice.js';
@@ -58,7 +59,11 @@ async function speech(ctx: RouteContext) {
   };
   const instructions = optionalString(body, 'instructions');
   if (instructions !== undefined) options['instruction'] = instructions;
-  const voice = await resolveVoice(body, entry.config, entry.presets, config);
+  const voice = await resolveVoice(body, entry.config, entry.presets, {
+    voice_dir: config.voice_dir,
+    access: fileAccessOf(config),
+    limits: audioLimits(config, entry.config),
+  });
 
   const request = {
     task: entry.config.task,
@@ -171,6 +176,7 @@ async function speechLive(ctx: RouteContext) {
     format,
     limits: liveIngestLimits(config.live_ingest, entry.config.live_ingest),
     signal: ctx.signal,
+    maxAudioSeconds: audioLimits(config, entry.config).maxSeconds,
     label: 'live speech',
   });
   const options: Record<string, string> = { ...entry.config.default_request_options };

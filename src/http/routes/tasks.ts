@@ -2,14 +2,13 @@
  * POST /v1/tasks/run, /v1/tasks/stream and /v1/tasks/batch: any task, with the CLI
  * request-sequence fields (reference §1.11-1.13).
  */
-import { isAbsolute, resolve } from 'node:path';
 import type { Audio } from '../../audio/types.js';
 import { encodeWav } from '../../audio/wav-encode.js';
 import { isPlainObject } from '../../config/errors.js';
 import type { EngineEvent, EngineRequest, EngineResult } from '../../engines/types.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
-import { decodeBase64Audio, readAudioPath, timing } from '../audio-io.js';
+import { type AudioLimits, audioLimits, decodeBase64Audio, readAudioPath, timing } from '../audio-io.js';
 import { batchInference } from '../batch-inference.js';
 import { readJsonObject } from '../body.js';
 import {
@@ -21,25 +20,30 @@ import {
 } from '../fields.js';
 import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
+import { type FileAccess, fileAccessOf, serverFilePath } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
 import { requireStreamingMode } from '../task-routes.js';
 
-/** Options that name files; relative paths resolve against the config folder. */
+/** Options that name server files (under the file roots; relative paths resolve against the config folder). */
 const PATH_OPTIONS = ['source_audio', 'target_voice', 'prosody_ref', 'style_ref'] as const;
 
-async function inputAudio(request: Fields, baseDir: string, limit: number): Promise<Audio | undefined> {
+async function inputAudio(
+  request: Fields,
+  access: FileAccess,
+  limits: AudioLimits,
+): Promise<Audio | undefined> {
   const path = optionalString(request, 'audio');
   const base64 = request['audio_base64'];
   if (path !== undefined && base64 !== undefined)
     throw invalidRequest('provide only one of audio or audio_base64');
-  if (path !== undefined) return readAudioPath(path, 'audio', baseDir);
+  if (path !== undefined) return readAudioPath(path, 'audio', access, limits);
   if (base64 === undefined) return undefined;
   if (typeof base64 !== 'string' || base64.length === 0) {
     throw invalidRequest(
       `audio_base64: ${showValue(base64)} is invalid; expected a non-empty base64 WAV string`,
     );
   }
-  return decodeBase64Audio(base64, 'audio_base64', limit);
+  return decodeBase64Audio(base64, 'audio_base64', limits);
 }
 
 function resultJson(result: EngineResult, wallMs: number): Record<string, unknown> {
@@ -63,21 +67,21 @@ async function taskRequest(ctx: RouteContext, modelId: string, request: Fields):
   const { runtime, config } = ctx;
   const entry = runtime.get(modelId);
   const options = buildOptions(request, entry.config.default_request_options, TASK_KNOBS, TASK_RENAMES);
+  const access = fileAccessOf(config);
+  const limits = audioLimits(config, entry.config);
   for (const key of PATH_OPTIONS) {
     const value = optionalString(request, key);
-    if (value !== undefined) options[key] = isAbsolute(value) ? value : resolve(config.base_dir, value);
+    if (value !== undefined) options[key] = await serverFilePath(value, key, access);
   }
   const voiceRefPath = optionalString(request, 'voice_ref');
   return {
     task: entry.config.task,
     text: optionalString(request, 'text'),
     language: optionalString(request, 'language'),
-    audio: await inputAudio(request, config.base_dir, config.max_request_body_bytes),
+    audio: await inputAudio(request, access, limits),
     voiceId: optionalString(request, 'voice_id'),
     voiceRef:
-      voiceRefPath === undefined
-        ? undefined
-        : await readAudioPath(voiceRefPath, 'voice_ref', config.base_dir),
+      voiceRefPath === undefined ? undefined : await readAudioPath(voiceRefPath, 'voice_ref', access, limits),
     referenceText: optionalString(request, 'reference_text'),
     options,
   };

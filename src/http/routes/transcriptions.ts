@@ -6,9 +6,9 @@
 import type { Audio } from '../../audio/types.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
-import { invalidRequest, VoxdError } from '../../errors.js';
+import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
-import { decodeField, readAudioPath, timing } from '../audio-io.js';
+import { type AudioLimits, audioLimits, decodeAudio, readAudioPath, timing } from '../audio-io.js';
 import { batchInference } from '../batch-inference.js';
 import { readJsonObject } from '../body.js';
 import {
@@ -20,17 +20,19 @@ import {
   requireString,
 } from '../fields.js';
 import { type LiveBody, liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
-import { isMultipart, readMultipart } from '../multipart.js';
+import { isMultipart, type MultipartBody, readMultipart } from '../multipart.js';
 import { buildOptions } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
+import { fileAccessOf } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
 import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
 
 const TRANSCRIPTION_TASKS: readonly TaskToken[] = ['asr', 'diar'];
 
+/** The request's fields and its audio, not decoded yet (the model's limits apply to decoding). */
 interface TranscriptionInput {
   fields: Fields;
-  audio: Audio;
+  decode(limits: AudioLimits): Promise<Audio>;
 }
 
 /** Uploads must be WAV: a `.wav` name or no extension at all. */
@@ -38,25 +40,37 @@ function checkUploadName(filename: string): void {
   const dot = filename.lastIndexOf('.');
   if (dot > 0 && filename.slice(dot).toLowerCase() !== '.wav') {
     throw invalidRequest(
-      `file: "${filename}" is not a WAV upload; only WAV audio (.wav or no extension) is supported`,
+      `file: ${showValue(filename)} is not a WAV upload; only WAV audio (.wav or no extension) is supported`,
     );
   }
 }
 
-async function fromMultipart({ req, config }: RouteContext): Promise<TranscriptionInput> {
-  const { fields, files } = await readMultipart(req, config.max_request_body_bytes);
+/** Reads a multipart body and hands it to `use`; its spooled files are removed whatever happens. */
+async function withMultipart<T>(ctx: RouteContext, use: (body: MultipartBody) => Promise<T>): Promise<T> {
+  const body = await readMultipart(ctx.req, { limit: ctx.config.max_request_body_bytes });
+  try {
+    return await use(body);
+  } finally {
+    await body.dispose();
+  }
+}
+
+/** Form fields as plain fields; OpenAI clients send the context as `prompt`, audio.cpp as `text`. */
+function formFields(fields: Map<string, string>): Fields {
+  const plain: Fields = Object.fromEntries(fields);
+  if (plain['text'] === undefined && plain['prompt'] !== undefined) plain['text'] = plain['prompt'];
+  return plain;
+}
+
+function fromMultipart({ fields, files }: MultipartBody): TranscriptionInput {
   const file = files.find((f) => f.field === 'file');
   if (!file) throw invalidRequest(`'file' is required: expected a WAV upload in the multipart field "file"`);
   checkUploadName(file.filename);
-  if (file.data.length === 0) throw invalidRequest(`file: "${file.filename}" is empty`);
-  const plain: Fields = Object.fromEntries(fields);
-  // OpenAI clients send the context as `prompt`; audio.cpp also takes `text`.
-  if (plain['text'] === undefined && plain['prompt'] !== undefined) plain['text'] = plain['prompt'];
-  return { fields: plain, audio: await decodeField(file.data, 'file') };
+  if (file.size === 0) throw invalidRequest(`file: ${showValue(file.filename)} is empty`);
+  return { fields: formFields(fields), decode: (limits) => decodeAudio(file.source, 'file', limits) };
 }
 
 async function fromJson(ctx: RouteContext): Promise<TranscriptionInput> {
-  const { config } = ctx;
   const body = await readJsonObject(ctx);
   const key = ['audio', 'audio_path', 'file'].find((k) => body[k] !== undefined);
   if (!key)
@@ -64,7 +78,10 @@ async function fromJson(ctx: RouteContext): Promise<TranscriptionInput> {
       `'audio' is required: expected a server-local WAV path in "audio", "audio_path" or "file"`,
     );
   const path = requireString(body, key);
-  return { fields: body, audio: await readAudioPath(path, key, config.base_dir) };
+  return {
+    fields: body,
+    decode: (limits) => readAudioPath(path, key, fileAccessOf(ctx.config), limits),
+  };
 }
 
 interface ParsedTranscription {
@@ -77,8 +94,17 @@ interface ParsedTranscription {
 }
 
 /** The request forms both transcription routes share (multipart upload, or JSON with a path). */
-async function parse(ctx: RouteContext, route: string): Promise<ParsedTranscription> {
-  const { fields, audio } = isMultipart(ctx.req) ? await fromMultipart(ctx) : await fromJson(ctx);
+function parse(ctx: RouteContext, route: string): Promise<ParsedTranscription> {
+  if (isMultipart(ctx.req)) return withMultipart(ctx, (body) => parseInput(ctx, route, fromMultipart(body)));
+  return fromJson(ctx).then((input) => parseInput(ctx, route, input));
+}
+
+/** Fields are checked before the audio is decoded, so a bad request costs no decoding. */
+async function parseInput(
+  ctx: RouteContext,
+  route: string,
+  { fields, decode }: TranscriptionInput,
+): Promise<ParsedTranscription> {
   const modelId = requireString(fields, 'model');
   const entry = ctx.runtime.get(modelId);
   requireTask(entry.config, TRANSCRIPTION_TASKS, route);
@@ -87,13 +113,15 @@ async function parse(ctx: RouteContext, route: string): Promise<ParsedTranscript
   const language = optionalString(fields, 'language');
   const options = buildOptions(fields, entry.config.default_request_options, []);
   if (language) options['language'] = language;
+  const busyTimeoutMs = requestBusyTimeout(fields, ctx.url);
+  const audio = await decode(audioLimits(ctx.config, entry.config));
   return {
     modelId,
     request: { task: entry.config.task, audio, text: optionalString(fields, 'text'), language, options },
     audio,
     fields,
     stream,
-    busyTimeoutMs: requestBusyTimeout(fields, ctx.url),
+    busyTimeoutMs,
   };
 }
 
@@ -248,9 +276,11 @@ async function batchTranscriptions(ctx: RouteContext) {
     throw invalidRequest(
       '/v1/batches/transcriptions takes a multipart/form-data upload with one or more "file" fields',
     );
-  const { fields, files } = await readMultipart(ctx.req, ctx.config.max_request_body_bytes);
-  const plain: Fields = Object.fromEntries(fields);
-  if (plain['text'] === undefined && plain['prompt'] !== undefined) plain['text'] = plain['prompt'];
+  return withMultipart(ctx, (body) => batchOf(ctx, body));
+}
+
+async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
+  const plain = formFields(fields);
   const modelId = requireString(plain, 'model');
   const entry = ctx.runtime.get(modelId);
   requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/batches/transcriptions');
@@ -261,11 +291,12 @@ async function batchTranscriptions(ctx: RouteContext) {
   const language = optionalString(plain, 'language');
   const options = buildOptions(plain, entry.config.default_request_options, []);
   if (language) options['language'] = language;
+  const limits = audioLimits(ctx.config, entry.config);
   const audios: Audio[] = [];
   for (const [i, file] of uploads.entries()) {
     checkUploadName(file.filename);
-    if (file.data.length === 0) throw invalidRequest(`file[${i}]: "${file.filename}" is empty`);
-    audios.push(await decodeField(file.data, `file[${i}]`));
+    if (file.size === 0) throw invalidRequest(`file[${i}]: ${showValue(file.filename)} is empty`);
+    audios.push(await decodeAudio(file.source, `file[${i}]`, limits));
   }
   const text = optionalString(plain, 'text');
   return batchInference(ctx, {
@@ -309,6 +340,7 @@ async function transcriptionsLive(ctx: RouteContext) {
     format,
     limits: liveIngestLimits(config.live_ingest, entry.config.live_ingest),
     signal: ctx.signal,
+    maxAudioSeconds: audioLimits(config, entry.config).maxSeconds,
     label: 'live transcription',
   });
   const language = query.get('language') || undefined;
