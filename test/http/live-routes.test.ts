@@ -268,6 +268,7 @@ function fixtureModels(parallel: boolean): Record<string, unknown>[] {
         ...slots,
         live_ingest: { max_body_bytes: 4000, max_chunk_bytes: 1000 },
       }),
+      fixtureModel(`${task}-seconds`, { ...streaming, ...slots, max_audio_seconds: 1 }),
     );
   }
   return models;
@@ -449,6 +450,19 @@ for (const parallel of [false, true]) {
         await client.write(framed(pcm, [1000]));
         assertLimitError(await client.finished(), route, 'max_body_bytes');
         await assertRecovered(s, parallel, route, `${route.task}-size`);
+      });
+
+      test(`${route.name}: max_audio_seconds: one frame over the model's limit fails`, async () => {
+        const client = new LiveClient(s.url, target(route, `${route.task}-seconds`));
+        await client.write(framed(s16le(sine(16001, 16000)), [4000]));
+        const res = await client.finished();
+        const events = sseEvents(res.body);
+        assertNoDone(events, route);
+        const last = events.at(-1) as { type: string; error: { message: string; type: string } };
+        assert.equal(last?.type, 'error', JSON.stringify(events));
+        assert.equal(last.error.type, 'invalid_request_error');
+        assert.ok(last.error.message.includes('max_audio_seconds'), last.error.message);
+        await assertRecovered(s, parallel, route, `${route.task}-seconds`);
       });
 
       test(`${route.name}: max_chunk_bytes: a declared chunk size over the limit fails before its data`, async () => {
