@@ -5,7 +5,7 @@ import { decodeWavAsync } from '../audio/audio-pool.js';
 import type { Audio } from '../audio/types.js';
 import { durationMs } from '../audio/types.js';
 import { WavError } from '../audio/wav-decode.js';
-import { invalidRequest } from '../errors.js';
+import { invalidRequest, showValue } from '../errors.js';
 
 /** Decodes WAV bytes (long files on a worker thread); a bad file is a 400 naming the field it came in. */
 export async function decodeField(bytes: Buffer, field: string): Promise<Audio> {
@@ -26,7 +26,7 @@ export async function readAudioPath(path: string, field: string, baseDir: string
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw invalidRequest(
-      `${field}: cannot read "${path}" (${code === 'ENOENT' ? 'no such file' : (code ?? 'unreadable')})`,
+      `${field}: cannot read ${showValue(path)} (${code === 'ENOENT' ? 'no such file' : (code ?? 'unreadable')})`,
     );
   }
   return decodeField(bytes, field);

@@ -19,6 +19,7 @@ import {
   requestBusyTimeout,
   requireString,
 } from '../fields.js';
+import { parseJsonText } from '../json-text.js';
 import { type LiveBody, liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
 import { isMultipart, readMultipart } from '../multipart.js';
 import { buildOptions } from '../request-options.js';
@@ -113,14 +114,10 @@ function detailJson(outcome: InferenceOutcome): Record<string, unknown> {
   return json;
 }
 
-/** A multipart `options` field carries a JSON object as text. */
+/** A multipart `options` field carries a JSON object as text, parsed as JSON bodies are. */
 function parseOptionsField(fields: Fields): void {
   if (typeof fields['options'] !== 'string') return;
-  try {
-    fields['options'] = JSON.parse(fields['options']);
-  } catch {
-    throw invalidRequest(`options: ${JSON.stringify(fields['options'])} is not a JSON object`);
-  }
+  fields['options'] = parseJsonText(fields['options'], 'options');
 }
 
 async function transcriptions(ctx: RouteContext) {
