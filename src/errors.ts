@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   E_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error' },
   /** Input audio longer than max_audio_seconds (the server's, or the model's). */
   E_AUDIO_TOO_LONG: { status: 413, type: 'invalid_request_error' },
+  /** No byte of the request body arrived for body_timeout_ms. */
+  E_BODY_TIMEOUT: { status: 408, type: 'timeout_error' },
   /** A holder overran the busy timeout, or the wait for a slot timed out. */
   E_BUSY: { status: 503, type: 'server_busy' },
   /** max_loaded_models is reached and every loaded model is busy. */
@@ -54,18 +56,28 @@ export class VoxdError extends Error {
 export const invalidRequest = (message: string, cause?: unknown) =>
   new VoxdError('E_INVALID_REQUEST', message, { cause });
 export const notFound = (message: string) => new VoxdError('E_NOT_FOUND', message);
-export const unknownModel = (id: string) => new VoxdError('E_NOT_FOUND', `unknown model id: ${id}`);
+export const unknownModel = (id: string) =>
+  new VoxdError('E_NOT_FOUND', `unknown model id: ${showValue(id)}`);
 export const busy = (message: string) => new VoxdError('E_BUSY', message);
 
 export function isVoxdError(err: unknown): err is VoxdError {
   return err instanceof VoxdError;
 }
 
+/**
+ * Cuts text to at most `max` characters, marking the cut with `...`. Error messages show what the
+ * client sent, and a client can send megabytes; the message must stay a message.
+ */
+export function cutText(text: string, max = 80): string {
+  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
+}
+
 /** Shows a value in an error message: strings quoted, everything else as JSON, long values cut. */
 export function showValue(value: unknown): string {
   let text: string;
   if (value === undefined) text = 'undefined';
-  else if (typeof value === 'string') text = JSON.stringify(value);
+  // Only a prefix is shown, so only a prefix is quoted (a value can be megabytes long).
+  else if (typeof value === 'string') text = JSON.stringify(value.slice(0, 80));
   else {
     try {
       text = JSON.stringify(value) ?? String(value);
@@ -73,5 +85,5 @@ export function showValue(value: unknown): string {
       text = String(value);
     }
   }
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+  return cutText(text);
 }

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { WavError } from '../src/audio/wav-decode.js';
 import { ConfigError } from '../src/config/errors.js';
 import { ERROR_CODES, VoxdError } from '../src/errors.js';
-import { toHttp } from '../src/http/errors.js';
+import { MAX_ERROR_MESSAGE_CHARS, toHttp } from '../src/http/errors.js';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
@@ -31,4 +31,13 @@ test('toHttp maps typed errors, client input errors and unknown faults', () => {
     [fault.status, fault.body.error.message, fault.internal],
     [500, 'internal server error', true],
   );
+});
+
+test('toHttp caps every message, so a message that echoes megabytes cannot reach a client', () => {
+  const huge = 'x'.repeat(1_000_000);
+  for (const err of [new VoxdError('E_NOT_FOUND', huge), ConfigError.rejected(huge, 1, huge)]) {
+    const { message } = toHttp(err).body.error;
+    assert.equal(message.length, MAX_ERROR_MESSAGE_CHARS);
+    assert.ok(message.endsWith('...'));
+  }
 });

@@ -3,7 +3,7 @@
  * server.json, a CLI flag or a dynamic registration body, is reported the same way: one line that
  * names the key path, shows the offending value and says what is allowed.
  */
-import { showValue } from '../errors.js';
+import { cutText, showValue } from '../errors.js';
 
 export class ConfigError extends Error {
   /** The key path (`models[1].busy_timeout_ms`) or the CLI flag (`--port`) that was wrong. */
@@ -45,11 +45,12 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 
 /**
  * Joins a key path. User-chosen names (preset names, option keys) may hold any character, so
- * anything that is not a plain identifier is quoted to keep the path unambiguous and on one line.
+ * anything that is not a plain identifier is quoted to keep the path unambiguous and on one line;
+ * a long name is cut, as values are (a path is echoed in error messages).
  */
 export function keyPath(parent: string, child: string | number): string {
   if (typeof child === 'number') return `${parent}[${child}]`;
-  const name = /^[A-Za-z_][A-Za-z0-9_]*$/.test(child) ? child : JSON.stringify(child);
+  const name = /^[A-Za-z_][A-Za-z0-9_]*$/.test(child) ? cutText(child) : showValue(child);
   if (!parent) return name;
   return name.startsWith('"') ? `${parent}[${name}]` : `${parent}.${name}`;
 }

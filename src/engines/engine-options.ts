@@ -2,7 +2,7 @@
  * Reading engine options and inputs that several families share. Option maps hold strings; every
  * bad value is a 400 naming where it came from (`options.` for a request, `load_options.` for a model).
  */
-import { invalidRequest } from '../errors.js';
+import { invalidRequest, showValue } from '../errors.js';
 import type { EngineRequest } from './types.js';
 
 export interface NumberRule {
@@ -30,7 +30,7 @@ export function numberOption(
     (integer && !Number.isInteger(value))
   ) {
     throw invalidRequest(
-      `${where}${key}: "${raw}" is invalid; expected ${integer ? 'an integer' : 'a number'} between ${min} and ${max}`,
+      `${where}${key}: ${showValue(raw)} is invalid; expected ${integer ? 'an integer' : 'a number'} between ${min} and ${max}`,
     );
   }
   return value;
@@ -43,7 +43,7 @@ export function speedOption(options: Record<string, string>): number {
   if (raw === undefined) return 1;
   const speed = Number(raw);
   if (raw.trim() === '' || !Number.isFinite(speed) || speed < 0.25 || speed > 4) {
-    throw invalidRequest(`${key}: "${raw}" is invalid; expected a number between 0.25 and 4`);
+    throw invalidRequest(`${key}: ${showValue(raw)} is invalid; expected a number between 0.25 and 4`);
   }
   return speed;
 }

@@ -1,7 +1,8 @@
-/** Reading request bodies within max_request_body_bytes, and parsing JSON bodies. */
+/** Reading request bodies within max_request_body_bytes and body_timeout_ms, and parsing JSON bodies. */
 import type { IncomingMessage } from 'node:http';
 import { isPlainObject } from '../config/errors.js';
-import { invalidRequest, VoxdError } from '../errors.js';
+import { invalidRequest, showValue, VoxdError } from '../errors.js';
+import { parseJsonText } from './json-text.js';
 
 function tooLarge(limit: number): VoxdError {
   return new VoxdError('E_BODY_TOO_LARGE', `request body exceeds max_request_body_bytes=${limit}`);
@@ -11,25 +12,71 @@ function tooLarge(limit: number): VoxdError {
 export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
   const declared = req.headers['content-length'];
   if (declared === undefined) return;
-  if (!/^\d+$/.test(declared)) throw invalidRequest(`Content-Length: "${declared}" is not a decimal number`);
+  if (!/^\d+$/.test(declared))
+    throw invalidRequest(`Content-Length: ${showValue(declared)} is not a decimal number`);
   if (Number(declared) > limit) throw tooLarge(limit);
 }
 
-export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export interface BodyIdleTimer {
+  /** A chunk arrived: the wait for the next one starts over. */
+  touch(): void;
+  /** The body is read, or its read failed: the timer is cleared for good. */
+  stop(): void;
+}
+
+/**
+ * The body_timeout_ms rule, for any reader of a whole request body: when `ms` pass without a
+ * chunk (the reader calls `touch` on each), `onIdle` gets the 408 error to fail the read with.
+ * Without it, a client that sends headers and half a body holds its connection and its handler
+ * forever. The server answers the error with `Connection: close`, which drops the rest of the body.
+ * `ms` 0 is no limit. The live routes do not use this: their bodies are bounded by live_ingest.
+ */
+export function bodyIdleTimer(ms: number, onIdle: (err: VoxdError) => void): BodyIdleTimer {
+  if (ms <= 0) return { touch() {}, stop() {} };
+  const timer = setTimeout(() => {
+    onIdle(
+      new VoxdError(
+        'E_BODY_TIMEOUT',
+        `request body: no data arrived for ${ms} ms (body_timeout_ms=${ms}); send the body without pauses, or raise body_timeout_ms (0 = no limit)`,
+      ),
+    );
+  }, ms);
+  return { touch: () => timer.refresh(), stop: () => clearTimeout(timer) };
+}
+
+export async function readBody(req: IncomingMessage, limit: number, idleMs: number): Promise<Buffer> {
   checkDeclaredLength(req, limit);
-  const chunks: Buffer[] = [];
+  let stalled!: (err: VoxdError) => void;
+  const idle = new Promise<never>((_, reject) => (stalled = reject));
+  const timer = bodyIdleTimer(idleMs, stalled);
+  // Read by hand rather than `for await`, so a stalled read can be left waiting: returning from
+  // the iterator would destroy the request and its socket before the 408 is written.
+  const chunks = req[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const parts: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
+  try {
+    for (;;) {
+      const next = await Promise.race([chunks.next(), idle]);
+      if (next.done) break;
+      timer.touch();
+      size += next.value.length;
+      if (size > limit) throw tooLarge(limit);
+      parts.push(next.value);
+    }
+  } finally {
+    timer.stop();
   }
-  return Buffer.concat(chunks, size);
+  return Buffer.concat(parts, size);
 }
 
 export interface JsonBodySource {
   req: IncomingMessage;
-  config: { max_request_body_bytes: number; log: boolean; log_request_body: boolean };
+  config: {
+    max_request_body_bytes: number;
+    body_timeout_ms: number;
+    log: boolean;
+    log_request_body: boolean;
+  };
   log(message: string): void;
 }
 
@@ -38,15 +85,10 @@ export interface JsonBodySource {
  * log_request_body the body is logged (JSON bodies only: audio uploads never are).
  */
 export async function readJsonObject({ req, config, log }: JsonBodySource): Promise<Record<string, unknown>> {
-  const raw = await readBody(req, config.max_request_body_bytes);
+  const raw = await readBody(req, config.max_request_body_bytes, config.body_timeout_ms);
   if (config.log && config.log_request_body) log(`${req.method} ${req.url} body: ${raw.toString('utf8')}`);
   if (raw.length === 0) throw invalidRequest('request body is empty; expected a JSON object');
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw.toString('utf8'));
-  } catch (err) {
-    throw invalidRequest(`request body is not valid JSON: ${(err as Error).message}`);
-  }
+  const parsed = parseJsonText(raw.toString('utf8'));
   if (!isPlainObject(parsed)) {
     throw invalidRequest(
       `request body must be a JSON object, got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : typeof parsed}`,

@@ -5,7 +5,13 @@
  */
 import { WavError } from '../audio/wav-decode.js';
 import { ConfigError } from '../config/errors.js';
-import { ERROR_CODES, VoxdError } from '../errors.js';
+import { cutText, ERROR_CODES, VoxdError } from '../errors.js';
+
+/**
+ * The longest error message a client is sent. Messages cut each value they echo (showValue), and
+ * this cap is the safety net for one that does not: no request can make voxd echo megabytes.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 1000;
 
 export interface HttpError {
   status: number;
@@ -18,7 +24,7 @@ export function toHttp(err: unknown): HttpError {
   if (err instanceof VoxdError) {
     return {
       status: err.status,
-      body: { error: { message: err.message, type: err.type } },
+      body: { error: { message: cutText(err.message, MAX_ERROR_MESSAGE_CHARS), type: err.type } },
       // Refusals (busy, residency, memory, shutdown) are expected; only faults are logged in full.
       internal: err.code === 'E_ENGINE' || err.code === 'E_INTERNAL',
     };
@@ -26,7 +32,11 @@ export function toHttp(err: unknown): HttpError {
   // Both come from validating what the client sent (a registration body, an uploaded WAV).
   if (err instanceof ConfigError || err instanceof WavError) {
     const { status, type } = ERROR_CODES.E_INVALID_REQUEST;
-    return { status, body: { error: { message: err.message, type } }, internal: false };
+    return {
+      status,
+      body: { error: { message: cutText(err.message, MAX_ERROR_MESSAGE_CHARS), type } },
+      internal: false,
+    };
   }
   const { status, type } = ERROR_CODES.E_INTERNAL;
   return { status, body: { error: { message: 'internal server error', type } }, internal: true };

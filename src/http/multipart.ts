@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import { invalidRequest, showValue, VoxdError } from '../errors.js';
 import type { AudioSource } from './audio-io.js';
-import { checkDeclaredLength } from './body.js';
+import { bodyIdleTimer, checkDeclaredLength } from './body.js';
 
 /** Larger file parts go to disk. */
 export const SPOOL_THRESHOLD = 1 << 20;
@@ -39,6 +39,8 @@ export interface MultipartBody {
 export interface MultipartOptions {
   /** max_request_body_bytes */
   limit: number;
+  /** body_timeout_ms: the body may pause this long between chunks; 0 = no limit. */
+  idleMs: number;
 }
 
 export function isMultipart(req: IncomingMessage): boolean {
@@ -94,10 +96,12 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
   let size = 0;
   let failure: unknown;
 
+  let timer = bodyIdleTimer(0, () => {});
   const body = new Promise<void>((resolve, reject) => {
     const fail = (err: unknown) => {
       if (failure !== undefined) return;
       failure = err;
+      timer.stop();
       req.unpipe(parser);
       // The rest of the body is read and dropped, so the error answer can still be delivered.
       req.resume();
@@ -160,6 +164,9 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
     });
     parser.on('error', (err: Error) => fail(malformed(err)));
     parser.on('close', () => resolve());
+    timer = bodyIdleTimer(options.idleMs, fail);
+    req.on('data', () => timer.touch());
+    req.on('end', () => timer.stop());
     req.on('error', fail);
     req.on('close', () => {
       if (!req.complete) fail(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));

@@ -1,13 +1,13 @@
 /** Which task tokens and modes each inference route serves. */
 import type { ModelConfig, TaskToken } from '../config/types.js';
-import { invalidRequest } from '../errors.js';
+import { invalidRequest, showValue } from '../errors.js';
 import type { ModelEntry } from '../runtime/model-entry.js';
 import type { Runtime } from '../runtime/runtime.js';
 
 export function requireTask(model: ModelConfig, tasks: readonly TaskToken[], route: string): void {
   if (!tasks.includes(model.task)) {
     throw invalidRequest(
-      `model: '${model.id}' has task '${model.task}'; ${route} serves ${tasks.join(', ')} models (use /v1/tasks/run for any task)`,
+      `model: ${showValue(model.id)} has task '${model.task}'; ${route} serves ${tasks.join(', ')} models (use /v1/tasks/run for any task)`,
     );
   }
 }
@@ -16,7 +16,7 @@ export function requireTask(model: ModelConfig, tasks: readonly TaskToken[], rou
 export function requireStreamingMode(model: ModelConfig): void {
   if (model.mode !== 'streaming') {
     throw invalidRequest(
-      `stream: model '${model.id}' is configured mode "${model.mode}"; streamed responses need a model entry with "mode": "streaming"`,
+      `stream: model ${showValue(model.id)} is configured mode "${model.mode}"; streamed responses need a model entry with "mode": "streaming"`,
     );
   }
 }
@@ -33,7 +33,7 @@ export function liveModel(
 ): ModelEntry {
   const modelId = query.get('model');
   if (!modelId) throw invalidRequest("model: the 'model' query parameter is required");
-  if (!runtime.has(modelId)) throw invalidRequest(`model: unknown model id: ${modelId}`);
+  if (!runtime.has(modelId)) throw invalidRequest(`model: unknown model id: ${showValue(modelId)}`);
   const entry = runtime.get(modelId);
   requireTask(entry.config, tasks, route);
   requireStreamingMode(entry.config);

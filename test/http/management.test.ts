@@ -166,7 +166,7 @@ describe('model management routes', () => {
     try {
       assert.match(
         errorOf(await post(s.url, '/v1/models/unload', { id: 'zz' }), 404, 'not_found'),
-        /unknown model id: zz/,
+        /unknown model id: "zz"/,
       );
       errorOf(await post(s.url, '/v1/models/unload', {}), 400, 'invalid_request_error');
       const res = await post(s.url, '/v1/models/unload', { id: 'm' });

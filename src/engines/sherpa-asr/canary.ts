@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { OptionMap } from '../../config/types.js';
-import { invalidRequest, VoxdError } from '../../errors.js';
+import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { TOKENS } from '../sherpa-model-folder.js';
 import type { EngineRequest, ParamRow } from '../types.js';
 import { SherpaRecognizerFamily } from './recognizer-family.js';
@@ -34,13 +34,14 @@ const BOOLEANS: Record<string, boolean> = { true: true, false: false, '1': true,
 function language(where: string, raw: string): string {
   const lang = raw.trim().toLowerCase();
   if (!(CANARY_LANGUAGES as readonly string[]).includes(lang))
-    throw invalidRequest(`${where}: "${raw}" is invalid; canary_asr expects one of ${LANGUAGES}`);
+    throw invalidRequest(`${where}: ${showValue(raw)} is invalid; canary_asr expects one of ${LANGUAGES}`);
   return lang;
 }
 
 function flag(where: string, raw: string): boolean {
   const value = BOOLEANS[raw.trim().toLowerCase()];
-  if (value === undefined) throw invalidRequest(`${where}: "${raw}" is invalid; expected true or false`);
+  if (value === undefined)
+    throw invalidRequest(`${where}: ${showValue(raw)} is invalid; expected true or false`);
   return value;
 }
 

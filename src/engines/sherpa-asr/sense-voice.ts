@@ -9,7 +9,7 @@
  * Inverse text normalization is read from the stream, so `use_itn` works per request too.
  */
 import type { OptionMap } from '../../config/types.js';
-import { invalidRequest, VoxdError } from '../../errors.js';
+import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import type { FileRole } from '../sherpa-model-folder.js';
 import { TOKENS } from '../sherpa-model-folder.js';
 import type { EngineRequest } from '../types.js';
@@ -28,7 +28,7 @@ function flag(options: OptionMap, key: string, where: string): boolean | undefin
   if (raw === undefined) return undefined;
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
-  throw invalidRequest(`${where}${key}: "${raw}" is invalid; expected true or false`);
+  throw invalidRequest(`${where}${key}: ${showValue(raw)} is invalid; expected true or false`);
 }
 
 function loadLanguage(loadOptions: OptionMap, modelId: string): Language {
@@ -36,7 +36,7 @@ function loadLanguage(loadOptions: OptionMap, modelId: string): Language {
   if (!isLanguage(raw)) {
     throw new VoxdError(
       'E_INVALID_REQUEST',
-      `model '${modelId}': load_options.language: "${raw}" is invalid; expected one of: ${LANGUAGES.join(', ')}`,
+      `model '${modelId}': load_options.language: ${showValue(raw)} is invalid; expected one of: ${LANGUAGES.join(', ')}`,
     );
   }
   return raw;
@@ -55,15 +55,17 @@ function requestSettings(request: EngineRequest, loadOptions: OptionMap, modelId
   const asked = (request.language || request.options['language'] || '').trim();
   if (asked) {
     if (!isLanguage(asked)) {
-      throw invalidRequest(`language: "${asked}" is invalid; expected one of: ${LANGUAGES.join(', ')}`);
+      throw invalidRequest(
+        `language: ${showValue(asked)} is invalid; expected one of: ${LANGUAGES.join(', ')}`,
+      );
     }
     const loaded = loadLanguage(loadOptions, modelId);
     // With auto, a requested language is a hint (as OpenAI documents `language`): detection decides.
     if (loaded !== 'auto' && asked !== loaded) {
       throw invalidRequest(
-        `language: "${asked}" cannot be set per request: model '${modelId}' was loaded with ` +
+        `language: ${showValue(asked)} cannot be set per request: model '${modelId}' was loaded with ` +
           `load_options.language "${loaded}" and sherpa-onnx fixes SenseVoice's language at load; ` +
-          `configure a model with load_options.language "${asked}"`,
+          `configure a model with load_options.language ${showValue(asked)}`,
       );
     }
   }

@@ -9,7 +9,7 @@
  * on missing encoder metadata, so both are checked here first, from the encoder's metadata.
  */
 import type { OptionMap } from '../../config/types.js';
-import { invalidRequest, VoxdError } from '../../errors.js';
+import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { readOnnxMetadata } from '../onnx-info.js';
 import { TOKENS } from '../sherpa-model-folder.js';
 import type { EngineRequest } from '../types.js';
@@ -90,20 +90,20 @@ function pickLanguage(model: KnownLanguages, where: string, raw: string): string
   if (model.languages.length === 0) {
     if (value === '' || value === 'auto' || value === 'en' || value.startsWith('en-')) return 'en';
     throw invalidRequest(
-      `${where}: "${raw}" is not available: model '${model.modelId}' is an English-only Whisper model (language en)`,
+      `${where}: ${showValue(raw)} is not available: model '${model.modelId}' is an English-only Whisper model (language en)`,
     );
   }
   if (value === '' || value === 'auto') return '';
   const code = model.languages.includes(value) ? value : value.split(/[-_]/)[0]!;
   if (model.languages.includes(code)) return code;
   throw invalidRequest(
-    `${where}: "${raw}" is not a language of Whisper model '${model.modelId}'; expected auto or one of ${model.languages.join(', ')}`,
+    `${where}: ${showValue(raw)} is not a language of Whisper model '${model.modelId}'; expected auto or one of ${model.languages.join(', ')}`,
   );
 }
 
 function pickTask(model: KnownLanguages, where: string, raw: string): Task {
   if (!(TASKS as readonly string[]).includes(raw))
-    throw invalidRequest(`${where}: "${raw}" is invalid; expected transcribe or translate`);
+    throw invalidRequest(`${where}: ${showValue(raw)} is invalid; expected transcribe or translate`);
   if (raw === 'translate' && model.languages.length === 0)
     throw invalidRequest(
       `${where}: "translate" needs a multilingual Whisper model; '${model.modelId}' is English-only`,

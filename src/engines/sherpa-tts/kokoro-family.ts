@@ -8,7 +8,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { OptionMap } from '../../config/types.js';
-import { invalidRequest, VoxdError } from '../../errors.js';
+import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { readOnnxMetadata } from '../onnx-info.js';
 import { ANY_ONNX, findModelFiles, precisionOption, TOKENS } from '../sherpa-model-folder.js';
 import type { LoadSpec } from '../types.js';
@@ -175,7 +175,9 @@ export function kokoroVoices(meta: KokoroMeta): VoiceResolver {
     }
     const sid = speakerNames.indexOf(voice);
     if (sid < 0)
-      throw invalidRequest(`voice: "${voice}" is not a voice of this model; its voices are ${listed()}`);
+      throw invalidRequest(
+        `voice: ${showValue(voice)} is not a voice of this model; its voices are ${listed()}`,
+      );
     return sid;
   };
 }

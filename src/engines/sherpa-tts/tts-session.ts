@@ -1,5 +1,5 @@
 /** The sherpa-onnx TTS families and their session (any model type): text in, mono audio at the model's rate out. */
-import { invalidRequest } from '../../errors.js';
+import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { WorkerEngineSession } from '../engine-worker.js';
 import { speakSentences } from '../speak-sentences.js';
@@ -23,7 +23,9 @@ export type VoiceResolver = (voice: string | undefined) => number;
 /** Speaker numbers only (0, 1, ...): Piper and Matcha voices have no names. */
 export const speakerNumber: VoiceResolver = (voice = '0') => {
   if (!/^\d{1,4}$/.test(voice))
-    throw invalidRequest(`voice: "${voice}" is invalid; this model's voices are speaker numbers (0, 1, ...)`);
+    throw invalidRequest(
+      `voice: ${showValue(voice)} is invalid; this model's voices are speaker numbers (0, 1, ...)`,
+    );
   return Number(voice);
 };
 

@@ -1,5 +1,5 @@
 /** A TTS session: text and voice checks here, synthesis in its own runner process (EngineWorker). */
-import { invalidRequest } from '../../errors.js';
+import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { WorkerEngineSession } from '../engine-worker.js';
 import { speakSentences } from '../speak-sentences.js';
@@ -41,7 +41,7 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
         const reply = await this.worker.call({ text: sentence, voice, speed }, signal);
         if (!reply.ok) {
           if (this.voices.isVoiceError(reply.message))
-            throw invalidRequest(`voice: "${voice}" is not available in this engine`);
+            throw invalidRequest(`voice: ${showValue(voice)} is not available in this engine`);
           throw new Error(reply.message);
         }
         // flite reads English only: a sentence in another script (say all CJK) gives no samples.

@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { invalidRequest } from '../../errors.js';
+import { invalidRequest, showValue } from '../../errors.js';
 import type { EngineFamily, EngineSession, LoadedModel, LoadSpec, ParamRow } from '../types.js';
 import { SynthSession, type VoicePolicy } from './synth-session.js';
 import type { SynthWorkerData } from './synth-worker.js';
@@ -76,7 +76,7 @@ export function createFliteFamily(): EngineFamily {
       check(voice) {
         if (!(FLITE_VOICES as readonly string[]).includes(voice)) {
           throw invalidRequest(
-            `voice: "${voice}" is not a flite voice; available: ${FLITE_VOICES.join(', ')}`,
+            `voice: ${showValue(voice)} is not a flite voice; available: ${FLITE_VOICES.join(', ')}`,
           );
         }
       },
@@ -110,7 +110,7 @@ export function createEspeakFamily(): EngineFamily {
       check(voice) {
         if (!ESPEAK_VOICE.test(voice)) {
           throw invalidRequest(
-            `voice: "${voice}" is not an espeak-ng voice name (for example en-us, en-gb, de, en-us+f3)`,
+            `voice: ${showValue(voice)} is not an espeak-ng voice name (for example en-us, en-gb, de, en-us+f3)`,
           );
         }
       },

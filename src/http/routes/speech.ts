@@ -7,6 +7,7 @@ import { audioLimits, timing, timingHeaders } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
 import type { StreamFormat } from '../event-stream.js';
 import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
+import { checkInputChars, SPEECH_TASKS } from '../input-text.js';
 import { liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
@@ -15,7 +16,6 @@ import { streamedInference } from '../streamed-inference.js';
 import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
 import { resolveVoice } from '../voice.js';
 
-const SPEECH_TASKS: readonly TaskToken[] = ['tts', 'clon', 'vdes'];
 const FORMATS = ['wav', 'pcm', 'json', 'b64_json'] as const;
 const STREAM_FORMATS = ['sse', 'audio'] as const;
 
@@ -44,6 +44,7 @@ async function speech(ctx: RouteContext) {
   const input = requireString(body, 'input');
   const entry = runtime.get(modelId);
   requireTask(entry.config, SPEECH_TASKS, '/v1/audio/speech');
+  checkInputChars(input, 'input', entry.config, config);
   const streaming = optionalBool(body, 'stream') === true || body['stream_format'] !== undefined;
   const format = optionalEnum(body, 'response_format', FORMATS) ?? (streaming ? 'pcm' : 'wav');
   const streamFormat = optionalEnum(body, 'stream_format', STREAM_FORMATS) ?? 'sse';
@@ -142,7 +143,7 @@ function queryFlagValue(query: URLSearchParams, name: string): boolean | undefin
   if (value === null) return undefined;
   if (value === 'true' || value === '1') return true;
   if (value === 'false' || value === '0') return false;
-  throw invalidRequest(`${name}: "${value}" is invalid; expected true, 1, false or 0`);
+  throw invalidRequest(`${name}: ${showValue(value)} is invalid; expected true, 1, false or 0`);
 }
 
 /**
@@ -160,12 +161,15 @@ async function speechLive(ctx: RouteContext) {
   const input = query.get('input') ?? undefined;
   if (!input && !AUDIO_DRIVEN.includes(entry.config.task))
     throw invalidRequest("input: live speech requires an 'input' query parameter (the text to speak)");
+  checkInputChars(input, 'input', entry.config, config);
   const responseFormat = query.get('response_format');
   if (responseFormat !== null && responseFormat !== 'pcm')
-    throw invalidRequest(`response_format: "${responseFormat}" is invalid; live speech answers pcm only`);
+    throw invalidRequest(
+      `response_format: ${showValue(responseFormat)} is invalid; live speech answers pcm only`,
+    );
   const streamFormat = query.get('stream_format') ?? 'sse';
   if (streamFormat !== 'sse' && streamFormat !== 'audio')
-    throw invalidRequest(`stream_format: "${streamFormat}" is invalid; expected sse or audio`);
+    throw invalidRequest(`stream_format: ${showValue(streamFormat)} is invalid; expected sse or audio`);
   const returnText = queryFlagValue(query, 'return_text') ?? false;
   if (returnText && streamFormat !== 'sse')
     throw invalidRequest('return_text: text can only be returned with stream_format sse');

@@ -18,6 +18,7 @@ import {
   requestBusyTimeout,
   requireString,
 } from '../fields.js';
+import { checkInputChars } from '../input-text.js';
 import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
 import { type FileAccess, fileAccessOf, serverFilePath } from '../server-files.js';
@@ -62,10 +63,20 @@ function resultJson(result: EngineResult, wallMs: number): Record<string, unknow
   return out;
 }
 
-/** An engine request from the CLI request-sequence fields of one task request. */
-async function taskRequest(ctx: RouteContext, modelId: string, request: Fields): Promise<EngineRequest> {
+/**
+ * An engine request from the CLI request-sequence fields of one task request; `at` is where those
+ * fields sit in the body (`request.`, `requests[2].` or nothing), for messages.
+ */
+async function taskRequest(
+  ctx: RouteContext,
+  modelId: string,
+  request: Fields,
+  at: string,
+): Promise<EngineRequest> {
   const { runtime, config } = ctx;
   const entry = runtime.get(modelId);
+  const text = optionalString(request, 'text');
+  checkInputChars(text, `${at}text`, entry.config, config);
   const options = buildOptions(request, entry.config.default_request_options, TASK_KNOBS, TASK_RENAMES);
   const access = fileAccessOf(config);
   const limits = audioLimits(config, entry.config);
@@ -76,7 +87,7 @@ async function taskRequest(ctx: RouteContext, modelId: string, request: Fields):
   const voiceRefPath = optionalString(request, 'voice_ref');
   return {
     task: entry.config.task,
-    text: optionalString(request, 'text'),
+    text,
     language: optionalString(request, 'language'),
     audio: await inputAudio(request, access, limits),
     voiceId: optionalString(request, 'voice_id'),
@@ -94,8 +105,9 @@ async function readTaskBody(ctx: RouteContext) {
   if (body['request'] !== undefined && !isPlainObject(body['request'])) {
     throw invalidRequest(`request: ${showValue(body['request'])} is invalid; expected an object`);
   }
-  const fields: Fields = (body['request'] as Fields | undefined) ?? body;
-  const request = await taskRequest(ctx, modelId, fields);
+  const nested = body['request'] as Fields | undefined;
+  const fields = nested ?? body;
+  const request = await taskRequest(ctx, modelId, fields, nested ? 'request.' : '');
   const busyTimeoutMs = requestBusyTimeout(body, ctx.url) ?? optionalBusyTimeout(fields);
   return { body, modelId, request, busyTimeoutMs };
 }
@@ -216,7 +228,7 @@ async function batch(ctx: RouteContext) {
   for (const [i, item] of requests.entries()) {
     if (!isPlainObject(item))
       throw invalidRequest(`requests[${i}]: ${showValue(item)} is invalid; expected an object`);
-    items.push(await taskRequest(ctx, modelId, item as Fields));
+    items.push(await taskRequest(ctx, modelId, item as Fields, `requests[${i}].`));
   }
   return batchInference(ctx, {
     modelId,

@@ -19,6 +19,7 @@ import {
   requestBusyTimeout,
   requireString,
 } from '../fields.js';
+import { parseJsonText } from '../json-text.js';
 import { type LiveBody, liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
 import { isMultipart, type MultipartBody, readMultipart } from '../multipart.js';
 import { buildOptions } from '../request-options.js';
@@ -47,7 +48,10 @@ function checkUploadName(filename: string): void {
 
 /** Reads a multipart body and hands it to `use`; its spooled files are removed whatever happens. */
 async function withMultipart<T>(ctx: RouteContext, use: (body: MultipartBody) => Promise<T>): Promise<T> {
-  const body = await readMultipart(ctx.req, { limit: ctx.config.max_request_body_bytes });
+  const body = await readMultipart(ctx.req, {
+    limit: ctx.config.max_request_body_bytes,
+    idleMs: ctx.config.body_timeout_ms,
+  });
   try {
     return await use(body);
   } finally {
@@ -141,14 +145,10 @@ function detailJson(outcome: InferenceOutcome): Record<string, unknown> {
   return json;
 }
 
-/** A multipart `options` field carries a JSON object as text. */
+/** A multipart `options` field carries a JSON object as text, parsed as JSON bodies are. */
 function parseOptionsField(fields: Fields): void {
   if (typeof fields['options'] !== 'string') return;
-  try {
-    fields['options'] = JSON.parse(fields['options']);
-  } catch {
-    throw invalidRequest(`options: ${JSON.stringify(fields['options'])} is not a JSON object`);
-  }
+  fields['options'] = parseJsonText(fields['options'], 'options');
 }
 
 async function transcriptions(ctx: RouteContext) {
