@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { SPOOL_THRESHOLD } from '../../src/http/multipart.js';
 import { RawClient } from '../helpers/raw-http.js';
