@@ -5,6 +5,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { noteLargeBuffer } from '../util/release-memory.js';
 import type { AudioJob, AudioReply } from './audio-worker.js';
 import { conformAudio } from './convert.js';
 import type { Audio } from './types.js';
@@ -16,6 +17,12 @@ export const INLINE_LIMIT = 1 << 20;
 type Need = { sampleRate: number; channels: number };
 type Pending = { resolve(audio: Audio): void; reject(err: Error): void };
 type Job = AudioJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
+
+/** Offloaded jobs are the large ones: their results die with their request (release-memory.ts). */
+function resolved(audio: Audio, resolve: (audio: Audio) => void): void {
+  noteLargeBuffer(audio.samples.byteLength);
+  resolve(audio);
+}
 
 class AudioPool {
   readonly #size = Math.max(1, Math.min(2, availableParallelism() - 1));
@@ -29,7 +36,10 @@ class AudioPool {
 
   run(job: Job): Promise<Audio> {
     return new Promise<Audio>((resolve, reject) => {
-      this.#queue.push({ job: { ...job, id: this.#nextId++ } as AudioJob, pending: { resolve, reject } });
+      this.#queue.push({
+        job: { ...job, id: this.#nextId++ } as AudioJob,
+        pending: { resolve: (audio) => resolved(audio, resolve), reject },
+      });
       this.#dispatch();
     });
   }

@@ -49,6 +49,15 @@ function runJob(job: AudioJob): Audio {
   return conformAudio(job.audio, job.need);
 }
 
+/** Input bytes of a job above which the worker collects its garbage once the reply is sent. */
+const COLLECT_AFTER_BYTES = 16 * 1024 * 1024;
+
+function inputBytes(job: AudioJob): number {
+  if (job.kind === 'decode') return job.bytes.byteLength;
+  if (job.kind === 'decode-file') return job.layout.dataBytes;
+  return job.audio.samples.byteLength;
+}
+
 parentPort?.on('message', (job: AudioJob) => {
   try {
     const audio = runJob(job);
@@ -64,4 +73,8 @@ parentPort?.on('message', (job: AudioJob) => {
       message,
     } satisfies AudioReply);
   }
+  // The job's copy of its input is garbage once this handler returns, and an idle worker would
+  // never collect it. `gc` is there when the main thread exposed it (util/release-memory.ts).
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc && inputBytes(job) >= COLLECT_AFTER_BYTES) setImmediate(gc);
 });

@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { ServerConfig } from '../config/types.js';
 import { notFound, VoxdError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { releaseIfOwed } from '../util/release-memory.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
 import { EventStream } from './event-stream.js';
@@ -195,6 +196,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     const socket = req.socket;
     connections.set(socket, (connections.get(socket) ?? 0) + 1);
     res.on('close', () => {
+      releaseIfOwed();
       if (!connections.has(socket)) return;
       const left = Math.max(0, connections.get(socket)! - 1);
       connections.set(socket, left);

@@ -1,0 +1,38 @@
+/**
+ * Decoded audio lives in ArrayBuffers outside V8's heap, and V8 frees one only when a collection
+ * finds it dead. An idle server runs no collection, so the samples of a two-hour upload stayed
+ * resident (hundreds of MB, in the main thread and in the audio worker that converted them) until
+ * the next busy moment. Code that makes such buffers notes their size; once enough is owed and the
+ * work is over, one full collection gives the memory back (large buffers are mmapped, so freeing
+ * them returns them to the system). It runs at most once per COLLECT_DELAY_MS and only after large
+ * inputs, whose requests take seconds, so its few milliseconds never matter.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/** Collect once at least this much large memory may have died. */
+export const COLLECT_THRESHOLD_BYTES = 64 * 1024 * 1024;
+const COLLECT_DELAY_MS = 200;
+
+// Exposes gc() to new contexts and to worker threads started from now on (the audio workers).
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as (() => void) | undefined;
+
+let owed = 0;
+let timer: NodeJS.Timeout | undefined;
+
+/** A buffer of `bytes` was made for one request and dies with it. */
+export function noteLargeBuffer(bytes: number): void {
+  owed += bytes;
+}
+
+/** A request ended: if enough large memory may be garbage now, collect it shortly. */
+export function releaseIfOwed(): void {
+  if (owed < COLLECT_THRESHOLD_BYTES || timer || !gc) return;
+  timer = setTimeout(() => {
+    timer = undefined;
+    owed = 0;
+    gc();
+  }, COLLECT_DELAY_MS);
+  timer.unref();
+}
