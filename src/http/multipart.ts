@@ -71,6 +71,13 @@ class Spool {
   }
 }
 
+/** A write may take fewer bytes than given; the rest follows at the file's position. */
+async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
+  for (let done = 0; done < bytes.length; ) {
+    done += (await handle.write(bytes, done, bytes.length - done)).bytesWritten;
+  }
+}
+
 function malformed(err: Error): VoxdError {
   const detail = /unexpected end of form/i.test(err.message) ? 'the body ended inside a part' : err.message;
   return invalidRequest(`malformed multipart request: ${detail}`);
@@ -124,13 +131,13 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
         count(chunk.length);
         fileSize += chunk.length;
         if (handle) {
-          await handle.write(chunk);
+          await writeAll(handle, chunk);
           continue;
         }
         chunks.push(chunk);
         if (fileSize > SPOOL_THRESHOLD) {
           handle = await spool.create();
-          await handle.write(Buffer.concat(chunks));
+          await writeAll(handle, Buffer.concat(chunks));
           chunks.length = 0;
         }
       }

@@ -4,12 +4,13 @@
  * voice id. With neither `voice` nor `voice_ref`, the model's default preset applies. An explicit
  * `voice_ref` always supplies the audio and an explicit `reference_text` always wins.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Audio } from '../audio/types.js';
 import type { ModelConfig } from '../config/types.js';
 import { invalidRequest, showValue } from '../errors.js';
 import { DEFAULT_PRESET, type ResolvedPreset } from '../runtime/voice-presets.js';
+import { openRegularFile } from '../util/regular-file.js';
 import { type AudioLimits, decodeBase64Audio, readAudioPath } from './audio-io.js';
 import { type Fields, optionalString } from './fields.js';
 import type { FileAccess } from './server-files.js';
@@ -63,15 +64,27 @@ async function libraryVoice(
   // The operator's library, named by a plain name: not confined to the file roots.
   const audio = await readAudioPath(file, 'voice', undefined, limits);
   let transcript: string | undefined;
-  try {
-    for (const line of (await readFile(join(voiceDir, 'prompt_text'), 'utf8')).split(/\r?\n/)) {
-      const bar = line.indexOf('|');
-      if (bar > 0 && line.slice(0, bar) === name) transcript = line.slice(bar + 1);
-    }
-  } catch {
-    // No transcript file: the clone runs without reference text.
+  for (const line of (await readTranscripts(voiceDir)).split(/\r?\n/)) {
+    const bar = line.indexOf('|');
+    if (bar > 0 && line.slice(0, bar) === name) transcript = line.slice(bar + 1);
   }
   return { audio, transcript };
+}
+
+/** A transcript list is a few KB; anything larger, or not a regular file, is not one. */
+const MAX_TRANSCRIPTS_BYTES = 1 << 20;
+
+/** voice_dir/prompt_text, or '' when there is none: the clone then runs without reference text. */
+async function readTranscripts(voiceDir: string): Promise<string> {
+  const file = await openRegularFile(join(voiceDir, 'prompt_text'));
+  if (!file) return '';
+  try {
+    return file.size > MAX_TRANSCRIPTS_BYTES ? '' : await file.handle.readFile('utf8');
+  } catch {
+    return '';
+  } finally {
+    await file.handle.close();
+  }
 }
 
 function fromPreset(preset: ResolvedPreset, ref: Audio | undefined, text: string | undefined): VoiceChoice {
