@@ -21,25 +21,11 @@ import {
   type TestServer,
   withDeadline,
 } from '../helpers/voxd.js';
-import { buildWav, smallWav } from './wav-helpers.js';
+import { buildWav, smallWav, wavHeader } from './wav-helpers.js';
 
 /** A 16-bit mono WAV header declaring `rate` and `dataBytes` of samples (which may not all be there). */
-function wavHeader(rate: number, dataBytes: number): Buffer {
-  const head = Buffer.alloc(44);
-  head.write('RIFF', 0, 'latin1');
-  head.writeUInt32LE(Math.min(36 + dataBytes, 0xffffffff), 4);
-  head.write('WAVEfmt ', 8, 'latin1');
-  head.writeUInt32LE(16, 16);
-  head.writeUInt16LE(1, 20);
-  head.writeUInt16LE(1, 22);
-  head.writeUInt32LE(rate, 24);
-  head.writeUInt32LE(rate * 2, 28);
-  head.writeUInt16LE(2, 32);
-  head.writeUInt16LE(16, 34);
-  head.write('data', 36, 'latin1');
-  head.writeUInt32LE(dataBytes, 40);
-  return head;
-}
+const wavHeaderOf = (rate: number, dataBytes: number) =>
+  wavHeader({ sampleRate: rate, channels: 1, bits: 16 }, dataBytes);
 
 /** A sparse file of `size` bytes starting with `head`: large on paper, nothing on disk. */
 function sparseFile(path: string, head: Buffer, size: number): void {
@@ -76,7 +62,7 @@ describe('input audio limits', () => {
 
   test('a WAV declaring 1 Hz (10 KB and 100 KB) is a 400 at once, by upload, base64 and path', async () => {
     for (const bytes of [10_000, 100_000]) {
-      const wav = Buffer.concat([wavHeader(1, bytes), Buffer.alloc(bytes)]);
+      const wav = Buffer.concat([wavHeaderOf(1, bytes), Buffer.alloc(bytes)]);
       const started = performance.now();
       const uploaded = errorOf(await upload(server.url, 'asr', wav), 400, 'invalid_request_error');
       assert.equal(uploaded, 'file: unsupported WAV: sample rate 1 Hz; expected 1000..384000 Hz');
@@ -87,7 +73,7 @@ describe('input audio limits', () => {
         ),
       );
       const path = join(server.dir, `one-hz-${bytes}.wav`);
-      sparseFile(path, wavHeader(1, bytes), 44 + bytes);
+      sparseFile(path, wavHeaderOf(1, bytes), 44 + bytes);
       assert.ok(
         errorOf(await run('asr', { audio: path }), 400, 'invalid_request_error').startsWith(
           'audio: unsupported WAV',
@@ -116,7 +102,7 @@ describe('input audio limits', () => {
   test('a huge server file is refused from its header, never read: 200 MB declared long, 1.5 GB over the size limit', async () => {
     const before = process.memoryUsage().rss;
     const long = join(server.dir, 'long.wav');
-    sparseFile(long, wavHeader(16_000, 200_000_000), 200_000_044); // 6,250 s of 16 kHz audio
+    sparseFile(long, wavHeaderOf(16_000, 200_000_000), 200_000_044); // 6,250 s of 16 kHz audio
     const started = performance.now();
     const tooLong = await withDeadline(run('asr', { audio: long }), 'the long file', 5000);
     assert.equal(
@@ -124,7 +110,7 @@ describe('input audio limits', () => {
       'audio: the audio is 6250 s long; the limit is max_audio_seconds=600 (server or model)',
     );
     const huge = join(server.dir, 'huge.wav');
-    sparseFile(huge, wavHeader(16_000, 0xffffffff), 1_500_000_000);
+    sparseFile(huge, wavHeaderOf(16_000, 0xffffffff), 1_500_000_000);
     const tooBig = await withDeadline(run('asr', { audio: huge }), 'the huge file', 5000);
     assert.equal(
       errorOf(tooBig, 413, 'invalid_request_error'),

@@ -14,23 +14,11 @@ export interface WavSpec {
 
 /** A canonical 44-byte-header WAV (format 1 = PCM, 3 = IEEE float). */
 export function buildWav(spec: WavSpec): Buffer {
-  const { sampleRate, channels, bits, frames } = spec;
+  const { channels, bits, frames } = spec;
   const width = bits / 8;
   const dataBytes = frames * channels * width;
   const buf = Buffer.alloc(44 + dataBytes);
-  buf.write('RIFF', 0, 'latin1');
-  buf.writeUInt32LE(36 + dataBytes, 4);
-  buf.write('WAVE', 8, 'latin1');
-  buf.write('fmt ', 12, 'latin1');
-  buf.writeUInt32LE(16, 16);
-  buf.writeUInt16LE(spec.float ? 3 : 1, 20);
-  buf.writeUInt16LE(channels, 22);
-  buf.writeUInt32LE(sampleRate, 24);
-  buf.writeUInt32LE(sampleRate * channels * width, 28);
-  buf.writeUInt16LE(channels * width, 32);
-  buf.writeUInt16LE(bits, 34);
-  buf.write('data', 36, 'latin1');
-  buf.writeUInt32LE(dataBytes, 40);
+  wavHeader(spec, dataBytes).copy(buf);
   let p = 44;
   for (let f = 0; f < frames; f++) {
     for (let c = 0; c < channels; c++) {
@@ -44,6 +32,27 @@ export function buildWav(spec: WavSpec): Buffer {
       p += width;
     }
   }
+  return buf;
+}
+
+/** The 44-byte header of a WAV declaring `dataBytes` of samples (which need not follow). */
+export function wavHeader(spec: Omit<WavSpec, 'frames' | 'sample'>, dataBytes: number): Buffer {
+  const { sampleRate, channels, bits } = spec;
+  const width = bits / 8;
+  const buf = Buffer.alloc(44);
+  buf.write('RIFF', 0, 'latin1');
+  buf.writeUInt32LE(Math.min(36 + dataBytes, 0xffffffff), 4);
+  buf.write('WAVE', 8, 'latin1');
+  buf.write('fmt ', 12, 'latin1');
+  buf.writeUInt32LE(16, 16);
+  buf.writeUInt16LE(spec.float ? 3 : 1, 20);
+  buf.writeUInt16LE(channels, 22);
+  buf.writeUInt32LE(sampleRate, 24);
+  buf.writeUInt32LE(sampleRate * channels * width, 28);
+  buf.writeUInt16LE(channels * width, 32);
+  buf.writeUInt16LE(bits, 34);
+  buf.write('data', 36, 'latin1');
+  buf.writeUInt32LE(dataBytes, 40);
   return buf;
 }
 
