@@ -55,6 +55,10 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
       resolve();
     });
   });
+  // Once listening, the server emits 'error' when accept() fails (out of memory or socket buffers;
+  // out of file descriptors once libuv's reserve descriptor is used up). Unheard it would end the
+  // process; the connection is lost, the server keeps listening.
+  server.on('error', (err) => log(`server: ${err.message}`));
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closing: Promise<void> | undefined;

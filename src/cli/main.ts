@@ -6,6 +6,7 @@ import { ConfigError } from '../config/errors.js';
 import { loadServerConfig } from '../config/server-config.js';
 import { createEngineCatalog, parallelScope } from '../engines/catalog.js';
 import { VoxdError } from '../errors.js';
+import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
 
 const USAGE = `Usage: voxd <command> [options]
@@ -53,20 +54,27 @@ async function serve(argv: string[]): Promise<void> {
   let voxd: Voxd | undefined;
   let stopping = false;
   /**
+   * Logs `message` and ends the process at once with `code`. Every exit after startup goes through
+   * here rather than process.exit(), which hangs for good when a libuv pool thread is stuck in a
+   * blocking call (see src/util/hard-exit.ts): such a thread is never cancelled, even by a clean close.
+   */
+  const exitNow = (code: number, message: string): never => {
+    if (!config.log_file) return hardExit(code, `[voxd] ${message}\n`);
+    log(message);
+    return hardExit(code);
+  };
+  /**
    * The last resort that bounds a shutdown: an engine stuck in native code on a thread cannot be
    * interrupted, and must not keep the process alive past its deadline.
    */
   const exitBy = (ms: number) =>
-    setTimeout(() => {
-      log(`shutdown: work still running after the deadline was abandoned; exiting`);
-      process.exit(0);
-    }, ms).unref();
+    setTimeout(
+      () => exitNow(0, 'shutdown: work still running after the deadline was abandoned; exiting'),
+      ms,
+    ).unref();
   const stop = (signal: string) => {
-    if (!voxd) {
-      // During startup nothing is admitted yet: exit at once.
-      log(`${signal}: exiting now`);
-      process.exit(130);
-    }
+    // During startup nothing is admitted yet: exit at once.
+    if (!voxd) return exitNow(130, `${signal}: exiting now`);
     if (stopping) {
       log(`${signal} again: cancelling running requests and closing every connection`);
       voxd.abandon(`a second ${signal} skipped the wait`);
@@ -80,8 +88,9 @@ async function serve(argv: string[]): Promise<void> {
     );
     if (deadline > 0) exitBy(deadline + SHUTDOWN_MARGIN_MS);
     voxd.close().then(
-      () => process.exit(0),
-      (err: unknown) => fail(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`, 1),
+      () => hardExit(0),
+      (err: unknown) =>
+        hardExit(1, `voxd: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`),
     );
   };
   process.on('SIGINT', () => stop('SIGINT'));

@@ -65,7 +65,14 @@ function transferables(payload: object): ArrayBuffer[] {
 }
 
 function send(reply: object): void {
-  if (inProcess) process.send!(reply);
+  // With a callback, a failed send is reported here rather than as an 'error' event on `process`,
+  // which unhandled would print a stack to the server's stderr (shared with this runner) and exit 1.
+  // It fails when the server is gone (or killed this runner's channel) while a job was running:
+  // nobody is left to answer, as on 'disconnect'.
+  if (inProcess)
+    process.send!(reply, undefined, {}, (err) => {
+      if (err) process.exit(0);
+    });
   else parentPort!.postMessage(reply, transferables(reply));
 }
 

@@ -94,8 +94,7 @@ export class EngineWorker<J extends object, R extends Reply> {
     onEvent?: (event: unknown) => void,
   ): Promise<R> {
     signal.throwIfAborted();
-    this.#runner ??=
-      this.isolation === 'process' ? startProcess(this.url, this.data) : startThread(this.url, this.data);
+    this.#runner ??= this.#start();
     const runner = this.#runner;
     const id = this.#nextId++;
     return new Promise<R>((resolve, reject) => {
@@ -143,6 +142,28 @@ export class EngineWorker<J extends object, R extends Reply> {
       signal.addEventListener('abort', onAbort, { once: true });
       runner.post({ ...job, id }, transfer);
     });
+  }
+
+  /** Whether a thread or process is up for the next call (false before the first, and after a loss). */
+  get running(): boolean {
+    return this.#runner !== undefined;
+  }
+
+  #start(): Runner {
+    const runner =
+      this.isolation === 'process' ? startProcess(this.url, this.data) : startThread(this.url, this.data);
+    // A runner can fail or end while no call listens: a thread whose engine code throws after its
+    // reply, a runner process killed between calls (the OOM killer), a message sent to a process
+    // whose channel just closed. An 'error' event nobody hears would end the server; here the
+    // runner is dropped instead, and the next call starts a fresh one rather than failing on it.
+    const retire = () => {
+      if (this.#runner !== runner) return;
+      this.#runner = undefined;
+      void runner.stop();
+    };
+    runner.events.on('error', retire);
+    runner.events.on('exit', retire);
+    return runner;
   }
 
   async dispose(): Promise<void> {

@@ -86,6 +86,9 @@ export class EventStream {
   async #write(chunk: string | Buffer): Promise<void> {
     this.start();
     if (this.signal.aborted) throw this.signal.reason;
+    // A batch whose other items still run when the stream failed and ended would write after the
+    // end, which node reports as an 'error' event on the response; refused here instead.
+    if (this.#ended) throw new VoxdError('E_INTERNAL', 'stream: write after the stream ended');
     if (this.res.write(chunk)) return;
     await new Promise<void>((resolve, reject) => {
       const timer =

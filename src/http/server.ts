@@ -114,12 +114,24 @@ function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     setTimeout(() => socket.destroy(), STREAM_ERROR_GRACE_MS).unref();
     return;
   }
+  let status: number | undefined;
   if (socket.writable && (socket as Socket).bytesWritten === 0) {
-    const status = CLIENT_ERROR_RESPONSES[err.code ?? ''] ?? '400 Bad Request';
-    socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
+    const line = CLIENT_ERROR_RESPONSES[err.code ?? ''] ?? '400 Bad Request';
+    socket.write(`HTTP/1.1 ${line}\r\nConnection: close\r\n\r\n`);
+    status = Number(line.slice(0, 3));
   }
+  // A connection cut mid-request (reset, or ended: HPE_INVALID_EOF_STATE) is the client leaving.
+  const code = err.code ?? '';
+  if (code.startsWith('HPE_') && code !== 'HPE_INVALID_EOF_STATE') malformed.set(socket, { code, status });
   socket.destroy(err);
 }
+
+/**
+ * Connections dropped by onClientError for bytes that are not HTTP, so that a request in progress
+ * on one (its body's framing broke) is logged as malformed, with the status sent, rather than as a
+ * client that left.
+ */
+const malformed = new WeakMap<Duplex, { code: string; status: number | undefined }>();
 
 export interface HttpFrontEnd {
   server: Server;
@@ -137,14 +149,35 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   let draining = false;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const started = performance.now();
-    const controller = new AbortController();
-    // 'close' before the response is finished means the client went away.
-    res.on('close', () => {
-      if (!res.writableFinished)
-        controller.abort(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
-    });
     const url = new URL(req.url ?? '/', 'http://voxd');
     const method = req.method ?? 'GET';
+    const controller = new AbortController();
+    /** Why the connection closed before the response was done, for the request's log line. */
+    let cutShort: { status: number; why: string } | undefined;
+    // 'close' before the response is finished means the client went away.
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      const broken = malformed.get(req.socket);
+      cutShort = broken
+        ? { status: broken.status ?? 499, why: `malformed request (${broken.code}); connection closed` }
+        : {
+            status: 499,
+            why: `client closed the connection ${
+              !req.complete
+                ? 'while sending the request body'
+                : res.headersSent
+                  ? 'while receiving the response'
+                  : 'while waiting for the response'
+            }`,
+          };
+      controller.abort(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
+    });
+    // A write after the response ended is reported as an 'error' event on it, which unhandled would
+    // end the process; it means voxd has nothing more to send, so it is logged and dropped.
+    res.on('error', (err) => {
+      if (!clientLeft(err, controller.signal))
+        options.log(`${method} ${url.pathname} response failed: ${describeError(err)}`);
+    });
     applyCors(req, res, config);
     let status = 200;
     try {
@@ -167,14 +200,18 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       const reply = await route.handler(ctx);
       status = reply.status ?? 200;
       if (reply.stream) {
-        await writeStream(res, reply.stream, config, controller.signal, (err) =>
-          options.log(`${method} ${url.pathname} stream failed: ${describeError(err)}`),
-        );
+        await writeStream(res, reply.stream, config, controller.signal, (err) => {
+          if (!clientLeft(err, controller.signal))
+            options.log(`${method} ${url.pathname} stream failed: ${describeError(err)}`);
+        });
       } else if (!controller.signal.aborted) writeReply(res, reply, draining);
     } catch (err) {
       const mapped = toHttp(err);
       status = mapped.status;
-      if (mapped.internal) options.log(`${method} ${url.pathname} failed: ${describeError(err)}`);
+      // A body read cut off by the client fails with a bare connection error: the client's doing,
+      // told by the request's log line, never a fault with a stack.
+      if (mapped.internal && !clientLeft(err, controller.signal))
+        options.log(`${method} ${url.pathname} failed: ${describeError(err)}`);
       if (controller.signal.aborted || res.headersSent) {
         res.destroy();
         return;
@@ -184,9 +221,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       writeReply(res, { status: mapped.status, json: mapped.body }, draining);
     } finally {
       if (options.logRequests) {
-        options.log(
-          `${method} ${url.pathname} ${controller.signal.aborted ? 499 : status} ${(performance.now() - started).toFixed(1)} ms`,
-        );
+        const line = `${method} ${url.pathname} ${cutShort?.status ?? status} ${(performance.now() - started).toFixed(1)} ms`;
+        options.log(cutShort ? `${line}: ${cutShort.why}` : line);
       }
     }
   };
@@ -246,6 +282,20 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
 function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/** Error codes of a connection the client closed or reset: I/O errors, never a bug in voxd. */
+const CONNECTION_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE']);
+
+/**
+ * Whether `err` is the client leaving rather than a fault: the request's own client-gone reason, or
+ * a connection error (a request body cut off mid-upload fails node's reader with ECONNRESET
+ * "aborted") once the client is known to be gone. Any other error stays a fault, even then.
+ */
+function clientLeft(err: unknown, signal: AbortSignal): boolean {
+  if (err instanceof VoxdError && err.code === 'E_CLIENT_GONE') return true;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return signal.aborted && typeof code === 'string' && CONNECTION_CODES.has(code);
 }
 
 function describeError(err: unknown): string {

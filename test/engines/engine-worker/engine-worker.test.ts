@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
+import { fork } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { EngineWorker, type Isolation } from '../../../src/engines/engine-worker.js';
-import { waitUntil } from '../../helpers/voxd.js';
+import { waitUntil, withDeadline } from '../../helpers/voxd.js';
 import type { TestJob } from './test-engine.js';
 
 const ENGINE = new URL('./test-engine.js', import.meta.url);
@@ -64,7 +68,33 @@ for (const isolation of ['thread', 'process'] as const) {
   });
 }
 
+test('EngineWorker (thread): engine code that throws between calls does not end the server; the next call gets a fresh thread', async () => {
+  const worker = start('thread');
+  try {
+    assert.ok((await worker.call({ op: 'throw-later' }, never())).ok);
+    // The thread's uncaught error arrives as an 'error' event while no call listens for one.
+    await waitUntil('the failed thread was dropped', () => !worker.running);
+    assert.equal((await where(worker)).mainThread, false);
+  } finally {
+    await worker.dispose();
+  }
+});
+
 describe('EngineWorker (process): what a thread cannot survive', () => {
+  test('a runner process killed between calls is replaced: the next call does not fail on its closed channel', async () => {
+    const worker = start('process');
+    try {
+      const before = await where(worker);
+      process.kill(before.pid!, 'SIGKILL');
+      // Reaped by this process, so its 'exit' has been emitted (the kill says ESRCH only after that).
+      await waitUntil('the runner is gone', () => !alive(before.pid!));
+      const after = await where(worker);
+      assert.notEqual(after.pid, before.pid);
+    } finally {
+      await worker.dispose();
+    }
+  });
+
   test('an engine that dies of a native fault fails only its call; the server process lives on', async () => {
     const worker = start('process');
     try {
@@ -83,5 +113,38 @@ describe('EngineWorker (process): what a thread cannot survive', () => {
     assert.ok(alive(pid!));
     await worker.dispose();
     assert.equal(alive(pid!), false);
+  });
+
+  test('a runner whose server closed the channel during a job exits 0 without a stack on stderr', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'voxd-runner-'));
+    const gate = join(dir, 'gate');
+    // The runner entry EngineWorker forks, started by hand so the test can close its channel.
+    const child = fork(new URL('../../../src/engines/engine-process.js', import.meta.url), [], {
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    try {
+      child.send({ url: ENGINE.href, data: { loadMs: 0, tag: 'model-a' } });
+      child.send({ id: 1, op: 'block-until', gate });
+      await waitUntil('the job is blocking', () => existsSync(`${gate}.started`));
+      child.disconnect();
+      writeFileSync(gate, '');
+      // Its reply now meets a closed channel (EPIPE).
+      const exit = await withDeadline(exited, 'the runner to exit', 10_000);
+      assert.deepEqual(exit, { code: 0, signal: null }, `stderr:\n${stderr}`);
+      assert.equal(stderr, '');
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, 'SIGKILL');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,12 +1,15 @@
 /** An engine module for the EngineWorker tests: it runs in a thread or a runner process alike. */
+import { existsSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isMainThread } from 'node:worker_threads';
 import { engineData, serveJobs } from '../../../src/engines/engine-port.js';
 
 export interface TestJob {
   id: number;
-  op: 'echo' | 'crash' | 'hang' | 'where';
+  op: 'echo' | 'crash' | 'hang' | 'where' | 'throw-later' | 'block-until';
   samples?: Float32Array;
+  /** block-until: the file whose existence ends the block (`<gate>.started` is made when it begins). */
+  gate?: string;
 }
 
 const data = engineData<{ loadMs: number; tag: string }>();
@@ -21,6 +24,17 @@ serveJobs((job: TestJob) => {
       return { pid: process.pid, mainThread: isMainThread };
     case 'crash':
       process.kill(process.pid, 'SIGSEGV');
+      return {};
+    case 'throw-later':
+      // Engine code failing after its reply, while no call waits on the engine.
+      setImmediate(() => {
+        throw new Error('thrown after the reply');
+      });
+      return {};
+    case 'block-until':
+      // Blocking like a native call, so nothing (not even the channel closing) is seen until it ends.
+      writeFileSync(`${job.gate}.started`, '');
+      while (!existsSync(job.gate!)) {}
       return {};
     case 'hang':
       // Stuck like a native call: no await, nothing the event loop could interrupt.
