@@ -5,6 +5,7 @@ import { startVoxd, type Voxd } from '../app.js';
 import { ConfigError } from '../config/errors.js';
 import { loadServerConfig } from '../config/server-config.js';
 import { createEngineCatalog, parallelScope } from '../engines/catalog.js';
+import { killRunnerProcesses } from '../engines/engine-worker.js';
 import { VoxdError } from '../errors.js';
 import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
@@ -59,6 +60,7 @@ async function serve(argv: string[]): Promise<void> {
    * blocking call (see src/util/hard-exit.ts): such a thread is never cancelled, even by a clean close.
    */
   const exitNow = (code: number, message: string): never => {
+    killRunnerProcesses();
     if (!config.log_file) return hardExit(code, `[voxd] ${message}\n`);
     log(message);
     return hardExit(code);

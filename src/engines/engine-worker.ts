@@ -52,6 +52,17 @@ function startThread(url: URL, data: unknown): Runner {
   };
 }
 
+/** Runner processes alive now, so an exit that cannot wait for their teardown still ends them. */
+const liveRunners = new Set<ChildProcess>();
+
+/**
+ * Kills every runner process at once (SIGKILL). For a process about to end without its normal
+ * teardown: a runner stuck in native code would not notice its parent is gone and run on.
+ */
+export function killRunnerProcesses(): void {
+  for (const child of liveRunners) child.kill('SIGKILL');
+}
+
 function startProcess(url: URL, data: unknown): Runner {
   const child: ChildProcess = fork(PROCESS_ENTRY, [], {
     serialization: 'advanced',
@@ -60,6 +71,8 @@ function startProcess(url: URL, data: unknown): Runner {
     execArgv: ['--no-warnings', '--single-threaded-gc'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  liveRunners.add(child);
+  child.once('exit', () => liveRunners.delete(child));
   child.send({ url: url.href, data } satisfies ProcessInit);
   return {
     events: child,
