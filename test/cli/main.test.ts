@@ -4,6 +4,7 @@
  * hanging the suite.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { TASK_TOKENS } from '../../src/config/types.js';
 import { configFolder, DEADLINE_MS, type Exit, LISTENING, VoxdProcess } from '../helpers/cli.js';
 import { fixtureModel, withDeadline } from '../helpers/voxd.js';
+import { smallWav } from '../http/wav-helpers.js';
 
 const EXAMPLE_CONFIG = fileURLToPath(new URL('../../../examples/server.json', import.meta.url));
 const PACKAGE_VERSION = (
@@ -458,6 +460,41 @@ describe('serving', () => {
       ]);
     } finally {
       exit = await voxd.stop();
+    }
+    assert.deepEqual(exit, { code: 0, signal: null });
+  });
+
+  test('requests naming FIFOs are answered, a normal path request is served, and SIGTERM then exits in time (issue 10)', async () => {
+    // Before issue 10, opening these FIFOs held all four of node's file-I/O threads for good: the
+    // requests never answered, later path reads hung, and SIGTERM never ended the process.
+    const fifos = ['fifo-1.wav', 'fifo-2.wav', 'fifo-3.wav', 'fifo-4.wav'].map((name) =>
+      join(configs.dir, name),
+    );
+    for (const fifo of fifos) if (!existsSync(fifo)) execFileSync('mkfifo', [fifo]);
+    writeFileSync(join(configs.dir, 'fifo-normal.wav'), smallWav(320));
+    const config = configs.write(validConfig({ shutdown_timeout_ms: 1000, models: [fixtureModel('ears')] }));
+    let exit: Exit | undefined;
+    const voxd = new VoxdProcess(['serve', '--config', config]);
+    try {
+      const { url } = await voxd.listening();
+      const answers = await withDeadline(
+        Promise.all(
+          fifos.map((audio) => postWithoutKeepAlive(`${url}/v1/tasks/run`, { model: 'ears', audio })),
+        ),
+        'the four FIFO requests',
+        DEADLINE_MS,
+      );
+      for (const res of answers) assert.equal(res.status, 403, JSON.stringify(res.json));
+      const normal = await withDeadline(
+        postWithoutKeepAlive(`${url}/v1/tasks/run`, { model: 'ears', audio: 'fifo-normal.wav' }),
+        'a normal path request',
+        DEADLINE_MS,
+      );
+      assert.equal(normal.status, 200, JSON.stringify(normal.json));
+      voxd.child.kill('SIGTERM');
+      exit = await voxd.exit(3000 + 2000);
+    } finally {
+      exit ??= await voxd.stop();
     }
     assert.deepEqual(exit, { code: 0, signal: null });
   });
