@@ -1,7 +1,7 @@
 // What a large request costs the server in resident memory, and whether it comes back: a real
 // `voxd serve` child with a fixture model, fed two hours of audio as a server file and as a
 // multipart upload (16 kHz mono, 230 MB), and 20 minutes of 44.1 kHz stereo (resampled to 16 kHz
-// mono, 212 MB). Prints VmRSS before, the peak (VmHWM) and VmRSS 1 s and 5 s after each answer.
+// mono, 212 MB), then JSON bodies of 51 MB (base64 audio) and 50 MB (a refused model id). Prints VmRSS before, the peak (VmHWM) and VmRSS 1 s and 5 s after each answer.
 //   node scripts/bench-memory.mjs        (after npm run build)
 import { spawn } from 'node:child_process';
 import { mkdtempSync, openAsBlob, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -53,6 +53,8 @@ const long = join(dir, 'two-hours.wav');
 const stereo = join(dir, 'stereo-44k.wav');
 wavFile(long, { seconds: 7200, rate: 16000, channels: 1 });
 wavFile(stereo, { seconds: 1200, rate: 44100, channels: 2 });
+const short = join(dir, 'twenty-minutes.wav');
+wavFile(short, { seconds: 1200, rate: 16000, channels: 1 });
 
 const child = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', '--config', config, '--port', '0'], {
   stdio: ['ignore', 'ignore', 'pipe'],
@@ -67,13 +69,13 @@ const url = await new Promise((resolve, reject) => {
   child.on('exit', () => reject(new Error(`voxd exited: ${err}`)));
 });
 
-async function run(what, send) {
+async function run(what, send, expected = 200) {
   resetPeak(child.pid);
   const before = status(child.pid).rss;
   const started = performance.now();
   const res = await send();
   const ms = performance.now() - started;
-  if (res.status !== 200) throw new Error(`${what}: ${res.status} ${await res.text()}`);
+  if (res.status !== expected) throw new Error(`${what}: ${res.status} ${await res.text()}`);
   await res.arrayBuffer();
   const { hwm } = status(child.pid);
   await sleep(1000);
@@ -108,6 +110,11 @@ try {
   await run('20 min 44.1 kHz stereo, server file', runPath(stereo));
   await run('20 min 44.1 kHz stereo, multipart upload', upload(stereo));
   await run('2 h 16 kHz mono, server file (again)', runPath(long));
+  const json = (body) => () =>
+    fetch(`${url}/v1/tasks/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const base64 = JSON.stringify({ model: 'asr', audio_base64: readFileSync(short).toString('base64') });
+  await run('20 min 16 kHz mono as base64 JSON (51 MB)', json(base64));
+  await run('50 MB JSON body, unknown model (404)', json(JSON.stringify({ model: 'm'.repeat(5e7) })), 404);
 } finally {
   child.kill('SIGTERM');
   await new Promise((resolve) => child.on('exit', resolve));

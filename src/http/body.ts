@@ -2,6 +2,7 @@
 import type { IncomingMessage } from 'node:http';
 import { isPlainObject } from '../config/errors.js';
 import { invalidRequest, showValue, VoxdError } from '../errors.js';
+import { noteLargeBuffer } from '../util/release-memory.js';
 import { parseJsonText } from './json-text.js';
 
 function tooLarge(limit: number): VoxdError {
@@ -66,6 +67,8 @@ export async function readBody(req: IncomingMessage, limit: number, idleMs: numb
   } finally {
     timer.stop();
   }
+  // The bytes, then the text and what JSON.parse makes of it: all garbage once the request is over.
+  noteLargeBuffer(3 * size);
   return Buffer.concat(parts, size);
 }
 

@@ -7,6 +7,7 @@
  * them returns them to the system). It runs at most once per COLLECT_DELAY_MS and only after large
  * inputs, whose requests take seconds, so its few milliseconds never matter.
  */
+import { createRequire } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -17,6 +18,19 @@ const COLLECT_DELAY_MS = 200;
 // Exposes gc() to new contexts and to worker threads started from now on (the audio workers).
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as (() => void) | undefined;
+
+/**
+ * glibc keeps freed small blocks (a socket's 64 KB reads of a large body) in its heap rather than
+ * returning them; malloc_trim gives back what it can. Bound through koffi where glibc is there.
+ */
+const mallocTrim: ((pad: number) => number) | undefined = (() => {
+  try {
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
+    return koffi.load('libc.so.6').func('int malloc_trim(size_t pad)') as (pad: number) => number;
+  } catch {
+    return undefined;
+  }
+})();
 
 let owed = 0;
 let timer: NodeJS.Timeout | undefined;
@@ -33,6 +47,7 @@ export function releaseIfOwed(): void {
     timer = undefined;
     owed = 0;
     gc();
+    mallocTrim?.(0);
   }, COLLECT_DELAY_MS);
   timer.unref();
 }
