@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { runInNewContext } from 'node:vm';
 import {
   errorOf,
   fixtureModel,
@@ -19,6 +20,7 @@ import {
   request,
   startServer,
   type TestServer,
+  waitUntil,
   withDeadline,
 } from '../helpers/voxd.js';
 import { buildWav, smallWav, wavHeader } from './wav-helpers.js';
@@ -50,7 +52,11 @@ describe('input audio limits', () => {
   before(async () => {
     server = await startServer({
       max_audio_seconds: 600,
-      models: [fixtureModel('asr'), fixtureModel('short', { max_audio_seconds: 1 })],
+      models: [
+        fixtureModel('asr'),
+        fixtureModel('short', { max_audio_seconds: 1 }),
+        fixtureModel('long', { max_audio_seconds: 3600 }),
+      ],
     });
   });
   after(() => server?.close());
@@ -121,6 +127,26 @@ describe('input audio limits', () => {
     const grown = (process.memoryUsage().rss - before) / 1e6;
     assert.ok(grown < 100, `resident memory grew by ${grown.toFixed(0)} MB`);
     await assertHealthy();
+  });
+
+  test('the memory a large request used is given back after it (release-memory.ts)', async () => {
+    const frames = 20 * 60 * 16_000; // 20 min: 38 MB of WAV, 77 MB of decoded samples
+    const path = join(server.dir, 'twenty-minutes.wav');
+    const fd = openSync(path, 'w');
+    writeSync(fd, wavHeaderOf(16_000, frames * 2));
+    writeSync(fd, Buffer.alloc(frames * 2, 1));
+    closeSync(fd);
+    await run('long', { audio: path }); // warm: the worker threads exist from here on
+    // A clean baseline: release-memory.ts exposed gc() to new contexts.
+    (runInNewContext('gc') as () => void)();
+    const before = process.memoryUsage().rss;
+    assert.equal(reportOf(await run('long', { audio: path })).audio.samples, frames);
+    // Without the release step the samples stay resident until some later collection.
+    await waitUntil(
+      'resident memory back within 40 MB of its level before the request',
+      () => process.memoryUsage().rss < before + 40e6,
+      5000,
+    );
   });
 
   test('a long file under the limits is decoded on a worker, piece by piece, to the right samples', async () => {
