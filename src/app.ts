@@ -4,6 +4,7 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Codec, probeFfmpeg } from './audio/ffmpeg.js';
 import type { ServerConfig } from './config/types.js';
 import { createEngineCatalog, type EngineCatalog } from './engines/catalog.js';
 import { createHttpServer } from './http/server.js';
@@ -23,6 +24,8 @@ export interface StartOptions {
 
 export interface Voxd {
   runtime: Runtime;
+  /** ffmpeg as found at startup (what formats the server can serve). */
+  codec: Codec;
   server: Server;
   /** `http://host:port` (or `https://`) actually bound (port 0 picks a free one). */
   url: string;
@@ -46,7 +49,8 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     log,
   });
   await runtime.start();
-  const http = createHttpServer(runtime, config, { log, logRequests: config.log });
+  const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), { timeoutMs: config.ffmpeg_timeout_ms });
+  const http = createHttpServer(runtime, config, { log, logRequests: config.log, codec });
   const { server } = http;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -64,6 +68,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   let closing: Promise<void> | undefined;
   return {
     runtime,
+    codec,
     server,
     url: `${config.tls ? 'https' : 'http'}://${host}:${address.port}`,
     close() {

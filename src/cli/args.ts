@@ -50,6 +50,13 @@ Request limits:
   --max-audio-seconds <s>       longest input audio, 0 = no limit (default 10800)
   --max-input-chars <n>         longest speech input text, 0 = no limit (default 100000)
 
+Audio formats:
+  --ffmpeg-path <path>          the ffmpeg binary for formats other than WAV/PCM (default ffmpeg)
+  --ffmpeg-timeout-ms <ms>      stop an ffmpeg decode or encode running longer, 0 = no limit
+                                (default 120000)
+  --default-speech-format <f>   speech format when a request names none: wav|pcm|mp3|opus|aac|flac
+                                (default wav; mp3 answers as the OpenAI API does)
+
 Paths (relative to the current directory):
   --file-roots <dir,...>        folders requests may name server files in (default: the config
                                 file's folder and --voice-dir; none without a config)
@@ -109,6 +116,9 @@ const VALUE_FLAGS = new Map<string, ValueFlag>(
     '--max-audio-seconds': integer('max_audio_seconds'),
     '--max-input-chars': integer('max_input_chars'),
     '--file-roots': text('file_roots'),
+    '--ffmpeg-path': text('ffmpeg_path'),
+    '--ffmpeg-timeout-ms': integer('ffmpeg_timeout_ms'),
+    '--default-speech-format': text('default_speech_format'),
     '--cors-origins': text('cors_origins'),
     '--log-file': (out, value, flag) => {
       out.overrides.log_file = nonEmpty(value, flag);

@@ -98,6 +98,7 @@ async function serve(argv: string[]): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   voxd = await startVoxd({ config, catalog, log });
+  log(voxd.codec.describe());
   // Announce only once the handlers are in place: a supervisor may send SIGTERM as soon as it reads this.
   process.stderr.write(`voxd listening on ${voxd.url}\n`);
 }

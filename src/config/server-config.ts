@@ -37,6 +37,9 @@ export interface CliOverrides {
   max_input_chars?: number;
   /** Comma-separated folders; relative ones resolve against the process cwd. */
   file_roots?: string;
+  ffmpeg_path?: string;
+  ffmpeg_timeout_ms?: number;
+  default_speech_format?: string;
   ui?: boolean;
   ui_management?: boolean;
   cors_origins?: string;
@@ -77,6 +80,9 @@ const FILE_KEYS = new Set([
   'max_audio_seconds',
   'max_input_chars',
   'file_roots',
+  'ffmpeg_path',
+  'ffmpeg_timeout_ms',
+  'default_speech_format',
   'busy_timeout_ms',
   'max_loaded_models',
   'idle_unload_ms',
@@ -108,6 +114,9 @@ const FLAGS = {
   max_audio_seconds: '--max-audio-seconds',
   max_input_chars: '--max-input-chars',
   file_roots: '--file-roots',
+  ffmpeg_path: '--ffmpeg-path',
+  ffmpeg_timeout_ms: '--ffmpeg-timeout-ms',
+  default_speech_format: '--default-speech-format',
   ui: '--ui',
   ui_management: '--ui-management',
   cors_origins: '--cors-origins',
@@ -206,6 +215,11 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     body_timeout_ms: count('body_timeout_ms', 30_000),
     max_audio_seconds: count('max_audio_seconds', 10_800),
     max_input_chars: count('max_input_chars', 100_000),
+    ffmpeg_path: read('ffmpeg_path', 'ffmpeg', (s) => expectString(s.value, s.key, { nonEmpty: true })),
+    ffmpeg_timeout_ms: count('ffmpeg_timeout_ms', 120_000),
+    default_speech_format: read('default_speech_format', 'wav' as const, (s) =>
+      expectOneOf(s.value, s.key, ['wav', 'pcm', 'mp3', 'opus', 'aac', 'flac'] as const),
+    ),
     file_roots: [],
     busy_timeout_ms: count('busy_timeout_ms', 300_000),
     max_loaded_models: count('max_loaded_models', 0),

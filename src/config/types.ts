@@ -93,6 +93,12 @@ export interface ServerConfig {
   body_timeout_ms: number;
   /** Longest input audio a request may carry, checked from the header before decoding; 0 = no limit. */
   max_audio_seconds: number;
+  /** The ffmpeg binary (a path, or a name looked up on PATH) for formats other than WAV and PCM. */
+  ffmpeg_path: string;
+  /** An ffmpeg decode or encode running longer is stopped (503); 0 = no limit. */
+  ffmpeg_timeout_ms: number;
+  /** Speech's response_format when a request names none. */
+  default_speech_format: 'wav' | 'pcm' | 'mp3' | 'opus' | 'aac' | 'flac';
   /** Longest text a speech request may carry, in characters; 0 = no limit. */
   max_input_chars: number;
   /**

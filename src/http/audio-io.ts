@@ -1,6 +1,9 @@
 /** Audio in (WAV from a server path, an upload or base64) and out (WAV, PCM, timing) for the routes. */
-import type { FileHandle } from 'node:fs/promises';
+import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { decodeWavAsync, decodeWavFileAsync, INLINE_LIMIT } from '../audio/audio-pool.js';
+import { type Codec, missingFfmpeg } from '../audio/ffmpeg.js';
 import type { Audio } from '../audio/types.js';
 import { durationMs } from '../audio/types.js';
 import {
@@ -14,20 +17,61 @@ import type { ModelConfig, ServerConfig } from '../config/types.js';
 import { invalidRequest, VoxdError } from '../errors.js';
 import { type FileAccess, openServerFile } from './server-files.js';
 
-/** What one request's input audio may be: checked from the header, before any sample is decoded. */
+/**
+ * What one request's input audio may be, checked from the header before any sample is decoded, and
+ * how audio other than WAV is decoded (ffmpeg, stopped when the request's signal aborts).
+ */
 export interface AudioLimits {
   /** Longest audio in seconds; 0 = no limit. */
   maxSeconds: number;
   /** Largest file or decoded payload in bytes. */
   maxBytes: number;
+  /** Decodes compressed formats; without it (or without ffmpeg) only WAV is taken. */
+  codec?: Codec;
+  signal?: AbortSignal;
 }
 
-/** The server's limits with the model's max_audio_seconds on top. */
-export function audioLimits(config: ServerConfig, model?: ModelConfig): AudioLimits {
+/** The server's limits with the model's max_audio_seconds on top, and the request's decoder. */
+export function audioLimits(
+  ctx: { config: ServerConfig; codec?: Codec; signal?: AbortSignal },
+  model?: ModelConfig,
+): AudioLimits {
   return {
-    maxSeconds: model?.max_audio_seconds ?? config.max_audio_seconds,
-    maxBytes: config.max_request_body_bytes,
+    maxSeconds: model?.max_audio_seconds ?? ctx.config.max_audio_seconds,
+    maxBytes: ctx.config.max_request_body_bytes,
+    codec: ctx.codec,
+    signal: ctx.signal,
   };
+}
+
+/** Whether `head` (a file's first bytes) starts a RIFF/WAVE or RF64 file, which voxd reads itself. */
+function isWav(head: Uint8Array): boolean {
+  const magic = Buffer.from(head.subarray(0, 4)).toString('latin1');
+  return magic === 'RIFF' || magic === 'RF64' || head.byteLength === 0;
+}
+
+/**
+ * Compressed audio to WAV through ffmpeg. A file is read by ffmpeg from its descriptor; bytes in
+ * memory go through a temporary file (removed whatever happens), since MP4 and M4A keep their
+ * index at the end and cannot be read from a pipe.
+ */
+async function transcode(source: AudioSource, field: string, limits: AudioLimits): Promise<Uint8Array> {
+  const codec = limits.codec;
+  if (!codec?.available) throw missingFfmpeg(field);
+  const signal = limits.signal ?? new AbortController().signal;
+  if ('file' in source) return codec.decodeToWav(source.file.fd, field, limits, signal);
+  const dir = await mkdtemp(join(tmpdir(), 'voxd-decode-'));
+  try {
+    const file = await open(join(dir, 'input'), 'w+', 0o600);
+    try {
+      await file.writeFile(source.bytes);
+      return await codec.decodeToWav(file.fd, field, limits, signal);
+    } finally {
+      await file.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** Input audio not decoded yet: bytes in memory, or an open file (a server file, a spooled upload). */
@@ -62,6 +106,11 @@ async function readAt(file: FileHandle, position: number, length: number): Promi
  */
 export async function decodeAudio(source: AudioSource, field: string, limits: AudioLimits): Promise<Audio> {
   try {
+    const magic = 'bytes' in source ? source.bytes : await readAt(source.file, 0, 12);
+    if (!isWav(magic)) {
+      const wav = await transcode(source, field, limits);
+      return await decodeAudio({ bytes: wav }, field, { ...limits, codec: undefined });
+    }
     if ('bytes' in source) {
       checkDuration(parseWavLayout(source.bytes, source.bytes.byteLength), field, limits.maxSeconds);
       return await decodeWavAsync(source.bytes);

@@ -34,7 +34,7 @@ export class EventStream {
     if (this.format === 'sse') {
       headers['Content-Type'] = 'text/event-stream; charset=utf-8';
       headers['X-Accel-Buffering'] = 'no';
-    } else headers['Content-Type'] = 'application/octet-stream';
+    } else headers['Content-Type'] ??= 'application/octet-stream';
     this.res.writeHead(200, headers);
     // Headers out now, not with the first event: a client sees the stream is accepted at once.
     this.res.flushHeaders();

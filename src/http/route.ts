@@ -1,5 +1,6 @@
 /** What a route handler gets and gives back; the server writes the reply. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Codec } from '../audio/ffmpeg.js';
 import type { ServerConfig } from '../config/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { EventStream, StreamFormat } from './event-stream.js';
@@ -13,6 +14,8 @@ export interface RouteContext {
   log(message: string): void;
   /** Aborted when the client goes away before the response is sent. */
   signal: AbortSignal;
+  /** ffmpeg, for audio formats other than WAV and PCM (it may be unavailable). */
+  codec: Codec;
 }
 
 export interface Reply {

@@ -6,6 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { Codec } from '../audio/ffmpeg.js';
 import type { ServerConfig } from '../config/types.js';
 import { notFound, VoxdError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -30,6 +31,7 @@ export const ROUTES: readonly Route[] = [
 
 export interface HttpOptions {
   log: (message: string) => void;
+  codec: Codec;
   /** Log one line per request (`--log`). */
   logRequests: boolean;
 }
@@ -196,6 +198,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         config,
         log: options.log,
         signal: controller.signal,
+        codec: options.codec,
       };
       const reply = await route.handler(ctx);
       status = reply.status ?? 200;

@@ -199,7 +199,7 @@ for (const parallel of [false, true]) {
       assert.equal(events[3], '[DONE]');
     });
 
-    test('batches/transcriptions refusals: not multipart, no file, an empty or non-WAV file', async () => {
+    test('batches/transcriptions refusals: not multipart, no file, an empty file, bytes that are no audio', async () => {
       badRequest(await post(s.url, '/v1/batches/transcriptions', { model: 'asr' }), 'multipart');
       badRequest(
         await request(s.url, 'POST', '/v1/batches/transcriptions', { body: uploads('asr', []) }),
@@ -217,9 +217,13 @@ for (const parallel of [false, true]) {
       );
       badRequest(
         await request(s.url, 'POST', '/v1/batches/transcriptions', {
-          body: uploads('asr', [['a.mp3', wav(1)]]),
+          body: uploads('asr', [
+            ['a.wav', wav(1)],
+            ['b.mp3', Buffer.from('not audio at all')],
+          ]),
         }),
-        'a.mp3',
+        'file[1]',
+        'could not be decoded',
       );
       const streaming = await request(s.url, 'POST', '/v1/batches/transcriptions', {
         body: uploads('stream-asr', [['a.wav', wav(1)]]),

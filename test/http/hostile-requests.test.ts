@@ -156,10 +156,10 @@ describe('hostile request bodies and values', () => {
     await served();
   });
 
-  test('a message no route cuts is capped by the error mapping (a 10,000-character file name)', async () => {
+  test('a 10,000-character file name is cut in the message', async () => {
     const form = new FormData();
     form.set('model', 'asr');
-    form.set('file', new Blob([smallWav()]), `${'n'.repeat(10_000)}.mp3`);
+    form.set('file', new Blob([]), `${'n'.repeat(10_000)}.wav`);
     const res = await request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
     const message = badRequest(res, 'file: ');
     assert.ok(message.length <= 1000, `a ${message.length}-character message`);

@@ -205,11 +205,15 @@ describe('POST /v1/audio/speech', () => {
 
   test('an unsupported response_format is a 400 listing the allowed ones', async () => {
     badRequest(
-      await speech({ model: 'tts', input: 'x', response_format: 'mp3' }),
+      await speech({ model: 'tts', input: 'x', response_format: 'ogg' }),
       'response_format',
-      '"mp3"',
+      '"ogg"',
       'wav',
       'pcm',
+      'mp3',
+      'opus',
+      'aac',
+      'flac',
       'json',
       'b64_json',
     );

@@ -349,10 +349,10 @@ describe('resolveVoice', () => {
       await rejects400(
         resolve({ voice_ref: { type: 'base64', data: text } }, plain),
         'voice_ref.data',
-        'RIFF',
+        'is not WAV; decoding it needs ffmpeg',
       );
       writeFileSync(join(root, 'bad.wav'), 'nope');
-      await rejects400(resolve({ voice_ref: 'bad.wav' }, plain), 'voice_ref', 'RIFF');
+      await rejects400(resolve({ voice_ref: 'bad.wav' }, plain), 'voice_ref', 'is not WAV');
       await assert.rejects(
         resolve({ voice_ref: 'bad.wav' }, plain),
         (err: Error) => !err.message.includes('nope'),

@@ -1,22 +1,28 @@
 /** POST /v1/audio/speech: text to speech, as WAV bytes, raw PCM or JSON with base64 WAV. */
-import { encodePcm16, encodeWav } from '../../audio/wav-encode.js';
+import { encodePcm16 } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { audioLimits, timing, timingHeaders } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
-import type { StreamFormat } from '../event-stream.js';
+import type { EventStream, StreamFormat } from '../event-stream.js';
 import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
 import { checkInputChars, SPEECH_TASKS } from '../input-text.js';
 import { liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
 import { fileAccessOf } from '../server-files.js';
+import {
+  encodeSpeech,
+  parseSpeechOutput,
+  type SpeechOutput,
+  SpeechStreamWriter,
+  streamContentType,
+} from '../speech-output.js';
 import { streamedInference } from '../streamed-inference.js';
 import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
 import { resolveVoice } from '../voice.js';
 
-const FORMATS = ['wav', 'pcm', 'json', 'b64_json'] as const;
 const STREAM_FORMATS = ['sse', 'audio'] as const;
 
 function speedOptions(body: Record<string, unknown>, accepted: ReadonlySet<string>): Record<string, string> {
@@ -46,13 +52,9 @@ async function speech(ctx: RouteContext) {
   requireTask(entry.config, SPEECH_TASKS, '/v1/audio/speech');
   checkInputChars(input, 'input', entry.config, config);
   const streaming = optionalBool(body, 'stream') === true || body['stream_format'] !== undefined;
-  const format = optionalEnum(body, 'response_format', FORMATS) ?? (streaming ? 'pcm' : 'wav');
+  const output = parseSpeechOutput(body, config, ctx.codec, streaming);
   const streamFormat = optionalEnum(body, 'stream_format', STREAM_FORMATS) ?? 'sse';
-  if (streaming) {
-    requireStreamingMode(entry.config);
-    if (format !== 'pcm')
-      throw invalidRequest(`response_format: "${format}" is invalid for a streamed response; expected pcm`);
-  }
+  if (streaming) requireStreamingMode(entry.config);
   const accepted = new Set(entry.family.params.map((p) => p.name));
   const options = {
     ...buildOptions(body, entry.config.default_request_options, SPEECH_KNOBS),
@@ -63,7 +65,7 @@ async function speech(ctx: RouteContext) {
   const voice = await resolveVoice(body, entry.config, entry.presets, {
     voice_dir: config.voice_dir,
     access: fileAccessOf(config),
-    limits: audioLimits(config, entry.config),
+    limits: audioLimits(ctx, entry.config),
   });
 
   const request = {
@@ -76,18 +78,17 @@ async function speech(ctx: RouteContext) {
     options,
   };
   const busyTimeoutMs = requestBusyTimeout(body, url);
-  if (streaming) return streamSpeech(ctx, modelId, request, busyTimeoutMs, streamFormat);
+  if (streaming) return streamSpeech(ctx, modelId, request, busyTimeoutMs, streamFormat, output);
   const outcome = await runtime.infer(modelId, request, { busyTimeoutMs, signal });
   const audio = outcome.result.audio;
   if (!audio) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio output`);
   const t = timing(outcome.wallMs, audio);
-  if (format === 'json' || format === 'b64_json') {
-    return { json: { audio: encodeWav(audio).toString('base64'), format: 'wav', timing: t } };
+  if (output.format === 'json' || output.format === 'b64_json') {
+    const { body: wav } = await encodeSpeech(audio, { ...output, format: 'wav' }, ctx.codec, signal);
+    return { json: { audio: wav.toString('base64'), format: 'wav', timing: t } };
   }
-  if (format === 'pcm') {
-    return { body: encodePcm16(audio), contentType: 'application/octet-stream', headers: timingHeaders(t) };
-  }
-  return { body: encodeWav(audio), contentType: 'audio/wav', headers: timingHeaders(t) };
+  const encoded = await encodeSpeech(audio, output, ctx.codec, signal);
+  return { body: encoded.body, contentType: encoded.contentType, headers: timingHeaders(t) };
 }
 
 /**
@@ -101,23 +102,34 @@ function streamSpeech(
   request: EngineRequest,
   busyTimeoutMs: number | undefined,
   format: StreamFormat,
+  output: SpeechOutput,
 ) {
   let firstMs: number | undefined;
+  let stream: EventStream | undefined;
+  // Encoded bytes go out as they are made: raw, or base64 in speech.audio.delta events.
+  const writer = new SpeechStreamWriter(output, ctx.codec, ctx.signal, (bytes) =>
+    format === 'audio'
+      ? stream!.bytes(bytes)
+      : stream!.event({ type: 'speech.audio.delta', audio: bytes.toString('base64') }),
+  );
   return streamedInference(ctx, {
     modelId,
     request,
     busyTimeoutMs,
     format,
+    headers: format === 'audio' ? { 'Content-Type': streamContentType(output.format) } : undefined,
+    cleanup: () => writer.close(),
     async onEvent(event, out, sinceStartMs) {
       if (event.type !== 'audio') return;
       firstMs ??= sinceStartMs;
-      const pcm = encodePcm16(event.audio);
-      if (format === 'audio') await out.bytes(pcm);
-      else await out.event({ type: 'speech.audio.delta', audio: pcm.toString('base64') });
+      stream = out;
+      await writer.write(event.audio);
     },
     async finish(_outcome, out) {
       if (firstMs === undefined)
         throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio delta events`);
+      stream = out;
+      await writer.end();
       if (format === 'sse')
         await out.event({ type: 'speech.audio.done', timing: { ttft_ms: Math.round(firstMs) } });
     },
@@ -180,7 +192,7 @@ async function speechLive(ctx: RouteContext) {
     format,
     limits: liveIngestLimits(config.live_ingest, entry.config.live_ingest),
     signal: ctx.signal,
-    maxAudioSeconds: audioLimits(config, entry.config).maxSeconds,
+    maxAudioSeconds: audioLimits(ctx, entry.config).maxSeconds,
     label: 'live speech',
   });
   const options: Record<string, string> = { ...entry.config.default_request_options };

@@ -79,7 +79,7 @@ async function taskRequest(
   checkInputChars(text, `${at}text`, entry.config, config);
   const options = buildOptions(request, entry.config.default_request_options, TASK_KNOBS, TASK_RENAMES);
   const access = fileAccessOf(config);
-  const limits = audioLimits(config, entry.config);
+  const limits = audioLimits(ctx, entry.config);
   for (const key of PATH_OPTIONS) {
     const value = optionalString(request, key);
     if (value !== undefined) options[key] = await serverFilePath(value, key, access);

@@ -36,16 +36,6 @@ interface TranscriptionInput {
   decode(limits: AudioLimits): Promise<Audio>;
 }
 
-/** Uploads must be WAV: a `.wav` name or no extension at all. */
-function checkUploadName(filename: string): void {
-  const dot = filename.lastIndexOf('.');
-  if (dot > 0 && filename.slice(dot).toLowerCase() !== '.wav') {
-    throw invalidRequest(
-      `file: ${showValue(filename)} is not a WAV upload; only WAV audio (.wav or no extension) is supported`,
-    );
-  }
-}
-
 /** Reads a multipart body and hands it to `use`; its spooled files are removed whatever happens. */
 async function withMultipart<T>(ctx: RouteContext, use: (body: MultipartBody) => Promise<T>): Promise<T> {
   const body = await readMultipart(ctx.req, {
@@ -68,8 +58,7 @@ function formFields(fields: Map<string, string>): Fields {
 
 function fromMultipart({ fields, files }: MultipartBody): TranscriptionInput {
   const file = files.find((f) => f.field === 'file');
-  if (!file) throw invalidRequest(`'file' is required: expected a WAV upload in the multipart field "file"`);
-  checkUploadName(file.filename);
+  if (!file) throw invalidRequest(`'file' is required: expected an audio upload in the multipart field "file"`);
   if (file.size === 0) throw invalidRequest(`file: ${showValue(file.filename)} is empty`);
   return { fields: formFields(fields), decode: (limits) => decodeAudio(file.source, 'file', limits) };
 }
@@ -118,7 +107,7 @@ async function parseInput(
   const options = buildOptions(fields, entry.config.default_request_options, []);
   if (language) options['language'] = language;
   const busyTimeoutMs = requestBusyTimeout(fields, ctx.url);
-  const audio = await decode(audioLimits(ctx.config, entry.config));
+  const audio = await decode(audioLimits(ctx, entry.config));
   return {
     modelId,
     request: { task: entry.config.task, audio, text: optionalString(fields, 'text'), language, options },
@@ -286,16 +275,15 @@ async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
   requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/batches/transcriptions');
   const uploads = files.filter((f) => f.field === 'file');
   if (uploads.length === 0)
-    throw invalidRequest(`'file' is required: expected one or more WAV uploads in "file" fields`);
+    throw invalidRequest(`'file' is required: expected one or more audio uploads in "file" fields`);
   parseOptionsField(plain);
   const language = optionalString(plain, 'language');
   const options = buildOptions(plain, entry.config.default_request_options, []);
   if (language) options['language'] = language;
-  const limits = audioLimits(ctx.config, entry.config);
+  const limits = audioLimits(ctx, entry.config);
   const audios: Audio[] = [];
   for (const [i, file] of uploads.entries()) {
-    checkUploadName(file.filename);
-    if (file.size === 0) throw invalidRequest(`file[${i}]: ${showValue(file.filename)} is empty`);
+      if (file.size === 0) throw invalidRequest(`file[${i}]: ${showValue(file.filename)} is empty`);
     audios.push(await decodeAudio(file.source, `file[${i}]`, limits));
   }
   const text = optionalString(plain, 'text');
@@ -340,7 +328,7 @@ async function transcriptionsLive(ctx: RouteContext) {
     format,
     limits: liveIngestLimits(config.live_ingest, entry.config.live_ingest),
     signal: ctx.signal,
-    maxAudioSeconds: audioLimits(config, entry.config).maxSeconds,
+    maxAudioSeconds: audioLimits(ctx, entry.config).maxSeconds,
     label: 'live transcription',
   });
   const language = query.get('language') || undefined;
