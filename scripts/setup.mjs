@@ -15,12 +15,14 @@ if (stale) {
   execSync(`${cmd} --no-audit --no-fund`, { stdio: 'inherit' });
 }
 
-// From Debian: pocketsphinx (the library and its en-us model) and espeak-ng's data for Piper voices.
+// From Debian: pocketsphinx (the library and its en-us model), espeak-ng's data for Piper voices, ffmpeg.
 const DEBIAN_PACKAGES = {
   libpocketsphinx3: '/usr/lib/x86_64-linux-gnu/libpocketsphinx.so.3',
   'pocketsphinx-en-us': '/usr/share/pocketsphinx/model/en-us/en-us.lm.bin',
   // Piper voices phonemize with espeak-ng's data when their folder does not ship it.
   'espeak-ng-data': '/usr/lib/x86_64-linux-gnu/espeak-ng-data/phontab',
+  // Audio formats other than WAV and PCM, in and out (mp3, opus, aac, flac, m4a, webm, ...).
+  ffmpeg: '/usr/bin/ffmpeg',
 };
 const missing = Object.entries(DEBIAN_PACKAGES)
   .filter(([, file]) => !existsSync(file))
@@ -36,7 +38,7 @@ if (missing.length > 0) {
     );
   } else {
     console.warn(
-      `voxd: the pocketsphinx model will be unavailable until these Debian packages are installed: ${missing.join(' ')}`,
+      `voxd: the pocketsphinx model or formats other than WAV will be unavailable until these Debian packages are installed: ${missing.join(' ')}`,
     );
   }
 }
