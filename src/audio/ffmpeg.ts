@@ -264,25 +264,12 @@ export class Codec {
       );
     const release = await this.#slots.take(signal);
     const { encoder, muxer, args } = ENCODINGS[format];
-    const child = this.#spawn(
-      [
-        '-f',
-        'f32le',
-        '-ar',
-        String(input.sampleRate),
-        '-ac',
-        String(input.channels),
-        '-i',
-        'pipe:0',
-        '-c:a',
-        encoder,
-        ...args,
-        '-f',
-        muxer,
-        'pipe:1',
-      ],
-      'pipe',
-    );
+    // Raw input needs no probing (without -probesize/-analyzeduration ffmpeg waits for megabytes
+    // before it encodes); -flush_packets sends each packet as it is made, not when 32 KB fill.
+    const rawInput = ['-probesize', '32', '-analyzeduration', '0', '-f', 'f32le'];
+    const rate = ['-ar', String(input.sampleRate), '-ac', String(input.channels)];
+    const output = ['-c:a', encoder, ...args, '-flush_packets', '1', '-f', muxer, 'pipe:1'];
+    const child = this.#spawn([...rawInput, ...rate, '-i', 'pipe:0', ...output], 'pipe');
     return new Encoder(child, onData, signal, this.#timeoutMs, release);
   }
 

@@ -114,7 +114,11 @@ describe('POST /v1/tasks/run', () => {
       'audio_base64',
     );
     const notWav = Buffer.from('this is plain text, not audio').toString('base64');
-    badRequest(await run({ model: 'asr', request: { audio_base64: notWav } }), 'audio_base64', 'could not be decoded');
+    badRequest(
+      await run({ model: 'asr', request: { audio_base64: notWav } }),
+      'audio_base64',
+      'could not be decoded',
+    );
   });
 
   test('a tts model returns a base64 WAV with sample_rate, channels and audio timing', async () => {

@@ -245,7 +245,11 @@ describe('POST /v1/audio/transcriptions', () => {
     badRequest(await post(server.url, PATH, { model: 'asr' }), 'audio', 'audio_path', 'file');
     badRequest(await post(server.url, PATH, { model: 'asr', audio_path: 5 }), 'audio_path', '5');
     writeFileSync(join(server.dir, 'text.wav'), 'not audio');
-    badRequest(await post(server.url, PATH, { model: 'asr', file: 'text.wav' }), 'file', 'could not be decoded');
+    badRequest(
+      await post(server.url, PATH, { model: 'asr', file: 'text.wav' }),
+      'file',
+      'could not be decoded',
+    );
     writeFileSync(join(server.dir, 'ok.wav'), smallWav());
     badRequest(await post(server.url, PATH, { audio: 'ok.wav' }), 'model');
     errorOf(await post(server.url, PATH, { model: 'ghost', audio: 'ok.wav' }), 404, 'not_found');

@@ -58,7 +58,8 @@ function formFields(fields: Map<string, string>): Fields {
 
 function fromMultipart({ fields, files }: MultipartBody): TranscriptionInput {
   const file = files.find((f) => f.field === 'file');
-  if (!file) throw invalidRequest(`'file' is required: expected an audio upload in the multipart field "file"`);
+  if (!file)
+    throw invalidRequest(`'file' is required: expected an audio upload in the multipart field "file"`);
   if (file.size === 0) throw invalidRequest(`file: ${showValue(file.filename)} is empty`);
   return { fields: formFields(fields), decode: (limits) => decodeAudio(file.source, 'file', limits) };
 }
@@ -283,7 +284,7 @@ async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
   const limits = audioLimits(ctx, entry.config);
   const audios: Audio[] = [];
   for (const [i, file] of uploads.entries()) {
-      if (file.size === 0) throw invalidRequest(`file[${i}]: ${showValue(file.filename)} is empty`);
+    if (file.size === 0) throw invalidRequest(`file[${i}]: ${showValue(file.filename)} is empty`);
     audios.push(await decodeAudio(file.source, `file[${i}]`, limits));
   }
   const text = optionalString(plain, 'text');

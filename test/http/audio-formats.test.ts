@@ -1,0 +1,395 @@
+/**
+ * Audio formats through Debian's ffmpeg (issue 11): speech answered as mp3, opus, aac and flac,
+ * whole and streamed as it is made, checked by decoding it again with ffprobe; uploads in every
+ * common container, with formats that keep their index at the end; bad inputs, a missing and a
+ * hanging ffmpeg, and clients that leave, each answered and cleaned up.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { RawClient } from '../helpers/raw-http.js';
+import {
+  errorOf,
+  fixtureModel,
+  get,
+  post,
+  reportOf,
+  request,
+  startServer,
+  type TestServer,
+  tempDir,
+  waitUntil,
+  withDeadline,
+} from '../helpers/voxd.js';
+import { buildWav, sine } from './wav-helpers.js';
+
+interface Probe {
+  codec: string;
+  sampleRate: number;
+  channels: number;
+  duration: number;
+}
+
+/**
+ * What ffprobe reads in `bytes` (the first audio stream's codec, rate, channels), and its duration
+ * as ffmpeg decodes it (a piped FLAC or ADTS file declares none).
+ */
+function probe(bytes: Buffer, dir: string): Probe {
+  const file = join(dir, `probe-${Math.random().toString(36).slice(2)}`);
+  writeFileSync(file, bytes);
+  try {
+    const show = ['-show_entries', 'stream=codec_name,sample_rate,channels', '-of', 'json'];
+    const out = execFileSync('ffprobe', ['-v', 'error', '-select_streams', 'a:0', ...show, file]);
+    const stream = (JSON.parse(out.toString()) as { streams: Record<string, string | number>[] }).streams[0]!;
+    const sampleRate = Number(stream['sample_rate']);
+    const pcm = execFileSync('ffmpeg', ['-v', 'error', '-i', file, '-f', 's16le', '-ac', '1', '-'], {
+      maxBuffer: 1 << 28,
+    });
+    return {
+      codec: String(stream['codec_name']),
+      sampleRate,
+      channels: Number(stream['channels']),
+      duration: pcm.length / 2 / sampleRate,
+    };
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/** `wav` converted by ffmpeg into another container/codec (the test's own use of the tool). */
+function convert(wav: Buffer, dir: string, name: string, args: string[]): Buffer {
+  const input = join(dir, 'convert-in.wav');
+  const output = join(dir, name);
+  writeFileSync(input, wav);
+  execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-i', input, ...args, output]);
+  const bytes = readFileSync(output);
+  rmSync(output);
+  return bytes;
+}
+
+function upload(base: string, model: string, bytes: Buffer, filename: string) {
+  const form = new FormData();
+  form.set('model', model);
+  form.set('file', new Blob([bytes]), filename);
+  return request(base, 'POST', '/v1/audio/transcriptions', { body: form });
+}
+
+/** ffmpeg children of this process (the server runs in it). */
+function ffmpegChildren(): number {
+  let count = 0;
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid && (comm === 'ffmpeg' || comm === 'sleep' || comm === 'sh')) count++;
+    } catch {
+      // the process ended while being read
+    }
+  }
+  return count;
+}
+
+const TWO_SECONDS = buildWav({
+  sampleRate: 44_100,
+  channels: 2,
+  bits: 16,
+  frames: 88_200,
+  sample: sine(440, 0.5, 44_100),
+});
+
+describe('audio formats through ffmpeg', () => {
+  let server: TestServer;
+  let work: string;
+  let spoolRoot: string;
+  const previousTmp = process.env['TMPDIR'];
+  const leftovers = () => readdirSync(spoolRoot).filter((name) => /^voxd-(upload|decode)-/.test(name));
+
+  before(async () => {
+    work = tempDir('voxd-formats-');
+    spoolRoot = join(work, 'tmp');
+    mkdirSync(spoolRoot);
+    process.env['TMPDIR'] = spoolRoot;
+    server = await startServer(
+      {
+        models: [
+          fixtureModel('asr'),
+          fixtureModel('tts', { task: 'tts', load_options: { sample_rate: 24000 } }),
+          fixtureModel('tts-stream', {
+            task: 'tts',
+            mode: 'streaming',
+            load_options: { sample_rate: 24000 },
+            default_request_options: { chunks: '4' },
+          }),
+        ],
+      },
+      { parallel: true },
+    );
+  });
+  after(async () => {
+    await server?.close();
+    if (previousTmp === undefined) delete process.env['TMPDIR'];
+    else process.env['TMPDIR'] = previousTmp;
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  const speak = (body: Record<string, unknown>) =>
+    post(server.url, '/v1/audio/speech', { model: 'tts', input: 'Hello there. How are you?', ...body });
+
+  test('speech in every format: the right Content-Type, codec, rate and duration (within a frame of the WAV)', async () => {
+    const wav = await speak({ response_format: 'wav' });
+    assert.equal(wav.status, 200);
+    const reference = probe(wav.body, work);
+    const expected = {
+      mp3: { type: 'audio/mpeg', codec: 'mp3' },
+      opus: { type: 'audio/ogg', codec: 'opus' },
+      aac: { type: 'audio/aac', codec: 'aac' },
+      flac: { type: 'audio/flac', codec: 'flac' },
+    };
+    for (const [format, want] of Object.entries(expected)) {
+      const res = await speak({ response_format: format });
+      assert.equal(res.status, 200, `${format}: ${res.body.toString().slice(0, 200)}`);
+      assert.equal(res.headers.get('content-type'), want.type, format);
+      const got = probe(res.body, work);
+      assert.equal(got.codec, want.codec, format);
+      // Opus is always decoded at 48 kHz; the others keep the model's rate.
+      assert.equal(got.sampleRate, format === 'opus' ? 48000 : 24000, format);
+      assert.ok(
+        Math.abs(got.duration - reference.duration) < 0.08,
+        `${format}: ${got.duration} s vs ${reference.duration} s`,
+      );
+    }
+  });
+
+  test('sample_rate resamples the answer; pcm without it is the model rate', async () => {
+    const native = await speak({ response_format: 'pcm' });
+    const at16k = await speak({ response_format: 'pcm', sample_rate: 16000 });
+    assert.equal(at16k.status, 200);
+    const ratio = at16k.body.length / native.body.length;
+    assert.ok(Math.abs(ratio - 16000 / 24000) < 0.001, `length ratio ${ratio}`);
+    assert.equal(
+      probe((await speak({ response_format: 'mp3', sample_rate: 16000 })).body, work).sampleRate,
+      16000,
+    );
+    const bad = await speak({ sample_rate: 5 });
+    assert.ok(errorOf(bad, 400, 'invalid_request_error').startsWith('sample_rate: 5 is invalid'));
+  });
+
+  test('streamed mp3 (raw and SSE) is valid mp3 of the whole speech; the first bytes come before the synthesis ends', async () => {
+    const raw = await post(server.url, '/v1/audio/speech', {
+      model: 'tts-stream',
+      input: 'Hello there.',
+      stream_format: 'audio',
+      response_format: 'mp3',
+    });
+    assert.equal(raw.status, 200);
+    assert.equal(raw.headers.get('content-type'), 'audio/mpeg');
+    const whole = await post(server.url, '/v1/audio/speech', {
+      model: 'tts-stream',
+      input: 'Hello there.',
+      response_format: 'wav',
+    });
+    const streamed = probe(raw.body, work);
+    assert.equal(streamed.codec, 'mp3');
+    assert.ok(Math.abs(streamed.duration - probe(whole.body, work).duration) < 0.08);
+
+    const sse = await post(server.url, '/v1/audio/speech', {
+      model: 'tts-stream',
+      input: 'Hello there.',
+      stream: true,
+      response_format: 'mp3',
+    });
+    const deltas = sse.body
+      .toString()
+      .split('\n\n')
+      .filter((e) => e.includes('speech.audio.delta'))
+      .map((e) => Buffer.from(JSON.parse(e.slice(6)).audio, 'base64'));
+    assert.ok(deltas.length > 1, 'more than one delta');
+    assert.equal(probe(Buffer.concat(deltas), work).codec, 'mp3');
+
+    // The run waits between its chunks for a gate: bytes must arrive while it is still running.
+    const gate = server.gate('mp3-stream');
+    const client = new RawClient(server.url);
+    const body = JSON.stringify({
+      model: 'tts-stream',
+      input: 'Hello there, this is a longer sentence to speak.',
+      stream_format: 'audio',
+      response_format: 'mp3',
+      options: { chunk_gate: gate.path },
+    });
+    await client.write(
+      `POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await client.until('mp3 bytes before the run ends', () => (client.response?.body.length ?? 0) > 0);
+    assert.equal(server.fixture.record.of('tts-stream', 'run-end').length, 3, 'the gated run is still going');
+    await gate.open();
+    client.socket.destroy();
+  });
+
+  test('uploads in every common format, any rate and channels; M4A with its index at the end', async () => {
+    const formats: [string, string[]][] = [
+      ['a.flac', ['-c:a', 'flac']],
+      ['a.mp3', ['-c:a', 'libmp3lame']],
+      ['a.ogg', ['-c:a', 'libvorbis']],
+      ['a.opus', ['-c:a', 'libopus']],
+      ['a.webm', ['-c:a', 'libopus']],
+      ['a.m4a', ['-c:a', 'aac']], // ffmpeg writes the moov atom at the end unless told otherwise
+      ['a.mp4', ['-c:a', 'aac']],
+      ['a.aac', ['-c:a', 'aac', '-f', 'adts']],
+    ];
+    for (const [name, args] of formats) {
+      const bytes = convert(TWO_SECONDS, work, name, args);
+      if (name === 'a.m4a') assert.ok(bytes.indexOf('moov') > bytes.indexOf('mdat'), 'moov after mdat');
+      const report = reportOf(await upload(server.url, 'asr', bytes, name));
+      // 2 s at the fixture's 16 kHz, give or take the codec's padding.
+      assert.ok(Math.abs(report.audio.samples - 32_000) < 1600, `${name}: ${report.audio.samples} samples`);
+      assert.ok(report.audio.rms > 0.2, `${name}: rms ${report.audio.rms}`);
+    }
+    // base64 and a server path take the same formats.
+    const mp3 = convert(TWO_SECONDS, work, 'b.mp3', ['-c:a', 'libmp3lame']);
+    const viaBase64 = reportOf(
+      await post(server.url, '/v1/tasks/run', { model: 'asr', audio_base64: mp3.toString('base64') }),
+    );
+    writeFileSync(join(server.dir, 'b.mp3'), mp3);
+    const viaPath = reportOf(await post(server.url, '/v1/tasks/run', { model: 'asr', audio: 'b.mp3' }));
+    assert.deepEqual(viaBase64.audio, viaPath.audio);
+    assert.deepEqual(leftovers(), [], 'no temporary file is left');
+  });
+
+  test('bad inputs: random bytes, a cut header, a video without audio: 400 that the audio could not be decoded', async () => {
+    const random = Buffer.from(Array.from({ length: 5000 }, (_, i) => (i * 7919) % 251));
+    const cases: [string, Buffer][] = [
+      ['random.m4a', random],
+      ['cut.mp3', convert(TWO_SECONDS, work, 'c.mp3', ['-c:a', 'libmp3lame']).subarray(0, 40)],
+      [
+        'video.webm',
+        (() => {
+          const out = join(work, 'video.webm');
+          execFileSync('ffmpeg', [
+            '-hide_banner',
+            '-loglevel',
+            'error',
+            '-y',
+            '-f',
+            'lavfi',
+            '-i',
+            'testsrc=size=64x64:rate=5:duration=1',
+            '-c:v',
+            'libvpx',
+            out,
+          ]);
+          return readFileSync(out);
+        })(),
+      ],
+    ];
+    for (const [name, bytes] of cases) {
+      const message = errorOf(await upload(server.url, 'asr', bytes, name), 400, 'invalid_request_error');
+      assert.ok(message.startsWith('file: the audio could not be decoded'), `${name}: ${message}`);
+    }
+    // A file cut short in the middle decodes as far as it goes, as any player would.
+    const half = convert(TWO_SECONDS, work, 'h.mp3', ['-c:a', 'libmp3lame']);
+    const cut = reportOf(await upload(server.url, 'asr', half.subarray(0, half.length / 2), 'half.mp3'));
+    assert.ok(cut.audio.samples > 8000 && cut.audio.samples < 24_000, `${cut.audio.samples} samples`);
+    assert.equal(ffmpegChildren(), 0);
+    assert.deepEqual(leftovers(), []);
+    assert.equal((await get(server.url, '/health')).status, 200);
+  });
+
+  test('a compressed file longer than max_audio_seconds is stopped while it decodes: 413', async () => {
+    const long = convert(
+      buildWav({ sampleRate: 8000, channels: 1, bits: 16, frames: 8000 * 30, sample: sine(300, 0.3, 8000) }),
+      work,
+      'long.mp3',
+      ['-c:a', 'libmp3lame'],
+    );
+    const short = await startServer({ max_audio_seconds: 10, models: [fixtureModel('asr')] });
+    try {
+      errorOf(await upload(short.url, 'asr', long, 'long.mp3'), 413, 'invalid_request_error');
+    } finally {
+      await short.close();
+    }
+  });
+
+  test('a client that leaves in the middle of an mp3 stream frees the slot and stops its encoder', async () => {
+    const gate = server.gate('mp3-leave');
+    const client = new RawClient(server.url);
+    const body = JSON.stringify({
+      model: 'tts-stream',
+      input: 'Hello there, this is a sentence.',
+      stream_format: 'audio',
+      response_format: 'mp3',
+      options: { chunk_gate: gate.path },
+    });
+    await client.write(
+      `POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await client.until('the first mp3 bytes', () => (client.response?.body.length ?? 0) > 0);
+    assert.equal(ffmpegChildren(), 1, 'the encoder runs');
+    client.socket.destroy();
+    await waitUntil('the encoder is gone', () => ffmpegChildren() === 0);
+    await waitUntil('the slot is free', async () => {
+      const { json } = await get(server.url, '/v1/models');
+      return json.data.find((m: { id: string }) => m.id === 'tts-stream').active_slots === 0;
+    });
+  });
+});
+
+describe('without a working ffmpeg', () => {
+  let dir: string;
+  before(() => {
+    dir = tempDir('voxd-noffmpeg-');
+    // A binary that answers the startup probe, then hangs on any real work.
+    writeFileSync(
+      join(dir, 'hanging-ffmpeg'),
+      '#!/bin/sh\ncase "$*" in *-encoders*) echo " A..... libmp3lame  MP3"; exit 0;; esac\nexec sleep 60\n',
+    );
+    chmodSync(join(dir, 'hanging-ffmpeg'), 0o755);
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('missing: WAV and PCM work; any other format is a 400 naming ffmpeg', async () => {
+    const server = await startServer(
+      { models: [fixtureModel('asr'), fixtureModel('tts', { task: 'tts' })] },
+      { overrides: { ffmpeg_path: join(dir, 'no-such-ffmpeg') } },
+    );
+    try {
+      const mp3 = convert(TWO_SECONDS, dir, 'x.mp3', ['-c:a', 'libmp3lame']);
+      const message = errorOf(await upload(server.url, 'asr', mp3, 'x.mp3'), 400, 'invalid_request_error');
+      assert.ok(message.includes('needs ffmpeg'), message);
+      const speech = await post(server.url, '/v1/audio/speech', {
+        model: 'tts',
+        input: 'hi',
+        response_format: 'mp3',
+      });
+      assert.ok(errorOf(speech, 400, 'invalid_request_error').includes('ffmpeg'));
+      assert.equal((await upload(server.url, 'asr', TWO_SECONDS, 'x.wav')).status, 200);
+      assert.equal(
+        (await post(server.url, '/v1/audio/speech', { model: 'tts', input: 'hi', response_format: 'pcm' }))
+          .status,
+        200,
+      );
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('hanging: stopped at ffmpeg_timeout_ms with a 503, the child killed', async () => {
+    const server = await startServer(
+      { ffmpeg_timeout_ms: 300, models: [fixtureModel('asr')] },
+      { overrides: { ffmpeg_path: join(dir, 'hanging-ffmpeg') } },
+    );
+    try {
+      const res = await withDeadline(
+        upload(server.url, 'asr', Buffer.from('ID3 not really'), 'x.mp3'),
+        'the hanging decode',
+        5000,
+      );
+      assert.ok(errorOf(res, 503, 'server_busy').includes('ffmpeg_timeout_ms=300'));
+      await waitUntil('the child is gone', () => ffmpegChildren() === 0);
+    } finally {
+      await server.close();
+    }
+  });
+});
