@@ -31,6 +31,8 @@ export interface UploadedFile {
 
 export interface MultipartBody {
   fields: Map<string, string>;
+  /** Every value of every field, in order: `fields` keeps only the last of a repeated name (`include[]`). */
+  lists: Map<string, string[]>;
   files: UploadedFile[];
   /** Closes and removes the spooled files. Idempotent. */
   dispose(): Promise<void>;
@@ -97,6 +99,7 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
   }
   const spool = new Spool();
   const fields = new Map<string, string>();
+  const lists = new Map<string, string[]>();
   const files: UploadedFile[] = [];
   const receiving: Promise<void>[] = [];
   const open = new Set<Readable>();
@@ -154,6 +157,9 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
           throw invalidRequest(`${showValue(name)}: a form field may hold at most ${MAX_FIELD_BYTES} bytes`);
         count(Buffer.byteLength(value));
         fields.set(name, value);
+        const list = lists.get(name);
+        if (list) list.push(value);
+        else lists.set(name, [value]);
       } catch (err) {
         fail(err);
       }
@@ -190,5 +196,5 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
     await spool.dispose();
     throw failure ?? err;
   }
-  return { fields, files, dispose: () => spool.dispose() };
+  return { fields, lists, files, dispose: () => spool.dispose() };
 }

@@ -265,9 +265,10 @@ describe('POST /v1/audio/transcriptions', () => {
     const json = await post(server.url, PATH, { model: 'asr', audio: path, response_format: 'text' });
     assert.match(json.headers.get('content-type') ?? '', /^text\/plain/);
     badRequest(
-      await upload(server.url, { model: 'asr', response_format: 'srt' }, wav()),
+      await upload(server.url, { model: 'asr', response_format: 'xml' }, wav()),
       'response_format',
-      'srt',
+      '"xml"',
+      'verbose_json, srt, vtt',
     );
   });
 

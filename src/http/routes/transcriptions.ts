@@ -1,7 +1,7 @@
 /**
- * POST /v1/audio/transcriptions (plain or streamed) and /v1/audio/transcriptions/details: speech
- * recognition and diarization of a WAV, sent either as a multipart upload or as JSON naming a
- * server-local path.
+ * POST /v1/audio/transcriptions (plain or streamed), /v1/audio/translations and
+ * /v1/audio/transcriptions/details: speech recognition, translation and diarization of a WAV, sent
+ * either as a multipart upload or as JSON naming a server-local path.
  */
 import type { Audio } from '../../audio/types.js';
 import type { TaskToken } from '../../config/types.js';
@@ -11,14 +11,7 @@ import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { type AudioLimits, audioLimits, decodeAudio, readAudioPath, timing } from '../audio-io.js';
 import { batchInference } from '../batch-inference.js';
 import { readJsonObject } from '../body.js';
-import {
-  type Fields,
-  optionalBool,
-  optionalEnum,
-  optionalString,
-  requestBusyTimeout,
-  requireString,
-} from '../fields.js';
+import { type Fields, optionalBool, optionalString, requestBusyTimeout, requireString } from '../fields.js';
 import { parseJsonText } from '../json-text.js';
 import { type LiveBody, liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
 import { isMultipart, type MultipartBody, readMultipart } from '../multipart.js';
@@ -27,6 +20,8 @@ import type { Route, RouteContext } from '../route.js';
 import { fileAccessOf } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
 import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
+import { timedReply } from '../transcript-formats.js';
+import { parseTranscriptRequest, type TranscriptRequest, withListFields } from '../transcript-request.js';
 
 const TRANSCRIPTION_TASKS: readonly TaskToken[] = ['asr', 'diar'];
 
@@ -85,12 +80,26 @@ interface ParsedTranscription {
   fields: Fields;
   stream: boolean;
   busyTimeoutMs: number | undefined;
+  /** The OpenAI response fields (response_format, timestamp_granularities, temperature). */
+  transcript: TranscriptRequest;
 }
 
-/** The request forms both transcription routes share (multipart upload, or JSON with a path). */
-function parse(ctx: RouteContext, route: string): Promise<ParsedTranscription> {
-  if (isMultipart(ctx.req)) return withMultipart(ctx, (body) => parseInput(ctx, route, fromMultipart(body)));
-  return fromJson(ctx).then((input) => parseInput(ctx, route, input));
+/** The request forms the transcription and translation routes share (multipart upload, or JSON with a path). */
+function parse(ctx: RouteContext, route: string, translation = false): Promise<ParsedTranscription> {
+  if (isMultipart(ctx.req))
+    return withMultipart(ctx, (body) => {
+      const input = fromMultipart(body);
+      return parseInput(ctx, route, { ...input, fields: withListFields(input.fields, body) }, translation);
+    });
+  return fromJson(ctx).then((input) => parseInput(ctx, route, input, translation));
+}
+
+/** Only Whisper translates (its `task` option); any other model is named in a 400. */
+function requireTranslation(config: { id: string; family: string }): void {
+  if (config.family !== 'whisper_asr')
+    throw invalidRequest(
+      `model: '${config.id}' cannot translate: it is a ${config.family} model, and only whisper_asr models translate (into English)`,
+    );
 }
 
 /** Fields are checked before the audio is decoded, so a bad request costs no decoding. */
@@ -98,24 +107,35 @@ async function parseInput(
   ctx: RouteContext,
   route: string,
   { fields, decode }: TranscriptionInput,
+  translation: boolean,
 ): Promise<ParsedTranscription> {
   const modelId = requireString(fields, 'model');
   const entry = ctx.runtime.get(modelId);
-  requireTask(entry.config, TRANSCRIPTION_TASKS, route);
+  requireTask(entry.config, translation ? ['asr'] : TRANSCRIPTION_TASKS, route);
+  if (translation) requireTranslation(entry.config);
   const stream = optionalBool(fields, 'stream') === true;
+  const diarization = entry.config.task === 'diar';
+  const transcript = parseTranscriptRequest(fields, { id: modelId, diarization }, translation);
   parseOptionsField(fields);
   const language = optionalString(fields, 'language');
   const options = buildOptions(fields, entry.config.default_request_options, []);
   if (language) options['language'] = language;
+  if (translation) options['task'] = 'translate';
+  // Only an engine that lists temperature samples with it; the others decode greedily and ignore it.
+  if (transcript.temperature !== undefined && entry.family.params.some((p) => p.name === 'temperature'))
+    options['temperature'] = String(transcript.temperature);
   const busyTimeoutMs = requestBusyTimeout(fields, ctx.url);
   const audio = await decode(audioLimits(ctx, entry.config));
+  // OpenAI clients send the context as `prompt`, audio.cpp as `text`.
+  const text = optionalString(fields, 'text') ?? optionalString(fields, 'prompt');
   return {
     modelId,
-    request: { task: entry.config.task, audio, text: optionalString(fields, 'text'), language, options },
+    request: { task: entry.config.task, audio, text, language, options },
     audio,
     fields,
     stream,
     busyTimeoutMs,
+    transcript,
   };
 }
 
@@ -143,19 +163,35 @@ function parseOptionsField(fields: Fields): void {
 
 async function transcriptions(ctx: RouteContext) {
   const parsed = await parse(ctx, '/v1/audio/transcriptions');
-  const { modelId, fields, audio } = parsed;
-  const format = optionalEnum(fields, 'response_format', ['json', 'text'] as const) ?? 'json';
   if (parsed.stream) {
-    requireStreamingMode(ctx.runtime.get(modelId).config);
+    requireStreamingMode(ctx.runtime.get(parsed.modelId).config);
     return streamTranscription(ctx, parsed.modelId, parsed.request, parsed.busyTimeoutMs);
   }
+  return answer(ctx, parsed, 'transcribe');
+}
+
+/** POST /v1/audio/translations: OpenAI's translation into English, on Whisper models. */
+async function translations(ctx: RouteContext) {
+  const parsed = await parse(ctx, '/v1/audio/translations', true);
+  if (parsed.stream) throw invalidRequest('stream: /v1/audio/translations does not stream');
+  return answer(ctx, parsed, 'translate');
+}
+
+/** Runs a parsed transcription or translation and answers in its response_format. */
+async function answer(ctx: RouteContext, parsed: ParsedTranscription, task: 'transcribe' | 'translate') {
+  const { modelId, audio, transcript } = parsed;
+  const format = transcript.format;
   const outcome = await ctx.runtime.infer(modelId, parsed.request, {
     busyTimeoutMs: parsed.busyTimeoutMs,
     signal: ctx.signal,
   });
+  const timed = { outcome, audio, request: transcript, task, language: parsed.request.language };
+  // A diarizer may give turns and no text; diarized_json has room for that.
+  if (format === 'diarized_json') return timedReply(timed);
   const text = outcome.result.text;
   if (text === undefined) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);
   if (format === 'text') return { body: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8' };
+  if (format !== 'json') return timedReply(timed);
   const json: Record<string, unknown> = { text };
   const turns = outcome.result.speakerTurns;
   if (turns) {
@@ -347,6 +383,7 @@ async function transcriptionsLive(ctx: RouteContext) {
 export const transcriptionRoutes: Route[] = [
   { method: 'POST', path: '/v1/audio/transcriptions', handler: transcriptions },
   { method: 'POST', path: '/v1/audio/transcriptions/details', handler: details },
+  { method: 'POST', path: '/v1/audio/translations', handler: translations },
   { method: 'POST', path: '/v1/batches/transcriptions', handler: batchTranscriptions },
   { method: 'POST', path: '/v1/audio/transcriptions/live', handler: transcriptionsLive },
 ];
