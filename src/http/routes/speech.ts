@@ -2,6 +2,7 @@
 import { encodePcm16, encodeWav } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
+import { voiceAliases } from '../../engines/voice-aliases.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { audioLimits, timing, timingHeaders } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
@@ -14,7 +15,7 @@ import type { Route, RouteContext } from '../route.js';
 import { fileAccessOf } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
 import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
-import { resolveVoice } from '../voice.js';
+import { resolveVoice, unalias } from '../voice.js';
 
 const FORMATS = ['wav', 'pcm', 'json', 'b64_json'] as const;
 const STREAM_FORMATS = ['sse', 'audio'] as const;
@@ -60,11 +61,17 @@ async function speech(ctx: RouteContext) {
   };
   const instructions = optionalString(body, 'instructions');
   if (instructions !== undefined) options['instruction'] = instructions;
-  const voice = await resolveVoice(body, entry.config, entry.presets, {
-    voice_dir: config.voice_dir,
-    access: fileAccessOf(config),
-    limits: audioLimits(config, entry.config),
-  });
+  const voice = await resolveVoice(
+    body,
+    entry.config,
+    entry.presets,
+    {
+      voice_dir: config.voice_dir,
+      access: fileAccessOf(config),
+      limits: audioLimits(config, entry.config),
+    },
+    voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases),
+  );
 
   const request = {
     task: entry.config.task,
@@ -190,11 +197,13 @@ async function speechLive(ctx: RouteContext) {
   }
   const instructions = query.get('instructions');
   if (instructions !== null) options['system_prompt'] = instructions;
+  const voice = query.get('voice');
+  const aliases = voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases);
   const request: EngineRequest = {
     task: entry.config.task,
     text: input,
     language: query.get('language') ?? undefined,
-    voiceId: query.get('voice') ?? undefined,
+    voiceId: voice ? unalias(voice, aliases) : undefined,
     liveAudio: body,
     options,
   };
