@@ -42,10 +42,14 @@ export function encodePcm16(audio: Audio): Buffer {
   return Buffer.from(out);
 }
 
-/** Converts one float sample to PCM16: clamp to [-1, 1] (NaN -> 0), scale by 32767, round. */
+/**
+ * Converts one float sample to PCM16: clamp to [-1, 1] (NaN -> 0), scale by 32768, round, cap at
+ * 32767. 32768 is the scale decoding divides by, so PCM16 from an engine goes out exactly as the
+ * engine made it (with 32767, every sample above half scale came back one step smaller).
+ */
 export function floatToPcm16(sample: number): number {
   // NaN fails every comparison, so it falls through to 0.
-  return Math.round((sample > 1 ? 1 : sample >= -1 ? sample : sample < -1 ? -1 : 0) * 32767);
+  return Math.min(32767, Math.round((sample > 1 ? 1 : sample >= -1 ? sample : sample < -1 ? -1 : 0) * 32768));
 }
 
 function writePcm16(samples: Float32Array, out: ArrayBuffer, byteOffset: number): void {
@@ -56,7 +60,7 @@ function writePcm16(samples: Float32Array, out: ArrayBuffer, byteOffset: number)
     for (let i = 0; i < n; i++) {
       // Same expression as floatToPcm16, inlined: this loop runs once per sample of every response.
       const v = samples[i]!;
-      pcm[i] = Math.round((v > 1 ? 1 : v >= -1 ? v : v < -1 ? -1 : 0) * 32767);
+      pcm[i] = Math.min(32767, Math.round((v > 1 ? 1 : v >= -1 ? v : v < -1 ? -1 : 0) * 32768));
     }
     return;
   }

@@ -91,6 +91,7 @@ const MODEL_KEYS = new Set([
   'default_request_options',
   'voice_presets',
   'default_voice_preset',
+  'voice_aliases',
   'slots',
 ]);
 
@@ -177,6 +178,9 @@ export function parseModelConfig(
     );
   }
 
+  const aliases = optional('voice_aliases', parseVoiceAliases);
+  if (aliases !== undefined) model.voice_aliases = aliases;
+
   const slots = parseSlots(raw, at('slots'), ctx.parallel);
   if (slots !== undefined) model.slots = slots;
   return { model, notices };
@@ -202,6 +206,18 @@ function parseSlots(raw: Record<string, unknown>, key: string, parallel: boolean
     throw ConfigError.rejected(key, value, 'model slots must be an integer between 1 and 16');
   }
   return value;
+}
+
+/** `{alias: engine voice id}`; both sides non-empty strings, checked here so a typo fails at startup. */
+function parseVoiceAliases(raw: unknown, key: string): Record<string, string> {
+  if (!isPlainObject(raw)) throw ConfigError.invalid(key, raw, 'an object of {alias: engine voice id}');
+  const entries: [string, string][] = [];
+  for (const [name, value] of Object.entries(raw)) {
+    if (name.length === 0) throw ConfigError.invalid(keyPath(key, name), name, 'a non-empty alias name');
+    entries.push([name, expectString(value, keyPath(key, name), { nonEmpty: true })]);
+  }
+  // fromEntries keeps an alias named "__proto__" an ordinary entry.
+  return Object.fromEntries(entries);
 }
 
 const PRESET_FIELDS = ['voice_id', 'voice_ref', 'reference_text'] as const;

@@ -69,6 +69,8 @@ export interface ModelConfig {
   session_options: OptionMap;
   default_request_options: OptionMap;
   voice_presets: Record<string, VoicePreset>;
+  /** Voice names (OpenAI's or the operator's) mapped to engine voice ids; over the family's defaults. */
+  voice_aliases?: Record<string, string>;
   /** A preset name, already checked to exist, or an inline preset. */
   default_voice_preset?: string | VoicePreset;
   /** Parallel runtime only: the number of independent sessions, 1..16. Undefined means 1. */

@@ -5,6 +5,7 @@
  */
 import type { Audio } from '../audio/types.js';
 import type { Mode, OptionMap, TaskToken } from '../config/types.js';
+import type { VoiceAliasMap } from './voice-aliases.js';
 
 /** What a family needs to load weights once. */
 export interface LoadSpec {
@@ -130,6 +131,12 @@ export interface EngineFamily {
   readonly maxCapacity: number;
   /** Request options the family understands (reported by include_params). */
   readonly params: readonly ParamRow[];
+  /**
+   * TTS only: OpenAI voice names (and any others) mapped to this family's own voice ids, applied
+   * before the request reaches a session (src/engines/voice-aliases.ts). Without it, an OpenAI
+   * name speaks in the model's default voice.
+   */
+  readonly voiceAliases?: VoiceAliasMap;
   load(spec: LoadSpec, signal: AbortSignal): Promise<LoadedModel>;
   /** Bytes of memory a load will take, for min_free_memory_mb; undefined when unknown. */
   estimateFootprint?(spec: LoadSpec): Promise<number | undefined>;

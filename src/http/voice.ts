@@ -1,7 +1,7 @@
 /**
  * Voice resolution for speech requests, in the reference's order: a configured preset, then
- * `<voice_dir>/<name>.wav` with its transcript from `voice_dir/prompt_text`, then the model's own
- * voice id. With neither `voice` nor `voice_ref`, the model's default preset applies. An explicit
+ * `<voice_dir>/<name>.wav` with its transcript from `voice_dir/prompt_text`, then a voice alias
+ * (an OpenAI name such as `alloy`, src/engines/voice-aliases.ts), then the model's own voice id. With neither `voice` nor `voice_ref`, the model's default preset applies. An explicit
  * `voice_ref` always supplies the audio and an explicit `reference_text` always wins.
  */
 import { stat } from 'node:fs/promises';
@@ -95,13 +95,33 @@ function fromPreset(preset: ResolvedPreset, ref: Audio | undefined, text: string
   };
 }
 
+/**
+ * `voice` as a name, or as `{"id": name}`, the form newer OpenAI SDKs send (they also allow
+ * custom voice objects; only the id matters here).
+ */
+export function voiceName(body: Fields): string | undefined {
+  const raw = body['voice'];
+  if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
+    const id = (raw as Record<string, unknown>)['id'];
+    if (typeof id === 'string') return id;
+    throw invalidRequest(`voice: ${showValue(raw)} is invalid; expected a voice name or {"id": name}`);
+  }
+  return optionalString(body, 'voice');
+}
+
+/** An alias's engine voice id; `undefined` leaves the model's default voice. Other names pass through. */
+export function unalias(voice: string, aliases: ReadonlyMap<string, string | undefined>): string | undefined {
+  return aliases.has(voice) ? aliases.get(voice) : voice;
+}
+
 export async function resolveVoice(
   body: Fields,
   model: ModelConfig,
   presets: ReadonlyMap<string, ResolvedPreset>,
   server: { voice_dir?: string; access: FileAccess; limits: AudioLimits },
+  aliases: ReadonlyMap<string, string | undefined> = new Map(),
 ): Promise<VoiceChoice> {
-  const voice = optionalString(body, 'voice');
+  const voice = voiceName(body);
   const referenceText = optionalString(body, 'reference_text');
   const voiceRef = await explicitVoiceRef(body['voice_ref'], server.access, server.limits);
 
@@ -112,7 +132,7 @@ export async function resolveVoice(
       const library = await libraryVoice(server.voice_dir, voice, server.limits);
       if (library) return { voiceRef: library.audio, referenceText: referenceText ?? library.transcript };
     }
-    return { voiceId: voice, voiceRef, referenceText };
+    return { voiceId: unalias(voice, aliases), voiceRef, referenceText };
   }
   if (!voiceRef) {
     const fallback =

@@ -91,21 +91,30 @@ test('encode then decode returns the same samples to PCM16 precision', () => {
   assert.equal(back.sampleRate, 22050);
   assert.equal(back.channels, 2);
   assert.equal(back.samples.length, samples.length);
-  // Encoding scales by 32767 and decoding divides by 32768 (the usual convention, so -32768 maps to -1):
-  // the round trip is off by at most half a step of rounding plus 1/32768 of scale.
+  // Both directions scale by 32768 (so -32768 maps to -1): the round trip is off by at most half a
+  // step of rounding, or one step where +1 is capped at 32767.
   for (let i = 0; i < samples.length; i++) {
     assert.ok(Math.abs(back.samples[i]! - samples[i]!) <= 1.5 / 32768 + 1e-7, `sample ${i}`);
   }
   assert.ok(Math.abs(durationMs(back) - (frames / 22050) * 1000) < 1e-9);
 });
 
-test('PCM16 conversion clamps, scales by 32767 and rounds', () => {
+test('PCM16 decoded and encoded again is every sample as it was (engine output passes unchanged)', () => {
+  const all = Buffer.alloc(65536 * 2);
+  for (let v = -32768; v <= 32767; v++) all.writeInt16LE(v, (v + 32768) * 2);
+  const wav = encodeWav({ samples: new Float32Array(0), sampleRate: 16000, channels: 1 });
+  const input = Buffer.concat([wav.subarray(0, 40), Buffer.alloc(4), all]);
+  input.writeUInt32LE(all.length, 40);
+  input.writeUInt32LE(input.length - 8, 4);
+  assert.deepEqual(encodePcm16(decodeWav(input)), all);
+});
+
+test('PCM16 conversion clamps, scales by 32768, rounds and caps at 32767', () => {
   const samples = new Float32Array([1.5, -1.5, 0.5, Number.NaN, -0.5, 1, -1, 0, Infinity, -Infinity]);
   const pcm = encodePcm16({ samples, sampleRate: 16000, channels: 1 });
   assert.equal(pcm.length, samples.length * 2);
   const values = Array.from({ length: samples.length }, (_, i) => pcm.readInt16LE(i * 2));
-  // Math.round(16383.5) = 16384 and Math.round(-16383.5) = -16383 (rounds half towards +Infinity).
-  assert.deepEqual(values, [32767, -32767, 16384, 0, -16383, 32767, -32767, 0, 32767, -32767]);
+  assert.deepEqual(values, [32767, -32768, 16384, 0, -16384, 32767, -32768, 0, 32767, -32768]);
   // encodeWav writes the very same bytes after its header.
   assert.deepEqual(encodeWav({ samples, sampleRate: 16000, channels: 1 }).subarray(44), pcm);
 });

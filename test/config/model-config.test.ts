@@ -316,3 +316,15 @@ test('the context key prefixes every path', () => {
     'models[1].busy_timeout_ms: -5 is invalid; expected an integer >= 0',
   );
 });
+
+test('voice_aliases: {alias: engine voice id}, both non-empty strings', () => {
+  const { model, notices } = parse({ voice_aliases: { alloy: 'slt', narrator: 'rms', __proto__x: 'awb' } });
+  assert.deepEqual(model.voice_aliases, { alloy: 'slt', narrator: 'rms', __proto__x: 'awb' });
+  assert.deepEqual(notices, []);
+  assert.equal(parse({}).model.voice_aliases, undefined);
+  expectConfigError(() => parse({ voice_aliases: ['slt'] }), 'models[0].voice_aliases', ['slt'], '{alias');
+  expectConfigError(() => parse({ voice_aliases: 'slt' }), 'models[0].voice_aliases', 'slt');
+  expectConfigError(() => parse({ voice_aliases: { alloy: '' } }), 'models[0].voice_aliases.alloy', '');
+  expectConfigError(() => parse({ voice_aliases: { alloy: 3 } }), 'models[0].voice_aliases.alloy', 3);
+  expectConfigError(() => parse({ voice_aliases: { '': 'slt' } }), 'models[0].voice_aliases[""]', '');
+});

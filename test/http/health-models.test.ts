@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { OPENAI_VOICES } from '../../src/engines/voice-aliases.js';
 import {
   errorOf,
   fixtureModel,
@@ -14,6 +15,9 @@ import {
   tempDir,
 } from '../helpers/voxd.js';
 import { smallWav } from './wav-helpers.js';
+
+/** The fixture family maps no alias: every OpenAI name speaks in the model's default voice. */
+const DEFAULT_ALIASES = Object.fromEntries(OPENAI_VOICES.map((name) => [name, null]));
 
 const ENTRY_KEYS = ['id', 'object', 'owned_by', 'family', 'task', 'mode', 'loaded', 'path', 'state'];
 const SLOT_KEYS = ['slots', 'active_slots', 'queued_requests', 'max_parallel_slots'];
@@ -152,12 +156,14 @@ describe('main server (cors "*", voice_dir, three models)', () => {
     assert.deepEqual(Object.keys(res.json.data[1]), [...ENTRY_KEYS, 'session_options', 'params']);
   });
 
-  test('voices of a model: presets and voice_dir *.wav stems, sorted and deduplicated', async () => {
+  test('voices of a model: presets, voice_dir *.wav stems and aliases, sorted and deduplicated', async () => {
     const res = await get(server.url, '/v1/audio/voices?model=tts-a');
     assert.equal(res.status, 200);
-    assert.deepEqual(Object.keys(res.json), ['voices']);
+    assert.deepEqual(Object.keys(res.json), ['voices', 'aliases']);
     // "shared" is both a preset and a file; the inline default preset has no name and is not listed.
-    assert.deepEqual(res.json.voices, ['Bravo', 'alpha', 'carol', 'shared', 'zed']);
+    const expected = ['Bravo', 'alpha', 'carol', 'shared', 'zed', ...OPENAI_VOICES];
+    assert.deepEqual(res.json.voices, expected.sort());
+    assert.deepEqual(res.json.aliases, DEFAULT_ALIASES);
   });
 
   test('voices of a model without presets is the voice_dir list', async () => {
@@ -264,7 +270,10 @@ describe('single-model server without voice_dir', () => {
   test('voices without ?model uses the only registered model', async () => {
     const res = await get(server.url, '/v1/audio/voices');
     assert.equal(res.status, 200);
-    assert.deepEqual(res.json, { voices: ['adam', 'zoe'] });
+    assert.deepEqual(res.json, {
+      voices: ['adam', 'zoe', ...OPENAI_VOICES].sort(),
+      aliases: DEFAULT_ALIASES,
+    });
   });
 
   test('voices of an unknown model is an empty list', async () => {

@@ -12,6 +12,8 @@ export interface VoicePolicy {
   check(voice: string): void;
   /** Whether an engine error means the voice was not found (a client error, not a fault). */
   isVoiceError(message: string): boolean;
+  /** The 400 for a voice the engine reported missing. */
+  voiceError?(voice: string): Error;
 }
 
 const WORKER_URL = new URL('./synth-worker.js', import.meta.url);
@@ -41,7 +43,10 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
         const reply = await this.worker.call({ text: sentence, voice, speed }, signal);
         if (!reply.ok) {
           if (this.voices.isVoiceError(reply.message))
-            throw invalidRequest(`voice: ${showValue(voice)} is not available in this engine`);
+            throw (
+              this.voices.voiceError?.(voice) ??
+              invalidRequest(`voice: ${showValue(voice)} is not available in this engine`)
+            );
           throw new Error(reply.message);
         }
         // flite reads English only: a sentence in another script (say all CJK) gives no samples.

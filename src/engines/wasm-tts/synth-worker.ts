@@ -11,7 +11,7 @@ import { WASI } from 'node:wasi';
 import type { Audio } from '../../audio/types.js';
 import { decodeWav } from '../../audio/wav-decode.js';
 import { engineData, serveJobs } from '../engine-port.js';
-import { breakLongWords } from './long-words.js';
+import { espeakArgs, fliteArgs } from './synth-args.js';
 
 export interface SynthWorkerData {
   engine: 'flite' | 'espeak';
@@ -59,17 +59,7 @@ function wasiImports(wasi: WASI): WebAssembly.Imports {
 async function flite({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
   const dir = mkdtempSync(join(tmpdir(), 'voxd-flite-'));
   try {
-    const args = [
-      'flite',
-      '-voice',
-      voice,
-      '--setf',
-      `duration_stretch=${1 / speed}`,
-      '-t',
-      breakLongWords(text),
-      '-o',
-      '/out/x.wav',
-    ];
+    const args = fliteArgs(text, voice, speed, '/out/x.wav');
     const wasi = new WASI({ version: 'preview1', args, preopens: { '/out': dir }, returnOnExit: true });
     const code = wasi.start(await WebAssembly.instantiate(module, wasiImports(wasi)));
     if (code !== 0) throw new Error(`flite exited with code ${code}`);
@@ -87,7 +77,7 @@ async function espeak({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
   espeakFactory ??= ((await import(data.loaderUrl!)) as { default: EspeakFactory }).default;
   const errors: string[] = [];
   const instance = await espeakFactory({
-    arguments: ['-v', voice, '-s', String(Math.round(175 * speed)), '-w', '/o.wav', '--', text],
+    arguments: espeakArgs(text, voice, speed, '/o.wav'),
     print() {},
     printErr(line: string) {
       errors.push(line);

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { invalidRequest, showValue } from '../../errors.js';
 import type { EngineFamily, EngineSession, LoadedModel, LoadSpec, ParamRow } from '../types.js';
+import { ALIAS_HINT, type VoiceAliasMap } from '../voice-aliases.js';
 import { SynthSession, type VoicePolicy } from './synth-session.js';
 import type { SynthWorkerData } from './synth-worker.js';
 
@@ -25,6 +26,7 @@ interface WasmTtsSpec {
   wasmPath(): string;
   loaderUrl?(): string;
   voices(loadOptions: Record<string, string>): VoicePolicy;
+  voiceAliases: VoiceAliasMap;
   params: ParamRow[];
 }
 
@@ -34,11 +36,13 @@ class WasmTtsFamily implements EngineFamily {
   readonly maxCapacity = CAPACITY;
   readonly name: string;
   readonly params: readonly ParamRow[];
+  readonly voiceAliases: VoiceAliasMap;
   #sessions = 0;
 
   constructor(private readonly spec: WasmTtsSpec) {
     this.name = spec.name;
     this.params = spec.params;
+    this.voiceAliases = spec.voiceAliases;
   }
 
   async estimateFootprint(): Promise<number> {
@@ -66,6 +70,27 @@ class WasmTtsFamily implements EngineFamily {
 
 export const FLITE_VOICES = ['kal16', 'kal', 'slt', 'rms', 'awb'] as const;
 
+/**
+ * flite has one female voice (slt, US) and four male ones (kal16 and kal: US, rms: US, deeper;
+ * awb: Scottish), so the female-sounding OpenAI names share slt. alloy, OpenAI's default, is
+ * flite's default too, so naming it changes nothing.
+ */
+export const FLITE_ALIASES: VoiceAliasMap = {
+  alloy: 'kal16',
+  ash: 'rms',
+  ballad: 'awb',
+  coral: 'slt',
+  echo: 'kal',
+  fable: 'awb',
+  nova: 'slt',
+  onyx: 'rms',
+  sage: 'slt',
+  shimmer: 'slt',
+  verse: 'kal16',
+  marin: 'slt',
+  cedar: 'rms',
+};
+
 export function createFliteFamily(): EngineFamily {
   return new WasmTtsFamily({
     name: 'flite_tts',
@@ -76,12 +101,13 @@ export function createFliteFamily(): EngineFamily {
       check(voice) {
         if (!(FLITE_VOICES as readonly string[]).includes(voice)) {
           throw invalidRequest(
-            `voice: ${showValue(voice)} is not a flite voice; available: ${FLITE_VOICES.join(', ')}`,
+            `voice: ${showValue(voice)} is not a flite voice; use ${FLITE_VOICES.join(', ')} ${ALIAS_HINT}`,
           );
         }
       },
       isVoiceError: () => false,
     }),
+    voiceAliases: FLITE_ALIASES,
     params: [
       SPEED,
       {
@@ -98,6 +124,33 @@ export function createFliteFamily(): EngineFamily {
 /** espeak-ng voice names: a language code with optional region and variant, e.g. en-us, en-gb-scotland, en-us+f3. */
 const ESPEAK_VOICE = /^[a-z]{2,3}(-[a-z0-9]{1,12})*(\+[a-z0-9]{1,12})?$/i;
 
+/**
+ * One distinct espeak-ng voice per OpenAI name: female names on the +f variants, male ones on +m,
+ * fable, sage and ballad British. British voices are `en` and `en-gb-x-rp`: espeak-ng drops a
+ * variant given with `en-gb` (en-gb+f3 speaks exactly as en-gb; measured).
+ */
+export const ESPEAK_ALIASES: VoiceAliasMap = {
+  alloy: 'en-us',
+  ash: 'en-us+m3',
+  ballad: 'en-gb-x-rp+m3',
+  coral: 'en-us+f3',
+  echo: 'en-us+m1',
+  fable: 'en+m3',
+  nova: 'en-us+f2',
+  onyx: 'en-us+m7',
+  sage: 'en+f3',
+  shimmer: 'en-us+f4',
+  verse: 'en-us+m2',
+  marin: 'en-us+f5',
+  cedar: 'en-us+m4',
+};
+
+/** The 400 for a name that can not be an espeak-ng voice, or one espeak-ng does not have. */
+const unknownEspeakVoice = (voice: string) =>
+  invalidRequest(
+    `voice: ${showValue(voice)} is not an espeak-ng voice; use one such as en-us, en, de, en-us+f3 ${ALIAS_HINT}`,
+  );
+
 export function createEspeakFamily(): EngineFamily {
   const loader = () => require.resolve('espeak-ng');
   return new WasmTtsFamily({
@@ -108,14 +161,12 @@ export function createEspeakFamily(): EngineFamily {
     voices: (options) => ({
       defaultVoice: options['voice'] ?? 'en-us',
       check(voice) {
-        if (!ESPEAK_VOICE.test(voice)) {
-          throw invalidRequest(
-            `voice: ${showValue(voice)} is not an espeak-ng voice name (for example en-us, en-gb, de, en-us+f3)`,
-          );
-        }
+        if (!ESPEAK_VOICE.test(voice)) throw unknownEspeakVoice(voice);
       },
       isVoiceError: (message) => /voice/i.test(message),
+      voiceError: unknownEspeakVoice,
     }),
+    voiceAliases: ESPEAK_ALIASES,
     params: [
       SPEED,
       {

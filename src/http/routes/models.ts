@@ -2,9 +2,11 @@
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { voiceAliases } from '../../engines/voice-aliases.js';
 import { VoxdError } from '../../errors.js';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
 import { queryFlag } from '../fields.js';
+import { SPEECH_TASKS } from '../input-text.js';
 import type { Route, RouteContext } from '../route.js';
 import { isLibraryVoiceFile } from '../voice.js';
 
@@ -70,10 +72,18 @@ async function voices({ runtime, config, url }: RouteContext) {
   let id = url.searchParams.get('model') ?? undefined;
   if (id === undefined && runtime.size === 1) id = runtime.status()[0]!.id;
   const names = await voiceDirNames(config.voice_dir);
+  const json: Record<string, unknown> = {};
   if (id !== undefined && runtime.has(id)) {
-    for (const name of runtime.get(id).presets.keys()) if (name !== DEFAULT_PRESET) names.push(name);
+    const entry = runtime.get(id);
+    for (const name of entry.presets.keys()) if (name !== DEFAULT_PRESET) names.push(name);
+    if (SPEECH_TASKS.includes(entry.config.task)) {
+      // Each alias with the engine voice it speaks in; null: the model's default voice.
+      const aliases = voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases);
+      names.push(...aliases.keys());
+      json['aliases'] = Object.fromEntries([...aliases].map(([name, voice]) => [name, voice ?? null]));
+    }
   }
-  return { json: { voices: [...new Set(names)].sort() } };
+  return { json: { voices: [...new Set(names)].sort(), ...json } };
 }
 
 export const modelRoutes: Route[] = [

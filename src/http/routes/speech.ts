@@ -2,6 +2,7 @@
 import { encodePcm16 } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
+import { voiceAliases } from '../../engines/voice-aliases.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { audioLimits, timing, timingHeaders } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
@@ -21,7 +22,7 @@ import {
 } from '../speech-output.js';
 import { streamedInference } from '../streamed-inference.js';
 import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
-import { resolveVoice } from '../voice.js';
+import { resolveVoice, unalias } from '../voice.js';
 
 const STREAM_FORMATS = ['sse', 'audio'] as const;
 
@@ -62,11 +63,17 @@ async function speech(ctx: RouteContext) {
   };
   const instructions = optionalString(body, 'instructions');
   if (instructions !== undefined) options['instruction'] = instructions;
-  const voice = await resolveVoice(body, entry.config, entry.presets, {
-    voice_dir: config.voice_dir,
-    access: fileAccessOf(config),
-    limits: audioLimits(ctx, entry.config),
-  });
+  const voice = await resolveVoice(
+    body,
+    entry.config,
+    entry.presets,
+    {
+      voice_dir: config.voice_dir,
+      access: fileAccessOf(config),
+      limits: audioLimits(ctx, entry.config),
+    },
+    voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases),
+  );
 
   const request = {
     task: entry.config.task,
@@ -202,11 +209,13 @@ async function speechLive(ctx: RouteContext) {
   }
   const instructions = query.get('instructions');
   if (instructions !== null) options['system_prompt'] = instructions;
+  const voice = query.get('voice');
+  const aliases = voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases);
   const request: EngineRequest = {
     task: entry.config.task,
     text: input,
     language: query.get('language') ?? undefined,
-    voiceId: query.get('voice') ?? undefined,
+    voiceId: voice ? unalias(voice, aliases) : undefined,
     liveAudio: body,
     options,
   };

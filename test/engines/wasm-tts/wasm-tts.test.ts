@@ -71,7 +71,7 @@ describe('WASM TTS engines (flite_tts, espeak_tts)', () => {
     );
     assert.match(
       errorOf(await speak(s, { model: 'espeak', input: 'x', voice: 'zz-qq' }), 400, 'invalid_request_error'),
-      /voice: "zz-qq" is not available/,
+      /voice: "zz-qq" is not an espeak-ng voice; use one such as en-us.*alloy/,
     );
     for (const model of ['flite', 'espeak']) {
       assert.match(
