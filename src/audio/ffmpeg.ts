@@ -316,6 +316,9 @@ export class Encoder {
     child.stdout!.on('data', (chunk: Buffer) => {
       child.stdout!.pause();
       delivering = delivering.then(() => onData(chunk)).finally(() => child.stdout!.resume());
+      // Its failure (the client gone) is reported when the child closes; marked handled now, or
+      // node would call it unhandled before then.
+      delivering.catch(() => {});
     });
     let timedOut = false;
     const timer = setTimeout(() => {

@@ -299,13 +299,14 @@ export function audioEdgeCases(engine: AudioEngine, start: () => Promise<TestSer
       await stillServes();
     });
 
-    test('corrupt and truncated WAVs: 400 invalid_request_error naming the field', async () => {
+    test('corrupt and truncated WAVs, and bytes that are no audio: 400 invalid_request_error naming the field', async () => {
       const valid = wav(RATE, speech.subarray(0, RATE));
       const garbage = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz'.repeat(4));
       const cases: [string, Buffer, string][] = [
         ['RIFF and then garbage', Buffer.concat([Buffer.from('RIFF'), garbage]), 'not a WAV file'],
         ['RIFF/WAVE with garbage chunks', Buffer.concat([valid.subarray(0, 12), garbage]), 'no fmt chunk'],
-        ['no RIFF header at all', Buffer.concat([Buffer.from('ID3\x03'), garbage]), 'not a WAV file'],
+        // Not WAV: ffmpeg is asked, and cannot read it either.
+        ['no RIFF header at all', Buffer.concat([Buffer.from('ID3\x03'), garbage]), 'could not be decoded'],
         ['cut inside the RIFF header', valid.subarray(0, 10), 'truncated WAV header'],
         ['cut inside the fmt chunk', valid.subarray(0, 30), 'truncated WAV fmt chunk'],
         ['cut before the data chunk', valid.subarray(0, 40), 'no data chunk'],

@@ -226,6 +226,7 @@ describe('audio formats through ffmpeg', () => {
     assert.equal(server.fixture.record.of('tts-stream', 'run-end').length, 3, 'the gated run is still going');
     await gate.open();
     client.socket.destroy();
+    await waitUntil('the encoder is gone', () => ffmpegChildren() === 0);
   });
 
   test('uploads in every common format, any rate and channels; M4A with its index at the end', async () => {
@@ -326,7 +327,7 @@ describe('audio formats through ffmpeg', () => {
       `POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
     await client.until('the first mp3 bytes', () => (client.response?.body.length ?? 0) > 0);
-    assert.equal(ffmpegChildren(), 1, 'the encoder runs');
+    assert.ok(ffmpegChildren() >= 1, 'the encoder runs');
     client.socket.destroy();
     await waitUntil('the encoder is gone', () => ffmpegChildren() === 0);
     await waitUntil('the slot is free', async () => {
