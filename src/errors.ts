@@ -1,63 +1,80 @@
 /**
  * The one catalogue of voxd errors. Every error that can reach a client carries a stable `code`;
- * the HTTP status and the wire `type` of each code live here and nowhere else
- * (src/http/errors.ts turns them into responses).
+ * the HTTP status, the wire `type` and the wire `code` (`apiCode`, the OpenAI-style
+ * machine-readable string) of each code live here and nowhere else (src/http/errors.ts turns them
+ * into responses).
  */
 
 export const ERROR_CODES = {
   /** Malformed JSON, a missing or invalid field, an unsupported value. */
-  E_INVALID_REQUEST: { status: 400, type: 'invalid_request_error' },
+  E_INVALID_REQUEST: { status: 400, type: 'invalid_request_error', apiCode: 'invalid_request' },
   /** A management route while ui_management is off; a server file outside the file roots. */
-  E_FORBIDDEN: { status: 403, type: 'forbidden' },
-  /** Unknown model id or unknown endpoint. */
-  E_NOT_FOUND: { status: 404, type: 'not_found' },
+  E_FORBIDDEN: { status: 403, type: 'forbidden', apiCode: 'forbidden' },
+  /** Unknown model id. */
+  E_MODEL_NOT_FOUND: { status: 404, type: 'not_found', apiCode: 'model_not_found' },
+  /** Unknown endpoint. */
+  E_NOT_FOUND: { status: 404, type: 'not_found', apiCode: 'not_found' },
   /** A known path with the wrong method. */
-  E_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error' },
+  E_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error', apiCode: 'method_not_allowed' },
   /** The request body is larger than max_request_body_bytes. */
-  E_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error' },
+  E_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error', apiCode: 'body_too_large' },
   /** Input audio longer than max_audio_seconds (the server's, or the model's). */
-  E_AUDIO_TOO_LONG: { status: 413, type: 'invalid_request_error' },
+  E_AUDIO_TOO_LONG: { status: 413, type: 'invalid_request_error', apiCode: 'audio_too_long' },
   /** No byte of the request body arrived for body_timeout_ms. */
-  E_BODY_TIMEOUT: { status: 408, type: 'timeout_error' },
+  E_BODY_TIMEOUT: { status: 408, type: 'timeout_error', apiCode: 'body_timeout' },
   /** A holder overran the busy timeout, or the wait for a slot timed out. */
-  E_BUSY: { status: 503, type: 'server_busy' },
+  E_BUSY: { status: 503, type: 'server_busy', apiCode: 'server_busy' },
   /** max_loaded_models is reached and every loaded model is busy. */
-  E_RESIDENCY_FULL: { status: 503, type: 'server_busy' },
+  E_RESIDENCY_FULL: { status: 503, type: 'server_busy', apiCode: 'residency_full' },
   /** Free memory is below min_free_memory_mb plus the model's footprint. */
-  E_INSUFFICIENT_MEMORY: { status: 503, type: 'insufficient_memory' },
+  E_INSUFFICIENT_MEMORY: { status: 503, type: 'insufficient_memory', apiCode: 'insufficient_memory' },
   /** The server is shutting down and takes no new work. */
-  E_SHUTTING_DOWN: { status: 503, type: 'server_busy' },
+  E_SHUTTING_DOWN: { status: 503, type: 'server_busy', apiCode: 'shutting_down' },
   /** An engine failed to load, prepare or run. */
-  E_ENGINE: { status: 500, type: 'server_error' },
+  E_ENGINE: { status: 500, type: 'server_error', apiCode: 'engine_error' },
   /** A request ran past max_inference_ms and was cancelled. */
-  E_INFERENCE_TIMEOUT: { status: 504, type: 'timeout_error' },
+  E_INFERENCE_TIMEOUT: { status: 504, type: 'timeout_error', apiCode: 'inference_timeout' },
   /** The client went away; nothing is written back. */
-  E_CLIENT_GONE: { status: 499, type: 'client_closed_request' },
+  E_CLIENT_GONE: { status: 499, type: 'client_closed_request', apiCode: 'client_gone' },
   /** A fault inside voxd itself. */
-  E_INTERNAL: { status: 500, type: 'server_error' },
+  E_INTERNAL: { status: 500, type: 'server_error', apiCode: 'internal_error' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface VoxdErrorOptions {
+  cause?: unknown;
+  /**
+   * The request field at fault (`seed`, `options.x`, `requests[0].input`), sent as `error.param`.
+   * When it is not set, src/http/errors.ts reads it from the message's leading `name:`.
+   */
+  param?: string;
+}
 
 export class VoxdError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly type: string;
+  readonly param: string | undefined;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(code: ErrorCode, message: string, options?: VoxdErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'VoxdError';
     this.code = code;
     this.status = ERROR_CODES[code].status;
     this.type = ERROR_CODES[code].type;
+    this.param = options?.param;
   }
 }
 
 export const invalidRequest = (message: string, cause?: unknown) =>
   new VoxdError('E_INVALID_REQUEST', message, { cause });
+/** A 400 for one named field: `param` goes to the client as `error.param`. */
+export const invalidField = (param: string, message: string) =>
+  new VoxdError('E_INVALID_REQUEST', message, { param });
 export const notFound = (message: string) => new VoxdError('E_NOT_FOUND', message);
 export const unknownModel = (id: string) =>
-  new VoxdError('E_NOT_FOUND', `unknown model id: ${showValue(id)}`);
+  new VoxdError('E_MODEL_NOT_FOUND', `unknown model id: ${showValue(id)}`, { param: 'model' });
 export const busy = (message: string) => new VoxdError('E_BUSY', message);
 
 export function isVoxdError(err: unknown): err is VoxdError {

@@ -3,34 +3,75 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { WavError } from '../src/audio/wav-decode.js';
 import { ConfigError } from '../src/config/errors.js';
-import { ERROR_CODES, VoxdError } from '../src/errors.js';
+import { ERROR_CODES, invalidRequest, notFound, unknownModel, VoxdError } from '../src/errors.js';
 import { MAX_ERROR_MESSAGE_CHARS, toHttp } from '../src/http/errors.js';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
-test('docs/errors.md lists every error code with its status and type, and no other', () => {
-  const rows = [...doc.matchAll(/^\| `(E_[A-Z_]+)` \| (\d+) \| `([a-z_]+)` \|/gm)].map((m) => [
+test('docs/errors.md lists every error code with its status, type and wire code, and no other', () => {
+  const rows = [...doc.matchAll(/^\| `(E_[A-Z_]+)` \| (\d+) \| `([a-z_]+)` \| `([a-z_]+)` \|/gm)].map((m) => [
     m[1],
     Number(m[2]),
     m[3],
+    m[4],
   ]);
-  const expected = Object.entries(ERROR_CODES).map(([code, { status, type }]) => [code, status, type]);
+  const expected = Object.entries(ERROR_CODES).map(([code, { status, type, apiCode }]) => [
+    code,
+    status,
+    type,
+    apiCode,
+  ]);
   assert.deepEqual(rows.sort(), expected.sort());
+});
+
+test('each wire code names one catalogue code, so a client can branch on it', () => {
+  const apiCodes = Object.values(ERROR_CODES).map((entry) => entry.apiCode);
+  assert.equal(new Set(apiCodes).size, apiCodes.length);
 });
 
 test('toHttp maps typed errors, client input errors and unknown faults', () => {
   const busy = toHttp(new VoxdError('E_BUSY', 'model busy'));
   assert.deepEqual(
     [busy.status, busy.body],
-    [503, { error: { message: 'model busy', type: 'server_busy' } }],
+    [503, { error: { message: 'model busy', type: 'server_busy', param: null, code: 'server_busy' } }],
   );
-  assert.equal(toHttp(ConfigError.invalid('slots', 0, 'an integer')).status, 400);
-  assert.equal(toHttp(new WavError('not a WAV file')).body.error.type, 'invalid_request_error');
+  const config = toHttp(ConfigError.invalid('slots', 0, 'an integer'));
+  assert.deepEqual(
+    [config.status, config.body.error.param, config.body.error.code],
+    [400, 'slots', 'invalid_request'],
+  );
+  assert.deepEqual(toHttp(new WavError('not a WAV file')).body.error, {
+    message: 'not a WAV file',
+    type: 'invalid_request_error',
+    param: null,
+    code: 'invalid_request',
+  });
   const fault = toHttp(new TypeError('secret internals'));
   assert.deepEqual(
-    [fault.status, fault.body.error.message, fault.internal],
-    [500, 'internal server error', true],
+    [fault.status, fault.body.error, fault.internal],
+    [
+      500,
+      { message: 'internal server error', type: 'server_error', param: null, code: 'internal_error' },
+      true,
+    ],
   );
+});
+
+test('error.param: the field an error carries, else the field its message begins with, else null', () => {
+  const param = (err: unknown) => toHttp(err).body.error.param;
+  assert.equal(param(new VoxdError('E_INVALID_REQUEST', 'bad', { param: 'voice' })), 'voice');
+  assert.equal(param(unknownModel('nope')), 'model');
+  assert.equal(param(invalidRequest('seed: number out of range')), 'seed');
+  assert.equal(param(invalidRequest('options.speed: "x" is invalid; expected a number')), 'options.speed');
+  assert.equal(param(invalidRequest('requests[0].input: "" is invalid')), 'requests[0].input');
+  assert.equal(param(invalidRequest("'file' is required: expected a WAV upload")), 'file');
+  assert.equal(param(new VoxdError('E_FORBIDDEN', 'audio: a server-local file ...')), 'audio');
+  // Not a field: a sentence, a header, a context of a server-side error.
+  assert.equal(param(invalidRequest('malformed multipart request: no boundary')), null);
+  assert.equal(param(invalidRequest('Content-Length: "x" is not a decimal number')), null);
+  assert.equal(param(invalidRequest("model 'a': bad option")), null);
+  assert.equal(param(new VoxdError('E_ENGINE', 'load: the engine crashed')), null);
+  assert.equal(param(notFound('unknown endpoint: /v1/nope')), null);
 });
 
 test('toHttp caps every message, so a message that echoes megabytes cannot reach a client', () => {

@@ -8,7 +8,7 @@
  */
 import type { EngineRequest } from '../engines/types.js';
 import type { Admission, InferenceOutcome } from '../runtime/runtime.js';
-import { toHttp } from './errors.js';
+import { type ErrorObject, toHttp } from './errors.js';
 import type { Reply, RouteContext } from './route.js';
 
 export interface BatchPlan {
@@ -18,7 +18,7 @@ export interface BatchPlan {
   /** The SSE event of one finished item. */
   result(index: number, outcome: InferenceOutcome): Record<string, unknown>;
   /** The SSE event of an item that failed (it never got a slot, or its run failed). */
-  failure(index: number, error: { message: string; type: string }): Record<string, unknown>;
+  failure(index: number, error: ErrorObject): Record<string, unknown>;
   /** The closing event, once every item finished. */
   done(stats: BatchStats): Record<string, unknown>;
 }

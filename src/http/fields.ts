@@ -1,14 +1,14 @@
 /** Reading fields of a request body, form or query; every failure is a 400 naming the field and value. */
-import { invalidRequest, showValue } from '../errors.js';
+import { invalidField, showValue } from '../errors.js';
 
 export type Fields = Record<string, unknown>;
 
 export function requireString(body: Fields, key: string): string {
   const value = body[key];
   if (value === undefined || value === null)
-    throw invalidRequest(`'${key}' is required: expected a non-empty string`);
+    throw invalidField(key, `'${key}' is required: expected a non-empty string`);
   if (typeof value !== 'string' || value.length === 0) {
-    throw invalidRequest(`${key}: ${showValue(value)} is invalid; expected a non-empty string`);
+    throw invalidField(key, `${key}: ${showValue(value)} is invalid; expected a non-empty string`);
   }
   return value;
 }
@@ -17,7 +17,7 @@ export function optionalString(body: Fields, key: string): string | undefined {
   const value = body[key];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string')
-    throw invalidRequest(`${key}: ${showValue(value)} is invalid; expected a string`);
+    throw invalidField(key, `${key}: ${showValue(value)} is invalid; expected a string`);
   return value;
 }
 
@@ -27,7 +27,8 @@ export function optionalBusyTimeout(body: Fields, key = 'busy_timeout_ms'): numb
   if (value === undefined || value === null) return undefined;
   const number = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
   if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0) {
-    throw invalidRequest(
+    throw invalidField(
+      key,
       `${key}: ${showValue(value)} is invalid; expected an integer >= 0 (0 waits without limit)`,
     );
   }
@@ -41,7 +42,7 @@ export function optionalBool(body: Fields, key: string): boolean | undefined {
   if (typeof value === 'boolean') return value;
   if (value === 'true' || value === 'True' || value === '1') return true;
   if (value === 'false' || value === 'False' || value === '0') return false;
-  throw invalidRequest(`${key}: ${showValue(value)} is invalid; expected true or false`);
+  throw invalidField(key, `${key}: ${showValue(value)} is invalid; expected true or false`);
 }
 
 /** One of a closed set of strings. */
@@ -53,7 +54,7 @@ export function optionalEnum<T extends string>(
   const value = body[key];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
-    throw invalidRequest(`${key}: ${showValue(value)} is invalid; expected one of: ${allowed.join(', ')}`);
+    throw invalidField(key, `${key}: ${showValue(value)} is invalid; expected one of: ${allowed.join(', ')}`);
   }
   return value as T;
 }

@@ -45,7 +45,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Audio } from '../audio/types.js';
 import type { LiveIngestConfig } from '../config/types.js';
-import { invalidRequest, showValue, VoxdError } from '../errors.js';
+import { invalidField, invalidRequest, showValue, VoxdError } from '../errors.js';
 
 // ---- PCM format (query parameters) ----
 
@@ -84,7 +84,7 @@ function integerParam(query: URLSearchParams, name: string, fallback: number, mi
   if (raw === null) return fallback;
   const value = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
   if (!(value >= min && value <= max)) {
-    throw invalidRequest(`invalid ${name} ${showValue(raw)}: expected an integer from ${min} to ${max}`);
+    throw invalidField(name, `invalid ${name} ${showValue(raw)}: expected an integer from ${min} to ${max}`);
   }
   return value;
 }
@@ -93,7 +93,7 @@ function sampleFormatParam(query: URLSearchParams): LiveSampleFormat {
   const raw = query.get('sample_format');
   if (raw === null) return LIVE_PCM_DEFAULTS.sampleFormat;
   if (raw === 's16le' || raw === 'f32le') return raw;
-  throw invalidRequest(`invalid sample_format ${showValue(raw)}: expected s16le or f32le`);
+  throw invalidField('sample_format', `invalid sample_format ${showValue(raw)}: expected s16le or f32le`);
 }
 
 // ---- limits ----

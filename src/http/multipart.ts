@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
-import { invalidRequest, showValue, VoxdError } from '../errors.js';
+import { invalidField, invalidRequest, showValue, VoxdError } from '../errors.js';
 import type { AudioSource } from './audio-io.js';
 import { bodyIdleTimer, checkDeclaredLength } from './body.js';
 
@@ -154,7 +154,10 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
       if (failure !== undefined) return;
       try {
         if (info.valueTruncated)
-          throw invalidRequest(`${showValue(name)}: a form field may hold at most ${MAX_FIELD_BYTES} bytes`);
+          throw invalidField(
+            name,
+            `${showValue(name)}: a form field may hold at most ${MAX_FIELD_BYTES} bytes`,
+          );
         count(Buffer.byteLength(value));
         fields.set(name, value);
         const list = lists.get(name);

@@ -8,6 +8,7 @@ import { startVoxd, type Voxd } from '../../src/app.js';
 import { type CliOverrides, loadServerConfig } from '../../src/config/server-config.js';
 import { createEngineCatalog } from '../../src/engines/catalog.js';
 import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js';
+import { ERROR_CODES } from '../../src/errors.js';
 import type { Clock } from '../../src/util/clock.js';
 
 export class ManualClock implements Clock {
@@ -161,7 +162,21 @@ export function errorOf(result: HttpResult, status: number, type: string): strin
   ) {
     throw new Error(`expected ${status} ${type}, got ${result.status} ${result.body.toString('utf8')}`);
   }
+  assertErrorShape(result.json.error, status);
   return result.json.error.message as string;
+}
+
+/**
+ * The OpenAI error object: exactly message, type, param (a field or null) and code (the wire code
+ * of a catalogue entry with this status and type).
+ */
+export function assertErrorShape(error: Record<string, unknown>, status?: number): void {
+  assert.deepEqual(Object.keys(error).sort(), ['code', 'message', 'param', 'type'], JSON.stringify(error));
+  assert.ok(error['param'] === null || typeof error['param'] === 'string', JSON.stringify(error));
+  const entry = Object.values(ERROR_CODES).find((e) => e.apiCode === error['code']);
+  assert.ok(entry, `unknown error code in ${JSON.stringify(error)}`);
+  assert.equal(entry.type, error['type'], JSON.stringify(error));
+  if (status !== undefined) assert.equal(entry.status, status, JSON.stringify(error));
 }
 
 /** Asserts a 400 invalid_request_error whose message names every part. */

@@ -10,6 +10,7 @@ import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { sseEvents } from '../helpers/sse.js';
 import {
+  assertErrorShape,
   badRequest,
   fixtureModel,
   modelStatus,
@@ -102,10 +103,16 @@ for (const parallel of [false, true]) {
       assert.equal(res.status, 200);
       const events = sseEvents(res.body);
       assert.equal(events.length, 1, JSON.stringify(events));
-      const error = events[0] as { type: string; error: { message: string; type: string } };
+      const error = events[0] as { type: string; error: { message: string; type: string; code: string } };
       assert.equal(error.type, 'error');
       assert.equal(error.error.type, 'server_error');
       assert.match(error.error.message, /model 'tts' failed/);
+      // The same OpenAI error object as a plain error response: a 5xx names no field.
+      assertErrorShape(error.error);
+      assert.deepEqual(
+        [error.error.code, (error.error as { param?: unknown }).param],
+        ['engine_error', null],
+      );
       assert.equal((await modelStatus(s.url, 'tts')).loaded, true);
       assert.equal((await speech({ model: 'tts', input: 'after', stream: true })).status, 200);
     });
@@ -127,12 +134,14 @@ for (const parallel of [false, true]) {
         // Parallel: the lease is taken before the headers, so busy is a real 503.
         assert.equal(busy.status, 503);
         assert.equal(busy.json.error.type, 'server_busy');
+        assertErrorShape(busy.json.error, 503);
       } else {
         // Serial: the headers went out first; the busy error arrives as an SSE error event.
         assert.equal(busy.status, 200);
         const events = sseEvents(busy.body);
         assert.equal((events[0] as { type: string }).type, 'error', JSON.stringify(events));
         assert.equal((events[0] as { error: { type: string } }).error.type, 'server_busy');
+        assertErrorShape((events[0] as { error: Record<string, unknown> }).error);
         assert.equal(events.includes('[DONE]'), false);
       }
       await gate.open();
