@@ -205,7 +205,64 @@ describe('the official openai SDK against voxd', () => {
     assert.equal(runs(), before + 1, 'the SDK did not retry');
   });
 
-  test.todo('audio.speech.create with an OpenAI voice name (alloy) once voices map');
-  test.todo('audio.speech.create with response_format mp3 and opus once those formats exist');
-  test.todo('audio.transcriptions.create with response_format verbose_json and srt once they exist');
+  test('audio.speech.create with OpenAI voice names (alloy, nova) in mp3: pocketsphinx hears it again', async () => {
+    for (const voice of ['alloy', 'nova'] as const) {
+      const res = await client.audio.speech.create({
+        model: 'flite',
+        voice,
+        input: SPOKEN,
+        response_format: 'mp3',
+      });
+      assert.equal(res.headers.get('content-type'), 'audio/mpeg');
+      const mp3 = Buffer.from(await res.arrayBuffer());
+      assert.ok(mp3.subarray(0, 3).toString('latin1') === 'ID3' || mp3[0] === 0xff, 'an mp3');
+      const heard = await client.audio.transcriptions.create({
+        model: 'pocketsphinx',
+        file: await toFile(mp3, 'speech.mp3'),
+      });
+      assert.ok(wordsHeard(heard.text) >= 3, `${voice}: heard "${heard.text}"`);
+    }
+  });
+
+  test('audio.speech.create opus, aac and flac: Ogg, ADTS and FLAC bytes with their types', async () => {
+    const expected = {
+      opus: ['audio/ogg', 'OggS'],
+      aac: ['audio/aac', '\xff'],
+      flac: ['audio/flac', 'fLaC'],
+    };
+    for (const [format, [type, magic]] of Object.entries(expected)) {
+      const res = await client.audio.speech.create({
+        model: 'flite',
+        voice: 'alloy',
+        input: 'Hello',
+        response_format: format as 'opus' | 'aac' | 'flac',
+      });
+      assert.equal(res.headers.get('content-type'), type);
+      const bytes = Buffer.from(await res.arrayBuffer());
+      if (magic === '\xff') assert.equal(bytes[0], 0xff, format);
+      else assert.equal(bytes.subarray(0, 4).toString('latin1'), magic, format);
+    }
+  });
+
+  test('audio.transcriptions.create verbose_json with word timestamps, and srt', async () => {
+    const verbose = await client.audio.transcriptions.create({
+      model: 'pocketsphinx',
+      file: await toFile(spokenWav, 'speech.wav'),
+      response_format: 'verbose_json',
+      timestamp_granularities: ['word', 'segment'],
+    });
+    assert.equal((verbose as unknown as { task: string }).task, 'transcribe');
+    assert.ok(verbose.duration > 2, `duration ${verbose.duration}`);
+    assert.ok(wordsHeard(verbose.text) >= 3, verbose.text);
+    assert.ok((verbose.words?.length ?? 0) >= 3, 'word timings');
+    for (const word of verbose.words ?? [])
+      assert.ok(word.end >= word.start && word.start >= 0, JSON.stringify(word));
+    assert.ok((verbose.segments?.length ?? 0) >= 1, 'segments');
+    const srt = await client.audio.transcriptions.create({
+      model: 'pocketsphinx',
+      file: await toFile(spokenWav, 'speech.wav'),
+      response_format: 'srt',
+    });
+    assert.match(String(srt), /^1\n\d\d:\d\d:\d\d,\d{3} --> \d\d:\d\d:\d\d,\d{3}\n/);
+  });
 });
