@@ -67,28 +67,48 @@ describe('pocketsphinx_asr', () => {
     return request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
   };
 
-  test('round trip: 10 sentences spoken by flite kal16 are transcribed with a word error rate of at most 10 %', async () => {
-    let wrong = 0;
-    let total = 0;
+  /** Speaks the 10 sentences in `format`, sends the bytes back as uploads: the word error rate. */
+  async function roundTripWer(format: string): Promise<{ wer: number; hypotheses: string[] }> {
     const hypotheses = await Promise.all(
       SENTENCES.map(async (sentence) => {
         const speech = await post(s.url, '/v1/audio/speech', {
           model: 'flite',
           input: sentence,
           voice: 'kal16',
+          response_format: format,
         });
         assert.equal(speech.status, 200);
-        const res = await transcribe(speech.body);
+        const res = await transcribe(speech.body, `a.${format}`);
         assert.equal(res.status, 200, res.body.toString());
         return res.json.text as string;
       }),
     );
+    let wrong = 0;
+    let total = 0;
     for (const [i, sentence] of SENTENCES.entries()) {
       wrong += errors(words(sentence), words(hypotheses[i]!));
       total += words(sentence).length;
     }
-    const wer = wrong / total;
+    return { wer: wrong / total, hypotheses };
+  }
+
+  let wavWer = Number.NaN;
+
+  test('round trip: 10 sentences spoken by flite kal16 are transcribed with a word error rate of at most 10 %', async () => {
+    const { wer, hypotheses } = await roundTripWer('wav');
+    wavWer = wer;
     assert.ok(wer <= 0.1, `WER ${(wer * 100).toFixed(1)} %: ${hypotheses.join(' | ')}`);
+  });
+
+  test('the round trip through mp3, opus, aac and flac keeps the WER of the WAV path', async () => {
+    assert.ok(!Number.isNaN(wavWer), 'the WAV round trip ran first');
+    for (const format of ['mp3', 'opus', 'aac', 'flac']) {
+      const { wer, hypotheses } = await roundTripWer(format);
+      assert.ok(
+        wer <= wavWer + 0.03,
+        `${format}: WER ${(wer * 100).toFixed(1)} % vs ${(wavWer * 100).toFixed(1)} % for WAV: ${hypotheses.join(' | ')}`,
+      );
+    }
   });
 
   test('the same speech as 44.1 kHz stereo gives the same transcript', async () => {
