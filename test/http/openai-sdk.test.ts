@@ -35,6 +35,12 @@ describe('the official openai SDK against voxd', () => {
           { id: 'flite', family: 'flite_tts', task: 'tts', mode: 'streaming' },
           { id: 'pocketsphinx', family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming' },
           fixtureModel('held', { task: 'tts' }),
+          // An ASR model whose words come with known times (pocketsphinx gives no word times).
+          fixtureModel('timed', {
+            default_request_options: {
+              words: 'please@0.3-0.7 bring@0.7-0.95 the@0.95-1.05 blue@1.05-1.35 umbrella@1.35-1.8',
+            },
+          }),
         ],
       },
       { parallel: true },
@@ -54,7 +60,7 @@ describe('the official openai SDK against voxd', () => {
   test('models.list() lists every configured model', async () => {
     const ids: string[] = [];
     for await (const model of client.models.list()) ids.push(model.id);
-    assert.deepEqual(ids.sort(), ['flite', 'held', 'pocketsphinx']);
+    assert.deepEqual(ids.sort(), ['flite', 'held', 'pocketsphinx', 'timed']);
   });
 
   test('audio.speech.create wav: a WAV that decodes to speech', async () => {
@@ -246,15 +252,24 @@ describe('the official openai SDK against voxd', () => {
 
   test('audio.transcriptions.create verbose_json with word timestamps, and srt', async () => {
     const verbose = await client.audio.transcriptions.create({
-      model: 'pocketsphinx',
+      model: 'timed',
       file: await toFile(spokenWav, 'speech.wav'),
       response_format: 'verbose_json',
       timestamp_granularities: ['word', 'segment'],
     });
     assert.equal((verbose as unknown as { task: string }).task, 'transcribe');
     assert.ok(verbose.duration > 2, `duration ${verbose.duration}`);
-    assert.ok(wordsHeard(verbose.text) >= 3, verbose.text);
-    assert.ok((verbose.words?.length ?? 0) >= 3, 'word timings');
+    assert.equal(verbose.text, 'please bring the blue umbrella');
+    assert.deepEqual(
+      verbose.words?.map((w) => [w.word, w.start, w.end]),
+      [
+        ['please', 0.3, 0.7],
+        ['bring', 0.7, 0.95],
+        ['the', 0.95, 1.05],
+        ['blue', 1.05, 1.35],
+        ['umbrella', 1.35, 1.8],
+      ],
+    );
     for (const word of verbose.words ?? [])
       assert.ok(word.end >= word.start && word.start >= 0, JSON.stringify(word));
     assert.ok((verbose.segments?.length ?? 0) >= 1, 'segments');

@@ -16,9 +16,8 @@ import type {
   LoadSpec,
   ParamRow,
   RunContext,
-  Word,
 } from '../types.js';
-import type { PsJob, PsPartial, PsReply, PsSettings, PsWord } from './ps-worker.js';
+import type { PsJob, PsPartial, PsReply, PsSettings } from './ps-worker.js';
 
 const WORKER_URL = new URL('./ps-worker.js', import.meta.url);
 export const DEFAULT_POCKETSPHINX_MODEL = '/usr/share/pocketsphinx/model/en-us';
@@ -53,17 +52,15 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     const reply = await this.worker.call(job, signal, [pcm.buffer], onEvent ? onPartial : undefined);
     if (reply.ok && onEvent) words.final(reply.text);
     if (!reply.ok) throw new Error(reply.message);
-    return { text: reply.text, language: 'en', words: wordTimes(reply.words) };
+    return { text: reply.text, language: 'en' };
   }
   /** Live input: one utterance fed piece by piece as the client sends it, guesses streamed back. */
   async runLive(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
     const words = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
     const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
-    let timed: PsWord[] | undefined;
     const call = async (job: Job, transfer: ArrayBuffer[] = []) => {
       const reply = await this.worker.call(job, signal, transfer, onPartial);
       if (!reply.ok) throw new Error(reply.message);
-      timed = reply.words;
       return reply.text;
     };
     await call({ kind: 'begin' });
@@ -79,18 +76,8 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     }
     const text = await call({ kind: 'end' });
     words.final(text);
-    return { text, language: 'en', words: wordTimes(timed) };
+    return { text, language: 'en' };
   }
-}
-
-/** 10 ms frames to samples at 16 kHz, pocketsphinx's input rate; the last frame is included. */
-function wordTimes(words: PsWord[] | undefined): Word[] | undefined {
-  return words?.map((w) => ({
-    word: w.word,
-    start_sample: w.startFrame * 160,
-    end_sample: (w.endFrame + 1) * 160,
-    confidence: 1,
-  }));
 }
 
 function toPcm16(samples: Float32Array): Int16Array<ArrayBuffer> {

@@ -24,16 +24,7 @@ export type PsJob =
 export interface PsPartial {
   hypothesis: string;
 }
-/** A recognised word with its first and last 10 ms frame (pocketsphinx decodes 100 frames a second). */
-export interface PsWord {
-  word: string;
-  startFrame: number;
-  endFrame: number;
-}
-
-export type PsReply =
-  | { id: number; ok: true; text: string; words?: PsWord[] }
-  | { id: number; ok: false; message: string };
+export type PsReply = { id: number; ok: true; text: string } | { id: number; ok: false; message: string };
 
 type Fn = (...args: unknown[]) => unknown;
 interface Koffi {
@@ -59,29 +50,6 @@ const processRaw = ps.func(
 );
 const endUtt = ps.func('int ps_end_utt(void *ps)');
 const getHyp = ps.func('const char *ps_get_hyp(void *ps, _Out_ int *score)');
-const segIter = ps.func('void *ps_seg_iter(void *ps)');
-const segNext = ps.func('void *ps_seg_next(void *seg)');
-const segWord = ps.func('const char *ps_seg_word(void *seg)');
-const segFrames = ps.func('void ps_seg_frames(void *seg, _Out_ int *sf, _Out_ int *ef)');
-
-/**
- * The words of the last utterance with their frames, from pocketsphinx's segmentation. Silences,
- * noises and sentence marks (`<s>`, `<sil>`, `[NOISE]`) are dropped; an alternate pronunciation
- * `word(2)` is the word.
- */
-function segmentWords(): PsWord[] {
-  const words: PsWord[] = [];
-  // ps_seg_next frees the iterator when it returns NULL, so the loop must run to the end.
-  for (let seg = segIter(decoder); seg; seg = segNext(seg)) {
-    const raw = (segWord(seg) as string | null) ?? '';
-    if (raw === '' || raw.startsWith('<') || raw.startsWith('[')) continue;
-    const start = [0];
-    const end = [0];
-    segFrames(seg, start, end);
-    words.push({ word: raw.replace(/\(\d+\)$/, ''), startFrame: start[0]!, endFrame: end[0]! });
-  }
-  return words;
-}
 
 /** A quarter second at 16 kHz: how much audio a decode with partials takes between guesses. */
 const STEP = 4000;
@@ -119,14 +87,13 @@ function end(): string {
   return hypothesis();
 }
 
-function decode(pcm: Int16Array, emit?: (partial: PsPartial) => void): { text: string; words?: PsWord[] } {
-  if (pcm.length === 0) return { text: '', words: [] };
+function decode(pcm: Int16Array, emit?: (partial: PsPartial) => void): string {
+  if (pcm.length === 0) return '';
   begin();
   // Without a listener, the whole utterance at once: the most accurate search (the offline answer).
   if (emit) feed(pcm, emit);
   else processRaw(decoder, pcm, pcm.length, 0, 1);
-  const text = end();
-  return { text, words: segmentWords() };
+  return end();
 }
 
 serveJobs((job: PsJob, emit) => {
@@ -134,16 +101,14 @@ serveJobs((job: PsJob, emit) => {
     case 'ping':
       return { text: '' };
     case 'decode':
-      return decode(job.pcm, job.partials ? emit : undefined);
+      return { text: decode(job.pcm, job.partials ? emit : undefined) };
     case 'begin':
       begin();
       return { text: '' };
     case 'feed':
       feed(job.pcm, emit);
       return { text: '' };
-    case 'end': {
-      const text = end();
-      return { text, words: segmentWords() };
-    }
+    case 'end':
+      return { text: end() };
   }
 });
