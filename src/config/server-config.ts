@@ -77,6 +77,7 @@ const FILE_KEYS = new Set([
   'log_request_body',
   'max_request_body_bytes',
   'body_timeout_ms',
+  'chunking_vad_model',
   'max_audio_seconds',
   'max_input_chars',
   'file_roots',
@@ -213,6 +214,9 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     }),
     max_request_body_bytes: count('max_request_body_bytes', DEFAULT_MAX_BODY_BYTES),
     body_timeout_ms: count('body_timeout_ms', 30_000),
+    chunking_vad_model: read('chunking_vad_model', 'silero-vad', (s) =>
+      expectString(s.value, s.key, { nonEmpty: true }),
+    ),
     max_audio_seconds: count('max_audio_seconds', 10_800),
     max_input_chars: count('max_input_chars', 100_000),
     ffmpeg_path: read('ffmpeg_path', 'ffmpeg', (s) => expectString(s.value, s.key, { nonEmpty: true })),

@@ -93,6 +93,8 @@ export interface ServerConfig {
   max_request_body_bytes: number;
   /** A request body (JSON or multipart) that sends nothing for this long is answered 408; 0 = no limit. */
   body_timeout_ms: number;
+  /** The VAD model (family silero_vad) that cuts long audio for a transcription's chunking_strategy. */
+  chunking_vad_model: string;
   /** Longest input audio a request may carry, checked from the header before decoding; 0 = no limit. */
   max_audio_seconds: number;
   /** The ffmpeg binary (a path, or a name looked up on PATH) for formats other than WAV and PCM. */

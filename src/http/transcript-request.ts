@@ -4,6 +4,7 @@
  * checked before any audio is decoded; a bad one is a 400 naming the field and the value.
  */
 import { invalidRequest, showValue } from '../errors.js';
+import { AUTO_CHUNKING, type ChunkingStrategy } from './chunked-transcription.js';
 import { type Fields, optionalBool, optionalEnum, optionalString } from './fields.js';
 import { parseJsonText } from './json-text.js';
 import type { MultipartBody } from './multipart.js';
@@ -20,6 +21,8 @@ export interface TranscriptRequest {
   segments: boolean;
   /** The sampling temperature the request named (0..1), echoed in verbose_json segments. */
   temperature: number | undefined;
+  /** Set when the request asked for chunking_strategy: long audio is cut at silences. */
+  chunking: ChunkingStrategy | undefined;
 }
 
 /**
@@ -56,23 +59,35 @@ function optionalTemperature(fields: Fields): number | undefined {
   return number;
 }
 
-/** `auto`, or a `server_vad` object (JSON text in a form field); voxd takes long audio whole either way. */
-function checkChunkingStrategy(fields: Fields): void {
+/** `auto`, or a `server_vad` object (JSON text in a form field) whose numbers replace auto's. */
+function parseChunkingStrategy(fields: Fields): ChunkingStrategy | undefined {
   let value = fields['chunking_strategy'];
-  if (value === undefined || value === null || value === 'auto') return;
+  if (value === undefined || value === null) return undefined;
+  if (value === 'auto') return AUTO_CHUNKING;
   if (typeof value === 'string') value = parseJsonText(value, 'chunking_strategy');
   const type = (value as Record<string, unknown> | null)?.['type'];
   if (typeof value !== 'object' || value === null || Array.isArray(value) || type !== 'server_vad')
     throw invalidRequest(
       `chunking_strategy: ${showValue(fields['chunking_strategy'])} is invalid; expected "auto" or {"type":"server_vad",...}`,
     );
+  const numbers: Record<string, number> = {};
   for (const key of ['prefix_padding_ms', 'silence_duration_ms', 'threshold']) {
     const field = (value as Record<string, unknown>)[key];
-    if (field !== undefined && (typeof field !== 'number' || !Number.isFinite(field) || field < 0))
+    if (field === undefined) continue;
+    // threshold is a speech probability, so it also stays within 1.
+    const max = key === 'threshold' ? 1 : Number.POSITIVE_INFINITY;
+    if (typeof field !== 'number' || !Number.isFinite(field) || field < 0 || field > max)
       throw invalidRequest(
-        `chunking_strategy.${key}: ${showValue(field)} is invalid; expected a number >= 0`,
+        `chunking_strategy.${key}: ${showValue(field)} is invalid; expected a number >= 0${key === 'threshold' ? ' and <= 1' : ''}`,
       );
+    numbers[key] = field;
   }
+  return {
+    prefixPaddingMs: numbers['prefix_padding_ms'] ?? AUTO_CHUNKING.prefixPaddingMs,
+    silenceDurationMs: numbers['silence_duration_ms'] ?? AUTO_CHUNKING.silenceDurationMs,
+    threshold: numbers['threshold'] ?? AUTO_CHUNKING.threshold,
+    maxChunkMs: AUTO_CHUNKING.maxChunkMs,
+  };
 }
 
 /**
@@ -98,12 +113,22 @@ export function parseTranscriptRequest(
   optionalList(fields, 'include', ['logprobs']);
   optionalList(fields, 'known_speaker_names');
   optionalList(fields, 'known_speaker_references');
-  checkChunkingStrategy(fields);
+  const chunking = parseChunkingStrategy(fields);
+  if (chunking && optionalBool(fields, 'stream') === true)
+    throw invalidRequest(
+      'chunking_strategy cannot be combined with stream: a chunked transcription answers once, at the end',
+    );
+  // Speaker labels are per run: a diarizer's chunks would each start again at speaker A.
+  if (chunking && model.diarization)
+    throw invalidRequest(
+      `chunking_strategy: '${model.id}' is a diarization model, which takes the audio whole; leave chunking_strategy out`,
+    );
   const granularities = optionalList(fields, 'timestamp_granularities', ['word', 'segment']);
   return {
     format,
     words: granularities?.includes('word') ?? false,
     segments: granularities === undefined || granularities.includes('segment'),
     temperature: optionalTemperature(fields),
+    chunking,
   };
 }

@@ -49,6 +49,7 @@ test('a minimal config gets every default', () => {
     log_request_body: false,
     max_request_body_bytes: 268435456,
     body_timeout_ms: 30000,
+    chunking_vad_model: 'silero-vad',
     max_audio_seconds: 10800,
     max_input_chars: 100000,
     ffmpeg_path: 'ffmpeg',

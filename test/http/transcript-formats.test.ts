@@ -66,6 +66,8 @@ describe('transcript formats', () => {
         fixtureModel('diar', { task: 'diar', default_request_options: { chunks: 3 } }),
         whisper('whisper', 'fake-whisper'),
         whisper('whisper-en', 'fake-whisper-en'),
+        // The VAD that chunking_strategy needs registered (the audio here is within one chunk).
+        { id: 'silero-vad', family: 'silero_vad', task: 'vad', lazy: true },
       ],
     });
   });

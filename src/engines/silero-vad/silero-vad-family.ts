@@ -33,7 +33,13 @@ class SileroSession extends WorkerEngineSession<Omit<VadJob, 'id'>, VadReply> {
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
     const samples = inputSamples(request, 'voice activity detection');
-    const reply = await this.worker.call({ samples }, signal, [samples.buffer]);
+    const o = request.options;
+    const job: Omit<VadJob, 'id'> = { samples };
+    const threshold = numberOption(o, 'threshold', { where: 'options.', min: 0.01, max: 0.99 });
+    if (threshold !== undefined) job.threshold = threshold;
+    const minSilenceMs = numberOption(o, 'min_silence_ms', { where: 'options.', min: 0, max: 60_000 });
+    if (minSilenceMs !== undefined) job.minSilenceDuration = minSilenceMs / 1000;
+    const reply = await this.worker.call(job, signal, [samples.buffer]);
     if (!reply.ok) throw new Error(reply.message);
     return {
       segments: reply.segments.map(({ start, end }) => ({
@@ -64,7 +70,20 @@ export class SileroVadFamily implements EngineFamily {
   readonly tasks = ['vad'] as const;
   readonly backends = ['cpu'] as const;
   readonly maxCapacity = CAPACITY;
-  readonly params: readonly ParamRow[] = [];
+  readonly params: readonly ParamRow[] = [
+    {
+      name: 'threshold',
+      type: 'float',
+      description: 'Speech probability threshold (0.01-0.99); overrides load_options.threshold',
+      default: '0.5',
+    },
+    {
+      name: 'min_silence_ms',
+      type: 'int',
+      description: 'Shortest silence that ends a speech segment, ms; overrides load_options.min_silence_ms',
+      default: '200',
+    },
+  ];
   #sessions = 0;
 
   async estimateFootprint(): Promise<number> {

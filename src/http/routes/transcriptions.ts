@@ -11,6 +11,7 @@ import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { type AudioLimits, audioLimits, decodeAudio, readAudioPath, timing } from '../audio-io.js';
 import { batchInference } from '../batch-inference.js';
 import { readJsonObject } from '../body.js';
+import { requireChunkingVad, runChunked } from '../chunked-transcription.js';
 import { type Fields, optionalBool, optionalString, requestBusyTimeout, requireString } from '../fields.js';
 import { parseJsonText } from '../json-text.js';
 import { type LiveBody, liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
@@ -116,6 +117,7 @@ async function parseInput(
   const stream = optionalBool(fields, 'stream') === true;
   const diarization = entry.config.task === 'diar';
   const transcript = parseTranscriptRequest(fields, { id: modelId, diarization }, translation);
+  if (transcript.chunking) requireChunkingVad(ctx);
   parseOptionsField(fields);
   const language = optionalString(fields, 'language');
   const options = buildOptions(fields, entry.config.default_request_options, []);
@@ -177,14 +179,19 @@ async function translations(ctx: RouteContext) {
   return answer(ctx, parsed, 'translate');
 }
 
+/** One run of the model, or with chunking_strategy one per chunk of the audio, joined. */
+function infer(ctx: RouteContext, parsed: ParsedTranscription): Promise<InferenceOutcome> {
+  const { modelId, request, audio, busyTimeoutMs } = parsed;
+  const chunking = parsed.transcript.chunking;
+  if (chunking) return runChunked(ctx, modelId, { ...request, audio }, chunking, busyTimeoutMs);
+  return ctx.runtime.infer(modelId, request, { busyTimeoutMs, signal: ctx.signal });
+}
+
 /** Runs a parsed transcription or translation and answers in its response_format. */
 async function answer(ctx: RouteContext, parsed: ParsedTranscription, task: 'transcribe' | 'translate') {
   const { modelId, audio, transcript } = parsed;
   const format = transcript.format;
-  const outcome = await ctx.runtime.infer(modelId, parsed.request, {
-    busyTimeoutMs: parsed.busyTimeoutMs,
-    signal: ctx.signal,
-  });
+  const outcome = await infer(ctx, parsed);
   const timed = { outcome, audio, request: transcript, task, language: parsed.request.language };
   // A diarizer may give turns and no text; diarized_json has room for that.
   if (format === 'diarized_json') return timedReply(timed);
@@ -213,10 +220,7 @@ async function details(ctx: RouteContext) {
       'stream: /v1/audio/transcriptions/details does not stream; use /v1/audio/transcriptions',
     );
   const { modelId, audio } = parsed;
-  const outcome = await ctx.runtime.infer(modelId, parsed.request, {
-    busyTimeoutMs: parsed.busyTimeoutMs,
-    signal: ctx.signal,
-  });
+  const outcome = await infer(ctx, parsed);
   const diarization = ctx.runtime.get(modelId).config.task === 'diar';
   if (outcome.result.text === undefined && !diarization)
     throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);
