@@ -135,6 +135,23 @@ describe('audio formats through ffmpeg', () => {
     rmSync(work, { recursive: true, force: true });
   });
 
+  /** A raw mp3 stream of tts-stream held open after its first chunk by `gate`, once its first bytes came. */
+  async function heldMp3Stream(gate: string): Promise<RawClient> {
+    const client = new RawClient(server.url);
+    const body = JSON.stringify({
+      model: 'tts-stream',
+      input: 'Hello there, this is a longer sentence to speak.',
+      stream_format: 'audio',
+      response_format: 'mp3',
+      options: { chunk_gate: gate },
+    });
+    await client.write(
+      `POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await client.until('mp3 bytes while the run is held', () => (client.response?.body.length ?? 0) > 0);
+    return client;
+  }
+
   const speak = (body: Record<string, unknown>) =>
     post(server.url, '/v1/audio/speech', { model: 'tts', input: 'Hello there. How are you?', ...body });
 
@@ -206,24 +223,20 @@ describe('audio formats through ffmpeg', () => {
       .split('\n\n')
       .filter((e) => e.includes('speech.audio.delta'))
       .map((e) => Buffer.from(JSON.parse(e.slice(6)).audio, 'base64'));
-    assert.ok(deltas.length > 1, 'more than one delta');
+    // How many deltas depends on how ffmpeg's writes meet node's reads; that bytes come before the
+    // end is shown with a gate below.
+    assert.ok(deltas.length >= 1, 'deltas');
     assert.equal(probe(Buffer.concat(deltas), work).codec, 'mp3');
 
     // The run waits between its chunks for a gate: bytes must arrive while it is still running.
+    const ended = server.fixture.record.of('tts-stream', 'run-end').length;
     const gate = server.gate('mp3-stream');
-    const client = new RawClient(server.url);
-    const body = JSON.stringify({
-      model: 'tts-stream',
-      input: 'Hello there, this is a longer sentence to speak.',
-      stream_format: 'audio',
-      response_format: 'mp3',
-      options: { chunk_gate: gate.path },
-    });
-    await client.write(
-      `POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    const client = await heldMp3Stream(gate.path);
+    assert.equal(
+      server.fixture.record.of('tts-stream', 'run-end').length,
+      ended,
+      'the gated run is still going',
     );
-    await client.until('mp3 bytes before the run ends', () => (client.response?.body.length ?? 0) > 0);
-    assert.equal(server.fixture.record.of('tts-stream', 'run-end').length, 3, 'the gated run is still going');
     await gate.open();
     client.socket.destroy();
     await waitUntil('the encoder is gone', () => ffmpegChildren() === 0);
@@ -315,18 +328,7 @@ describe('audio formats through ffmpeg', () => {
 
   test('a client that leaves in the middle of an mp3 stream frees the slot and stops its encoder', async () => {
     const gate = server.gate('mp3-leave');
-    const client = new RawClient(server.url);
-    const body = JSON.stringify({
-      model: 'tts-stream',
-      input: 'Hello there, this is a sentence.',
-      stream_format: 'audio',
-      response_format: 'mp3',
-      options: { chunk_gate: gate.path },
-    });
-    await client.write(
-      `POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
-    await client.until('the first mp3 bytes', () => (client.response?.body.length ?? 0) > 0);
+    const client = await heldMp3Stream(gate.path);
     assert.ok(ffmpegChildren() >= 1, 'the encoder runs');
     client.socket.destroy();
     await waitUntil('the encoder is gone', () => ffmpegChildren() === 0);

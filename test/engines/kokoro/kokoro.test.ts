@@ -114,8 +114,13 @@ describe('kokoro_tts (sherpa-onnx adapter)', () => {
 
   test('unknown voices, bad speeds and unspeakable text are 400s naming the value', async () => {
     assert.match(
-      await failure({ model: 'en', input: 'hi', voice: 'alloy' }),
-      /voice: "alloy" is not a voice of this model; its voices are af, af_bella, am_adam$/,
+      await failure({ model: 'en', input: 'hi', voice: 'nobody' }),
+      /voice: "nobody" is not a voice of this model; its voices are af, af_bella, am_adam$/,
+    );
+    // An OpenAI voice name is no failure: without a voice_aliases entry it is the default voice.
+    assert.deepEqual(
+      (await audioOf({ model: 'en', input: 'hi', voice: 'alloy' })).audio.samples,
+      (await audioOf({ model: 'en', input: 'hi' })).audio.samples,
     );
     assert.match(
       await failure({ model: 'en', input: 'hi', voice: '3' }),

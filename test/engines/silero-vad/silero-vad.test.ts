@@ -117,6 +117,9 @@ describe('silero_vad', () => {
       model: 'vad',
       audio_base64: Buffer.from('not a wav at all').toString('base64'),
     });
-    assert.match(errorOf(corrupt, 400, 'invalid_request_error'), /audio_base64: the audio could not be decoded/);
+    assert.match(
+      errorOf(corrupt, 400, 'invalid_request_error'),
+      /audio_base64: the audio could not be decoded/,
+    );
   });
 });
