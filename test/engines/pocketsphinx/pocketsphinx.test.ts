@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { resample } from '../../../src/audio/convert.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
@@ -43,6 +47,19 @@ function errors(reference: string[], hypothesis: string[]): number {
   return previous[hypothesis.length]!;
 }
 
+const workDir = mkdtempSync(join(tmpdir(), 'voxd-ps-formats-'));
+after(() => rmSync(workDir, { recursive: true, force: true }));
+
+/** A WAV turned into another container by the ffmpeg command line (Vorbis in Ogg, Opus in WebM, AAC in M4A). */
+function convert(wav: Buffer, container: string, i: number): Buffer {
+  const input = join(workDir, `${i}-${container}.wav`);
+  const output = join(workDir, `${i}.${container}`);
+  writeFileSync(input, wav);
+  const codec = { ogg: 'libvorbis', webm: 'libopus', m4a: 'aac' }[container] ?? 'copy';
+  execFileSync('ffmpeg', ['-v', 'error', '-y', '-i', input, '-c:a', codec, output]);
+  return readFileSync(output);
+}
+
 describe('pocketsphinx_asr', () => {
   let s: TestServer;
   before(async () => {
@@ -67,10 +84,16 @@ describe('pocketsphinx_asr', () => {
     return request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
   };
 
-  /** Speaks the 10 sentences in `format`, sends the bytes back as uploads: the word error rate. */
-  async function roundTripWer(format: string): Promise<{ wer: number; hypotheses: string[] }> {
+  /**
+   * Speaks the 10 sentences in `format` (or as WAV turned into `container` by the ffmpeg command
+   * line), sends the bytes back as uploads: the word error rate.
+   */
+  async function roundTripWer(
+    format: string,
+    container?: string,
+  ): Promise<{ wer: number; hypotheses: string[] }> {
     const hypotheses = await Promise.all(
-      SENTENCES.map(async (sentence) => {
+      SENTENCES.map(async (sentence, i) => {
         const speech = await post(s.url, '/v1/audio/speech', {
           model: 'flite',
           input: sentence,
@@ -78,7 +101,8 @@ describe('pocketsphinx_asr', () => {
           response_format: format,
         });
         assert.equal(speech.status, 200);
-        const res = await transcribe(speech.body, `a.${format}`);
+        const upload = container ? convert(speech.body, container, i) : speech.body;
+        const res = await transcribe(upload, `a.${container ?? format}`);
         assert.equal(res.status, 200, res.body.toString());
         return res.json.text as string;
       }),
@@ -100,13 +124,22 @@ describe('pocketsphinx_asr', () => {
     assert.ok(wer <= 0.1, `WER ${(wer * 100).toFixed(1)} %: ${hypotheses.join(' | ')}`);
   });
 
-  test('the round trip through mp3, opus, aac and flac keeps the WER of the WAV path', async () => {
+  test('the round trip through mp3, opus, aac, flac, Ogg Vorbis, WebM and M4A keeps the WER of the WAV path', async () => {
     assert.ok(!Number.isNaN(wavWer), 'the WAV round trip ran first');
-    for (const format of ['mp3', 'opus', 'aac', 'flac']) {
-      const { wer, hypotheses } = await roundTripWer(format);
+    const runs: [string, string | undefined][] = [
+      ['mp3', undefined],
+      ['opus', undefined],
+      ['aac', undefined],
+      ['flac', undefined],
+      ['wav', 'ogg'],
+      ['wav', 'webm'],
+      ['wav', 'm4a'],
+    ];
+    for (const [format, container] of runs) {
+      const { wer, hypotheses } = await roundTripWer(format, container);
       assert.ok(
         wer <= wavWer + 0.03,
-        `${format}: WER ${(wer * 100).toFixed(1)} % vs ${(wavWer * 100).toFixed(1)} % for WAV: ${hypotheses.join(' | ')}`,
+        `${container ?? format}: WER ${(wer * 100).toFixed(1)} % vs ${(wavWer * 100).toFixed(1)} % for WAV: ${hypotheses.join(' | ')}`,
       );
     }
   });
