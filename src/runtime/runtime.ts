@@ -22,6 +22,7 @@ import type {
 } from '../engines/types.js';
 import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
 import { type Clock, systemClock } from '../util/clock.js';
+import { linkSignals } from '../util/linked-signal.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
 import { systemFreeMemoryMb } from './memory.js';
 import { type EntryContext, engineFailure, loadSpecOf, ModelEntry } from './model-entry.js';
@@ -221,7 +222,22 @@ export class Runtime {
   ): Promise<InferenceOutcome> {
     const maxMs = entry.config.max_inference_ms ?? this.config.max_inference_ms;
     const watchdog = maxMs > 0 ? AbortSignal.timeout(maxMs) : undefined;
-    const signal = AbortSignal.any([options.signal, this.#cancel.signal, ...(watchdog ? [watchdog] : [])]);
+    const linked = linkSignals([options.signal, this.#cancel.signal, ...(watchdog ? [watchdog] : [])]);
+    try {
+      return await this.#runSignalled(entry, request, options, linked.signal, watchdog, maxMs);
+    } finally {
+      linked.dispose();
+    }
+  }
+
+  async #runSignalled(
+    entry: ModelEntry,
+    request: EngineRequest,
+    options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
+    signal: AbortSignal,
+    watchdog: AbortSignal | undefined,
+    maxMs: number,
+  ): Promise<InferenceOutcome> {
     const overran = () =>
       new VoxdError(
         'E_INFERENCE_TIMEOUT',
