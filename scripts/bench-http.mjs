@@ -55,12 +55,12 @@ const servers = [
   { name: 'plain node:http', ...(await start(['-e', PLAIN])) },
   {
     name: 'voxd POST /v1/tasks/run (fixture)',
-    // The CLI ends with libc _exit (src/util/hard-exit.ts), which writes no CPU profile: to profile,
-    // VOXD_BENCH_SERVER names a script that starts voxd and exits normally on SIGTERM.
+    // The CLI ends with libc _exit, which writes no CPU profile: profiled, voxd runs through
+    // scripts/serve-for-profile.mjs, the same server exiting normally.
     ...(await start(
-      process.env['VOXD_BENCH_SERVER']
-        ? [...prof, process.env['VOXD_BENCH_SERVER'], config]
-        : [...prof, 'dist/src/cli/main.js', 'serve', '--config', config, '--port', '0'],
+      PROFILE
+        ? [...prof, 'scripts/serve-for-profile.mjs', config]
+        : ['dist/src/cli/main.js', 'serve', '--config', config, '--port', '0'],
     )),
   },
 ];
