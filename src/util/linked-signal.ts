@@ -21,5 +21,10 @@ export function linkSignals(sources: readonly AbortSignal[]): LinkedSignal {
     source.addEventListener('abort', onAbort, { once: true });
     return () => source.removeEventListener('abort', onAbort);
   });
-  return { signal: controller.signal, dispose: () => listeners.forEach((remove) => remove()) };
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      for (const remove of listeners) remove();
+    },
+  };
 }
