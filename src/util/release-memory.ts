@@ -12,7 +12,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /** Collect once at least this much large memory may have died. */
-export const COLLECT_THRESHOLD_BYTES = 64 * 1024 * 1024;
+const COLLECT_THRESHOLD_BYTES = 64 * 1024 * 1024;
 const COLLECT_DELAY_MS = 200;
 
 // Exposes gc() to new contexts and to worker threads started from now on (the audio workers).
