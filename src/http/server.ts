@@ -10,7 +10,7 @@ import type { Codec } from '../audio/ffmpeg.js';
 import type { ServerConfig } from '../config/types.js';
 import { notFound, VoxdError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { releaseIfOwed } from '../util/release-memory.js';
+import { requestEnded, requestStarted } from '../util/release-memory.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
 import { EventStream } from './event-stream.js';
@@ -237,8 +237,9 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
     connections.set(socket, (connections.get(socket) ?? 0) + 1);
+    requestStarted();
     res.on('close', () => {
-      releaseIfOwed();
+      requestEnded();
       if (!connections.has(socket)) return;
       const left = Math.max(0, connections.get(socket)! - 1);
       connections.set(socket, left);

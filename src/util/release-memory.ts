@@ -2,8 +2,8 @@
  * Decoded audio lives in ArrayBuffers outside V8's heap, and V8 frees one only when a collection
  * finds it dead. An idle server runs no collection, so the samples of a two-hour upload stayed
  * resident (hundreds of MB, in the main thread and in the audio worker that converted them) until
- * the next busy moment. Code that makes such buffers notes their size; once enough is owed and the
- * work is over, one full collection gives the memory back (large buffers are mmapped, so freeing
+ * the next busy moment. Code that makes such buffers notes their size; once enough is owed and no
+ * request is running, one full collection gives the memory back (large buffers are mmapped, so freeing
  * them returns them to the system). It runs at most once per COLLECT_DELAY_MS and only after large
  * inputs, whose requests take seconds, so its few milliseconds never matter.
  */
@@ -33,6 +33,7 @@ const mallocTrim: ((pad: number) => number) | undefined = (() => {
 })();
 
 let owed = 0;
+let inFlight = 0;
 let timer: NodeJS.Timeout | undefined;
 
 /** A buffer of `bytes` was made for one request and dies with it. */
@@ -40,11 +41,23 @@ export function noteLargeBuffer(bytes: number): void {
   owed += bytes;
 }
 
-/** A request ended: if enough large memory may be garbage now, collect it shortly. */
-export function releaseIfOwed(): void {
-  if (owed < COLLECT_THRESHOLD_BYTES || timer || !gc) return;
+/** A request began: until every request has ended, its buffers may still be alive. */
+export function requestStarted(): void {
+  inFlight++;
+}
+
+/**
+ * A request ended. Once none is running and enough large memory may be garbage, collect it
+ * shortly. Only when the server is quiet: a collection while a large request still holds its
+ * buffers would free nothing and forget them; under steady load V8's own collections run anyway.
+ */
+export function requestEnded(): void {
+  inFlight = Math.max(0, inFlight - 1);
+  if (inFlight > 0 || owed < COLLECT_THRESHOLD_BYTES || timer || !gc) return;
   timer = setTimeout(() => {
     timer = undefined;
+    // A request that began since keeps the debt for its own end.
+    if (inFlight > 0) return;
     owed = 0;
     gc();
     mallocTrim?.(0);
