@@ -4,33 +4,20 @@
 // flight, keep-alive), at N = 1 and 2, interleaved in one run. Prints a Markdown table for
 // docs/performance.md.
 // Usage: npm run build && node scripts/bench-raw-engine.mjs [seconds-per-round] [--rounds=N]
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startVoxd } from '../dist/src/app.js';
 import { decodeWav } from '../dist/src/audio/wav-decode.js';
-import { loadServerConfig } from '../dist/src/config/server-config.js';
 import { createEngineCatalog } from '../dist/src/engines/catalog.js';
+import { SENTENCE, startBenchServer } from './bench-server.mjs';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args.find((a) => /^\d+$/.test(a)) ?? 4);
 const ROUNDS = Number(args.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 3);
-const SENTENCE =
-  'The quick brown fox jumps over the lazy dog while seven happy children watch from the old wooden bridge today.';
 const dir = mkdtempSync(join(tmpdir(), 'voxd-bench-raw-'));
 
-async function startServer(models) {
-  const path = join(dir, `server-${Math.random().toString(36).slice(2)}.json`);
-  writeFileSync(path, JSON.stringify({ ui: false, busy_timeout_ms: 0, models }));
-  const catalog = createEngineCatalog();
-  const { config } = loadServerConfig({
-    configPath: path,
-    overrides: { port: 0, parallel_jobs: true },
-    knownFamilies: [...catalog.keys()],
-  });
-  return startVoxd({ config, catalog, log: () => {} });
-}
+const startServer = (models) => startBenchServer(dir, models);
 
 function post(agent, url, body) {
   return new Promise((resolve, reject) => {

@@ -45,11 +45,18 @@ async function withMultipart<T>(ctx: RouteContext, use: (body: MultipartBody) =>
   }
 }
 
-/** Form fields as plain fields; OpenAI clients send the context as `prompt`, audio.cpp as `text`. */
-function formFields(fields: Map<string, string>): Fields {
-  const plain: Fields = Object.fromEntries(fields);
-  if (plain['text'] === undefined && plain['prompt'] !== undefined) plain['text'] = plain['prompt'];
-  return plain;
+/** The context text: audio.cpp's `text`, else OpenAI's `prompt`. */
+function contextText(fields: Fields): string | undefined {
+  return optionalString(fields, 'text') ?? optionalString(fields, 'prompt');
+}
+
+/** What a transcription runs with: the model's defaults, then `options`, then `language`. */
+function transcriptionOptions(fields: Fields, defaults: Record<string, string>) {
+  parseOptionsField(fields);
+  const language = optionalString(fields, 'language');
+  const options = buildOptions(fields, defaults, []);
+  if (language) options['language'] = language;
+  return { language, options };
 }
 
 function fromMultipart({ fields, files }: MultipartBody): TranscriptionInput {
@@ -57,7 +64,7 @@ function fromMultipart({ fields, files }: MultipartBody): TranscriptionInput {
   if (!file)
     throw invalidRequest(`'file' is required: expected an audio upload in the multipart field "file"`);
   if (file.size === 0) throw invalidRequest(`file: ${showValue(file.filename)} is empty`);
-  return { fields: formFields(fields), decode: (limits) => decodeAudio(file.source, 'file', limits) };
+  return { fields: Object.fromEntries(fields), decode: (limits) => decodeAudio(file.source, 'file', limits) };
 }
 
 async function fromJson(ctx: RouteContext): Promise<TranscriptionInput> {
@@ -118,21 +125,16 @@ async function parseInput(
   const diarization = entry.config.task === 'diar';
   const transcript = parseTranscriptRequest(fields, { id: modelId, diarization }, translation);
   if (transcript.chunking) requireChunkingVad(ctx);
-  parseOptionsField(fields);
-  const language = optionalString(fields, 'language');
-  const options = buildOptions(fields, entry.config.default_request_options, []);
-  if (language) options['language'] = language;
+  const { language, options } = transcriptionOptions(fields, entry.config.default_request_options);
   if (translation) options['task'] = 'translate';
   // Only an engine that lists temperature samples with it; the others decode greedily and ignore it.
   if (transcript.temperature !== undefined && entry.family.params.some((p) => p.name === 'temperature'))
     options['temperature'] = String(transcript.temperature);
   const busyTimeoutMs = requestBusyTimeout(fields, ctx.url);
   const audio = await decode(audioLimits(ctx, entry.config));
-  // OpenAI clients send the context as `prompt`, audio.cpp as `text`.
-  const text = optionalString(fields, 'text') ?? optionalString(fields, 'prompt');
   return {
     modelId,
-    request: { task: entry.config.task, audio, text, language, options },
+    request: { task: entry.config.task, audio, text: contextText(fields), language, options },
     audio,
     fields,
     stream,
@@ -310,24 +312,21 @@ async function batchTranscriptions(ctx: RouteContext) {
 }
 
 async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
-  const plain = formFields(fields);
+  const plain: Fields = Object.fromEntries(fields);
   const modelId = requireString(plain, 'model');
   const entry = ctx.runtime.get(modelId);
   requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/batches/transcriptions');
   const uploads = files.filter((f) => f.field === 'file');
   if (uploads.length === 0)
     throw invalidRequest(`'file' is required: expected one or more audio uploads in "file" fields`);
-  parseOptionsField(plain);
-  const language = optionalString(plain, 'language');
-  const options = buildOptions(plain, entry.config.default_request_options, []);
-  if (language) options['language'] = language;
+  const { language, options } = transcriptionOptions(plain, entry.config.default_request_options);
   const limits = audioLimits(ctx, entry.config);
   const audios: Audio[] = [];
   for (const [i, file] of uploads.entries()) {
     if (file.size === 0) throw invalidRequest(`file[${i}]: ${showValue(file.filename)} is empty`);
     audios.push(await decodeAudio(file.source, `file[${i}]`, limits));
   }
-  const text = optionalString(plain, 'text');
+  const text = contextText(plain);
   return batchInference(ctx, {
     modelId,
     items: audios.map((audio) => ({ task: entry.config.task, audio, text, language, options })),
