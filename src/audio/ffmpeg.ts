@@ -125,6 +125,11 @@ function outputCap(head: Buffer, maxSeconds: number): number {
   return 4096 + maxSeconds * rate * channels * 4;
 }
 
+/** A timer for ffmpeg_timeout_ms, where 0 means no limit (clearTimeout takes undefined). */
+function afterMs(ms: number, fire: () => void): NodeJS.Timeout | undefined {
+  return ms > 0 ? setTimeout(fire, ms) : undefined;
+}
+
 /** ffmpeg's verdict on an input it could not read: its last line, cut short. */
 function lastLine(stderr: string): string {
   // The input is always /dev/stdin or a pipe: its name says nothing to the client.
@@ -219,10 +224,10 @@ export class Codec {
     let stderr = '';
     let killedFor: 'size' | 'time' | undefined;
     const kill = () => child.kill('SIGKILL');
-    const timer = setTimeout(() => {
+    const timer = afterMs(this.#timeoutMs, () => {
       killedFor = 'time';
       kill();
-    }, this.#timeoutMs);
+    });
     signal.addEventListener('abort', kill, { once: true });
     child.stdout!.on('data', (chunk: Buffer) => {
       if (size < 64) maxBytes = outputCap(Buffer.concat([...parts, chunk]), maxSeconds);
@@ -321,10 +326,10 @@ export class Encoder {
       delivering.catch(() => {});
     });
     let timedOut = false;
-    const timer = setTimeout(() => {
+    const timer = afterMs(timeoutMs, () => {
       timedOut = true;
       kill();
-    }, timeoutMs);
+    });
     this.#done = new Promise<void>((resolve, reject) => {
       child.once('error', reject);
       child.once('close', (code) => {

@@ -326,6 +326,25 @@ describe('audio formats through ffmpeg', () => {
     }
   });
 
+  test('ffmpeg_timeout_ms 0 is no limit: decoding and encoding still work', async () => {
+    const unbounded = await startServer({
+      ffmpeg_timeout_ms: 0,
+      models: [fixtureModel('asr'), fixtureModel('tts', { task: 'tts' })],
+    });
+    try {
+      const mp3 = convert(TWO_SECONDS, work, 'z.mp3', ['-c:a', 'libmp3lame']);
+      assert.ok(reportOf(await upload(unbounded.url, 'asr', mp3, 'z.mp3')).audio.samples > 30_000);
+      const speech = await post(unbounded.url, '/v1/audio/speech', {
+        model: 'tts',
+        input: 'hi',
+        response_format: 'mp3',
+      });
+      assert.equal(speech.status, 200, speech.body.toString().slice(0, 200));
+    } finally {
+      await unbounded.close();
+    }
+  });
+
   test('a client that leaves in the middle of an mp3 stream frees the slot and stops its encoder', async () => {
     const gate = server.gate('mp3-leave');
     const client = await heldMp3Stream(gate.path);
