@@ -30,6 +30,11 @@ export const ERROR_CODES = {
   E_INSUFFICIENT_MEMORY: { status: 503, type: 'insufficient_memory', apiCode: 'insufficient_memory' },
   /** The server is shutting down and takes no new work. */
   E_SHUTTING_DOWN: { status: 503, type: 'server_busy', apiCode: 'shutting_down' },
+  /**
+   * The model's shared runner was stopped while this request ran on it, for another request's
+   * sake (or it crashed under several requests at once): retry; the next request starts it afresh.
+   */
+  E_ENGINE_RESTARTED: { status: 503, type: 'server_busy', apiCode: 'engine_restarted' },
   /** An engine failed to load, prepare or run. */
   E_ENGINE: { status: 500, type: 'server_error', apiCode: 'engine_error' },
   /** A request ran past max_inference_ms and was cancelled. */

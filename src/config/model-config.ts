@@ -17,6 +17,7 @@ import {
 import { toOptionMap } from './options.js';
 import {
   type ConfigNotice,
+  ISOLATIONS,
   type LiveIngestConfig,
   MODES,
   type ModelConfig,
@@ -93,6 +94,7 @@ const MODEL_KEYS = new Set([
   'default_voice_preset',
   'voice_aliases',
   'slots',
+  'isolation',
 ]);
 
 /** Keys seen in one audio.cpp branch only, with semantics we could not confirm (reference §3.1, §3.2). */
@@ -183,6 +185,9 @@ export function parseModelConfig(
 
   const slots = parseSlots(raw, at('slots'), ctx.parallel);
   if (slots !== undefined) model.slots = slots;
+  // Whether the family can share one engine between slots is the runtime's check (it knows families).
+  const isolation = optional('isolation', (v, k) => expectOneOf(v, k, ISOLATIONS));
+  if (isolation !== undefined) model.isolation = isolation;
   return { model, notices };
 }
 

@@ -27,6 +27,14 @@ export type Mode = (typeof MODES)[number];
 export const BACKENDS = ['cpu', 'cuda', 'hip', 'vulkan', 'metal'] as const;
 export type Backend = (typeof BACKENDS)[number];
 
+/**
+ * How a model's slots share an engine: "model", one runner process holding the weights once, its
+ * slots' calls running concurrently on one native object; "session", a runner process (and a copy
+ * of the weights) per slot, so a crash or a kill costs one slot only.
+ */
+export const ISOLATIONS = ['model', 'session'] as const;
+export type ModelIsolation = (typeof ISOLATIONS)[number];
+
 /** Option maps cross every interface as flat string maps (reference §3.3). */
 export type OptionMap = Record<string, string>;
 
@@ -75,6 +83,8 @@ export interface ModelConfig {
   default_voice_preset?: string | VoicePreset;
   /** Parallel runtime only: the number of independent sessions, 1..16. Undefined means 1. */
   slots?: number;
+  /** How the slots share the engine; undefined means the family's default (its first isolation). */
+  isolation?: ModelIsolation;
 }
 
 export interface ServerConfig {

@@ -77,24 +77,31 @@ function send(reply: object): void {
 }
 
 /**
- * Serves the session's jobs one at a time: each reply carries the job's id and `ok: true` with what
- * `run` returned, or `ok: false` with the error's message. `emit` sends incremental output of the
- * running job (partial text, say) ahead of its reply.
+ * Serves the engine's jobs: each reply carries the job's id and `ok: true` with what `run` returned,
+ * or `ok: false` with the error's message. `emit` sends incremental output of the running job
+ * (partial text, say) ahead of its reply. Jobs run one at a time unless `concurrent` is set: a
+ * runner shared by a model's slots (isolation "model") takes their jobs as they come, and its
+ * `run` is async native work (sherpa's decodeAsync, generateAsync on the libuv pool) that may
+ * overlap.
  */
 export function serveJobs<J extends Job>(
   run: (job: J, emit: (event: object) => void) => object | Promise<object>,
+  { concurrent = false }: { concurrent?: boolean } = {},
 ): void {
-  let chain = Promise.resolve();
-  const handle = (job: Job) => {
-    chain = chain.then(async () => {
-      try {
-        const emit = (event: object) => send({ id: job.id, event });
-        send({ id: job.id, ok: true, ...(await run(job as J, emit)) });
-      } catch (err) {
-        send({ id: job.id, ok: false, message: err instanceof Error ? err.message : String(err) });
-      }
-    });
+  const serve = async (job: Job) => {
+    try {
+      const emit = (event: object) => send({ id: job.id, event });
+      send({ id: job.id, ok: true, ...(await run(job as J, emit)) });
+    } catch (err) {
+      send({ id: job.id, ok: false, message: err instanceof Error ? err.message : String(err) });
+    }
   };
+  let chain = Promise.resolve();
+  const handle = concurrent
+    ? (job: Job) => void serve(job)
+    : (job: Job) => {
+        chain = chain.then(() => serve(job));
+      };
   if (inProcess) {
     onJob = handle;
     for (const job of early.splice(0)) handle(job);

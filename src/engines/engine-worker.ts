@@ -1,12 +1,13 @@
 /**
  * One engine session's work outside the event loop, reached only by messages: in a worker thread,
- * or in a runner child process (`isolation: 'process'`) that shares nothing with the server.
- * A cancelled call ends the thread or kills the process, so the work really stops, and the next
- * call starts a fresh one. A thread or process that crashes fails only its call.
+ * or in a runner child process that shares nothing with the server (one runner may serve all the
+ * slots of a model). A cancelled call ends the thread or kills the process, so the work really
+ * stops, and the next call starts a fresh one. A runner that crashes fails only its calls.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import type { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
+import type { ModelIsolation } from '../config/types.js';
 import { invalidRequest } from '../errors.js';
 import type { ProcessInit } from './engine-port.js';
 import type { EngineRequest, EngineResult, EngineSession, RunContext } from './types.js';
@@ -16,12 +17,12 @@ interface Reply {
 }
 
 /**
- * Where a session's engine code runs. A process costs a Node runtime (about 40-60 MB) and a copy of
- * the audio through a pipe, but a native fault kills only it, a call stuck in native code can be
- * stopped by killing it, and its own heap keeps one slot on one core: every real engine uses one.
- * Threads (cheap, zero-copy) remain for engine code that cannot crash or hang.
+ * Where an engine's code runs. A process costs a Node runtime (about 40-60 MB) and a copy of the
+ * audio through a pipe, but a native fault kills only it, a call stuck in native code can be
+ * stopped by killing it, and its own heap keeps its work off the server's event loop: every real
+ * engine uses one. Threads (cheap, zero-copy) remain for engine code that cannot crash or hang.
  */
-export type Isolation = 'thread' | 'process';
+export type RunnerKind = 'thread' | 'process';
 
 const PROCESS_ENTRY = new URL('./engine-process.js', import.meta.url);
 
@@ -34,11 +35,35 @@ export class EngineCrashed extends Error {
   override readonly name = 'EngineCrashed';
 }
 
+/**
+ * A runner shared by several calls (a model's slots under isolation "model") was stopped while
+ * this call ran on it, for a reason that is not this call's: another call on it was cancelled in
+ * native code (its client left, it ran past max_inference_ms) and killing the runner was the only
+ * way to stop it, or the runner crashed while several calls ran and the fault cannot be pinned on
+ * one. The request can be retried; the next call starts a fresh runner.
+ */
+export class EngineRestarted extends Error {
+  override readonly name = 'EngineRestarted';
+  constructor(
+    message: string,
+    /** True when the runner died by itself (a fault the model may have), false when it was killed. */
+    readonly crashed: boolean,
+  ) {
+    super(message);
+  }
+}
+
 /** What a call needs from a thread or a process: both are emitters of message, error and exit. */
 interface Runner {
   events: EventEmitter;
   post(message: object, transfer: ArrayBuffer[]): void;
   stop(): Promise<void>;
+  /** Calls in flight on this runner now. */
+  calls: number;
+  /** Set when voxd itself stops the runner for one call's sake: why, for the other calls on it. */
+  stoppedFor?: string;
+  /** The calls in flight when the runner was lost (its exit reaches each of them in turn). */
+  lostWith?: number;
 }
 
 function startThread(url: URL, data: unknown): Runner {
@@ -49,6 +74,7 @@ function startThread(url: URL, data: unknown): Runner {
     stop: async () => {
       await worker.terminate();
     },
+    calls: 0,
   };
 }
 
@@ -63,11 +89,17 @@ export function killRunnerProcesses(): void {
   for (const child of liveRunners) child.kill('SIGKILL');
 }
 
+/** Runner processes alive now (their pids), so a test or a benchmark can find and measure them. */
+export function runnerProcessIds(): number[] {
+  return [...liveRunners].flatMap((child) => (child.pid === undefined ? [] : [child.pid]));
+}
+
 function startProcess(url: URL, data: unknown): Runner {
   const child: ChildProcess = fork(PROCESS_ENTRY, [], {
     serialization: 'advanced',
-    // One slot, one core: V8's parallel and concurrent GC threads otherwise let one session use
-    // 1.4 cores (measured with espeak), which the next slot then has to share.
+    // One runner's work stays on the cores its calls use: V8's parallel and concurrent GC threads
+    // otherwise let one session use 1.4 cores (measured with espeak), which the next slot then
+    // has to share. A shared runner's parallelism is its native calls on the libuv pool.
     execArgv: ['--no-warnings', '--single-threaded-gc'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -83,7 +115,12 @@ function startProcess(url: URL, data: unknown): Runner {
       child.kill('SIGKILL');
       await exited;
     },
+    calls: 0,
   };
+}
+
+function describe(reason: unknown): string {
+  return reason instanceof Error ? reason.message : String(reason);
 }
 
 export class EngineWorker<J extends object, R extends Reply> {
@@ -93,12 +130,14 @@ export class EngineWorker<J extends object, R extends Reply> {
   constructor(
     private readonly url: URL,
     private readonly data: unknown,
-    private readonly isolation: Isolation = 'thread',
+    private readonly kind: RunnerKind = 'thread',
   ) {}
 
   /**
    * Sends `job` (with a fresh id) and resolves with the engine's reply to it; events the engine
-   * emits while it works go to `onEvent`.
+   * emits while it works go to `onEvent`. Several calls may be in flight at once (a runner shared
+   * by a model's slots serves them concurrently); a cancelled call stops the runner, and the other
+   * calls then on it fail with EngineRestarted.
    */
   call(
     job: J,
@@ -110,8 +149,10 @@ export class EngineWorker<J extends object, R extends Reply> {
     this.#runner ??= this.#start();
     const runner = this.#runner;
     const id = this.#nextId++;
+    runner.calls += 1;
     return new Promise<R>((resolve, reject) => {
       const cleanup = () => {
+        runner.calls -= 1;
         runner.events.off('message', onMessage);
         runner.events.off('error', onFailure);
         runner.events.off('exit', onExit);
@@ -130,22 +171,29 @@ export class EngineWorker<J extends object, R extends Reply> {
         cleanup();
         resolve(reply);
       };
-      const onFailure = (err: Error) => {
+      // The runner died: this call's fault when it was alone on it, nobody's in particular when
+      // several shared it, and no fault at all when voxd stopped it for another call's sake.
+      const lost = (what: string, cause?: Error) => {
+        runner.lostWith ??= runner.calls;
+        const shared = runner.lostWith;
         cleanup();
         discard();
-        reject(new EngineCrashed(`engine ${this.isolation} failed: ${err.message}`, { cause: err }));
+        if (runner.stoppedFor !== undefined)
+          reject(new EngineRestarted(`its engine runner was stopped because ${runner.stoppedFor}`, false));
+        else if (shared > 1)
+          reject(
+            new EngineRestarted(`its engine ${this.kind} ${what} while ${shared} requests ran on it`, true),
+          );
+        else reject(new EngineCrashed(`engine ${this.kind} ${what}`, { cause }));
       };
-      const onExit = (code: number | null, signalName?: string | null) => {
-        cleanup();
-        discard();
-        reject(
-          new EngineCrashed(
-            `engine ${this.isolation} exited ${signalName ? `on signal ${signalName}` : `with code ${code}`}`,
-          ),
-        );
-      };
+      const onFailure = (err: Error) => lost(`failed: ${err.message}`, err);
+      const onExit = (code: number | null, signalName?: string | null) =>
+        lost(signalName ? `exited on signal ${signalName}` : `exited with code ${code}`);
       const onAbort = () => {
         cleanup();
+        // Work already in native code cannot be interrupted: only ending the runner stops it.
+        if (runner.calls > 0)
+          runner.stoppedFor ??= `another request on it was cancelled (${describe(signal.reason)})`;
         discard();
         reject(signal.reason);
       };
@@ -164,7 +212,7 @@ export class EngineWorker<J extends object, R extends Reply> {
 
   #start(): Runner {
     const runner =
-      this.isolation === 'process' ? startProcess(this.url, this.data) : startThread(this.url, this.data);
+      this.kind === 'process' ? startProcess(this.url, this.data) : startThread(this.url, this.data);
     // A runner can fail or end while no call listens: a thread whose engine code throws after its
     // reply, a runner process killed between calls (the OOM killer), a message sent to a process
     // whose channel just closed. An 'error' event nobody hears would end the server; here the
@@ -186,23 +234,49 @@ export class EngineWorker<J extends object, R extends Reply> {
   }
 }
 
-/** Base of the engine sessions whose work runs in an EngineWorker: it owns the worker and disposes it. */
+/**
+ * Base of the engine sessions whose work runs in an EngineWorker: the session's own (isolation
+ * "session"), which it disposes, or its model's shared runner (isolation "model"), which the
+ * loaded model disposes after its sessions.
+ */
 export abstract class WorkerEngineSession<J extends object, R extends Reply> implements EngineSession {
-  protected readonly worker: EngineWorker<J, R>;
-
   constructor(
     readonly id: string,
-    url: URL,
-    data: unknown,
-    isolation: Isolation = 'process',
-  ) {
-    this.worker = new EngineWorker(url, data, isolation);
-  }
+    protected readonly worker: EngineWorker<J, R>,
+    private readonly ownsWorker = true,
+  ) {}
 
   abstract run(request: EngineRequest, context: RunContext): Promise<EngineResult>;
 
-  dispose(): Promise<void> {
-    return this.worker.dispose();
+  async dispose(): Promise<void> {
+    if (this.ownsWorker) await this.worker.dispose();
+  }
+}
+
+/**
+ * The runners of one loaded model's sessions: one process shared by all of them (isolation
+ * "model": the weights live once and the sessions' calls run concurrently on one native object),
+ * or a process each (isolation "session").
+ */
+export class ModelRunners<J extends object, R extends Reply> {
+  readonly #shared: EngineWorker<J, R> | undefined;
+
+  constructor(
+    isolation: ModelIsolation,
+    private readonly url: URL,
+    private readonly data: unknown,
+  ) {
+    if (isolation === 'model') this.#shared = new EngineWorker(url, data, 'process');
+  }
+
+  /** The worker for a new session, and whether the session owns it. */
+  forSession(): [EngineWorker<J, R>, boolean] {
+    return this.#shared ? [this.#shared, false] : [new EngineWorker(this.url, this.data, 'process'), true];
+  }
+
+  /** Ends the shared runner (the sessions, each with its own, have ended theirs). */
+  async dispose(): Promise<void> {
+    await this.#shared?.dispose();
   }
 }
 

@@ -4,7 +4,7 @@
  * or a runner child process without changing its callers.
  */
 import type { Audio } from '../audio/types.js';
-import type { Mode, OptionMap, TaskToken } from '../config/types.js';
+import type { Mode, ModelIsolation, OptionMap, TaskToken } from '../config/types.js';
 import type { VoiceAliasMap } from './voice-aliases.js';
 
 /** What a family needs to load weights once. */
@@ -19,6 +19,8 @@ export interface LoadSpec {
   backend: string;
   device: number;
   threads: number;
+  /** How the sessions share the engine (one of the family's `isolations`). */
+  isolation: ModelIsolation;
 }
 
 /** What a family needs to create one independent session on loaded weights. */
@@ -129,6 +131,11 @@ export interface EngineFamily {
   readonly backends: readonly string[];
   /** The most sessions any model of this family can advertise; 1 means no parallel slots. */
   readonly maxCapacity: number;
+  /**
+   * How this family's sessions can share an engine, the default first (see ModelIsolation).
+   * Absent: "session" only, for engines whose native object cannot serve two calls at once.
+   */
+  readonly isolations?: readonly ModelIsolation[];
   /** Request options the family understands (reported by include_params). */
   readonly params: readonly ParamRow[];
   /**

@@ -3,7 +3,7 @@
  * Every state transition of a model happens in `#transition`, and only a complete pool is ever
  * published: a failed load disposes what it built, in reverse order, and leaves the entry unloaded.
  */
-import type { ModelConfig } from '../config/types.js';
+import type { ModelConfig, ModelIsolation } from '../config/types.js';
 import type { EngineFamily, EngineSession, LoadSpec } from '../engines/types.js';
 import { invalidRequest, VoxdError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
@@ -180,7 +180,7 @@ export class ModelEntry {
   }
 
   loadSpec(): LoadSpec {
-    return loadSpecOf(this.#config, this.#ctx);
+    return loadSpecOf(this.#config, this.#family, this.#ctx);
   }
 
   #startLoad(): Promise<Pool> {
@@ -271,6 +271,7 @@ export class ModelEntry {
 /** What a family needs to load the weights of `config`. */
 export function loadSpecOf(
   c: ModelConfig,
+  family: EngineFamily,
   ctx: Pick<EntryContext, 'backend' | 'device' | 'threads'>,
 ): LoadSpec {
   return {
@@ -284,7 +285,13 @@ export function loadSpecOf(
     backend: ctx.backend,
     device: ctx.device,
     threads: ctx.threads,
+    isolation: isolationOf(c, family),
   };
+}
+
+/** How the model's slots share its engine: the config's choice, else the family's default. */
+export function isolationOf(c: ModelConfig, family: EngineFamily): ModelIsolation {
+  return c.isolation ?? family.isolations?.[0] ?? 'session';
 }
 
 function describe(err: unknown): string {

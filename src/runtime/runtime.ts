@@ -11,7 +11,7 @@ import { conformPieces } from '../audio/convert.js';
 import type { Audio } from '../audio/types.js';
 import type { ModelConfig, ServerConfig } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
-import { EngineCrashed } from '../engines/engine-worker.js';
+import { EngineCrashed, EngineRestarted } from '../engines/engine-worker.js';
 import type {
   AudioFormat,
   EngineEvent,
@@ -221,11 +221,26 @@ export class Runtime {
     options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
   ): Promise<InferenceOutcome> {
     const maxMs = entry.config.max_inference_ms ?? this.config.max_inference_ms;
-    const watchdog = maxMs > 0 ? AbortSignal.timeout(maxMs) : undefined;
-    const linked = linkSignals([options.signal, this.#cancel.signal, ...(watchdog ? [watchdog] : [])]);
+    // The watchdog aborts with the 504 itself, so whoever hears the abort (another request on a
+    // shared runner, say) is told what happened.
+    const watchdog = maxMs > 0 ? new AbortController() : undefined;
+    const timer = watchdog
+      ? setTimeout(
+          () =>
+            watchdog.abort(
+              new VoxdError(
+                'E_INFERENCE_TIMEOUT',
+                `model '${entry.config.id}': the request ran past max_inference_ms=${maxMs} and was cancelled`,
+              ),
+            ),
+          maxMs,
+        )
+      : undefined;
+    const linked = linkSignals([options.signal, this.#cancel.signal, ...(watchdog ? [watchdog.signal] : [])]);
     try {
-      return await this.#runSignalled(entry, request, options, linked.signal, watchdog, maxMs);
+      return await this.#runSignalled(entry, request, options, linked.signal, watchdog?.signal);
     } finally {
+      clearTimeout(timer);
       linked.dispose();
     }
   }
@@ -236,13 +251,7 @@ export class Runtime {
     options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
     signal: AbortSignal,
     watchdog: AbortSignal | undefined,
-    maxMs: number,
   ): Promise<InferenceOutcome> {
-    const overran = () =>
-      new VoxdError(
-        'E_INFERENCE_TIMEOUT',
-        `model '${entry.config.id}': the request ran past max_inference_ms=${maxMs} and was cancelled`,
-      );
     const pool = await entry.ensureReady(signal);
     const { session, slot, checkin } = entry.checkout(pool);
     const started = performance.now();
@@ -272,9 +281,17 @@ export class Runtime {
         inputSampleRate: pool.weights.audioInput.sampleRate,
       };
     } catch (err) {
-      if (watchdog?.aborted && !options.signal.aborted) throw overran();
+      if (watchdog?.aborted && !options.signal.aborted) throw watchdog.reason;
       if (signal.aborted) throw signal.reason;
       if (err instanceof EngineCrashed) this.#retireCrashed(entry, err.message);
+      if (err instanceof EngineRestarted) {
+        if (err.crashed) this.#retireCrashed(entry, err.message);
+        throw new VoxdError(
+          'E_ENGINE_RESTARTED',
+          `model '${entry.config.id}': ${err.message}; this request was lost with it and can be retried`,
+          { cause: err },
+        );
+      }
       throw engineFailure(`model '${entry.config.id}' failed`, err);
     } finally {
       checkin();
@@ -480,6 +497,12 @@ export class Runtime {
         `model '${config.id}': family '${family.name}' does not serve task '${config.task}'; it serves ${family.tasks.join(', ')}`,
       );
     }
+    const isolations = family.isolations ?? ['session'];
+    if (config.isolation && !isolations.includes(config.isolation)) {
+      throw invalidRequest(
+        `isolation: "${config.isolation}" is not available for model '${config.id}': family '${family.name}' supports ${isolations.map((i) => `"${i}"`).join(', ')} (its engine object cannot serve two slots at once; see docs/engines.md)`,
+      );
+    }
   }
 
   /**
@@ -497,7 +520,7 @@ export class Runtime {
     } else {
       let probe: LoadedModel;
       try {
-        probe = await family.load(loadSpecOf(config, this.#entryContext), this.#shutdown.signal);
+        probe = await family.load(loadSpecOf(config, family, this.#entryContext), this.#shutdown.signal);
       } catch (err) {
         throw engineFailure(`capacity probe of model '${config.id}' failed`, err);
       }
@@ -516,7 +539,16 @@ export class Runtime {
   }
 }
 
-const LOAD_KEYS = ['family', 'path', 'task', 'mode', 'config', 'weight', 'model_spec_override'] as const;
+const LOAD_KEYS = [
+  'family',
+  'path',
+  'task',
+  'mode',
+  'config',
+  'weight',
+  'model_spec_override',
+  'isolation',
+] as const;
 
 /** Whether two configs load the same weights and sessions (so a live capacity still applies). */
 function sameLoadInputs(a: ModelConfig, b: ModelConfig): boolean {

@@ -1,86 +1,232 @@
 /**
  * Engines that cannot take the server down: a runner process that dies mid-request, and one stuck
- * in blocking code, with the inference watchdog (max_inference_ms). The fixture's `crash` and `spin`
- * options run in a real runner child process.
+ * in blocking code, with the inference watchdog (max_inference_ms). The fixture's `crash`, `spin`
+ * and `runner_gate` options run in a real runner child process: the session's own under isolation
+ * "session", the model's shared one under isolation "model". Every test runs in both modes; the
+ * last ones show what a shared runner's loss costs the other requests on it, and what it does not.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { fixtureModel, modelStatus, runTask, startServer, waitUntil } from '../helpers/voxd.js';
+import { fixtureModel, modelStatus, post, runTask, startServer, waitUntil } from '../helpers/voxd.js';
 
-describe('engine isolation', () => {
-  test('a runner that dies mid-request: a clear 500, the model unloaded with last_error, other models serve, the next request reloads', async () => {
+for (const isolation of ['session', 'model'] as const)
+  describe(`engine isolation (isolation "${isolation}")`, () => {
+    const model = (id: string, extra: Record<string, unknown> = {}) =>
+      fixtureModel(id, { isolation, ...extra });
+
+    test('a runner that dies mid-request: a clear 500, the model unloaded with last_error, other models serve, the next request reloads', async () => {
+      const s = await startServer(
+        { busy_timeout_ms: 0, models: [model('a', { slots: 2 }), model('b')] },
+        { parallel: true },
+      );
+      try {
+        assert.equal((await runTask(s, 'a')).status, 200);
+        const crashed = await runTask(s, 'a', { crash: 'true' });
+        assert.equal(crashed.status, 500);
+        assert.equal(crashed.json.error.type, 'server_error');
+        assert.match(crashed.json.error.message, /model 'a' failed: engine process exited on signal SIGSEGV/);
+        await waitUntil('a is unloaded', async () => (await modelStatus(s.url, 'a')).loaded === false);
+        const status = await modelStatus(s.url, 'a');
+        assert.match(status.last_error, /engine process exited on signal SIGSEGV/);
+        assert.equal(status.active_slots, 0);
+        // The other model was never touched.
+        assert.equal((await runTask(s, 'b')).status, 200);
+        assert.equal(s.fixture.record.of('b', 'load').length, 1);
+        // The next request reloads the model; last_error goes once it is loaded again.
+        const again = await runTask(s, 'a');
+        assert.equal(again.status, 200);
+        assert.equal(JSON.parse(again.json.text).generation, 2);
+        assert.equal((await modelStatus(s.url, 'a')).last_error, undefined);
+      } finally {
+        await s.close();
+      }
+    });
+
+    test('max_inference_ms cancels a spinning engine for real: 504, the session replaced, the model keeps serving', async () => {
+      const s = await startServer({ max_inference_ms: 1000, busy_timeout_ms: 0, models: [model('m')] });
+      try {
+        const res = await runTask(s, 'm', { spin: 'true' });
+        assert.equal(res.status, 504);
+        assert.equal(res.json.error.type, 'timeout_error');
+        assert.match(res.json.error.message, /model 'm': the request ran past max_inference_ms=1000/);
+        // The runner was killed (the loop cannot be stopped any other way) and the model still serves.
+        assert.equal((await runTask(s, 'm')).status, 200);
+        assert.equal((await modelStatus(s.url, 'm')).loaded, true);
+      } finally {
+        await s.close();
+      }
+    });
+
+    test('a model can set its own max_inference_ms over the server-wide one', async () => {
+      const s = await startServer({
+        max_inference_ms: 60_000,
+        busy_timeout_ms: 0,
+        models: [model('quick', { max_inference_ms: 300 }), model('patient')],
+      });
+      try {
+        const res = await runTask(s, 'quick', { hang: 'true' });
+        assert.equal(res.status, 504);
+        assert.match(res.json.error.message, /max_inference_ms=300/);
+        assert.equal((await runTask(s, 'patient', { run_ms: '400' })).status, 200);
+      } finally {
+        await s.close();
+      }
+    });
+
+    test('shutdown with a spinning engine ends within shutdown_timeout_ms: the runner is killed', async () => {
+      const s = await startServer({
+        shutdown_timeout_ms: 500,
+        busy_timeout_ms: 0,
+        models: [model('m')],
+      });
+      const spinning = runTask(s, 'm', { spin: 'true' });
+      await waitUntil('the spin runs', () => s.fixture.record.of('m', 'run-start').length === 1);
+      const started = performance.now();
+      await s.close();
+      const took = performance.now() - started;
+      assert.ok(took < 500 + 1500, `close took ${took.toFixed(0)} ms`);
+      const res = await spinning.catch((err: unknown) => err);
+      if (!(res instanceof Error)) assert.equal((res as { status: number }).status, 503);
+    });
+  });
+
+describe('a shared runner (isolation "model") lost for one request', () => {
+  const shared = (extra: Record<string, unknown> = {}) =>
+    fixtureModel('m', { isolation: 'model', slots: 2, ...extra });
+
+  test('max_inference_ms: the overrunning request gets 504, the other one on the runner a retryable 503; the next request runs on a fresh runner', async () => {
     const s = await startServer(
-      { busy_timeout_ms: 0, models: [fixtureModel('a', { slots: 2 }), fixtureModel('b')] },
+      { max_inference_ms: 1000, busy_timeout_ms: 0, models: [shared()] },
       { parallel: true },
     );
     try {
-      assert.equal((await runTask(s, 'a')).status, 200);
-      const crashed = await runTask(s, 'a', { crash: 'true' });
-      assert.equal(crashed.status, 500);
-      assert.equal(crashed.json.error.type, 'server_error');
-      assert.match(crashed.json.error.message, /model 'a' failed: engine process exited on signal SIGSEGV/);
-      await waitUntil('a is unloaded', async () => (await modelStatus(s.url, 'a')).loaded === false);
-      const status = await modelStatus(s.url, 'a');
-      assert.match(status.last_error, /engine process exited on signal SIGSEGV/);
-      assert.equal(status.active_slots, 0);
-      // The other model was never touched.
-      assert.equal((await runTask(s, 'b')).status, 200);
-      assert.equal(s.fixture.record.of('b', 'load').length, 1);
-      // The next request reloads the model; last_error goes once it is loaded again.
-      const again = await runTask(s, 'a');
-      assert.equal(again.status, 200);
-      assert.equal(JSON.parse(again.json.text).generation, 2);
-      assert.equal((await modelStatus(s.url, 'a')).last_error, undefined);
+      const gate = s.gate('held');
+      // The spinning request starts first, so its watchdog fires first; the held one is then on its runner.
+      const spinning = runTask(s, 'm', { spin: 'true' });
+      await waitUntil('the spin runs', () => s.fixture.record.of('m', 'run-start').length === 1);
+      const held = runTask(s, 'm', { runner_gate: gate.path });
+      await waitUntil(
+        'the held request is on the runner',
+        () => s.fixture.record.of('m', 'run-start').length === 2,
+      );
+      assert.equal((await spinning).status, 504);
+      const lost = await held;
+      assert.equal(lost.status, 503, lost.body.toString());
+      assert.equal(lost.json.error.code, 'engine_restarted');
+      assert.equal(lost.json.error.type, 'server_busy');
+      assert.match(
+        lost.json.error.message,
+        /model 'm': its engine runner was stopped because another request on it was cancelled \(model 'm': the request ran past max_inference_ms=1000.*\); this request was lost with it and can be retried/,
+      );
+      // Not a fault of the model: it stays loaded, and the retry runs on a fresh runner.
+      const status = await modelStatus(s.url, 'm');
+      assert.equal(status.loaded, true);
+      assert.equal(status.last_error, undefined);
+      await gate.open();
+      assert.equal((await runTask(s, 'm', { runner_gate: gate.path })).status, 200);
     } finally {
       await s.close();
     }
   });
 
-  test('max_inference_ms cancels a spinning engine for real: 504, the session replaced, the model keeps serving', async () => {
-    const s = await startServer({ max_inference_ms: 1000, busy_timeout_ms: 0, models: [fixtureModel('m')] });
+  test('a client that leaves while its request is in the runner: the runner is stopped, the other request gets a 503', async () => {
+    const s = await startServer({ busy_timeout_ms: 0, models: [shared()] }, { parallel: true });
     try {
-      const res = await runTask(s, 'm', { spin: 'true' });
-      assert.equal(res.status, 504);
-      assert.equal(res.json.error.type, 'timeout_error');
-      assert.match(res.json.error.message, /model 'm': the request ran past max_inference_ms=1000/);
-      // The runner was killed (the loop cannot be stopped any other way) and the model still serves.
-      assert.equal((await runTask(s, 'm')).status, 200);
-      assert.equal((await modelStatus(s.url, 'm')).loaded, true);
+      const gate = s.gate('held');
+      const held = runTask(s, 'm', { runner_gate: gate.path });
+      await waitUntil(
+        'the held request is in the runner',
+        () => s.fixture.record.of('m', 'run-start').length === 1,
+      );
+      const client = new AbortController();
+      const leaving = runTask(s, 'm', { runner_gate: gate.path }, client.signal);
+      await waitUntil(
+        'the second request is in the runner',
+        () => s.fixture.record.of('m', 'run-start').length === 2,
+      );
+      client.abort();
+      await assert.rejects(leaving);
+      const lost = await held;
+      assert.equal(lost.status, 503);
+      assert.match(
+        lost.json.error.message,
+        /another request on it was cancelled \(client closed the connection\)/,
+      );
+      await waitUntil('both slots are free', async () => (await modelStatus(s.url, 'm')).active_slots === 0);
     } finally {
       await s.close();
     }
   });
 
-  test('a model can set its own max_inference_ms over the server-wide one', async () => {
-    const s = await startServer({
-      max_inference_ms: 60_000,
-      busy_timeout_ms: 0,
-      models: [fixtureModel('quick', { max_inference_ms: 300 }), fixtureModel('patient')],
-    });
+  test('a crash under two requests cannot be pinned on one: both get a retryable 503, and the model is unloaded with last_error', async () => {
+    const s = await startServer({ busy_timeout_ms: 0, models: [shared()] }, { parallel: true });
     try {
-      const res = await runTask(s, 'quick', { hang: 'true' });
-      assert.equal(res.status, 504);
-      assert.match(res.json.error.message, /max_inference_ms=300/);
-      assert.equal((await runTask(s, 'patient', { run_ms: '400' })).status, 200);
+      const gate = s.gate('held');
+      const held = runTask(s, 'm', { runner_gate: gate.path });
+      await waitUntil(
+        'the held request is in the runner',
+        () => s.fixture.record.of('m', 'run-start').length === 1,
+      );
+      const crashed = await runTask(s, 'm', { crash: 'true' });
+      const lost = await held;
+      for (const res of [crashed, lost]) {
+        assert.equal(res.status, 503, res.body.toString());
+        assert.match(
+          res.json.error.message,
+          /its engine process exited on signal SIGSEGV while 2 requests ran on it; this request was lost with it and can be retried/,
+        );
+      }
+      await waitUntil('m is unloaded', async () => (await modelStatus(s.url, 'm')).loaded === false);
+      assert.match((await modelStatus(s.url, 'm')).last_error, /SIGSEGV while 2 requests ran on it/);
+      await gate.open();
+      assert.equal((await runTask(s, 'm', { runner_gate: gate.path })).status, 200);
     } finally {
       await s.close();
     }
   });
 
-  test('shutdown with a spinning engine ends within shutdown_timeout_ms: the runner is killed', async () => {
-    const s = await startServer({
-      shutdown_timeout_ms: 500,
-      busy_timeout_ms: 0,
-      models: [fixtureModel('m')],
-    });
-    const spinning = runTask(s, 'm', { spin: 'true' });
-    await waitUntil('the spin runs', () => s.fixture.record.of('m', 'run-start').length === 1);
-    const started = performance.now();
-    await s.close();
-    const took = performance.now() - started;
-    assert.ok(took < 500 + 1500, `close took ${took.toFixed(0)} ms`);
-    const res = await spinning.catch((err: unknown) => err);
-    if (!(res instanceof Error)) assert.equal((res as { status: number }).status, 503);
+  test('isolation "session": a request stopped in its runner costs only its own slot; the other request finishes', async () => {
+    const s = await startServer(
+      { busy_timeout_ms: 0, models: [shared({ isolation: 'session' })] },
+      { parallel: true },
+    );
+    try {
+      const gate = s.gate('held');
+      const held = runTask(s, 'm', { runner_gate: gate.path });
+      await waitUntil(
+        'the held request is in its runner',
+        () => s.fixture.record.of('m', 'run-start').length === 1,
+      );
+      const client = new AbortController();
+      const spinning = runTask(s, 'm', { spin: 'true' }, client.signal);
+      await waitUntil('the spin runs', () => s.fixture.record.of('m', 'run-start').length === 2);
+      client.abort();
+      await assert.rejects(spinning);
+      await waitUntil('the spinning run ended', () => s.fixture.record.of('m', 'run-end').length === 1);
+      await gate.open();
+      assert.equal((await held).status, 200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('isolation "model" is refused for a family whose engine cannot serve two slots at once', async () => {
+    const s = await startServer({ ui_management: true, models: [] }, { parallel: true });
+    try {
+      const res = await post(s.url, '/v1/models/load', {
+        id: 'vad',
+        family: 'silero_vad',
+        task: 'vad',
+        isolation: 'model',
+      });
+      assert.equal(res.status, 400);
+      assert.match(
+        res.json.error.message,
+        /isolation: "model" is not available for model 'vad': family 'silero_vad' supports "session"/,
+      );
+    } finally {
+      await s.close();
+    }
   });
 });
 

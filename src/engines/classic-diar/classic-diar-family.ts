@@ -1,5 +1,5 @@
 import { numberOption } from '../engine-options.js';
-import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import { sileroModel } from '../silero-vad/silero-vad-family.js';
 import type {
   EngineFamily,
@@ -40,7 +40,7 @@ class ClassicDiarSession extends WorkerEngineSession<Omit<DiarJob, 'id'>, DiarRe
     id: string,
     private readonly settings: SessionSettings,
   ) {
-    super(id, WORKER_URL, settings.worker);
+    super(id, new EngineWorker(WORKER_URL, settings.worker, 'process'));
   }
 
   /**

@@ -7,7 +7,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VoxdError } from '../../errors.js';
-import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -29,7 +29,7 @@ type Job = PsJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : n
 
 class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
   constructor(id: string, settings: PsSettings) {
-    super(id, WORKER_URL, settings);
+    super(id, new EngineWorker(WORKER_URL, settings, 'process'));
   }
 
   /** Starts the thread and loads its decoder now, so a broken model fails the load, not a request. */

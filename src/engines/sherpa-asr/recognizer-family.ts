@@ -1,10 +1,12 @@
 /**
  * The sherpa-onnx offline recognizers (NeMo CTC, Whisper, Canary, Parakeet TDT, SenseVoice): one
  * family object per model type, differing only in the files they need and the recognizer config
- * built from them. Each session is a worker thread with its own OfflineRecognizer.
+ * built from them. By default (isolation "model") one runner process holds the model's one
+ * OfflineRecognizer and its slots' decodes run on it concurrently; isolation "session" gives each
+ * slot its own runner and recognizer.
  */
 import type { OptionMap } from '../../config/types.js';
-import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import { type EngineWorker, inputSamples, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
 import { type FileRole, type FolderFiles, findModelFiles, precisionOption } from '../sherpa-model-folder.js';
 import type {
   EngineFamily,
@@ -43,15 +45,18 @@ interface RecognizerConfig {
   modelConfig: Record<string, unknown>;
 }
 
-class RecognizerSession extends WorkerEngineSession<Omit<RecognizerJob, 'id'>, RecognizerReply> {
+type Job = Omit<RecognizerJob, 'id'>;
+
+class RecognizerSession extends WorkerEngineSession<Job, RecognizerReply> {
   constructor(
     id: string,
+    [worker, owned]: [EngineWorker<Job, RecognizerReply>, boolean],
     private readonly config: RecognizerConfig,
     private readonly settingsOf: (request: EngineRequest) => RequestSettings | undefined,
     private readonly words: RecognizerType<string>['words'],
     private readonly limits: AudioLimits,
   ) {
-    super(id, WORKER_URL, config);
+    super(id, worker, owned);
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
@@ -130,6 +135,7 @@ export class SherpaRecognizerFamily<R extends string, M = void> implements Engin
   readonly tasks = ['asr'] as const;
   readonly backends = ['cpu'] as const;
   readonly maxCapacity = CAPACITY;
+  readonly isolations = ['model', 'session'] as const;
   readonly name: string;
   readonly params: readonly ParamRow[];
   #sessions = 0;
@@ -163,18 +169,20 @@ export class SherpaRecognizerFamily<R extends string, M = void> implements Engin
       ...(windowSeconds ? { windowSamples: Math.round(windowSeconds * SAMPLE_RATE) } : {}),
       ...(minSamples ? { minSamples } : {}),
     };
+    const runners = new ModelRunners<Job, RecognizerReply>(spec.isolation, WORKER_URL, config);
     return {
       capacity: CAPACITY,
       audioInput: { sampleRate: SAMPLE_RATE, channels: 1 },
       createSession: async () =>
         new RecognizerSession(
           `${spec.modelId}#${++this.#sessions}`,
+          runners.forSession(),
           config,
           (request) => this.type.requestSettings?.(request, spec.loadOptions, spec.modelId, prepared),
           this.type.words,
           limits,
         ),
-      dispose: async () => {},
+      dispose: () => runners.dispose(),
     };
   }
 }

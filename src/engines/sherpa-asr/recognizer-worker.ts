@@ -1,6 +1,12 @@
-/** Worker thread of one sherpa-onnx offline recognizer session (its decode calls are synchronous here). */
+/**
+ * Runner of a sherpa-onnx offline recognizer: one OfflineRecognizer (the weights, once) serving
+ * one session's jobs, or every slot's jobs at once when the model's slots share the runner
+ * (isolation "model"). Decodes run with decodeAsync on the libuv pool, each on its own stream, so
+ * they overlap; a job with its own recognizer settings waits for the others (SettingsGate).
+ */
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';
+import { SettingsGate } from '../settings-gate.js';
 
 const SAMPLE_RATE = 16000;
 
@@ -45,17 +51,17 @@ interface Stream {
   acceptWaveform(wave: { samples: Float32Array; sampleRate: number }): void;
   setOption(key: string, value: string): void;
 }
+interface Recognition {
+  text: string;
+  lang?: string;
+  tokens?: string[];
+  timestamps?: number[];
+  durations?: number[];
+  ys_log_probs?: number[];
+}
 interface Recognizer {
   createStream(): Stream;
-  decode(stream: Stream): void;
-  getResult(stream: Stream): {
-    text: string;
-    lang?: string;
-    tokens?: string[];
-    timestamps?: number[];
-    durations?: number[];
-    ys_log_probs?: number[];
-  };
+  decodeAsync(stream: Stream): Promise<Recognition>;
   setConfig(config: unknown): void;
 }
 
@@ -66,15 +72,8 @@ const sherpa = createRequire(import.meta.url)('sherpa-onnx-node') as {
 const loadedConfig = engineData<unknown>();
 const recognizer = new sherpa.OfflineRecognizer(loadedConfig);
 const loaded = JSON.stringify(loadedConfig);
-let applied = loaded;
-
-/** setConfig only when the settings differ, and back to the loaded ones after a patched request. */
-function configure(config: unknown): void {
-  const wanted = config === undefined ? loaded : JSON.stringify(config);
-  if (wanted === applied) return;
-  recognizer.setConfig(config ?? loadedConfig);
-  applied = wanted;
-}
+// setConfig only when a job's settings differ from the applied ones, and never under a running decode.
+const gate = new SettingsGate<unknown>((config) => recognizer.setConfig(config), loaded);
 
 function windows(samples: Float32Array, size: number | undefined): Float32Array[] {
   if (!size || samples.length <= size) return [samples];
@@ -90,22 +89,22 @@ function padded(samples: Float32Array, min: number): Float32Array {
   return out;
 }
 
-function recognize(job: RecognizerJob): { text: string; lang: string } & RecognizerTokens {
+async function recognize(job: RecognizerJob): Promise<{ text: string; lang: string } & RecognizerTokens> {
   const result = { text: '', lang: '', tokens: [], timestamps: [], durations: [], logProbs: [] } as {
     text: string;
     lang: string;
   } & RecognizerTokens;
   const minSamples = job.minSamples ?? 0;
   if (!minSamples && job.samples.length < MIN_SAMPLES) return result;
-  configure(job.config);
+  const config = job.config ?? loadedConfig;
+  const key = job.config === undefined ? loaded : JSON.stringify(job.config);
   const texts: string[] = [];
   let offset = 0;
   for (const window of windows(job.samples, job.windowSamples)) {
     const stream = recognizer.createStream();
     for (const [key, value] of Object.entries(job.streamOptions ?? {})) stream.setOption(key, value);
     stream.acceptWaveform({ samples: padded(window, minSamples), sampleRate: SAMPLE_RATE });
-    recognizer.decode(stream);
-    const part = recognizer.getResult(stream);
+    const part = await gate.run(key, config, () => recognizer.decodeAsync(stream));
     const text = part.text.trim();
     if (text) texts.push(text);
     result.lang ||= part.lang ?? '';
@@ -119,4 +118,4 @@ function recognize(job: RecognizerJob): { text: string; lang: string } & Recogni
   return result;
 }
 
-serveJobs(recognize);
+serveJobs(recognize, { concurrent: true });

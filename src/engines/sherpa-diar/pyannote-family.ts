@@ -8,7 +8,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VoxdError } from '../../errors.js';
 import { numberOption } from '../engine-options.js';
-import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -30,7 +30,7 @@ class PyannoteSession extends WorkerEngineSession<Omit<PyannoteJob, 'id'>, Pyann
     settings: PyannoteSettings,
     private readonly defaultSpeakers: number,
   ) {
-    super(id, WORKER_URL, settings);
+    super(id, new EngineWorker(WORKER_URL, settings, 'process'));
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {

@@ -1,7 +1,7 @@
 /** The sherpa-onnx TTS families and their session (any model type): text in, mono audio at the model's rate out. */
 import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
-import { WorkerEngineSession } from '../engine-worker.js';
+import { type EngineWorker, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
 import { speakSentences } from '../speak-sentences.js';
 import type {
   EngineFamily,
@@ -29,16 +29,18 @@ export const speakerNumber: VoiceResolver = (voice = '0') => {
   return Number(voice);
 };
 
-export class SherpaTtsSession extends WorkerEngineSession<Omit<TtsJob, 'id'>, TtsReply> {
-  /** `config` is the whole OfflineTts config the worker builds its engine from. */
+type Job = Omit<TtsJob, 'id'>;
+
+export class SherpaTtsSession extends WorkerEngineSession<Job, TtsReply> {
+  /** `worker` runs an OfflineTts built from the family's whole config (its own, or the model's shared one). */
   constructor(
     id: string,
-    config: unknown,
+    [worker, owned]: [EngineWorker<Job, TtsReply>, boolean],
     private readonly resolveVoice: VoiceResolver = speakerNumber,
     /** The most tokens the model takes at once, when exceeding it ends the process (Kokoro). */
     private readonly maxTokens?: number,
   ) {
-    super(id, WORKER_URL, config);
+    super(id, worker, owned);
   }
 
   async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
@@ -86,11 +88,16 @@ const SPEED_PARAM: ParamRow = {
 };
 const CAPACITY = 4;
 
-/** The sherpa-onnx TTS families (Piper, Kokoro, Matcha): one session per worker, weights per session. */
+/**
+ * The sherpa-onnx TTS families (Piper, Kokoro, Matcha). By default (isolation "model") one runner
+ * holds the model's one OfflineTts and its slots' generateAsync calls run on it concurrently;
+ * isolation "session" gives each slot its own runner and OfflineTts.
+ */
 export class SherpaTtsFamily implements EngineFamily {
   readonly tasks = ['tts'] as const;
   readonly backends = ['cpu'] as const;
   readonly maxCapacity = CAPACITY;
+  readonly isolations = ['model', 'session'] as const;
   readonly name: string;
   readonly params: readonly ParamRow[];
   #sessions = 0;
@@ -102,12 +109,13 @@ export class SherpaTtsFamily implements EngineFamily {
 
   async load(spec: LoadSpec): Promise<LoadedModel> {
     const { config, voices, maxTokens } = await this.type.setup(spec);
+    const runners = new ModelRunners<Job, TtsReply>(spec.isolation, WORKER_URL, config);
     return {
       capacity: CAPACITY,
       audioInput: { sampleRate: 16000, channels: 1 },
       createSession: async () =>
-        new SherpaTtsSession(`${spec.modelId}#${++this.#sessions}`, config, voices, maxTokens),
-      dispose: async () => {},
+        new SherpaTtsSession(`${spec.modelId}#${++this.#sessions}`, runners.forSession(), voices, maxTokens),
+      dispose: () => runners.dispose(),
     };
   }
 }

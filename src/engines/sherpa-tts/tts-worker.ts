@@ -1,6 +1,8 @@
 /**
- * Worker thread of one sherpa-onnx TTS session: its own OfflineTts over the model files. The
- * family builds the whole OfflineTts config (vits, kokoro, matcha, ...), so this file serves all.
+ * Runner of a sherpa-onnx OfflineTts over the model files: one session's, or every slot's at once
+ * when the model's slots share the runner (isolation "model"); generateAsync runs each call on the
+ * libuv pool, so they overlap, and each call carries its own speaker and speed. The family builds
+ * the whole OfflineTts config (vits, kokoro, matcha, ...), so this file serves all.
  */
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';
@@ -22,10 +24,10 @@ export type TtsReply =
 interface OfflineTts {
   sampleRate: number;
   numSpeakers: number;
-  generate(request: { text: string; generationConfig: { sid: number; speed: number } }): {
+  generateAsync(request: { text: string; generationConfig: { sid: number; speed: number } }): Promise<{
     samples: Float32Array;
     sampleRate: number;
-  };
+  }>;
 }
 
 /** What a request gets when the model made no audio from its text (e.g. every word out of lexicon). */
@@ -43,11 +45,11 @@ interface Audio {
 }
 
 /** The audio of one piece of text, or undefined when sherpa made none of it. */
-function speak(text: string, sid: number, speed: number): Audio | undefined {
+async function speak(text: string, sid: number, speed: number): Promise<Audio | undefined> {
   // The generationConfig form: the legacy {text, sid, speed} call crashes the process when
   // sherpa makes no audio (sherpa-onnx-node 1.13.8); this one throws instead.
   try {
-    const audio = tts.generate({ text, generationConfig: { sid, speed } });
+    const audio = await tts.generateAsync({ text, generationConfig: { sid, speed } });
     return audio.samples.length > 0 ? audio : undefined;
   } catch (err) {
     if (err instanceof Error && /generation failed|no audio/.test(err.message)) return undefined;
@@ -55,20 +57,29 @@ function speak(text: string, sid: number, speed: number): Audio | undefined {
   }
 }
 
-serveJobs((job: TtsJob) => {
-  if (job.sid < 0 || job.sid >= tts.numSpeakers) {
-    throw new Error(`voice: speaker ${job.sid} does not exist; this model has ${tts.numSpeakers} speaker(s)`);
-  }
-  const pieces = job.maxTokens ? textPieces(job.text, job.maxTokens) : [job.text];
-  // A piece with nothing sherpa can say (say, only an emoji) is skipped, as sherpa skips such words.
-  const parts = pieces.map((piece) => speak(piece, job.sid, job.speed)).filter((p) => p !== undefined);
-  if (parts.length === 0) throw new Error(NO_AUDIO);
-  // One buffer of voxd's own, which the reply moves to the session's thread instead of copying.
-  const samples = new Float32Array(parts.reduce((n, p) => n + p.samples.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    samples.set(part.samples, at);
-    at += part.samples.length;
-  }
-  return { samples, sampleRate: parts[0]!.sampleRate };
-});
+serveJobs(
+  async (job: TtsJob) => {
+    if (job.sid < 0 || job.sid >= tts.numSpeakers) {
+      throw new Error(
+        `voice: speaker ${job.sid} does not exist; this model has ${tts.numSpeakers} speaker(s)`,
+      );
+    }
+    const pieces = job.maxTokens ? textPieces(job.text, job.maxTokens) : [job.text];
+    // A piece with nothing sherpa can say (say, only an emoji) is skipped, as sherpa skips such words.
+    const parts: Audio[] = [];
+    for (const piece of pieces) {
+      const part = await speak(piece, job.sid, job.speed);
+      if (part) parts.push(part);
+    }
+    if (parts.length === 0) throw new Error(NO_AUDIO);
+    // One buffer of voxd's own, which the reply moves to the session's thread instead of copying.
+    const samples = new Float32Array(parts.reduce((n, p) => n + p.samples.length, 0));
+    let at = 0;
+    for (const part of parts) {
+      samples.set(part.samples, at);
+      at += part.samples.length;
+    }
+    return { samples, sampleRate: parts[0]!.sampleRate };
+  },
+  { concurrent: true },
+);

@@ -7,7 +7,7 @@ import { access } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { VoxdError } from '../../errors.js';
 import { numberOption } from '../engine-options.js';
-import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -28,7 +28,7 @@ const SAMPLE_RATE = 16000;
 
 class SileroSession extends WorkerEngineSession<Omit<VadJob, 'id'>, VadReply> {
   constructor(id: string, settings: VadSettings) {
-    super(id, WORKER_URL, settings);
+    super(id, new EngineWorker(WORKER_URL, settings, 'process'));
   }
 
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {

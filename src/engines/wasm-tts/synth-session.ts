@@ -1,7 +1,7 @@
 /** A TTS session: text and voice checks here, synthesis in its own runner process (EngineWorker). */
 import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
-import { WorkerEngineSession } from '../engine-worker.js';
+import { EngineWorker, WorkerEngineSession } from '../engine-worker.js';
 import { speakSentences } from '../speak-sentences.js';
 import type { EngineRequest, EngineResult, RunContext } from '../types.js';
 import type { SynthJob, SynthReply, SynthWorkerData } from './synth-worker.js';
@@ -29,7 +29,7 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
     workerData: SynthWorkerData,
     private readonly voices: VoicePolicy,
   ) {
-    super(id, WORKER_URL, workerData, 'process');
+    super(id, new EngineWorker(WORKER_URL, workerData, 'process'));
   }
 
   async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {

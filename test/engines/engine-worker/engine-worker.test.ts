@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { EngineWorker, type Isolation } from '../../../src/engines/engine-worker.js';
+import { EngineWorker, type RunnerKind } from '../../../src/engines/engine-worker.js';
 import { waitUntil, withDeadline } from '../../helpers/voxd.js';
 import type { TestJob } from './test-engine.js';
 
@@ -14,7 +14,7 @@ type Reply =
   | { id: number; ok: true; tag?: string; samples?: Float32Array; pid?: number; mainThread?: boolean }
   | { id: number; ok: false; message: string };
 
-const start = (isolation: Isolation, loadMs = 0) =>
+const start = (isolation: RunnerKind, loadMs = 0) =>
   new EngineWorker<Omit<TestJob, 'id'>, Reply>(ENGINE, { loadMs, tag: 'model-a' }, isolation);
 const never = () => new AbortController().signal;
 const alive = (pid: number) => {
