@@ -145,6 +145,10 @@ export interface EngineFamily {
    */
   readonly voiceAliases?: VoiceAliasMap;
   load(spec: LoadSpec, signal: AbortSignal): Promise<LoadedModel>;
-  /** Bytes of memory a load will take, for min_free_memory_mb; undefined when unknown. */
-  estimateFootprint?(spec: LoadSpec): Promise<number | undefined>;
+  /**
+   * Bytes of memory a load of `slots` sessions will take, for min_free_memory_mb and status;
+   * undefined when unknown. Without it, the model's files count once per copy of the weights
+   * (src/runtime/memory.ts).
+   */
+  estimateFootprint?(spec: LoadSpec, slots: number): Promise<number | undefined>;
 }

@@ -2,6 +2,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { freemem } from 'node:os';
 import { join } from 'node:path';
+import type { EngineFamily, LoadSpec } from '../engines/types.js';
 
 /** Free memory in MiB: MemAvailable where Linux reports it (it counts reclaimable cache), else os.freemem(). */
 export async function systemFreeMemoryMb(): Promise<number> {
@@ -40,4 +41,28 @@ export async function diskFootprint(path: string): Promise<number | undefined> {
     }
   }
   return total;
+}
+
+/**
+ * What one engine runner process costs besides its weights: a Node runtime with the engine's
+ * library loaded (measured: 40-60 MB resident; docs/performance.md, "Shared weights").
+ */
+export const RUNNER_BYTES = 50 * 1024 * 1024;
+
+/**
+ * Bytes of memory a load of `slots` sessions will take: the family's own estimate where it has
+ * one, else the model's files once per copy of the weights plus a runner process per copy. A
+ * shared engine (isolation "model") holds one copy whatever the slots; isolation "session" holds
+ * one per slot. Undefined when unknown (no files to measure).
+ */
+export async function loadFootprint(
+  family: EngineFamily,
+  spec: LoadSpec,
+  slots: number,
+): Promise<number | undefined> {
+  if (family.estimateFootprint) return family.estimateFootprint(spec, slots);
+  const weights = await diskFootprint(spec.path);
+  if (weights === undefined) return undefined;
+  const copies = spec.isolation === 'session' ? slots : 1;
+  return copies * (weights + RUNNER_BYTES);
 }

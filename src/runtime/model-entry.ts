@@ -8,6 +8,7 @@ import type { EngineFamily, EngineSession, LoadSpec } from '../engines/types.js'
 import { invalidRequest, VoxdError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
 import { deferred, raceAbort } from '../util/wait.js';
+import { loadFootprint } from './memory.js';
 import { canTransition, type ModelState, type Pool } from './model-state.js';
 import { type Lease, SlotScheduler } from './slot-scheduler.js';
 import type { ResolvedPreset } from './voice-presets.js';
@@ -38,6 +39,8 @@ export class ModelEntry {
   #generation = 0;
   #lastUsedAt: number;
   #lastError: string | undefined;
+  /** The memory estimate of the last load, for status (undefined before one, or when unknown). */
+  #footprint: number | undefined;
   readonly #ctx: EntryContext;
 
   constructor(
@@ -87,6 +90,16 @@ export class ModelEntry {
   }
   get lastUsedAt(): number {
     return this.#lastUsedAt;
+  }
+  /** Bytes the last load was estimated to take (weights once per copy plus per-runner cost). */
+  get footprint(): number | undefined {
+    return this.#footprint;
+  }
+
+  /** Estimates what loading the current config takes (src/runtime/memory.ts), and keeps it for status. */
+  async estimateFootprint(): Promise<number | undefined> {
+    this.#footprint = await loadFootprint(this.#family, this.loadSpec(), this.#config.slots ?? 1);
+    return this.#footprint;
   }
 
   /** Stamps activity for LRU eviction and idle retirement. */
@@ -205,6 +218,7 @@ export class ModelEntry {
   /** Builds weights, primary and clones privately, in order; on any failure unwinds in reverse. */
   async #build(): Promise<Pool> {
     const spec = this.loadSpec();
+    await this.estimateFootprint();
     const slots = this.#config.slots ?? 1;
     const signal = this.#ctx.shutdownSignal;
     let weights: Awaited<ReturnType<EngineFamily['load']>>;

@@ -6,7 +6,6 @@
  */
 import { VoxdError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
-import { diskFootprint } from './memory.js';
 import type { ModelEntry } from './model-entry.js';
 import type { Pool } from './model-state.js';
 import { SlotScheduler } from './slot-scheduler.js';
@@ -115,8 +114,7 @@ export class Residency {
   async #checkMemory(target: ModelEntry): Promise<void> {
     const min = this.#options.minFreeMemoryMb;
     if (min <= 0) return;
-    const spec = target.loadSpec();
-    const bytes = (await target.family.estimateFootprint?.(spec)) ?? (await diskFootprint(spec.path));
+    const bytes = await target.estimateFootprint();
     if (bytes === undefined) {
       this.#options.log(`model '${target.id}': footprint unknown, memory guard skipped`);
       return;

@@ -9,7 +9,7 @@
 import { conformAudioAsync } from '../audio/audio-pool.js';
 import { conformPieces } from '../audio/convert.js';
 import type { Audio } from '../audio/types.js';
-import type { ModelConfig, ServerConfig } from '../config/types.js';
+import type { ModelConfig, ModelIsolation, ServerConfig } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
 import { EngineCrashed, EngineRestarted } from '../engines/engine-worker.js';
 import type {
@@ -25,12 +25,13 @@ import { type Clock, systemClock } from '../util/clock.js';
 import { linkSignals } from '../util/linked-signal.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
 import { systemFreeMemoryMb } from './memory.js';
-import { type EntryContext, engineFailure, loadSpecOf, ModelEntry } from './model-entry.js';
+import { type EntryContext, engineFailure, isolationOf, loadSpecOf, ModelEntry } from './model-entry.js';
 import { Residency } from './residency.js';
 import { type ResolvedPreset, resolvePresets } from './voice-presets.js';
 
 /** How long past its deadline a shutdown waits for engines' teardown before it ends without them. */
 const TEARDOWN_GRACE_MS = 1500;
+const MIB = 1024 * 1024;
 
 export interface RuntimeDeps {
   catalog: EngineCatalog;
@@ -100,6 +101,10 @@ export interface ModelStatus {
   active_slots?: number;
   queued_requests?: number;
   max_parallel_slots?: number | null;
+  /** How the slots share the engine: "model" (one shared runner and weights) or "session". */
+  isolation: ModelIsolation;
+  /** The memory the last load was estimated to take, in MiB (weights once per copy, plus runners); null before a load or when unknown. */
+  memory_estimate_mb: number | null;
   session_options: Record<string, string>;
 }
 
@@ -387,6 +392,8 @@ export class Runtime {
         path: c.path,
         state: entry.activity ?? entry.state.kind,
         ...(entry.lastError ? { last_error: entry.lastError } : {}),
+        isolation: isolationOf(c, entry.family),
+        memory_estimate_mb: entry.footprint === undefined ? null : Math.ceil(entry.footprint / MIB),
         session_options: c.session_options,
       };
     });

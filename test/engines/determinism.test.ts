@@ -2,6 +2,8 @@
  * Issue 4: every deterministic engine gives the same bytes for the same input whether its model runs
  * in the serial runtime, in the parallel runtime with `slots` omitted, or with 1, 2 or 4 slots, and
  * whichever of its sessions serves the request. The sherpa adapters run their generated test models.
+ * Issue 12: the sherpa ASR and TTS families run their slots concurrently on one shared engine by
+ * default (isolation "model"); the last round gives every model a runner per slot ("session").
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -58,7 +60,23 @@ function answer(res: { status: number; body: Buffer; json?: unknown }, what: str
   return res.body.toString('base64');
 }
 
-test('every deterministic engine answers the same bytes serially and at 1, 2 and 4 slots', {
+interface Round {
+  name: string;
+  parallel: boolean;
+  slots?: number;
+  isolation?: 'session';
+}
+
+const ROUNDS: Round[] = [
+  { name: 'serial', parallel: false },
+  { name: 'slots omitted', parallel: true },
+  { name: 'slots=1', parallel: true, slots: 1 },
+  { name: 'slots=2', parallel: true, slots: 2 },
+  { name: 'slots=4', parallel: true, slots: 4 },
+  { name: 'slots=4, isolation "session"', parallel: true, slots: 4, isolation: 'session' },
+];
+
+test('every deterministic engine answers the same bytes serially, at 1, 2 and 4 slots, shared or not', {
   timeout: 300_000,
 }, async () => {
   const speaker = await startServer({ models: [CASES[0]!.model] });
@@ -68,20 +86,25 @@ test('every deterministic engine answers the same bytes serially and at 1, 2 and
   const wav = spoken.body.toString('base64');
 
   const reference = new Map<string, string>();
-  for (const slots of ['serial', 'omitted', 1, 2, 4] as const) {
-    const models = CASES.map((c) => (typeof slots === 'number' ? { ...c.model, slots } : c.model));
-    const s: TestServer = await startServer({ busy_timeout_ms: 0, models }, { parallel: slots !== 'serial' });
+  for (const round of ROUNDS) {
+    const { slots, isolation } = round;
+    const models = CASES.map((c) => ({
+      ...c.model,
+      ...(slots ? { slots } : {}),
+      ...(isolation ? { isolation } : {}),
+    }));
+    const s: TestServer = await startServer({ busy_timeout_ms: 0, models }, { parallel: round.parallel });
     try {
       for (const c of CASES) {
         const id = c.model.id as string;
         // Twice as many requests as slots at once, so every session serves some of them.
-        const n = typeof slots === 'number' ? 2 * slots : 2;
+        const n = 2 * (slots ?? 1);
         const results = await Promise.all(Array.from({ length: n }, () => post(s.url, c.route, c.body(wav))));
         for (const res of results) {
-          const got = answer(res, `${id} at slots=${slots}`);
+          const got = answer(res, `${id} (${round.name})`);
           const want = reference.get(id);
           if (want === undefined) reference.set(id, got);
-          else assert.equal(got, want, `${id} at slots=${slots}: another answer than before`);
+          else assert.equal(got, want, `${id} (${round.name}): another answer than before`);
         }
       }
     } finally {

@@ -19,7 +19,20 @@ import { smallWav } from './wav-helpers.js';
 /** The fixture family maps no alias: every OpenAI name speaks in the model's default voice. */
 const DEFAULT_ALIASES = Object.fromEntries(OPENAI_VOICES.map((name) => [name, null]));
 
-const ENTRY_KEYS = ['id', 'object', 'owned_by', 'family', 'task', 'mode', 'loaded', 'path', 'state'];
+/** audio.cpp's fields in its order, then voxd's own (how the slots share the engine, the memory estimate). */
+const ENTRY_KEYS = [
+  'id',
+  'object',
+  'owned_by',
+  'family',
+  'task',
+  'mode',
+  'loaded',
+  'path',
+  'state',
+  'isolation',
+  'memory_estimate_mb',
+];
 const SLOT_KEYS = ['slots', 'active_slots', 'queued_requests', 'max_parallel_slots'];
 const ORIGIN = 'http://app.example:3000';
 
@@ -83,6 +96,8 @@ describe('main server (cors "*", voice_dir, three models)', () => {
       loaded: true,
       path: server.dir,
       state: 'ready',
+      isolation: 'session',
+      memory_estimate_mb: 0,
     });
     assert.equal(asr.task, 'asr');
     assert.equal(asr.loaded, false, 'a lazy model is not loaded before its first request');
