@@ -143,6 +143,14 @@ function transcribe(agent, url) {
   });
 }
 
+/** Servers still up: asked to stop (SIGTERM, which also ends their runners) if this script fails or is stopped. */
+const live = new Set();
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGTERM');
+  rmSync(dir, { recursive: true, force: true });
+});
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
+
 /** `voxd serve` in a child process with the heavy model at `slots`; `isolation` only when given. */
 async function startServer(folder, slots, isolation) {
   const model = { id: 'asr', family: 'nemo_ctc_asr', task: 'asr', path: folder, lazy: true, slots };
@@ -154,6 +162,8 @@ async function startServer(folder, slots, isolation) {
     ['dist/src/cli/main.js', 'serve', '--config', config, '--port', '0', '--parallel-jobs'],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
+  live.add(child);
+  child.once('exit', () => live.delete(child));
   let log = '';
   const url = await new Promise((resolve, reject) => {
     child.stderr.on('data', (d) => {
@@ -304,7 +314,6 @@ for (const n of SLOTS) {
     throughputRows.push({ mode: s.mode, label: s.label, n, median, runs: s.runs });
   }
 }
-rmSync(dir, { recursive: true, force: true });
 
 const mb = (x) => x.toFixed(0);
 console.log(
