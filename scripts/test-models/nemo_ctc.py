@@ -11,11 +11,17 @@ Not a neural model, but a known function of its input, so tests can assert exact
 - silence: every frame is blank, so the text is "".
 model.int8.onnx is the same graph with another path ("hello quantized world"), so a test can tell
 which precision was loaded.
+
+generate_heavy (gen-test-models.py --weights-mb=N) writes fake-nemo-ctc-<N>mb: model.onnx as above
+plus N MiB of weights (common.heavy_weights) that every run reads. Their input-dependent probe in
+[-1, 1] times 0.01 is added to the blank's logit of every frame, so the log-probabilities really
+depend on the weights (no optimiser may drop them) while the decoded text cannot change: a frame's
+chosen token leads every other by 10.
 """
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from common import metadata, save, write_tokens
+from common import heavy_weights, metadata, save, write_tokens
 
 # Character tokens in NeMo's style: the word mark, a-z, apostrophe, and the blank last.
 TOKENS = ['\u2581'] + [chr(c) for c in range(ord('a'), ord('z') + 1)] + ["'", '<blk>']
@@ -35,7 +41,7 @@ def path_ids(frames):
     return np.array(ids + [BLANK], dtype=np.int64)  # frames past the path are blank
 
 
-def fake_nemo_ctc(path, frames):
+def fake_nemo_ctc(path, frames, weights_mb=0):
     path_table = path_ids(frames)
     assert len(frames) <= 24, 'the path must fit (with a frame to spare) in the frames of 1 s of audio'
 
@@ -62,6 +68,37 @@ def fake_nemo_ctc(path, frames):
         n('OneHot', ['ids', 'depth', 'onehot_values'], ['logits'], axis=-1),
         n('LogSoftmax', ['logits'], ['logprobs'], axis=-1),
     ]
+    initializers = [
+        c('pads', [0, 0, 0, 0, 0, 1]),
+        c('quiet', -100.0, np.float32),
+        c('threshold', LOUD_LOG_MEL, np.float32),
+        c('zero', 0), c('one', 1), c('two', 2), c('axis0', [0]), c('axis1', [1]),
+        c('round_up', SUBSAMPLING - 1), c('factor', SUBSAMPLING),
+        numpy_helper.from_array(path_table, 'path'),
+        c('path_last', len(path_table) - 1),
+        c('blank', BLANK),
+        c('depth', len(TOKENS)), c('onehot_values', [0.0, 10.0], np.float32),
+    ]
+    if weights_mb:
+        # The weights multiply each mel bin's mean over time (quiet frame included), scaled by 1/16.
+        bias = np.zeros(len(TOKENS), dtype=np.float32)
+        bias[BLANK] = 0.01
+        heavy_nodes, weights = heavy_weights(weights_mb, 'heavy_x', FEAT_DIM, seed=12)
+        nodes[-1:-1] = [
+            n('ReduceMean', ['padded'], ['mel_mean'], axes=[2], keepdims=0),
+            n('Mul', ['mel_mean', 'heavy_scale'], ['heavy_x']),
+            *heavy_nodes,
+            n('Unsqueeze', ['probe', 'axes12'], ['probe_col']),
+            n('Mul', ['probe_col', 'blank_bias'], ['frame_bias']),
+            n('Add', ['logits', 'frame_bias'], ['biased']),
+        ]
+        nodes[-1] = n('LogSoftmax', ['biased'], ['logprobs'], axis=-1)
+        initializers += [
+            weights,
+            c('heavy_scale', 1 / 16, np.float32),
+            c('axes12', [1, 2]),
+            numpy_helper.from_array(bias, 'blank_bias'),
+        ]
     graph = helper.make_graph(
         nodes,
         'fake_nemo_ctc',
@@ -70,17 +107,7 @@ def fake_nemo_ctc(path, frames):
             helper.make_tensor_value_info('length', TensorProto.INT64, ['B']),
         ],
         [helper.make_tensor_value_info('logprobs', TensorProto.FLOAT, ['B', 'U', len(TOKENS)])],
-        initializer=[
-            c('pads', [0, 0, 0, 0, 0, 1]),
-            c('quiet', -100.0, np.float32),
-            c('threshold', LOUD_LOG_MEL, np.float32),
-            c('zero', 0), c('one', 1), c('two', 2), c('axis0', [0]), c('axis1', [1]),
-            c('round_up', SUBSAMPLING - 1), c('factor', SUBSAMPLING),
-            numpy_helper.from_array(path_table, 'path'),
-            c('path_last', len(path_table) - 1),
-            c('blank', BLANK),
-            c('depth', len(TOKENS)), c('onehot_values', [0.0, 10.0], np.float32),
-        ],
+        initializer=initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])
     model.ir_version = 8
@@ -97,3 +124,10 @@ def generate(out):
     fake_nemo_ctc(f'{folder}/model.onnx', SENTENCE)
     fake_nemo_ctc(f'{folder}/model.int8.onnx', INT8_SENTENCE)
     write_tokens(f'{folder}/tokens.txt', TOKENS)
+
+
+def generate_heavy(out, weights_mb):
+    folder = f'{out}/fake-nemo-ctc-{weights_mb}mb'
+    fake_nemo_ctc(f'{folder}/model.onnx', SENTENCE, weights_mb)
+    write_tokens(f'{folder}/tokens.txt', TOKENS)
+    return folder
