@@ -50,10 +50,16 @@ export async function diskFootprint(path: string): Promise<number | undefined> {
 export const RUNNER_BYTES = 50 * 1024 * 1024;
 
 /**
+ * What each slot adds besides weights and runners: its calls' own buffers and activations
+ * (measured: 8 MB a slot for a 300 MB NeMo CTC model shared by 4 slots; docs/performance.md).
+ */
+export const SLOT_BYTES = 10 * 1024 * 1024;
+
+/**
  * Bytes of memory a load of `slots` sessions will take: the family's own estimate where it has
- * one, else the model's files once per copy of the weights plus a runner process per copy. A
- * shared engine (isolation "model") holds one copy whatever the slots; isolation "session" holds
- * one per slot. Undefined when unknown (no files to measure).
+ * one, else the model's files once per copy of the weights, a runner process per copy, and a
+ * slot's own share per slot. A shared engine (isolation "model") holds one copy whatever the
+ * slots; isolation "session" holds one per slot. Undefined when unknown (no files to measure).
  */
 export async function loadFootprint(
   family: EngineFamily,
@@ -64,5 +70,5 @@ export async function loadFootprint(
   const weights = await diskFootprint(spec.path);
   if (weights === undefined) return undefined;
   const copies = spec.isolation === 'session' ? slots : 1;
-  return copies * (weights + RUNNER_BYTES);
+  return copies * (weights + RUNNER_BYTES) + slots * SLOT_BYTES;
 }

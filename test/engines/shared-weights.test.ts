@@ -50,6 +50,9 @@ for (const isolation of ['model', 'session'] as const) {
           const status = await modelStatus(s.url, model.id);
           assert.equal(status.isolation, isolation);
           assert.equal(status.max_parallel_slots, 4);
+          // The model's few KB of files, once shared or once per slot, plus 50 MiB a runner and
+          // 10 MiB a slot (src/runtime/memory.ts): 1 x 50 + 40 = 91 MiB, or 4 x 50 + 40 = 241.
+          assert.equal(status.memory_estimate_mb, isolation === 'model' ? 91 : 241);
         } finally {
           await s.close();
         }
