@@ -94,6 +94,27 @@ describe('a shared runner (isolation "model") lost for one request', () => {
   const shared = (extra: Record<string, unknown> = {}) =>
     fixtureModel('m', { isolation: 'model', slots: 2, ...extra });
 
+  test('the shared runner serves its slots at once: the later request finishes while the earlier one still waits in it', async () => {
+    const s = await startServer({ busy_timeout_ms: 0, models: [shared()] }, { parallel: true });
+    try {
+      const first = s.gate('first');
+      const second = s.gate('second');
+      const earlier = runTask(s, 'm', { runner_gate: first.path });
+      await waitUntil(
+        'the first request is in the runner',
+        () => s.fixture.record.of('m', 'run-start').length === 1,
+      );
+      const later = runTask(s, 'm', { runner_gate: second.path });
+      await second.open();
+      assert.equal((await later).status, 200);
+      assert.equal(s.fixture.record.of('m', 'run-end').length, 1, 'the earlier request still runs');
+      await first.open();
+      assert.equal((await earlier).status, 200);
+    } finally {
+      await s.close();
+    }
+  });
+
   test('max_inference_ms: the overrunning request gets 504, the other one on the runner a retryable 503; the next request runs on a fresh runner', async () => {
     const s = await startServer(
       { max_inference_ms: 1000, busy_timeout_ms: 0, models: [shared()] },
