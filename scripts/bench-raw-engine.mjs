@@ -92,6 +92,8 @@ for (const engine of ENGINES) {
       backend: 'cpu',
       device: 0,
       threads: 1,
+      // A runner per session, as voxd runs these families (they cannot share an engine).
+      isolation: 'session',
     };
     const weights = await family.load(spec, new AbortController().signal);
     const sessions = [];
