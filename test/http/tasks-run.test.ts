@@ -67,7 +67,16 @@ describe('POST /v1/tasks/run', () => {
       frames: 4800,
       sample: sine(300, 0.5, 48000),
     });
-    for (const encoded of [data.toString('base64'), `data:audio/wav;base64,${data.toString('base64')}`]) {
+    const b64 = data.toString('base64');
+    // Plain, as a data: URI, in MIME lines of 76 characters, and without its padding.
+    const variants = [
+      b64,
+      `data:audio/wav;base64,${b64}`,
+      b64.replace(/.{76}/g, '$&\r\n'),
+      b64.replace(/=+$/, ''),
+    ];
+    assert.ok(b64.endsWith('='), 'the unpadded variant differs from the plain one');
+    for (const encoded of variants) {
       const report = reportOf(await run({ model: 'asr', request: { audio_base64: encoded } }));
       assert.deepEqual(
         [report.audio.samples, report.audio.sample_rate, report.audio.channels],
@@ -106,6 +115,12 @@ describe('POST /v1/tasks/run', () => {
       await run({ model: 'asr', request: { audio_base64: '!!not base64!!' } }),
       'audio_base64',
       'base64',
+    );
+    // One stray character inside a real WAV's base64 (Node's decoder alone would skip it).
+    const wav = smallWav().toString('base64');
+    badRequest(
+      await run({ model: 'asr', request: { audio_base64: `${wav.slice(0, 40)}$${wav.slice(40)}` } }),
+      'audio_base64: not valid base64',
     );
     badRequest(await run({ model: 'asr', request: { audio_base64: '' } }), 'audio_base64');
     badRequest(await run({ model: 'asr', request: { audio_base64: 12 } }), 'audio_base64', '12');
