@@ -9,6 +9,7 @@
  */
 import { busy, VoxdError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
+import type { AbortSource } from '../util/lazy-abort.js';
 
 export type LeaseKind = 'request' | 'manager';
 
@@ -22,7 +23,8 @@ export interface Lease {
 export interface AcquireOptions {
   /** Longest wait for admission in ms; 0 waits without limit. */
   timeoutMs: number;
-  signal?: AbortSignal;
+  /** The caller going away: an AbortSignal, or a request's LazyAbort. */
+  signal?: AbortSource;
 }
 
 export interface SchedulerSnapshot {
