@@ -99,7 +99,7 @@ class RequestContext implements RouteContext {
 }
 
 function writeReply(res: ServerResponse, reply: Reply, draining: boolean): void {
-  const headers: Record<string, string | number> = { ...reply.headers };
+  const headers: Record<string, string | number> = reply.headers ? { ...reply.headers } : {};
   // While draining, every response closes its connection so keep-alive clients do not hold shutdown open.
   if (draining) headers['Connection'] = 'close';
   // JSON goes out as a string: node joins a string body to the headers in one write, where a

@@ -199,10 +199,12 @@ export class Runtime {
     // admit() and run() inline, without an Admission between them: this runs on every request.
     this.#refuseWhenClosing();
     const entry = this.get(id);
-    const lease = await entry.scheduler.acquire('request', {
-      timeoutMs: this.#busyTimeoutOf(entry, options),
-      signal: options.signal,
-    });
+    const lease =
+      entry.scheduler.tryAcquire('request', options.signal) ??
+      (await entry.scheduler.acquire('request', {
+        timeoutMs: this.#busyTimeoutOf(entry, options),
+        signal: options.signal,
+      }));
     try {
       return await this.#run(entry, request, options);
     } finally {

@@ -159,6 +159,16 @@ export class SlotScheduler {
     });
   }
 
+  /**
+   * The lease at once when acquire() would grant it without a wait (nothing queued, a slot free),
+   * else null; like acquire(), throws the signal's reason when the caller is gone. The request path
+   * takes its lease here without a promise, and calls acquire() only when it must wait.
+   */
+  tryAcquire(kind: LeaseKind, signal?: AbortSource): Lease | null {
+    signal?.throwIfAborted();
+    return this.#queue.length === 0 && this.#canGrant(kind) ? this.#grant(kind) : null;
+  }
+
   /** Sends every waiter (requests and managers) away with `reason` (a shutdown); leases held stay. */
   refuseWaiting(reason: unknown): void {
     for (const waiter of [...this.#queue]) waiter.refuse(reason);
