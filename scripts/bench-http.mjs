@@ -1,10 +1,12 @@
 // The request path's own cost: voxd's no-op route (POST /v1/tasks/run on a fixture model, which
 // answers at once) against a plain node:http server that reads the same JSON body and answers the
 // same JSON, both driven by autocannon in this process at 32 connections, in the same run,
-// interleaved. Prints a Markdown table for docs/performance.md.
+// interleaved. Prints a Markdown table for docs/performance.md. On Linux the table also gives each
+// server's CPU time per request (user + system, all its threads, from /proc/<pid>/stat), which this
+// shared 2-core machine's noise moves far less than requests/s.
 // Usage: npm run build && node scripts/bench-http.mjs [seconds-per-round] [--rounds=N] [--cpu-prof=DIR]
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -65,6 +67,16 @@ const servers = [
   },
 ];
 
+/** CPU time the process has used, in µs (utime + stime from /proc); undefined where there is no /proc. */
+function cpuMicros(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // clock ticks of 10 ms
+  } catch {
+    return undefined;
+  }
+}
+
 const run = (url) =>
   new Promise((resolve, reject) =>
     autocannon(
@@ -84,20 +96,31 @@ for (const s of servers) {
   s.rounds = [];
   await run(s.url); // warm-up round, not counted
 }
-for (let i = 0; i < ROUNDS; i++) for (const s of servers) s.rounds.push(await run(s.url));
+for (let i = 0; i < ROUNDS; i++) {
+  for (const s of servers) {
+    const before = cpuMicros(s.child.pid);
+    const result = await run(s.url);
+    const after = cpuMicros(s.child.pid);
+    result.cpuPerRequest = before === undefined ? undefined : (after - before) / result.requests.total;
+    s.rounds.push(result);
+  }
+}
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const plain = median(servers[0].rounds.map((r) => r.requests.average));
 console.log(
-  `| server (${CONNECTIONS} connections) | requests/s (median) | rounds | vs plain | p99 latency (ms, median) | non-2xx |`,
+  `| server (${CONNECTIONS} connections) | requests/s (median) | rounds | vs plain | p99 latency (ms, median) | CPU per request (µs, median) | non-2xx |`,
 );
-console.log('|---|---:|---|---:|---:|---:|');
+console.log('|---|---:|---|---:|---:|---:|---:|');
 for (const s of servers) {
   const rps = median(s.rounds.map((r) => r.requests.average));
   const p99 = median(s.rounds.map((r) => r.latency.p99));
   const bad = s.rounds.reduce((n, r) => n + r.non2xx + r.errors, 0);
+  const cpu = s.rounds.some((r) => r.cpuPerRequest === undefined)
+    ? 'n/a'
+    : median(s.rounds.map((r) => r.cpuPerRequest)).toFixed(0);
   console.log(
-    `| ${s.name} | ${rps.toFixed(0)} | ${s.rounds.map((r) => r.requests.average.toFixed(0)).join(', ')} | ${(rps / plain).toFixed(2)} | ${p99} | ${bad} |`,
+    `| ${s.name} | ${rps.toFixed(0)} | ${s.rounds.map((r) => r.requests.average.toFixed(0)).join(', ')} | ${(rps / plain).toFixed(2)} | ${p99} | ${cpu} | ${bad} |`,
   );
 }
 for (const s of servers) {

@@ -58,10 +58,8 @@ interface Runner {
   events: EventEmitter;
   post(message: object, transfer: ArrayBuffer[]): void;
   stop(): Promise<void>;
-  /** Calls in flight on this runner now. */
-  calls: number;
-  /** Set when voxd itself stops the runner for one call's sake: why, for the other calls on it. */
-  stoppedFor?: string;
+  /** Calls in flight on this runner now, each by the function that fails it. */
+  calls: Set<(err: Error) => void>;
   /** The calls in flight when the runner was lost (its exit reaches each of them in turn). */
   lostWith?: number;
 }
@@ -74,7 +72,7 @@ function startThread(url: URL, data: unknown): Runner {
     stop: async () => {
       await worker.terminate();
     },
-    calls: 0,
+    calls: new Set(),
   };
 }
 
@@ -115,7 +113,7 @@ function startProcess(url: URL, data: unknown): Runner {
       child.kill('SIGKILL');
       await exited;
     },
-    calls: 0,
+    calls: new Set(),
   };
 }
 
@@ -149,14 +147,17 @@ export class EngineWorker<J extends object, R extends Reply> {
     this.#runner ??= this.#start();
     const runner = this.#runner;
     const id = this.#nextId++;
-    runner.calls += 1;
     return new Promise<R>((resolve, reject) => {
       const cleanup = () => {
-        runner.calls -= 1;
+        runner.calls.delete(fail);
         runner.events.off('message', onMessage);
         runner.events.off('error', onFailure);
         runner.events.off('exit', onExit);
         signal.removeEventListener('abort', onAbort);
+      };
+      const fail = (err: Error) => {
+        cleanup();
+        reject(err);
       };
       const discard = () => {
         if (this.#runner === runner) this.#runner = undefined;
@@ -171,32 +172,31 @@ export class EngineWorker<J extends object, R extends Reply> {
         cleanup();
         resolve(reply);
       };
-      // The runner died: this call's fault when it was alone on it, nobody's in particular when
-      // several shared it, and no fault at all when voxd stopped it for another call's sake.
+      // The runner died by itself: this call's fault when it was alone on it, nobody's in
+      // particular when several shared it.
       const lost = (what: string, cause?: Error) => {
-        runner.lostWith ??= runner.calls;
+        runner.lostWith ??= runner.calls.size;
         const shared = runner.lostWith;
-        cleanup();
         discard();
-        if (runner.stoppedFor !== undefined)
-          reject(new EngineRestarted(`its engine runner was stopped because ${runner.stoppedFor}`, false));
-        else if (shared > 1)
-          reject(
-            new EngineRestarted(`its engine ${this.kind} ${what} while ${shared} requests ran on it`, true),
-          );
-        else reject(new EngineCrashed(`engine ${this.kind} ${what}`, { cause }));
+        fail(
+          shared > 1
+            ? new EngineRestarted(`its engine ${this.kind} ${what} while ${shared} requests ran on it`, true)
+            : new EngineCrashed(`engine ${this.kind} ${what}`, { cause }),
+        );
       };
       const onFailure = (err: Error) => lost(`failed: ${err.message}`, err);
       const onExit = (code: number | null, signalName?: string | null) =>
         lost(signalName ? `exited on signal ${signalName}` : `exited with code ${code}`);
       const onAbort = () => {
         cleanup();
-        // Work already in native code cannot be interrupted: only ending the runner stops it.
-        if (runner.calls > 0)
-          runner.stoppedFor ??= `another request on it was cancelled (${describe(signal.reason)})`;
+        // Work already in native code cannot be interrupted: only ending the runner stops it. The
+        // other calls on it are lost with it, and told so at once.
+        const why = `its engine runner was stopped because another request on it was cancelled (${describe(signal.reason)})`;
+        for (const other of [...runner.calls]) other(new EngineRestarted(why, false));
         discard();
         reject(signal.reason);
       };
+      runner.calls.add(fail);
       runner.events.on('message', onMessage);
       runner.events.on('error', onFailure);
       runner.events.on('exit', onExit);

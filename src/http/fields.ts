@@ -59,17 +59,32 @@ export function optionalEnum<T extends string>(
   return value as T;
 }
 
+/**
+ * Where a query parameter comes from: a route's context. Its request target, when there is one,
+ * tells without parsing that there is no query, so a request without one never builds its URL
+ * (the server's context makes `url` on first use; parsing one costs microseconds per request).
+ */
+export interface QuerySource {
+  readonly url: URL;
+  readonly req?: { readonly url?: string | undefined };
+}
+
+export function queryParam(source: QuerySource, name: string): string | null {
+  const target = source.req?.url;
+  if (target !== undefined && !target.includes('?')) return null;
+  return source.url.searchParams.get(name);
+}
+
 /** busy_timeout_ms from the body or form, else from the query string. */
-export function requestBusyTimeout(body: Fields, url: URL): number | undefined {
-  const query = url.searchParams.get('busy_timeout_ms');
-  return (
-    optionalBusyTimeout(body) ??
-    (query === null ? undefined : optionalBusyTimeout({ busy_timeout_ms: query }))
-  );
+export function requestBusyTimeout(body: Fields, source: QuerySource): number | undefined {
+  const fromBody = optionalBusyTimeout(body);
+  if (fromBody !== undefined) return fromBody;
+  const query = queryParam(source, 'busy_timeout_ms');
+  return query === null ? undefined : optionalBusyTimeout({ busy_timeout_ms: query });
 }
 
 /** `?name=true|1` */
-export function queryFlag(url: URL, name: string): boolean {
-  const value = url.searchParams.get(name);
+export function queryFlag(source: QuerySource, name: string): boolean {
+  const value = queryParam(source, name);
   return value === 'true' || value === '1';
 }

@@ -54,16 +54,32 @@ function checkJsonValue(root: unknown, field: string | undefined): void {
         `${pathOf(frame, field) || label}: JSON nesting is deeper than ${MAX_JSON_DEPTH} levels; voxd accepts at most ${MAX_JSON_DEPTH}`,
       );
     }
-    const entries: Iterable<[string | number, unknown]> = Array.isArray(frame.value)
-      ? frame.value.entries()
-      : Object.entries(frame.value);
-    for (const [key, value] of entries) {
-      if (typeof value === 'number' && !Number.isFinite(value))
-        throw outOfRange(pathOf(frame, field, key), value);
-      if (typeof value === 'object' && value !== null)
-        stack.push({ value, depth: frame.depth + 1, parent: frame, key });
+    // Indexes and keys rather than entries(): no [key, value] pair is made per member.
+    const value = frame.value;
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) visitMember(stack, frame, field, i, value[i]);
+    } else {
+      const keys = Object.keys(value);
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i]!;
+        visitMember(stack, frame, field, key, (value as Record<string, unknown>)[key]);
+      }
     }
   }
+}
+
+/** One member of an object or array: a number is checked, an object or array is walked later. */
+function visitMember(
+  stack: Frame[],
+  frame: Frame,
+  field: string | undefined,
+  key: string | number,
+  value: unknown,
+): void {
+  if (typeof value === 'number' && !Number.isFinite(value))
+    throw outOfRange(pathOf(frame, field, key), value);
+  if (typeof value === 'object' && value !== null)
+    stack.push({ value, depth: frame.depth + 1, parent: frame, key });
 }
 
 function outOfRange(path: string, value: number) {

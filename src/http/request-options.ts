@@ -57,7 +57,12 @@ export function buildOptions(
   knobs: readonly string[],
   renames: Readonly<Record<string, string>> = {},
 ): OptionMap {
-  const options: OptionMap = { ...defaults, ...toOptionMap(body['options'] ?? {}, 'options') };
+  const raw = body['options'];
+  const options: OptionMap =
+    raw === undefined || raw === null ? { ...defaults } : { ...defaults, ...toOptionMap(raw, 'options') };
+  // Most bodies set no knob: their few fields are checked rather than every knob looked up. When
+  // one is there, the knobs are read in their own order, which is the options' order.
+  if (!Object.keys(body).some((key) => knobs.includes(key) || Object.hasOwn(renames, key))) return options;
   for (const key of knobs) {
     const value = stringifyOption(body[key]);
     if (value !== undefined) options[key] = value;

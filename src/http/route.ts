@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Codec } from '../audio/ffmpeg.js';
 import type { ServerConfig } from '../config/types.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { AbortSource } from '../util/lazy-abort.js';
 import type { EventStream, StreamFormat } from './event-stream.js';
 
 export interface RouteContext {
@@ -14,6 +15,12 @@ export interface RouteContext {
   log(message: string): void;
   /** Aborted when the client goes away before the response is sent. */
   signal: AbortSignal;
+  /**
+   * The same abort as `signal`, for code that only reads it and listens to it (the runtime), without
+   * making the AbortSignal (slow on Node 20, see LazyAbort). The server sets it; a caller that builds
+   * its own context may leave it out.
+   */
+  clientGone?: AbortSource;
   /** ffmpeg, for audio formats other than WAV and PCM (it may be unavailable). */
   codec: Codec;
 }
@@ -43,4 +50,9 @@ export interface Route {
   method: 'GET' | 'POST';
   path: string;
   handler: RouteHandler;
+}
+
+/** The request's client-gone abort, as cheaply as the context offers it. */
+export function clientGoneOf(ctx: Pick<RouteContext, 'signal' | 'clientGone'>): AbortSource {
+  return ctx.clientGone ?? ctx.signal;
 }

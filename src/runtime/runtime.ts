@@ -22,7 +22,7 @@ import type {
 } from '../engines/types.js';
 import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
 import { type Clock, systemClock } from '../util/clock.js';
-import { linkSignals } from '../util/linked-signal.js';
+import type { AbortSource } from '../util/lazy-abort.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
 import { systemFreeMemoryMb } from './memory.js';
 import { type EntryContext, engineFailure, isolationOf, loadSpecOf, ModelEntry } from './model-entry.js';
@@ -44,7 +44,11 @@ export interface RuntimeDeps {
 export interface InferenceOptions {
   /** The request's busy_timeout_ms, if it sent one. */
   busyTimeoutMs?: number;
-  signal: AbortSignal;
+  /**
+   * The caller going away: an AbortSignal, or a request's LazyAbort (the engine gets a signal of the
+   * run's own either way).
+   */
+  signal: AbortSource;
   onEvent?: (event: EngineEvent) => void;
 }
 
@@ -116,8 +120,10 @@ export class Runtime {
   readonly #clock: Clock;
   readonly #log: (message: string) => void;
   readonly #shutdown = new AbortController();
-  /** Aborted when a shutdown gives up on running requests: every engine call listens to it. */
+  /** Aborted when a shutdown gives up on running requests, as is each run in #running. */
   readonly #cancel = new AbortController();
+  /** The controllers of the runs in progress (see #run); cancelRunning aborts each. */
+  readonly #running = new Set<AbortController>();
   readonly #entryContext: EntryContext;
   #closing: Promise<void> | undefined;
 
@@ -195,11 +201,19 @@ export class Runtime {
 
   /** Runs one request on one session of the model, loading it first if needed. */
   async infer(id: string, request: EngineRequest, options: InferenceOptions): Promise<InferenceOutcome> {
-    const admission = await this.admit(id, options);
+    // admit() and run() inline, without an Admission between them: this runs on every request.
+    this.#refuseWhenClosing();
+    const entry = this.get(id);
+    const lease =
+      entry.scheduler.tryAcquire('request', options.signal) ??
+      (await entry.scheduler.acquire('request', {
+        timeoutMs: this.#busyTimeoutOf(entry, options),
+        signal: options.signal,
+      }));
     try {
-      return await admission.run(request, options);
+      return await this.#run(entry, request, options);
     } finally {
-      admission.release();
+      lease.release();
     }
   }
 
@@ -211,96 +225,115 @@ export class Runtime {
   async admit(id: string, options: InferenceOptions): Promise<Admission> {
     this.#refuseWhenClosing();
     const entry = this.get(id);
-    const ceiling = entry.config.busy_timeout_ms ?? this.config.busy_timeout_ms;
-    const timeoutMs = effectiveBusyTimeout(options.busyTimeoutMs, ceiling);
-    const lease = await entry.scheduler.acquire('request', { timeoutMs, signal: options.signal });
+    const lease = await entry.scheduler.acquire('request', {
+      timeoutMs: this.#busyTimeoutOf(entry, options),
+      signal: options.signal,
+    });
     return {
       run: (request, runOptions) => this.#run(entry, request, runOptions),
       release: () => lease.release(),
     };
   }
 
+  /** The request's wait limit: its busy_timeout_ms under the model's (else the server's) ceiling. */
+  #busyTimeoutOf(entry: ModelEntry, options: InferenceOptions): number {
+    const ceiling = entry.config.busy_timeout_ms ?? this.config.busy_timeout_ms;
+    return effectiveBusyTimeout(options.busyTimeoutMs, ceiling);
+  }
+
+  /**
+   * One run on a session. The engine's signal is the run's own controller, aborted when the client
+   * goes away, when a shutdown cancels the running requests (cancelRunning), or past
+   * max_inference_ms. It is built by hand rather than with AbortSignal.any and AbortSignal.timeout:
+   * on Node 20 each AbortSignal costs several microseconds to make (AbortSignal.any adds a WeakRef
+   * and a FinalizationRegistry entry, AbortSignal.timeout a second signal), and this path runs
+   * thousands of times a second. The shutdown reaches the run through #running, not a listener.
+   */
   async #run(
     entry: ModelEntry,
     request: EngineRequest,
     options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
   ): Promise<InferenceOutcome> {
     const maxMs = entry.config.max_inference_ms ?? this.config.max_inference_ms;
-    // The watchdog aborts with the 504 itself, so whoever hears the abort (another request on a
-    // shared runner, say) is told what happened.
-    const watchdog = maxMs > 0 ? new AbortController() : undefined;
-    const timer = watchdog
-      ? setTimeout(
-          () =>
-            watchdog.abort(
-              new VoxdError(
-                'E_INFERENCE_TIMEOUT',
-                `model '${entry.config.id}': the request ran past max_inference_ms=${maxMs} and was cancelled`,
-              ),
-            ),
-          maxMs,
-        )
-      : undefined;
-    const linked = linkSignals([options.signal, this.#cancel.signal, ...(watchdog ? [watchdog.signal] : [])]);
-    try {
-      return await this.#runSignalled(entry, request, options, linked.signal, watchdog?.signal);
-    } finally {
-      clearTimeout(timer);
-      linked.dispose();
+    const client = options.signal;
+    const run = new AbortController();
+    const onClientAbort = () => run.abort(client.reason);
+    let watchdog: NodeJS.Timeout | undefined;
+    let overran: VoxdError | undefined;
+    if (client.aborted) run.abort(client.reason);
+    else if (this.#cancel.signal.aborted) run.abort(this.#cancel.signal.reason);
+    else {
+      client.addEventListener('abort', onClientAbort, { once: true });
+      this.#running.add(run);
+      if (maxMs > 0) {
+        watchdog = setTimeout(() => {
+          // The watchdog aborts with the 504 itself, so whoever hears the abort (another request
+          // on a shared runner, say) is told what happened.
+          overran = new VoxdError(
+            'E_INFERENCE_TIMEOUT',
+            `model '${entry.config.id}': the request ran past max_inference_ms=${maxMs} and was cancelled`,
+          );
+          run.abort(overran);
+        }, maxMs);
+        watchdog.unref();
+      }
     }
-  }
-
-  async #runSignalled(
-    entry: ModelEntry,
-    request: EngineRequest,
-    options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
-    signal: AbortSignal,
-    watchdog: AbortSignal | undefined,
-  ): Promise<InferenceOutcome> {
-    const pool = await entry.ensureReady(signal);
-    const { session, slot, checkin } = entry.checkout(pool);
-    const started = performance.now();
-    entry.touch();
     try {
-      const context = { signal, onEvent: options.onEvent };
-      const need = pool.weights.audioInput;
-      let result: EngineResult;
-      if (request.liveAudio) {
-        result = session.runLive
-          ? await session.runLive({ ...request, liveAudio: conformPieces(request.liveAudio, need) }, context)
-          : await session.run(
-              { ...request, liveAudio: undefined, audio: await collect(request.liveAudio, need) },
-              context,
-            );
-      } else {
-        const prepared = request.audio
-          ? { ...request, audio: await conformAudioAsync(request.audio, need) }
-          : request;
-        result = await session.run(prepared, context);
-      }
-      return {
-        result,
-        wallMs: performance.now() - started,
-        slot,
-        generation: pool.generation,
-        inputSampleRate: pool.weights.audioInput.sampleRate,
-      };
-    } catch (err) {
-      if (watchdog?.aborted && !options.signal.aborted) throw watchdog.reason;
-      if (signal.aborted) throw signal.reason;
-      if (err instanceof EngineCrashed) this.#retireCrashed(entry, err.message);
-      if (err instanceof EngineRestarted) {
-        if (err.crashed) this.#retireCrashed(entry, err.message);
-        throw new VoxdError(
-          'E_ENGINE_RESTARTED',
-          `model '${entry.config.id}': ${err.message}; this request was lost with it and can be retried`,
-          { cause: err },
-        );
-      }
-      throw engineFailure(`model '${entry.config.id}' failed`, err);
-    } finally {
-      checkin();
+      const signal = run.signal;
+      // A ready pool is taken without the hop through ensureReady's promise.
+      const state = entry.state;
+      const pool = state.kind === 'ready' ? state.pool : await entry.ensureReady(signal);
+      const { session, slot, checkin } = entry.checkout(pool);
+      const started = performance.now();
       entry.touch();
+      try {
+        const context = { signal, onEvent: options.onEvent };
+        const need = pool.weights.audioInput;
+        let result: EngineResult;
+        if (request.liveAudio) {
+          result = session.runLive
+            ? await session.runLive(
+                { ...request, liveAudio: conformPieces(request.liveAudio, need) },
+                context,
+              )
+            : await session.run(
+                { ...request, liveAudio: undefined, audio: await collect(request.liveAudio, need) },
+                context,
+              );
+        } else {
+          const prepared = request.audio
+            ? { ...request, audio: await conformAudioAsync(request.audio, need) }
+            : request;
+          result = await session.run(prepared, context);
+        }
+        return {
+          result,
+          wallMs: performance.now() - started,
+          slot,
+          generation: pool.generation,
+          inputSampleRate: pool.weights.audioInput.sampleRate,
+        };
+      } catch (err) {
+        if (overran && !client.aborted) throw overran;
+        if (signal.aborted) throw signal.reason;
+        if (err instanceof EngineCrashed) this.#retireCrashed(entry, err.message);
+        if (err instanceof EngineRestarted) {
+          if (err.crashed) this.#retireCrashed(entry, err.message);
+          throw new VoxdError(
+            'E_ENGINE_RESTARTED',
+            `model '${entry.config.id}': ${err.message}; this request was lost with it and can be retried`,
+            { cause: err },
+          );
+        }
+        throw engineFailure(`model '${entry.config.id}' failed`, err);
+      } finally {
+        checkin();
+        entry.touch();
+      }
+    } finally {
+      client.removeEventListener('abort', onClientAbort);
+      this.#running.delete(run);
+      clearTimeout(watchdog);
     }
   }
 
@@ -461,6 +494,7 @@ export class Runtime {
       `voxd is shutting down: the request was cancelled because ${why}`,
     );
     this.#cancel.abort(reason);
+    for (const run of this.#running) run.abort(reason);
     this.#shutdown.abort(reason);
   }
 

@@ -9,6 +9,7 @@
  */
 import { busy, VoxdError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
+import type { AbortSource } from '../util/lazy-abort.js';
 
 export type LeaseKind = 'request' | 'manager';
 
@@ -22,7 +23,8 @@ export interface Lease {
 export interface AcquireOptions {
   /** Longest wait for admission in ms; 0 waits without limit. */
   timeoutMs: number;
-  signal?: AbortSignal;
+  /** The caller going away: an AbortSignal, or a request's LazyAbort. */
+  signal?: AbortSource;
 }
 
 export interface SchedulerSnapshot {
@@ -155,6 +157,16 @@ export class SlotScheduler {
         }, timeoutMs);
       }
     });
+  }
+
+  /**
+   * The lease at once when acquire() would grant it without a wait (nothing queued, a slot free),
+   * else null; like acquire(), throws the signal's reason when the caller is gone. The request path
+   * takes its lease here without a promise, and calls acquire() only when it must wait.
+   */
+  tryAcquire(kind: LeaseKind, signal?: AbortSource): Lease | null {
+    signal?.throwIfAborted();
+    return this.#queue.length === 0 && this.#canGrant(kind) ? this.#grant(kind) : null;
   }
 
   /** Sends every waiter (requests and managers) away with `reason` (a shutdown); leases held stay. */

@@ -23,6 +23,28 @@ function track(promise: Promise<Lease>) {
 }
 
 describe('SlotScheduler', () => {
+  test('tryAcquire grants only what acquire would grant without a wait, and refuses an aborted caller', async () => {
+    const s = new SlotScheduler('m', 2, new ManualClock());
+    const gone = new AbortController();
+    gone.abort(new VoxdError('E_CLIENT_GONE', 'gone'));
+    assert.throws(() => s.tryAcquire('request', gone.signal), { code: 'E_CLIENT_GONE' });
+    const first = s.tryAcquire('request');
+    assert.ok(first, 'a free slot is granted at once');
+    const manager = track(s.acquire('manager', { timeoutMs: 0 }));
+    await settle();
+    assert.equal(s.tryAcquire('request'), null, 'a slot is free, but a waiter is queued ahead');
+    assert.equal(s.snapshot().queuedRequests, 0, 'tryAcquire never queues');
+    first.release();
+    await settle();
+    assert.ok(manager.lease(), 'the queued manager got the model');
+    assert.equal(s.tryAcquire('request'), null, 'the manager holds the model');
+    manager.lease()!.release();
+    const again = s.tryAcquire('request');
+    assert.ok(again);
+    again.release();
+    assert.equal(s.idle, true);
+  });
+
   test('grants requests up to capacity and queues later ones in FIFO order', async () => {
     const s = new SlotScheduler('m', 2, new ManualClock());
     const a = await s.acquire('request', { timeoutMs: 0 });

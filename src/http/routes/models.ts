@@ -30,9 +30,10 @@ async function ready({ runtime }: RouteContext) {
   return { json: { status: 'ready' } };
 }
 
-async function models({ runtime, url }: RouteContext) {
-  const withSessionOptions = queryFlag(url, 'include_session_options');
-  const withParams = queryFlag(url, 'include_params');
+async function models(ctx: RouteContext) {
+  const { runtime } = ctx;
+  const withSessionOptions = queryFlag(ctx, 'include_session_options');
+  const withParams = queryFlag(ctx, 'include_params');
   const data = runtime.status().map(({ session_options, ...status }) => {
     const { id, ...rest } = status;
     const entry: Record<string, unknown> = { id, object: 'model', owned_by: 'engine', ...rest };

@@ -45,7 +45,7 @@ function speedOptions(body: Record<string, unknown>, accepted: ReadonlySet<strin
 }
 
 async function speech(ctx: RouteContext) {
-  const { url, runtime, config, signal } = ctx;
+  const { runtime, config, signal } = ctx;
   const body = await readJsonObject(ctx);
   const modelId = requireString(body, 'model');
   const input = requireString(body, 'input');
@@ -84,7 +84,7 @@ async function speech(ctx: RouteContext) {
     referenceText: voice.referenceText,
     options,
   };
-  const busyTimeoutMs = requestBusyTimeout(body, url);
+  const busyTimeoutMs = requestBusyTimeout(body, ctx);
   if (streaming) return streamSpeech(ctx, modelId, request, busyTimeoutMs, streamFormat, output);
   const outcome = await runtime.infer(modelId, request, { busyTimeoutMs, signal });
   const audio = outcome.result.audio;
@@ -193,7 +193,7 @@ async function speechLive(ctx: RouteContext) {
   if (returnText && streamFormat !== 'sse')
     throw invalidRequest('return_text: text can only be returned with stream_format sse');
   const format = parseLivePcmFormat(query);
-  const busyTimeoutMs = requestBusyTimeout({}, url);
+  const busyTimeoutMs = requestBusyTimeout({}, ctx);
   const started = performance.now();
   const body = openLiveBody(req, {
     format,

@@ -20,7 +20,7 @@ import {
 } from '../fields.js';
 import { checkInputChars } from '../input-text.js';
 import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../request-options.js';
-import type { Route, RouteContext } from '../route.js';
+import { clientGoneOf, type Route, type RouteContext } from '../route.js';
 import { type FileAccess, fileAccessOf, serverFilePath } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
 import { requireStreamingMode } from '../task-routes.js';
@@ -79,20 +79,27 @@ async function taskRequest(
   checkInputChars(text, `${at}text`, entry.config, config);
   const options = buildOptions(request, entry.config.default_request_options, TASK_KNOBS, TASK_RENAMES);
   const access = fileAccessOf(config);
-  const limits = audioLimits(ctx, entry.config);
   for (const key of PATH_OPTIONS) {
     const value = optionalString(request, key);
     if (value !== undefined) options[key] = await serverFilePath(value, key, access);
   }
   const voiceRefPath = optionalString(request, 'voice_ref');
+  // Most requests carry no audio: the limits (and the request signal they hold) are made only for one.
+  const hasAudio =
+    (request['audio'] ?? undefined) !== undefined ||
+    request['audio_base64'] !== undefined ||
+    voiceRefPath !== undefined;
+  const limits = hasAudio ? audioLimits(ctx, entry.config) : undefined;
   return {
     task: entry.config.task,
     text,
     language: optionalString(request, 'language'),
-    audio: await inputAudio(request, access, limits),
+    audio: limits && (await inputAudio(request, access, limits)),
     voiceId: optionalString(request, 'voice_id'),
     voiceRef:
-      voiceRefPath === undefined ? undefined : await readAudioPath(voiceRefPath, 'voice_ref', access, limits),
+      voiceRefPath === undefined || !limits
+        ? undefined
+        : await readAudioPath(voiceRefPath, 'voice_ref', access, limits),
     referenceText: optionalString(request, 'reference_text'),
     options,
   };
@@ -108,13 +115,13 @@ async function readTaskBody(ctx: RouteContext) {
   const nested = body['request'] as Fields | undefined;
   const fields = nested ?? body;
   const request = await taskRequest(ctx, modelId, fields, nested ? 'request.' : '');
-  const busyTimeoutMs = requestBusyTimeout(body, ctx.url) ?? optionalBusyTimeout(fields);
+  const busyTimeoutMs = requestBusyTimeout(body, ctx) ?? optionalBusyTimeout(fields);
   return { body, modelId, request, busyTimeoutMs };
 }
 
 async function run(ctx: RouteContext) {
   const { modelId, request, busyTimeoutMs } = await readTaskBody(ctx);
-  const outcome = await ctx.runtime.infer(modelId, request, { busyTimeoutMs, signal: ctx.signal });
+  const outcome = await ctx.runtime.infer(modelId, request, { busyTimeoutMs, signal: clientGoneOf(ctx) });
   return { json: resultJson(outcome.result, outcome.wallMs) };
 }
 
@@ -155,7 +162,7 @@ async function stream(ctx: RouteContext) {
     let firstMs: number | null = null;
     const outcome = await ctx.runtime.infer(modelId, request, {
       busyTimeoutMs,
-      signal: ctx.signal,
+      signal: clientGoneOf(ctx),
       onEvent: (event) => {
         firstMs ??= Math.round(performance.now() - started);
         events.push(streamEvent(event, request.language));
@@ -233,7 +240,7 @@ async function batch(ctx: RouteContext) {
   return batchInference(ctx, {
     modelId,
     items,
-    busyTimeoutMs: requestBusyTimeout(body, ctx.url),
+    busyTimeoutMs: requestBusyTimeout(body, ctx),
     result: (index, outcome) => ({
       type: 'task.batch.result',
       index,

@@ -17,7 +17,7 @@ import { parseJsonText } from '../json-text.js';
 import { type LiveBody, liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
 import { isMultipart, type MultipartBody, readMultipart } from '../multipart.js';
 import { buildOptions } from '../request-options.js';
-import type { Route, RouteContext } from '../route.js';
+import { clientGoneOf, type Route, type RouteContext } from '../route.js';
 import { fileAccessOf } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
 import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
@@ -130,7 +130,7 @@ async function parseInput(
   // Only an engine that lists temperature samples with it; the others decode greedily and ignore it.
   if (transcript.temperature !== undefined && entry.family.params.some((p) => p.name === 'temperature'))
     options['temperature'] = String(transcript.temperature);
-  const busyTimeoutMs = requestBusyTimeout(fields, ctx.url);
+  const busyTimeoutMs = requestBusyTimeout(fields, ctx);
   const audio = await decode(audioLimits(ctx, entry.config));
   return {
     modelId,
@@ -186,7 +186,7 @@ function infer(ctx: RouteContext, parsed: ParsedTranscription): Promise<Inferenc
   const { modelId, request, audio, busyTimeoutMs } = parsed;
   const chunking = parsed.transcript.chunking;
   if (chunking) return runChunked(ctx, modelId, { ...request, audio }, chunking, busyTimeoutMs);
-  return ctx.runtime.infer(modelId, request, { busyTimeoutMs, signal: ctx.signal });
+  return ctx.runtime.infer(modelId, request, { busyTimeoutMs, signal: clientGoneOf(ctx) });
 }
 
 /** Runs a parsed transcription or translation and answers in its response_format. */
@@ -330,7 +330,7 @@ async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
   return batchInference(ctx, {
     modelId,
     items: audios.map((audio) => ({ task: entry.config.task, audio, text, language, options })),
-    busyTimeoutMs: requestBusyTimeout(plain, ctx.url),
+    busyTimeoutMs: requestBusyTimeout(plain, ctx),
     result: (index, outcome) => ({
       type: 'batch.transcription.result',
       index,
@@ -363,7 +363,7 @@ async function transcriptionsLive(ctx: RouteContext) {
   const entry = liveModel(runtime, query, TRANSCRIPTION_TASKS, '/v1/audio/transcriptions/live');
   const modelId = entry.config.id;
   const format = parseLivePcmFormat(query);
-  const busyTimeoutMs = requestBusyTimeout({}, url);
+  const busyTimeoutMs = requestBusyTimeout({}, ctx);
   const body = openLiveBody(req, {
     format,
     limits: liveIngestLimits(config.live_ingest, entry.config.live_ingest),
