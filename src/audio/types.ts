@@ -22,3 +22,6 @@ export function durationMs(audio: Audio): number {
   if (!(audio.sampleRate > 0)) return 0;
   return (frameCount(audio) / audio.sampleRate) * 1000;
 }
+
+/** Whether this machine stores numbers little-endian, as WAV does: typed arrays can then read WAV samples directly. */
+export const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;

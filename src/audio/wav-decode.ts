@@ -1,4 +1,4 @@
-import type { Audio } from './types.js';
+import { type Audio, HOST_LITTLE_ENDIAN } from './types.js';
 
 /** Any WAV input voxd cannot decode. The message says what was received, so it can go to the client. */
 export class WavError extends Error {
@@ -209,6 +209,11 @@ export function decodeSamples(data: Uint8Array, format: WavFormat, into?: Float3
   } else if (bits === 8) {
     // 8-bit WAV is unsigned with silence at 128.
     for (let i = offset, p = 0; i < offset + n; i++, p++) out[i] = (view.getUint8(p) - 128) / 128;
+  } else if (bits === 16 && HOST_LITTLE_ENDIAN && data.byteOffset % 2 === 0) {
+    // The common case (PCM16 on a little-endian host, the data 2-byte aligned): a typed-array read
+    // costs about half the DataView's.
+    const pcm = new Int16Array(data.buffer, data.byteOffset, n);
+    for (let i = 0; i < n; i++) out[offset + i] = pcm[i]! / 32768;
   } else if (bits === 16) {
     for (let i = offset, p = 0; i < offset + n; i++, p += 2) out[i] = view.getInt16(p, true) / 32768;
   } else if (bits === 24) {

@@ -1,11 +1,10 @@
-import type { Audio } from './types.js';
+import { type Audio, HOST_LITTLE_ENDIAN } from './types.js';
 
 /** Size of the canonical RIFF/WAVE header written by encodeWav (RIFF + fmt(16) + data headers). */
 export const WAV_HEADER_BYTES = 44;
 
 // Whether typed arrays use little-endian order here; if so PCM16 can be written through an Int16Array
 // view (one store per sample) instead of DataView calls.
-const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** A 16-bit PCM WAV file (44-byte header) holding the audio at its own sample rate and channel count. */
 export function encodeWav(audio: Audio): Buffer {
