@@ -51,7 +51,7 @@ export const RUNNER_BYTES = 50 * 1024 * 1024;
 
 /**
  * What each slot adds besides weights and runners: its calls' own buffers and activations
- * (measured: 8 MB a slot for a 300 MB NeMo CTC model shared by 4 slots; docs/performance.md).
+ * (measured: 6-8 MB a slot for a 300 MB NeMo CTC model shared by 4 slots; docs/performance.md).
  */
 export const SLOT_BYTES = 10 * 1024 * 1024;
 

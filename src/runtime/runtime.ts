@@ -19,10 +19,11 @@ import type {
   EngineRequest,
   EngineResult,
   LoadedModel,
+  RunContext,
 } from '../engines/types.js';
 import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
 import { type Clock, systemClock } from '../util/clock.js';
-import type { AbortSource } from '../util/lazy-abort.js';
+import { type AbortSource, LazyAbort } from '../util/lazy-abort.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
 import { systemFreeMemoryMb } from './memory.js';
 import { type EntryContext, engineFailure, isolationOf, loadSpecOf, ModelEntry } from './model-entry.js';
@@ -123,7 +124,7 @@ export class Runtime {
   /** Aborted when a shutdown gives up on running requests, as is each run in #running. */
   readonly #cancel = new AbortController();
   /** The controllers of the runs in progress (see #run); cancelRunning aborts each. */
-  readonly #running = new Set<AbortController>();
+  readonly #running = new Set<LazyAbort>();
   readonly #entryContext: EntryContext;
   #closing: Promise<void> | undefined;
 
@@ -256,7 +257,8 @@ export class Runtime {
   ): Promise<InferenceOutcome> {
     const maxMs = entry.config.max_inference_ms ?? this.config.max_inference_ms;
     const client = options.signal;
-    const run = new AbortController();
+    // The engine's signal is made only when the engine reads it (the fixture's no-op run does not).
+    const run = new LazyAbort();
     const onClientAbort = () => run.abort(client.reason);
     let watchdog: NodeJS.Timeout | undefined;
     let overran: VoxdError | undefined;
@@ -279,15 +281,19 @@ export class Runtime {
       }
     }
     try {
-      const signal = run.signal;
       // A ready pool is taken without the hop through ensureReady's promise.
       const state = entry.state;
-      const pool = state.kind === 'ready' ? state.pool : await entry.ensureReady(signal);
+      const pool = state.kind === 'ready' ? state.pool : await entry.ensureReady(run.signal);
       const { session, slot, checkin } = entry.checkout(pool);
       const started = performance.now();
       entry.touch();
       try {
-        const context = { signal, onEvent: options.onEvent };
+        const context: RunContext = {
+          get signal() {
+            return run.signal;
+          },
+          onEvent: options.onEvent,
+        };
         const need = pool.weights.audioInput;
         let result: EngineResult;
         if (request.liveAudio) {
@@ -315,7 +321,7 @@ export class Runtime {
         };
       } catch (err) {
         if (overran && !client.aborted) throw overran;
-        if (signal.aborted) throw signal.reason;
+        if (run.aborted) throw run.reason;
         if (err instanceof EngineCrashed) this.#retireCrashed(entry, err.message);
         if (err instanceof EngineRestarted) {
           if (err.crashed) this.#retireCrashed(entry, err.message);
