@@ -17,6 +17,7 @@ import { toHttp } from './errors.js';
 import { EventStream } from './event-stream.js';
 import type { Reply, Route, RouteContext, StreamReply } from './route.js';
 import { managementRoutes } from './routes/management.js';
+import { modelsRootRoutes } from './routes/models-root.js';
 import { modelRoutes } from './routes/models.js';
 import { speechRoutes } from './routes/speech.js';
 import { taskRoutes } from './routes/tasks.js';
@@ -28,6 +29,7 @@ export const ROUTES: readonly Route[] = [
   ...transcriptionRoutes,
   ...taskRoutes,
   ...managementRoutes,
+  ...modelsRootRoutes,
 ];
 
 export interface HttpOptions {
