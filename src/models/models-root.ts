@@ -10,9 +10,9 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { invalidRequest, VoxdError } from '../errors.js';
 
-/** What the root needs of an installer: whether a job is running on it now. */
+/** What the root needs of an installer: the jobs running on it now. */
 export interface RootInstaller {
-  hasActiveJobs(): boolean;
+  activeJobs(): readonly unknown[];
 }
 
 export interface ModelsRootStatus {
@@ -83,7 +83,7 @@ export class ModelsRoot<I extends RootInstaller> {
   }
 
   #refuseWhileInstalling(): void {
-    if (this.#pair.installer.hasActiveJobs())
+    if (this.#pair.installer.activeJobs().length > 0)
       throw new VoxdError(
         'E_INSTALL_ACTIVE',
         'the models root cannot change while a model download runs; stop it or wait for it to end',

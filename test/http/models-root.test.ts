@@ -22,7 +22,7 @@ function installers(failFor: (root: string) => boolean) {
     installerFor: async (root: string): Promise<RootInstaller> => {
       if (failFor(root)) throw new Error('the package index cannot be read');
       built.push(root);
-      return { hasActiveJobs: () => downloading };
+      return { activeJobs: () => (downloading ? [{ id: 'whisper-base.en' }] : []) };
     },
   };
 }
