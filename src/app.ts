@@ -14,7 +14,7 @@ import { Runtime } from './runtime/runtime.js';
 import type { Clock } from './util/clock.js';
 
 // TEMPORARY until the installer lands (issue 13, in progress): a root with no jobs.
-const installerFor = async (): Promise<RootInstaller> => ({ activeJobs: () => [] });
+const installerFor = async (): Promise<RootInstaller> => ({ activeJobs: () => [], list: async () => [] });
 
 /** How long cancelled requests have to send their answer before a shutdown cuts the connections. */
 const CUT_GRACE_MS = 300;

@@ -4,6 +4,14 @@ import { invalidRequest, showValue } from '../errors.js';
 import type { ModelEntry } from '../runtime/model-entry.js';
 import type { Runtime } from '../runtime/runtime.js';
 
+/**
+ * The model a request names: a registered one at once, or an installed package of that id, which
+ * the runtime registers first (Runtime.resolve); 404 otherwise.
+ */
+export function modelEntry(runtime: Runtime, id: string): ModelEntry | Promise<ModelEntry> {
+  return runtime.has(id) ? runtime.get(id) : runtime.resolve(id);
+}
+
 export function requireTask(model: ModelConfig, tasks: readonly TaskToken[], route: string): void {
   if (!tasks.includes(model.task)) {
     throw invalidRequest(
@@ -33,6 +41,8 @@ export function liveModel(
 ): ModelEntry {
   const modelId = query.get('model');
   if (!modelId) throw invalidRequest("model: the 'model' query parameter is required");
+  // Registered models only: the live body must be opened before anything is awaited (an
+  // installed package is registered by its first other request, or by /v1/models/load).
   if (!runtime.has(modelId)) throw invalidRequest(`model: unknown model id: ${showValue(modelId)}`);
   const entry = runtime.get(modelId);
   requireTask(entry.config, tasks, route);

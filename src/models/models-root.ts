@@ -10,9 +10,19 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { invalidRequest, VoxdError } from '../errors.js';
 
-/** What the root needs of an installer: the jobs running on it now. */
+/** A package installed in the root, as a request may name it (by its id). */
+export interface InstalledModel {
+  id: string;
+  family: string;
+  task: string;
+  /** Absolute path to load it with. */
+  path: string;
+}
+
+/** What voxd needs of an installer: the jobs running on it now, and the packages in its root. */
 export interface RootInstaller {
   activeJobs(): readonly unknown[];
+  list(): Promise<readonly InstalledModel[]>;
 }
 
 export interface ModelsRootStatus {

@@ -9,7 +9,7 @@
 import { conformAudioAsync } from '../audio/audio-pool.js';
 import { conformPieces } from '../audio/convert.js';
 import type { Audio } from '../audio/types.js';
-import type { ModelConfig, ModelIsolation, ServerConfig } from '../config/types.js';
+import type { ModelConfig, ModelIsolation, ServerConfig, TaskToken } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
 import { EngineCrashed, EngineRestarted } from '../engines/engine-worker.js';
 import type {
@@ -199,6 +199,34 @@ export class Runtime {
 
   has(id: string): boolean {
     return this.#entries.has(id);
+  }
+
+  /**
+   * The model a request names: a registered one, or else a package installed in the models root
+   * under that id, which is registered (lazily, its family and task from the package) and loaded
+   * on first use, as `ollama run` uses a pulled model by name. Unknown: 404.
+   */
+  async resolve(id: string): Promise<ModelEntry> {
+    const known = this.#entries.get(id);
+    if (known) return known;
+    const installed = (await this.modelsRoot.installer.list()).find((p) => p.id === id);
+    // Registered meanwhile (by a concurrent request for the same package, say).
+    const raced = this.#entries.get(id);
+    if (raced) return raced;
+    if (!installed) throw unknownModel(id);
+    await this.register({
+      id,
+      family: installed.family,
+      path: installed.path,
+      task: installed.task as TaskToken,
+      mode: 'offline',
+      lazy: true,
+      load_options: {},
+      session_options: {},
+      default_request_options: {},
+      voice_presets: {},
+    });
+    return this.get(id);
   }
 
   get size(): number {

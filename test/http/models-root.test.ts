@@ -22,7 +22,7 @@ function installers(failFor: (root: string) => boolean) {
     installerFor: async (root: string): Promise<RootInstaller> => {
       if (failFor(root)) throw new Error('the package index cannot be read');
       built.push(root);
-      return { activeJobs: () => (downloading ? [{ id: 'whisper-base.en' }] : []) };
+      return { activeJobs: () => (downloading ? [{ id: 'whisper-base.en' }] : []), list: async () => [] };
     },
   };
 }
@@ -210,4 +210,39 @@ describe('models root', () => {
       await s.close();
     }
   });
+});
+
+test('a request may name an installed package by its id: it is registered lazily, once, and served', async () => {
+  const installed = { id: 'pkg-asr', family: 'fixture', task: 'asr', path: '.' };
+  let listed = 0;
+  const s = await startServer(
+    { models: [fixtureModel('m')] },
+    {
+      installerFor: async () => ({
+        activeJobs: () => [],
+        list: async () => {
+          listed++;
+          return [installed];
+        },
+      }),
+    },
+  );
+  try {
+    const ask = () => post(s.url, '/v1/tasks/run', { model: 'pkg-asr', request: { text: 'x' } });
+    const [first, second] = await Promise.all([ask(), ask()]);
+    assert.equal(first.status, 200, first.body.toString());
+    assert.equal(second.status, 200);
+    assert.equal(JSON.parse(first.json.text).task, 'asr');
+    const listedOnce = listed;
+    assert.equal((await ask()).status, 200);
+    assert.equal(listed, listedOnce, 'a registered package is not looked up again');
+    const models = (await get(s.url, '/v1/models')).json.data.map((m: { id: string }) => m.id);
+    assert.deepEqual(models, ['m', 'pkg-asr']);
+    assert.equal(s.fixture.record.of('pkg-asr', 'load').length, 1, 'loaded once');
+    // An id neither registered nor installed is still a 404.
+    const unknown = await post(s.url, '/v1/tasks/run', { model: 'nope', request: { text: 'x' } });
+    assert.equal(unknown.status, 404);
+  } finally {
+    await s.close();
+  }
 });

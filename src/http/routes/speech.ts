@@ -21,7 +21,7 @@ import {
   streamContentType,
 } from '../speech-output.js';
 import { streamedInference } from '../streamed-inference.js';
-import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
+import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../task-routes.js';
 import { resolveVoice, unalias } from '../voice.js';
 
 const STREAM_FORMATS = ['sse', 'audio'] as const;
@@ -49,7 +49,7 @@ async function speech(ctx: RouteContext) {
   const body = await readJsonObject(ctx);
   const modelId = requireString(body, 'model');
   const input = requireString(body, 'input');
-  const entry = runtime.get(modelId);
+  const entry = await modelEntry(runtime, modelId);
   requireTask(entry.config, SPEECH_TASKS, '/v1/audio/speech');
   checkInputChars(input, 'input', entry.config, config);
   const streaming = optionalBool(body, 'stream') === true || body['stream_format'] !== undefined;

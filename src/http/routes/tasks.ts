@@ -23,7 +23,7 @@ import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../request-options.js';
 import { clientGoneOf, type Route, type RouteContext } from '../route.js';
 import { type FileAccess, fileAccessOf, serverFilePath } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
-import { requireStreamingMode } from '../task-routes.js';
+import { modelEntry, requireStreamingMode } from '../task-routes.js';
 
 /** Options that name server files (under the file roots; relative paths resolve against the config folder). */
 const PATH_OPTIONS = ['source_audio', 'target_voice', 'prosody_ref', 'style_ref'] as const;
@@ -74,7 +74,7 @@ async function taskRequest(
   at: string,
 ): Promise<EngineRequest> {
   const { runtime, config } = ctx;
-  const entry = runtime.get(modelId);
+  const entry = await modelEntry(runtime, modelId);
   const text = optionalString(request, 'text');
   checkInputChars(text, `${at}text`, entry.config, config);
   const options = buildOptions(request, entry.config.default_request_options, TASK_KNOBS, TASK_RENAMES);

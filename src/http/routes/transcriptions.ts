@@ -20,7 +20,7 @@ import { buildOptions } from '../request-options.js';
 import { clientGoneOf, type Route, type RouteContext } from '../route.js';
 import { fileAccessOf } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
-import { liveModel, requireStreamingMode, requireTask } from '../task-routes.js';
+import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../task-routes.js';
 import { timedReply } from '../transcript-formats.js';
 import { parseTranscriptRequest, type TranscriptRequest, withListFields } from '../transcript-request.js';
 
@@ -118,7 +118,7 @@ async function parseInput(
   translation: boolean,
 ): Promise<ParsedTranscription> {
   const modelId = requireString(fields, 'model');
-  const entry = ctx.runtime.get(modelId);
+  const entry = await modelEntry(ctx.runtime, modelId);
   requireTask(entry.config, translation ? ['asr'] : TRANSCRIPTION_TASKS, route);
   if (translation) requireTranslation(entry.config);
   const stream = optionalBool(fields, 'stream') === true;
@@ -314,7 +314,7 @@ async function batchTranscriptions(ctx: RouteContext) {
 async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
   const plain: Fields = Object.fromEntries(fields);
   const modelId = requireString(plain, 'model');
-  const entry = ctx.runtime.get(modelId);
+  const entry = await modelEntry(ctx.runtime, modelId);
   requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/batches/transcriptions');
   const uploads = files.filter((f) => f.field === 'file');
   if (uploads.length === 0)
