@@ -6,7 +6,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { open as fsOpen, rename, stat, statfs, unlink } from 'node:fs/promises';
+import { type FileHandle, open as fsOpen, rename, stat, statfs, unlink } from 'node:fs/promises';
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { dirname } from 'node:path';
@@ -191,6 +191,16 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
   const want = options.sha256?.toLowerCase() ?? null;
   const part = partialPath(dest);
   signal?.throwIfAborted();
+  // A file finished by an earlier attempt (its job failed later, or on another file) is kept.
+  if ((await sizeOf(part)) === -1 && (await sizeOf(dest)) >= 0) {
+    const hash = createHash('sha256');
+    await hashFile(dest, hash);
+    const size = await sizeOf(dest);
+    const sha256 = hash.digest('hex');
+    if ((expected === null || size === expected) && (want === null || sha256 === want))
+      return { path: dest, size, sha256, resumedFrom: size };
+    await unlink(dest);
+  }
 
   let have = Math.max(0, await sizeOf(part));
   if (expected !== null && have > expected) {
@@ -270,9 +280,12 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
     );
     res.destroy(stalled);
   });
+  // An abort during the awaits above found no listener yet.
+  if (signal?.aborted) onAbort();
   // Each chunk is written before the next is read, so a cut connection keeps every byte received.
-  const file = await fsOpen(part, append ? 'a' : 'w');
+  let file: FileHandle | undefined;
   try {
+    file = await fsOpen(part, append ? 'a' : 'w');
     for await (const chunk of body) {
       await file.write(chunk);
       hash.update(chunk);
@@ -291,7 +304,7 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
     throw downloadError(url, `connection lost after ${downloaded} bytes (${(err as Error).message})`, err);
   } finally {
     signal?.removeEventListener('abort', onAbort);
-    await file.close();
+    await file?.close();
   }
   if (knownLength && downloaded !== (append ? have + length : length))
     throw downloadError(url, `connection closed after ${downloaded} bytes`);

@@ -469,7 +469,12 @@ export class Installer {
     } catch (err) {
       await this.#cleanUp(step, downloads, unpacked, partial);
       if (signal.aborted)
-        return this.#end(job, 'cancelled', 2, `cancelled during ${step}; partial downloads kept`);
+        return this.#end(
+          job,
+          'cancelled',
+          2,
+          `cancelled during ${step}${step === 'download' ? '; partial downloads kept for a resume' : ''}`,
+        );
       const text = err instanceof Error ? err.message : String(err);
       return this.#end(job, 'failed', 1, `${step} failed: ${text}`);
     }

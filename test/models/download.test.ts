@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -139,4 +139,36 @@ test('a download larger than the free space is refused before any byte is writte
     { code: 'E_INSUFFICIENT_STORAGE' },
   );
   assert.ok(!existsSync(partialPath(dest)));
+});
+
+test('a file finished by an earlier attempt is reused when it checks out, fetched again when not', async () => {
+  server.routes.set('/reuse.bin', { body });
+  const dest = fresh('reuse.bin');
+  await download({ url: `${server.base}/reuse.bin`, dest, sha256: sha });
+  const before = rangesOf('/reuse.bin').length;
+  const again = await download({ url: `${server.base}/reuse.bin`, dest, sha256: sha });
+  assert.deepEqual(
+    [again.resumedFrom, again.sha256, rangesOf('/reuse.bin').length],
+    [body.length, sha, before],
+  );
+  writeFileSync(dest, 'tampered');
+  const fetched = await download({ url: `${server.base}/reuse.bin`, dest, sha256: sha });
+  assert.deepEqual([fetched.resumedFrom, rangesOf('/reuse.bin').length], [0, before + 1]);
+  assert.deepEqual(readFileSync(dest), body);
+});
+
+test('an abort before the body arrives still stops the download', async () => {
+  const controller = new AbortController();
+  const reason = new Error('early stop');
+  server.routes.set('/early.bin', { body });
+  const running = download({
+    url: `${server.base}/early.bin`,
+    dest: fresh('early.bin'),
+    signal: controller.signal,
+    freeSpace: async () => {
+      controller.abort(reason);
+      return 2 ** 40;
+    },
+  });
+  await assert.rejects(running, (err) => err === reason);
 });
