@@ -19,7 +19,7 @@
  * const job = await installer.whenDone('whisper-base-en'); // job.state === 'complete'
  */
 import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { basename, join, relative } from 'node:path';
+import { basename, isAbsolute, join, relative } from 'node:path';
 import { createEngineCatalog, type EngineCatalog } from '../engines/catalog.js';
 import { invalidRequest, notFound, VoxdError } from '../errors.js';
 import {
@@ -162,6 +162,12 @@ async function folderSize(dir: string): Promise<number> {
   return total;
 }
 
+const isDirectory = (path: string) =>
+  stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+
 const exists = (path: string) =>
   stat(path).then(
     () => true,
@@ -293,6 +299,23 @@ export class Installer {
     return [...this.#jobs.values()].filter((e) => ACTIVE.has(e.job.state)).map((e) => ({ ...e.job }));
   }
 
+  /** Throws E_INSTALL_ACTIVE naming the active jobs, if any (before a models-root change). */
+  checkIdle(): void {
+    const ids = this.activeJobs().map((job) => job.id);
+    if (ids.length > 0)
+      throw new VoxdError(
+        'E_INSTALL_ACTIVE',
+        `model installs are active (${ids.join(', ')}); stop them first`,
+      );
+  }
+
+  /** Stops every queued or running job and resolves when all jobs have ended (shutdown). */
+  async stopAll(): Promise<void> {
+    for (const entry of this.#jobs.values())
+      if (entry.job.state === 'queued' || entry.job.state === 'running') this.stop(entry.job.id);
+    await Promise.all([...this.#jobs.values()].map((entry) => entry.done));
+  }
+
   /** Installed packages: folders with a manifest, or that a family recognises. */
   async list(): Promise<InstalledPackage[]> {
     let names: string[];
@@ -304,14 +327,7 @@ export class Installer {
     const found: InstalledPackage[] = [];
     for (const name of names) {
       const dir = join(this.root, name);
-      if (
-        name.startsWith('.') ||
-        !(await stat(dir).then(
-          (s) => s.isDirectory(),
-          () => false,
-        ))
-      )
-        continue;
+      if (name.startsWith('.') || !(await isDirectory(dir))) continue;
       const manifest = await readManifest(dir);
       if (manifest) {
         found.push({
@@ -576,10 +592,14 @@ const isArchiveFile = (path: string) =>
     () => false,
   );
 
+/** A folder's manifest, if it has a readable one whose `path` stays inside the folder. */
 async function readManifest(dir: string): Promise<PackageManifest | undefined> {
   try {
     const manifest = JSON.parse(await readFile(join(dir, MANIFEST), 'utf8')) as PackageManifest;
-    return typeof manifest.family === 'string' ? manifest : undefined;
+    const path = typeof manifest.path === 'string' ? manifest.path : '.';
+    if (typeof manifest.family !== 'string' || isAbsolute(path) || path.split(/[\\/]/).includes('..'))
+      return undefined;
+    return manifest;
   } catch {
     return undefined;
   }

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -325,6 +334,7 @@ test('stop mid-download: cancelling at once, then cancelled with the partial kep
     inst.activeJobs().map((j) => j.id),
     ['stop'],
   );
+  assert.throws(() => inst.checkIdle(), { code: 'E_INSTALL_ACTIVE', message: /\(stop\)/ });
   const stopping = inst.stop('stop');
   assert.equal(stopping.state, 'cancelling');
   await assert.rejects(inst.cleanPartial('stop'), { code: 'E_INSTALL_ACTIVE' });
@@ -332,6 +342,7 @@ test('stop mid-download: cancelling at once, then cancelled with the partial kep
   assert.equal(job.state, 'cancelled', job.message);
   assert.equal(job.exit_code, 2);
   assert.deepEqual(inst.activeJobs(), []);
+  inst.checkIdle();
   assert.throws(() => inst.stop('stop'), { code: 'E_INVALID_REQUEST' });
   assert.ok(existsSync(join(root, '.partial/stop/downloads')), 'partial kept for a resume');
   gate.resolve();
@@ -376,4 +387,40 @@ test('list: a folder put there by hand is listed when a family recognises it, ot
     [['hand-kokoro', 'kokoro_tts', 'tts', null, false]],
   );
   assert.ok(listed[0]!.size_bytes > 0);
+});
+
+test('stopAll stops every running job and waits for them', async () => {
+  const gate = deferred();
+  server.routes.set('/any/all-1.tar.bz2', { body: archives.nemo!, stallAfter: 100, gate: gate.promise });
+  server.routes.set('/any/all-2.tar.bz2', { body: archives.nemo!, stallAfter: 100, gate: gate.promise });
+  const started = new Set<string>();
+  const both = deferred();
+  const { installer: inst } = installer({
+    onJobUpdate: (j) => {
+      if (j.downloaded_bytes > 0) started.add(j.id);
+      if (started.size === 2) both.resolve();
+    },
+  });
+  inst.install({ url: `${server.base}/any/all-1.tar.bz2`, id: 'all-1' });
+  inst.install({ url: `${server.base}/any/all-2.tar.bz2`, id: 'all-2' });
+  await both.promise;
+  await inst.stopAll();
+  assert.deepEqual(
+    inst.status().map((j) => [j.id, j.state]),
+    [
+      ['all-1', 'cancelled'],
+      ['all-2', 'cancelled'],
+    ],
+  );
+  gate.resolve();
+});
+
+test('a manifest whose path leaves the folder is ignored', async () => {
+  const { root, installer: inst } = installer();
+  mkdirSync(join(root, 'odd'));
+  writeFileSync(
+    join(root, 'odd', MANIFEST),
+    JSON.stringify({ family: 'whisper_asr', task: 'asr', path: '../..' }),
+  );
+  assert.deepEqual(await inst.list(), []);
 });
