@@ -159,6 +159,9 @@ export async function listTar(path: string, format: ArchiveFormat): Promise<Arch
           if (collecting.kind === 'L') longName = cString(data);
           else if (collecting.kind === 'K') longLink = cString(data);
           else if (collecting.kind === 'x') pax = paxRecords(data);
+          else if ([...paxRecords(data).keys()].some((key) => key === 'path' || key === 'linkpath'))
+            // A global header naming paths would rename later entries in ways this check does not follow.
+            throw unsafe(path, 'pax global header', 'it sets path or linkpath for every entry');
           skip = (512 - (collecting.size % 512)) % 512;
           collecting = undefined;
         }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -171,4 +171,15 @@ test('an abort before the body arrives still stops the download', async () => {
     },
   });
   await assert.rejects(running, (err) => err === reason);
+});
+
+test('a full disk during the download (ENOSPC) is E_INSUFFICIENT_STORAGE', async (t) => {
+  if (!existsSync('/dev/full')) return t.skip('no /dev/full');
+  const dest = fresh('full.bin');
+  // Writes to /dev/full fail with ENOSPC: the partial file is made a link to it.
+  symlinkSync('/dev/full', partialPath(dest));
+  await assert.rejects(download({ url: `${server.base}/a.bin`, dest }), {
+    code: 'E_INSUFFICIENT_STORAGE',
+    message: /ENOSPC/,
+  });
 });

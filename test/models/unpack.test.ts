@@ -84,6 +84,14 @@ const hostile: [string, RawEntry[], RegExp][] = [
   ['a symlink with .. that stays inside', [{ name: 'd/l', type: '2', link: '../x' }], /"d\/l".*'\.\.'/],
   ['a hard link outside', [{ name: 'h', type: '1', link: '../outside' }], /"h".*hard link/],
   ['a device file', [{ name: 'dev', type: '3' }], /"dev".*not a file/],
+  [
+    'a pax global header setting paths',
+    [
+      { name: 'pax_global_header', type: 'g', content: '13 path=../x\n' },
+      { name: 'a', content: 'x' },
+    ],
+    /"pax global header".*path/,
+  ],
 ];
 
 for (const [what, entries, message] of hostile) {
