@@ -43,6 +43,20 @@ export const ERROR_CODES = {
   E_INFERENCE_TIMEOUT: { status: 504, type: 'timeout_error', apiCode: 'inference_timeout' },
   /** The client went away; nothing is written back. */
   E_CLIENT_GONE: { status: 499, type: 'client_closed_request', apiCode: 'client_gone' },
+  /** A model install job runs (a second install of its id, a models-root change while any runs). */
+  E_INSTALL_ACTIVE: { status: 409, type: 'invalid_request_error', apiCode: 'model_install_active' },
+  /** A package download failed: an HTTP error status, a broken connection, a size or checksum mismatch. */
+  E_DOWNLOAD: { status: 502, type: 'server_error', apiCode: 'download_failed' },
+  /** A download sent no byte for the stall timeout. */
+  E_DOWNLOAD_STALLED: { status: 504, type: 'timeout_error', apiCode: 'download_stalled' },
+  /** Not enough free disk space for a download, or the disk filled during one. */
+  E_INSUFFICIENT_STORAGE: { status: 507, type: 'server_error', apiCode: 'insufficient_storage' },
+  /** An archive entry would land outside the package folder, or is a link or device file. */
+  E_UNSAFE_ARCHIVE: { status: 502, type: 'server_error', apiCode: 'unsafe_archive' },
+  /** An installed folder that no engine family (or not the package's family) recognises. */
+  E_PACKAGE_UNRECOGNISED: { status: 422, type: 'invalid_request_error', apiCode: 'package_unrecognised' },
+  /** An install job was stopped. */
+  E_INSTALL_CANCELLED: { status: 409, type: 'invalid_request_error', apiCode: 'install_cancelled' },
   /** A fault inside voxd itself. */
   E_INTERNAL: { status: 500, type: 'server_error', apiCode: 'internal_error' },
 } as const;

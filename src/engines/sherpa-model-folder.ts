@@ -4,9 +4,10 @@
  * (`encoder.onnx` and `encoder.int8.onnx`); the `precision` load option picks one.
  */
 import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { OptionMap } from '../config/types.js';
 import { VoxdError } from '../errors.js';
+import type { LoadSpec } from './types.js';
 
 /** One file (or folder) a family needs. */
 export interface FileRole {
@@ -85,6 +86,24 @@ export async function findModelFiles<R extends string>(
   if (missing.length > 0)
     throw folderError(modelId, `${family} model folder ${dir} is missing: ${missing.join(', ')}`);
   return found as FolderFiles<R>;
+}
+
+/**
+ * The LoadSpec a family's folder checks see when the installer asks whether it recognises `dir`:
+ * default options, the folder's name as the model id (it names the folder in errors).
+ */
+export function recogniseSpec(dir: string): LoadSpec {
+  return {
+    modelId: basename(dir),
+    path: dir,
+    task: 'asr',
+    mode: 'offline',
+    loadOptions: {},
+    backend: 'cpu',
+    device: 0,
+    threads: 1,
+    isolation: 'model',
+  };
 }
 
 /** The common roles: a `tokens.txt` (possibly prefixed, as whisper's `tiny.en-tokens.txt`). */

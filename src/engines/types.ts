@@ -146,6 +146,13 @@ export interface EngineFamily {
   readonly voiceAliases?: VoiceAliasMap;
   load(spec: LoadSpec, signal: AbortSignal): Promise<LoadedModel>;
   /**
+   * Whether `dir` is a model folder of this family, checked as `load` checks it (file names, ONNX
+   * metadata, small side files) but without loading weights or starting a runner. Resolves with the
+   * `path` a load of it takes (the folder, or the one model file for single-file families); throws
+   * a VoxdError naming what is missing otherwise. The installer validates and detects packages with it.
+   */
+  recognise?(dir: string): Promise<string>;
+  /**
    * Bytes of memory a load of `slots` sessions will take, for min_free_memory_mb and status;
    * undefined when unknown. Without it, the model's files count once per copy of the weights
    * (src/runtime/memory.ts).

@@ -7,7 +7,13 @@
  */
 import type { OptionMap } from '../../config/types.js';
 import { type EngineWorker, inputSamples, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
-import { type FileRole, type FolderFiles, findModelFiles, precisionOption } from '../sherpa-model-folder.js';
+import {
+  type FileRole,
+  type FolderFiles,
+  findModelFiles,
+  precisionOption,
+  recogniseSpec,
+} from '../sherpa-model-folder.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -143,6 +149,13 @@ export class SherpaRecognizerFamily<R extends string, M = void> implements Engin
   constructor(private readonly type: RecognizerType<R | 'tokens', M>) {
     this.name = type.name;
     this.params = type.params ?? [];
+  }
+
+  async recognise(dir: string): Promise<string> {
+    const { modelId } = recogniseSpec(dir);
+    const files = await findModelFiles(modelId, this.name, dir, this.type.files);
+    await this.type.prepare?.(files, {}, modelId);
+    return dir;
   }
 
   async load(spec: LoadSpec): Promise<LoadedModel> {

@@ -10,7 +10,8 @@
  */
 import type { OptionMap } from '../../config/types.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
-import type { FileRole } from '../sherpa-model-folder.js';
+import { readOnnxMetadata } from '../onnx-info.js';
+import type { FileRole, FolderFiles } from '../sherpa-model-folder.js';
 import { TOKENS } from '../sherpa-model-folder.js';
 import type { EngineRequest } from '../types.js';
 import { type RequestSettings, SherpaRecognizerFamily } from './recognizer-family.js';
@@ -19,6 +20,24 @@ const LANGUAGES = ['auto', 'zh', 'en', 'ja', 'ko', 'yue'] as const;
 type Language = (typeof LANGUAGES)[number];
 
 const MODEL: FileRole = { pattern: /\.onnx$/, describe: 'model.onnx or model.int8.onnx' };
+
+/**
+ * Metadata sherpa reads from a SenseVoice model without a default (it ends the process when one is
+ * missing); checking it also tells a SenseVoice folder from other `model.onnx` + `tokens.txt` folders.
+ */
+const REQUIRED_METADATA = ['lfr_window_size', 'lfr_window_shift', 'with_itn', 'without_itn'];
+
+async function checkModel({ model }: FolderFiles<'model' | 'tokens'>, modelId: string): Promise<void> {
+  const fail = (what: string) => new VoxdError('E_INVALID_REQUEST', `model '${modelId}': ${what}`);
+  const metadata = await readOnnxMetadata(model).catch((err: Error) => {
+    throw fail(`${model} could not be read as an ONNX model: ${err.message}`);
+  });
+  const missing = REQUIRED_METADATA.filter((key) => !metadata.has(key));
+  if (missing.length > 0)
+    throw fail(
+      `${model} is not a SenseVoice model exported for sherpa-onnx: its metadata lacks ${missing.join(', ')}`,
+    );
+}
 
 const isLanguage = (value: string): value is Language => (LANGUAGES as readonly string[]).includes(value);
 
@@ -77,6 +96,7 @@ export const createSenseVoiceFamily = () =>
   new SherpaRecognizerFamily({
     name: 'sense_voice_asr',
     files: { model: MODEL, tokens: TOKENS },
+    prepare: (files, _loadOptions, modelId) => checkModel(files, modelId),
     modelConfig: ({ model }, loadOptions, modelId) => ({
       senseVoice: {
         model,

@@ -67,6 +67,18 @@ export class PyannoteFamily implements EngineFamily {
   ];
   #sessions = 0;
 
+  /** A folder with segmentation.onnx and embedding.onnx (the names load uses by default). */
+  async recognise(dir: string): Promise<string> {
+    for (const name of ['segmentation.onnx', 'embedding.onnx']) {
+      try {
+        await access(join(dir, name));
+      } catch {
+        throw new VoxdError('E_INVALID_REQUEST', `pyannote_diar model folder ${dir} is missing ${name}`);
+      }
+    }
+    return dir;
+  }
+
   async load(spec: LoadSpec): Promise<LoadedModel> {
     const o = spec.loadOptions;
     const fail = (what: string) => new VoxdError('E_INVALID_REQUEST', `model '${spec.modelId}': ${what}`);

@@ -2,6 +2,7 @@
 import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { type EngineWorker, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
+import { recogniseSpec } from '../sherpa-model-folder.js';
 import { speakSentences } from '../speak-sentences.js';
 import type {
   EngineFamily,
@@ -105,6 +106,12 @@ export class SherpaTtsFamily implements EngineFamily {
   constructor(private readonly type: TtsType) {
     this.name = type.name;
     this.params = [SPEED_PARAM, ...type.params];
+  }
+
+  /** The load's own setup: it finds and checks the files and builds a config, loading nothing. */
+  async recognise(dir: string): Promise<string> {
+    await this.type.setup({ ...recogniseSpec(dir), task: 'tts' });
+    return dir;
   }
 
   async load(spec: LoadSpec): Promise<LoadedModel> {

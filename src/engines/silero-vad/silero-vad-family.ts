@@ -3,7 +3,8 @@
  * may name another silero ONNX file; by default voxd uses the copy in assets/silero. Each session
  * is a worker thread with its own sherpa Vad (its calls are synchronous); sessions share the file.
  */
-import { access } from 'node:fs/promises';
+import { access, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VoxdError } from '../../errors.js';
 import { numberOption } from '../engine-options.js';
@@ -88,6 +89,18 @@ export class SileroVadFamily implements EngineFamily {
 
   async estimateFootprint(): Promise<number> {
     return 30 * 1024 * 1024;
+  }
+
+  /** A folder holding one silero ONNX file (`*silero*.onnx`); its `path` is that file. */
+  async recognise(dir: string): Promise<string> {
+    const names = await readdir(dir).catch(() => []);
+    const models = names.filter((name) => /silero.*\.onnx$/i.test(name));
+    if (models.length !== 1)
+      throw new VoxdError(
+        'E_INVALID_REQUEST',
+        `silero_vad model folder ${dir} needs exactly one *silero*.onnx file, has ${models.length}`,
+      );
+    return join(dir, models[0]!);
   }
 
   async load(spec: LoadSpec): Promise<LoadedModel> {

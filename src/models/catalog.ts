@@ -1,0 +1,111 @@
+/**
+ * The catalogue of model packages the installer can fetch (src/models/catalog.json). Each package
+ * is an archive and/or single files, each named by a URL relative to a source's base URL, so a
+ * mirror or a test server stands in for GitHub or Hugging Face through an environment variable.
+ */
+import { readFileSync } from 'node:fs';
+import { invalidRequest, showValue } from '../errors.js';
+
+/** Package ids: what a folder under the models root may be called. */
+export const PACKAGE_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+export type SourceName = 'github' | 'huggingface';
+
+/** One file to download. */
+export interface Artifact {
+  source: SourceName;
+  /** Relative to the source's base URL. */
+  url: string;
+  /** The name the file gets in the package folder (single files only; archives are unpacked). */
+  name?: string;
+  /** null: unknown, not checked. */
+  size_bytes: number | null;
+  /** Lowercase hex; null: unknown, not checked. */
+  sha256: string | null;
+}
+
+export interface CatalogPackage {
+  id: string;
+  family: string;
+  task: string;
+  description: string;
+  /** Unpacked into the package folder (its single top-level folder, if any, becomes the folder). */
+  archive?: Artifact;
+  /** Placed into the package folder under their `name`, after the archive. */
+  files?: Artifact[];
+  licence: string;
+  homepage: string;
+}
+
+interface SourceSpec {
+  base_url: string;
+  env: string;
+}
+
+interface CatalogFile {
+  sources: Record<SourceName, SourceSpec>;
+  packages: CatalogPackage[];
+}
+
+/** The JSON sits next to this module in src/ (dist/ holds only compiled code). */
+function readCatalogFile(): CatalogFile {
+  const candidates = [
+    new URL('./catalog.json', import.meta.url),
+    new URL('../../../src/models/catalog.json', import.meta.url),
+  ];
+  for (const url of candidates) {
+    try {
+      return JSON.parse(readFileSync(url, 'utf8')) as CatalogFile;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  throw new Error('src/models/catalog.json not found');
+}
+
+let cached: CatalogFile | undefined;
+const catalogFile = () => (cached ??= readCatalogFile());
+
+/** Every package of the catalogue, in its order. */
+export function catalogPackages(): readonly CatalogPackage[] {
+  return catalogFile().packages;
+}
+
+/** The catalogue entry of `id`, or undefined. */
+export function findPackage(id: string): CatalogPackage | undefined {
+  return catalogFile().packages.find((p) => p.id === id);
+}
+
+/** Throws a 400 unless `id` is a valid package id. */
+export function checkPackageId(id: unknown): string {
+  if (typeof id !== 'string' || !PACKAGE_ID.test(id))
+    throw invalidRequest(`id: ${showValue(id)} is invalid; expected 1 to 128 of A-Z a-z 0-9 _ -`);
+  return id;
+}
+
+/**
+ * The base URL of a source: its environment variable (VOXD_GITHUB_BASE_URL, VOXD_HF_BASE_URL)
+ * when set, else the catalogue's. Read at each call, so a test can point it at a local server.
+ */
+export function sourceBaseUrl(source: SourceName, env: NodeJS.ProcessEnv = process.env): string {
+  const spec = catalogFile().sources[source];
+  if (!spec) throw new Error(`unknown catalogue source: ${source}`);
+  const override = env[spec.env];
+  return (override && override.trim() !== '' ? override.trim() : spec.base_url).replace(/\/+$/, '');
+}
+
+/** The absolute URL of an artifact. */
+export function artifactUrl(artifact: Artifact, env: NodeJS.ProcessEnv = process.env): string {
+  return `${sourceBaseUrl(artifact.source, env)}/${artifact.url.replace(/^\/+/, '')}`;
+}
+
+/** The package's total download size, or null when any part's size is unknown. */
+export function packageSize(pkg: CatalogPackage): number | null {
+  const parts = [...(pkg.archive ? [pkg.archive] : []), ...(pkg.files ?? [])];
+  let total = 0;
+  for (const part of parts) {
+    if (part.size_bytes === null) return null;
+    total += part.size_bytes;
+  }
+  return total;
+}
