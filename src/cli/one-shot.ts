@@ -69,7 +69,13 @@ async function readStdin(): Promise<Buffer> {
 /** Writes to stdout and resolves once the bytes are handed to the OS (before the process ends). */
 function writeStdout(data: Buffer | string): Promise<void> {
   return new Promise((resolve, reject) => {
-    process.stdout.write(data, (err) => (err ? reject(err) : resolve()));
+    process.stdout.write(data, (err) => {
+      if (!err) return resolve();
+      const closed = (err as NodeJS.ErrnoException).code === 'EPIPE';
+      reject(
+        closed ? new Error('stdout: the reader closed the pipe before the whole result was written') : err,
+      );
+    });
   });
 }
 
@@ -192,6 +198,8 @@ export async function runOneShot(command: OneShotCommand, argv: readonly string[
     killRunnerProcesses();
     hardExit(code);
   };
+  // A write error is reported through writeStdout's callback; unheard, the event would crash.
+  process.stdout.on('error', () => {});
   process.on('SIGINT', () => interrupt(EXIT_INTERRUPTED));
   process.on('SIGTERM', () => interrupt(143));
 
