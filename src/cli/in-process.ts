@@ -77,7 +77,9 @@ export class InProcessBackend implements Backend {
     for (const notice of notices) log(`notice: ${notice.message}`);
     // TODO(models_root): drop this once the config has the key; until then the flag changes nothing.
     if (options.modelsRoot !== undefined && !('models_root' in config))
-      process.stderr.write('voxd: notice: --models-root: this build has no models_root yet; the flag is ignored\n');
+      process.stderr.write(
+        'voxd: notice: --models-root: this build has no models_root yet; the flag is ignored\n',
+      );
     // One command uses one model: the others stay unloaded however the config marks them.
     config.models = config.models.map((model) => ({ ...model, lazy: true }));
     const runtime = new Runtime(config, { catalog, log });
