@@ -4,7 +4,7 @@
  * Every child has a deadline and is killed by its own pid if it overruns.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -230,6 +230,26 @@ describe('in-process', () => {
     const text = run.stdout.toString('utf8');
     assert.match(text, /^(\d+\.\d{3} \d+\.\d{3}\n)+$/);
     assert.ok(text.split('\n').length > 5);
+  });
+
+  test('with stderr a terminal, a long input shows a progress line there, cleared before the result', async (t) => {
+    // script(1) runs the command on a pseudo-terminal: stdout and stderr both reach it.
+    const script = spawnSync('script', ['--version'], { encoding: 'utf8' });
+    if (script.status !== 0) return t.skip('script(1) from util-linux is not installed');
+    const command = [process.execPath, MAIN, 'vad', longWav].map((a) => `'${a}'`).join(' ');
+    const run = spawnSync('script', ['-qec', command, '/dev/null'], {
+      encoding: 'utf8',
+      timeout: DEADLINE_MS,
+    });
+    assert.equal(run.status, 0, run.stdout);
+    const clear = '\r\u001b[K';
+    assert.ok(
+      run.stdout.startsWith(`${clear}voxd: finding speech in `),
+      JSON.stringify(run.stdout.slice(0, 80)),
+    );
+    assert.match(run.stdout, /of audio with silero-vad\.\.\. \d+ s/);
+    const result = run.stdout.slice(run.stdout.lastIndexOf(clear) + clear.length);
+    assert.match(result, /^(\d+\.\d{3} \d+\.\d{3}\r?\n)+$/, 'the line is cleared before the result');
   });
 
   test('Ctrl-C ends at once with 130 and kills the runner process', async () => {
