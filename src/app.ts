@@ -5,11 +5,16 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Codec, probeFfmpeg } from './audio/ffmpeg.js';
+import { ConfigError } from './config/errors.js';
 import type { ServerConfig } from './config/types.js';
 import { createEngineCatalog, type EngineCatalog } from './engines/catalog.js';
 import { createHttpServer } from './http/server.js';
+import { ModelsRoot, type RootInstaller } from './models/models-root.js';
 import { Runtime } from './runtime/runtime.js';
 import type { Clock } from './util/clock.js';
+
+// TEMPORARY until the installer lands (issue 13, in progress): a root with no jobs.
+const installerFor = async (): Promise<RootInstaller> => ({ activeJobs: () => [] });
 
 /** How long cancelled requests have to send their answer before a shutdown cuts the connections. */
 const CUT_GRACE_MS = 300;
@@ -17,6 +22,8 @@ const CUT_GRACE_MS = 300;
 export interface StartOptions {
   config: ServerConfig;
   catalog?: EngineCatalog;
+  /** Builds the installer of a models root (tests replace it to make one fail). */
+  installerFor?: (root: string) => Promise<RootInstaller>;
   clock?: Clock;
   freeMemoryMb?: () => Promise<number>;
   log?: (message: string) => void;
@@ -42,8 +49,23 @@ export interface Voxd {
 export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const { config } = options;
   const log = options.log ?? ((message: string) => process.stderr.write(`[voxd] ${message}\n`));
+  let modelsRoot: ModelsRoot<RootInstaller>;
+  try {
+    modelsRoot = await ModelsRoot.open(
+      config.models_root,
+      config.default_models_root,
+      options.installerFor ?? installerFor,
+    );
+  } catch (err) {
+    throw ConfigError.rejected(
+      'models_root',
+      config.models_root,
+      (err as Error).message.replace(/^path: /, ''),
+    );
+  }
   const runtime = new Runtime(config, {
     catalog: options.catalog ?? createEngineCatalog(),
+    modelsRoot,
     clock: options.clock,
     freeMemoryMb: options.freeMemoryMb,
     log,

@@ -62,6 +62,8 @@ Paths (relative to the current directory):
                                 file's folder and --voice-dir; none without a config)
   --model-spec-override <path>  model spec JSON file or folder of <family>.json
   --voice-dir <dir>             voice library folder of *.wav files
+  --models-root <dir>           installed model packages (default: $VOXD_DATA_DIR/models, else
+                                ~/.local/share/voxd/models; created at startup)
   --tls-cert <file>             serve HTTPS with this PEM certificate chain (with --tls-key)
   --tls-key <file>              the PEM private key of --tls-cert
 
@@ -127,6 +129,7 @@ const VALUE_FLAGS = new Map<string, ValueFlag>(
     '--device': integer('device'),
     '--threads': integer('threads'),
     '--voice-dir': text('voice_dir'),
+    '--models-root': text('models_root'),
     '--tls-cert': text('tls_cert_file'),
     '--tls-key': text('tls_key_file'),
     '--model-spec-override': text('model_spec_override'),

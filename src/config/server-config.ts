@@ -7,6 +7,7 @@ import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { showValue } from '../errors.js';
+import { defaultModelsRoot } from './data-dir.js';
 import { EMBEDDED_MODELS } from './embedded-models.js';
 import {
   ConfigError,
@@ -51,6 +52,7 @@ export interface CliOverrides {
   device?: number;
   threads?: number;
   voice_dir?: string;
+  models_root?: string;
   tls_cert_file?: string;
   tls_key_file?: string;
   model_spec_override?: string;
@@ -93,6 +95,7 @@ const FILE_KEYS = new Set([
   'live_ingest',
   'model_spec_override',
   'voice_dir',
+  'models_root',
   'tls_cert_file',
   'tls_key_file',
   'frontend_listener',
@@ -125,6 +128,7 @@ const FLAGS = {
   device: '--device',
   threads: '--threads',
   voice_dir: '--voice-dir',
+  models_root: '--models-root',
   tls_cert_file: '--tls-cert',
   tls_key_file: '--tls-key',
   model_spec_override: '--model-spec-override',
@@ -246,6 +250,8 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     parallel_jobs: overrides.parallel_jobs === true,
     models: [],
     base_dir: baseDir,
+    default_models_root: defaultModelsRoot(),
+    models_root: '',
   };
 
   if (overrides.log_file !== undefined) {
@@ -262,6 +268,9 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
   if (specOverride !== undefined) config.model_spec_override = specOverride;
   const voiceDir = read('voice_dir', undefined, parseVoiceDir);
   if (voiceDir !== undefined) config.voice_dir = voiceDir;
+  config.models_root = read('models_root', config.default_models_root, (s) =>
+    path.resolve(s.base, expectString(s.value, s.key, { nonEmpty: true })),
+  );
   const cert = read('tls_cert_file', undefined, parsePemFile);
   const key = read('tls_key_file', undefined, parsePemFile);
   if ((cert === undefined) !== (key === undefined)) {

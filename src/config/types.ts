@@ -131,6 +131,10 @@ export interface ServerConfig {
   live_ingest: LiveIngestConfig;
   model_spec_override?: string;
   voice_dir?: string;
+  /** Where installed model packages live (absolute); created at startup. */
+  models_root: string;
+  /** The models root when none is configured: `models` in voxd's data folder (src/config/data-dir.ts). */
+  default_models_root: string;
   /** HTTPS instead of HTTP: the certificate chain and private key, read at startup. */
   tls?: { cert: { path: string; pem: string }; key: { path: string; pem: string } };
   frontend_listener: string;

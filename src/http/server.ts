@@ -18,6 +18,7 @@ import { EventStream } from './event-stream.js';
 import type { Reply, Route, RouteContext, StreamReply } from './route.js';
 import { managementRoutes } from './routes/management.js';
 import { modelRoutes } from './routes/models.js';
+import { modelsRootRoutes } from './routes/models-root.js';
 import { speechRoutes } from './routes/speech.js';
 import { taskRoutes } from './routes/tasks.js';
 import { transcriptionRoutes } from './routes/transcriptions.js';
@@ -28,6 +29,7 @@ export const ROUTES: readonly Route[] = [
   ...transcriptionRoutes,
   ...taskRoutes,
   ...managementRoutes,
+  ...modelsRootRoutes,
 ];
 
 export interface HttpOptions {

@@ -22,6 +22,7 @@ import type {
   RunContext,
 } from '../engines/types.js';
 import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
+import type { ModelsRoot, RootInstaller } from '../models/models-root.js';
 import { type Clock, systemClock } from '../util/clock.js';
 import { type AbortSource, LazyAbort } from '../util/lazy-abort.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
@@ -36,6 +37,8 @@ const MIB = 1024 * 1024;
 
 export interface RuntimeDeps {
   catalog: EngineCatalog;
+  /** Installed model packages and their installer. */
+  modelsRoot: ModelsRoot<RootInstaller>;
   clock?: Clock;
   /** Free memory in MiB; tests replace it to drive the memory guard. */
   freeMemoryMb?: () => Promise<number>;
@@ -117,6 +120,7 @@ export class Runtime {
   readonly config: ServerConfig;
   readonly catalog: EngineCatalog;
   readonly residency: Residency;
+  readonly modelsRoot: ModelsRoot<RootInstaller>;
   readonly #entries = new Map<string, ModelEntry>();
   readonly #clock: Clock;
   readonly #log: (message: string) => void;
@@ -131,6 +135,7 @@ export class Runtime {
   constructor(config: ServerConfig, deps: RuntimeDeps) {
     this.config = config;
     this.catalog = deps.catalog;
+    this.modelsRoot = deps.modelsRoot;
     this.#clock = deps.clock ?? systemClock;
     this.#log = deps.log ?? ((message) => process.stderr.write(`[voxd] ${message}\n`));
     this.residency = new Residency({

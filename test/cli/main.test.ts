@@ -130,9 +130,29 @@ describe('commands and flags', () => {
       '--min-free-memory-mb',
       '--parallel-jobs',
       '--voice-dir',
+      '--models-root',
       '--log-file',
     ];
     for (const flag of flags) assert.ok(stdout.includes(flag), `serve --help lacks ${flag}`);
+  });
+
+  test('a models root that cannot be made stops startup with exit 2 and one line naming it', async () => {
+    const file = join(configs.dir, 'a-file');
+    writeFileSync(file, 'not a folder');
+    const config = configs.write(validConfig());
+    const { exit, stderr } = await runToExit([
+      'serve',
+      '--config',
+      config,
+      '--models-root',
+      join(file, 'models'),
+    ]);
+    assert.equal(exit.code, 2);
+    assert.equal(stderr.length, 1, stderr.join('\n'));
+    assert.match(
+      stderr[0]!,
+      /^voxd: models_root: ".*a-file\/models" is invalid; the models root .* cannot be created/,
+    );
   });
 
   test('an unknown command exits non-zero with one stderr line naming it', async () => {

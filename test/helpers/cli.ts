@@ -13,6 +13,13 @@ import { withDeadline } from './voxd.js';
 const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
+/**
+ * voxd's data folder for the children of this test process (their default models root is made
+ * there at startup), so tests never write under the user's home; removed when the process ends.
+ */
+const DATA_DIR = mkdtempSync(join(tmpdir(), 'voxd-cli-data-'));
+process.once('exit', () => rmSync(DATA_DIR, { recursive: true, force: true }));
+
 /** Every wait on a child gives up after this long. */
 export const DEADLINE_MS = 10_000;
 export const LISTENING = /voxd listening on (http:\/\/127\.0\.0\.1:(\d+))\n/;
@@ -35,7 +42,7 @@ export class VoxdProcess {
   constructor(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
     this.child = spawn(process.execPath, [MAIN, ...args], {
       cwd: options.cwd ?? REPO_ROOT,
-      env: options.env ?? process.env,
+      env: { VOXD_DATA_DIR: DATA_DIR, ...(options.env ?? process.env) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child.stdout!.setEncoding('utf8');

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startVoxd, type Voxd } from '../../src/app.js';
+import { type StartOptions, startVoxd, type Voxd } from '../../src/app.js';
 import { type CliOverrides, loadServerConfig } from '../../src/config/server-config.js';
 import { createEngineCatalog } from '../../src/engines/catalog.js';
 import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js';
@@ -42,6 +42,8 @@ export interface TestServerOptions {
   freeMemoryMb?: () => Promise<number>;
   /** CLI-flag overrides, as `voxd serve` flags would give them. */
   overrides?: CliOverrides;
+  /** Builds a models root's installer (a test makes it fail for one root). */
+  installerFor?: StartOptions['installerFor'];
 }
 
 export function tempDir(prefix = 'voxd-test-'): string {
@@ -63,7 +65,13 @@ export async function startServer(
   const catalog = createEngineCatalog();
   const { config } = loadServerConfig({
     configPath,
-    overrides: { port: 0, host: '127.0.0.1', parallel_jobs: options.parallel ?? false, ...options.overrides },
+    overrides: {
+      port: 0,
+      host: '127.0.0.1',
+      parallel_jobs: options.parallel ?? false,
+      models_root: join(dir, 'models'),
+      ...options.overrides,
+    },
     knownFamilies: [...catalog.keys()],
   });
   const logs: string[] = [];
@@ -74,6 +82,7 @@ export async function startServer(
       catalog,
       clock: options.clock,
       freeMemoryMb: options.freeMemoryMb,
+      installerFor: options.installerFor,
       log: (message) => logs.push(message),
     });
   } catch (err) {

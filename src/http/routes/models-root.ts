@@ -1,0 +1,130 @@
+/**
+ * The audio.cpp UI routes about the models root: where installed packages live
+ * (`/v1/ui/models-root`), and the folder picker the UI chooses one with
+ * (`/v1/ui/browse-directories`, `/v1/ui/path-status`). All need `ui_management` (403 otherwise,
+ * each with audio.cpp's message). Unlike audio.cpp, browsing and path inspection are confined to
+ * the folders a models root may be chosen in: voxd's data folder (the default root's parent), the
+ * current root and the file roots; any other path is one 403 that says nothing about it.
+ */
+import type { Dirent } from 'node:fs';
+import { readdir, realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { VoxdError } from '../../errors.js';
+import { readJsonObject } from '../body.js';
+import type { Route, RouteContext } from '../route.js';
+
+function requireManagement({ config }: RouteContext, disabled: string): void {
+  if (!config.ui_management)
+    throw new VoxdError('E_FORBIDDEN', `${disabled}; start voxd with --ui-management`);
+}
+
+/** A `path` field: absent or a string (empty means the default). */
+function pathField(body: Record<string, unknown>): string {
+  const value = body['path'];
+  if (value === undefined || value === null) return '';
+  if (typeof value !== 'string') throw new VoxdError('E_INVALID_REQUEST', 'path: must be a string');
+  if (value.includes('\0')) throw new VoxdError('E_INVALID_REQUEST', 'path: must not contain a NUL byte');
+  return value;
+}
+
+async function getRoot(ctx: RouteContext) {
+  requireManagement(ctx, 'UI model management is disabled');
+  return { json: ctx.runtime.modelsRoot.status() };
+}
+
+async function setRoot(ctx: RouteContext) {
+  requireManagement(ctx, 'UI model management is disabled');
+  const body = await readJsonObject(ctx);
+  return { json: await ctx.runtime.modelsRoot.change(pathField(body), ctx.config.base_dir) };
+}
+
+/** The folders the picker may show, with their symlinks resolved (those that exist). */
+async function browseRoots(ctx: RouteContext): Promise<string[]> {
+  const { modelsRoot } = ctx.runtime;
+  const wanted = [path.dirname(modelsRoot.defaultRoot), modelsRoot.root, ...ctx.config.file_roots];
+  const roots: string[] = [];
+  for (const dir of wanted) {
+    const real = await realpath(dir).catch(() => undefined);
+    if (real && !roots.includes(real)) roots.push(real);
+  }
+  return roots;
+}
+
+function isInside(root: string, target: string): boolean {
+  return target === root || target.startsWith(root.endsWith(path.sep) ? root : `${root}${path.sep}`);
+}
+
+/**
+ * Where `target` really is: the real path of its nearest existing ancestor with the rest appended
+ * (so a folder about to be made can be inspected), or a 403 when that lies outside every root.
+ */
+async function confine(target: string, roots: readonly string[]): Promise<string> {
+  let existing = target;
+  const rest: string[] = [];
+  for (;;) {
+    const real = await realpath(existing).catch(() => undefined);
+    if (real !== undefined) {
+      const resolved = path.join(real, ...rest.reverse());
+      if (roots.some((root) => isInside(root, resolved))) return resolved;
+      break;
+    }
+    const parent = path.dirname(existing);
+    if (parent === existing) break;
+    rest.push(path.basename(existing));
+    existing = parent;
+  }
+  throw new VoxdError(
+    'E_FORBIDDEN',
+    `path: the folder picker shows only folders under ${roots.join(', ') || '(no folder)'}`,
+  );
+}
+
+async function browse(ctx: RouteContext) {
+  requireManagement(ctx, 'UI directory browsing is disabled');
+  const body = await readJsonObject(ctx);
+  const requested = pathField(body);
+  const roots = await browseRoots(ctx);
+  const base = ctx.runtime.modelsRoot.root;
+  const current = await confine(requested === '' ? base : path.resolve(base, requested), roots);
+  let entries: Dirent[];
+  try {
+    entries = await readdir(current, { withFileTypes: true });
+  } catch (err) {
+    throw new VoxdError(
+      'E_INVALID_REQUEST',
+      `path: folder is not accessible: ${current} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
+  const directories = entries
+    .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.'))
+    .map((entry) => ({ name: entry.name, path: path.join(current, entry.name) }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  // No way up past the roots: the picker's "parent" is empty where it would lead outside them.
+  const up = path.dirname(current);
+  const parent = up !== current && roots.some((root) => isInside(root, up)) ? up : '';
+  return { json: { current, parent, roots, directories } };
+}
+
+async function pathStatus(ctx: RouteContext) {
+  requireManagement(ctx, 'UI path inspection is disabled');
+  const body = await readJsonObject(ctx);
+  const requested = pathField(body);
+  if (requested === '') throw new VoxdError('E_INVALID_REQUEST', "'path' is required");
+  const target = await confine(path.resolve(ctx.config.base_dir, requested), await browseRoots(ctx));
+  const info = await stat(target).catch(() => undefined);
+  return {
+    json: {
+      path: target,
+      exists: info !== undefined,
+      directory: info?.isDirectory() ?? false,
+      file: info?.isFile() ?? false,
+    },
+  };
+}
+
+export const modelsRootRoutes: Route[] = [
+  { method: 'GET', path: '/v1/ui/models-root', handler: getRoot },
+  { method: 'POST', path: '/v1/ui/models-root', handler: setRoot },
+  { method: 'POST', path: '/v1/ui/browse-directories', handler: browse },
+  { method: 'POST', path: '/v1/ui/path-status', handler: pathStatus },
+];

@@ -1,0 +1,213 @@
+/**
+ * The models root routes (audio.cpp's /v1/ui/models-root, /v1/ui/browse-directories,
+ * /v1/ui/path-status): a new root is made, checked and given its installer before it replaces the
+ * old pair, and any failure keeps the old pair whole; the folder picker is confined.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import type { RootInstaller } from '../../src/models/models-root.js';
+import { errorOf, fixtureModel, get, post, startServer, tempDir } from '../helpers/voxd.js';
+
+/** An installer whose "download" a test switches on and off, and which fails to build for one root. */
+function installers(failFor: (root: string) => boolean) {
+  let downloading = false;
+  const built: string[] = [];
+  return {
+    built,
+    setDownloading: (on: boolean) => {
+      downloading = on;
+    },
+    installerFor: async (root: string): Promise<RootInstaller> => {
+      if (failFor(root)) throw new Error('the package index cannot be read');
+      built.push(root);
+      return { activeJobs: () => (downloading ? [{ id: 'whisper-base.en' }] : []) };
+    },
+  };
+}
+
+describe('models root', () => {
+  test('[fail.models-root] a root that cannot be made, is no folder, or whose installer fails keeps the old pair; a download blocks any change', async () => {
+    const pair = installers((root) => root.endsWith('broken-index'));
+    const s = await startServer({ ui_management: true, models: [] }, { installerFor: pair.installerFor });
+    try {
+      const first = join(s.dir, 'models');
+      const installerBefore = s.voxd.runtime.modelsRoot.installer;
+      const status = async () => (await get(s.url, '/v1/ui/models-root')).json;
+      assert.equal((await status()).models_root, first);
+      const keptOld = async () => {
+        assert.equal((await status()).models_root, first);
+        assert.equal(s.voxd.runtime.modelsRoot.installer, installerBefore, 'the old installer is kept');
+      };
+
+      // Under a regular file: the folder cannot be made.
+      writeFileSync(join(s.dir, 'a-file'), 'x');
+      const unmade = errorOf(
+        await post(s.url, '/v1/ui/models-root', { path: join(s.dir, 'a-file', 'models') }),
+        400,
+        'invalid_request_error',
+      );
+      assert.match(unmade, /^path: the models root .*a-file\/models cannot be created/);
+      await keptOld();
+      // A file is no folder.
+      const notFolder = errorOf(
+        await post(s.url, '/v1/ui/models-root', { path: join(s.dir, 'a-file') }),
+        400,
+        'invalid_request_error',
+      );
+      assert.match(notFolder, /cannot be created|is not a folder/);
+      await keptOld();
+      // The folder is fine, but its installer cannot be built: the staged pair is dropped.
+      const broken = errorOf(
+        await post(s.url, '/v1/ui/models-root', { path: join(s.dir, 'broken-index') }),
+        400,
+        'invalid_request_error',
+      );
+      assert.match(
+        broken,
+        /the installer for the models root .*broken-index could not be set up \(the package index cannot be read\)/,
+      );
+      await keptOld();
+      // While a download runs: 409, nothing staged.
+      pair.setDownloading(true);
+      const busy = await post(s.url, '/v1/ui/models-root', { path: join(s.dir, 'second') });
+      assert.equal(busy.status, 409);
+      assert.equal(busy.json.error.code, 'model_install_active');
+      await keptOld();
+      assert.ok(!pair.built.includes(join(s.dir, 'second')), 'no installer was built while busy');
+      pair.setDownloading(false);
+
+      // A good change: relative to the config folder, made, swapped with its installer.
+      const moved = await post(s.url, '/v1/ui/models-root', { path: 'second' });
+      assert.equal(moved.status, 200);
+      assert.deepEqual(moved.json, {
+        models_root: join(s.dir, 'second'),
+        default_models_root: s.voxd.runtime.modelsRoot.defaultRoot,
+        is_default: false,
+      });
+      assert.notEqual(s.voxd.runtime.modelsRoot.installer, installerBefore);
+      assert.deepEqual(await status(), moved.json);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('an empty path restores the default root ($VOXD_DATA_DIR/models)', async () => {
+    const dataDir = tempDir('voxd-data-');
+    const before = process.env['VOXD_DATA_DIR'];
+    process.env['VOXD_DATA_DIR'] = dataDir;
+    try {
+      const s = await startServer(
+        { ui_management: true, models: [] },
+        { overrides: { models_root: undefined } },
+      );
+      try {
+        const status = (await get(s.url, '/v1/ui/models-root')).json;
+        assert.deepEqual(status, {
+          models_root: join(dataDir, 'models'),
+          default_models_root: join(dataDir, 'models'),
+          is_default: true,
+        });
+        assert.ok(statSync(join(dataDir, 'models')).isDirectory(), 'made at startup');
+        const moved = await post(s.url, '/v1/ui/models-root', { path: join(s.dir, 'elsewhere') });
+        assert.equal(moved.json.is_default, false);
+        const back = await post(s.url, '/v1/ui/models-root', { path: '' });
+        assert.equal(back.status, 200);
+        assert.deepEqual(back.json, status);
+      } finally {
+        await s.close();
+      }
+    } finally {
+      if (before === undefined) delete process.env['VOXD_DATA_DIR'];
+      else process.env['VOXD_DATA_DIR'] = before;
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('without ui_management every route is a 403 with its audio.cpp message', async () => {
+    const s = await startServer({ models: [fixtureModel('m')] });
+    try {
+      const cases: [string, string, RegExp][] = [
+        ['GET', '/v1/ui/models-root', /UI model management is disabled/],
+        ['POST', '/v1/ui/models-root', /UI model management is disabled/],
+        ['POST', '/v1/ui/browse-directories', /UI directory browsing is disabled/],
+        ['POST', '/v1/ui/path-status', /UI path inspection is disabled/],
+      ];
+      for (const [method, path, message] of cases) {
+        const res = method === 'GET' ? await get(s.url, path) : await post(s.url, path, { path: '/' });
+        assert.match(errorOf(res, 403, 'forbidden'), message, path);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('the folder picker lists sorted subfolders of its roots, no way above a root, and nothing outside', async () => {
+    const s = await startServer({ ui_management: true, models: [] });
+    try {
+      const root = join(s.dir, 'models');
+      for (const name of ['zeta', 'alpha', '.hidden', 'Mid']) mkdirSync(join(root, name));
+      writeFileSync(join(root, 'file.txt'), 'not a folder');
+      const res = await post(s.url, '/v1/ui/browse-directories', {});
+      assert.equal(res.status, 200);
+      assert.equal(res.json.current, root);
+      assert.deepEqual(
+        res.json.directories.map((d: { name: string }) => d.name),
+        ['Mid', 'alpha', 'zeta'],
+      );
+      assert.equal(res.json.directories[1].path, join(root, 'alpha'));
+      assert.ok(res.json.roots.includes(s.dir), 'the config folder (a file root) is a root');
+      // The models root lies under the config folder, a root itself: its parent is shown.
+      assert.equal(res.json.parent, s.dir);
+      const top = await post(s.url, '/v1/ui/browse-directories', { path: s.dir });
+      assert.equal(top.json.parent, '', 'nothing above a root');
+      for (const outside of ['/etc', '/', join(s.dir, '..')]) {
+        const refused = errorOf(
+          await post(s.url, '/v1/ui/browse-directories', { path: outside }),
+          403,
+          'forbidden',
+        );
+        assert.ok(!refused.includes('passwd'), refused);
+      }
+      const missing = errorOf(
+        await post(s.url, '/v1/ui/browse-directories', { path: join(root, 'nope') }),
+        400,
+        'invalid_request_error',
+      );
+      assert.match(missing, /folder is not accessible: .*nope \(ENOENT\)/);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('path-status says whether a path exists and what it is, only under the picker roots', async () => {
+    const s = await startServer({ ui_management: true, models: [] });
+    try {
+      writeFileSync(join(s.dir, 'f.txt'), 'x');
+      const status = async (path: string) => (await post(s.url, '/v1/ui/path-status', { path })).json;
+      assert.deepEqual(await status('f.txt'), {
+        path: join(s.dir, 'f.txt'),
+        exists: true,
+        directory: false,
+        file: true,
+      });
+      assert.deepEqual(await status(join(s.dir, 'models')), {
+        path: join(s.dir, 'models'),
+        exists: true,
+        directory: true,
+        file: false,
+      });
+      assert.deepEqual(await status('new/folder'), {
+        path: join(s.dir, 'new', 'folder'),
+        exists: false,
+        directory: false,
+        file: false,
+      });
+      errorOf(await post(s.url, '/v1/ui/path-status', { path: '/etc/shadow' }), 403, 'forbidden');
+      errorOf(await post(s.url, '/v1/ui/path-status', {}), 400, 'invalid_request_error');
+    } finally {
+      await s.close();
+    }
+  });
+});
