@@ -4,6 +4,7 @@
  * routes' own (voice resolution, speed, options, input decoding, response formats), so a command
  * answers what the same request to `voxd serve` would.
  */
+import { openModelsRoot } from '../app.js';
 import { Codec, probeFfmpeg } from '../audio/ffmpeg.js';
 import type { Audio } from '../audio/types.js';
 import { type CliOverrides, loadServerConfig } from '../config/server-config.js';
@@ -45,9 +46,6 @@ export interface InProcessOptions {
   log?: (message: string) => void;
 }
 
-/** `models_root` is about to become a config key; until it is one, the flag changes nothing. */
-type Overrides = CliOverrides & { models_root?: string };
-
 export class InProcessBackend implements Backend {
   readonly #runtime: Runtime;
   readonly #codec: Codec;
@@ -67,7 +65,7 @@ export class InProcessBackend implements Backend {
   static async open(options: InProcessOptions): Promise<InProcessBackend> {
     const catalog = createEngineCatalog();
     const log = options.log ?? (() => {});
-    const overrides: Overrides = {};
+    const overrides: CliOverrides = {};
     if (options.modelsRoot !== undefined) overrides.models_root = options.modelsRoot;
     const { config, notices } = loadServerConfig({
       configPath: options.configPath,
@@ -75,14 +73,10 @@ export class InProcessBackend implements Backend {
       knownFamilies: [...catalog.keys()],
     });
     for (const notice of notices) log(`notice: ${notice.message}`);
-    // TODO(models_root): drop this once the config has the key; until then the flag changes nothing.
-    if (options.modelsRoot !== undefined && !('models_root' in config))
-      process.stderr.write(
-        'voxd: notice: --models-root: this build has no models_root yet; the flag is ignored\n',
-      );
     // One command uses one model: the others stay unloaded however the config marks them.
     config.models = config.models.map((model) => ({ ...model, lazy: true }));
-    const runtime = new Runtime(config, { catalog, log });
+    const modelsRoot = await openModelsRoot(config);
+    const runtime = new Runtime(config, { catalog, modelsRoot, log });
     await runtime.start();
     const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), { timeoutMs: config.ffmpeg_timeout_ms });
     const source = options.configPath === undefined ? 'the embedded models' : options.configPath;

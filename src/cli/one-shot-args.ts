@@ -50,7 +50,7 @@ const EXIT_CODES = `Exit status:
 const SOURCE = `Where it runs:
   (default)                 in this process, with the embedded models (no server needed)
   --config <file>           in this process, with the models of a server config (server.json)
-  --models-root <dir>       folder of installed model packages, as the server's models_root
+  --models-root <dir>       folder of installed model packages (the config's models_root)
   --url <http://host:port>  on a running voxd (or audio.cpp) server, through its HTTP API
   --api-key <key>           sent as "Authorization: Bearer <key>" (default: $VOXD_API_KEY)
   --log                     print the runtime's log (model loads) to stderr

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -33,7 +33,8 @@ interface Run {
 /** Starts `voxd <args>`; `stdin` is written and closed (no stdin at all when undefined). */
 function start(args: string[], options: { stdin?: string | Buffer; env?: NodeJS.ProcessEnv } = {}) {
   const child = spawn(process.execPath, [MAIN, ...args], {
-    env: options.env ?? process.env,
+    // The models root is made at startup: under the test's folder, never in the home folder.
+    env: { VOXD_DATA_DIR: join(dir, 'data'), ...(options.env ?? process.env) },
     stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
   if (options.stdin !== undefined) child.stdin!.end(options.stdin);
@@ -339,6 +340,20 @@ describe('usage and failures', () => {
     assert.match(failed(await voxd(['speak', 'hi', '-m', 'nope', '-o', '-']), 1, 'unknown'), /nope/);
     failed(await voxd(['transcribe', speechWav, '-m', 'flite']), 1, 'wrong task');
     failed(await voxd(['transcribe', '-'], { stdin: 'not audio at all' }), 1, 'not audio');
+  });
+});
+
+describe('--models-root', () => {
+  test('is made when missing, as by voxd serve; a root that cannot be made exits 2', async () => {
+    const root = join(dir, 'models-here');
+    ok(await voxd(['vad', speechWav, '--models-root', root]), '--models-root');
+    assert.ok(statSync(root).isDirectory());
+    const file = join(dir, 'a-file');
+    writeFileSync(file, '');
+    assert.match(
+      failed(await voxd(['vad', speechWav, '--models-root', join(file, 'x')]), 2, 'bad root'),
+      /models_root/,
+    );
   });
 });
 
