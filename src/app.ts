@@ -46,16 +46,16 @@ export interface Voxd {
   abandon(why: string): void;
 }
 
-export async function startVoxd(options: StartOptions): Promise<Voxd> {
-  const { config } = options;
-  const log = options.log ?? ((message: string) => process.stderr.write(`[voxd] ${message}\n`));
-  let modelsRoot: ModelsRoot<RootInstaller>;
+/**
+ * The config's models root, made when missing, with its installer; a root that cannot be made is
+ * a config error naming models_root. `voxd serve` and the one-shot commands share it.
+ */
+export async function openModelsRoot(
+  config: Pick<ServerConfig, 'models_root' | 'default_models_root'>,
+  build: (root: string) => Promise<RootInstaller> = installerFor,
+): Promise<ModelsRoot<RootInstaller>> {
   try {
-    modelsRoot = await ModelsRoot.open(
-      config.models_root,
-      config.default_models_root,
-      options.installerFor ?? installerFor,
-    );
+    return await ModelsRoot.open(config.models_root, config.default_models_root, build);
   } catch (err) {
     throw ConfigError.rejected(
       'models_root',
@@ -63,6 +63,12 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
       (err as Error).message.replace(/^path: /, ''),
     );
   }
+}
+
+export async function startVoxd(options: StartOptions): Promise<Voxd> {
+  const { config } = options;
+  const log = options.log ?? ((message: string) => process.stderr.write(`[voxd] ${message}\n`));
+  const modelsRoot = await openModelsRoot(config, options.installerFor);
   const runtime = new Runtime(config, {
     catalog: options.catalog ?? createEngineCatalog(),
     modelsRoot,

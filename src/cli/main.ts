@@ -9,15 +9,26 @@ import { killRunnerProcesses } from '../engines/engine-worker.js';
 import { VoxdError } from '../errors.js';
 import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
+import { runOneShot } from './one-shot.js';
+import { ONE_SHOT_COMMANDS, type OneShotCommand } from './one-shot-args.js';
 
 const USAGE = `Usage: voxd <command> [options]
 
 Commands:
-  serve [options]   start the HTTP server (run \`voxd serve --help\` for its flags)
+  serve [options]             start the HTTP server
+  speak ["text"] [options]    speak a text into an audio file or stdout
+  transcribe <file|-> [opts]  print the text spoken in an audio file
+  diarize <file|-> [options]  print who speaks when (start end speaker)
+  vad <file|-> [options]      print where the speech is (start end)
+
+Run \`voxd <command> --help\` for a command's flags. speak, transcribe, diarize and vad run in
+this process with the embedded models (no server needed), or on a server with --url.
 
 Options:
-  --version         print the version and exit
-  -h, --help        print this help and exit
+  --version                   print the version and exit
+  -h, --help                  print this help and exit
+
+Exit status: 0 success, 1 failure (engine, server, file), 2 bad usage, 130 interrupted.
 `;
 
 function version(): string {
@@ -110,6 +121,8 @@ async function main(argv: string[]): Promise<void> {
     return void process.stdout.write(USAGE);
   }
   if (command === 'serve') return serve(rest);
+  if ((ONE_SHOT_COMMANDS as readonly string[]).includes(command))
+    return runOneShot(command as OneShotCommand, rest);
   if (command.startsWith('-')) return serve(argv);
   fail(`unknown command "${command}"; run voxd --help`, 2);
 }

@@ -45,6 +45,22 @@ describe('POST /v1/tasks/run', () => {
     assert.equal(report.audio, undefined);
   });
 
+  test('positions without an audio output come with the sample_rate they count in', async () => {
+    const audio_base64 = buildWav({
+      sampleRate: 8000,
+      channels: 1,
+      bits: 16,
+      frames: 8000,
+      sample: () => 0,
+    }).toString('base64');
+    const res = await run({ model: 'asr', request: { audio_base64, options: { words: 'hi@0.25-0.5' } } });
+    assert.equal(res.status, 200, res.body.toString());
+    assert.deepEqual(Object.keys(res.json), ['text', 'words', 'sample_rate', 'timing']);
+    const [word] = res.json.words;
+    assert.equal(word.start_sample / res.json.sample_rate, 0.25);
+    assert.equal(word.end_sample / res.json.sample_rate, 0.5);
+  });
+
   test('without `request` the top-level body is the request', async () => {
     const report = reportOf(await run({ model: 'asr', text: 'top', language: 'de', options: { k: 'v' } }));
     assert.equal(report.text, 'top');

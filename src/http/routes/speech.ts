@@ -26,7 +26,14 @@ import { resolveVoice, unalias } from '../voice.js';
 
 const STREAM_FORMATS = ['sse', 'audio'] as const;
 
-function speedOptions(body: Record<string, unknown>, accepted: ReadonlySet<string>): Record<string, string> {
+/**
+ * `speed` (or `speaking_rate`) as the option the model takes; 1.0 is accepted by any model. The
+ * one-shot `voxd speak` shares it, so `--speed` means what the request field means.
+ */
+export function speedOptions(
+  body: Record<string, unknown>,
+  accepted: ReadonlySet<string>,
+): Record<string, string> {
   const key = body['speed'] !== undefined && body['speed'] !== null ? 'speed' : 'speaking_rate';
   const raw = body[key];
   if (raw === undefined || raw === null) return {};

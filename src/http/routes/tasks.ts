@@ -47,7 +47,12 @@ async function inputAudio(
   return decodeBase64Audio(base64, 'audio_base64', limits);
 }
 
-function resultJson(result: EngineResult, wallMs: number): Record<string, unknown> {
+/**
+ * The result object. Segments, turns and words count samples at the rate the input was converted
+ * to; without an audio output (whose `sample_rate` it would clash with) that rate is given as
+ * `sample_rate` after them, as /v1/audio/transcriptions/details gives it.
+ */
+function resultJson(result: EngineResult, wallMs: number, inputSampleRate?: number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (result.text !== undefined) out['text'] = result.text;
   if (result.language !== undefined) out['language'] = result.language;
@@ -59,6 +64,8 @@ function resultJson(result: EngineResult, wallMs: number): Record<string, unknow
   if (result.segments) out['segments'] = result.segments;
   if (result.speakerTurns) out['speaker_turns'] = result.speakerTurns;
   if (result.words) out['words'] = result.words;
+  const positioned = result.segments || result.speakerTurns || result.words;
+  if (positioned && !result.audio && inputSampleRate !== undefined) out['sample_rate'] = inputSampleRate;
   out['timing'] = timing(wallMs, result.audio);
   return out;
 }
@@ -122,7 +129,7 @@ async function readTaskBody(ctx: RouteContext) {
 async function run(ctx: RouteContext) {
   const { modelId, request, busyTimeoutMs } = await readTaskBody(ctx);
   const outcome = await ctx.runtime.infer(modelId, request, { busyTimeoutMs, signal: clientGoneOf(ctx) });
-  return { json: resultJson(outcome.result, outcome.wallMs) };
+  return { json: resultJson(outcome.result, outcome.wallMs, outcome.inputSampleRate) };
 }
 
 /** One event of /v1/tasks/stream, from one engine event. */
@@ -139,7 +146,7 @@ function streamResult(modelId: string, outcome: InferenceOutcome, ttftMs: number
   const silentDiarization = result.speakerTurns !== undefined && result.speakerTurns.length === 0;
   if (ttftMs === null && !silentDiarization)
     throw new VoxdError('E_ENGINE', `model '${modelId}': streaming response produced no TTFT event`);
-  const { timing: _wall, ...rest } = resultJson(result, outcome.wallMs);
+  const { timing: _wall, ...rest } = resultJson(result, outcome.wallMs, outcome.inputSampleRate);
   return { ...rest, timing: { ttft_ms: ttftMs } };
 }
 
@@ -244,7 +251,7 @@ async function batch(ctx: RouteContext) {
     result: (index, outcome) => ({
       type: 'task.batch.result',
       index,
-      result: { ...resultJson(outcome.result, outcome.wallMs), timing: null },
+      result: { ...resultJson(outcome.result, outcome.wallMs, outcome.inputSampleRate), timing: null },
     }),
     failure: (index, error) => ({ type: 'task.batch.result', index, error }),
     done: ({ results, errors, wallMs, outcomes }) => {

@@ -1,0 +1,214 @@
+/**
+ * One-shot commands in this process: the runtime and engines built as `startVoxd` builds them,
+ * from the embedded models or a server config, but with no HTTP server. The request steps are the
+ * routes' own (voice resolution, speed, options, input decoding, response formats), so a command
+ * answers what the same request to `voxd serve` would.
+ */
+import { openModelsRoot } from '../app.js';
+import { Codec, probeFfmpeg } from '../audio/ffmpeg.js';
+import type { Audio } from '../audio/types.js';
+import { type CliOverrides, loadServerConfig } from '../config/server-config.js';
+import type { ServerConfig, TaskToken } from '../config/types.js';
+import { createEngineCatalog } from '../engines/catalog.js';
+import { killRunnerProcesses } from '../engines/engine-worker.js';
+import { voiceAliases } from '../engines/voice-aliases.js';
+import { VoxdError } from '../errors.js';
+import { audioLimits, decodeAudio, timing } from '../http/audio-io.js';
+import type { Fields } from '../http/fields.js';
+import { checkInputChars, SPEECH_TASKS } from '../http/input-text.js';
+import { buildOptions, SPEECH_KNOBS } from '../http/request-options.js';
+import { speedOptions } from '../http/routes/speech.js';
+import { fileAccessOf } from '../http/server-files.js';
+import { encodeSpeech } from '../http/speech-output.js';
+import { audioSeconds, timedReply, verboseJson } from '../http/transcript-formats.js';
+import { resolveVoice } from '../http/voice.js';
+import type { ModelEntry } from '../runtime/model-entry.js';
+import { Runtime } from '../runtime/runtime.js';
+import {
+  type AudioInput,
+  type Backend,
+  LONG_AUDIO_SECONDS,
+  LONG_TEXT_CHARS,
+  type ProgressSink,
+  type SpanKind,
+  type SpeakJob,
+  type TimedSpan,
+  type TranscribeJob,
+  toSpans,
+} from './backend.js';
+
+/** How long the closing runtime lets a run finish before it is cancelled (none runs by then). */
+const CLOSE_DEADLINE_MS = 5000;
+
+export interface InProcessOptions {
+  configPath?: string;
+  modelsRoot?: string;
+  log?: (message: string) => void;
+}
+
+export class InProcessBackend implements Backend {
+  readonly #runtime: Runtime;
+  readonly #codec: Codec;
+  readonly #config: ServerConfig;
+  readonly #abort = new AbortController();
+  /** Where the models come from, for messages. */
+  readonly #source: string;
+  #closing: Promise<void> | undefined;
+
+  private constructor(runtime: Runtime, codec: Codec, source: string) {
+    this.#source = source;
+    this.#runtime = runtime;
+    this.#codec = codec;
+    this.#config = runtime.config;
+  }
+
+  static async open(options: InProcessOptions): Promise<InProcessBackend> {
+    const catalog = createEngineCatalog();
+    const log = options.log ?? (() => {});
+    const overrides: CliOverrides = {};
+    if (options.modelsRoot !== undefined) overrides.models_root = options.modelsRoot;
+    const { config, notices } = loadServerConfig({
+      configPath: options.configPath,
+      overrides,
+      knownFamilies: [...catalog.keys()],
+    });
+    for (const notice of notices) log(`notice: ${notice.message}`);
+    // One command uses one model: the others stay unloaded however the config marks them.
+    config.models = config.models.map((model) => ({ ...model, lazy: true }));
+    const modelsRoot = await openModelsRoot(config);
+    const runtime = new Runtime(config, { catalog, modelsRoot, log });
+    await runtime.start();
+    const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), { timeoutMs: config.ffmpeg_timeout_ms });
+    const source = options.configPath === undefined ? 'the embedded models' : options.configPath;
+    return new InProcessBackend(runtime, codec, source);
+  }
+
+  /** The model `id` (which must serve one of `tasks`), or the config's first model that does. */
+  #model(tasks: readonly TaskToken[], id: string | undefined): ModelEntry {
+    if (id === undefined) {
+      const first = this.#config.models.find((m) => tasks.includes(m.task));
+      if (!first)
+        throw new VoxdError(
+          'E_MODEL_NOT_FOUND',
+          `no ${tasks.join(' or ')} model in ${this.#source}; name one with -m`,
+        );
+      return this.#runtime.get(first.id);
+    }
+    const entry = this.#runtime.get(id);
+    if (!tasks.includes(entry.config.task))
+      throw new VoxdError(
+        'E_INVALID_REQUEST',
+        `model '${id}' has task '${entry.config.task}'; this command needs a ${tasks.join(' or ')} model`,
+      );
+    return entry;
+  }
+
+  #limits(entry: ModelEntry) {
+    return audioLimits(
+      { config: this.#config, codec: this.#codec, signal: this.#abort.signal },
+      entry.config,
+    );
+  }
+
+  async #decode(input: AudioInput, entry: ModelEntry, verb: string, progress: ProgressSink): Promise<Audio> {
+    const audio = await decodeAudio(input.source, input.name, this.#limits(entry));
+    const seconds = audioSeconds(audio);
+    if (seconds >= LONG_AUDIO_SECONDS)
+      progress.start(`${verb} ${Math.round(seconds)} s of audio with ${entry.id}`);
+    return audio;
+  }
+
+  async speak(job: SpeakJob, progress: ProgressSink): Promise<Buffer> {
+    const entry = this.#model(SPEECH_TASKS, job.model);
+    const config = this.#config;
+    checkInputChars(job.text, 'text', entry.config, config);
+    const body: Fields = {};
+    if (job.voice !== undefined) body['voice'] = job.voice;
+    if (job.speed !== undefined) body['speed'] = job.speed;
+    const accepted = new Set(entry.family.params.map((p) => p.name));
+    const options = {
+      ...buildOptions(body, entry.config.default_request_options, SPEECH_KNOBS),
+      ...speedOptions(body, accepted),
+    };
+    const voice = await resolveVoice(
+      body,
+      entry.config,
+      entry.presets,
+      { voice_dir: config.voice_dir, access: fileAccessOf(config), limits: this.#limits(entry) },
+      voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases),
+    );
+    if (job.text.length >= LONG_TEXT_CHARS)
+      progress.start(`speaking ${job.text.length} characters with ${entry.id}`);
+    const outcome = await this.#runtime.infer(
+      entry.id,
+      { task: entry.config.task, text: job.text, ...voice, options },
+      { signal: this.#abort.signal },
+    );
+    const audio = outcome.result.audio;
+    if (!audio) throw new VoxdError('E_ENGINE', `model '${entry.id}' produced no audio output`);
+    const encoded = await encodeSpeech(audio, { format: job.format }, this.#codec, this.#abort.signal);
+    return encoded.body;
+  }
+
+  async transcribe(input: AudioInput, job: TranscribeJob, progress: ProgressSink): Promise<string> {
+    const entry = this.#model(['asr'], job.model);
+    const audio = await this.#decode(input, entry, 'transcribing', progress);
+    const options = { ...entry.config.default_request_options };
+    if (job.language) options['language'] = job.language;
+    const request = { task: entry.config.task, audio, language: job.language, options };
+    const outcome = await this.#runtime.infer(entry.id, request, { signal: this.#abort.signal });
+    const text = outcome.result.text;
+    if (text === undefined) throw new VoxdError('E_ENGINE', `model '${entry.id}' produced no text`);
+    if (job.format === 'text') return text;
+    if (job.format === 'json') return JSON.stringify({ text, timing: timing(outcome.wallMs, audio) });
+    const answer = {
+      outcome,
+      audio,
+      // The HTTP defaults: segments in verbose_json, words only when asked for (the CLI does not ask).
+      request: {
+        format: job.format,
+        words: false,
+        segments: true,
+        temperature: undefined,
+        chunking: undefined,
+      },
+      task: 'transcribe' as const,
+      language: job.language,
+    };
+    if (job.format === 'verbose_json') return JSON.stringify(verboseJson(answer));
+    const reply = timedReply(answer);
+    return reply.body ? reply.body.toString('utf8') : JSON.stringify(reply.json);
+  }
+
+  async spans(
+    kind: SpanKind,
+    input: AudioInput,
+    model: string | undefined,
+    progress: ProgressSink,
+  ): Promise<TimedSpan[]> {
+    const entry = this.#model([kind], model);
+    const verb = kind === 'diar' ? 'diarizing' : 'finding speech in';
+    const audio = await this.#decode(input, entry, verb, progress);
+    const request = { task: entry.config.task, audio, options: { ...entry.config.default_request_options } };
+    const outcome = await this.#runtime.infer(entry.id, request, { signal: this.#abort.signal });
+    const { result } = outcome;
+    const positions = kind === 'diar' ? result.speakerTurns : result.segments;
+    if (!positions)
+      throw new VoxdError(
+        'E_ENGINE',
+        `model '${entry.id}' produced no ${kind === 'diar' ? 'speaker turns' : 'speech segments'}`,
+      );
+    return toSpans(positions, outcome.inputSampleRate);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#runtime.close(CLOSE_DEADLINE_MS);
+    return this.#closing;
+  }
+
+  kill(): void {
+    this.#abort.abort(new VoxdError('E_SHUTTING_DOWN', 'interrupted'));
+    for (const child of this.#codec.children) child.kill('SIGKILL');
+    killRunnerProcesses();
+  }
+}
