@@ -9,12 +9,10 @@ import { ConfigError } from './config/errors.js';
 import type { ServerConfig } from './config/types.js';
 import { createEngineCatalog, type EngineCatalog } from './engines/catalog.js';
 import { createHttpServer } from './http/server.js';
-import { ModelsRoot, type RootInstaller } from './models/models-root.js';
+import { Installer } from './models/installer.js';
+import { ModelsRoot } from './models/models-root.js';
 import { Runtime } from './runtime/runtime.js';
 import type { Clock } from './util/clock.js';
-
-// TEMPORARY until the installer lands (issue 13, in progress): a root with no jobs.
-const installerFor = async (): Promise<RootInstaller> => ({ activeJobs: () => [], list: async () => [] });
 
 /** How long cancelled requests have to send their answer before a shutdown cuts the connections. */
 const CUT_GRACE_MS = 300;
@@ -23,7 +21,7 @@ export interface StartOptions {
   config: ServerConfig;
   catalog?: EngineCatalog;
   /** Builds the installer of a models root (tests replace it to make one fail). */
-  installerFor?: (root: string) => Promise<RootInstaller>;
+  installerFor?: (root: string) => Promise<Installer>;
   clock?: Clock;
   freeMemoryMb?: () => Promise<number>;
   log?: (message: string) => void;
@@ -52,8 +50,9 @@ export interface Voxd {
  */
 export async function openModelsRoot(
   config: Pick<ServerConfig, 'models_root' | 'default_models_root'>,
-  build: (root: string) => Promise<RootInstaller> = installerFor,
-): Promise<ModelsRoot<RootInstaller>> {
+  catalog: EngineCatalog,
+  build: (root: string) => Promise<Installer> = async (root) => new Installer({ root, engines: catalog }),
+): Promise<ModelsRoot<Installer>> {
   try {
     return await ModelsRoot.open(config.models_root, config.default_models_root, build);
   } catch (err) {
@@ -68,9 +67,10 @@ export async function openModelsRoot(
 export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const { config } = options;
   const log = options.log ?? ((message: string) => process.stderr.write(`[voxd] ${message}\n`));
-  const modelsRoot = await openModelsRoot(config, options.installerFor);
+  const catalog = options.catalog ?? createEngineCatalog();
+  const modelsRoot = await openModelsRoot(config, catalog, options.installerFor);
   const runtime = new Runtime(config, {
-    catalog: options.catalog ?? createEngineCatalog(),
+    catalog,
     modelsRoot,
     clock: options.clock,
     freeMemoryMb: options.freeMemoryMb,

@@ -75,7 +75,7 @@ export class InProcessBackend implements Backend {
     for (const notice of notices) log(`notice: ${notice.message}`);
     // One command uses one model: the others stay unloaded however the config marks them.
     config.models = config.models.map((model) => ({ ...model, lazy: true }));
-    const modelsRoot = await openModelsRoot(config);
+    const modelsRoot = await openModelsRoot(config, catalog);
     const runtime = new Runtime(config, { catalog, modelsRoot, log });
     await runtime.start();
     const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), { timeoutMs: config.ffmpeg_timeout_ms });

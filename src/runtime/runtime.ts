@@ -22,7 +22,8 @@ import type {
   RunContext,
 } from '../engines/types.js';
 import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
-import type { ModelsRoot, RootInstaller } from '../models/models-root.js';
+import type { Installer } from '../models/installer.js';
+import type { ModelsRoot } from '../models/models-root.js';
 import { type Clock, systemClock } from '../util/clock.js';
 import { type AbortSource, LazyAbort } from '../util/lazy-abort.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
@@ -38,7 +39,7 @@ const MIB = 1024 * 1024;
 export interface RuntimeDeps {
   catalog: EngineCatalog;
   /** Installed model packages and their installer. */
-  modelsRoot: ModelsRoot<RootInstaller>;
+  modelsRoot: ModelsRoot<Installer>;
   clock?: Clock;
   /** Free memory in MiB; tests replace it to drive the memory guard. */
   freeMemoryMb?: () => Promise<number>;
@@ -120,7 +121,7 @@ export class Runtime {
   readonly config: ServerConfig;
   readonly catalog: EngineCatalog;
   readonly residency: Residency;
-  readonly modelsRoot: ModelsRoot<RootInstaller>;
+  readonly modelsRoot: ModelsRoot<Installer>;
   readonly #entries = new Map<string, ModelEntry>();
   readonly #clock: Clock;
   readonly #log: (message: string) => void;

@@ -7,10 +7,13 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import type { RootInstaller } from '../../src/models/models-root.js';
+import { Installer, type InstallJob } from '../../src/models/installer.js';
 import { errorOf, fixtureModel, get, post, startServer, tempDir } from '../helpers/voxd.js';
 
-/** An installer whose "download" a test switches on and off, and which fails to build for one root. */
+/**
+ * Real installers, except that building one fails for a chosen root, and that a test can say a
+ * download runs (its job list then holds one running job).
+ */
 function installers(failFor: (root: string) => boolean) {
   let downloading = false;
   const built: string[] = [];
@@ -19,10 +22,14 @@ function installers(failFor: (root: string) => boolean) {
     setDownloading: (on: boolean) => {
       downloading = on;
     },
-    installerFor: async (root: string): Promise<RootInstaller> => {
+    installerFor: async (root: string): Promise<Installer> => {
       if (failFor(root)) throw new Error('the package index cannot be read');
       built.push(root);
-      return { activeJobs: () => (downloading ? [{ id: 'whisper-base.en' }] : []), list: async () => [] };
+      const installer = new Installer({ root });
+      const jobs = installer.activeJobs.bind(installer);
+      installer.activeJobs = () =>
+        downloading ? [{ ...(installer.status('whisper-base_en') as InstallJob), state: 'running' }] : jobs();
+      return installer;
     },
   };
 }
@@ -218,13 +225,15 @@ test('a request may name an installed package by its id: it is registered lazily
   const s = await startServer(
     { models: [fixtureModel('m')] },
     {
-      installerFor: async () => ({
-        activeJobs: () => [],
-        list: async () => {
+      installerFor: async (root) => {
+        const installer = new Installer({ root });
+        // A package as list() reports one (this test is about the runtime, not the installer).
+        installer.list = async () => {
           listed++;
-          return [installed];
-        },
-      }),
+          return [{ ...installed, size_bytes: 0, installed_at: null, manifest: false }];
+        };
+        return installer;
+      },
     },
   );
   try {
