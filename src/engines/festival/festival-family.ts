@@ -22,8 +22,11 @@ import type {
 import { ALIAS_HINT, OPENAI_VOICES, type VoiceAliasMap } from '../voice-aliases.js';
 import { FESTIVAL_BINARY, FESTIVAL_VOICE_FILE, FestivalProcess } from './festival-process.js';
 
-/** Sessions per model: each is a Festival process of about 330 MB (its peak RSS, measured). */
-const CAPACITY = 2;
+/**
+ * Sessions per model, as for the other embedded voices. Each is a Festival process holding about
+ * 330 MB (its RSS with the voice loaded, 320 MB of it its own heap: measured), counted per slot.
+ */
+const CAPACITY = 4;
 const PROCESS_BYTES = 340 * 1024 * 1024;
 const INSTALL_HINT =
   'install the Debian packages festival and festvox-us-slt-hts (npm start and npm test do this as root)';
