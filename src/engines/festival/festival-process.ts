@@ -90,6 +90,9 @@ class Running {
     this.child = spawn(FESTIVAL_BINARY, ['--pipe'], {
       stdio: ['pipe', 'ignore', 'pipe'],
       cwd: dir,
+      // Festival loads ~/.festivalrc at start; a HOME of its own keeps a user's settings out, so
+      // the voice speaks as installed.
+      env: { ...process.env, HOME: dir },
     });
     live.add(this.child);
     // A write to a process that just died fails with EPIPE: its exit reports the loss.

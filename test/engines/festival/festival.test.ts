@@ -141,4 +141,23 @@ describe('festival_tts', () => {
     );
     assert.equal(audioOf(await speak({ input: 'Still here.' })).sampleRate, 32000);
   });
+
+  test('a Festival process that dies mid-request is a clear 500; the next request starts a fresh one', async () => {
+    const long = Array.from({ length: 300 }, (_, i) => `Sentence ${i} goes on for a while.`).join(' ');
+    const pending = speak({ input: long });
+    // The request's process: a fresh one, or the one its session already had.
+    await waitUntil(
+      'festival is speaking',
+      () => s.voxd.runtime.get('festival').scheduler.snapshot().activeRequests > 0,
+      10_000,
+    );
+    await waitUntil('festival is running', () => festivalProcessIds().length > 0, 10_000);
+    const pids = festivalProcessIds();
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    const res = await pending;
+    assert.equal(res.status, 500, res.body.toString('utf8'));
+    assert.match(res.body.toString('utf8'), /festival exited on signal SIGKILL/);
+    assert.equal(audioOf(await speak({ input: 'Still here.' })).sampleRate, 32000);
+    assert.ok(festivalProcessIds().every((pid) => !pids.includes(pid)));
+  });
 });
