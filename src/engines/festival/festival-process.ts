@@ -81,6 +81,14 @@ export function festivalProcessIds(): number[] {
   return [...live].flatMap((child) => (child.pid === undefined ? [] : [child.pid]));
 }
 
+/**
+ * Kills every Festival process at once (SIGKILL), for a server about to exit without its normal
+ * teardown: one in the middle of a long text would otherwise finish it before it saw its stdin close.
+ */
+export function killFestivalProcesses(): void {
+  for (const child of live) child.kill('SIGKILL');
+}
+
 class Running {
   readonly child: ChildProcess;
   pending: Pending | undefined;
@@ -97,7 +105,8 @@ class Running {
     live.add(this.child);
     // A write to a process that just died fails with EPIPE: its exit reports the loss.
     this.child.stdin!.on('error', () => {});
-    this.child.once('error', (err) => this.#lost(`could not be started: ${err.message}`));
+    // Not once: a failed kill is an 'error' too, and one nobody hears would end the server.
+    this.child.on('error', (err) => this.#lost(`failed: ${err.message}`));
     this.child.once('exit', (code, signal) =>
       this.#lost(signal ? `exited on signal ${signal}` : `exited with code ${code}`),
     );
@@ -187,6 +196,8 @@ export class FestivalProcess {
 
   async #start(signal: AbortSignal): Promise<Running> {
     if (this.#running && !this.#running.exited) return this.#running;
+    // One lost between calls (the OOM killer): its folder goes with it.
+    if (this.#running) this.#drop(this.#running);
     const dir = await mkdtemp(join(tmpdir(), 'voxd-festival-'));
     const running = new Running(dir);
     this.#running = running;
