@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { durationMs } from '../../../src/audio/types.js';
@@ -57,7 +57,15 @@ describe('festival_tts', () => {
       models: [{ id: 'festival', family: 'festival_tts', task: 'tts', lazy: true }],
     });
   });
-  after(() => s.close());
+  const dirs: string[] = [];
+  const scratch = (prefix: string) => {
+    dirs.push(tempDir(prefix));
+    return dirs.at(-1)!;
+  };
+  after(async () => {
+    await s.close();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
 
   test('speaks 32 kHz mono, the same bytes every time, exactly as text2wave does', async () => {
     const first = await speak({ input: SENTENCE });
@@ -66,7 +74,7 @@ describe('festival_tts', () => {
     assert.ok(durationMs(audio) > 2000 && durationMs(audio) < 5000, `duration ${durationMs(audio)} ms`);
     assert.deepEqual((await speak({ input: SENTENCE })).body, first.body, 'same input, same bytes');
     // Festival's own command line, run directly, makes the same samples.
-    const dir = tempDir('voxd-festival-test-');
+    const dir = scratch('voxd-festival-test-');
     const out = join(dir, 'direct.wav');
     const direct = spawnSync('text2wave', ['-o', out], { input: `${SENTENCE}\n` });
     assert.equal(direct.status, 0, direct.stderr.toString());
@@ -100,7 +108,7 @@ describe('festival_tts', () => {
   });
 
   test('Scheme code in the input is spoken as text and runs nothing', async () => {
-    const dir = tempDir('voxd-festival-inject-');
+    const dir = scratch('voxd-festival-inject-');
     const marker = (n: number) => join(dir, `ran-${n}`);
     const attacks = [
       `") (system "touch ${marker(1)}") ("`,
