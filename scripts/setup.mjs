@@ -15,7 +15,8 @@ if (stale) {
   execSync(`${cmd} --no-audit --no-fund`, { stdio: 'inherit' });
 }
 
-// From Debian: pocketsphinx (the library and its en-us model), espeak-ng's data for Piper voices, ffmpeg.
+// From Debian: pocketsphinx (the library and its en-us model), espeak-ng's data for Piper voices, ffmpeg,
+// Festival and its HTS voice.
 const DEBIAN_PACKAGES = {
   libpocketsphinx3: '/usr/lib/x86_64-linux-gnu/libpocketsphinx.so.3',
   'pocketsphinx-en-us': '/usr/share/pocketsphinx/model/en-us/en-us.lm.bin',
@@ -23,6 +24,10 @@ const DEBIAN_PACKAGES = {
   'espeak-ng-data': '/usr/lib/x86_64-linux-gnu/espeak-ng-data/phontab',
   // Audio formats other than WAV and PCM, in and out (mp3, opus, aac, flac, m4a, webm, ...).
   ffmpeg: '/usr/bin/ffmpeg',
+  // The festival_tts engine and its one voice (HTS, US English, female).
+  festival: '/usr/bin/festival',
+  'festvox-us-slt-hts':
+    '/usr/share/festival/voices/us/cmu_us_slt_arctic_hts/hts/cmu_us_slt_arctic_hts.htsvoice',
 };
 const missing = Object.entries(DEBIAN_PACKAGES)
   .filter(([, file]) => !existsSync(file))
@@ -38,7 +43,7 @@ if (missing.length > 0) {
     );
   } else {
     console.warn(
-      `voxd: the pocketsphinx model or formats other than WAV will be unavailable until these Debian packages are installed: ${missing.join(' ')}`,
+      `voxd: the pocketsphinx model, the festival voice or formats other than WAV will be unavailable until these Debian packages are installed: ${missing.join(' ')}`,
     );
   }
 }

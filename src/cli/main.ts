@@ -6,6 +6,7 @@ import { ConfigError } from '../config/errors.js';
 import { loadServerConfig } from '../config/server-config.js';
 import { createEngineCatalog, parallelScope } from '../engines/catalog.js';
 import { killRunnerProcesses } from '../engines/engine-worker.js';
+import { killFestivalProcesses } from '../engines/festival/festival-process.js';
 import { VoxdError } from '../errors.js';
 import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
@@ -72,6 +73,7 @@ async function serve(argv: string[]): Promise<void> {
    */
   const exitNow = (code: number, message: string): never => {
     killRunnerProcesses();
+    killFestivalProcesses();
     if (!config.log_file) return hardExit(code, `[voxd] ${message}\n`);
     log(message);
     return hardExit(code);

@@ -6,6 +6,7 @@
  */
 export const EMBEDDED_MODELS: readonly Record<string, unknown>[] = [
   { id: 'espeak', family: 'espeak_tts', task: 'tts', mode: 'streaming' },
+  { id: 'festival', family: 'festival_tts', task: 'tts', mode: 'streaming' },
   { id: 'flite', family: 'flite_tts', task: 'tts', mode: 'streaming' },
   { id: 'pocketsphinx', family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming' },
   { id: 'silero-vad', family: 'silero_vad', task: 'vad' },

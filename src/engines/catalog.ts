@@ -1,5 +1,6 @@
 /** The engine families this build of voxd knows, by the `family` name used in configs. */
 import { ClassicDiarFamily } from './classic-diar/classic-diar-family.js';
+import { FestivalFamily } from './festival/festival-family.js';
 import { FixtureFamily } from './fixture/fixture-family.js';
 import { PocketsphinxFamily } from './pocketsphinx/pocketsphinx-family.js';
 import { createCanaryFamily } from './sherpa-asr/canary.js';
@@ -23,6 +24,7 @@ export function createEngineCatalog(): EngineCatalog {
     new FixtureFamily(),
     createFliteFamily(),
     createEspeakFamily(),
+    new FestivalFamily(),
     new SileroVadFamily(),
     new ClassicDiarFamily(),
     new PocketsphinxFamily(),

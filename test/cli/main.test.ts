@@ -376,8 +376,8 @@ describe('serving', () => {
       const { url } = await voxd.listening();
       const models = await fetchJson(`${url}/v1/models`);
       const ids = (models.json as { data: { id: string }[] }).data.map((m) => m.id);
-      assert.deepEqual(ids, ['espeak', 'flite', 'pocketsphinx', 'silero-vad', 'diarizer']);
-      for (const model of ['espeak', 'flite']) {
+      assert.deepEqual(ids, ['espeak', 'festival', 'flite', 'pocketsphinx', 'silero-vad', 'diarizer']);
+      for (const model of ['espeak', 'festival', 'flite']) {
         const res = await fetch(`${url}/v1/audio/speech`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },

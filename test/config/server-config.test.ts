@@ -156,6 +156,7 @@ test('without --config: the embedded models, lazily loaded; base_dir is the cwd'
   const families = [
     ...knownFamilies,
     'espeak_tts',
+    'festival_tts',
     'flite_tts',
     'pocketsphinx_asr',
     'silero_vad',
@@ -166,6 +167,7 @@ test('without --config: the embedded models, lazily loaded; base_dir is the cwd'
     config.models.map((m) => [m.id, m.family, m.task, m.mode, m.lazy, m.path]),
     [
       ['espeak', 'espeak_tts', 'tts', 'streaming', true, ''],
+      ['festival', 'festival_tts', 'tts', 'streaming', true, ''],
       ['flite', 'flite_tts', 'tts', 'streaming', true, ''],
       ['pocketsphinx', 'pocketsphinx_asr', 'asr', 'streaming', true, ''],
       ['silero-vad', 'silero_vad', 'vad', 'offline', true, ''],
@@ -565,7 +567,15 @@ test('file_roots: the config folder and voice_dir by default, symlinks resolved;
   assert.deepEqual(withVoices.file_roots, [realpathSync(dir), realpathSync(path.join(dir, 'voices'))]);
   const noConfig = loadServerConfig({
     overrides: {},
-    knownFamilies: ['fixture', 'espeak_tts', 'flite_tts', 'pocketsphinx_asr', 'silero_vad', 'classic_diar'],
+    knownFamilies: [
+      'fixture',
+      'espeak_tts',
+      'festival_tts',
+      'flite_tts',
+      'pocketsphinx_asr',
+      'silero_vad',
+      'classic_diar',
+    ],
   });
   assert.deepEqual(noConfig.config.file_roots, []);
 });

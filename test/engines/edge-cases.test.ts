@@ -1,6 +1,6 @@
 /**
  * The robustness matrix (edge-case-inputs.ts) for every embedded engine: empty, whitespace-only, very
- * long and non-ASCII text for flite_tts and espeak_tts; silent, 1-sample, 10-minute, corrupt and
+ * long and non-ASCII text for flite_tts, espeak_tts and festival_tts; silent, 1-sample, 10-minute, corrupt and
  * odd-rate WAVs for pocketsphinx_asr, classic_diar and silero_vad.
  */
 import assert from 'node:assert/strict';
@@ -19,6 +19,7 @@ import {
 const MODELS = [
   { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
   { id: 'espeak', family: 'espeak_tts', task: 'tts', lazy: true },
+  { id: 'festival', family: 'festival_tts', task: 'tts', lazy: true },
   { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', lazy: true },
   { id: 'vad', family: 'silero_vad', task: 'vad', lazy: true },
   { id: 'diar', family: 'classic_diar', task: 'diar', lazy: true },
@@ -27,8 +28,15 @@ const MODELS = [
 const startAll = () => startServer({ busy_timeout_ms: 0, models: MODELS });
 
 // Real voices: a short sentence is over 0.3 s, the mixed text over 1 s, 60 sentences over a minute.
-for (const model of ['flite', 'espeak'])
-  ttsEdgeCases({ label: model, model, start: startAll, minMs: { normal: 300, mixed: 1000, long: 60_000 } });
+for (const model of ['flite', 'espeak', 'festival'])
+  ttsEdgeCases({
+    label: model,
+    model,
+    start: startAll,
+    minMs: { normal: 300, mixed: 1000, long: 60_000 },
+    // Festival spells each 1,000-letter word out at its real pace (12.5 s a word, measured).
+    ...(model === 'festival' ? { longWordsMs: 120_000 } : {}),
+  });
 
 const ok = (res: HttpResult) => assert.equal(res.status, 200, res.body.toString('utf8'));
 

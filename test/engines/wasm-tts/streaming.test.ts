@@ -10,7 +10,8 @@ import { modelStatus, post, startServer, type TestServer } from '../../helpers/v
 const LONG = Array.from({ length: 40 }, (_, i) => `clause number ${i + 1} goes on`).join(', ');
 const TEXT = `First, a short sentence. Then another one. ${LONG}.`;
 
-for (const model of ['flite', 'espeak']) {
+// festival (festival_tts) streams through the same sentence loop, from its own child process.
+for (const model of ['flite', 'espeak', 'festival']) {
   describe(`${model}: streamed speech`, () => {
     let s: TestServer;
     before(async () => {
