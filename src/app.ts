@@ -103,11 +103,13 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
       closing ??= (async () => {
         // The runtime first: from here on readiness says not-ready and queued work is refused.
         const runtimeClosed = runtime.close(config.shutdown_timeout_ms);
+        // Downloads stop at once; their partial files stay for a later resume.
+        const installsStopped = modelsRoot.installer.stopAll();
         const deadline = config.shutdown_timeout_ms;
         // Cancelled requests get a moment to answer their 503 before every connection is cut.
         const cutTimer = deadline > 0 ? setTimeout(() => http.cut(), deadline + CUT_GRACE_MS) : undefined;
         try {
-          await Promise.all([http.drain(), runtimeClosed]);
+          await Promise.all([http.drain(), runtimeClosed, installsStopped]);
         } finally {
           clearTimeout(cutTimer);
         }

@@ -16,6 +16,7 @@ import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
 import { EventStream } from './event-stream.js';
 import type { Reply, Route, RouteContext, StreamReply } from './route.js';
+import { installerRoutes } from './routes/installer.js';
 import { managementRoutes } from './routes/management.js';
 import { modelRoutes } from './routes/models.js';
 import { modelsRootRoutes } from './routes/models-root.js';
@@ -30,6 +31,7 @@ export const ROUTES: readonly Route[] = [
   ...taskRoutes,
   ...managementRoutes,
   ...modelsRootRoutes,
+  ...installerRoutes,
 ];
 
 export interface HttpOptions {

@@ -1,0 +1,136 @@
+/**
+ * audio.cpp's installer routes (`/v1/ui/models/*`) over the models root's Installer: install jobs
+ * with progress, stop, partial clean-up, removal, status and package sizes, plus voxd's list of
+ * what is installed. All need `ui_management` (403 otherwise, with audio.cpp's messages). A job
+ * runs in the background; its object is what `install-status` reports.
+ */
+
+import { invalidRequest, VoxdError } from '../../errors.js';
+import { checkPackageId } from '../../models/catalog.js';
+import type { InstallJob, UrlSource } from '../../models/installer.js';
+import { readJsonObject } from '../body.js';
+import { optionalString, queryParam, requireString } from '../fields.js';
+import type { Route, RouteContext } from '../route.js';
+
+function requireManagement({ config }: RouteContext, disabled: string): void {
+  if (!config.ui_management)
+    throw new VoxdError('E_FORBIDDEN', `${disabled}; start voxd with --ui-management`);
+}
+
+const INSTALL_DISABLED = 'UI model installation is disabled';
+
+/** `{id}` for a catalogue package, or `{url, id?, family?, sha256?}` for an archive anywhere. */
+function installRequest(body: Record<string, unknown>): string | UrlSource {
+  const url = optionalString(body, 'url');
+  if (url === undefined) return requireString(body, 'id');
+  const id = optionalString(body, 'id');
+  const family = optionalString(body, 'family');
+  const sha256 = optionalString(body, 'sha256');
+  return { url, ...(id ? { id } : {}), ...(family ? { family } : {}), ...(sha256 ? { sha256 } : {}) };
+}
+
+async function install(ctx: RouteContext) {
+  requireManagement(ctx, INSTALL_DISABLED);
+  const body = await readJsonObject(ctx);
+  const job: InstallJob = ctx.runtime.modelsRoot.installer.install(installRequest(body));
+  return { json: job };
+}
+
+async function stop(ctx: RouteContext) {
+  requireManagement(ctx, INSTALL_DISABLED);
+  const body = await readJsonObject(ctx);
+  return { json: ctx.runtime.modelsRoot.installer.stop(requireString(body, 'id')) };
+}
+
+async function cleanPartial(ctx: RouteContext) {
+  requireManagement(ctx, 'UI model cleanup is disabled');
+  const body = await readJsonObject(ctx);
+  return { json: await ctx.runtime.modelsRoot.installer.cleanPartial(requireString(body, 'id')) };
+}
+
+/**
+ * Removes an installed package. A registered model loaded from it is refused (its engine has the
+ * files open or will read them): unload it first.
+ */
+async function remove(ctx: RouteContext) {
+  requireManagement(ctx, 'UI model removal is disabled');
+  const body = await readJsonObject(ctx);
+  const id = checkPackageId(requireString(body, 'id'));
+  const { runtime } = ctx;
+  const installer = runtime.modelsRoot.installer;
+  const installed = (await installer.list()).find((p) => p.id === id);
+  const user = installed && runtime.status().find((m) => m.loaded && m.path === installed.path);
+  if (user)
+    throw invalidRequest(
+      `id: package ${id} is loaded as model '${user.id}'; unload it first (POST /v1/models/unload)`,
+    );
+  return { json: await installer.remove(id) };
+}
+
+async function installStatus(ctx: RouteContext) {
+  requireManagement(ctx, INSTALL_DISABLED);
+  const id = queryParam(ctx, 'id');
+  const installer = ctx.runtime.modelsRoot.installer;
+  return { json: id ? installer.status(id) : { data: installer.status() } };
+}
+
+/**
+ * audio.cpp's package-sizes answer: it scans remote sizes in the background; voxd's sizes come
+ * from its catalogue, so the scan is always complete. Installed packages are not compared with a
+ * remote revision (version_state `unknown`).
+ */
+async function packageSizes(ctx: RouteContext) {
+  requireManagement(ctx, INSTALL_DISABLED);
+  const rows = await ctx.runtime.modelsRoot.installer.packageSizes();
+  return {
+    json: {
+      state: 'complete',
+      message: 'sizes from the catalogue',
+      data: rows.map((row) => ({
+        id: row.id,
+        family: row.family,
+        task: row.task,
+        size_bytes: row.size_bytes,
+        state: row.size_bytes === null ? 'unknown' : 'ok',
+        message: row.size_bytes === null ? 'size not in the catalogue' : '',
+        installed: row.installed,
+        version_state: row.installed ? 'unknown' : 'not_installed',
+        local_revision: null,
+        remote_revision: null,
+      })),
+    },
+  };
+}
+
+/** voxd's own: every package in the models root, and whether a registered model uses it. */
+async function installed(ctx: RouteContext) {
+  requireManagement(ctx, INSTALL_DISABLED);
+  const { runtime } = ctx;
+  const registered = new Map(runtime.status().map((m) => [m.path, m.id]));
+  const packages = await runtime.modelsRoot.installer.list();
+  return {
+    json: {
+      models_root: runtime.modelsRoot.root,
+      data: packages.map((p) => ({
+        id: p.id,
+        family: p.family,
+        task: p.task,
+        path: p.path,
+        size_bytes: p.size_bytes,
+        installed_at: p.installed_at,
+        registered: registered.has(p.path),
+        model: registered.get(p.path) ?? null,
+      })),
+    },
+  };
+}
+
+export const installerRoutes: Route[] = [
+  { method: 'POST', path: '/v1/ui/models/install', handler: install },
+  { method: 'POST', path: '/v1/ui/models/install/stop', handler: stop },
+  { method: 'POST', path: '/v1/ui/models/clean-partial', handler: cleanPartial },
+  { method: 'POST', path: '/v1/ui/models/delete', handler: remove },
+  { method: 'GET', path: '/v1/ui/models/install-status', handler: installStatus },
+  { method: 'GET', path: '/v1/ui/models/package-sizes', handler: packageSizes },
+  { method: 'GET', path: '/v1/ui/models/installed', handler: installed },
+];
