@@ -16,7 +16,10 @@ function collect(dir) {
 const files = collect('dist/test').sort();
 const filter = process.argv.slice(2);
 const selected = filter.length ? files.filter((f) => filter.some((part) => f.includes(part))) : files;
-const heavy = (f) => f.startsWith(join('dist', 'test', 'engines')) && !f.includes(join('engines', 'fixture'));
+// The one-shot CLI commands run real engines in child processes too.
+const heavy = (f) =>
+  (f.startsWith(join('dist', 'test', 'engines')) && !f.includes(join('engines', 'fixture'))) ||
+  f.includes(join('cli', 'one-shot.test'));
 const reporter = process.env.CI ? ['--test-reporter=spec'] : [];
 let status = 0;
 for (const [group, concurrency] of [
