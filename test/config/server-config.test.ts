@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { defaultModelsRoot } from '../../src/config/data-dir.js';
 import { type CliOverrides, loadServerConfig } from '../../src/config/server-config.js';
 import { expectConfigError } from '../helpers/config.js';
 
@@ -30,6 +31,23 @@ function load(top: Record<string, unknown>, overrides: CliOverrides = {}) {
     knownFamilies,
   });
 }
+
+test('models_root: the config key resolves against the config folder, the flag against the cwd; the default is the data folder', () => {
+  const { config } = load({ models_root: 'pkgs' });
+  assert.equal(config.models_root, path.join(config.base_dir, 'pkgs'));
+  assert.equal(
+    load({ models_root: 'pkgs' }, { models_root: 'flagged' }).config.models_root,
+    path.resolve('flagged'),
+  );
+  assert.throws(() => load({ models_root: '' }), /models_root: "" is invalid; expected a non-empty string/);
+  assert.equal(defaultModelsRoot({ VOXD_DATA_DIR: '/srv/voxd' }), '/srv/voxd/models');
+  assert.equal(defaultModelsRoot({ XDG_DATA_HOME: '/data' }), '/data/voxd/models');
+  // XDG says a relative XDG_DATA_HOME is ignored.
+  assert.equal(
+    defaultModelsRoot({ XDG_DATA_HOME: 'rel', HOME: '/h' }),
+    path.join(homedir(), '.local/share/voxd/models'),
+  );
+});
 
 test('a minimal config gets every default', () => {
   const configPath = writeConfig({ models: [model('a')] });
@@ -73,6 +91,8 @@ test('a minimal config gets every default', () => {
     frontend_options: {},
     parallel_jobs: false,
     base_dir: path.dirname(configPath),
+    default_models_root: defaultModelsRoot(),
+    models_root: defaultModelsRoot(),
   });
   assert.equal(models.length, 1);
   assert.equal(models[0]!.lazy, false);
