@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { invalidRequest, showValue } from '../errors.js';
 
 /** Package ids: what a folder under the models root may be called. */
-export const PACKAGE_ID = /^[A-Za-z0-9_-]{1,128}$/;
+/** Package ids become folder names: letters, digits, `_`, `-` and `.`, never a leading `.` (so never `.`, `..` or a hidden folder). */
+export const PACKAGE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
 
 export type SourceName = 'github' | 'huggingface';
 
@@ -79,7 +80,9 @@ export function findPackage(id: string): CatalogPackage | undefined {
 /** Throws a 400 unless `id` is a valid package id. */
 export function checkPackageId(id: unknown): string {
   if (typeof id !== 'string' || !PACKAGE_ID.test(id))
-    throw invalidRequest(`id: ${showValue(id)} is invalid; expected 1 to 128 of A-Z a-z 0-9 _ -`);
+    throw invalidRequest(
+      `id: ${showValue(id)} is invalid; expected 1 to 128 of A-Z a-z 0-9 _ - . (not starting with .)`,
+    );
   return id;
 }
 

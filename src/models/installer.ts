@@ -15,8 +15,8 @@
  *
  * @example
  * const installer = new Installer({ root: '/srv/models' });
- * installer.install('whisper-base-en');
- * const job = await installer.whenDone('whisper-base-en'); // job.state === 'complete'
+ * installer.install('whisper-base.en');
+ * const job = await installer.whenDone('whisper-base.en'); // job.state === 'complete'
  */
 import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative } from 'node:path';
@@ -149,7 +149,10 @@ const active = (id: string) => new VoxdError('E_INSTALL_ACTIVE', `an install job
 export function idFromUrl(url: string): string {
   let name = basename(new URL(url).pathname);
   name = name.replace(/\.(tar\.bz2|tar\.gz|tgz|tbz2|tar|zip)$/i, '').replace(/\.onnx$/i, '');
-  const id = name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 128);
+  const id = name
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .replace(/^\.+/, '')
+    .slice(0, 128);
   return checkPackageId(id);
 }
 

@@ -37,7 +37,7 @@ test('source bases: the catalogue default, overridden by VOXD_GITHUB_BASE_URL / 
   assert.equal(sourceBaseUrl('github', {}), 'https://github.com/k2-fsa/sherpa-onnx/releases/download');
   assert.equal(sourceBaseUrl('huggingface', {}), 'https://huggingface.co');
   const env = { VOXD_GITHUB_BASE_URL: 'http://127.0.0.1:9/gh/', VOXD_HF_BASE_URL: 'http://mirror/hf' };
-  const whisper = findPackage('whisper-base-en')!;
+  const whisper = findPackage('whisper-base.en')!;
   assert.equal(
     artifactUrl(whisper.archive!, {}),
     'https://github.com/k2-fsa/sherpa-onnx/releases/download/asr-models/sherpa-onnx-whisper-base.en.tar.bz2',
@@ -51,6 +51,7 @@ test('source bases: the catalogue default, overridden by VOXD_GITHUB_BASE_URL / 
 
 test('checkPackageId refuses what could escape the models root', () => {
   assert.equal(checkPackageId('kokoro-en-v0_19'), 'kokoro-en-v0_19');
-  for (const bad of ['', '..', 'a/b', 'a.b', 'x'.repeat(129), 7, null])
+  assert.equal(checkPackageId('whisper-base.en'), 'whisper-base.en');
+  for (const bad of ['', '.', '..', '.partial', '.voxd-package.json', 'a/b', 'a\\b', 'x'.repeat(129), 7, null])
     assert.throws(() => checkPackageId(bad), { code: 'E_INVALID_REQUEST' });
 });

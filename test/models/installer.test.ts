@@ -178,7 +178,7 @@ test('a bare URL (tar.gz): the id comes from the file name and the family is det
   server.routes.set('/any/sherpa-onnx-whisper-tiny.en.tar.gz', { body: archives.whisper! });
   const { root, installer: inst } = installer();
   const job = inst.install({ url: `${server.base}/any/sherpa-onnx-whisper-tiny.en.tar.gz` });
-  assert.equal(job.id, 'sherpa-onnx-whisper-tiny_en');
+  assert.equal(job.id, 'sherpa-onnx-whisper-tiny.en');
   const done = await inst.whenDone(job.id);
   assert.equal(done.state, 'complete', done.message);
   const [listed] = await inst.list();
