@@ -52,6 +52,17 @@ test('source bases: the catalogue default, overridden by VOXD_GITHUB_BASE_URL / 
 test('checkPackageId refuses what could escape the models root', () => {
   assert.equal(checkPackageId('kokoro-en-v0_19'), 'kokoro-en-v0_19');
   assert.equal(checkPackageId('whisper-base.en'), 'whisper-base.en');
-  for (const bad of ['', '.', '..', '.partial', '.voxd-package.json', 'a/b', 'a\\b', 'x'.repeat(129), 7, null])
+  for (const bad of [
+    '',
+    '.',
+    '..',
+    '.partial',
+    '.voxd-package.json',
+    'a/b',
+    'a\\b',
+    'x'.repeat(129),
+    7,
+    null,
+  ])
     assert.throws(() => checkPackageId(bad), { code: 'E_INVALID_REQUEST' });
 });
