@@ -22,6 +22,7 @@ import {
   MODES,
   type ModelConfig,
   TASK_TOKENS,
+  type TaskToken,
   type VoicePreset,
 } from './types.js';
 
@@ -95,6 +96,7 @@ const MODEL_KEYS = new Set([
   'voice_aliases',
   'slots',
   'isolation',
+  'package',
 ]);
 
 /** Keys seen in one audio.cpp branch only, with semantics we could not confirm (reference §3.1, §3.2). */
@@ -125,7 +127,18 @@ export function parseModelConfig(
     raw[name] === undefined ? undefined : parse(raw[name], at(name));
 
   const id = required('id');
-  const family = parseFamily(required('family'), at('family'), ctx.knownFamilies);
+  const packageId = optional('package', (v, k) => expectString(v, k, { nonEmpty: true }));
+  if (packageId !== undefined && raw['path'] !== undefined)
+    throw ConfigError.rejected(
+      at('package'),
+      packageId,
+      'a model loads from its package or from a path; give one',
+    );
+  // With a package, the family may come from it (filled in by the runtime, which knows the root).
+  const family =
+    packageId !== undefined && raw['family'] === undefined
+      ? ''
+      : parseFamily(required('family'), at('family'), ctx.knownFamilies);
   // Optional: engines that ship their model with voxd (flite, espeak) need none; '' means "not given".
   const modelPath =
     raw['path'] === undefined
@@ -135,7 +148,8 @@ export function parseModelConfig(
     id,
     family,
     path: modelPath,
-    task: optional('task', (v, k) => expectOneOf(v, k, TASK_TOKENS)) ?? 'tts',
+    task:
+      optional('task', (v, k) => expectOneOf(v, k, TASK_TOKENS)) ?? (packageId ? ('' as TaskToken) : 'tts'),
     mode: optional('mode', (v, k) => expectOneOf(v, k, MODES)) ?? 'offline',
     lazy: optional('lazy', expectBoolean) ?? ctx.lazyDefault,
     load_options: optional('load_options', toOptionMap) ?? {},
@@ -188,6 +202,7 @@ export function parseModelConfig(
   // Whether the family can share one engine between slots is the runtime's check (it knows families).
   const isolation = optional('isolation', (v, k) => expectOneOf(v, k, ISOLATIONS));
   if (isolation !== undefined) model.isolation = isolation;
+  if (packageId !== undefined) model.package = packageId;
   return { model, notices };
 }
 

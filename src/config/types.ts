@@ -85,6 +85,11 @@ export interface ModelConfig {
   slots?: number;
   /** How the slots share the engine; undefined means the family's default (its first isolation). */
   isolation?: ModelIsolation;
+  /**
+   * An installed package (its id in the models root) the model is loaded from: its family, task
+   * and path fill those the entry leaves out (filled by the runtime at registration).
+   */
+  package?: string;
 }
 
 export interface ServerConfig {

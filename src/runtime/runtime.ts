@@ -166,7 +166,8 @@ export class Runtime {
 
   /** Registers the configured models and loads the eager ones; a failed eager load aborts startup. */
   async start(): Promise<void> {
-    for (const model of this.config.models) {
+    for (const entryConfig of this.config.models) {
+      const model = await this.#withPackage(entryConfig);
       this.#checkTask(model);
       const entry = new ModelEntry(
         model,
@@ -387,6 +388,7 @@ export class Runtime {
     signal?: AbortSignal,
   ): Promise<{ id: string; loaded: true; reconfigured: boolean }> {
     this.#refuseWhenClosing();
+    config = await this.#withPackage(config);
     this.#checkTask(config);
     const family = this.#family(config);
     const presets = await resolvePresets(config);
@@ -569,6 +571,30 @@ export class Runtime {
       );
     }
     return family;
+  }
+
+  /**
+   * A model entry naming an installed `package` takes its family, task (unless the entry names one)
+   * and path from it; a package that is not installed, or of another family, is a 400.
+   */
+  async #withPackage(config: ModelConfig): Promise<ModelConfig> {
+    if (config.package === undefined) return config;
+    const root = this.modelsRoot.root;
+    const installed = (await this.modelsRoot.installer.list()).find((p) => p.id === config.package);
+    if (!installed)
+      throw invalidRequest(
+        `package: "${config.package}" is not installed in ${root}; install it with \`voxd models pull ${config.package}\` or POST /v1/ui/models/install`,
+      );
+    if (config.family !== '' && config.family !== installed.family)
+      throw invalidRequest(
+        `family: "${config.family}" does not match package "${installed.id}", which is a ${installed.family} model`,
+      );
+    return {
+      ...config,
+      family: installed.family,
+      task: config.task || (installed.task as TaskToken),
+      path: installed.path,
+    };
   }
 
   #checkTask(config: ModelConfig): void {

@@ -255,3 +255,53 @@ test('a request may name an installed package by its id: it is registered lazily
     await s.close();
   }
 });
+
+test('a model entry may name an installed package: family, task and path come from it', async () => {
+  const installed = { id: 'pkg-asr', family: 'fixture', task: 'vad', path: '.' };
+  const s = await startServer(
+    { ui_management: true, models: [{ id: 'by-package', package: 'pkg-asr' }] },
+    {
+      installerFor: async (root) => {
+        const installer = new Installer({ root });
+        installer.list = async () => [{ ...installed, size_bytes: 0, installed_at: null, manifest: false }];
+        return installer;
+      },
+    },
+  );
+  try {
+    const res = await post(s.url, '/v1/tasks/run', { model: 'by-package', request: { text: 'x' } });
+    assert.equal(res.status, 200, res.body.toString());
+    assert.equal(JSON.parse(res.json.text).task, 'vad', 'the task came from the package');
+    const status = (await get(s.url, '/v1/models')).json.data.find(
+      (m: { id: string }) => m.id === 'by-package',
+    );
+    assert.deepEqual([status.family, status.task], ['fixture', 'vad']);
+    // A registration names it too; an own task wins over the package's.
+    const loaded = await post(s.url, '/v1/models/load', { id: 'second', package: 'pkg-asr', task: 'asr' });
+    assert.equal(loaded.status, 200, loaded.body.toString());
+    assert.equal(
+      (await get(s.url, '/v1/models')).json.data.find((m: { id: string }) => m.id === 'second').task,
+      'asr',
+    );
+    const missing = errorOf(
+      await post(s.url, '/v1/models/load', { id: 'third', package: 'nope' }),
+      400,
+      'invalid_request_error',
+    );
+    assert.match(missing, /^package: "nope" is not installed in .*; install it with `voxd models pull nope`/);
+    const mismatch = errorOf(
+      await post(s.url, '/v1/models/load', { id: 'fourth', package: 'pkg-asr', family: 'silero_vad' }),
+      400,
+      'invalid_request_error',
+    );
+    assert.match(mismatch, /family: "silero_vad" does not match package "pkg-asr", which is a fixture model/);
+    const both = errorOf(
+      await post(s.url, '/v1/models/load', { id: 'fifth', package: 'pkg-asr', path: '.' }),
+      400,
+      'invalid_request_error',
+    );
+    assert.match(both, /package: "pkg-asr" is invalid; a model loads from its package or from a path/);
+  } finally {
+    await s.close();
+  }
+});
