@@ -169,6 +169,7 @@ class PullBar {
   /** Clears the line, so what follows on stderr starts clean. */
   stop(): void {
     if (this.#enabled && this.#drawn > 0) process.stderr.write('\r\x1b[K');
+    this.#drawn = 0;
   }
 }
 
