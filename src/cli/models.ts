@@ -57,7 +57,7 @@ export function table(rows: readonly (readonly string[])[]): string {
 }
 
 /** The installer of the root the flags name (made when missing, as `voxd serve` makes it). */
-async function openInstaller(args: ModelsArgs): Promise<Installer> {
+async function openInstaller(args: ModelsArgs, onJobUpdate?: (job: InstallJob) => void): Promise<Installer> {
   const catalog = createEngineCatalog();
   const overrides: CliOverrides = {};
   if (args.modelsRoot !== undefined) overrides.models_root = args.modelsRoot;
@@ -66,7 +66,9 @@ async function openInstaller(args: ModelsArgs): Promise<Installer> {
     overrides,
     knownFamilies: [...catalog.keys()],
   });
-  return (await openModelsRoot(config, catalog)).installer;
+  const build = async (root: string) =>
+    new Installer({ root, engines: catalog, ...(onJobUpdate ? { onJobUpdate } : {}) });
+  return (await openModelsRoot(config, catalog, build)).installer;
 }
 
 async function list(args: ModelsArgs, installer: Installer): Promise<void> {
@@ -239,13 +241,10 @@ export async function runModels(argv: readonly string[]): Promise<never> {
     const args = parseModelsArgs(argv);
     if (args.help) await writeStdout(modelsHelp(args.command));
     else {
-      const installer =
-        args.command === 'pull'
-          ? new Installer({
-              root: (await openInstaller(args)).root,
-              onJobUpdate: (job) => bar.update(job),
-            })
-          : await openInstaller(args);
+      const installer = await openInstaller(
+        args,
+        args.command === 'pull' ? (job) => bar.update(job) : undefined,
+      );
       if (args.command === 'list') await list(args, installer);
       else if (args.command === 'info') await info(args, installer);
       else if (args.command === 'pull') await pull(args, installer, bar);
