@@ -54,14 +54,19 @@ interface Run extends Exit {
   stderr: string;
 }
 
-function start(args: string[]): VoxdProcess {
+function start(args: string[], env: NodeJS.ProcessEnv = {}): VoxdProcess {
   return new VoxdProcess(args, {
-    env: { ...process.env, VOXD_GITHUB_BASE_URL: `${server.base}/gh`, VOXD_HF_BASE_URL: `${server.base}/hf` },
+    env: {
+      ...process.env,
+      VOXD_GITHUB_BASE_URL: `${server.base}/gh`,
+      VOXD_HF_BASE_URL: `${server.base}/hf`,
+      ...env,
+    },
   });
 }
 
-async function voxd(args: string[], ms?: number): Promise<Run> {
-  const child = start(args);
+async function voxd(args: string[], ms?: number, env?: NodeJS.ProcessEnv): Promise<Run> {
+  const child = start(args, env);
   const exit = await child.exit(ms);
   return { ...exit, stdout: child.stdout, stderr: child.stderr };
 }
@@ -190,6 +195,28 @@ test('Ctrl-C stops a pull with 130 and keeps the partial download; a second pull
     resumed.map((r) => r.range),
     [`bytes=${half}-`],
   );
+});
+
+test("the root: --models-root, else the config's models_root, else $VOXD_DATA_DIR/models", async () => {
+  server.routes.set(archivePath(), { body: nemo });
+  const data = join(work, 'data');
+  const env = { VOXD_DATA_DIR: data };
+  const pulled = ok(await voxd(['models', 'pull', ID], undefined, env), 'pull to the default root');
+  assert.equal(pulled, `${join(data, 'models', ID)}\n`);
+  const config = join(work, 'server.json');
+  writeFileSync(config, JSON.stringify({ ui_management: true, models_root: join(data, 'models') }));
+  const ids = async (args: string[]) =>
+    (
+      JSON.parse(
+        ok(
+          await voxd(['models', 'list', '--json', ...args], undefined, { VOXD_DATA_DIR: work }),
+          args.join(' '),
+        ),
+      ) as { id: string }[]
+    ).map((p) => p.id);
+  assert.deepEqual(await ids(['--config', config]), [ID]);
+  assert.deepEqual(await ids(['--config', config, '--models-root', newRoot()]), []);
+  assert.deepEqual(await ids([]), []);
 });
 
 test('bad usage exits 2 with one line; an unknown package exits 1; --help exits 0', async () => {
