@@ -83,8 +83,12 @@ export class InProcessBackend implements Backend {
     return new InProcessBackend(runtime, codec, source);
   }
 
-  /** The model `id` (which must serve one of `tasks`), or the config's first model that does. */
-  #model(tasks: readonly TaskToken[], id: string | undefined): ModelEntry {
+  /**
+   * The model `id` (which must serve one of `tasks`), or the config's first model that does. An id
+   * the config does not name may be a package installed in the models root, resolved as a request
+   * to `voxd serve` resolves it.
+   */
+  async #model(tasks: readonly TaskToken[], id: string | undefined): Promise<ModelEntry> {
     if (id === undefined) {
       const first = this.#config.models.find((m) => tasks.includes(m.task));
       if (!first)
@@ -94,7 +98,7 @@ export class InProcessBackend implements Backend {
         );
       return this.#runtime.get(first.id);
     }
-    const entry = this.#runtime.get(id);
+    const entry = await this.#runtime.resolve(id);
     if (!tasks.includes(entry.config.task))
       throw new VoxdError(
         'E_INVALID_REQUEST',
@@ -119,7 +123,7 @@ export class InProcessBackend implements Backend {
   }
 
   async speak(job: SpeakJob, progress: ProgressSink): Promise<Buffer> {
-    const entry = this.#model(SPEECH_TASKS, job.model);
+    const entry = await this.#model(SPEECH_TASKS, job.model);
     const config = this.#config;
     checkInputChars(job.text, 'text', entry.config, config);
     const body: Fields = {};
@@ -151,7 +155,7 @@ export class InProcessBackend implements Backend {
   }
 
   async transcribe(input: AudioInput, job: TranscribeJob, progress: ProgressSink): Promise<string> {
-    const entry = this.#model(['asr'], job.model);
+    const entry = await this.#model(['asr'], job.model);
     const audio = await this.#decode(input, entry, 'transcribing', progress);
     const options = { ...entry.config.default_request_options };
     if (job.language) options['language'] = job.language;
@@ -186,7 +190,7 @@ export class InProcessBackend implements Backend {
     model: string | undefined,
     progress: ProgressSink,
   ): Promise<TimedSpan[]> {
-    const entry = this.#model([kind], model);
+    const entry = await this.#model([kind], model);
     const verb = kind === 'diar' ? 'diarizing' : 'finding speech in';
     const audio = await this.#decode(input, entry, verb, progress);
     const request = { task: entry.config.task, audio, options: { ...entry.config.default_request_options } };

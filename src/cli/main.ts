@@ -10,6 +10,7 @@ import { killFestivalProcesses } from '../engines/festival/festival-process.js';
 import { VoxdError } from '../errors.js';
 import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
+import { runModels } from './models.js';
 import { runOneShot } from './one-shot.js';
 import { ONE_SHOT_COMMANDS, type OneShotCommand } from './one-shot-args.js';
 
@@ -123,6 +124,7 @@ async function main(argv: string[]): Promise<void> {
     return void process.stdout.write(USAGE);
   }
   if (command === 'serve') return serve(rest);
+  if (command === 'models') return runModels(rest);
   if ((ONE_SHOT_COMMANDS as readonly string[]).includes(command))
     return runOneShot(command as OneShotCommand, rest);
   if (command.startsWith('-')) return serve(argv);
