@@ -6,6 +6,9 @@
  * serial one is the same scheduler with one slot per model, rejects `slots`, hides the slot fields
  * from status and lists only models it actually unloaded in bulk results.
  */
+
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { conformAudioAsync } from '../audio/audio-pool.js';
 import { conformPieces } from '../audio/convert.js';
 import type { Audio } from '../audio/types.js';
@@ -22,6 +25,7 @@ import type {
   RunContext,
 } from '../engines/types.js';
 import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
+import { PACKAGE_ID } from '../models/catalog.js';
 import type { Installer } from '../models/installer.js';
 import type { ModelsRoot } from '../models/models-root.js';
 import { type Clock, systemClock } from '../util/clock.js';
@@ -211,6 +215,11 @@ export class Runtime {
   async resolve(id: string): Promise<ModelEntry> {
     const known = this.#entries.get(id);
     if (known) return known;
+    // Only an id that can be a package, with a folder of that name, is looked up: a request naming
+    // an unknown model must not make the server scan the models root.
+    if (!PACKAGE_ID.test(id)) throw unknownModel(id);
+    const folder = await stat(join(this.modelsRoot.root, id)).catch(() => undefined);
+    if (!folder?.isDirectory()) throw unknownModel(id);
     const installed = (await this.modelsRoot.installer.list()).find((p) => p.id === id);
     // Registered meanwhile (by a concurrent request for the same package, say).
     const raced = this.#entries.get(id);

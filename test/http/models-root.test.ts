@@ -237,6 +237,13 @@ test('a request may name an installed package by its id: it is registered lazily
     },
   );
   try {
+    // Not a folder in the root yet: unknown, and the root is not even listed.
+    assert.equal(
+      (await post(s.url, '/v1/tasks/run', { model: 'pkg-asr', request: { text: 'x' } })).status,
+      404,
+    );
+    assert.equal(listed, 0, 'no scan of the root for a name with no folder');
+    mkdirSync(join(s.dir, 'models', 'pkg-asr'));
     const ask = () => post(s.url, '/v1/tasks/run', { model: 'pkg-asr', request: { text: 'x' } });
     const [first, second] = await Promise.all([ask(), ask()]);
     assert.equal(first.status, 200, first.body.toString());
