@@ -62,7 +62,6 @@ async function serve(argv: string[]): Promise<void> {
     ? (message: string) => appendFileSync(config.log_file!, `${new Date().toISOString()} ${message}\n`)
     : (message: string) => process.stderr.write(`[voxd] ${message}\n`);
   for (const notice of notices) log(`notice: ${notice.message}`);
-  if (config.ui) log('notice: ui: the web UI is not part of this version of voxd; GET / answers 404');
   if (config.parallel_jobs) log(parallelScope(catalog));
 
   let voxd: Voxd | undefined;

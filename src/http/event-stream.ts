@@ -45,6 +45,11 @@ export class EventStream {
     return this.#write(`data: ${JSON.stringify(data)}\n\n`);
   }
 
+  /** An SSE comment line (a heartbeat): clients ignore it, proxies see the stream is alive. */
+  comment(text: string): Promise<void> {
+    return this.#write(`: ${text.replace(/[\r\n]/g, ' ')}\n\n`);
+  }
+
   /** Raw bytes (the `audio` format). */
   bytes(chunk: Buffer): Promise<void> {
     return this.#write(chunk);

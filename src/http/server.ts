@@ -23,6 +23,7 @@ import { modelsRootRoutes } from './routes/models-root.js';
 import { speechRoutes } from './routes/speech.js';
 import { taskRoutes } from './routes/tasks.js';
 import { transcriptionRoutes } from './routes/transcriptions.js';
+import { uiRoutes } from './routes/ui.js';
 
 export const ROUTES: readonly Route[] = [
   ...modelRoutes,
@@ -32,6 +33,7 @@ export const ROUTES: readonly Route[] = [
   ...managementRoutes,
   ...modelsRootRoutes,
   ...installerRoutes,
+  ...uiRoutes,
 ];
 
 export interface HttpOptions {

@@ -4,6 +4,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { voiceAliases } from '../../engines/voice-aliases.js';
 import { VoxdError } from '../../errors.js';
+import type { Runtime } from '../../runtime/runtime.js';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
 import { queryFlag } from '../fields.js';
 import { SPEECH_TASKS } from '../input-text.js';
@@ -30,16 +31,24 @@ async function ready({ runtime }: RouteContext) {
   return { json: { status: 'ready' } };
 }
 
-async function models(ctx: RouteContext) {
-  const { runtime } = ctx;
-  const withSessionOptions = queryFlag(ctx, 'include_session_options');
-  const withParams = queryFlag(ctx, 'include_params');
-  const data = runtime.status().map(({ session_options, ...status }) => {
+/** The `data` of GET /v1/models (also sent by the UI's status stream). */
+export function modelList(
+  runtime: Runtime,
+  options: { sessionOptions: boolean; params: boolean },
+): Record<string, unknown>[] {
+  return runtime.status().map(({ session_options, ...status }) => {
     const { id, ...rest } = status;
     const entry: Record<string, unknown> = { id, object: 'model', owned_by: 'engine', ...rest };
-    if (withSessionOptions) entry['session_options'] = session_options;
-    if (withParams) entry['params'] = runtime.get(status.id).family.params;
+    if (options.sessionOptions) entry['session_options'] = session_options;
+    if (options.params) entry['params'] = runtime.get(status.id).family.params;
     return entry;
+  });
+}
+
+async function models(ctx: RouteContext) {
+  const data = modelList(ctx.runtime, {
+    sessionOptions: queryFlag(ctx, 'include_session_options'),
+    params: queryFlag(ctx, 'include_params'),
   });
   return { json: { object: 'list', data } };
 }

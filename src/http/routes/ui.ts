@@ -1,0 +1,139 @@
+/**
+ * The web UI: the static files under `ui/` at the package root (GET / and GET /ui/<file>), and the
+ * dashboard's status stream (GET /v1/ui/status/stream). All of it answers 404 while `ui` is off.
+ */
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { notFound } from '../../errors.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type { Reply, Route, RouteContext } from '../route.js';
+import { modelList } from './models.js';
+
+/** `ui/` at the package root: this file is dist/src/http/routes/ui.js once built. */
+export const UI_DIR = fileURLToPath(new URL('../../../../ui/', import.meta.url));
+
+/** The files the UI serves: a fixed allow-list, so no request path ever reaches the file system. */
+const UI_FILES: Readonly<Record<string, string>> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'style.css': 'text/css; charset=utf-8',
+};
+
+/** audio.cpp's UI headers: nothing cached, nothing sniffed, nothing loaded from elsewhere. */
+const CSP = [
+  "default-src 'self'",
+  "img-src 'self' blob: data:",
+  "media-src 'self' blob: data:",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'self'",
+].join('; ');
+
+const UI_HEADERS: Readonly<Record<string, string>> = {
+  'Cache-Control': 'no-store',
+  Expires: '0',
+  Pragma: 'no-cache',
+  'X-Content-Type-Options': 'nosniff',
+  'Content-Security-Policy': CSP,
+};
+
+function requireUi(ctx: RouteContext, path: string): void {
+  if (!ctx.config.ui) throw notFound(`unknown endpoint: ${path}`);
+}
+
+async function uiFile(name: string, page: boolean): Promise<Reply> {
+  const contentType = UI_FILES[name];
+  if (contentType === undefined) throw notFound(`unknown endpoint: /ui/${name}`);
+  const body = await readFile(`${UI_DIR}${name}`);
+  const headers = page ? { ...UI_HEADERS, 'Clear-Site-Data': '"cache"' } : { ...UI_HEADERS };
+  return { body, contentType, headers };
+}
+
+async function index(ctx: RouteContext): Promise<Reply> {
+  requireUi(ctx, '/');
+  return uiFile('index.html', true);
+}
+
+/** How often the stream reads the runtime's status; it sends only when the JSON changed. */
+export const STATUS_POLL_MS = 1000;
+/** A comment line this often keeps proxies from closing a quiet stream. */
+export const STATUS_HEARTBEAT_MS = 15_000;
+
+/** Status streams running now (tests check that a client leaving stops its timer). */
+let openStreams = 0;
+export const openStatusStreams = (): number => openStreams;
+
+/**
+ * GET /v1/ui/status/stream: the /v1/models data as SSE `data:` events, at once and then on each
+ * change (checked once a second), with a comment heartbeat. It ends when the client goes, and with
+ * `data: [DONE]` once a shutdown begins, so it never holds a drain open.
+ */
+async function statusStream(ctx: RouteContext): Promise<Reply> {
+  requireUi(ctx, '/v1/ui/status/stream');
+  const { runtime, signal } = ctx;
+  return {
+    stream: {
+      format: 'sse',
+      run: async (out) => {
+        openStreams++;
+        try {
+          out.start();
+          let last = '';
+          let quietSince = Date.now();
+          while (!signal.aborted && !runtime.closing) {
+            const json = JSON.stringify(snapshot(runtime));
+            if (json !== last) {
+              last = json;
+              quietSince = Date.now();
+              await out.event(JSON.parse(json) as object);
+            } else if (Date.now() - quietSince >= STATUS_HEARTBEAT_MS) {
+              quietSince = Date.now();
+              await out.comment('heartbeat');
+            }
+            await sleep(STATUS_POLL_MS, signal);
+          }
+          if (!signal.aborted) await out.done();
+        } finally {
+          openStreams--;
+        }
+      },
+    },
+  };
+}
+
+function snapshot(runtime: Runtime): object {
+  return { object: 'list', data: modelList(runtime, { sessionOptions: false, params: false }) };
+}
+
+/** Waits `ms`, or less when `signal` aborts; leaves no timer or listener behind. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+export const uiRoutes: Route[] = [
+  { method: 'GET', path: '/', handler: index },
+  ...Object.keys(UI_FILES).map(
+    (name): Route => ({
+      method: 'GET',
+      path: `/ui/${name}`,
+      handler: async (ctx) => {
+        requireUi(ctx, `/ui/${name}`);
+        return uiFile(name, false);
+      },
+    }),
+  ),
+  { method: 'GET', path: '/v1/ui/status/stream', handler: statusStream },
+];
