@@ -93,6 +93,7 @@ function renderModels(data) {
   body.replaceChildren();
   for (const m of data) {
     const row = body.insertRow();
+    row.dataset.model = m.id;
     for (const value of [m.id, m.family, m.task, m.mode, m.state]) cell(row, value);
     cell(row, m.slots ?? '-');
     cell(row, m.active_slots ?? '-');
