@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { launchBrowser, pageJson, screenshot, useBrowser, withBrowser } from '../helpers/browser.js';
-import { fixtureModel, startServer, type TestServer } from '../helpers/voxd.js';
+import { fixtureModel, startServer, type TestServer, withDeadline } from '../helpers/voxd.js';
 
 const browser = useBrowser();
 let server: TestServer;
@@ -58,6 +58,20 @@ test('a page error is collected, and one nobody accepted fails the test when the
     /uncaught page error: Error: boom from the page/,
   );
   t.diagnostic(`a second browser launched, used and closed in ${Math.round(performance.now() - started)} ms`);
+});
+
+test('a browser that hangs on close is killed by pid, within the close deadline', async (t) => {
+  const own = await launchBrowser();
+  const pid = own.pid;
+  assert.ok(pid !== undefined);
+  await own.openPage(`${server.url}/health`);
+  // Freeze chromium and its renderers: it can no longer answer the close.
+  process.kill(-pid, 'SIGSTOP');
+  const started = performance.now();
+  await withDeadline(own.close(), 'the hung browser to be killed', 20_000);
+  t.diagnostic(`a hung browser was killed in ${Math.round(performance.now() - started)} ms`);
+  assert.equal(own.closedBy, 'killed');
+  assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' });
 });
 
 test('a missing chromium fails with the fix, it is never skipped', async () => {

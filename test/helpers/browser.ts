@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { after, before } from 'node:test';
+import { after, afterEach, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type BrowserContext, type BrowserServer, chromium, type Page } from 'playwright-core';
 import { withDeadline } from './voxd.js';
@@ -16,10 +16,12 @@ import { withDeadline } from './voxd.js';
 export const CHROMIUM_PATH = process.env['VOXD_CHROMIUM'] ?? '/usr/bin/chromium';
 
 /**
- * What headless Chromium needs as root in a container without a display: no sandbox (root), /tmp
- * instead of a small /dev/shm, and fake media devices with no permission prompt and autoplay
- * allowed, for the microphone and playback tests to come. Playwright adds `--headless` itself (the
- * new headless mode, the only one Chromium ships since 132).
+ * What headless Chromium needs as root in a container without a display: no sandbox (root; Playwright
+ * adds it too unless asked for the sandbox), /tmp instead of /dev/shm (64 MB in a default Docker
+ * container), a fake microphone (without it getUserMedia fails with NotFoundError) granted without a
+ * prompt (else NotAllowedError), and autoplay without a user gesture, for the microphone and playback
+ * tests to come. Playwright adds `--headless` itself: the new headless mode, the only one Chromium
+ * ships since 132, so `--headless=new` is not needed.
  */
 export const CHROMIUM_ARGS = [
   '--no-sandbox',
@@ -59,8 +61,14 @@ export interface OpenedPage {
 export interface TestBrowser {
   /** Milliseconds from launch to a connected browser. */
   launchMs: number;
+  /** The browser's process id (its process group's id too). */
+  pid: number | undefined;
+  /** How the last close ended: 'closed', or 'killed' when closing hung past its deadline. */
+  readonly closedBy: 'closed' | 'killed' | undefined;
   /** Opens `url` in a fresh context (no shared cookies or storage) and waits for its load event. */
   openPage(url: string): Promise<OpenedPage>;
+  /** Throws if any page has an uncaught error nobody accepted (and forgets them). */
+  checkPageErrors(): void;
   /** Closes the browser (killing it by pid if that hangs) and throws if a page had an uncaught error. */
   close(): Promise<void>;
 }
@@ -94,6 +102,7 @@ export async function launchBrowser(executablePath = CHROMIUM_PATH): Promise<Tes
   const contexts: BrowserContext[] = [];
   const opened: OpenedPage[] = [];
   let closing: Promise<void> | undefined;
+  let closedBy: TestBrowser['closedBy'];
 
   const openPage = async (url: string): Promise<OpenedPage> => {
     const context = await browser.newContext();
@@ -120,6 +129,15 @@ export async function launchBrowser(executablePath = CHROMIUM_PATH): Promise<Tes
     return result;
   };
 
+  const checkPageErrors = (): void => {
+    const errors = opened.flatMap((p) => p.acceptPageErrors());
+    if (errors.length > 0) {
+      throw new Error(
+        `uncaught page error${errors.length > 1 ? 's' : ''}: ${errors.map((e) => e.stack ?? e.message).join('\n')}`,
+      );
+    }
+  };
+
   const close = (): Promise<void> => {
     closing ??= (async () => {
       try {
@@ -132,20 +150,26 @@ export async function launchBrowser(executablePath = CHROMIUM_PATH): Promise<Tes
           'the browser to close',
           CLOSE_MS,
         );
+        closedBy = 'closed';
       } catch {
         await killServer(server);
+        closedBy = 'killed';
       }
-      const errors = opened.flatMap((p) => p.pageErrors);
-      if (errors.length > 0) {
-        throw new Error(
-          `uncaught page error${errors.length > 1 ? 's' : ''}: ${errors.map((e) => e.stack ?? e.message).join('\n')}`,
-        );
-      }
+      checkPageErrors();
     })();
     return closing;
   };
 
-  return { launchMs, openPage, close };
+  return {
+    launchMs,
+    pid: server.process().pid,
+    get closedBy() {
+      return closedBy;
+    },
+    openPage,
+    checkPageErrors,
+    close,
+  };
 }
 
 /** Kills the browser's process group (chromium and its renderers, zygote and GPU processes). */
@@ -182,13 +206,17 @@ export async function withBrowser<T>(fn: (browser: TestBrowser) => Promise<T>): 
 }
 
 /**
- * One browser for the whole test file: launched in a `before` hook, closed in an `after` hook (which
- * fails the file on a page error no test accepted). Call at the top level of a test file.
+ * One browser for the whole test file: launched in a `before` hook, closed in an `after` hook. An
+ * `afterEach` hook fails the test whose pages had an uncaught error it did not accept. Call at the
+ * top level of a test file.
  */
 export function useBrowser(): { get(): TestBrowser } {
   let browser: TestBrowser | undefined;
   before(async () => {
     browser = await launchBrowser();
+  });
+  afterEach(() => {
+    browser?.checkPageErrors();
   });
   after(async () => {
     await browser?.close();
