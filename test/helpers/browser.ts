@@ -208,12 +208,19 @@ export async function withBrowser<T>(fn: (browser: TestBrowser) => Promise<T>): 
 /**
  * One browser for the whole test file: launched in a `before` hook, closed in an `after` hook. An
  * `afterEach` hook fails the test whose pages had an uncaught error it did not accept. Call at the
- * top level of a test file.
+ * top level of a test file. A failed launch (chromium missing) fails every test that calls `get()`:
+ * the hook itself does not throw, since Node 20 then skips the file's other hooks, and a server
+ * started by one of them would keep the test process alive.
  */
 export function useBrowser(): { get(): TestBrowser } {
   let browser: TestBrowser | undefined;
+  let launchError: unknown;
   before(async () => {
-    browser = await launchBrowser();
+    try {
+      browser = await launchBrowser();
+    } catch (err) {
+      launchError = err;
+    }
   });
   afterEach(() => {
     browser?.checkPageErrors();
@@ -223,6 +230,7 @@ export function useBrowser(): { get(): TestBrowser } {
   });
   return {
     get: () => {
+      if (launchError) throw launchError;
       if (!browser) throw new Error('the browser is not launched yet (use it inside a test)');
       return browser;
     },
