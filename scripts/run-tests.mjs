@@ -1,6 +1,8 @@
 // Runs every compiled test file with Node's built-in test runner. Engine tests (real native and
 // WebAssembly engines, CPU-heavy) run after the others, one file at a time, so they do not compete
-// for the 2 cores with each other.
+// for the 2 cores with each other. Browser tests (dist/test/browser, headless Chromium) run last, one
+// file at a time too; they are never skipped: without Debian's chromium they fail and say to run
+// `npm run setup` as root.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,11 +22,13 @@ const selected = filter.length ? files.filter((f) => filter.some((part) => f.inc
 const heavy = (f) =>
   (f.startsWith(join('dist', 'test', 'engines')) && !f.includes(join('engines', 'fixture'))) ||
   f.includes(join('cli', 'one-shot.test'));
+const browser = (f) => f.startsWith(join('dist', 'test', 'browser'));
 const reporter = process.env.CI ? ['--test-reporter=spec'] : [];
 let status = 0;
 for (const [group, concurrency] of [
-  [selected.filter((f) => !heavy(f)), 2],
+  [selected.filter((f) => !heavy(f) && !browser(f)), 2],
   [selected.filter(heavy), 1],
+  [selected.filter(browser), 1],
 ]) {
   if (group.length === 0) continue;
   const result = spawnSync(
