@@ -2,7 +2,7 @@
 // WebAssembly engines, CPU-heavy) run after the others, one file at a time, so they do not compete
 // for the 2 cores with each other. Browser tests (dist/test/browser, headless Chromium) run last, one
 // file at a time too; they are never skipped: without Debian's chromium they fail and say to run
-// `npm run setup` as root.
+// `npm test` (or `node scripts/setup.mjs --for-tests`) as root.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';

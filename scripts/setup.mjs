@@ -28,10 +28,13 @@ const DEBIAN_PACKAGES = {
   festival: '/usr/bin/festival',
   'festvox-us-slt-hts':
     '/usr/share/festival/voices/us/cmu_us_slt_arctic_hts/hts/cmu_us_slt_arctic_hts.htsvoice',
+};
+// Only `npm test` (--for-tests) needs these: a server is not made to carry a browser.
+if (process.argv.includes('--for-tests')) {
   // Headless Chromium for the browser tests (test/browser, driven by playwright-core, which downloads
   // no browser of its own): about 20 s to install, 11 packages, about 410 MB on disk.
-  chromium: '/usr/bin/chromium',
-};
+  DEBIAN_PACKAGES.chromium = '/usr/bin/chromium';
+}
 const missing = Object.entries(DEBIAN_PACKAGES)
   .filter(([, file]) => !existsSync(file))
   .map(([name]) => name);

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { type BrowserContext, type BrowserServer, chromium, type Page } from 'playwright-core';
 import { withDeadline } from './voxd.js';
 
-/** Debian's chromium (`npm run setup` installs it as root); VOXD_CHROMIUM points elsewhere. */
+/** Debian's chromium (`npm test`'s set-up installs it as root); VOXD_CHROMIUM points elsewhere. */
 export const CHROMIUM_PATH = process.env['VOXD_CHROMIUM'] ?? '/usr/bin/chromium';
 
 /**
@@ -77,7 +77,7 @@ export interface TestBrowser {
 export async function launchBrowser(executablePath = CHROMIUM_PATH): Promise<TestBrowser> {
   if (!existsSync(executablePath)) {
     throw new Error(
-      `browser tests need Debian's chromium at ${executablePath}, which is missing: run \`npm run setup\` as root (it installs it with apt-get)`,
+      `browser tests need Debian's chromium at ${executablePath}, which is missing: run \`npm test\` (or \`node scripts/setup.mjs --for-tests\`) as root, whose set-up installs it with apt-get`,
     );
   }
   const started = performance.now();
