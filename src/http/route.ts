@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Codec } from '../audio/ffmpeg.js';
 import type { ServerConfig } from '../config/types.js';
+import { VoxdError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { AbortSource } from '../util/lazy-abort.js';
 import type { EventStream, StreamFormat } from './event-stream.js';
@@ -55,4 +56,16 @@ export interface Route {
 /** The request's client-gone abort, as cheaply as the context offers it. */
 export function clientGoneOf(ctx: Pick<RouteContext, 'signal' | 'clientGone'>): AbortSource {
   return ctx.clientGone ?? ctx.signal;
+}
+
+/**
+ * The `ui_management` gate: a 403 saying what is disabled (audio.cpp's words for each route) and
+ * how to turn it on.
+ */
+export function requireManagement(
+  { config }: Pick<RouteContext, 'config'>,
+  disabled = 'dynamic model management is disabled',
+): void {
+  if (!config.ui_management)
+    throw new VoxdError('E_FORBIDDEN', `${disabled}; start voxd with --ui-management`);
 }

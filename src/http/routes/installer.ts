@@ -10,12 +10,7 @@ import { checkPackageId } from '../../models/catalog.js';
 import type { InstallJob, UrlSource } from '../../models/installer.js';
 import { readJsonObject } from '../body.js';
 import { optionalString, queryParam, requireString } from '../fields.js';
-import type { Route, RouteContext } from '../route.js';
-
-function requireManagement({ config }: RouteContext, disabled: string): void {
-  if (!config.ui_management)
-    throw new VoxdError('E_FORBIDDEN', `${disabled}; start voxd with --ui-management`);
-}
+import { type Route, type RouteContext, requireManagement } from '../route.js';
 
 const INSTALL_DISABLED = 'UI model installation is disabled';
 

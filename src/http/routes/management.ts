@@ -6,16 +6,7 @@ import { parseModelConfig } from '../../config/model-config.js';
 import { invalidRequest, VoxdError } from '../../errors.js';
 import { readJsonObject } from '../body.js';
 import { requireString } from '../fields.js';
-import type { Route, RouteContext } from '../route.js';
-
-function requireManagement({ config }: RouteContext): void {
-  if (!config.ui_management) {
-    throw new VoxdError(
-      'E_FORBIDDEN',
-      'dynamic model management is disabled; start voxd with --ui-management',
-    );
-  }
-}
+import { type Route, type RouteContext, requireManagement } from '../route.js';
 
 async function load(ctx: RouteContext) {
   requireManagement(ctx);

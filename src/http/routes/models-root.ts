@@ -11,12 +11,7 @@ import { readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { VoxdError } from '../../errors.js';
 import { readJsonObject } from '../body.js';
-import type { Route, RouteContext } from '../route.js';
-
-function requireManagement({ config }: RouteContext, disabled: string): void {
-  if (!config.ui_management)
-    throw new VoxdError('E_FORBIDDEN', `${disabled}; start voxd with --ui-management`);
-}
+import { type Route, type RouteContext, requireManagement } from '../route.js';
 
 /** A `path` field: absent or a string (empty means the default). */
 function pathField(body: Record<string, unknown>): string {
