@@ -75,5 +75,8 @@ test('a browser that hangs on close is killed by pid, within the close deadline'
 });
 
 test('a missing chromium fails with the fix, it is never skipped', async () => {
-  await assert.rejects(launchBrowser('/nonexistent/chromium'), /run `npm run setup` as root/);
+  await assert.rejects(
+    launchBrowser('/nonexistent/chromium'),
+    /run `npm test` \(or `node scripts\/setup.mjs --for-tests`\) as root/,
+  );
 });
