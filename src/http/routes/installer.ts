@@ -5,7 +5,7 @@
  * runs in the background; its object is what `install-status` reports.
  */
 
-import { invalidRequest, VoxdError } from '../../errors.js';
+import { invalidRequest } from '../../errors.js';
 import { checkPackageId } from '../../models/catalog.js';
 import type { InstallJob, UrlSource } from '../../models/installer.js';
 import { readJsonObject } from '../body.js';

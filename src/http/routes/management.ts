@@ -3,7 +3,7 @@
  * routes (not gated, as in audio.cpp).
  */
 import { parseModelConfig } from '../../config/model-config.js';
-import { invalidRequest, VoxdError } from '../../errors.js';
+import { invalidRequest } from '../../errors.js';
 import { readJsonObject } from '../body.js';
 import { requireString } from '../fields.js';
 import { type Route, type RouteContext, requireManagement } from '../route.js';
