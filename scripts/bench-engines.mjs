@@ -8,17 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { startVoxd } from '../dist/src/app.js';
-import { loadServerConfig } from '../dist/src/config/server-config.js';
-import { createEngineCatalog } from '../dist/src/engines/catalog.js';
+import { SENTENCE, startBenchServer } from './bench-server.mjs';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args.find((a) => /^\d+$/.test(a)) ?? 4);
 const ROUNDS = Number(args.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 3);
 const ONLY = new Set(args.filter((a) => !/^\d+$/.test(a) && !a.startsWith('--')));
 const LOAD = fileURLToPath(new URL('./bench-load.mjs', import.meta.url));
-const SENTENCE =
-  'The quick brown fox jumps over the lazy dog while seven happy children watch from the old wooden bridge today.';
 
 const ENGINES = [
   {
@@ -85,15 +81,7 @@ function treeRss() {
 
 async function start(models) {
   const dir = mkdtempSync(join(tmpdir(), 'voxd-bench-'));
-  const path = join(dir, 'server.json');
-  writeFileSync(path, JSON.stringify({ ui: false, busy_timeout_ms: 0, models }));
-  const catalog = createEngineCatalog();
-  const { config } = loadServerConfig({
-    configPath: path,
-    overrides: { port: 0, parallel_jobs: true },
-    knownFamilies: [...catalog.keys()],
-  });
-  const voxd = await startVoxd({ config, catalog, log: () => {} });
+  const voxd = await startBenchServer(dir, models);
   return {
     voxd,
     close: async () => {
