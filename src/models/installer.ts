@@ -145,6 +145,21 @@ const ACTIVE: ReadonlySet<JobState> = new Set(['queued', 'running', 'cancelling'
 
 const active = (id: string) => new VoxdError('E_INSTALL_ACTIVE', `an install job for ${id} is active`);
 
+/** A job that has not moved yet: nothing downloaded, not finished. */
+function newJob(id: string, state: JobState, message: string, startedAtMs: number): InstallJob {
+  return {
+    id,
+    state,
+    message,
+    exit_code: null,
+    downloaded_bytes: 0,
+    total_bytes: 0,
+    progress_percent: 0,
+    started_at_ms: startedAtMs,
+    finished_at_ms: 0,
+  };
+}
+
 /** The id a bare URL gets: its file name without archive extensions, reduced to [A-Za-z0-9_-]. */
 export function idFromUrl(url: string): string {
   let name = basename(new URL(url).pathname);
@@ -209,17 +224,7 @@ export class Installer {
   install(request: string | UrlSource): InstallJob {
     const plan = this.#plan(request);
     if (this.#isActive(plan.id)) throw active(plan.id);
-    const job: InstallJob = {
-      id: plan.id,
-      state: 'queued',
-      message: 'queued',
-      exit_code: null,
-      downloaded_bytes: 0,
-      total_bytes: 0,
-      progress_percent: 0,
-      started_at_ms: this.#now(),
-      finished_at_ms: 0,
-    };
+    const job = newJob(plan.id, 'queued', 'queued', this.#now());
     const controller = new AbortController();
     const entry: RunningJob = { job, controller, done: Promise.resolve(job) };
     entry.done = this.#run(plan, job, controller.signal);
@@ -284,17 +289,7 @@ export class Installer {
     if (id === undefined) return [...this.#jobs.values()].map((e) => ({ ...e.job }));
     const entry = this.#jobs.get(checkPackageId(id));
     if (entry) return { ...entry.job };
-    return {
-      id,
-      state: 'idle',
-      message: 'Not started',
-      exit_code: null,
-      downloaded_bytes: 0,
-      total_bytes: 0,
-      progress_percent: 0,
-      started_at_ms: 0,
-      finished_at_ms: 0,
-    };
+    return newJob(id, 'idle', 'Not started', 0);
   }
 
   /** Jobs queued, running or cancelling (a models-root change must wait for none). */
