@@ -118,6 +118,23 @@ describe('ui on', () => {
     }
   });
 
+  test('every module the page imports is served as JavaScript', async () => {
+    const pending = ['app.js'];
+    const seen = new Set<string>();
+    while (pending.length > 0) {
+      const name = pending.pop()!;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      const res = await get(s.url, `/ui/${name}`);
+      assert.equal(res.status, 200, name);
+      assert.equal(res.headers.get('content-type'), 'text/javascript; charset=utf-8', name);
+      for (const [, imported] of res.body.toString('utf8').matchAll(/from '\.\/([a-z-]+\.js)'/g)) {
+        pending.push(imported!);
+      }
+    }
+    assert.ok(seen.size > 3, `only ${[...seen].join(', ')}`);
+  });
+
   test('paths outside the allow-list answer 404, traversal included', async () => {
     for (const path of [
       '/ui/../package.json',

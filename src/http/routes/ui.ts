@@ -2,6 +2,7 @@
  * The web UI: the static files under `ui/` at the package root (GET / and GET /ui/<file>), and the
  * dashboard's status stream (GET /v1/ui/status/stream). All of it answers 404 while `ui` is off.
  */
+import { readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { notFound } from '../../errors.js';
@@ -12,12 +13,23 @@ import { modelList } from './models.js';
 /** `ui/` at the package root: this file is dist/src/http/routes/ui.js once built. */
 export const UI_DIR = fileURLToPath(new URL('../../../../ui/', import.meta.url));
 
-/** The files the UI serves: a fixed allow-list, so no request path ever reaches the file system. */
-const UI_FILES: Readonly<Record<string, string>> = {
-  'index.html': 'text/html; charset=utf-8',
-  'app.js': 'text/javascript; charset=utf-8',
-  'style.css': 'text/css; charset=utf-8',
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
 };
+
+/**
+ * The files the UI serves, name to content type: the plain files of `ui/` with a known extension,
+ * listed once at startup. A fixed allow-list, so no request path ever reaches the file system.
+ */
+const UI_FILES: Readonly<Record<string, string>> = Object.fromEntries(
+  readdirSync(UI_DIR, { withFileTypes: true }).flatMap((entry) => {
+    const match = /^[a-z][a-z0-9-]*\.([a-z]+)$/.exec(entry.name);
+    const type = match && CONTENT_TYPES[match[1]!];
+    return entry.isFile() && type ? [[entry.name, type]] : [];
+  }),
+);
 
 /** audio.cpp's UI headers: nothing cached, nothing sniffed, nothing loaded from elsewhere. */
 const CSP = [

@@ -1,0 +1,104 @@
+// The installer panel (ui_management only): packages with sizes, install with progress, stop,
+// clean partial, delete, and the models root with a folder browser.
+
+import { $, act, button, cell, getJson, postJson } from './api.js';
+
+let jobTimer;
+
+function formatBytes(n) {
+  if (n === null || n === undefined) return '?';
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${n.toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+async function loadPackages() {
+  const sizes = await getJson('/v1/ui/models/package-sizes');
+  const body = $('packages');
+  body.replaceChildren();
+  for (const p of sizes.data) {
+    const row = body.insertRow();
+    row.dataset.package = p.id;
+    cell(row, p.id);
+    cell(row, formatBytes(p.size_bytes));
+    cell(row, p.installed ? 'installed' : p.state);
+    const actions = cell(row, '');
+    actions.append(
+      button('Install', async () => {
+        await postJson('/v1/ui/models/install', { id: p.id });
+        watchJob(p.id);
+      }),
+      button('Clean partial', () => postJson('/v1/ui/models/clean-partial', { id: p.id })),
+      button('Delete', async () => {
+        await postJson('/v1/ui/models/delete', { id: p.id });
+        await loadPackages();
+      }),
+    );
+  }
+  // The scan runs in the background: read again until it is done.
+  if (sizes.state === 'running' || sizes.state === 'idle') setTimeout(() => act(loadPackages), 2000);
+}
+
+/** Polls one job once a second while it runs, showing its progress. */
+function watchJob(id) {
+  clearTimeout(jobTimer);
+  $('job').hidden = false;
+  $('job-stop').onclick = () => act(() => postJson('/v1/ui/models/install/stop', { id }));
+  const poll = async () => {
+    const job = await getJson(`/v1/ui/models/install-status?id=${encodeURIComponent(id)}`);
+    $('job-text').textContent =
+      `${job.id}: ${job.state} ${job.message ?? ''} (${formatBytes(job.downloaded_bytes)} of ${formatBytes(job.total_bytes)})`;
+    const progress = $('job-progress');
+    if (job.progress_percent >= 0) progress.value = job.progress_percent;
+    else progress.removeAttribute('value');
+    if (['queued', 'running', 'cancelling'].includes(job.state)) jobTimer = setTimeout(() => act(poll), 1000);
+    else await loadPackages();
+  };
+  act(poll);
+}
+
+async function loadRoot() {
+  const root = await getJson('/v1/ui/models-root');
+  $('root-path').value = root.models_root;
+}
+
+async function browse(path) {
+  const listing = await postJson('/v1/ui/browse-directories', { path });
+  $('browser').hidden = false;
+  $('browse-current').textContent = listing.current;
+  const list = $('browse-list');
+  list.replaceChildren();
+  const entries = listing.parent
+    ? [{ name: '..', path: listing.parent }, ...listing.directories]
+    : listing.directories;
+  for (const dir of entries) {
+    const item = document.createElement('li');
+    item.append(
+      button(dir.name, () => browse(dir.path)),
+      button('Use', async () => {
+        $('root-path').value = dir.path;
+      }),
+    );
+    list.append(item);
+  }
+}
+
+export async function startInstaller(management) {
+  $('installer-off').hidden = management;
+  if (!management) return;
+  $('root-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    act(async () => {
+      await postJson('/v1/ui/models-root', { path: $('root-path').value });
+      await loadRoot();
+      await loadPackages();
+    });
+  });
+  $('browse').addEventListener('click', () => act(() => browse($('root-path').value)));
+  await loadRoot();
+  await loadPackages();
+}
