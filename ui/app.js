@@ -3,7 +3,8 @@
 import { $, act, bindApiKey, getJson } from './api.js';
 import { startDashboard } from './dashboard.js';
 import { startInstaller } from './installer.js';
-import { startPlayground } from './playground.js';
+import { startListen } from './listen.js';
+import { startSpeech } from './speech.js';
 
 function showTab(name) {
   for (const tab of document.querySelectorAll('[data-tab]')) {
@@ -18,7 +19,8 @@ async function start() {
   for (const tab of document.querySelectorAll('[data-tab]')) {
     tab.addEventListener('click', () => showTab(tab.dataset.tab));
   }
-  startPlayground();
+  startSpeech();
+  startListen();
   const health = await getJson('/health');
   const management = health.ui_management === true;
   for (const el of document.querySelectorAll('.management')) el.hidden = !management;

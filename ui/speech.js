@@ -1,4 +1,4 @@
-// The playground: speak a text, transcribe a file.
+// The playground's speech form: speak a text, play it in the page, download it.
 
 import { $, act, api } from './api.js';
 
@@ -23,16 +23,6 @@ async function speak(event) {
   $('speech-download').replaceChildren(link);
 }
 
-async function transcribe(event) {
-  event.preventDefault();
-  const form = new FormData();
-  form.append('model', $('asr-model').value);
-  form.append('file', $('asr-file').files[0]);
-  const result = await (await api('POST', '/v1/audio/transcriptions', form)).json();
-  $('asr-text').textContent = result.text ?? JSON.stringify(result);
-}
-
-export function startPlayground() {
+export function startSpeech() {
   $('speech-form').addEventListener('submit', (e) => act(() => speak(e)));
-  $('asr-form').addEventListener('submit', (e) => act(() => transcribe(e)));
 }
