@@ -75,3 +75,9 @@ export function cell(row, content) {
   else td.textContent = content ?? '';
   return td;
 }
+
+/** Names each cell of a row after its column, so a phone-width screen can show the row as a card. */
+export function labelCells(row) {
+  const headers = row.closest('table').tHead.rows[0].cells;
+  for (const [i, td] of [...row.cells].entries()) td.dataset.label = headers[i]?.textContent ?? '';
+}

@@ -24,7 +24,7 @@ async function start() {
   const health = await getJson('/health');
   const management = health.ui_management === true;
   for (const el of document.querySelectorAll('.management')) el.hidden = !management;
-  await startDashboard(management);
+  startDashboard(management);
   await startInstaller(management);
 }
 

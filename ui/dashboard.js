@@ -1,30 +1,49 @@
 // The live model table (from the status stream) and, with ui_management, its controls.
 
-import { $, act, button, cell, getJson, postJson } from './api.js';
+import { $, act, button, cell, getJson, labelCells, postJson } from './api.js';
 
 let management = false;
-/** The /v1/models entries with session options, by id: the body a load or slots change sends. */
-let configs = new Map();
 
-async function refreshConfigs() {
-  if (!management) return;
-  const list = await getJson('/v1/models?include_session_options=true');
-  configs = new Map(list.data.map((m) => [m.id, m]));
+/** The body that registers a model as it is now (GET /v1/ui/models/config), to send back edited. */
+const configOf = (id) => getJson(`/v1/ui/models/config?id=${encodeURIComponent(id)}`);
+
+const register = (body) => postJson('/v1/models/load', body);
+
+/** Opens the editor with a registration body; Save sends it to POST /v1/models/load. */
+function editConfig(title, body) {
+  $('config-title').textContent = title;
+  $('config-json').value = JSON.stringify(body, null, 2);
+  $('config-editor').hidden = false;
+  $('config-json').focus();
 }
 
-/** The body of POST /v1/models/load for a listed model, with `slots` when given. */
-function loadBody(id, slots) {
-  const m = configs.get(id);
-  if (!m) throw new Error(`no configuration known for ${id}`);
-  const body = { id: m.id, family: m.family, path: m.path, task: m.task, mode: m.mode };
-  if (m.session_options) body.session_options = m.session_options;
-  const n = slots ?? m.slots;
-  if (n !== undefined) body.slots = n;
-  return body;
+async function saveConfig(event) {
+  event.preventDefault();
+  let body;
+  try {
+    body = JSON.parse($('config-json').value);
+  } catch (err) {
+    throw new Error(`the configuration is not valid JSON: ${err.message}`);
+  }
+  await register(body);
+  $('config-editor').hidden = true;
 }
 
+/**
+ * The table is redrawn on every status change; a slots value being edited, and the control that had
+ * the focus, are carried over so that a request finishing does not undo what the user is typing.
+ */
 function renderModels(data) {
   const body = $('models');
+  const edited = new Map(
+    [...body.querySelectorAll('input[type=number]')].map((input) => [
+      input.closest('tr').dataset.model,
+      input.value,
+    ]),
+  );
+  const focused = document.activeElement?.closest('#models tr')
+    ? focusKey(document.activeElement)
+    : undefined;
   body.replaceChildren();
   for (const m of data) {
     const row = body.insertRow();
@@ -35,24 +54,39 @@ function renderModels(data) {
     cell(row, m.queued_requests ?? '-');
     cell(row, m.isolation);
     cell(row, m.last_error?.message ?? m.last_error ?? '');
-    if (!management) continue;
-    const actions = cell(row, '');
+    if (management) addActions(row, m, edited.get(m.id));
+    labelCells(row);
+  }
+  if (focused)
+    body.querySelector(`tr[data-model="${CSS.escape(focused.model)}"] ${focused.selector}`)?.focus();
+}
+
+/** Where a control sits in its row, to find its successor after a redraw. */
+function focusKey(element) {
+  const model = element.closest('tr').dataset.model;
+  if (element.tagName === 'INPUT') return { model, selector: 'input' };
+  const index = [...element.parentElement.querySelectorAll('button')].indexOf(element);
+  return { model, selector: `button:nth-of-type(${index + 1})` };
+}
+
+function addActions(row, m, editedSlots) {
+  const actions = cell(row, '');
+  actions.append(
+    button('Load', async () => register(await configOf(m.id))),
+    button('Unload', () => postJson('/v1/models/unload', { id: m.id })),
+    button('Configure', async () => editConfig(`Configure ${m.id}`, await configOf(m.id))),
+  );
+  if (m.slots !== undefined) {
+    const label = document.createElement('label');
+    const input = document.createElement('input');
+    input.type = 'number';
+    input.min = '1';
+    input.value = String(m.slots);
+    label.append('Slots ', input);
     actions.append(
-      button('Load', () => postJson('/v1/models/load', loadBody(m.id))),
-      button('Unload', () => postJson('/v1/models/unload', { id: m.id })),
+      label,
+      button('Apply', async () => register({ ...(await configOf(m.id)), slots: Number(input.value) })),
     );
-    if (m.slots !== undefined) {
-      const label = document.createElement('label');
-      const input = document.createElement('input');
-      input.type = 'number';
-      input.min = '1';
-      input.value = String(m.slots);
-      label.append('Slots ', input);
-      actions.append(
-        label,
-        button('Apply', () => postJson('/v1/models/load', loadBody(m.id, Number(input.value)))),
-      );
-    }
   }
 }
 
@@ -67,18 +101,22 @@ function watchModels() {
       $('stream-state').textContent = 'server stopped';
       return;
     }
-    const list = JSON.parse(event.data);
-    const known = list.data.every((m) => configs.has(m.id));
-    (known ? Promise.resolve() : refreshConfigs().catch(() => {})).then(() => renderModels(list.data));
+    renderModels(JSON.parse(event.data).data);
   });
   source.addEventListener('error', () => {
     $('stream-state').textContent = 'reconnecting…';
   });
 }
 
-export async function startDashboard(withManagement) {
+export function startDashboard(withManagement) {
   management = withManagement;
   $('unload-all').addEventListener('click', () => act(() => postJson('/v1/tasks/unload_all_models', {})));
-  await refreshConfigs();
+  $('add-model').addEventListener('click', () =>
+    editConfig('Register a model', { id: '', family: '', task: 'tts', path: '' }),
+  );
+  $('config-form').addEventListener('submit', (e) => act(() => saveConfig(e)));
+  $('config-cancel').addEventListener('click', () => {
+    $('config-editor').hidden = true;
+  });
   watchModels();
 }

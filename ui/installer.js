@@ -1,7 +1,7 @@
 // The installer panel (ui_management only): packages with sizes, install with progress, stop,
 // clean partial, delete, and the models root with a folder browser.
 
-import { $, act, button, cell, getJson, postJson } from './api.js';
+import { $, act, button, cell, getJson, labelCells, postJson } from './api.js';
 
 let jobTimer;
 
@@ -38,6 +38,7 @@ async function loadPackages() {
         await loadPackages();
       }),
     );
+    labelCells(row);
   }
   // The scan runs in the background: read again until it is done.
   if (sizes.state === 'running' || sizes.state === 'idle') setTimeout(() => act(loadPackages), 2000);

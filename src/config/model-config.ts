@@ -206,6 +206,18 @@ export function parseModelConfig(
   return { model, notices };
 }
 
+/**
+ * A registered model as the body of `POST /v1/models/load` that registers it again unchanged (the
+ * UI's editor starts from it). Paths stay absolute; a package model names its package, not the
+ * folder it came from, and an engine that ships its model names no path.
+ */
+export function registrationBody(model: ModelConfig): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(model)) if (value !== undefined) body[key] = value;
+  if (model.path === '' || model.package !== undefined) delete body['path'];
+  return body;
+}
+
 function parseFamily(family: string, key: string, known: readonly string[]): string {
   if (!known.includes(family)) {
     const list = known.length > 0 ? known.join(', ') : '(no engine families are registered)';

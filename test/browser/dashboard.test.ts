@@ -22,6 +22,12 @@ before(async () => {
       models: [
         fixtureModel('asr-fixture', { lazy: true, slots: 1 }),
         fixtureModel('tts-fixture', { task: 'tts', slots: 2 }),
+        fixtureModel('opts-fixture', {
+          slots: 1,
+          load_options: { capacity: 4 },
+          default_request_options: { chunks: 2 },
+        }),
+        fixtureModel('kb-fixture'),
         { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
       ],
     },
@@ -73,6 +79,89 @@ test('with ui_management the page unloads and loads a model; the server sees it'
   await page.locator('tr[data-model="tts-fixture"] button', { hasText: /^Load$/ }).click();
   await waitForCell(page, 'tts-fixture', 'state', 'ready');
   assert.equal(s.voxd.runtime.status().find((m) => m.id === 'tts-fixture')!.loaded, true);
+});
+
+test('Apply changes the slots and keeps the rest of the configuration; the editor reconfigures options', async () => {
+  const { page } = await browser.get().openPage(`${s.url}/`);
+  await waitForCell(page, 'opts-fixture', 'slots', '1');
+  const config = () => s.voxd.runtime.get('opts-fixture').config;
+  await page.locator('tr[data-model="opts-fixture"] input[type=number]').fill('2');
+  await page.locator('tr[data-model="opts-fixture"] button', { hasText: 'Apply' }).click();
+  await waitForCell(page, 'opts-fixture', 'slots', '2');
+  assert.deepEqual(config().load_options, { capacity: '4' }, 'load_options survive a slots change');
+  assert.deepEqual(config().default_request_options, { chunks: '2' });
+
+  await page.locator('tr[data-model="opts-fixture"] button', { hasText: 'Configure' }).click();
+  const editor = page.locator('#config-json');
+  await editor.waitFor();
+  const shown = JSON.parse(await editor.inputValue()) as Record<string, unknown>;
+  assert.deepEqual(
+    [shown['id'], shown['slots'], shown['load_options']],
+    ['opts-fixture', 2, { capacity: '4' }],
+  );
+  const loads = s.fixture.record.of('opts-fixture', 'load').length;
+  await editor.fill(JSON.stringify({ ...shown, load_options: { capacity: '3' } }));
+  await page.locator('#config-form button[type=submit]').click();
+  await page.locator('#config-editor').waitFor({ state: 'hidden' });
+  assert.deepEqual(config().load_options, { capacity: '3' });
+  assert.ok(s.fixture.record.of('opts-fixture', 'load').length > loads, 'a load option change reloads');
+
+  // A bad body is refused in the server's words and the editor stays open with the text.
+  await page.locator('#add-model').click();
+  await editor.fill('{"id":"added","family":"fixture","path":".","task":"asr","slots":99}');
+  await page.locator('#config-form button[type=submit]').click();
+  await page.locator('#error', { hasText: 'slots: 99 is invalid' }).waitFor();
+  assert.equal(await page.locator('#config-editor').isVisible(), true);
+  await editor.fill('{"id":"added","family":"fixture","path":".","task":"asr"}');
+  await page.locator('#config-form button[type=submit]').click();
+  await waitForCell(page, 'added', 'state', 'ready');
+});
+
+test("usable with the keyboard alone: Tab reaches a row's Unload, Enter presses it", async () => {
+  const { page } = await browser.get().openPage(`${s.url}/`);
+  await waitForCell(page, 'kb-fixture', 'state', 'ready');
+  const unload = page.locator('tr[data-model="kb-fixture"] button', { hasText: /^Unload$/ });
+  await unload.waitFor();
+  // Tab from the top of the page until the focus is on that button (each press moves one control).
+  type Focus = {
+    document: {
+      activeElement: {
+        textContent: string;
+        closest(s: string): { dataset: { model: string } } | null;
+      } | null;
+    };
+  };
+  let reached = false;
+  for (let i = 0; i < 200 && !reached; i++) {
+    await page.keyboard.press('Tab');
+    reached = await page.evaluate(() => {
+      const active = (globalThis as unknown as Focus).document.activeElement;
+      return active?.textContent === 'Unload' && active.closest('tr')?.dataset.model === 'kb-fixture';
+    });
+  }
+  assert.ok(reached, 'Tab never reached the Unload button');
+  await page.keyboard.press('Enter');
+  await waitForCell(page, 'kb-fixture', 'state', 'unloaded');
+});
+
+test('readable at phone width: no tab is wider than a 375 px screen, and each model row is a card', async () => {
+  const { page } = await browser.get().openPage(`${s.url}/`);
+  await page.setViewportSize({ width: 375, height: 740 });
+  await waitForCell(page, 'tts-fixture', 'state', 'ready');
+  for (const tab of ['dashboard', 'installer', 'playground']) {
+    await page.locator(`button[data-tab="${tab}"]`).click();
+    type Doc = { document: { documentElement: { scrollWidth: number; clientWidth: number } } };
+    const [scroll, client] = await page.evaluate(() => {
+      const root = (globalThis as unknown as Doc).document.documentElement;
+      return [root.scrollWidth, root.clientWidth];
+    });
+    assert.ok(scroll <= client, `${tab}: the page is ${scroll} px wide on a ${client} px screen`);
+  }
+  await page.locator('button[data-tab="dashboard"]').click();
+  // A card: no header row; each cell names its column.
+  assert.equal(await page.locator('#dashboard thead').isVisible(), false);
+  assert.equal(await page.locator(cellSelector('tts-fixture', 'state')).getAttribute('data-label'), 'State');
+  await screenshot(page, 'dashboard-phone');
 });
 
 test('the page shows an error as the server worded it', async () => {

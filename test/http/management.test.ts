@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { Installer } from '../../src/models/installer.js';
 import {
   errorOf,
   fixtureModel,
@@ -303,6 +304,89 @@ describe('model management routes', () => {
       assert.equal((await busy).status, 200);
       assert.deepEqual((await all).json, { unloaded: ['a', 'b'] });
       for (const id of ['a', 'b', 'c']) assert.equal((await modelStatus(s.url, id)).loaded, false);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('GET /v1/ui/models/config', () => {
+  test('gives the body that registers each model again unchanged: options, slots, no path for an engine that ships its model, the package of a package model', async () => {
+    const installed = { id: 'pkg-asr', family: 'fixture', task: 'asr', path: '.' };
+    const s = await startServer(
+      {
+        ui_management: true,
+        models: [
+          fixtureModel('opts', {
+            slots: 2,
+            busy_timeout_ms: 250,
+            load_options: { capacity: 4 },
+            session_options: { label: 'x' },
+            default_request_options: { chunks: 2 },
+          }),
+          { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
+          { id: 'by-package', package: 'pkg-asr', lazy: true },
+        ],
+      },
+      {
+        parallel: true,
+        installerFor: async (root) => {
+          const installer = new Installer({ root });
+          installer.list = async () => [{ ...installed, size_bytes: 0, installed_at: null, manifest: false }];
+          return installer;
+        },
+      },
+    );
+    try {
+      const bodies: Record<string, Record<string, unknown>> = {};
+      for (const id of ['opts', 'flite', 'by-package']) {
+        const res = await get(s.url, `/v1/ui/models/config?id=${id}`);
+        assert.equal(res.status, 200, res.body.toString());
+        bodies[id] = res.json;
+      }
+      assert.deepEqual(
+        [bodies['opts']!['slots'], bodies['opts']!['busy_timeout_ms'], bodies['opts']!['load_options']],
+        [2, 250, { capacity: '4' }],
+      );
+      assert.deepEqual(bodies['opts']!['session_options'], { label: 'x' });
+      // Options are kept as audio.cpp keeps them: strings.
+      assert.deepEqual(bodies['opts']!['default_request_options'], { chunks: '2' });
+      assert.equal('path' in bodies['flite']!, false);
+      assert.equal(bodies['by-package']!['package'], 'pkg-asr');
+      assert.equal('path' in bodies['by-package']!, false);
+      for (const [id, body] of Object.entries(bodies)) {
+        const again = await post(s.url, '/v1/models/load', body);
+        assert.equal(again.status, 200, `${id}: ${again.body.toString()}`);
+        assert.equal(again.json.reconfigured, false, `${id} sent back unchanged is no reconfiguration`);
+      }
+      // Edited and sent back, it reconfigures: the UI's options editor.
+      const edited = await post(s.url, '/v1/models/load', {
+        ...bodies['opts'],
+        load_options: { capacity: 3 },
+      });
+      assert.equal(edited.json.reconfigured, true);
+      assert.deepEqual((await get(s.url, '/v1/ui/models/config?id=opts')).json.load_options, {
+        capacity: '3',
+      });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('needs ui_management (403), an id (400) and a registered model (404)', async () => {
+    const plain = await startServer({ models: [fixtureModel('a')] });
+    try {
+      errorOf(await get(plain.url, '/v1/ui/models/config?id=a'), 403, 'forbidden');
+    } finally {
+      await plain.close();
+    }
+    const s = await managed([fixtureModel('a')]);
+    try {
+      assert.match(
+        errorOf(await get(s.url, '/v1/ui/models/config'), 400, 'invalid_request_error'),
+        /^id is missing/,
+      );
+      assert.match(errorOf(await get(s.url, '/v1/ui/models/config?id=nope'), 404, 'not_found'), /nope/);
     } finally {
       await s.close();
     }

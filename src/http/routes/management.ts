@@ -2,10 +2,10 @@
  * Model management: register/reconfigure and unload (gated by ui_management) and the bulk unload
  * routes (not gated, as in audio.cpp).
  */
-import { parseModelConfig } from '../../config/model-config.js';
+import { parseModelConfig, registrationBody } from '../../config/model-config.js';
 import { invalidRequest } from '../../errors.js';
 import { readJsonObject } from '../body.js';
-import { requireString } from '../fields.js';
+import { queryParam, requireString } from '../fields.js';
 import { type Route, type RouteContext, requireManagement } from '../route.js';
 
 async function load(ctx: RouteContext) {
@@ -28,6 +28,14 @@ async function unload(ctx: RouteContext) {
   return { json: await ctx.runtime.unload(requireString(body, 'id'), ctx.signal) };
 }
 
+/** GET /v1/ui/models/config?id=: the body that registers a model as it is now, to edit and send back. */
+async function modelConfig(ctx: RouteContext) {
+  requireManagement(ctx);
+  const id = queryParam(ctx, 'id');
+  if (!id) throw invalidRequest('id is missing; expected a registered model id in the query (?id=)');
+  return { json: registrationBody(ctx.runtime.get(id).config) };
+}
+
 async function unloadModels(ctx: RouteContext) {
   const { runtime, signal } = ctx;
   const body = await readJsonObject(ctx);
@@ -47,6 +55,7 @@ async function unloadAll({ runtime, signal }: RouteContext) {
 export const managementRoutes: Route[] = [
   { method: 'POST', path: '/v1/models/load', handler: load },
   { method: 'POST', path: '/v1/models/unload', handler: unload },
+  { method: 'GET', path: '/v1/ui/models/config', handler: modelConfig },
   { method: 'POST', path: '/v1/tasks/unload_models', handler: unloadModels },
   { method: 'POST', path: '/v1/tasks/unload_all_models', handler: unloadAll },
 ];
