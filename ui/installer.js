@@ -23,21 +23,26 @@ async function loadPackages() {
   for (const p of sizes.data) {
     const row = body.insertRow();
     row.dataset.package = p.id;
-    cell(row, p.id);
-    cell(row, formatBytes(p.size_bytes));
-    cell(row, p.installed ? 'installed' : p.state);
+    for (const value of [p.id, p.family, p.task, formatBytes(p.size_bytes)]) cell(row, value);
+    cell(row, p.installed ? 'installed' : 'not installed');
     const actions = cell(row, '');
-    actions.append(
-      button('Install', async () => {
-        await postJson('/v1/ui/models/install', { id: p.id });
-        watchJob(p.id);
-      }),
-      button('Clean partial', () => postJson('/v1/ui/models/clean-partial', { id: p.id })),
-      button('Delete', async () => {
-        await postJson('/v1/ui/models/delete', { id: p.id });
-        await loadPackages();
-      }),
-    );
+    if (p.installed) {
+      actions.append(
+        // Registered under the package's id, as a request naming it would: it joins the model table.
+        button('Load', () => postJson('/v1/models/load', { id: p.id, package: p.id })),
+        button('Delete', async () => {
+          await postJson('/v1/ui/models/delete', { id: p.id });
+          await loadPackages();
+        }),
+      );
+    } else {
+      actions.append(
+        button('Install', async () => {
+          await postJson('/v1/ui/models/install', { id: p.id });
+          watchJob(p.id);
+        }),
+      );
+    }
     labelCells(row);
   }
   // The scan runs in the background: read again until it is done.
@@ -48,7 +53,14 @@ async function loadPackages() {
 function watchJob(id) {
   clearTimeout(jobTimer);
   $('job').hidden = false;
+  $('job-stop').hidden = false;
+  $('job-clean').hidden = true;
   $('job-stop').onclick = () => act(() => postJson('/v1/ui/models/install/stop', { id }));
+  $('job-clean').onclick = () =>
+    act(async () => {
+      await postJson('/v1/ui/models/clean-partial', { id });
+      $('job').hidden = true;
+    });
   const poll = async () => {
     const job = await getJson(`/v1/ui/models/install-status?id=${encodeURIComponent(id)}`);
     $('job-text').textContent =
@@ -56,8 +68,15 @@ function watchJob(id) {
     const progress = $('job-progress');
     if (job.progress_percent >= 0) progress.value = job.progress_percent;
     else progress.removeAttribute('value');
-    if (['queued', 'running', 'cancelling'].includes(job.state)) jobTimer = setTimeout(() => act(poll), 1000);
-    else await loadPackages();
+    $('job').dataset.state = job.state;
+    if (['queued', 'running', 'cancelling'].includes(job.state)) {
+      jobTimer = setTimeout(() => act(poll), 1000);
+      return;
+    }
+    // Ended: a stopped or failed download may leave partial files to clean.
+    $('job-stop').hidden = true;
+    $('job-clean').hidden = job.state === 'complete';
+    await loadPackages();
   };
   act(poll);
 }
