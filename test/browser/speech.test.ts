@@ -25,6 +25,7 @@ before(async () => {
           task: 'tts',
           mode: 'streaming',
           default_request_options: { run_fail: true },
+          max_input_chars: 20,
         }),
         fixtureModel('tone-offline', { task: 'tts' }),
       ],
@@ -152,6 +153,20 @@ test('a stream plays from its first chunk while the rest is held, then offers th
   assert.deepEqual(wav.subarray(44), Buffer.concat(deltas));
 });
 
+test('flite streams sentence by sentence: the page plays each and offers the whole as a WAV', async () => {
+  const page = await openPlayground();
+  await page.locator('#speech-model').selectOption('flite');
+  await page.locator('#speech-stream').check();
+  await page.locator('#speech-format:disabled').waitFor();
+  await page.locator('#speech-text').fill('The first sentence. The second sentence.');
+  await page.locator('#speech-form button[type=submit]').click();
+  await page.locator('#speech-status[data-state="done"]').waitFor();
+  const chunks = Number(await page.locator('#speech-status').getAttribute('data-chunks'));
+  assert.ok(chunks >= 2, `${chunks} chunks for two sentences`);
+  assert.equal(await downloadName(page), 'speech.wav');
+  await waitForPlayableAudio(page);
+});
+
 test("a stream's error shows as the server worded it", async () => {
   const direct = await post(s.url, '/v1/audio/speech', { model: 'tone-fail', input: 'x', stream: true });
   const error = sseEvents(direct.body).find((e) => e !== '[DONE]' && e.type === 'error');
@@ -166,8 +181,16 @@ test("a stream's error shows as the server worded it", async () => {
   await page.locator('#error', { hasText: message }).waitFor();
   assert.equal(await page.locator('#error').textContent(), message);
   assert.equal(await page.locator('#speech-status').getAttribute('data-state'), 'failed');
-});
 
+  // Refused before the stream starts: a 400, whose message the page shows the same way.
+  const long = 'This text is over twenty characters.';
+  const refused = await post(s.url, '/v1/audio/speech', { model: 'tone-fail', input: long, stream: true });
+  assert.equal(refused.status, 400);
+  await page.locator('#speech-text').fill(long);
+  await page.locator('#speech-form button[type=submit]').click();
+  await page.locator('#error', { hasText: refused.json.error.message }).waitFor();
+  assert.equal(await page.locator('#error').textContent(), refused.json.error.message);
+});
 test('at 375 px the speech form fits the width', async () => {
   const page = await openPlayground();
   await page.setViewportSize({ width: 375, height: 800 });
