@@ -244,6 +244,9 @@ async function speak(event) {
   event.preventDefault();
   stopStream();
   clearResult();
+  // The chunk counts belong to one stream; none shows until the next stream has some.
+  delete $('speech-status').dataset.chunks;
+  delete $('speech-status').dataset.played;
   try {
     if ($('speech-stream').checked) await speakStreamed(requestBody());
     else await speakWhole(requestBody());
