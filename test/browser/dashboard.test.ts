@@ -177,7 +177,7 @@ test('the page shows an error as the server worded it', async () => {
 test('the playground speaks with flite and plays it: the audio element has a duration', async () => {
   const { page } = await browser.get().openPage(`${s.url}/`);
   await page.locator('button[data-tab="playground"]').click();
-  await page.locator('#speech-model').fill('flite');
+  await page.locator('#speech-model').selectOption('flite');
   await page.locator('#speech-text').fill('Hello from the browser.');
   await page.locator('#speech-form button[type=submit]').click();
   // The page's own audio element has decoded the WAV (typed by hand: the tests have no DOM types).
