@@ -69,7 +69,9 @@ async function useAudio(file, origin) {
   if (generation !== chosen.generation) return;
   chosen.buffer = buffer;
   drawWaveform($('asr-wave'), buffer);
-  const length = buffer ? `, ${seconds(buffer.duration)}` : ' (this browser cannot draw it; the server may still read it)';
+  const length = buffer
+    ? `, ${seconds(buffer.duration)}`
+    : ' (this browser cannot draw it; the server may still read it)';
   $('asr-source').textContent = `${origin}: ${file.name}${length}`;
 }
 
@@ -92,7 +94,9 @@ async function transcribe(model) {
   const box = $('asr-words');
   if (words.length === 0) {
     box.textContent = result.text ?? '';
-    $('asr-status').textContent = result.text ? 'Transcript (this engine gives no times).' : 'No speech recognised.';
+    $('asr-status').textContent = result.text
+      ? 'Transcript (this engine gives no times).'
+      : 'No speech recognised.';
     return;
   }
   showWords(box, words, audio());
@@ -168,7 +172,10 @@ async function findSpeech(model) {
   const body = { model, audio_base64: toBase64(await chosen.file.arrayBuffer()) };
   const result = await postJson('/v1/tasks/run', body);
   const rate = result.sample_rate ?? DEFAULT_RATE;
-  const segments = (result.segments ?? []).map((s) => ({ start: s.start_sample / rate, end: s.end_sample / rate }));
+  const segments = (result.segments ?? []).map((s) => ({
+    start: s.start_sample / rate,
+    end: s.end_sample / rate,
+  }));
   const total = duration(Math.max(0, ...segments.map((s) => s.end)));
   for (const segment of segments) $('asr-overlay').append(band(segment, total, 'vad-segment'));
   const speech = segments.reduce((s, x) => s + x.end - x.start, 0);

@@ -102,7 +102,8 @@ const silence = (seconds: number) => new Float32Array(Math.round(seconds * RATE)
 /** Turn i spoken by voices[i % 2], the pauses between them trimmed to GAPS. */
 async function conversation(pair: [string, string]): Promise<Float32Array> {
   const parts: Float32Array[] = [silence(0.5)];
-  for (const [i, sentence] of SENTENCES.entries()) parts.push(await speech(sentence, pair[i % 2]!), silence(GAPS[i]!));
+  for (const [i, sentence] of SENTENCES.entries())
+    parts.push(await speech(sentence, pair[i % 2]!), silence(GAPS[i]!));
   return concat(parts);
 }
 
@@ -147,7 +148,11 @@ test('a file transcribed by pocketsphinx: a span per word, and the word being pl
   await page.locator('#asr-words span.word').first().waitFor({ timeout: INFERENCE_MS });
 
   const words = (await page.locator('#asr-words span.word').allTextContents()).map((w) => w.toLowerCase());
-  const said = new Set(SENTENCE.toLowerCase().replace(/[^a-z ]/g, '').split(' '));
+  const said = new Set(
+    SENTENCE.toLowerCase()
+      .replace(/[^a-z ]/g, '')
+      .split(' '),
+  );
   assert.ok(
     words.some((w) => said.has(w)),
     `no word of "${SENTENCE}" in ${JSON.stringify(words)}`,
@@ -180,9 +185,9 @@ test('a two-voice conversation diarized: turns of exactly two speakers over the 
   await page.locator('#asr-submit').click();
   await page.locator('#asr-overlay .turn').first().waitFor({ timeout: INFERENCE_MS });
 
-  const speakers = await page.locator('#asr-overlay .turn').evaluateAll((turns) =>
-    turns.map((turn) => (turn as unknown as Element).dataset['speaker']),
-  );
+  const speakers = await page
+    .locator('#asr-overlay .turn')
+    .evaluateAll((turns) => turns.map((turn) => (turn as unknown as Element).dataset['speaker']));
   assert.ok(speakers.length >= 4, `only ${speakers.length} turns`);
   assert.deepEqual([...new Set(speakers)].sort(), ['A', 'B']);
   assert.deepEqual(await page.locator('#asr-legend li').evaluateAll((items) => items.length), 2);
@@ -217,15 +222,25 @@ test('speech segments found by silero are drawn inside the waveform; the form fi
         const box = el.getBoundingClientRect();
         return { left: box.left, right: box.right, width: box.width };
       }),
-      form: { scrollWidth: form.scrollWidth, clientWidth: form.clientWidth, right: form.getBoundingClientRect().right },
+      form: {
+        scrollWidth: form.scrollWidth,
+        clientWidth: form.clientWidth,
+        right: form.getBoundingClientRect().right,
+      },
     };
   });
   assert.ok(layout.segments.length > 0);
   for (const box of layout.segments) {
     assert.ok(box.width > 0, JSON.stringify(box));
-    assert.ok(box.left >= layout.wave.left - 0.5 && box.right <= layout.wave.right + 0.5, JSON.stringify(layout));
+    assert.ok(
+      box.left >= layout.wave.left - 0.5 && box.right <= layout.wave.right + 0.5,
+      JSON.stringify(layout),
+    );
   }
-  assert.ok(layout.form.scrollWidth <= layout.form.clientWidth && layout.form.right <= 375, JSON.stringify(layout.form));
+  assert.ok(
+    layout.form.scrollWidth <= layout.form.clientWidth && layout.form.right <= 375,
+    JSON.stringify(layout.form),
+  );
 });
 
 test('the microphone: a recording is drawn, sent and transcribed', async () => {
