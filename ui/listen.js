@@ -247,10 +247,11 @@ export function startListen() {
   });
   $('asr-model').addEventListener('input', showAction);
   $('asr-model').addEventListener('focus', () => refreshModels().catch(() => undefined));
-  // Percent-placed bands follow a resize on their own; the canvas's pixels must be drawn again.
-  window.addEventListener('resize', () => {
-    if (!$('asr-view').hidden) drawWaveform($('asr-wave'), chosen.buffer);
-  });
+  // Percent-placed bands follow a resize on their own; the canvas's pixels must be drawn again,
+  // also when it comes back from a hidden tab, where it had no size.
+  new ResizeObserver(() => {
+    if ($('asr-wave').clientWidth > 0) drawWaveform($('asr-wave'), chosen.buffer);
+  }).observe($('asr-wave'));
   startRecorder();
   followAudio();
   // The list is only a convenience; a failure shows when the form is used.

@@ -34,7 +34,13 @@ export class Recorder {
     }
     this.#stream = await navigator.mediaDevices.getUserMedia({ audio: true });
     this.#chunks = [];
-    this.#recorder = new MediaRecorder(this.#stream);
+    try {
+      this.#recorder = new MediaRecorder(this.#stream);
+    } catch (err) {
+      // Else the browser keeps the microphone open (and its indicator on) with nobody recording.
+      this.#release();
+      throw err;
+    }
     this.#recorder.addEventListener('dataavailable', (e) => {
       if (e.data.size > 0) this.#chunks.push(e.data);
     });
@@ -48,9 +54,13 @@ export class Recorder {
     if (this.recording) this.#recorder.stop();
   }
 
+  #release() {
+    for (const track of this.#stream.getTracks()) track.stop();
+  }
+
   #finish() {
     clearInterval(this.#timer);
-    for (const track of this.#stream.getTracks()) track.stop();
+    this.#release();
     const type = this.#recorder.mimeType || 'audio/webm';
     const extension = type.includes('ogg') ? 'ogg' : type.includes('mp4') ? 'm4a' : 'webm';
     this.onDone(new File(this.#chunks, `recording.${extension}`, { type }));

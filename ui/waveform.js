@@ -4,11 +4,14 @@
 const WAVE_COLOUR = '#2a5d9f';
 const AXIS_COLOUR = '#bbb';
 
-/** Decodes audio bytes in the page; null when the browser cannot decode them (the server may still). */
+/**
+ * Decodes audio bytes in the page (which takes `bytes` over: pass a copy you keep no use for); null
+ * when the browser cannot decode them, which the server, with ffmpeg, may still do.
+ */
 export async function decodeAudio(bytes) {
   const context = new AudioContext();
   try {
-    return await context.decodeAudioData(bytes.slice(0));
+    return await context.decodeAudioData(bytes);
   } catch {
     return null;
   } finally {

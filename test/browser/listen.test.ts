@@ -133,6 +133,7 @@ interface Element {
 interface AudioElement {
   currentTime: number;
   play(): Promise<void>;
+  pause(): void;
 }
 interface Doc {
   getElementById(id: string): Element & AudioElement;
@@ -176,6 +177,22 @@ test('a file transcribed by pocketsphinx: a span per word, and the word being pl
       document.querySelector('#asr-words span.word.current') !== null
     );
   });
+
+  // Clicking a word plays from its start: paused at 0 first, so only the click can get it there.
+  await page.evaluate(() => {
+    const audio = (globalThis as unknown as { document: Doc }).document.getElementById('asr-audio');
+    audio.pause();
+    audio.currentTime = 0;
+  });
+  const last = page.locator('#asr-words span.word').last();
+  const lastStart = Number(await last.getAttribute('data-start'));
+  assert.ok(lastStart > 0.3, `the last word starts at ${lastStart}`);
+  await last.click();
+  await page.waitForFunction(
+    (start) =>
+      (globalThis as unknown as { document: Doc }).document.getElementById('asr-audio').currentTime >= start,
+    lastStart,
+  );
 });
 
 test('a two-voice conversation diarized: turns of exactly two speakers over the waveform, with a legend', async () => {
@@ -190,7 +207,7 @@ test('a two-voice conversation diarized: turns of exactly two speakers over the 
     .evaluateAll((turns) => turns.map((turn) => (turn as unknown as Element).dataset['speaker']));
   assert.ok(speakers.length >= 4, `only ${speakers.length} turns`);
   assert.deepEqual([...new Set(speakers)].sort(), ['A', 'B']);
-  assert.deepEqual(await page.locator('#asr-legend li').evaluateAll((items) => items.length), 2);
+  assert.equal(await page.locator('#asr-legend li').count(), 2);
   await page.locator('#asr-legend li[data-speaker="A"]').waitFor();
   await page.locator('#asr-legend li[data-speaker="B"]').waitFor();
   await screenshot(page, 'diarization');
