@@ -73,8 +73,19 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
+export interface LaunchOptions {
+  /**
+   * Chromium flags added to CHROMIUM_ARGS, such as `--use-file-for-fake-audio-capture=<wav>` for a
+   * fake microphone that says something (Chromium loops the file).
+   */
+  extraArgs?: string[];
+}
+
 /** Launches Debian's chromium; fails (never skips) when it is not installed. */
-export async function launchBrowser(executablePath = CHROMIUM_PATH): Promise<TestBrowser> {
+export async function launchBrowser(
+  executablePath = CHROMIUM_PATH,
+  options: LaunchOptions = {},
+): Promise<TestBrowser> {
   if (!existsSync(executablePath)) {
     throw new Error(
       `browser tests need Debian's chromium at ${executablePath}, which is missing: run \`npm test\` (or \`node scripts/setup.mjs --for-tests\`) as root, whose set-up installs it with apt-get`,
@@ -84,7 +95,7 @@ export async function launchBrowser(executablePath = CHROMIUM_PATH): Promise<Tes
   // A browser server, not chromium.launch(): it exposes the browser's process, to kill it by pid.
   const server: BrowserServer = await chromium.launchServer({
     executablePath,
-    args: CHROMIUM_ARGS,
+    args: [...CHROMIUM_ARGS, ...(options.extraArgs ?? [])],
     headless: true,
     timeout: LAUNCH_MS,
     handleSIGINT: false,
