@@ -19,7 +19,7 @@ export function estimateWords(segments) {
   });
 }
 
-/** Fills `box` with a span per word; clicking one plays from there. */
+/** Fills `box` with a span per word; clicking one (or Enter or Space on it) plays from there. */
 export function showWords(box, words, audio) {
   box.replaceChildren();
   for (const [i, w] of words.entries()) {
@@ -30,9 +30,18 @@ export function showWords(box, words, audio) {
     span.dataset.start = String(w.start);
     span.dataset.end = String(w.end);
     span.title = `${w.start.toFixed(2)}–${w.end.toFixed(2)} s`;
-    span.addEventListener('click', () => {
+    // A button for the keyboard too, without a button's look in running text.
+    span.tabIndex = 0;
+    span.setAttribute('role', 'button');
+    const playFromHere = () => {
       audio.currentTime = w.start;
       audio.play().catch(() => undefined);
+    };
+    span.addEventListener('click', playFromHere);
+    span.addEventListener('keydown', (event) => {
+      if (event.key !== 'Enter' && event.key !== ' ') return;
+      event.preventDefault();
+      playFromHere();
     });
     box.append(span);
   }

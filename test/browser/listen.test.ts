@@ -187,12 +187,23 @@ test('a file transcribed by pocketsphinx: a span per word, and the word being pl
   const last = page.locator('#asr-words span.word').last();
   const lastStart = Number(await last.getAttribute('data-start'));
   assert.ok(lastStart > 0.3, `the last word starts at ${lastStart}`);
+  const reachedLast = () =>
+    page.waitForFunction(
+      (start) =>
+        (globalThis as unknown as { document: Doc }).document.getElementById('asr-audio').currentTime >=
+        start,
+      lastStart,
+    );
   await last.click();
-  await page.waitForFunction(
-    (start) =>
-      (globalThis as unknown as { document: Doc }).document.getElementById('asr-audio').currentTime >= start,
-    lastStart,
-  );
+  await reachedLast();
+  // And from the keyboard: a word takes the focus, and Enter plays from it.
+  await page.evaluate(() => {
+    const audio = (globalThis as unknown as { document: Doc }).document.getElementById('asr-audio');
+    audio.pause();
+    audio.currentTime = 0;
+  });
+  await last.press('Enter');
+  await reachedLast();
 });
 
 test('a two-voice conversation diarized: turns of exactly two speakers over the waveform, with a legend', async () => {
