@@ -3,6 +3,7 @@
 // (installed as root when missing), and the compiled TypeScript.
 import { execSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
+import { RUNTIME_PACKAGES, TEST_PACKAGES } from './debian-packages.mjs';
 
 const stamp = 'node_modules/.package-lock.json';
 const newest = Math.max(
@@ -15,26 +16,11 @@ if (stale) {
   execSync(`${cmd} --no-audit --no-fund`, { stdio: 'inherit' });
 }
 
-// From Debian: pocketsphinx (the library and its en-us model), espeak-ng's data for Piper voices, ffmpeg,
-// Festival and its HTS voice, and Chromium for the browser tests.
+// From Debian: the engines' packages, plus Chromium and nginx for the tests (scripts/debian-packages.mjs).
 const DEBIAN_PACKAGES = {
-  libpocketsphinx3: '/usr/lib/x86_64-linux-gnu/libpocketsphinx.so.3',
-  'pocketsphinx-en-us': '/usr/share/pocketsphinx/model/en-us/en-us.lm.bin',
-  // Piper voices phonemize with espeak-ng's data when their folder does not ship it.
-  'espeak-ng-data': '/usr/lib/x86_64-linux-gnu/espeak-ng-data/phontab',
-  // Audio formats other than WAV and PCM, in and out (mp3, opus, aac, flac, m4a, webm, ...).
-  ffmpeg: '/usr/bin/ffmpeg',
-  // The festival_tts engine and its one voice (HTS, US English, female).
-  festival: '/usr/bin/festival',
-  'festvox-us-slt-hts':
-    '/usr/share/festival/voices/us/cmu_us_slt_arctic_hts/hts/cmu_us_slt_arctic_hts.htsvoice',
+  ...RUNTIME_PACKAGES,
+  ...(process.argv.includes('--for-tests') ? TEST_PACKAGES : {}),
 };
-// Only `npm test` (--for-tests) needs these: a server is not made to carry a browser.
-if (process.argv.includes('--for-tests')) {
-  // Headless Chromium for the browser tests (test/browser, driven by playwright-core, which downloads
-  // no browser of its own): about 20 s to install, 11 packages, about 410 MB on disk.
-  DEBIAN_PACKAGES.chromium = '/usr/bin/chromium';
-}
 const missing = Object.entries(DEBIAN_PACKAGES)
   .filter(([, file]) => !existsSync(file))
   .map(([name]) => name);
