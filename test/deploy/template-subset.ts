@@ -23,7 +23,7 @@ type Value = unknown;
 type Node =
   | { kind: 'text'; text: string }
   | { kind: 'action'; expr: string }
-  | { kind: 'if'; cond: string; then: Node[]; else: Node[] }
+  | { kind: 'if'; cond: string; yes: Node[]; no: Node[] }
   | { kind: 'define'; name: string; body: Node[] };
 
 interface Raw {
@@ -73,9 +73,9 @@ function parse(source: string): Node[] {
     }
     const word = piece.text.split(/\s+/)[0];
     if (word === 'if') {
-      const node: Node = { kind: 'if', cond: piece.text.slice(2).trim(), then: [], else: [] };
+      const node: Node = { kind: 'if', cond: piece.text.slice(2).trim(), yes: [], no: [] };
       top.nodes.push(node);
-      stack.push({ nodes: node.then, block: node });
+      stack.push({ nodes: node.yes, block: node });
     } else if (word === 'define') {
       const name = /^define\s+"([^"]+)"$/.exec(piece.text)?.[1];
       if (name === undefined) throw new Error(`bad define: ${piece.text}`);
@@ -85,7 +85,7 @@ function parse(source: string): Node[] {
     } else if (piece.text === 'else') {
       if (top.block?.kind !== 'if' || top.inElse) throw new Error('else outside if');
       stack.pop();
-      stack.push({ nodes: top.block.else, block: top.block, inElse: true });
+      stack.push({ nodes: top.block.no, block: top.block, inElse: true });
     } else if (piece.text === 'end') {
       if (stack.length === 1) throw new Error('end without a block');
       stack.pop();
@@ -172,7 +172,7 @@ export class Renderer {
       if (node.kind === 'text') out += node.text;
       else if (node.kind === 'action') out += this.#print(this.#pipeline(tokenize(node.expr), ctx));
       else if (node.kind === 'if') {
-        const branch = truthy(this.#pipeline(tokenize(node.cond), ctx)) ? node.then : node.else;
+        const branch = truthy(this.#pipeline(tokenize(node.cond), ctx)) ? node.yes : node.no;
         out += this.#nodes(branch, ctx);
       }
     }
