@@ -18,10 +18,12 @@ function collect(dir) {
 const files = collect('dist/test').sort();
 const filter = process.argv.slice(2);
 const selected = filter.length ? files.filter((f) => filter.some((part) => f.includes(part))) : files;
-// The one-shot CLI commands run real engines in child processes too.
+// The one-shot CLI commands run real engines in child processes too; the scale-out test runs two
+// servers, nginx and a steady load, which is enough for 2 cores without another file beside it.
 const heavy = (f) =>
   (f.startsWith(join('dist', 'test', 'engines')) && !f.includes(join('engines', 'fixture'))) ||
-  f.includes(join('cli', 'one-shot.test'));
+  f.includes(join('cli', 'one-shot.test')) ||
+  f.includes(join('deploy', 'scale-out.test'));
 const browser = (f) => f.startsWith(join('dist', 'test', 'browser'));
 const reporter = process.env.CI ? ['--test-reporter=spec'] : [];
 let status = 0;

@@ -35,7 +35,7 @@ if (missing.length > 0) {
     );
   } else {
     console.warn(
-      `voxd: the pocketsphinx model, the festival voice or formats other than WAV will be unavailable, and the browser tests will fail, until these Debian packages are installed: ${missing.join(' ')}`,
+      `voxd: the pocketsphinx model, the festival voice or formats other than WAV will be unavailable, and the browser and scale-out tests will fail, until these Debian packages are installed: ${missing.join(' ')}`,
     );
   }
 }
