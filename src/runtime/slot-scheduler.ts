@@ -8,9 +8,9 @@
  * to the model's slot count. No method blocks: every wait is a promise that a signal can abandon.
  */
 import { busy, VoxdError } from '../errors.js';
-import { QueueBound } from './queue-bound.js';
 import type { Clock } from '../util/clock.js';
 import type { AbortSource } from '../util/lazy-abort.js';
+import { QueueBound } from './queue-bound.js';
 
 export type LeaseKind = 'request' | 'manager';
 

@@ -15,6 +15,7 @@ import {
   post,
   startServer,
   type TestServer,
+  transcribe,
   waitUntil,
 } from '../helpers/voxd.js';
 
@@ -23,7 +24,10 @@ const model = (extra: Record<string, unknown> = {}, parallel = false) =>
   fixtureModel('m', { mode: 'streaming', ...(parallel ? { slots: 1 } : {}), ...extra });
 
 const run = (s: TestServer, gate?: string) =>
-  post(s.url, '/v1/tasks/run', { model: 'm', request: { text: 'x', options: gate ? { run_gate: gate } : {} } });
+  post(s.url, '/v1/tasks/run', {
+    model: 'm',
+    request: { text: 'x', options: gate ? { run_gate: gate } : {} },
+  });
 
 const runStarts = (s: TestServer) => s.fixture.record.of('m', 'run-start').length;
 
@@ -37,7 +41,10 @@ function queueFull(res: HttpResult): string {
   const message = errorOf(res, 503, 'server_busy');
   assert.equal(res.json.error.code, 'queue_full');
   const retryAfter = Number(res.headers.get('retry-after'));
-  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1, `Retry-After: ${res.headers.get('retry-after')}`);
+  assert.ok(
+    Number.isInteger(retryAfter) && retryAfter >= 1,
+    `Retry-After: ${res.headers.get('retry-after')}`,
+  );
   return message;
 }
 
@@ -69,7 +76,10 @@ for (const parallel of [false, true]) {
         await waitUntil('two queued', async () => (await queued(s, parallel)) === 2);
 
         const message = queueFull(await run(s));
-        assert.match(message, /model 'm' is busy: its queue is full with 2 waiting \(max_queued_requests=2\)/);
+        assert.match(
+          message,
+          /model 'm' is busy: its queue is full with 2 waiting \(max_queued_requests=2\)/,
+        );
         assert.equal(await queued(s, parallel), 2, 'the refused request never queued');
 
         await gate0.open();
@@ -102,7 +112,7 @@ for (const parallel of [false, true]) {
       }
     });
 
-    test('a stream or a batch past the bound is refused before any stream header', async () => {
+    test('a stream or a batch past the bound is refused before any stream header, a transcription before decoding', async () => {
       const s = await startServer({ max_queued_requests: 1, models: [model({}, parallel)] }, { parallel });
       try {
         const { gates, results } = await fill(s, parallel, 1);
@@ -111,6 +121,8 @@ for (const parallel of [false, true]) {
         assert.equal(stream.headers.get('content-type'), 'application/json');
         const batch = await post(s.url, '/v1/tasks/batch', { model: 'm', requests: [{ text: 'a' }] });
         queueFull(batch);
+        // Not a WAV: a 400 if it were decoded, so the 503 shows the queue was checked first.
+        queueFull(await transcribe(s.url, 'm', Buffer.from('not a wav')));
         assert.equal(await queued(s, parallel), 1);
         for (const gate of gates) await gate.open();
         for (const result of results) assert.equal((await result).status, 200);

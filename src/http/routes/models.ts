@@ -34,7 +34,7 @@ async function ready({ runtime, config }: RouteContext) {
   if (config.ready_when_saturated && runtime.saturated) {
     throw new VoxdError(
       'E_QUEUE_FULL',
-      'every loaded model\'s queue is full (max_queued_requests); ready again once one drains to half its bound',
+      "every loaded model's queue is full (max_queued_requests); ready again once one drains to half its bound",
     );
   }
   return { json: { status: 'ready' } };
