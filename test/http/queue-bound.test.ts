@@ -222,6 +222,23 @@ describe('max_queued_requests values', () => {
     });
   }
 
+  test('a registration with a bad value is a 400 naming the key; a new value takes effect at once', async () => {
+    const s = await startServer({ ui_management: true, max_queued_requests: 5, models: [model()] });
+    try {
+      const bad = await post(s.url, '/v1/models/load', model({ max_queued_requests: -1 }));
+      assert.match(errorOf(bad, 400, 'invalid_request_error'), /max_queued_requests: -1 is invalid/);
+      assert.equal(bad.json.error.param, 'max_queued_requests');
+      const changed = await post(s.url, '/v1/models/load', model({ max_queued_requests: 1 }));
+      assert.equal(changed.status, 200);
+      const { gates, results } = await fill(s, false, 1);
+      assert.match(queueFull(await run(s)), /max_queued_requests=1/);
+      for (const gate of gates) await gate.open();
+      for (const result of results) assert.equal((await result).status, 200);
+    } finally {
+      await s.close();
+    }
+  });
+
   test('--max-queued-requests and --ready-when-saturated reach the config; a bad flag value names the flag', async () => {
     const args = parseServeArgs(['--max-queued-requests', '7', '--ready-when-saturated']);
     assert.equal(args.overrides.max_queued_requests, 7);
