@@ -24,6 +24,8 @@ export const ERROR_CODES = {
   E_BODY_TIMEOUT: { status: 408, type: 'timeout_error', apiCode: 'body_timeout' },
   /** A holder overran the busy timeout, or the wait for a slot timed out. */
   E_BUSY: { status: 503, type: 'server_busy', apiCode: 'server_busy' },
+  /** The model's wait queue holds max_queued_requests already; sent with Retry-After. */
+  E_QUEUE_FULL: { status: 503, type: 'server_busy', apiCode: 'queue_full' },
   /** max_loaded_models is reached and every loaded model is busy. */
   E_RESIDENCY_FULL: { status: 503, type: 'server_busy', apiCode: 'residency_full' },
   /** Free memory is below min_free_memory_mb plus the model's footprint. */
@@ -68,6 +70,8 @@ export interface VoxdErrorOptions {
    * When it is not set, src/http/errors.ts reads it from the message's leading `name:`.
    */
   param?: string;
+  /** Seconds a client should wait before retrying, sent as the Retry-After header. */
+  retryAfterS?: number;
 }
 
 export class VoxdError extends Error {
@@ -75,6 +79,7 @@ export class VoxdError extends Error {
   readonly status: number;
   readonly type: string;
   readonly param: string | undefined;
+  readonly retryAfterS: number | undefined;
 
   constructor(code: ErrorCode, message: string, options?: VoxdErrorOptions) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
@@ -83,6 +88,7 @@ export class VoxdError extends Error {
     this.status = ERROR_CODES[code].status;
     this.type = ERROR_CODES[code].type;
     this.param = options?.param;
+    this.retryAfterS = options?.retryAfterS;
   }
 }
 

@@ -35,6 +35,8 @@ Backend (accepted for audio.cpp compatibility; voxd engines run on the CPU):
 
 Timeouts and residency:
   --busy-timeout-ms <ms>        max wait for a busy model, 0 = unbounded (default 300000)
+  --max-queued-requests <n>     requests that may wait per model, 0 = unbounded (default 0)
+  --ready-when-saturated        /ready answers 503 while every loaded model's queue is full
   --max-loaded-models <n>       LRU limit on resident models, 0 = no limit (default 0)
   --idle-unload-ms <ms>         unload idle models after this long, 0 = off (default 0)
   --shutdown-timeout-ms <ms>    on SIGTERM/SIGINT, how long running requests may finish before they
@@ -108,6 +110,7 @@ const VALUE_FLAGS = new Map<string, ValueFlag>(
     '--host': text('host'),
     '--port': integer('port'),
     '--busy-timeout-ms': integer('busy_timeout_ms'),
+    '--max-queued-requests': integer('max_queued_requests'),
     '--max-loaded-models': integer('max_loaded_models'),
     '--idle-unload-ms': integer('idle_unload_ms'),
     '--shutdown-timeout-ms': integer('shutdown_timeout_ms'),
@@ -156,6 +159,9 @@ const SWITCHES = new Map<string, (out: ServeArgs) => void>(
     },
     '--ui-management': (out) => {
       out.overrides.ui_management = true;
+    },
+    '--ready-when-saturated': (out) => {
+      out.overrides.ready_when_saturated = true;
     },
     '--parallel-jobs': (out) => {
       out.overrides.parallel_jobs = true;

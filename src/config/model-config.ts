@@ -81,6 +81,7 @@ const MODEL_KEYS = new Set([
   'mode',
   'lazy',
   'busy_timeout_ms',
+  'max_queued_requests',
   'max_inference_ms',
   'max_audio_seconds',
   'max_input_chars',
@@ -160,6 +161,8 @@ export function parseModelConfig(
 
   const busyTimeout = optional('busy_timeout_ms', (v, k) => expectInteger(v, k, { min: 0 }));
   if (busyTimeout !== undefined) model.busy_timeout_ms = busyTimeout;
+  const maxQueued = optional('max_queued_requests', (v, k) => expectInteger(v, k, { min: 0 }));
+  if (maxQueued !== undefined) model.max_queued_requests = maxQueued;
   const maxInference = optional('max_inference_ms', (v, k) => expectInteger(v, k, { min: 0 }));
   if (maxInference !== undefined) model.max_inference_ms = maxInference;
   const maxAudio = optional('max_audio_seconds', (v, k) => expectInteger(v, k, { min: 0 }));

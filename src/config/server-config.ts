@@ -27,6 +27,8 @@ export interface CliOverrides {
   host?: string;
   port?: number;
   busy_timeout_ms?: number;
+  max_queued_requests?: number;
+  ready_when_saturated?: boolean;
   max_loaded_models?: number;
   idle_unload_ms?: number;
   shutdown_timeout_ms?: number;
@@ -87,6 +89,8 @@ const FILE_KEYS = new Set([
   'ffmpeg_timeout_ms',
   'default_speech_format',
   'busy_timeout_ms',
+  'max_queued_requests',
+  'ready_when_saturated',
   'max_loaded_models',
   'idle_unload_ms',
   'shutdown_timeout_ms',
@@ -108,6 +112,8 @@ const FLAGS = {
   host: '--host',
   port: '--port',
   busy_timeout_ms: '--busy-timeout-ms',
+  max_queued_requests: '--max-queued-requests',
+  ready_when_saturated: '--ready-when-saturated',
   max_loaded_models: '--max-loaded-models',
   idle_unload_ms: '--idle-unload-ms',
   shutdown_timeout_ms: '--shutdown-timeout-ms',
@@ -230,6 +236,9 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     ),
     file_roots: [],
     busy_timeout_ms: count('busy_timeout_ms', 300_000),
+    // Unbounded by default, as audio.cpp: busy_timeout_ms already limits each wait (docs/configuration.md).
+    max_queued_requests: count('max_queued_requests', 0),
+    ready_when_saturated: bool('ready_when_saturated', false),
     max_loaded_models: count('max_loaded_models', 0),
     idle_unload_ms: count('idle_unload_ms', 0),
     shutdown_timeout_ms: count('shutdown_timeout_ms', 30_000),

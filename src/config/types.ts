@@ -63,6 +63,8 @@ export interface ModelConfig {
   lazy: boolean;
   /** Model ceiling for busy timeouts; undefined means the server default applies. */
   busy_timeout_ms?: number;
+  /** This model's wait-queue bound (0 = unbounded); undefined means the server's applies. */
+  max_queued_requests?: number;
   /** This model's inference watchdog; undefined means the server's max_inference_ms applies. */
   max_inference_ms?: number;
   /** Longest input audio this model accepts; undefined means the server's max_audio_seconds applies. */
@@ -126,6 +128,10 @@ export interface ServerConfig {
    */
   file_roots: string[];
   busy_timeout_ms: number;
+  /** Requests that may wait for a model's slots; one more is refused (503 queue_full). 0 = unbounded. */
+  max_queued_requests: number;
+  /** /ready answers 503 while every loaded model's queue is saturated (see QueueBound). */
+  ready_when_saturated: boolean;
   max_loaded_models: number;
   idle_unload_ms: number;
   /** How long a shutdown lets running requests finish before it cancels them; 0 waits without limit. */

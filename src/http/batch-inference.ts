@@ -50,6 +50,9 @@ export async function batchInference(ctx: RouteContext, plan: BatchPlan): Promis
   const admit = () => runtime.admit(plan.modelId, { busyTimeoutMs: plan.busyTimeoutMs, signal });
   // As many items at once as the model has slots, each slot leased for the whole batch.
   const width = Math.max(1, Math.min(plan.items.length, runtime.get(plan.modelId).scheduler.capacity));
+  // Every place at once, before anything queues: admitAll would otherwise wait for the leases it
+  // did get before giving them back.
+  runtime.checkQueueRoom(plan.modelId, width);
   const early = runtime.parallel ? await admitAll(admit, width) : undefined;
   return {
     stream: {

@@ -28,6 +28,8 @@ export interface HttpError {
   body: { error: ErrorObject };
   /** True when the cause is a fault in voxd or an engine rather than in the request. */
   internal: boolean;
+  /** Extra response headers (Retry-After on a full queue). */
+  headers?: Record<string, string>;
 }
 
 /** A field path: `seed`, `options.x`, `requests[0].input`, `file[1]`. */
@@ -65,6 +67,7 @@ export function toHttp(err: unknown): HttpError {
       body: { error: errorObject(err.code, err.message, err.param) },
       // Refusals (busy, residency, memory, shutdown) are expected; only faults are logged in full.
       internal: err.code === 'E_ENGINE' || err.code === 'E_INTERNAL',
+      ...(err.retryAfterS === undefined ? {} : { headers: { 'Retry-After': String(err.retryAfterS) } }),
     };
   }
   // Both come from validating what the client sent (a registration body, an uploaded WAV).

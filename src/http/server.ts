@@ -290,7 +290,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       }
       // An unread request body (413, early 4xx) would otherwise be parsed as the next request.
       if (!req.complete && hasBody(req)) res.setHeader('Connection', 'close');
-      writeReply(res, { status: mapped.status, json: mapped.body }, draining);
+      writeReply(res, { status: mapped.status, json: mapped.body, headers: mapped.headers }, draining);
     } finally {
       if (options.logRequests) {
         const line = `${method} ${path} ${cutShort?.status ?? status} ${(performance.now() - started).toFixed(1)} ms`;

@@ -29,6 +29,9 @@ export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Pr
   const admit = () => runtime.admit(plan.modelId, { busyTimeoutMs: plan.busyTimeoutMs, signal });
   let early: Admission | undefined;
   try {
+    // A full queue is a plain 503 in both runtimes: the serial one checks before its headers, and
+    // takes its place in the same turn (nothing else runs between here and its admit()).
+    runtime.checkQueueRoom(plan.modelId);
     early = runtime.parallel ? await admit() : undefined;
   } catch (err) {
     plan.cleanup?.();

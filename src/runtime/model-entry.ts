@@ -20,6 +20,8 @@ export interface EntryContext {
   readonly backend: string;
   readonly device: number;
   readonly threads: number;
+  /** The server's max_queued_requests, for models that set none of their own. */
+  readonly maxQueuedRequests: number;
   /** Runs `build` under the residency rules (eviction, memory guard, cold-load serialisation). */
   admitLoad(entry: ModelEntry, build: () => Promise<Pool>): Promise<Pool>;
   /** Aborted at shutdown; loads stop waiting on their gates. */
@@ -56,6 +58,7 @@ export class ModelEntry {
     this.#ctx = ctx;
     this.#lastUsedAt = ctx.clock.now();
     this.scheduler = new SlotScheduler(config.id, config.slots ?? 1, ctx.clock);
+    this.scheduler.bound.max = config.max_queued_requests ?? ctx.maxQueuedRequests;
   }
 
   get config(): ModelConfig {
@@ -138,6 +141,7 @@ export class ModelEntry {
     this.#family = family;
     this.#presets = presets;
     this.scheduler.setCapacity(config.slots ?? 1);
+    this.scheduler.bound.max = config.max_queued_requests ?? this.#ctx.maxQueuedRequests;
   }
 
   /**

@@ -158,6 +158,7 @@ export class Runtime {
       backend: 'cpu',
       device: config.device,
       threads: config.threads,
+      maxQueuedRequests: config.max_queued_requests,
       admitLoad: (entry, build) => this.residency.admitLoad(entry, build),
       shutdownSignal: this.#shutdown.signal,
       warn: this.#log,
@@ -278,6 +279,29 @@ export class Runtime {
       run: (request, runOptions) => this.#run(entry, request, runOptions),
       release: () => lease.release(),
     };
+  }
+
+  /**
+   * Refuses at once (E_QUEUE_FULL) when `places` more requests for the model would pass its
+   * max_queued_requests. A route that answers before it takes its lease (a serial stream sends its
+   * headers first) or takes several at once (a batch) asks here; admit() and infer() check anyway.
+   */
+  checkQueueRoom(id: string, places = 1): void {
+    this.get(id).scheduler.checkRoom(places);
+  }
+
+  /**
+   * True while every loaded model's queue is saturated (at its bound, not yet drained to its low
+   * mark); false with no model loaded, and whenever a loaded model has no bound.
+   */
+  get saturated(): boolean {
+    let loaded = 0;
+    for (const entry of this.#entries.values()) {
+      if (!entry.loaded) continue;
+      if (!entry.scheduler.bound.saturated) return false;
+      loaded++;
+    }
+    return loaded > 0;
   }
 
   /** The request's wait limit: its busy_timeout_ms under the model's (else the server's) ceiling. */

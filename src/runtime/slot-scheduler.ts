@@ -10,6 +10,7 @@
 import { busy, VoxdError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
 import type { AbortSource } from '../util/lazy-abort.js';
+import { QueueBound } from './queue-bound.js';
 
 export type LeaseKind = 'request' | 'manager';
 
@@ -69,6 +70,10 @@ export class SlotScheduler {
   #manager: SchedulerLease | null = null;
   /** Shared initialisations in progress; a manager may not start while one runs. */
   #pins = 0;
+  /** Request waiters in #queue, counted as they come and go so the bound costs no scan. */
+  #queuedRequests = 0;
+  /** max_queued_requests, the saturation mark it drives and the hold times behind Retry-After. */
+  readonly bound = new QueueBound();
 
   constructor(model: string, capacity: number, clock: Clock) {
     this.#model = model;
@@ -95,8 +100,7 @@ export class SlotScheduler {
 
   snapshot(): SchedulerSnapshot {
     const now = this.#clock.now();
-    let queuedRequests = 0;
-    for (const waiter of this.#queue) if (waiter.kind === 'request') queuedRequests++;
+    const queuedRequests = this.#queuedRequests;
     return {
       capacity: this.#capacity,
       activeRequests: this.#requests.size,
@@ -115,6 +119,8 @@ export class SlotScheduler {
   async acquire(kind: LeaseKind, { timeoutMs, signal }: AcquireOptions): Promise<Lease> {
     signal?.throwIfAborted();
     if (this.#queue.length === 0 && this.#canGrant(kind)) return this.#grant(kind);
+    // Before the busy-timeout check: a full queue is refused whatever the holders' age.
+    if (kind === 'request') this.checkRoom();
     if (timeoutMs > 0) this.#failFastIfOverdue(timeoutMs);
 
     return new Promise<Lease>((resolve, reject) => {
@@ -127,6 +133,7 @@ export class SlotScheduler {
         const index = this.#queue.indexOf(waiter);
         if (index < 0) return;
         this.#queue.splice(index, 1);
+        this.#dequeued(kind);
         cleanup();
         reject(reason);
         // The leaver may have been the head that blocked others.
@@ -143,6 +150,7 @@ export class SlotScheduler {
         refuse: (reason) => leave(reason),
       };
       this.#queue.push(waiter);
+      if (kind === 'request') this.bound.queued(++this.#queuedRequests);
       signal?.addEventListener('abort', onAbort, { once: true });
       if (timeoutMs > 0) {
         timer = setTimeout(() => {
@@ -169,6 +177,18 @@ export class SlotScheduler {
     return this.#queue.length === 0 && this.#canGrant(kind) ? this.#grant(kind) : null;
   }
 
+  /**
+   * Throws E_QUEUE_FULL when `places` more request waiters would pass max_queued_requests. Only a
+   * request that must wait counts: one granted at once never queues. Managers are never counted or
+   * refused: they are barriers, and refusing one would let a burst of requests lock out operators.
+   */
+  checkRoom(places = 1): void {
+    // Free slots are granted only while nothing queues ahead and no manager holds the model.
+    const free =
+      this.#queue.length === 0 && !this.#manager ? Math.max(0, this.#capacity - this.#requests.size) : 0;
+    if (places > free) this.bound.checkRoom(this.#model, this.#queuedRequests, places - free, this.#capacity);
+  }
+
   /** Sends every waiter (requests and managers) away with `reason` (a shutdown); leases held stay. */
   refuseWaiting(reason: unknown): void {
     for (const waiter of [...this.#queue]) waiter.refuse(reason);
@@ -191,6 +211,10 @@ export class SlotScheduler {
     };
   }
 
+  #dequeued(kind: LeaseKind): void {
+    if (kind === 'request') this.bound.drained(--this.#queuedRequests);
+  }
+
   #canGrant(kind: LeaseKind): boolean {
     if (this.#manager) return false;
     if (kind === 'request') return this.#requests.size < this.#capacity;
@@ -207,15 +231,17 @@ export class SlotScheduler {
   #release(lease: SchedulerLease): void {
     if (lease.kind === 'manager') {
       if (this.#manager === lease) this.#manager = null;
-    } else {
-      this.#requests.delete(lease);
+    } else if (this.#requests.delete(lease)) {
+      this.bound.held(this.#clock.now() - lease.grantedAt);
     }
     this.#pump();
   }
 
   #pump(): void {
     while (this.#queue.length > 0 && this.#canGrant(this.#queue[0]!.kind)) {
-      this.#queue.shift()!.grant();
+      const waiter = this.#queue.shift()!;
+      this.#dequeued(waiter.kind);
+      waiter.grant();
     }
   }
 

@@ -171,6 +171,8 @@ test('SERVE_HELP lists every flag', () => {
     '--host',
     '--port',
     '--busy-timeout-ms',
+    '--max-queued-requests',
+    '--ready-when-saturated',
     '--max-loaded-models',
     '--idle-unload-ms',
     '--shutdown-timeout-ms',

@@ -75,6 +75,8 @@ test('a minimal config gets every default', () => {
     default_speech_format: 'wav',
     file_roots: [realpathSync(path.dirname(configPath))],
     busy_timeout_ms: 300000,
+    max_queued_requests: 0,
+    ready_when_saturated: false,
     max_loaded_models: 0,
     idle_unload_ms: 0,
     shutdown_timeout_ms: 30000,

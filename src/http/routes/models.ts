@@ -25,9 +25,18 @@ async function health({ runtime, config }: RouteContext) {
   };
 }
 
-/** A readiness probe: 200 while voxd takes work, 503 from the moment a shutdown begins. */
-async function ready({ runtime }: RouteContext) {
+/**
+ * A readiness probe: 200 while voxd takes work, 503 from the moment a shutdown begins and, with
+ * ready_when_saturated, while every loaded model's queue is saturated.
+ */
+async function ready({ runtime, config }: RouteContext) {
   if (runtime.closing) throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new work');
+  if (config.ready_when_saturated && runtime.saturated) {
+    throw new VoxdError(
+      'E_QUEUE_FULL',
+      "every loaded model's queue is full (max_queued_requests); ready again once one drains to half its bound",
+    );
+  }
   return { json: { status: 'ready' } };
 }
 

@@ -131,6 +131,8 @@ async function parseInput(
   if (transcript.temperature !== undefined && entry.family.params.some((p) => p.name === 'temperature'))
     options['temperature'] = String(transcript.temperature);
   const busyTimeoutMs = requestBusyTimeout(fields, ctx);
+  // A full queue refuses before the audio is decoded (admission checks again: the queue may fill meanwhile).
+  ctx.runtime.checkQueueRoom(modelId);
   const audio = await decode(audioLimits(ctx, entry.config));
   return {
     modelId,
