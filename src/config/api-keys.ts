@@ -8,7 +8,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import path from 'node:path';
 import { ConfigError, isPlainObject, keyPath } from './errors.js';
 
 export const API_SCOPES = ['inference', 'admin'] as const;
@@ -77,11 +76,10 @@ export function keysFromFile(file: string, flag: string): ApiKey[] {
     throw new ConfigError(flag, file, `${flag}: cannot read the keys file ${file} (${code})`);
   }
   const keys: ApiKey[] = [];
-  const name = path.basename(file);
   text.split(/\r?\n/).forEach((line, i) => {
     const content = line.trim();
     if (content === '' || content.startsWith('#')) return;
-    const where = `${flag} ${name} line ${i + 1}`;
+    const where = `${flag} ${file} line ${i + 1}`;
     const parts = content.split(/\s+/);
     if (parts.length !== 2) {
       throw new ConfigError(

@@ -25,7 +25,7 @@ describe('voxd serve: startup refusals', () => {
     const voxd = new VoxdProcess(['serve', '--config', serveConfig(), '--api-keys-file', keys]);
     assert.deepEqual(await voxd.exit(), { code: 2, signal: null });
     assert.deepEqual(voxd.stderrLines, [
-      'voxd: --api-keys-file keys.txt line 4: "owner" is not a scope; expected inference or admin',
+      `voxd: --api-keys-file ${keys} line 4: "owner" is not a scope; expected inference or admin`,
     ]);
     writeFileSync(keys, `${SECRET}\n`);
     const oneWord = new VoxdProcess(['serve', '--config', serveConfig(), '--api-keys-file', keys]);
