@@ -62,7 +62,7 @@ const servers = [
     ...(await start(
       PROFILE
         ? [...prof, 'scripts/serve-for-profile.mjs', config]
-        : ['dist/src/cli/main.js', 'serve', '--config', config, '--port', '0'],
+        : ['dist/src/cli/main.js', 'serve', '--config', config, '--port', '0', '--enable-fixture'],
     )),
   },
 ];

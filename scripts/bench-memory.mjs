@@ -56,9 +56,13 @@ wavFile(stereo, { seconds: 1200, rate: 44100, channels: 2 });
 const short = join(dir, 'twenty-minutes.wav');
 wavFile(short, { seconds: 1200, rate: 16000, channels: 1 });
 
-const child = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', '--config', config, '--port', '0'], {
-  stdio: ['ignore', 'ignore', 'pipe'],
-});
+const child = spawn(
+  process.execPath,
+  ['dist/src/cli/main.js', 'serve', '--config', config, '--port', '0', '--enable-fixture'],
+  {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  },
+);
 const url = await new Promise((resolve, reject) => {
   let err = '';
   child.stderr.on('data', (d) => {

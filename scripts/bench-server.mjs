@@ -16,7 +16,7 @@ export async function startBenchServer(dir, models) {
   const catalog = createEngineCatalog();
   const { config } = loadServerConfig({
     configPath: path,
-    overrides: { port: 0, parallel_jobs: true },
+    overrides: { port: 0, parallel_jobs: true, enable_fixture: true },
     knownFamilies: [...catalog.keys()],
   });
   return startVoxd({ config, catalog, log: () => {} });

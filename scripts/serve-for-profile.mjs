@@ -9,7 +9,7 @@ import { createEngineCatalog } from '../dist/src/engines/catalog.js';
 const catalog = createEngineCatalog();
 const { config } = loadServerConfig({
   configPath: process.argv[2],
-  overrides: { port: 0 },
+  overrides: { port: 0, enable_fixture: true },
   knownFamilies: [...catalog.keys()],
 });
 const voxd = await startVoxd({ config, catalog, log: () => {} });

@@ -5,7 +5,9 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Codec, probeFfmpeg } from './audio/ffmpeg.js';
+import { isLoopbackHost } from './config/api-keys.js';
 import { ConfigError } from './config/errors.js';
+import { FIXTURE_FAMILY, FIXTURE_OFF } from './config/model-config.js';
 import type { ServerConfig } from './config/types.js';
 import { createEngineCatalog, type EngineCatalog } from './engines/catalog.js';
 import { createHttpServer } from './http/server.js';
@@ -64,10 +66,38 @@ export async function openModelsRoot(
   }
 }
 
+/**
+ * The checks that refuse to start rather than serve unsafely: no keys on a host others can reach
+ * (unless --insecure), and the fixture test engine, whose request options can hang, spin or crash
+ * a runner, unless enabled.
+ */
+export function checkStartup(config: ServerConfig): void {
+  if (config.api_keys.length === 0 && !config.insecure && !isLoopbackHost(config.host)) {
+    throw new ConfigError(
+      'host',
+      config.host,
+      `host: ${config.host} is reachable from other machines and no API key is set; set api_keys, --api-keys-file or VOXD_API_KEYS, or pass --insecure to serve without keys`,
+    );
+  }
+  if (config.enable_fixture) return;
+  const index = config.models.findIndex((model) => model.family === FIXTURE_FAMILY);
+  if (index >= 0)
+    throw new ConfigError(
+      `models[${index}].family`,
+      FIXTURE_FAMILY,
+      `models[${index}].family: ${FIXTURE_OFF}`,
+    );
+}
+
 export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const { config } = options;
+  checkStartup(config);
   const log = options.log ?? ((message: string) => process.stderr.write(`[voxd] ${message}\n`));
-  const catalog = options.catalog ?? createEngineCatalog();
+  const allFamilies = options.catalog ?? createEngineCatalog();
+  // Without the flag the runtime cannot build the fixture at all, whatever names it (a package too).
+  const catalog = config.enable_fixture
+    ? allFamilies
+    : new Map([...allFamilies].filter(([name]) => name !== FIXTURE_FAMILY));
   const modelsRoot = await openModelsRoot(config, catalog, options.installerFor);
   const runtime = new Runtime(config, {
     catalog,

@@ -10,6 +10,12 @@ export const ERROR_CODES = {
   E_INVALID_REQUEST: { status: 400, type: 'invalid_request_error', apiCode: 'invalid_request' },
   /** A management route while ui_management is off; a server file outside the file roots. */
   E_FORBIDDEN: { status: 403, type: 'forbidden', apiCode: 'forbidden' },
+  /** API keys are set and the request sent none (401, with `WWW-Authenticate: Bearer`). */
+  E_MISSING_API_KEY: { status: 401, type: 'authentication_error', apiCode: 'missing_api_key' },
+  /** The request's API key is not one of the server's. */
+  E_INVALID_API_KEY: { status: 401, type: 'authentication_error', apiCode: 'invalid_api_key' },
+  /** The API key is valid but its scope does not cover the route (an inference key on an admin route). */
+  E_INSUFFICIENT_SCOPE: { status: 403, type: 'permission_error', apiCode: 'insufficient_scope' },
   /** Unknown model id. */
   E_MODEL_NOT_FOUND: { status: 404, type: 'not_found', apiCode: 'model_not_found' },
   /** Unknown endpoint. */

@@ -1,6 +1,6 @@
 // The live model table (from the status stream) and, with ui_management, its controls.
 
-import { $, act, button, cell, getJson, labelCells, postJson } from './api.js';
+import { $, act, apiKey, button, cell, getJson, labelCells, postJson } from './api.js';
 
 let management = false;
 
@@ -91,7 +91,11 @@ function addActions(row, m, editedSlots) {
 }
 
 function watchModels() {
-  const source = new EventSource('/v1/ui/status/stream');
+  // An EventSource cannot send headers: the key goes in the query, which the server takes on this route only.
+  const key = apiKey();
+  const source = new EventSource(
+    key ? `/v1/ui/status/stream?api_key=${encodeURIComponent(key)}` : '/v1/ui/status/stream',
+  );
   source.addEventListener('open', () => {
     $('stream-state').textContent = 'live';
   });

@@ -73,6 +73,12 @@ Frontends (not supported by voxd; any non-empty value is an error):
   --frontend-listener <name>    frontend listener name (default "")
   --frontend-option key=value   frontend option, repeatable; needs --frontend-listener
 
+Security (docs/configuration.md#api-keys):
+  --api-keys-file <file>        API keys, one "KEY SCOPE" a line (scope inference or admin); they
+                                merge with server.json's api_keys and $VOXD_API_KEYS
+  --insecure                    serve without keys on a non-loopback host (refused otherwise)
+  --enable-fixture              serve the fixture test engine (also VOXD_ENABLE_FIXTURE=1)
+
 Logging:
   --log                         log requests to stderr (default off)
   --log-file <path>             write the log to this file instead of stderr
@@ -137,6 +143,7 @@ const VALUE_FLAGS = new Map<string, ValueFlag>(
     '--tls-key': text('tls_key_file'),
     '--model-spec-override': text('model_spec_override'),
     '--frontend-listener': text('frontend_listener'),
+    '--api-keys-file': text('api_keys_file'),
     '--frontend-option': (out, value, flag) => {
       const eq = value.indexOf('=');
       if (eq <= 0) throw ConfigError.invalid(flag, value, 'key=value with a non-empty key');
@@ -162,6 +169,12 @@ const SWITCHES = new Map<string, (out: ServeArgs) => void>(
     },
     '--ready-when-saturated': (out) => {
       out.overrides.ready_when_saturated = true;
+    },
+    '--insecure': (out) => {
+      out.overrides.insecure = true;
+    },
+    '--enable-fixture': (out) => {
+      out.overrides.enable_fixture = true;
     },
     '--parallel-jobs': (out) => {
       out.overrides.parallel_jobs = true;

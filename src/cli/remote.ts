@@ -39,6 +39,13 @@ interface FetchInit {
   json?: boolean;
 }
 
+/** What to do about a refused key: the server's message says what was wrong, this says how to fix it. */
+export function authHint(status: number): string {
+  if (status === 401) return " (pass the server's key with --api-key or $VOXD_API_KEY)";
+  if (status === 403) return " (this key's scope does not cover the route; use an admin key)";
+  return '';
+}
+
 export class RemoteBackend implements Backend {
   readonly #url: string;
   readonly #headers: Record<string, string>;
@@ -73,7 +80,7 @@ export class RemoteBackend implements Backend {
     } catch {
       // Not JSON (a proxy's page): the text as it came.
     }
-    throw new RemoteError(`server answered ${res.status}: ${message}`);
+    throw new RemoteError(`server answered ${res.status}: ${message}${authHint(res.status)}`);
   }
 
   async #json(path: string, init: FetchInit = {}): Promise<Record<string, unknown>> {

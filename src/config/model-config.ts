@@ -221,7 +221,14 @@ export function registrationBody(model: ModelConfig): Record<string, unknown> {
   return body;
 }
 
+/** The controlled test engine, served only on request (src/app.ts checkStartup). */
+export const FIXTURE_FAMILY = 'fixture';
+export const FIXTURE_OFF =
+  '"fixture" is the test engine and is off; start voxd with --enable-fixture (or VOXD_ENABLE_FIXTURE=1) to serve it';
+
 function parseFamily(family: string, key: string, known: readonly string[]): string {
+  if (family === FIXTURE_FAMILY && !known.includes(family))
+    throw new ConfigError(key, family, `${key}: ${FIXTURE_OFF}`);
   if (!known.includes(family)) {
     const list = known.length > 0 ? known.join(', ') : '(no engine families are registered)';
     throw ConfigError.invalid(key, family, `a known engine family: ${list}`);

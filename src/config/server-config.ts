@@ -7,6 +7,7 @@ import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { showValue } from '../errors.js';
+import { keysFromConfig, keysFromEnv, keysFromFile, parseOpenEndpoints } from './api-keys.js';
 import { defaultModelsRoot } from './data-dir.js';
 import { EMBEDDED_MODELS } from './embedded-models.js';
 import {
@@ -60,12 +61,18 @@ export interface CliOverrides {
   model_spec_override?: string;
   frontend_listener?: string;
   frontend_options?: Record<string, string>;
+  /** Relative paths resolve against the process cwd. */
+  api_keys_file?: string;
+  insecure?: boolean;
+  enable_fixture?: boolean;
 }
 
 export interface LoadServerConfigOptions {
   configPath?: string;
   overrides: CliOverrides;
   knownFamilies: readonly string[];
+  /** Where VOXD_API_KEYS and VOXD_ENABLE_FIXTURE are read. @default process.env */
+  env?: NodeJS.ProcessEnv;
 }
 
 const FILE_KEYS = new Set([
@@ -105,6 +112,10 @@ const FILE_KEYS = new Set([
   'frontend_listener',
   'frontend_options',
   'models',
+  'api_keys',
+  'api_keys_file',
+  'open_endpoints',
+  'insecure',
 ]);
 
 /** Keys that both the file and the command line can set, with the flag named in errors. */
@@ -139,6 +150,8 @@ const FLAGS = {
   tls_key_file: '--tls-key',
   model_spec_override: '--model-spec-override',
   frontend_listener: '--frontend-listener',
+  api_keys_file: '--api-keys-file',
+  insecure: '--insecure',
 } as const satisfies Partial<Record<keyof CliOverrides, string>>;
 
 /**
@@ -261,6 +274,10 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     base_dir: baseDir,
     default_models_root: defaultModelsRoot(),
     models_root: '',
+    api_keys: [],
+    open_endpoints: [],
+    insecure: false,
+    enable_fixture: false,
   };
 
   if (overrides.log_file !== undefined) {
@@ -293,6 +310,17 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
   }
   if (cert !== undefined && key !== undefined) config.tls = { cert, key };
   config.file_roots = read('file_roots', defaultFileRoots(configFile, config), parseFileRoots);
+  const env = opts.env ?? process.env;
+  config.api_keys = [
+    ...keysFromConfig(file['api_keys']),
+    ...read('api_keys_file', [], (s) =>
+      keysFromFile(path.resolve(s.base, expectString(s.value, s.key, { nonEmpty: true })), s.key),
+    ),
+    ...keysFromEnv(env['VOXD_API_KEYS']),
+  ];
+  config.open_endpoints = parseOpenEndpoints(file['open_endpoints']);
+  config.insecure = bool('insecure', false);
+  config.enable_fixture = overrides.enable_fixture === true || env['VOXD_ENABLE_FIXTURE'] === '1';
 
   // Without a config file voxd serves the embedded models (lazily); with one, exactly its models.
   const models = configFile === undefined ? [...EMBEDDED_MODELS] : file['models'];

@@ -2,6 +2,7 @@
  * The validated server configuration: the audio.cpp `server.json` format plus CLI overrides,
  * with every default applied and every relative path resolved against the config file's folder.
  */
+import type { ApiKey } from './api-keys.js';
 
 export const TASK_TOKENS = [
   'vad',
@@ -153,6 +154,14 @@ export interface ServerConfig {
   /** Selects the parallel runtime once at startup (`--parallel-jobs`). */
   parallel_jobs: boolean;
   models: ModelConfig[];
+  /** Keys from every source, merged; empty means no key is asked for (see docs/configuration.md). */
+  api_keys: ApiKey[];
+  /** Paths among /health, /ready, /metrics that answer without a key. */
+  open_endpoints: string[];
+  /** Serve without keys on a non-loopback host (`--insecure`). */
+  insecure: boolean;
+  /** The `fixture` test engine may be served (`--enable-fixture`, VOXD_ENABLE_FIXTURE=1). */
+  enable_fixture: boolean;
   /** Folder that relative paths resolved against (the config file's folder, or the cwd). */
   base_dir: string;
 }

@@ -23,7 +23,8 @@ export function preflightEnabled(config: ServerConfig): boolean {
 export function writePreflight(res: ServerResponse): void {
   res.writeHead(204, {
     'Content-Type': 'text/plain',
-    'Access-Control-Allow-Headers': '*',
+    // `*` does not cover Authorization (Fetch spec), which a keyed server needs from the page.
+    'Access-Control-Allow-Headers': '*, Authorization',
     'Access-Control-Allow-Methods': 'GET, POST',
     'Access-Control-Max-Age': '600',
   });

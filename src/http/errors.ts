@@ -60,6 +60,13 @@ function errorObject(code: ErrorCode, message: string, param?: string): ErrorObj
   };
 }
 
+/** A 401 names its scheme (RFC 9110); a full queue says when to come back. */
+function headersOf(err: VoxdError): { headers: Record<string, string> } | undefined {
+  if (err.status === 401) return { headers: { 'WWW-Authenticate': 'Bearer' } };
+  if (err.retryAfterS !== undefined) return { headers: { 'Retry-After': String(err.retryAfterS) } };
+  return undefined;
+}
+
 export function toHttp(err: unknown): HttpError {
   if (err instanceof VoxdError) {
     return {
@@ -67,7 +74,7 @@ export function toHttp(err: unknown): HttpError {
       body: { error: errorObject(err.code, err.message, err.param) },
       // Refusals (busy, residency, memory, shutdown) are expected; only faults are logged in full.
       internal: err.code === 'E_ENGINE' || err.code === 'E_INTERNAL',
-      ...(err.retryAfterS === undefined ? {} : { headers: { 'Retry-After': String(err.retryAfterS) } }),
+      ...(headersOf(err) ?? {}),
     };
   }
   // Both come from validating what the client sent (a registration body, an uploaded WAV).

@@ -47,9 +47,16 @@ export interface StreamReply {
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Reply>;
 
+/**
+ * Who may call a route once API keys are set (src/http/auth.ts): `open`, anyone (the UI's files;
+ * /health, /ready and /metrics as `open_endpoints` says); `inference`, any key; `admin`, an admin key.
+ */
+export type RouteScope = 'open' | 'inference' | 'admin';
+
 export interface Route {
   method: 'GET' | 'POST';
   path: string;
+  scope: RouteScope;
   handler: RouteHandler;
 }
 

@@ -12,6 +12,7 @@ import { notFound, VoxdError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { LazyAbort } from '../util/lazy-abort.js';
 import { requestEnded, requestStarted } from '../util/release-memory.js';
+import { authorize } from './auth.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
 import { EventStream } from './event-stream.js';
@@ -267,6 +268,9 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         return;
       }
       const route = findRoute(method, path);
+      authorize(req, path, route instanceof VoxdError ? undefined : route, config, () =>
+        new URL(target, BASE).searchParams.get('api_key'),
+      );
       if (route instanceof VoxdError) throw route;
       const ctx = new RequestContext(req, res, url, runtime, config, options.log, clientGone, options.codec);
       const reply = await route.handler(ctx);

@@ -78,10 +78,17 @@ test('id and family are required, path optional; each a non-empty string when gi
 test('unknown family lists the known families', () => {
   expectConfigError(() => parse({ family: 'nope' }), 'models[0].family', 'nope', 'fixture, kokoro');
   expectConfigError(
-    () => parse({}, { knownFamilies: [] }),
+    () => parse({ family: 'kokoro' }, { knownFamilies: [] }),
+    'models[0].family',
+    'kokoro',
+    'no engine families',
+  );
+  // A catalogue without the fixture (voxd serve without --enable-fixture) says how to turn it on.
+  expectConfigError(
+    () => parse({}, { knownFamilies: ['kokoro'] }),
     'models[0].family',
     'fixture',
-    'no engine families',
+    '--enable-fixture (or VOXD_ENABLE_FIXTURE=1)',
   );
   assert.equal(parse({ family: 'kokoro' }).model.family, 'kokoro');
 });

@@ -95,6 +95,10 @@ test('a minimal config gets every default', () => {
     base_dir: path.dirname(configPath),
     default_models_root: defaultModelsRoot(),
     models_root: defaultModelsRoot(),
+    api_keys: [],
+    open_endpoints: ['/health', '/ready', '/metrics'],
+    insecure: false,
+    enable_fixture: false,
   });
   assert.equal(models.length, 1);
   assert.equal(models[0]!.lazy, false);

@@ -23,7 +23,7 @@ function loadConfig(config: Record<string, unknown>, parallel: boolean) {
   const catalog = createEngineCatalog();
   const loaded = loadServerConfig({
     configPath: configs.write({ ui: false, ...config }),
-    overrides: { port: 0, host: '127.0.0.1', parallel_jobs: parallel },
+    overrides: { port: 0, host: '127.0.0.1', parallel_jobs: parallel, enable_fixture: true },
     knownFamilies: [...catalog.keys()],
   });
   return { catalog, config: loaded.config };

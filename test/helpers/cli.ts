@@ -42,7 +42,8 @@ export class VoxdProcess {
   constructor(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
     this.child = spawn(process.execPath, [MAIN, ...args], {
       cwd: options.cwd ?? REPO_ROOT,
-      env: { VOXD_DATA_DIR: DATA_DIR, ...(options.env ?? process.env) },
+      // The tests serve the fixture engine; a test that wants it off passes VOXD_ENABLE_FIXTURE: ''.
+      env: { VOXD_DATA_DIR: DATA_DIR, VOXD_ENABLE_FIXTURE: '1', ...(options.env ?? process.env) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child.stdout!.setEncoding('utf8');

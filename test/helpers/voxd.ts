@@ -70,6 +70,7 @@ export async function startServer(
       host: '127.0.0.1',
       parallel_jobs: options.parallel ?? false,
       models_root: join(dir, 'models'),
+      enable_fixture: true,
       ...options.overrides,
     },
     knownFamilies: [...catalog.keys()],

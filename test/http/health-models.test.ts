@@ -259,7 +259,7 @@ describe('main server (cors "*", voice_dir, three models)', () => {
       assert.equal(res.status, 204, path);
       assert.equal(res.body.length, 0);
       assert.equal(res.headers.get('access-control-allow-methods'), 'GET, POST');
-      assert.equal(res.headers.get('access-control-allow-headers'), '*');
+      assert.equal(res.headers.get('access-control-allow-headers'), '*, Authorization');
       assert.equal(res.headers.get('access-control-allow-origin'), ORIGIN);
       assert.match(res.headers.get('vary') ?? '', /\bOrigin\b/);
     }
@@ -338,7 +338,7 @@ describe('ui + ui_management server with no models', () => {
     const res = await request(server.url, 'OPTIONS', '/v1/models', { headers: { origin: ORIGIN } });
     assert.equal(res.status, 204);
     assert.equal(res.headers.get('access-control-allow-methods'), 'GET, POST');
-    assert.equal(res.headers.get('access-control-allow-headers'), '*');
+    assert.equal(res.headers.get('access-control-allow-headers'), '*, Authorization');
     assert.equal(res.headers.get('access-control-allow-origin'), null);
   });
 });

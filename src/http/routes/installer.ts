@@ -121,11 +121,11 @@ async function installed(ctx: RouteContext) {
 }
 
 export const installerRoutes: Route[] = [
-  { method: 'POST', path: '/v1/ui/models/install', handler: install },
-  { method: 'POST', path: '/v1/ui/models/install/stop', handler: stop },
-  { method: 'POST', path: '/v1/ui/models/clean-partial', handler: cleanPartial },
-  { method: 'POST', path: '/v1/ui/models/delete', handler: remove },
-  { method: 'GET', path: '/v1/ui/models/install-status', handler: installStatus },
-  { method: 'GET', path: '/v1/ui/models/package-sizes', handler: packageSizes },
-  { method: 'GET', path: '/v1/ui/models/installed', handler: installed },
+  { method: 'POST', path: '/v1/ui/models/install', scope: 'admin', handler: install },
+  { method: 'POST', path: '/v1/ui/models/install/stop', scope: 'admin', handler: stop },
+  { method: 'POST', path: '/v1/ui/models/clean-partial', scope: 'admin', handler: cleanPartial },
+  { method: 'POST', path: '/v1/ui/models/delete', scope: 'admin', handler: remove },
+  { method: 'GET', path: '/v1/ui/models/install-status', scope: 'admin', handler: installStatus },
+  { method: 'GET', path: '/v1/ui/models/package-sizes', scope: 'admin', handler: packageSizes },
+  { method: 'GET', path: '/v1/ui/models/installed', scope: 'admin', handler: installed },
 ];

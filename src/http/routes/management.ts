@@ -53,9 +53,9 @@ async function unloadAll({ runtime, signal }: RouteContext) {
 }
 
 export const managementRoutes: Route[] = [
-  { method: 'POST', path: '/v1/models/load', handler: load },
-  { method: 'POST', path: '/v1/models/unload', handler: unload },
-  { method: 'GET', path: '/v1/ui/models/config', handler: modelConfig },
-  { method: 'POST', path: '/v1/tasks/unload_models', handler: unloadModels },
-  { method: 'POST', path: '/v1/tasks/unload_all_models', handler: unloadAll },
+  { method: 'POST', path: '/v1/models/load', scope: 'admin', handler: load },
+  { method: 'POST', path: '/v1/models/unload', scope: 'admin', handler: unload },
+  { method: 'GET', path: '/v1/ui/models/config', scope: 'admin', handler: modelConfig },
+  { method: 'POST', path: '/v1/tasks/unload_models', scope: 'admin', handler: unloadModels },
+  { method: 'POST', path: '/v1/tasks/unload_all_models', scope: 'admin', handler: unloadAll },
 ];

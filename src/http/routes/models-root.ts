@@ -118,8 +118,8 @@ async function pathStatus(ctx: RouteContext) {
 }
 
 export const modelsRootRoutes: Route[] = [
-  { method: 'GET', path: '/v1/ui/models-root', handler: getRoot },
-  { method: 'POST', path: '/v1/ui/models-root', handler: setRoot },
-  { method: 'POST', path: '/v1/ui/browse-directories', handler: browse },
-  { method: 'POST', path: '/v1/ui/path-status', handler: pathStatus },
+  { method: 'GET', path: '/v1/ui/models-root', scope: 'admin', handler: getRoot },
+  { method: 'POST', path: '/v1/ui/models-root', scope: 'admin', handler: setRoot },
+  { method: 'POST', path: '/v1/ui/browse-directories', scope: 'admin', handler: browse },
+  { method: 'POST', path: '/v1/ui/path-status', scope: 'admin', handler: pathStatus },
 ];

@@ -106,8 +106,8 @@ async function voices({ runtime, config, url }: RouteContext) {
 }
 
 export const modelRoutes: Route[] = [
-  { method: 'GET', path: '/health', handler: health },
-  { method: 'GET', path: '/ready', handler: ready },
-  { method: 'GET', path: '/v1/models', handler: models },
-  { method: 'GET', path: '/v1/audio/voices', handler: voices },
+  { method: 'GET', path: '/health', scope: 'open', handler: health },
+  { method: 'GET', path: '/ready', scope: 'open', handler: ready },
+  { method: 'GET', path: '/v1/models', scope: 'inference', handler: models },
+  { method: 'GET', path: '/v1/audio/voices', scope: 'inference', handler: voices },
 ];

@@ -273,6 +273,6 @@ async function speechLive(ctx: RouteContext) {
 }
 
 export const speechRoutes: Route[] = [
-  { method: 'POST', path: '/v1/audio/speech', handler: speech },
-  { method: 'POST', path: '/v1/audio/speech/live', handler: speechLive },
+  { method: 'POST', path: '/v1/audio/speech', scope: 'inference', handler: speech },
+  { method: 'POST', path: '/v1/audio/speech/live', scope: 'inference', handler: speechLive },
 ];

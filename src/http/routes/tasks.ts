@@ -269,7 +269,7 @@ async function batch(ctx: RouteContext) {
 }
 
 export const taskRoutes: Route[] = [
-  { method: 'POST', path: '/v1/tasks/run', handler: run },
-  { method: 'POST', path: '/v1/tasks/stream', handler: stream },
-  { method: 'POST', path: '/v1/tasks/batch', handler: batch },
+  { method: 'POST', path: '/v1/tasks/run', scope: 'inference', handler: run },
+  { method: 'POST', path: '/v1/tasks/stream', scope: 'inference', handler: stream },
+  { method: 'POST', path: '/v1/tasks/batch', scope: 'inference', handler: batch },
 ];

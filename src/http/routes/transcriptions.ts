@@ -386,9 +386,9 @@ async function transcriptionsLive(ctx: RouteContext) {
 }
 
 export const transcriptionRoutes: Route[] = [
-  { method: 'POST', path: '/v1/audio/transcriptions', handler: transcriptions },
-  { method: 'POST', path: '/v1/audio/transcriptions/details', handler: details },
-  { method: 'POST', path: '/v1/audio/translations', handler: translations },
-  { method: 'POST', path: '/v1/batches/transcriptions', handler: batchTranscriptions },
-  { method: 'POST', path: '/v1/audio/transcriptions/live', handler: transcriptionsLive },
+  { method: 'POST', path: '/v1/audio/transcriptions', scope: 'inference', handler: transcriptions },
+  { method: 'POST', path: '/v1/audio/transcriptions/details', scope: 'inference', handler: details },
+  { method: 'POST', path: '/v1/audio/translations', scope: 'inference', handler: translations },
+  { method: 'POST', path: '/v1/batches/transcriptions', scope: 'inference', handler: batchTranscriptions },
+  { method: 'POST', path: '/v1/audio/transcriptions/live', scope: 'inference', handler: transcriptionsLive },
 ];

@@ -136,16 +136,17 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 export const uiRoutes: Route[] = [
-  { method: 'GET', path: '/', handler: index },
+  { method: 'GET', path: '/', scope: 'open', handler: index },
   ...Object.keys(UI_FILES).map(
     (name): Route => ({
       method: 'GET',
       path: `/ui/${name}`,
+      scope: 'open',
       handler: async (ctx) => {
         requireUi(ctx, `/ui/${name}`);
         return uiFile(name, false);
       },
     }),
   ),
-  { method: 'GET', path: '/v1/ui/status/stream', handler: statusStream },
+  { method: 'GET', path: '/v1/ui/status/stream', scope: 'inference', handler: statusStream },
 ];
