@@ -666,6 +666,8 @@ const errors = (...statuses: Status[]): Obj =>
 const BODY_ERRORS: Status[] = ['400', '401', '403', '408', '413'];
 /** What an inference route adds: its model (404), the engine (500), busy or full (503), too slow (504). */
 const INFERENCE_ERRORS: Status[] = [...BODY_ERRORS, '404', '500', '503', '504'];
+/** The live routes: their model is a query parameter, so an unknown one is a 400, not a 404. */
+const LIVE_ERRORS: Status[] = INFERENCE_ERRORS.filter((s) => s !== '404');
 /** Management routes that read no model: a key, the ui_management gate, a bad body. */
 const MANAGEMENT_ERRORS: Status[] = BODY_ERRORS;
 
@@ -718,8 +720,6 @@ const liveBody: Obj = {
   description: 'Raw PCM sent with Transfer-Encoding: chunked, read as it arrives (bounded by live_ingest).',
   content: { 'application/octet-stream': { schema: binary } },
 };
-
-const textResult = (description: string): Obj => ({ 'text/plain': { schema: str(description) } });
 
 /**
  * The operations, by path then method. Paths and methods here that the server does not register
@@ -844,7 +844,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
           'application/octet-stream': { schema: binary },
           ...sse('speech.text.delta, speech.audio.delta, speech.text.done, speech.audio.done events.'),
         }),
-        ...errors(...INFERENCE_ERRORS),
+        ...errors(...LIVE_ERRORS),
       },
     },
   },
@@ -918,7 +918,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
           'The transcription stream.',
           sse('transcript.text.delta/done or diarization.delta/done events.'),
         ),
-        ...errors(...INFERENCE_ERRORS),
+        ...errors(...LIVE_ERRORS),
       },
     },
   },
