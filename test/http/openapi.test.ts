@@ -27,7 +27,10 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 
 /** Every `$ref` in the document, with where it is. */
 function refs(node: Json, at: string, out: [string, string][] = []): [string, string][] {
-  if (Array.isArray(node)) node.forEach((v, i) => refs(v, `${at}/${i}`, out));
+  if (Array.isArray(node))
+    node.forEach((v, i) => {
+      refs(v, `${at}/${i}`, out);
+    });
   else if (node && typeof node === 'object')
     for (const [key, value] of Object.entries(node)) {
       if (key === '$ref') out.push([at, value as string]);
