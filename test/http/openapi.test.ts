@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { buildOpenApi } from '../../src/http/openapi.js';
 import { ROUTES } from '../../src/http/server.js';
 import { assertMatchesOpenApi, OPENAPI } from '../helpers/openapi.js';
@@ -81,6 +82,19 @@ describe('the OpenAPI document', () => {
           assert.equal(typeof (resolved as Json).description, 'string', `${method} ${path} ${status}`);
         }
       }
+    }
+    // Every schema is valid JSON Schema 2020-12, OpenAPI 3.1's dialect (no 3.0 `nullable`).
+    const ajv = new Ajv2020({ strict: false });
+    const schemas: Json[] = [...Object.values((doc['components'] as Json).schemas)];
+    for (const item of Object.values(doc['paths'] as Json) as Json[])
+      for (const op of Object.values(item) as Json[]) {
+        for (const p of op.parameters ?? []) schemas.push(p.schema);
+        for (const media of Object.values(op.requestBody?.content ?? {}) as Json[])
+          schemas.push(media.schema);
+      }
+    for (const schema of schemas) {
+      assert.ok(ajv.validateSchema(schema), `${JSON.stringify(schema).slice(0, 200)}: ${ajv.errorsText()}`);
+      assert.ok(!JSON.stringify(schema).includes('"nullable"'), 'nullable is OpenAPI 3.0');
     }
     // The document is plain JSON (what the route sends).
     assert.deepEqual(JSON.parse(JSON.stringify(doc)), doc);

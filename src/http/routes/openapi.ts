@@ -7,16 +7,16 @@ import type { Route } from '../route.js';
  * read at the first request rather than when the list is built. The JSON is made once.
  */
 export function openapiRoutes(routes: () => readonly Route[]): Route[] {
-  let body: string | undefined;
+  let body: Buffer | undefined;
   return [
     {
       method: 'GET',
       path: '/openapi.json',
       handler: async () => {
-        body ??= JSON.stringify(buildOpenApi(routes()));
+        body ??= Buffer.from(JSON.stringify(buildOpenApi(routes())), 'utf8');
         // no-cache, not no-store: a client may keep it but must revalidate, so an upgrade shows at once.
         return {
-          body: Buffer.from(body, 'utf8'),
+          body,
           contentType: 'application/json',
           headers: { 'Cache-Control': 'no-cache' },
         };
