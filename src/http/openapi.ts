@@ -611,10 +611,8 @@ const responses: Obj = {
   ),
   Conflict: errorResponse('A model install job is active for this id (or any, for a models-root change).'),
   PayloadTooLarge: errorResponse('Body over max_request_body_bytes, or input audio over max_audio_seconds.'),
-  UnsupportedMediaType: errorResponse('A Content-Type the route does not read.'),
   Unprocessable: errorResponse('An installed folder that no engine family recognises.'),
   InternalError: errorResponse('An engine failed to load or run, or a fault inside voxd.'),
-  BadGateway: errorResponse('A package download or archive failed.'),
   ServiceUnavailable: errorResponse(
     'server_busy (busy timeout, residency full, shutting down, engine restarted), insufficient_memory, or queue_full (the model queue is full; retry after Retry-After seconds).',
     {
@@ -625,24 +623,9 @@ const responses: Obj = {
     },
   ),
   GatewayTimeout: errorResponse('The run went past max_inference_ms and was cancelled.'),
-  InsufficientStorage: errorResponse('Not enough disk space for a download.'),
 };
 
-type Status =
-  | '400'
-  | '401'
-  | '403'
-  | '404'
-  | '408'
-  | '409'
-  | '413'
-  | '415'
-  | '422'
-  | '500'
-  | '502'
-  | '503'
-  | '504'
-  | '507';
+type Status = '400' | '401' | '403' | '404' | '408' | '409' | '413' | '422' | '500' | '503' | '504';
 const ERROR_REFS: Record<Status, string> = {
   '400': 'BadRequest',
   '401': 'Unauthorized',
@@ -651,13 +634,10 @@ const ERROR_REFS: Record<Status, string> = {
   '408': 'RequestTimeout',
   '409': 'Conflict',
   '413': 'PayloadTooLarge',
-  '415': 'UnsupportedMediaType',
   '422': 'Unprocessable',
   '500': 'InternalError',
-  '502': 'BadGateway',
   '503': 'ServiceUnavailable',
   '504': 'GatewayTimeout',
-  '507': 'InsufficientStorage',
 };
 const errors = (...statuses: Status[]): Obj =>
   Object.fromEntries(statuses.map((s) => [s, res(ERROR_REFS[s])]));
