@@ -21,6 +21,7 @@ import { installerRoutes } from './routes/installer.js';
 import { managementRoutes } from './routes/management.js';
 import { modelRoutes } from './routes/models.js';
 import { modelsRootRoutes } from './routes/models-root.js';
+import { openapiRoutes } from './routes/openapi.js';
 import { speechRoutes } from './routes/speech.js';
 import { taskRoutes } from './routes/tasks.js';
 import { transcriptionRoutes } from './routes/transcriptions.js';
@@ -35,6 +36,7 @@ export const ROUTES: readonly Route[] = [
   ...modelsRootRoutes,
   ...installerRoutes,
   ...uiRoutes,
+  ...openapiRoutes(() => ROUTES),
 ];
 
 export interface HttpOptions {

@@ -134,7 +134,41 @@ export async function request(
   path: string,
   init: { body?: string | Buffer | FormData; headers?: Record<string, string>; signal?: AbortSignal } = {},
 ): Promise<HttpResult> {
-  return toResult(await fetch(`${base}${path}`, { method, ...init }));
+  const result = await toResult(await fetch(`${base}${path}`, { method, ...init }));
+  if (OPENAPI_CHECK) await checkOpenApi(method, path, result);
+  return result;
+}
+
+/**
+ * `VOXD_OPENAPI_CHECK=1` checks every response these helpers receive against the OpenAPI document
+ * (test/helpers/openapi.ts), so the whole suite's real responses test it. Off by default: it loads
+ * ajv and compiles schemas in every test process.
+ */
+const OPENAPI_CHECK = process.env['VOXD_OPENAPI_CHECK'] === '1';
+const openApiChecks = { checked: 0, failures: [] as string[] };
+if (OPENAPI_CHECK)
+  process.on('exit', () => {
+    process.stderr.write(
+      `openapi check: ${openApiChecks.checked} responses checked, ${openApiChecks.failures.length} failed\n`,
+    );
+    for (const failure of openApiChecks.failures) process.stderr.write(`  ${failure}\n`);
+  });
+
+// Loaded with this module (ajv and the document take about half a second), so the cost falls
+// before the tests rather than inside a test that times its requests; a run without the check never
+// loads ajv.
+const openApi = OPENAPI_CHECK ? await import('./openapi.js') : undefined;
+openApi?.compileAllResponseSchemas();
+
+async function checkOpenApi(method: string, path: string, result: HttpResult): Promise<void> {
+  if (!openApi) return;
+  openApiChecks.checked++;
+  try {
+    openApi.assertMatchesOpenApi(method, path, result.status, result.headers, result.body);
+  } catch (err) {
+    openApiChecks.failures.push((err as Error).message);
+    throw err;
+  }
 }
 
 export function get(base: string, path: string, headers?: Record<string, string>): Promise<HttpResult> {

@@ -73,7 +73,9 @@ async function withEnvKeys<T>(value: string, start: () => Promise<T>): Promise<T
 }
 
 const OPEN_PATHS = new Set(['/health', '/ready']);
-const isOpen = (path: string) => OPEN_PATHS.has(path) || path === '/' || path.startsWith('/ui/');
+/** Always open: the web UI's files and the API's description, which hold no data. */
+const isOpen = (path: string) =>
+  OPEN_PATHS.has(path) || path === '/' || path === '/openapi.json' || path.startsWith('/ui/');
 
 describe('API keys', () => {
   let s: TestServer;

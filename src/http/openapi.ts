@@ -1,0 +1,1265 @@
+/**
+ * The OpenAPI 3.1 description of voxd's HTTP API, served at GET /openapi.json. It is written here as
+ * a TypeScript object (not generated from the handlers), so it says what docs/api.md says; the
+ * paths come from the routes actually registered, and a route with no description here makes the
+ * build throw, so a new route cannot ship undescribed (test/http/openapi.test.ts checks both ways
+ * and validates real responses against it).
+ */
+import { readFileSync } from 'node:fs';
+import type { Route } from './route.js';
+
+type Obj = Record<string, unknown>;
+
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+const ref = (name: string): Obj => ({ $ref: `#/components/schemas/${name}` });
+const res = (name: string): Obj => ({ $ref: `#/components/responses/${name}` });
+const json = (schema: Obj): Obj => ({ 'application/json': { schema } });
+const ok = (description: string, content: Obj, headers?: Obj): Obj => ({
+  description,
+  content,
+  ...(headers ? { headers } : {}),
+});
+const str = (description?: string): Obj => ({ type: 'string', ...(description ? { description } : {}) });
+const int = (description?: string): Obj => ({ type: 'integer', ...(description ? { description } : {}) });
+const num = (description?: string): Obj => ({ type: 'number', ...(description ? { description } : {}) });
+const bool = (description?: string): Obj => ({ type: 'boolean', ...(description ? { description } : {}) });
+const arrayOf = (items: Obj): Obj => ({ type: 'array', items });
+const nullable = (type: string): Obj => ({ type: [type, 'null'] });
+/** Response objects vary by engine and grow fields over time: the known fields are checked, others allowed. */
+const object = (properties: Obj, required: string[] = [], description?: string): Obj => ({
+  type: 'object',
+  properties,
+  ...(required.length ? { required } : {}),
+  additionalProperties: true,
+  ...(description ? { description } : {}),
+});
+
+const SSE = 'text/event-stream';
+const sse = (description: string): Obj => ({
+  [SSE]: {
+    schema: {
+      type: 'string',
+      description: `${description} Each event is one \`data: <json>\\n\\n\` frame; a stream that succeeded ends with \`data: [DONE]\`; a failure after the headers is one \`{"type":"error","error":{...}}\` event (the Error object), with no [DONE].`,
+    },
+  },
+});
+const binary: Obj = { type: 'string', contentMediaType: 'application/octet-stream' };
+
+const TIMING_HEADERS: Obj = {
+  'X-AudioCPP-Wall-Ms': { description: 'Milliseconds of the run, 6 decimals.', schema: str() },
+  'X-AudioCPP-Audio-Duration-Ms': { description: 'Duration of the output audio.', schema: str() },
+  'X-AudioCPP-RTF': { description: 'wall_ms / audio_duration_ms.', schema: str() },
+};
+
+const SPEECH_OPTION_KNOBS = [
+  'seed',
+  'temperature',
+  'top_k',
+  'top_p',
+  'max_tokens',
+  'max_steps',
+  'repetition_penalty',
+  'guidance_scale',
+  'num_inference_steps',
+];
+
+const busyTimeout: Obj = {
+  type: ['integer', 'string'],
+  description: 'An integer >= 0, or a string of digits: how long to wait for a busy model (ms).',
+};
+
+const schemas: Obj = {
+  Error: {
+    type: 'object',
+    description: 'Every error body: the OpenAI error object, whose message and type are the audio.cpp body.',
+    properties: {
+      error: {
+        type: 'object',
+        properties: {
+          message: str('What went wrong, naming the field and value at fault.'),
+          type: str('The class of error (invalid_request_error, not_found, server_busy, ...).'),
+          param: { type: ['string', 'null'], description: 'The request field at fault, or null.' },
+          code: str('A stable machine-readable code (docs/errors.md).'),
+        },
+        required: ['message', 'type', 'param', 'code'],
+        additionalProperties: false,
+      },
+    },
+    required: ['error'],
+    additionalProperties: false,
+  },
+  Timing: object(
+    {
+      wall_ms: num('From the moment the request got its session to the result.'),
+      audio_duration_ms: num(
+        'Duration of the output audio (speech, tasks) or of the input audio (transcriptions).',
+      ),
+      rtf: num('wall_ms / audio_duration_ms.'),
+    },
+    ['wall_ms'],
+  ),
+  StreamTiming: object({ ttft_ms: nullable('integer') }, ['ttft_ms']),
+  Health: object(
+    {
+      status: { type: 'string', enum: ['ok', 'shutting_down'] },
+      backend: { type: 'string', enum: ['cpu'] },
+      models: int('Registered models, loaded or not.'),
+      ui: bool(),
+      ui_management: bool(),
+    },
+    ['status', 'backend', 'models', 'ui', 'ui_management'],
+  ),
+  Ready: object({ status: { type: 'string', enum: ['ready'] } }, ['status']),
+  Model: object(
+    {
+      id: str(),
+      object: { type: 'string', enum: ['model'] },
+      owned_by: str(),
+      family: str(),
+      task: str(),
+      mode: { type: 'string', enum: ['offline', 'streaming'] },
+      slots: int('Parallel runtime only.'),
+      active_slots: int('Parallel runtime only.'),
+      queued_requests: int('Parallel runtime only.'),
+      max_parallel_slots: nullable('integer'),
+      loaded: bool(),
+      path: str(),
+      state: {
+        type: 'string',
+        enum: ['unloaded', 'loading', 'ready', 'unloading', 'registering', 'reconfiguring'],
+      },
+      last_error: str('Why a fault last took the model down.'),
+      isolation: { type: 'string', enum: ['model', 'session'] },
+      memory_estimate_mb: nullable('number'),
+      session_options: { type: 'object', additionalProperties: true },
+      params: arrayOf(object({ name: str(), type: str(), description: str() }, ['name'])),
+    },
+    ['id', 'object', 'owned_by', 'family', 'task', 'mode', 'loaded', 'state'],
+  ),
+  ModelList: object({ object: { type: 'string', enum: ['list'] }, data: arrayOf(ref('Model')) }, [
+    'object',
+    'data',
+  ]),
+  Voices: object(
+    {
+      voices: arrayOf(str()),
+      aliases: {
+        type: 'object',
+        additionalProperties: { type: ['string', 'null'] },
+        description: 'Each voice alias and the engine voice it speaks in (null: the default voice).',
+      },
+    },
+    ['voices'],
+  ),
+  SpeechRequest: {
+    type: 'object',
+    properties: {
+      model: str('Model id (task tts, clon or vdes).'),
+      input: str('Text to speak, at most max_input_chars characters.'),
+      response_format: {
+        type: 'string',
+        enum: ['wav', 'pcm', 'mp3', 'opus', 'aac', 'flac', 'json', 'b64_json'],
+        description:
+          'Default: the server default_speech_format (wav). Streamed: pcm, mp3, opus, aac or flac.',
+      },
+      sample_rate: { type: 'integer', minimum: 1000, maximum: 384000 },
+      voice: {
+        oneOf: [str(), object({ id: str() }, ['id'])],
+        description: 'A preset, a voice_dir voice, an OpenAI voice name or a model-native voice id.',
+      },
+      voice_ref: {
+        oneOf: [
+          str('A server path.'),
+          object({ type: { type: 'string', enum: ['path', 'base64'] }, path: str(), data: str() }, ['type']),
+        ],
+      },
+      reference_text: str(),
+      language: str(),
+      instructions: str(),
+      speed: { type: 'number', exclusiveMinimum: 0 },
+      speaking_rate: { type: 'number', exclusiveMinimum: 0 },
+      ...Object.fromEntries(SPEECH_OPTION_KNOBS.map((k) => [k, {}])),
+      options: { type: 'object', additionalProperties: true },
+      busy_timeout_ms: busyTimeout,
+      stream: {
+        type: ['boolean', 'string'],
+        description: 'true (or "true"/"1") streams; needs a streaming model.',
+      },
+      stream_format: { type: 'string', enum: ['sse', 'audio'] },
+    },
+    required: ['model', 'input'],
+    additionalProperties: true,
+  },
+  SpeechJson: object({ audio: str('Base64 WAV.'), format: str(), timing: ref('Timing') }, [
+    'audio',
+    'format',
+    'timing',
+  ]),
+  TranscriptionForm: {
+    type: 'object',
+    properties: {
+      file: {
+        type: 'string',
+        contentMediaType: 'application/octet-stream',
+        description: 'The audio upload.',
+      },
+      model: str(),
+      language: str(),
+      prompt: str(),
+      text: str(),
+      response_format: {
+        type: 'string',
+        enum: ['json', 'text', 'verbose_json', 'srt', 'vtt', 'diarized_json'],
+      },
+      'timestamp_granularities[]': arrayOf({ type: 'string', enum: ['word', 'segment'] }),
+      temperature: { type: 'number', minimum: 0, maximum: 1 },
+      'include[]': arrayOf({ type: 'string', enum: ['logprobs'] }),
+      'known_speaker_names[]': arrayOf(str()),
+      'known_speaker_references[]': arrayOf(str()),
+      chunking_strategy: str('"auto", or a server_vad object as JSON text.'),
+      options: str('A JSON object, as text.'),
+      stream: { type: 'string', enum: ['true', 'True', '1', 'false', 'False', '0'] },
+      busy_timeout_ms: str('Digits.'),
+    },
+    required: ['file', 'model'],
+  },
+  TranscriptionJsonRequest: {
+    type: 'object',
+    description: 'The audio is a server-local path in audio, audio_path or file (the first present).',
+    properties: {
+      model: str(),
+      audio: str(),
+      audio_path: str(),
+      file: str(),
+      language: str(),
+      prompt: str(),
+      text: str(),
+      response_format: {
+        type: 'string',
+        enum: ['json', 'text', 'verbose_json', 'srt', 'vtt', 'diarized_json'],
+      },
+      timestamp_granularities: arrayOf({ type: 'string', enum: ['word', 'segment'] }),
+      temperature: { type: 'number', minimum: 0, maximum: 1 },
+      include: arrayOf(str()),
+      known_speaker_names: arrayOf(str()),
+      known_speaker_references: arrayOf(str()),
+      chunking_strategy: {
+        oneOf: [
+          { type: 'string', enum: ['auto'] },
+          object(
+            {
+              type: { type: 'string', enum: ['server_vad'] },
+              prefix_padding_ms: { type: 'number', minimum: 0 },
+              silence_duration_ms: { type: 'number', minimum: 0 },
+              threshold: { type: 'number', minimum: 0, maximum: 1 },
+            },
+            ['type'],
+          ),
+        ],
+      },
+      options: { type: 'object', additionalProperties: true },
+      stream: { type: ['boolean', 'string'] },
+      busy_timeout_ms: busyTimeout,
+    },
+    required: ['model'],
+    additionalProperties: true,
+  },
+  SpeakerTurn: object(
+    {
+      start_sample: int(),
+      end_sample: int(),
+      speaker_id: int(),
+      confidence: num(),
+      text: str(),
+    },
+    ['start_sample', 'end_sample', 'speaker_id'],
+  ),
+  Segment: object({ start_sample: int(), end_sample: int(), confidence: num(), text: str() }, [
+    'start_sample',
+    'end_sample',
+  ]),
+  Word: object({ word: str(), start_sample: int(), end_sample: int(), confidence: num() }, [
+    'word',
+    'start_sample',
+    'end_sample',
+  ]),
+  Transcription: {
+    anyOf: [
+      object(
+        {
+          text: str(),
+          speaker_turns: arrayOf(ref('SpeakerTurn')),
+          sample_rate: int(),
+          timing: ref('Timing'),
+        },
+        ['text', 'timing'],
+        'response_format json (diarization models add speaker_turns and sample_rate).',
+      ),
+      object(
+        {
+          task: { type: 'string', enum: ['transcribe', 'translate'] },
+          language: str(),
+          duration: num(),
+          text: str(),
+          segments: arrayOf(
+            object(
+              {
+                id: int(),
+                seek: int(),
+                start: num(),
+                end: num(),
+                text: str(),
+                tokens: arrayOf(int()),
+                temperature: num(),
+                avg_logprob: num(),
+                compression_ratio: num(),
+                no_speech_prob: num(),
+              },
+              ['id', 'start', 'end', 'text'],
+            ),
+          ),
+          words: arrayOf(object({ word: str(), start: num(), end: num() }, ['word', 'start', 'end'])),
+        },
+        ['task', 'language', 'duration', 'text'],
+        'response_format verbose_json.',
+      ),
+      object(
+        {
+          task: { type: 'string', enum: ['transcribe'] },
+          duration: num(),
+          text: str(),
+          segments: arrayOf(
+            object(
+              {
+                type: { type: 'string', enum: ['transcript.text.segment'] },
+                id: str(),
+                start: num(),
+                end: num(),
+                text: str(),
+                speaker: str(),
+              },
+              ['type', 'id', 'start', 'end', 'text', 'speaker'],
+            ),
+          ),
+          usage: object({ type: { type: 'string', enum: ['duration'] }, seconds: int() }, [
+            'type',
+            'seconds',
+          ]),
+        },
+        ['task', 'duration', 'text', 'segments', 'usage'],
+        'response_format diarized_json.',
+      ),
+    ],
+  },
+  TranscriptionDetails: object(
+    {
+      text: str(),
+      language: str(),
+      segments: arrayOf(ref('Segment')),
+      speaker_turns: arrayOf(ref('SpeakerTurn')),
+      words: arrayOf(ref('Word')),
+      sample_rate: int(),
+      timing: ref('Timing'),
+    },
+    ['text', 'timing'],
+  ),
+  TaskRequest: {
+    type: 'object',
+    description:
+      'The audio.cpp CLI request fields (text, language, audio, audio_base64, voice_id, voice_ref, reference_text, options and the option knobs of docs/api.md). Unknown fields are ignored.',
+    properties: {
+      text: str(),
+      language: str(),
+      audio: str('A server WAV path.'),
+      audio_base64: str('Base64 WAV or a data: URI.'),
+      voice_id: str(),
+      voice_ref: str('A server WAV path.'),
+      reference_text: str(),
+      options: { type: 'object', additionalProperties: true },
+      task_route: str(),
+      route: str(),
+      busy_timeout_ms: busyTimeout,
+    },
+    additionalProperties: true,
+  },
+  TaskRunRequest: {
+    type: 'object',
+    description:
+      'Without `request`, the body itself is the request (the TaskRequest fields at the top level).',
+    properties: {
+      model: str(),
+      request: ref('TaskRequest'),
+      busy_timeout_ms: busyTimeout,
+    },
+    required: ['model'],
+    additionalProperties: true,
+  },
+  TaskStreamRequest: {
+    allOf: [ref('TaskRunRequest')],
+    properties: {
+      stream_format: { type: ['string', 'null'], enum: ['sse', null] },
+    },
+  },
+  TaskBatchRequest: {
+    type: 'object',
+    properties: {
+      model: str(),
+      requests: { type: 'array', items: ref('TaskRequest'), minItems: 1 },
+      busy_timeout_ms: busyTimeout,
+    },
+    required: ['model', 'requests'],
+    additionalProperties: true,
+  },
+  TaskResult: object(
+    {
+      text: str(),
+      language: str(),
+      audio: str('Base64 WAV.'),
+      sample_rate: int(),
+      channels: int(),
+      segments: arrayOf(ref('Segment')),
+      speaker_turns: arrayOf(ref('SpeakerTurn')),
+      words: arrayOf(ref('Word')),
+      timing: ref('Timing'),
+    },
+    ['timing'],
+  ),
+  TaskStreamResult: object(
+    {
+      events: arrayOf(
+        object(
+          {
+            partial_text: object({ text: str(), language: str() }, ['text']),
+            audio: str(),
+            speaker_turns: arrayOf(ref('SpeakerTurn')),
+            word_timestamps: arrayOf(ref('Word')),
+            is_final: bool(),
+          },
+          ['is_final'],
+        ),
+      ),
+      result: object({ timing: ref('StreamTiming') }, ['timing']),
+    },
+    ['events', 'result'],
+  ),
+  LoadModelRequest: {
+    type: 'object',
+    description:
+      'One models[i] entry of the server configuration (docs/configuration.md), or {id, package} for an installed package.',
+    properties: {
+      id: str(),
+      family: str(),
+      path: str(),
+      package: str(),
+      task: str(),
+      mode: { type: 'string', enum: ['offline', 'streaming'] },
+      lazy: bool(),
+      slots: int(),
+      load_options: { type: 'object', additionalProperties: true },
+      session_options: { type: 'object', additionalProperties: true },
+      default_request_options: { type: 'object', additionalProperties: true },
+      voice_presets: { type: 'object', additionalProperties: true },
+      busy_timeout_ms: int(),
+    },
+    required: ['id'],
+    additionalProperties: true,
+  },
+  ModelConfig: object({ id: str(), family: str() }, ['id', 'family']),
+  LoadModelResult: object({ id: str(), loaded: bool(), reconfigured: bool() }, [
+    'id',
+    'loaded',
+    'reconfigured',
+  ]),
+  IdRequest: { type: 'object', properties: { id: str() }, required: ['id'] },
+  UnloadModelResult: object({ id: str(), loaded: { type: 'boolean', enum: [false] } }, ['id', 'loaded']),
+  UnloadModelsRequest: {
+    type: 'object',
+    properties: { model_ids: arrayOf(str()) },
+    required: ['model_ids'],
+  },
+  UnloadModelsResult: object({ unloaded: arrayOf(str()), not_found: arrayOf(str()) }, [
+    'unloaded',
+    'not_found',
+  ]),
+  UnloadAllResult: object({ unloaded: arrayOf(str()) }, ['unloaded']),
+  PathRequest: { type: 'object', properties: { path: str() } },
+  ModelsRoot: object({ models_root: str(), default_models_root: str(), is_default: bool() }, [
+    'models_root',
+    'default_models_root',
+    'is_default',
+  ]),
+  Directories: object(
+    {
+      current: str(),
+      parent: str(),
+      roots: arrayOf(str()),
+      directories: arrayOf(object({ name: str(), path: str() }, ['name', 'path'])),
+    },
+    ['current', 'parent', 'roots', 'directories'],
+  ),
+  PathStatus: object({ path: str(), exists: bool(), directory: bool(), file: bool() }, [
+    'path',
+    'exists',
+    'directory',
+    'file',
+  ]),
+  InstallRequest: {
+    type: 'object',
+    description: '{id} for a catalogue package, or {url, id?, family?, sha256?} for an archive anywhere.',
+    properties: { id: str(), url: str(), family: str(), sha256: str() },
+  },
+  InstallJob: object(
+    {
+      id: str(),
+      state: {
+        type: 'string',
+        enum: ['idle', 'queued', 'running', 'cancelling', 'cancelled', 'complete', 'failed'],
+      },
+      message: str(),
+      exit_code: nullable('integer'),
+      downloaded_bytes: int(),
+      total_bytes: int(),
+      progress_percent: num('-1 while the size is unknown.'),
+      started_at_ms: num(),
+      finished_at_ms: num(),
+    },
+    [
+      'id',
+      'state',
+      'message',
+      'exit_code',
+      'downloaded_bytes',
+      'total_bytes',
+      'progress_percent',
+      'started_at_ms',
+      'finished_at_ms',
+    ],
+  ),
+  InstallJobs: object({ data: arrayOf(ref('InstallJob')) }, ['data']),
+  CleanPartialResult: object({ id: str(), cleaned: bool(), message: str() }, ['id', 'cleaned']),
+  DeleteResult: object({ id: str(), removed: bool(), message: str() }, ['id', 'removed']),
+  PackageSizes: object(
+    {
+      state: str(),
+      message: str(),
+      data: arrayOf(
+        object(
+          {
+            id: str(),
+            family: str(),
+            task: str(),
+            size_bytes: nullable('integer'),
+            state: str(),
+            message: str(),
+            installed: bool(),
+            version_state: str(),
+            local_revision: { type: ['string', 'null'] },
+            remote_revision: { type: ['string', 'null'] },
+          },
+          ['id', 'family', 'task', 'size_bytes', 'installed'],
+        ),
+      ),
+    },
+    ['state', 'data'],
+  ),
+  InstalledPackages: object(
+    {
+      models_root: str(),
+      data: arrayOf(
+        object(
+          {
+            id: str(),
+            family: str(),
+            task: str(),
+            path: str(),
+            size_bytes: int(),
+            installed_at: nullable('string'),
+            registered: bool(),
+            model: nullable('string'),
+          },
+          ['id', 'family', 'task', 'path', 'registered', 'model'],
+        ),
+      ),
+    },
+    ['models_root', 'data'],
+  ),
+};
+
+const errorResponse = (description: string, headers?: Obj): Obj => ({
+  description,
+  content: json(ref('Error')),
+  ...(headers ? { headers } : {}),
+});
+
+const responses: Obj = {
+  BadRequest: errorResponse('Malformed JSON or multipart, a missing or invalid field, an unsupported value.'),
+  Unauthorized: errorResponse(
+    'type authentication_error: the server has API keys and the request sent none, or an unknown one.',
+  ),
+  Forbidden: errorResponse(
+    'type forbidden (a management route while ui_management is off; a server path outside the file roots) or permission_error (an API key whose scopes do not cover the route).',
+  ),
+  NotFound: errorResponse('Unknown endpoint, unknown model id, unknown package or job.'),
+  MethodNotAllowed: errorResponse(
+    'A known path with another method (`method GET is not allowed on ...; use POST`).',
+  ),
+  RequestTimeout: errorResponse(
+    'The request body sent nothing for body_timeout_ms; the connection is closed.',
+  ),
+  Conflict: errorResponse('A model install job is active for this id (or any, for a models-root change).'),
+  PayloadTooLarge: errorResponse('Body over max_request_body_bytes, or input audio over max_audio_seconds.'),
+  Unprocessable: errorResponse('An installed folder that no engine family recognises.'),
+  InternalError: errorResponse('An engine failed to load or run, or a fault inside voxd.'),
+  ServiceUnavailable: errorResponse(
+    'server_busy (busy timeout, residency full, shutting down, engine restarted), insufficient_memory, or queue_full (the model queue is full; retry after Retry-After seconds).',
+    {
+      'Retry-After': {
+        description: 'Seconds to wait before retrying (sent with queue_full).',
+        schema: int(),
+      },
+    },
+  ),
+  GatewayTimeout: errorResponse('The run went past max_inference_ms and was cancelled.'),
+};
+
+type Status = '400' | '401' | '403' | '404' | '408' | '409' | '413' | '422' | '500' | '503' | '504';
+const ERROR_REFS: Record<Status, string> = {
+  '400': 'BadRequest',
+  '401': 'Unauthorized',
+  '403': 'Forbidden',
+  '404': 'NotFound',
+  '408': 'RequestTimeout',
+  '409': 'Conflict',
+  '413': 'PayloadTooLarge',
+  '422': 'Unprocessable',
+  '500': 'InternalError',
+  '503': 'ServiceUnavailable',
+  '504': 'GatewayTimeout',
+};
+const errors = (...statuses: Status[]): Obj =>
+  Object.fromEntries(statuses.map((s) => [s, res(ERROR_REFS[s])]));
+
+/** Every route with a JSON body can be refused for its body (400, 408, 413) or its key (401, 403). */
+const BODY_ERRORS: Status[] = ['400', '401', '403', '408', '413'];
+/** What an inference route adds: its model (404), the engine (500), busy or full (503), too slow (504). */
+const INFERENCE_ERRORS: Status[] = [...BODY_ERRORS, '404', '500', '503', '504'];
+/** The live routes: their model is a query parameter, so an unknown one is a 400, not a 404. */
+const LIVE_ERRORS: Status[] = INFERENCE_ERRORS.filter((s) => s !== '404');
+/** Management routes that read no model: a key, the ui_management gate, a bad body. */
+const MANAGEMENT_ERRORS: Status[] = BODY_ERRORS;
+
+interface Operation {
+  tags: string[];
+  summary: string;
+  description?: string;
+  parameters?: Obj[];
+  requestBody?: Obj;
+  responses: Obj;
+  /** false: open to every client even when the server has API keys. */
+  secured?: boolean;
+}
+
+const query = (name: string, schema: Obj, description: string, required = false): Obj => ({
+  name,
+  in: 'query',
+  required,
+  schema,
+  description,
+});
+const busyQuery = query(
+  'busy_timeout_ms',
+  { type: 'string', pattern: '^[0-9]+$' },
+  'Used when the body gives none.',
+);
+const jsonBody = (schema: Obj, required = true): Obj => ({ required, content: json(schema) });
+
+const transcriptionBody: Obj = {
+  required: true,
+  content: {
+    'multipart/form-data': {
+      schema: ref('TranscriptionForm'),
+      encoding: { file: { contentType: 'application/octet-stream' } },
+    },
+    'application/json': { schema: ref('TranscriptionJsonRequest') },
+  },
+};
+
+const liveQuery: Obj[] = [
+  query('model', str(), 'Model id (a mode: "streaming" model).', true),
+  query('sample_rate', { type: 'string', pattern: '^[0-9]+$' }, 'Input rate, 1000..384000 (default 16000).'),
+  query('channels', { type: 'string', pattern: '^[0-9]+$' }, 'Interleaved channels, 1..16 (default 1).'),
+  query('sample_format', { type: 'string', enum: ['s16le', 'f32le'] }, 'Default s16le.'),
+  query('language', str(), 'Passed to the engine.'),
+  { ...busyQuery, description: 'As on the other routes.' },
+];
+const liveBody: Obj = {
+  required: true,
+  description: 'Raw PCM sent with Transfer-Encoding: chunked, read as it arrives (bounded by live_ingest).',
+  content: { 'application/octet-stream': { schema: binary } },
+};
+
+/**
+ * The operations, by path then method. Paths and methods here that the server does not register
+ * (another build's routes) are left out of the document; routes it registers must all be here.
+ */
+const OPERATIONS: Record<string, Record<string, Operation>> = {
+  '/health': {
+    get: {
+      tags: ['Operations'],
+      summary: 'Server status',
+      description: '503 with status shutting_down once a shutdown begins.',
+      secured: false,
+      responses: {
+        '200': ok('The server runs.', json(ref('Health'))),
+        '503': ok('A shutdown began.', json(ref('Health'))),
+      },
+    },
+  },
+  '/ready': {
+    get: {
+      tags: ['Operations'],
+      summary: 'Readiness probe',
+      description: '200 while voxd takes work; 503 server_busy from the moment a shutdown begins.',
+      secured: false,
+      responses: { '200': ok('Ready.', json(ref('Ready'))), ...errors('503') },
+    },
+  },
+  '/metrics': {
+    get: {
+      tags: ['Operations'],
+      summary: 'Prometheus metrics',
+      description: 'The Prometheus text exposition format of the server and model metrics.',
+      secured: false,
+      responses: {
+        '200': ok('Metrics.', { 'text/plain': { schema: str('Prometheus text exposition format 0.0.4.') } }),
+      },
+    },
+  },
+  '/openapi.json': {
+    get: {
+      tags: ['Operations'],
+      summary: 'This document',
+      description: 'The OpenAPI 3.1 description of every route, sent with Cache-Control: no-cache.',
+      secured: false,
+      responses: {
+        '200': ok('The OpenAPI document.', json({ type: 'object', required: ['openapi', 'info', 'paths'] })),
+      },
+    },
+  },
+  '/v1/models': {
+    get: {
+      tags: ['Models'],
+      summary: 'Registered models',
+      parameters: [
+        query('include_session_options', str(), 'true or 1 adds session_options.'),
+        query(
+          'include_params',
+          str(),
+          "true or 1 adds params, the request options of the model's engine family.",
+        ),
+      ],
+      responses: { '200': ok('The models, loaded or not.', json(ref('ModelList'))), ...errors('401', '403') },
+    },
+  },
+  '/v1/audio/voices': {
+    get: {
+      tags: ['Audio'],
+      summary: 'Voice names',
+      description:
+        "The voice_dir voices, the model's presets and, for a speech model, its voice aliases. An unknown model gives the voice_dir list only, never an error.",
+      parameters: [query('model', str(), 'Model id; optional when exactly one model is registered.')],
+      responses: { '200': ok('The voices.', json(ref('Voices'))), ...errors('401', '403') },
+    },
+  },
+  '/v1/audio/speech': {
+    post: {
+      tags: ['Audio'],
+      summary: 'Text to speech',
+      description:
+        'For models with task tts, clon or vdes. With stream (or stream_format) the speech streams as SSE or raw audio from a mode "streaming" model; errors after the headers arrive in the stream.',
+      parameters: [busyQuery],
+      requestBody: jsonBody(ref('SpeechRequest')),
+      responses: {
+        '200': ok(
+          'The speech: a file in response_format, base64 WAV in JSON, or a stream.',
+          {
+            'audio/wav': { schema: binary },
+            'audio/mpeg': { schema: binary },
+            'audio/ogg': { schema: binary },
+            'audio/aac': { schema: binary },
+            'audio/flac': { schema: binary },
+            'application/octet-stream': {
+              schema: { ...binary, description: 'Raw PCM16 (pcm), whole or streamed.' },
+            },
+            'application/json': { schema: ref('SpeechJson') },
+            ...sse('speech.audio.delta {audio} events, then speech.audio.done {timing: {ttft_ms}}.'),
+          },
+          TIMING_HEADERS,
+        ),
+        ...errors(...INFERENCE_ERRORS),
+      },
+    },
+  },
+  '/v1/audio/speech/live': {
+    post: {
+      tags: ['Audio'],
+      summary: 'Live speech: streamed input audio, streamed speech',
+      description:
+        'Reads the chunked raw PCM body to its end, then speaks `input` as a streamed speech response (mode "streaming" models).',
+      parameters: [
+        ...liveQuery,
+        query('input', str(), 'The text; required unless the task is s2s, vc or svc.'),
+        query('voice', str(), 'Voice, mapped as on /v1/audio/speech.'),
+        query('response_format', { type: 'string', enum: ['pcm'] }, 'pcm only.'),
+        query('stream_format', { type: 'string', enum: ['sse', 'audio'] }, 'Default sse.'),
+        query('return_text', { type: 'string', enum: ['true', '1', 'false', '0'] }, 'Needs sse.'),
+        query('instructions', str(), 'Option system_prompt.'),
+      ],
+      requestBody: liveBody,
+      responses: {
+        '200': ok('The speech stream.', {
+          'application/octet-stream': { schema: binary },
+          ...sse('speech.text.delta, speech.audio.delta, speech.text.done, speech.audio.done events.'),
+        }),
+        ...errors(...LIVE_ERRORS),
+      },
+    },
+  },
+  '/v1/audio/transcriptions': {
+    post: {
+      tags: ['Audio'],
+      summary: 'Speech recognition or diarization',
+      description:
+        'For models with task asr or diar: a multipart upload, or JSON naming a server-local WAV. stream=true answers SSE (mode "streaming" models).',
+      parameters: [busyQuery],
+      requestBody: transcriptionBody,
+      responses: {
+        '200': ok('The transcript in response_format.', {
+          'application/json': { schema: ref('Transcription') },
+          'text/plain': { schema: str('response_format text.') },
+          'application/x-subrip': { schema: str('response_format srt.') },
+          'text/vtt': { schema: str('response_format vtt.') },
+          ...sse(
+            'transcript.text.delta/done events (diarization models: diarization.delta/done with speaker_turns).',
+          ),
+        }),
+        ...errors(...INFERENCE_ERRORS),
+      },
+    },
+  },
+  '/v1/audio/transcriptions/details': {
+    post: {
+      tags: ['Audio'],
+      summary: 'Everything the engine gives for a transcription',
+      description: 'The request of /v1/audio/transcriptions; always JSON; stream=true is a 400.',
+      parameters: [busyQuery],
+      requestBody: transcriptionBody,
+      responses: {
+        '200': ok(
+          'Text, segments, speaker turns and words, as the engine gives them.',
+          json(ref('TranscriptionDetails')),
+        ),
+        ...errors(...INFERENCE_ERRORS),
+      },
+    },
+  },
+  '/v1/audio/translations': {
+    post: {
+      tags: ['Audio'],
+      summary: 'Translation into English',
+      description:
+        'For multilingual whisper_asr models; the request of /v1/audio/transcriptions (no stream, no diarized_json).',
+      parameters: [busyQuery],
+      requestBody: transcriptionBody,
+      responses: {
+        '200': ok('The English text in response_format.', {
+          'application/json': { schema: ref('Transcription') },
+          'text/plain': { schema: str() },
+          'application/x-subrip': { schema: str() },
+          'text/vtt': { schema: str() },
+        }),
+        ...errors(...INFERENCE_ERRORS),
+      },
+    },
+  },
+  '/v1/audio/transcriptions/live': {
+    post: {
+      tags: ['Audio'],
+      summary: 'Live transcription of streamed input audio',
+      description:
+        'A chunked raw PCM body read as it arrives; the events of a streamed transcription come back on the same connection.',
+      parameters: [...liveQuery, query('prompt', str(), 'Context text.')],
+      requestBody: liveBody,
+      responses: {
+        '200': ok(
+          'The transcription stream.',
+          sse('transcript.text.delta/done or diarization.delta/done events.'),
+        ),
+        ...errors(...LIVE_ERRORS),
+      },
+    },
+  },
+  '/v1/batches/transcriptions': {
+    post: {
+      tags: ['Audio'],
+      summary: 'Several WAV files on one asr or diar model',
+      description: 'Multipart only: one or more file parts. Every file is checked before the stream starts.',
+      parameters: [busyQuery],
+      requestBody: {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: {
+              type: 'object',
+              properties: {
+                file: arrayOf({ type: 'string', contentMediaType: 'application/octet-stream' }),
+                model: str(),
+                language: str(),
+                prompt: str(),
+                text: str(),
+                options: str('A JSON object, as text.'),
+                busy_timeout_ms: str(),
+              },
+              required: ['file', 'model'],
+            },
+          },
+        },
+      },
+      responses: {
+        '200': ok(
+          'The results as they complete.',
+          sse(
+            'batch.transcription.result {index, filename, text | error} per file, then batch.transcription.done.',
+          ),
+        ),
+        ...errors(...INFERENCE_ERRORS),
+      },
+    },
+  },
+  '/v1/tasks/run': {
+    post: {
+      tags: ['Tasks'],
+      summary: 'Run any task on any model',
+      parameters: [busyQuery],
+      requestBody: jsonBody(ref('TaskRunRequest')),
+      responses: { '200': ok('The result.', json(ref('TaskResult'))), ...errors(...INFERENCE_ERRORS) },
+    },
+  },
+  '/v1/tasks/stream': {
+    post: {
+      tags: ['Tasks'],
+      summary: "Run any task on a streaming model, with the run's events",
+      description:
+        'Without stream_format: one JSON body {events, result} at the end. "stream_format": "sse": events as they happen.',
+      parameters: [busyQuery],
+      requestBody: jsonBody(ref('TaskStreamRequest')),
+      responses: {
+        '200': ok('The events and the result.', {
+          ...json(ref('TaskStreamResult')),
+          ...sse('task.stream.event {event} per event, then task.stream.done {result}.'),
+        }),
+        ...errors(...INFERENCE_ERRORS),
+      },
+    },
+  },
+  '/v1/tasks/batch': {
+    post: {
+      tags: ['Tasks'],
+      summary: 'Run several requests on one model',
+      description:
+        'Every entry is checked before the stream starts; a failed run is a result event with error.',
+      parameters: [busyQuery],
+      requestBody: jsonBody(ref('TaskBatchRequest')),
+      responses: {
+        '200': ok(
+          'The results as they complete.',
+          sse('task.batch.result {index, result | error}, then task.batch.done.'),
+        ),
+        ...errors(...INFERENCE_ERRORS),
+      },
+    },
+  },
+  '/v1/models/load': {
+    post: {
+      tags: ['Management'],
+      summary: 'Register or reconfigure a model',
+      description: 'Needs ui_management. Answers once the model is loaded.',
+      requestBody: jsonBody(ref('LoadModelRequest')),
+      responses: {
+        '200': ok('The model is ready.', json(ref('LoadModelResult'))),
+        ...errors(...MANAGEMENT_ERRORS, '404', '422', '500', '503'),
+      },
+    },
+  },
+  '/v1/models/unload': {
+    post: {
+      tags: ['Management'],
+      summary: 'Unload one model',
+      description: 'Needs ui_management. The model stays registered.',
+      requestBody: jsonBody(ref('IdRequest')),
+      responses: {
+        '200': ok('Unloaded.', json(ref('UnloadModelResult'))),
+        ...errors(...MANAGEMENT_ERRORS, '404', '500', '503'),
+      },
+    },
+  },
+  '/v1/ui/models/config': {
+    get: {
+      tags: ['Management'],
+      summary: "A model's registration body",
+      description: 'Needs ui_management. Sent back to /v1/models/load unchanged, it reconfigures nothing.',
+      parameters: [query('id', str(), 'Model id.', true)],
+      responses: {
+        '200': ok('The models[i] entry.', json(ref('ModelConfig'))),
+        ...errors('400', '401', '403', '404'),
+      },
+    },
+  },
+  '/v1/tasks/unload_models': {
+    post: {
+      tags: ['Management'],
+      summary: 'Unload some models',
+      description: 'Not gated by ui_management. Unknown ids go to not_found.',
+      requestBody: jsonBody(ref('UnloadModelsRequest')),
+      responses: {
+        '200': ok('What was unloaded.', json(ref('UnloadModelsResult'))),
+        ...errors(...MANAGEMENT_ERRORS, '500', '503'),
+      },
+    },
+  },
+  '/v1/tasks/unload_all_models': {
+    post: {
+      tags: ['Management'],
+      summary: 'Unload every model',
+      description: 'Not gated by ui_management. No body needed.',
+      responses: {
+        '200': ok('What was unloaded.', json(ref('UnloadAllResult'))),
+        ...errors(...MANAGEMENT_ERRORS, '500', '503'),
+      },
+    },
+  },
+  '/v1/ui/models-root': {
+    get: {
+      tags: ['Installer'],
+      summary: 'Where installed model packages live',
+      description: 'Needs ui_management.',
+      responses: { '200': ok('The models root.', json(ref('ModelsRoot'))), ...errors('401', '403') },
+    },
+    post: {
+      tags: ['Installer'],
+      summary: 'Move the models root',
+      description: 'Needs ui_management. An empty path restores the default; 409 while a download runs.',
+      requestBody: jsonBody(ref('PathRequest')),
+      responses: {
+        '200': ok('The new models root.', json(ref('ModelsRoot'))),
+        ...errors(...MANAGEMENT_ERRORS, '409'),
+      },
+    },
+  },
+  '/v1/ui/browse-directories': {
+    post: {
+      tags: ['Installer'],
+      summary: 'The folder picker',
+      description:
+        "Needs ui_management. Only under voxd's data folder, the models root and the file roots (else 403).",
+      requestBody: jsonBody(ref('PathRequest')),
+      responses: { '200': ok('The subfolders.', json(ref('Directories'))), ...errors(...MANAGEMENT_ERRORS) },
+    },
+  },
+  '/v1/ui/path-status': {
+    post: {
+      tags: ['Installer'],
+      summary: 'Whether a path exists, and what it is',
+      description: "Needs ui_management. Only under the folder picker's roots (else 403).",
+      requestBody: jsonBody(ref('PathRequest')),
+      responses: { '200': ok('The path.', json(ref('PathStatus'))), ...errors(...MANAGEMENT_ERRORS) },
+    },
+  },
+  '/v1/ui/models/install': {
+    post: {
+      tags: ['Installer'],
+      summary: 'Start a model download',
+      description: 'Needs ui_management. The job runs in the background; its failures are in its message.',
+      requestBody: jsonBody(ref('InstallRequest')),
+      responses: {
+        '200': ok('The job.', json(ref('InstallJob'))),
+        ...errors(...MANAGEMENT_ERRORS, '404', '409'),
+      },
+    },
+  },
+  '/v1/ui/models/install/stop': {
+    post: {
+      tags: ['Installer'],
+      summary: 'Stop a model download',
+      description: 'Needs ui_management. 404 without a job, 400 when it is not running.',
+      requestBody: jsonBody(ref('IdRequest')),
+      responses: { '200': ok('The job.', json(ref('InstallJob'))), ...errors(...MANAGEMENT_ERRORS, '404') },
+    },
+  },
+  '/v1/ui/models/clean-partial': {
+    post: {
+      tags: ['Installer'],
+      summary: "Remove a download's partial files",
+      description: 'Needs ui_management. 409 while its job runs.',
+      requestBody: jsonBody(ref('IdRequest')),
+      responses: {
+        '200': ok('Cleaned.', json(ref('CleanPartialResult'))),
+        ...errors(...MANAGEMENT_ERRORS, '409'),
+      },
+    },
+  },
+  '/v1/ui/models/delete': {
+    post: {
+      tags: ['Installer'],
+      summary: 'Remove an installed package',
+      description:
+        'Needs ui_management. 404 when not installed, 409 while its job runs, 400 while a model loaded from it is loaded.',
+      requestBody: jsonBody(ref('IdRequest')),
+      responses: {
+        '200': ok('Removed.', json(ref('DeleteResult'))),
+        ...errors(...MANAGEMENT_ERRORS, '404', '409'),
+      },
+    },
+  },
+  '/v1/ui/models/install-status': {
+    get: {
+      tags: ['Installer'],
+      summary: 'Install jobs',
+      description:
+        'Needs ui_management. One job (an idle one for an id without a job), or all of them without id.',
+      parameters: [query('id', str(), 'A package id.')],
+      responses: {
+        '200': ok('One job, or {data: [jobs]}.', json({ anyOf: [ref('InstallJob'), ref('InstallJobs')] })),
+        ...errors('400', '401', '403'),
+      },
+    },
+  },
+  '/v1/ui/models/package-sizes': {
+    get: {
+      tags: ['Installer'],
+      summary: "The catalogue's packages and their sizes",
+      description: 'Needs ui_management.',
+      responses: { '200': ok('The packages.', json(ref('PackageSizes'))), ...errors('401', '403') },
+    },
+  },
+  '/v1/ui/models/installed': {
+    get: {
+      tags: ['Installer'],
+      summary: 'The packages in the models root',
+      description: 'Needs ui_management.',
+      responses: {
+        '200': ok('The installed packages.', json(ref('InstalledPackages'))),
+        ...errors('401', '403'),
+      },
+    },
+  },
+  '/v1/ui/status/stream': {
+    get: {
+      tags: ['UI'],
+      summary: "The dashboard's live model list",
+      description: 'Needs ui (404 while it is off). The body of GET /v1/models, again whenever it changes.',
+      responses: {
+        '200': ok(
+          'The model list as it changes.',
+          sse('{object: "list", data: [...]} events; `: heartbeat` comments.'),
+        ),
+        ...errors('401', '403', '404'),
+      },
+    },
+  },
+  '/': {
+    get: {
+      tags: ['UI'],
+      summary: "The web UI's page",
+      description: 'Needs ui (404 while it is off).',
+      secured: false,
+      responses: {
+        '200': ok('The page.', { 'text/html': { schema: str() } }),
+        ...errors('404'),
+      },
+    },
+  },
+};
+
+/** The web UI's files: one path per file the server registered (the files of ui/ at startup). */
+const UI_FILE_TYPES: Record<string, string> = { html: 'text/html', js: 'text/javascript', css: 'text/css' };
+function uiFileOperation(path: string): Operation | undefined {
+  const type = UI_FILE_TYPES[path.slice(path.lastIndexOf('.') + 1)];
+  if (!path.startsWith('/ui/') || !type) return undefined;
+  return {
+    tags: ['UI'],
+    summary: `Web UI file ${path.slice(4)}`,
+    description: 'Needs ui (404 while it is off).',
+    secured: false,
+    responses: { '200': ok('The file.', { [type]: { schema: str() } }), ...errors('404') },
+  };
+}
+
+function operationObject(path: string, method: string, op: Operation): Obj {
+  const { secured, ...rest } = op;
+  return {
+    operationId:
+      `${method}${path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}` ||
+      method,
+    ...rest,
+    ...(secured === false ? { security: [] } : {}),
+  };
+}
+
+/** Builds the document for `routes` (the server's ROUTES); throws when one has no description. */
+export function buildOpenApi(routes: readonly Route[]): Obj {
+  const paths: Record<string, Obj> = {};
+  for (const route of routes) {
+    const method = route.method.toLowerCase();
+    const op =
+      OPERATIONS[route.path]?.[method] ?? (method === 'get' ? uiFileOperation(route.path) : undefined);
+    if (!op)
+      throw new Error(`openapi: ${route.method} ${route.path} has no description in src/http/openapi.ts`);
+    paths[route.path] ??= {};
+    (paths[route.path] as Obj)[method] = operationObject(route.path, method, op);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'voxd',
+      version: VERSION,
+      summary:
+        'Voice-model server: TTS, ASR, diarization and VAD over an audio.cpp- and OpenAI-compatible HTTP API.',
+      description: [
+        'Every error is the Error object. A path not listed answers 404 (components.responses.NotFound);',
+        'a listed path with another method answers 405 (components.responses.MethodNotAllowed).',
+        'OPTIONS on any path answers a 204 CORS preflight when cors_origins is "*" or ui is on.',
+        'A streamed response (text/event-stream, or raw audio) reports a failure after its headers inside the stream.',
+        'docs/api.md has every field, limit and example.',
+      ].join(' '),
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    servers: [{ url: '/' }],
+    tags: [
+      { name: 'Models', description: 'What the server holds.' },
+      { name: 'Audio', description: 'Speech, transcription and translation (OpenAI-style routes).' },
+      { name: 'Tasks', description: 'Any task on any model (audio.cpp routes).' },
+      { name: 'Management', description: 'Register, reconfigure and unload models.' },
+      { name: 'Installer', description: 'The models root and model downloads (ui_management).' },
+      { name: 'UI', description: 'The web UI (ui).' },
+      { name: 'Operations', description: 'Health, readiness, metrics and this document.' },
+    ],
+    security: [{ bearerAuth: [] }],
+    paths,
+    components: {
+      schemas,
+      responses,
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'An API key, `Authorization: Bearer <key>`, checked only when the server is configured with API keys (401 without a valid one, 403 when its scopes do not cover the route).',
+        },
+      },
+    },
+  };
+}

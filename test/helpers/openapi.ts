@@ -1,0 +1,131 @@
+/**
+ * Checks real responses against voxd's OpenAPI document (src/http/openapi.ts): the status must be
+ * one the operation documents, the Content-Type one of that response's media types, and a JSON body
+ * must match its schema (ajv, JSON Schema 2020-12, the dialect of OpenAPI 3.1).
+ */
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { buildOpenApi } from '../../src/http/openapi.js';
+import { ROUTES } from '../../src/http/server.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON
+type Json = any;
+
+export const OPENAPI: Json = buildOpenApi(ROUTES);
+const DOC_ID = 'https://voxd.invalid/openapi.json';
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+// The whole document is one schema resource, so each media type's schema is compiled by its JSON
+// pointer and its `#/components/schemas/...` references resolve inside the document.
+ajv.addSchema({ ...OPENAPI, $id: DOC_ID });
+const validators = new Map<string, ValidateFunction>();
+
+const pointer = (...parts: string[]) =>
+  parts.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
+
+function validatorAt(path: string): ValidateFunction {
+  let validate = validators.get(path);
+  if (!validate) {
+    validate = ajv.compile({ $ref: `${DOC_ID}#/${path}` });
+    validators.set(path, validate);
+  }
+  return validate;
+}
+
+/** A response object and the JSON pointer of it, following a `$ref` to components/responses. */
+function resolveResponse(response: Json, at: string): { response: Json; at: string } {
+  const target = response?.$ref as string | undefined;
+  if (!target) return { response, at };
+  const name = target.replace('#/components/responses/', '');
+  return { response: OPENAPI.components.responses[name], at: pointer('components', 'responses', name) };
+}
+
+/**
+ * Compiles the schema of every documented JSON and text response now (about a second), so that no
+ * checked request pays for it: some tests time their requests.
+ */
+export function compileAllResponseSchemas(): number {
+  const seen = new Set<string>();
+  const visit = (response: Json, at: string) => {
+    const found = resolveResponse(response, at);
+    for (const media of Object.keys(found.response.content ?? {}))
+      if (media === 'application/json' || media.startsWith('text/'))
+        seen.add(`${found.at}/${pointer('content', media, 'schema')}`);
+  };
+  for (const [path, item] of Object.entries(OPENAPI.paths) as [string, Json][])
+    for (const [method, op] of Object.entries(item) as [string, Json][])
+      for (const [status, response] of Object.entries(op.responses))
+        visit(response, pointer('paths', path, method, 'responses', status));
+  for (const name of Object.keys(OPENAPI.components.responses))
+    visit({ $ref: `#/components/responses/${name}` }, '');
+  // One call each too: the first call of a validator is slow as well.
+  for (const at of seen) validatorAt(at)(null);
+  return seen.size;
+}
+
+/**
+ * Throws when the response is not what the document says `method path` answers with `status`.
+ * `path` may carry a query string; `body` is the raw body (parsed here when it is JSON).
+ */
+export function assertMatchesOpenApi(
+  method: string,
+  path: string,
+  status: number,
+  headers: Headers | Record<string, string>,
+  body: Buffer | string,
+): void {
+  const bare = path.split('?')[0]!;
+  const m = method.toLowerCase();
+  const what = `${method} ${bare} -> ${status}`;
+  const item = OPENAPI.paths[bare];
+  let found: { response: Json; at: string };
+  // OPTIONS is the CORS preflight on any path (a 204 with no body, see the document's description).
+  if (m === 'options' && status === 204 && body.length === 0) return;
+  if (!item) {
+    if (status !== 404)
+      throw new Error(`openapi: ${what}: the path is not in the document, so only 404 is expected`);
+    found = resolveResponse({ $ref: '#/components/responses/NotFound' }, '');
+  } else if (!item[m]) {
+    if (status !== 405)
+      throw new Error(`openapi: ${what}: ${method} is not an operation of the path, so only 405 is expected`);
+    found = resolveResponse({ $ref: '#/components/responses/MethodNotAllowed' }, '');
+  } else {
+    const response = item[m].responses[String(status)];
+    if (!response)
+      throw new Error(
+        `openapi: ${what}: status not documented (documented: ${Object.keys(item[m].responses).join(', ')})`,
+      );
+    found = resolveResponse(response, pointer('paths', bare, m, 'responses', String(status)));
+  }
+  const get = (name: string) =>
+    headers instanceof Headers ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()] ?? null);
+  const contentType = (get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  const content = found.response.content as Record<string, Json> | undefined;
+  if (!content) {
+    if (body.length > 0) throw new Error(`openapi: ${what}: a body where the document gives none`);
+    return;
+  }
+  if (!(contentType in content))
+    throw new Error(
+      `openapi: ${what}: Content-Type ${contentType || '(none)'} not documented (documented: ${Object.keys(content).join(', ')})`,
+    );
+  const text = typeof body === 'string' ? body : body.toString('utf8');
+  let value: unknown;
+  if (contentType === 'application/json') {
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new Error(`openapi: ${what}: the body is not JSON: ${text.slice(0, 200)}`);
+    }
+  } else if (contentType.startsWith('text/')) value = text;
+  else return; // Binary audio: the schema says only that it is bytes.
+  const validate = validatorAt(`${found.at}/${pointer('content', contentType, 'schema')}`);
+  if (!validate(value))
+    throw new Error(
+      `openapi: ${what}: the body does not match the schema: ${describe(validate.errors)}; body: ${text.slice(0, 300)}`,
+    );
+}
+
+function describe(errors: ErrorObject[] | null | undefined): string {
+  return (errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message}`).join('; ');
+}
