@@ -10,12 +10,12 @@ import type { ServerConfig } from './config/types.js';
 import { createEngineCatalog, type EngineCatalog } from './engines/catalog.js';
 import { createHttpServer } from './http/server.js';
 import { Installer } from './models/installer.js';
+import { ModelsRoot } from './models/models-root.js';
 import { createLogger, type Logger, messageLog } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
-import { VERSION } from './version.js';
-import { ModelsRoot } from './models/models-root.js';
 import { Runtime } from './runtime/runtime.js';
 import type { Clock } from './util/clock.js';
+import { VERSION } from './version.js';
 
 /** How long cancelled requests have to send their answer before a shutdown cuts the connections. */
 const CUT_GRACE_MS = 300;
@@ -105,7 +105,10 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closing: Promise<void> | undefined;
-  logger.info({ url: `${config.tls ? 'https' : 'http'}://${host}:${address.port}`, version: VERSION }, 'started');
+  logger.info(
+    { url: `${config.tls ? 'https' : 'http'}://${host}:${address.port}`, version: VERSION },
+    'started',
+  );
   return {
     runtime,
     metrics,

@@ -183,7 +183,11 @@ export class EngineWorker<J extends object, R extends Reply> {
         discard();
         fail(
           shared > 1
-            ? new EngineRestarted(`its engine ${this.kind} ${what} while ${shared} requests ran on it`, true, first)
+            ? new EngineRestarted(
+                `its engine ${this.kind} ${what} while ${shared} requests ran on it`,
+                true,
+                first,
+              )
             : new EngineCrashed(`engine ${this.kind} ${what}`, { cause }),
         );
       };

@@ -302,7 +302,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       status = reply.status ?? 200;
       if (reply.stream) {
         await writeStream(res, reply.stream, config, clientGone.signal, (err) => {
-          if (!clientLeft(err, clientGone)) logger.error({ req_id: reqId, err }, `${method} ${path} stream failed`);
+          if (!clientLeft(err, clientGone))
+            logger.error({ req_id: reqId, err }, `${method} ${path} stream failed`);
         });
       } else if (!clientGone.aborted) writeReply(res, reply, draining);
     } catch (err) {

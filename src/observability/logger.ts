@@ -5,9 +5,8 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
 import type { LogLevel } from './log-levels.js';
 
-export type { Logger };
-
 export type { LogLevel } from './log-levels.js';
+export type { Logger };
 
 export interface LoggerOptions {
   level: LogLevel;
@@ -30,7 +29,9 @@ export function createLogger(options: LoggerOptions): LogOutput {
   else if (options.file) {
     // Asynchronous appends keep file I/O off the event loop; an exit flushes what is left.
     const file = pino.destination({ dest: options.file, append: true, sync: false });
-    file.on('error', (err: Error) => process.stderr.write(`voxd: log file ${options.file}: ${err.message}\n`));
+    file.on('error', (err: Error) =>
+      process.stderr.write(`voxd: log file ${options.file}: ${err.message}\n`),
+    );
     flush = () => {
       try {
         file.flushSync();
@@ -39,7 +40,8 @@ export function createLogger(options: LoggerOptions): LogOutput {
       }
     };
     destination = file;
-  } else if (process.stderr.isTTY) destination = { write: (line: string) => process.stderr.write(readable(line)) };
+  } else if (process.stderr.isTTY)
+    destination = { write: (line: string) => process.stderr.write(readable(line)) };
   else destination = { write: (line: string) => process.stderr.write(line) };
   const logger = pino(
     {
@@ -72,7 +74,9 @@ export function readable(line: string): string {
     return line;
   }
   const time = typeof record['time'] === 'string' ? record['time'].slice(11, 23) : '';
-  const level = String(record['level'] ?? '').toUpperCase().padEnd(5);
+  const level = String(record['level'] ?? '')
+    .toUpperCase()
+    .padEnd(5);
   let out = `${time} ${level} ${String(record['msg'] ?? '')}`;
   let stack = '';
   for (const [key, value] of Object.entries(record)) {

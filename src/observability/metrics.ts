@@ -146,7 +146,12 @@ export class Metrics {
         this.set(loaded);
       },
     });
-    new Gauge({ name: 'voxd_info', help: 'Always 1; the server version as a label', labelNames: ['version'], registers })
+    new Gauge({
+      name: 'voxd_info',
+      help: 'Always 1; the server version as a label',
+      labelNames: ['version'],
+      registers,
+    })
       .labels(version)
       .set(1);
   }
@@ -155,7 +160,10 @@ export class Metrics {
   observeHttp(route: string, method: string, status: number, seconds: number): void {
     const m = METHODS.has(method) ? method : 'OTHER';
     let byMethod = this.#http.get(route);
-    if (!byMethod) this.#http.set(route, (byMethod = new Map()));
+    if (!byMethod) {
+      byMethod = new Map();
+      this.#http.set(route, byMethod);
+    }
     let children = byMethod.get(m);
     if (!children) {
       children = { duration: this.#httpDuration.labels(route, m), byStatus: new Map() };
@@ -172,7 +180,10 @@ export class Metrics {
 
   #model(model: string, task: string): ModelChildren {
     let byTask = this.#models.get(model);
-    if (!byTask) this.#models.set(model, (byTask = new Map()));
+    if (!byTask) {
+      byTask = new Map();
+      this.#models.set(model, byTask);
+    }
     let children = byTask.get(task);
     if (!children) {
       children = {
@@ -197,7 +208,10 @@ export class Metrics {
 
   queueWait(model: string, seconds: number): void {
     let child = this.#queueWaitOf.get(model);
-    if (!child) this.#queueWaitOf.set(model, (child = this.#queueWait.labels(model)));
+    if (!child) {
+      child = this.#queueWait.labels(model);
+      this.#queueWaitOf.set(model, child);
+    }
     child.observe(seconds);
   }
 

@@ -26,10 +26,10 @@ import type {
 } from '../engines/types.js';
 import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
 import { PACKAGE_ID } from '../models/catalog.js';
-import type { Metrics, ModelSample } from '../observability/metrics.js';
-import { traceOf } from '../observability/request-trace.js';
 import type { Installer } from '../models/installer.js';
 import type { ModelsRoot } from '../models/models-root.js';
+import type { Metrics, ModelSample } from '../observability/metrics.js';
+import { traceOf } from '../observability/request-trace.js';
 import { type Clock, systemClock } from '../util/clock.js';
 import { type AbortSource, LazyAbort } from '../util/lazy-abort.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
@@ -512,7 +512,12 @@ export class Runtime {
     signal: InferenceOptions['signal'],
   ): void {
     const audio = result.audio ?? request.audio;
-    this.#metrics?.ran(entry.id, entry.config.task, wallMs / 1000, audio ? durationMs(audio) / 1000 : undefined);
+    this.#metrics?.ran(
+      entry.id,
+      entry.config.task,
+      wallMs / 1000,
+      audio ? durationMs(audio) / 1000 : undefined,
+    );
     const trace = traceOf(signal);
     if (trace) {
       trace.model = entry.id;

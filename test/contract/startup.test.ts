@@ -11,7 +11,16 @@ import { createEngineCatalog } from '../../src/engines/catalog.js';
 import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js';
 import { VoxdError } from '../../src/errors.js';
 import { configFolder, LISTENING, VoxdProcess } from '../helpers/cli.js';
-import { errorOf, fixtureModel, get, post, quietLogger, reportOf, startServer, waitUntil } from '../helpers/voxd.js';
+import {
+  errorOf,
+  fixtureModel,
+  get,
+  post,
+  quietLogger,
+  reportOf,
+  startServer,
+  waitUntil,
+} from '../helpers/voxd.js';
 import { COUNTS, listed, pick, readyView, unloadedView } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 

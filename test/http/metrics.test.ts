@@ -5,7 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { get, post, request, runTask, startServer, type TestServer, fixtureModel, waitUntil } from '../helpers/voxd.js';
+import {
+  fixtureModel,
+  get,
+  post,
+  request,
+  runTask,
+  startServer,
+  type TestServer,
+  waitUntil,
+} from '../helpers/voxd.js';
 
 interface Sample {
   name: string;
@@ -53,7 +62,7 @@ async function scrape(s: TestServer): Promise<Scrape> {
 }
 
 /** The value of the one sample of `name` whose labels include `labels`; 0 when there is none. */
-function valueOf(m: Scrape, name: string, labels: Record<string, string> = {}): number {
+function sampleOf(m: Scrape, name: string, labels: Record<string, string> = {}): number {
   const found = m.samples.filter(
     (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
   );
@@ -98,17 +107,17 @@ describe('GET /metrics', () => {
       nodejs_eventloop_lag_seconds: 'gauge',
     };
     for (const [name, type] of Object.entries(expected)) assert.equal(m.types.get(name), type, name);
-    assert.equal(valueOf(m, 'voxd_info'), 1);
+    assert.equal(sampleOf(m, 'voxd_info'), 1);
     assert.match(m.samples.find((x) => x.name === 'voxd_info')!.labels['version']!, /^\d+\.\d+\.\d+/);
-    assert.equal(valueOf(m, 'voxd_models_loaded'), 3);
-    assert.equal(valueOf(m, 'voxd_slots', { model: 'm' }), 1);
+    assert.equal(sampleOf(m, 'voxd_models_loaded'), 3);
+    assert.equal(sampleOf(m, 'voxd_slots', { model: 'm' }), 1);
   });
 
   test('requests are counted by route template, method and status; unknown paths share one label', async () => {
     const before = await scrape(s);
     const route = '/v1/tasks/run';
     const count = (m: Scrape, status: string) =>
-      valueOf(m, 'voxd_http_requests_total', { route, method: 'POST', status });
+      sampleOf(m, 'voxd_http_requests_total', { route, method: 'POST', status });
     const ok = 3;
     const bad = 2;
     for (let i = 0; i < ok; i++) assert.equal((await runTask(s, 'm')).status, 200);
@@ -119,44 +128,59 @@ describe('GET /metrics', () => {
     assert.equal(count(m, '200') - count(before, '200'), ok);
     assert.equal(count(m, '400') - count(before, '400'), bad);
     const durations = (x: Scrape) =>
-      valueOf(x, 'voxd_http_request_duration_seconds_count', { route, method: 'POST' });
+      sampleOf(x, 'voxd_http_request_duration_seconds_count', { route, method: 'POST' });
     assert.equal(durations(m) - durations(before), ok + bad);
-    assert.equal(valueOf(m, 'voxd_http_requests_total', { route: 'unknown', method: 'GET', status: '404' }), 2);
+    assert.equal(
+      sampleOf(m, 'voxd_http_requests_total', { route: 'unknown', method: 'GET', status: '404' }),
+      2,
+    );
     assert.ok(!m.samples.some((x) => x.labels['route']?.startsWith('/no/')), 'a client path became a label');
     // Runs and their waits, by model: each ok request was admitted once and ran once.
-    const runs = (x: Scrape) => valueOf(x, 'voxd_model_requests_total', { model: 'm', task: 'asr', outcome: 'ok' });
+    const runs = (x: Scrape) =>
+      sampleOf(x, 'voxd_model_requests_total', { model: 'm', task: 'asr', outcome: 'ok' });
     assert.equal(runs(m) - runs(before), ok);
-    const waits = (x: Scrape) => valueOf(x, 'voxd_queue_wait_seconds_count', { model: 'm' });
+    const waits = (x: Scrape) => sampleOf(x, 'voxd_queue_wait_seconds_count', { model: 'm' });
     assert.equal(waits(m) - waits(before), ok);
-    const inference = (x: Scrape) => valueOf(x, 'voxd_inference_duration_seconds_count', { model: 'm', task: 'asr' });
+    const inference = (x: Scrape) =>
+      sampleOf(x, 'voxd_inference_duration_seconds_count', { model: 'm', task: 'asr' });
     assert.equal(inference(m) - inference(before), ok);
   });
 
   test('a speech run observes its realtime factor', async () => {
-    const res = await post(s.url, '/v1/audio/speech', { model: 'tts', input: 'hello there', response_format: 'wav' });
+    const res = await post(s.url, '/v1/audio/speech', {
+      model: 'tts',
+      input: 'hello there',
+      response_format: 'wav',
+    });
     assert.equal(res.status, 200);
     const m = await scrape(s);
-    assert.equal(valueOf(m, 'voxd_realtime_factor_count', { model: 'tts', task: 'tts' }), 1);
+    assert.equal(sampleOf(m, 'voxd_realtime_factor_count', { model: 'tts', task: 'tts' }), 1);
   });
 
   test('the gauges show a slot held by a gated run and a request queued behind it', async () => {
     const gate = s.gate('run');
     const first = runTask(s, 'm', { run_gate: gate.path });
-    await waitUntil('the first run holds the slot', async () => valueOf(await scrape(s), 'voxd_active_slots', { model: 'm' }) === 1);
+    await waitUntil(
+      'the first run holds the slot',
+      async () => sampleOf(await scrape(s), 'voxd_active_slots', { model: 'm' }) === 1,
+    );
     const second = runTask(s, 'm', { run_gate: gate.path });
-    await waitUntil('the second request queues', async () => valueOf(await scrape(s), 'voxd_queued_requests', { model: 'm' }) === 1);
+    await waitUntil(
+      'the second request queues',
+      async () => sampleOf(await scrape(s), 'voxd_queued_requests', { model: 'm' }) === 1,
+    );
     const held = await scrape(s);
-    assert.equal(valueOf(held, 'voxd_active_slots', { model: 'm' }), 1);
-    assert.equal(valueOf(held, 'voxd_queued_requests', { model: 'm' }), 1);
-    const waits = valueOf(held, 'voxd_queue_wait_seconds_count', { model: 'm' });
+    assert.equal(sampleOf(held, 'voxd_active_slots', { model: 'm' }), 1);
+    assert.equal(sampleOf(held, 'voxd_queued_requests', { model: 'm' }), 1);
+    const waits = sampleOf(held, 'voxd_queue_wait_seconds_count', { model: 'm' });
     await gate.open();
     assert.equal((await first).status, 200);
     assert.equal((await second).status, 200);
     const done = await scrape(s);
-    assert.equal(valueOf(done, 'voxd_active_slots', { model: 'm' }), 0);
-    assert.equal(valueOf(done, 'voxd_queued_requests', { model: 'm' }), 0);
+    assert.equal(sampleOf(done, 'voxd_active_slots', { model: 'm' }), 0);
+    assert.equal(sampleOf(done, 'voxd_queued_requests', { model: 'm' }), 0);
     // The queued request's wait is observed once it gets its slot.
-    assert.equal(valueOf(done, 'voxd_queue_wait_seconds_count', { model: 'm' }), waits + 1);
+    assert.equal(sampleOf(done, 'voxd_queue_wait_seconds_count', { model: 'm' }), waits + 1);
   });
 
   test('a streamed request observes its first output', async () => {
@@ -164,7 +188,7 @@ describe('GET /metrics', () => {
     assert.equal(res.status, 200);
     const m = await scrape(s);
     assert.equal(
-      valueOf(m, 'voxd_stream_first_output_seconds_count', { model: 'live', route: '/v1/tasks/stream' }),
+      sampleOf(m, 'voxd_stream_first_output_seconds_count', { model: 'live', route: '/v1/tasks/stream' }),
       1,
     );
   });
@@ -172,13 +196,19 @@ describe('GET /metrics', () => {
   test('a busy request sent away is counted as rejected', async () => {
     const gate = s.gate('busy');
     const held = runTask(s, 'm', { run_gate: gate.path });
-    await waitUntil('the run holds the slot', async () => valueOf(await scrape(s), 'voxd_active_slots', { model: 'm' }) === 1);
+    await waitUntil(
+      'the run holds the slot',
+      async () => sampleOf(await scrape(s), 'voxd_active_slots', { model: 'm' }) === 1,
+    );
     const refused = await post(s.url, '/v1/tasks/run', { model: 'm', text: 'x', busy_timeout_ms: 0 });
     assert.equal(refused.status, 503, refused.body.toString());
     await gate.open();
     assert.equal((await held).status, 200);
     const m = await scrape(s);
-    assert.equal(valueOf(m, 'voxd_model_requests_total', { model: 'm', task: 'asr', outcome: 'rejected' }), 1);
+    assert.equal(
+      sampleOf(m, 'voxd_model_requests_total', { model: 'm', task: 'asr', outcome: 'rejected' }),
+      1,
+    );
   });
 
   test('every response carries an X-Request-Id, /metrics too', async () => {
@@ -192,8 +222,8 @@ test('a runner that crashes is counted in voxd_runner_restarts_total', async () 
   try {
     assert.equal((await runTask(s, 'a', { crash: 'true' })).status, 500);
     const m = parseExposition((await get(s.url, '/metrics')).body.toString('utf8'));
-    assert.equal(valueOf(m, 'voxd_runner_restarts_total', { model: 'a' }), 1);
-    assert.equal(valueOf(m, 'voxd_model_requests_total', { model: 'a', task: 'asr', outcome: 'error' }), 1);
+    assert.equal(sampleOf(m, 'voxd_runner_restarts_total', { model: 'a' }), 1);
+    assert.equal(sampleOf(m, 'voxd_model_requests_total', { model: 'a', task: 'asr', outcome: 'error' }), 1);
   } finally {
     await s.close();
   }
