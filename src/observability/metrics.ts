@@ -103,14 +103,14 @@ export class Metrics {
     });
     this.#firstOutput = new Histogram({
       name: 'voxd_stream_first_output_seconds',
-      help: 'Time from a streamed request arriving to its first audio or text',
+      help: "Time from a streamed run's start (after admission) to its first audio or text, as ttft_ms",
       labelNames: ['model', 'route'],
       buckets: LATENCY_BUCKETS,
       registers,
     });
     this.#restarts = new Counter({
       name: 'voxd_runner_restarts_total',
-      help: 'Engine runners lost while serving requests (crashed, or killed to stop a cancelled run)',
+      help: 'Engine runners lost under requests: crashed, or killed to stop one request while others ran on it',
       labelNames: ['model'],
       registers,
     });
