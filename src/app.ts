@@ -85,6 +85,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     freeMemoryMb: options.freeMemoryMb,
     log,
     metrics,
+    logger,
   });
   runtimeRef = runtime;
   await runtime.start();

@@ -28,6 +28,7 @@ import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
 import { PACKAGE_ID } from '../models/catalog.js';
 import type { Installer } from '../models/installer.js';
 import type { ModelsRoot } from '../models/models-root.js';
+import type { Logger } from '../observability/logger.js';
 import type { Metrics, ModelSample } from '../observability/metrics.js';
 import { traceOf } from '../observability/request-trace.js';
 import { type Clock, systemClock } from '../util/clock.js';
@@ -52,6 +53,8 @@ export interface RuntimeDeps {
   log?: (message: string) => void;
   /** Where runs, waits and outcomes are counted. */
   metrics?: Metrics;
+  /** Model loads and unloads are logged here, with the model id as a field. */
+  logger?: Logger;
 }
 
 export interface InferenceOptions {
@@ -167,6 +170,7 @@ export class Runtime {
       admitLoad: (entry, build) => this.residency.admitLoad(entry, build),
       shutdownSignal: this.#shutdown.signal,
       warn: this.#log,
+      event: deps.logger ? (fields, message) => deps.logger!.info(fields, message) : undefined,
     };
   }
 

@@ -175,6 +175,12 @@ test('log_level filters: warn keeps faults and drops request lines; debug shows 
     // Startup lines are info; without --log a request line would be debug, below the default level.
     assert.ok(info.records.some((r) => r.msg === 'started'));
     assert.ok(!info.records.some((r) => r.req_id !== undefined));
+    // Loads and unloads are lines of their own, with the model id as a field.
+    const loaded = info.records.find((r) => r.msg === 'model loaded');
+    assert.equal(loaded?.model, 'm');
+    assert.equal(loaded?.slots, 1);
+    assert.equal((await post(info.url, '/v1/tasks/unload_all_models', {})).status, 200);
+    assert.equal(info.records.find((r) => r.msg === 'model unloaded')?.model, 'm');
   } finally {
     await info.close();
   }
