@@ -24,7 +24,8 @@ import {
 import { COUNTS, listed, pick, readyView, unloadedView } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 
-const SCOPE_LINE = /^\[voxd\] parallel runtime \(--parallel-jobs, experimental\): validated scope.*$/gm;
+/** The scope line's message, in a JSON log line on stderr. */
+const SCOPE_LINE = /"msg":"parallel runtime \(--parallel-jobs, experimental\): validated scope[^"]*"/g;
 const configs = configFolder('voxd-contract-startup-');
 
 /** Loads a config file exactly as `voxd serve --config` does, with or without --parallel-jobs. */
