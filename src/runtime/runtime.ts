@@ -353,6 +353,8 @@ export class Runtime {
         watchdog.unref();
       }
     }
+    // Whether the outcome was counted: a run's own failure is, a failed load before it is not yet.
+    let counted = false;
     try {
       // A ready pool is taken without the hop through ensureReady's promise.
       const state = entry.state;
@@ -395,6 +397,7 @@ export class Runtime {
           inputSampleRate: pool.weights.audioInput.sampleRate,
         };
       } catch (err) {
+        counted = true;
         this.#metrics?.outcome(entry.id, entry.config.task, run.aborted && !overran ? 'cancelled' : 'error');
         if (overran && !client.aborted) throw overran;
         if (run.aborted) throw run.reason;
@@ -417,6 +420,9 @@ export class Runtime {
         checkin();
         entry.touch();
       }
+    } catch (err) {
+      if (!counted) this.#metrics?.outcome(entry.id, entry.config.task, run.aborted ? 'cancelled' : 'error');
+      throw err;
     } finally {
       client.removeEventListener('abort', onClientAbort);
       this.#running.delete(run);

@@ -218,13 +218,22 @@ describe('GET /metrics', () => {
   });
 });
 
-test('a runner that crashes is counted in voxd_runner_restarts_total', async () => {
-  const s = await startServer({ models: [fixtureModel('a')] }, { parallel: true });
+test('a runner that crashes is counted in voxd_runner_restarts_total; a failed load is an error', async () => {
+  const s = await startServer(
+    { models: [fixtureModel('a'), fixtureModel('bad', { lazy: true, load_options: { fail_load: true } })] },
+    { parallel: true },
+  );
   try {
+    assert.equal((await runTask(s, 'bad')).status, 500);
     assert.equal((await runTask(s, 'a', { crash: 'true' })).status, 500);
     const m = parseExposition((await get(s.url, '/metrics')).body.toString('utf8'));
     assert.equal(sampleOf(m, 'voxd_runner_restarts_total', { model: 'a' }), 1);
     assert.equal(sampleOf(m, 'voxd_model_requests_total', { model: 'a', task: 'asr', outcome: 'error' }), 1);
+    assert.equal(
+      sampleOf(m, 'voxd_model_requests_total', { model: 'bad', task: 'asr', outcome: 'error' }),
+      1,
+    );
+    assert.equal(sampleOf(m, 'voxd_runner_restarts_total', { model: 'bad' }), 0);
   } finally {
     await s.close();
   }
