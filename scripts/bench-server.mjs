@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { startVoxd } from '../dist/src/app.js';
 import { loadServerConfig } from '../dist/src/config/server-config.js';
 import { createEngineCatalog } from '../dist/src/engines/catalog.js';
+import { createLogger } from '../dist/src/observability/logger.js';
 
 export const SENTENCE =
   'The quick brown fox jumps over the lazy dog while seven happy children watch from the old wooden bridge today.';
@@ -19,5 +20,5 @@ export async function startBenchServer(dir, models) {
     overrides: { port: 0, parallel_jobs: true, enable_fixture: true },
     knownFamilies: [...catalog.keys()],
   });
-  return startVoxd({ config, catalog, log: () => {} });
+  return startVoxd({ config, catalog, logger: createLogger({ level: 'silent' }).logger });
 }

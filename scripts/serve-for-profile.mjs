@@ -5,6 +5,7 @@
 import { startVoxd } from '../dist/src/app.js';
 import { loadServerConfig } from '../dist/src/config/server-config.js';
 import { createEngineCatalog } from '../dist/src/engines/catalog.js';
+import { createLogger } from '../dist/src/observability/logger.js';
 
 const catalog = createEngineCatalog();
 const { config } = loadServerConfig({
@@ -12,7 +13,7 @@ const { config } = loadServerConfig({
   overrides: { port: 0, enable_fixture: true },
   knownFamilies: [...catalog.keys()],
 });
-const voxd = await startVoxd({ config, catalog, log: () => {} });
+const voxd = await startVoxd({ config, catalog, logger: createLogger({ level: 'silent' }).logger });
 process.on('SIGTERM', async () => {
   await voxd.close();
   process.exit(0);

@@ -13,8 +13,11 @@ import { createEngineCatalog, type EngineCatalog } from './engines/catalog.js';
 import { createHttpServer } from './http/server.js';
 import { Installer } from './models/installer.js';
 import { ModelsRoot } from './models/models-root.js';
+import { createLogger, type Logger, messageLog } from './observability/logger.js';
+import { Metrics } from './observability/metrics.js';
 import { Runtime } from './runtime/runtime.js';
 import type { Clock } from './util/clock.js';
+import { VERSION } from './version.js';
 
 /** How long cancelled requests have to send their answer before a shutdown cuts the connections. */
 const CUT_GRACE_MS = 300;
@@ -26,11 +29,13 @@ export interface StartOptions {
   installerFor?: (root: string) => Promise<Installer>;
   clock?: Clock;
   freeMemoryMb?: () => Promise<number>;
-  log?: (message: string) => void;
+  /** The log; by default JSON lines on stderr at the config's log_level. */
+  logger?: Logger;
 }
 
 export interface Voxd {
   runtime: Runtime;
+  metrics: Metrics;
   /** ffmpeg as found at startup (what formats the server can serve). */
   codec: Codec;
   server: Server;
@@ -92,23 +97,30 @@ export function checkStartup(config: ServerConfig): void {
 export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const { config } = options;
   checkStartup(config);
-  const log = options.log ?? ((message: string) => process.stderr.write(`[voxd] ${message}\n`));
+  const logger = options.logger ?? createLogger({ level: config.log_level }).logger;
+  const log = messageLog(logger);
   const allFamilies = options.catalog ?? createEngineCatalog();
   // Without the flag the runtime cannot build the fixture at all, whatever names it (a package too).
   const catalog = config.enable_fixture
     ? allFamilies
     : new Map([...allFamilies].filter(([name]) => name !== FIXTURE_FAMILY));
   const modelsRoot = await openModelsRoot(config, catalog, options.installerFor);
+  // The runtime is made below; the gauges read it only when scraped, by then it exists.
+  let runtimeRef: Runtime | undefined;
+  const metrics = new Metrics(VERSION, () => runtimeRef?.samples() ?? []);
   const runtime = new Runtime(config, {
     catalog,
     modelsRoot,
     clock: options.clock,
     freeMemoryMb: options.freeMemoryMb,
     log,
+    metrics,
+    logger,
   });
+  runtimeRef = runtime;
   await runtime.start();
   const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), { timeoutMs: config.ffmpeg_timeout_ms });
-  const http = createHttpServer(runtime, config, { log, logRequests: config.log, codec });
+  const http = createHttpServer(runtime, config, { log, logger, metrics, logRequests: config.log, codec });
   const { server } = http;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -120,12 +132,17 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   // Once listening, the server emits 'error' when accept() fails (out of memory or socket buffers;
   // out of file descriptors once libuv's reserve descriptor is used up). Unheard it would end the
   // process; the connection is lost, the server keeps listening.
-  server.on('error', (err) => log(`server: ${err.message}`));
+  server.on('error', (err) => logger.warn({ err }, 'server: accept failed'));
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closing: Promise<void> | undefined;
+  logger.info(
+    { url: `${config.tls ? 'https' : 'http'}://${host}:${address.port}`, version: VERSION },
+    'started',
+  );
   return {
     runtime,
+    metrics,
     codec,
     server,
     url: `${config.tls ? 'https' : 'http'}://${host}:${address.port}`,
@@ -138,11 +155,13 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
         const deadline = config.shutdown_timeout_ms;
         // Cancelled requests get a moment to answer their 503 before every connection is cut.
         const cutTimer = deadline > 0 ? setTimeout(() => http.cut(), deadline + CUT_GRACE_MS) : undefined;
+        logger.info('shutting down');
         try {
           await Promise.all([http.drain(), runtimeClosed, installsStopped]);
         } finally {
           clearTimeout(cutTimer);
         }
+        logger.info('stopped');
       })();
       return closing;
     },

@@ -82,6 +82,7 @@ Security (docs/configuration.md#api-keys):
 Logging:
   --log                         log requests to stderr (default off)
   --log-file <path>             write the log to this file instead of stderr
+  --log-level <level>           trace, debug, info, warn, error, fatal or silent (default info)
 
   --version                     print the version and exit
   -h, --help                    print this help and exit
@@ -134,6 +135,7 @@ const VALUE_FLAGS = new Map<string, ValueFlag>(
     '--log-file': (out, value, flag) => {
       out.overrides.log_file = nonEmpty(value, flag);
     },
+    '--log-level': text('log_level'),
     '--backend': text('backend'),
     '--device': integer('device'),
     '--threads': integer('threads'),

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** The `voxd` command. `voxd serve` starts the server; flags alone mean `serve`, as audiocpp_server takes them. */
-import { appendFileSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { startVoxd, type Voxd } from '../app.js';
 import { ConfigError } from '../config/errors.js';
 import { loadServerConfig } from '../config/server-config.js';
@@ -8,6 +8,7 @@ import { createEngineCatalog, parallelScope } from '../engines/catalog.js';
 import { killRunnerProcesses } from '../engines/engine-worker.js';
 import { killFestivalProcesses } from '../engines/festival/festival-process.js';
 import { VoxdError } from '../errors.js';
+import { createLogger, messageLog } from '../observability/logger.js';
 import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
 import { runModels } from './models.js';
@@ -58,9 +59,9 @@ async function serve(argv: string[]): Promise<void> {
     overrides: args.overrides,
     knownFamilies: [...catalog.keys()],
   });
-  const log = config.log_file
-    ? (message: string) => appendFileSync(config.log_file!, `${new Date().toISOString()} ${message}\n`)
-    : (message: string) => process.stderr.write(`[voxd] ${message}\n`);
+  const output = createLogger({ level: config.log_level, file: config.log_file });
+  const { logger } = output;
+  const log = messageLog(logger);
   for (const notice of notices) log(`notice: ${notice.message}`);
   if (config.parallel_jobs) log(parallelScope(catalog));
 
@@ -74,8 +75,8 @@ async function serve(argv: string[]): Promise<void> {
   const exitNow = (code: number, message: string): never => {
     killRunnerProcesses();
     killFestivalProcesses();
-    if (!config.log_file) return hardExit(code, `[voxd] ${message}\n`);
-    log(message);
+    logger.info(message);
+    output.flush();
     return hardExit(code);
   };
   /**
@@ -103,14 +104,17 @@ async function serve(argv: string[]): Promise<void> {
     );
     if (deadline > 0) exitBy(deadline + SHUTDOWN_MARGIN_MS);
     voxd.close().then(
-      () => hardExit(0),
+      () => {
+        output.flush();
+        hardExit(0);
+      },
       (err: unknown) =>
         hardExit(1, `voxd: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`),
     );
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
-  voxd = await startVoxd({ config, catalog, log });
+  voxd = await startVoxd({ config, catalog, logger });
   log(voxd.codec.describe());
   // Announce only once the handlers are in place: a supervisor may send SIGTERM as soon as it reads this.
   process.stderr.write(`voxd listening on ${voxd.url}\n`);

@@ -7,6 +7,7 @@ import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { showValue } from '../errors.js';
+import { LOG_LEVELS, type LogLevel } from '../observability/log-levels.js';
 import { keysFromConfig, keysFromEnv, keysFromFile, parseOpenEndpoints } from './api-keys.js';
 import { defaultModelsRoot } from './data-dir.js';
 import { EMBEDDED_MODELS } from './embedded-models.js';
@@ -49,6 +50,7 @@ export interface CliOverrides {
   cors_origins?: string;
   parallel_jobs?: boolean;
   log?: boolean;
+  log_level?: string;
   /** Relative paths resolve against the process cwd, not the config folder. */
   log_file?: string;
   backend?: string;
@@ -86,6 +88,7 @@ const FILE_KEYS = new Set([
   'threads',
   'lazy_load',
   'log_request_body',
+  'log_level',
   'max_request_body_bytes',
   'body_timeout_ms',
   'chunking_vad_model',
@@ -152,6 +155,7 @@ const FLAGS = {
   frontend_listener: '--frontend-listener',
   api_keys_file: '--api-keys-file',
   insecure: '--insecure',
+  log_level: '--log-level',
 } as const satisfies Partial<Record<keyof CliOverrides, string>>;
 
 /**
@@ -235,6 +239,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
       }
       return on;
     }),
+    log_level: read('log_level', 'info' as LogLevel, (s) => expectOneOf(s.value, s.key, LOG_LEVELS)),
     max_request_body_bytes: count('max_request_body_bytes', DEFAULT_MAX_BODY_BYTES),
     body_timeout_ms: count('body_timeout_ms', 30_000),
     chunking_vad_model: read('chunking_vad_model', 'silero-vad', (s) =>

@@ -108,6 +108,8 @@ export interface ServerConfig {
   log: boolean;
   log_file?: string;
   log_request_body: boolean;
+  /** The least severe log level written (`--log-level`); request lines are info with --log, else debug. */
+  log_level: import('../observability/log-levels.js').LogLevel;
   max_request_body_bytes: number;
   /** A request body (JSON or multipart) that sends nothing for this long is answered 408; 0 = no limit. */
   body_timeout_ms: number;

@@ -48,6 +48,8 @@ export class EngineRestarted extends Error {
     message: string,
     /** True when the runner died by itself (a fault the model may have), false when it was killed. */
     readonly crashed: boolean,
+    /** True for one of the calls lost with the runner, so that a loss is counted once. */
+    readonly firstOfRunner = true,
   ) {
     super(message);
   }
@@ -175,12 +177,17 @@ export class EngineWorker<J extends object, R extends Reply> {
       // The runner died by itself: this call's fault when it was alone on it, nobody's in
       // particular when several shared it.
       const lost = (what: string, cause?: Error) => {
+        const first = runner.lostWith === undefined;
         runner.lostWith ??= runner.calls.size;
         const shared = runner.lostWith;
         discard();
         fail(
           shared > 1
-            ? new EngineRestarted(`its engine ${this.kind} ${what} while ${shared} requests ran on it`, true)
+            ? new EngineRestarted(
+                `its engine ${this.kind} ${what} while ${shared} requests ran on it`,
+                true,
+                first,
+              )
             : new EngineCrashed(`engine ${this.kind} ${what}`, { cause }),
         );
       };
@@ -192,7 +199,11 @@ export class EngineWorker<J extends object, R extends Reply> {
         // Work already in native code cannot be interrupted: only ending the runner stops it. The
         // other calls on it are lost with it, and told so at once.
         const why = `its engine runner was stopped because another request on it was cancelled (${describe(signal.reason)})`;
-        for (const other of [...runner.calls]) other(new EngineRestarted(why, false));
+        let first = true;
+        for (const other of [...runner.calls]) {
+          other(new EngineRestarted(why, false, first));
+          first = false;
+        }
         discard();
         reject(signal.reason);
       };

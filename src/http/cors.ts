@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServerConfig } from '../config/types.js';
 
-const EXPOSED = 'X-AudioCPP-Wall-Ms, X-AudioCPP-Audio-Duration-Ms, X-AudioCPP-RTF';
+const EXPOSED = 'X-AudioCPP-Wall-Ms, X-AudioCPP-Audio-Duration-Ms, X-AudioCPP-RTF, X-Request-Id';
 
 export function applyCors(req: IncomingMessage, res: ServerResponse, config: ServerConfig): void {
   const origin = req.headers.origin;

@@ -9,8 +9,12 @@ import type { Duplex } from 'node:stream';
 import type { Codec } from '../audio/ffmpeg.js';
 import type { ServerConfig } from '../config/types.js';
 import { notFound, VoxdError } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import { type Metrics, UNKNOWN_ROUTE } from '../observability/metrics.js';
+import { requestIdOf } from '../observability/request-id.js';
+import { RequestTrace } from '../observability/request-trace.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { LazyAbort } from '../util/lazy-abort.js';
+import type { LazyAbort } from '../util/lazy-abort.js';
 import { requestEnded, requestStarted } from '../util/release-memory.js';
 import { authorize } from './auth.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
@@ -19,6 +23,7 @@ import { EventStream } from './event-stream.js';
 import type { Reply, Route, RouteContext, StreamReply } from './route.js';
 import { installerRoutes } from './routes/installer.js';
 import { managementRoutes } from './routes/management.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { modelRoutes } from './routes/models.js';
 import { modelsRootRoutes } from './routes/models-root.js';
 import { openapiRoutes } from './routes/openapi.js';
@@ -37,12 +42,16 @@ export const ROUTES: readonly Route[] = [
   ...installerRoutes,
   ...uiRoutes,
   ...openapiRoutes(() => ROUTES),
+  ...metricsRoutes,
 ];
 
 export interface HttpOptions {
+  /** The runtime's message log, handed to routes. */
   log: (message: string) => void;
+  logger: Logger;
+  metrics: Metrics;
   codec: Codec;
-  /** Log one line per request (`--log`). */
+  /** Log each request's line at info (`--log`); without it the lines are debug. */
   logRequests: boolean;
 }
 
@@ -93,6 +102,7 @@ class RequestContext implements RouteContext {
     readonly log: (message: string) => void,
     readonly clientGone: LazyAbort,
     readonly codec: Codec,
+    readonly metrics: Metrics,
   ) {
     this.#url = url;
   }
@@ -211,8 +221,15 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   let draining = false;
   // Connections and whether a request is in progress on them, so a drain can drop the others.
   const connections = new Map<Socket, number>();
+  const { logger, metrics } = options;
+  // Levels are fixed for the server's life: the check is made once, not per request.
+  const requestLevel = options.logRequests ? 'info' : 'debug';
+  const logRequests = logger.isLevelEnabled(requestLevel);
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const started = options.logRequests ? performance.now() : 0;
+    const started = performance.now();
+    const reqId = requestIdOf(req.headers['x-request-id']);
+    // Set before anything is written, so every response carries it: errors, preflights, streams.
+    res.setHeader('X-Request-Id', reqId);
     const target = req.url ?? '/';
     const query = target.indexOf('?');
     const rawPath = query < 0 ? target : target.slice(0, query);
@@ -223,7 +240,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       path = url.pathname;
     }
     const method = req.method ?? 'GET';
-    const clientGone = new LazyAbort();
+    const clientGone = new RequestTrace();
+    let routeLabel = UNKNOWN_ROUTE;
     const socket = req.socket;
     /** Why the connection closed before the response was done, for the request's log line. */
     let cutShort: { status: number; why: string } | undefined;
@@ -259,10 +277,11 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     // end the process; it means voxd has nothing more to send, so it is logged and dropped.
     res.on('error', (err) => {
       if (!clientLeft(err, clientGone))
-        options.log(`${method} ${path} response failed: ${describeError(err)}`);
+        logger.error({ req_id: reqId, err }, `${method} ${path} response failed`);
     });
     applyCors(req, res, config);
     let status = 200;
+    if (ROUTES_BY_PATH.has(path)) routeLabel = path;
     try {
       if (method === 'OPTIONS' && preflightEnabled(config)) {
         status = 204;
@@ -274,13 +293,23 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         new URL(target, BASE).searchParams.get('api_key'),
       );
       if (route instanceof VoxdError) throw route;
-      const ctx = new RequestContext(req, res, url, runtime, config, options.log, clientGone, options.codec);
+      const ctx = new RequestContext(
+        req,
+        res,
+        url,
+        runtime,
+        config,
+        options.log,
+        clientGone,
+        options.codec,
+        metrics,
+      );
       const reply = await route.handler(ctx);
       status = reply.status ?? 200;
       if (reply.stream) {
         await writeStream(res, reply.stream, config, clientGone.signal, (err) => {
           if (!clientLeft(err, clientGone))
-            options.log(`${method} ${path} stream failed: ${describeError(err)}`);
+            logger.error({ req_id: reqId, err }, `${method} ${path} stream failed`);
         });
       } else if (!clientGone.aborted) writeReply(res, reply, draining);
     } catch (err) {
@@ -289,7 +318,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       // A body read cut off by the client fails with a bare connection error: the client's doing,
       // told by the request's log line, never a fault with a stack.
       if (mapped.internal && !clientLeft(err, clientGone))
-        options.log(`${method} ${path} failed: ${describeError(err)}`);
+        logger.error({ req_id: reqId, err }, `${method} ${path} failed`);
       if (clientGone.aborted || res.headersSent) {
         res.destroy();
         return;
@@ -298,9 +327,27 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       if (!req.complete && hasBody(req)) res.setHeader('Connection', 'close');
       writeReply(res, { status: mapped.status, json: mapped.body, headers: mapped.headers }, draining);
     } finally {
-      if (options.logRequests) {
-        const line = `${method} ${path} ${cutShort?.status ?? status} ${(performance.now() - started).toFixed(1)} ms`;
-        options.log(cutShort ? `${line}: ${cutShort.why}` : line);
+      const ms = performance.now() - started;
+      const final = cutShort?.status ?? status;
+      metrics.observeHttp(routeLabel, method, final, ms / 1000);
+      if (logRequests) {
+        const line = `${method} ${path} ${final} ${ms.toFixed(1)} ms`;
+        logger[requestLevel](
+          {
+            req_id: reqId,
+            method,
+            route: routeLabel,
+            status: final,
+            duration_ms: Math.round(ms * 10) / 10,
+            model: clientGone.model,
+            slot: clientGone.slot,
+            queue_ms: roundMs(clientGone.queueMs),
+            inference_ms: roundMs(clientGone.inferenceMs),
+            bytes_in: byteCount(req.headers['content-length']),
+            bytes_out: byteCount(res.getHeader('content-length')),
+          },
+          cutShort ? `${line}: ${cutShort.why}` : line,
+        );
       }
     }
   };
@@ -310,7 +357,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     requestStarted();
     handle(req, res).catch((err: unknown) => {
       // Last line of defence: a request never takes the process down.
-      options.log(`unhandled error: ${describeError(err)}`);
+      logger.error({ err }, 'unhandled error');
       res.destroy();
     });
   };
@@ -366,8 +413,13 @@ function clientLeft(err: unknown, clientGone: { readonly aborted: boolean }): bo
   return clientGone.aborted && typeof code === 'string' && CONNECTION_CODES.has(code);
 }
 
-function describeError(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const cause = err.cause instanceof Error ? ` (cause: ${err.cause.stack ?? err.cause.message})` : '';
-  return `${err.stack ?? err.message}${cause}`;
+function roundMs(ms: number | undefined): number | undefined {
+  return ms === undefined ? undefined : Math.round(ms * 10) / 10;
+}
+
+/** A Content-Length header as a number; undefined when absent (a stream, a chunked upload). */
+function byteCount(header: string | number | string[] | undefined): number | undefined {
+  if (header === undefined || Array.isArray(header)) return undefined;
+  const n = Number(header);
+  return Number.isFinite(n) ? n : undefined;
 }

@@ -51,8 +51,14 @@ export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Pr
           // Engine events arrive synchronously; writes wait for the client, so they queue here.
           let writes = Promise.resolve();
           let failure: unknown;
+          let first = true;
           const onEvent = (event: EngineEvent) => {
             const at = performance.now() - started;
+            if (first) {
+              first = false;
+              // The same measure as the done event's ttft_ms: from the run's start, after admission.
+              ctx.metrics?.firstOutput(plan.modelId, ctx.url.pathname, at / 1000);
+            }
             writes = writes
               .then(() => (failure === undefined ? plan.onEvent(event, out, at) : undefined))
               .catch((err: unknown) => {

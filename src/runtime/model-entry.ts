@@ -27,6 +27,8 @@ export interface EntryContext {
   /** Aborted at shutdown; loads stop waiting on their gates. */
   readonly shutdownSignal: AbortSignal;
   warn(message: string): void;
+  /** A load or unload, as a log line with the model id as a field. */
+  event?(fields: { model: string; [key: string]: unknown }, message: string): void;
 }
 
 export class ModelEntry {
@@ -176,6 +178,7 @@ export class ModelEntry {
     } finally {
       this.#transition({ kind: 'unloaded' });
     }
+    this.#ctx.event?.({ model: this.id }, 'model unloaded');
     return true;
   }
 
@@ -205,7 +208,17 @@ export class ModelEntry {
     this.#transition({ kind: 'loading', done: published.promise });
     this.#ctx
       .admitLoad(this, async () => {
+        const started = performance.now();
         const pool = await this.#build();
+        this.#ctx.event?.(
+          {
+            model: this.id,
+            slots: pool.sessions.length,
+            generation: pool.generation,
+            load_ms: Math.round(performance.now() - started),
+          },
+          'model loaded',
+        );
         // Publish while the residency guard is still held, so the next guarded load counts this model.
         this.#transition({ kind: 'ready', pool });
         this.#lastError = undefined;

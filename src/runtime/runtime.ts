@@ -11,7 +11,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { conformAudioAsync } from '../audio/audio-pool.js';
 import { conformPieces } from '../audio/convert.js';
-import type { Audio } from '../audio/types.js';
+import { type Audio, durationMs } from '../audio/types.js';
 import type { ModelConfig, ModelIsolation, ServerConfig, TaskToken } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
 import { EngineCrashed, EngineRestarted } from '../engines/engine-worker.js';
@@ -28,6 +28,9 @@ import { invalidRequest, unknownModel, VoxdError } from '../errors.js';
 import { PACKAGE_ID } from '../models/catalog.js';
 import type { Installer } from '../models/installer.js';
 import type { ModelsRoot } from '../models/models-root.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics, ModelSample } from '../observability/metrics.js';
+import { traceOf } from '../observability/request-trace.js';
 import { type Clock, systemClock } from '../util/clock.js';
 import { type AbortSource, LazyAbort } from '../util/lazy-abort.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
@@ -48,6 +51,10 @@ export interface RuntimeDeps {
   /** Free memory in MiB; tests replace it to drive the memory guard. */
   freeMemoryMb?: () => Promise<number>;
   log?: (message: string) => void;
+  /** Where runs, waits and outcomes are counted. */
+  metrics?: Metrics;
+  /** Model loads and unloads are logged here, with the model id as a field. */
+  logger?: Logger;
 }
 
 export interface InferenceOptions {
@@ -129,6 +136,7 @@ export class Runtime {
   readonly #entries = new Map<string, ModelEntry>();
   readonly #clock: Clock;
   readonly #log: (message: string) => void;
+  readonly #metrics: Metrics | undefined;
   readonly #shutdown = new AbortController();
   /** Aborted when a shutdown gives up on running requests, as is each run in #running. */
   readonly #cancel = new AbortController();
@@ -142,6 +150,7 @@ export class Runtime {
     this.catalog = deps.catalog;
     this.modelsRoot = deps.modelsRoot;
     this.#clock = deps.clock ?? systemClock;
+    this.#metrics = deps.metrics;
     this.#log = deps.log ?? ((message) => process.stderr.write(`[voxd] ${message}\n`));
     this.residency = new Residency({
       maxLoadedModels: config.max_loaded_models,
@@ -162,6 +171,7 @@ export class Runtime {
       admitLoad: (entry, build) => this.residency.admitLoad(entry, build),
       shutdownSignal: this.#shutdown.signal,
       warn: this.#log,
+      event: deps.logger ? (fields, message) => deps.logger!.info(fields, message) : undefined,
     };
   }
 
@@ -250,12 +260,9 @@ export class Runtime {
     // admit() and run() inline, without an Admission between them: this runs on every request.
     this.#refuseWhenClosing();
     const entry = this.get(id);
-    const lease =
-      entry.scheduler.tryAcquire('request', options.signal) ??
-      (await entry.scheduler.acquire('request', {
-        timeoutMs: this.#busyTimeoutOf(entry, options),
-        signal: options.signal,
-      }));
+    let lease = entry.scheduler.tryAcquire('request', options.signal);
+    if (lease) this.#waited(entry, options.signal, 0);
+    else lease = await this.#acquire(entry, options);
     try {
       return await this.#run(entry, request, options);
     } finally {
@@ -271,10 +278,7 @@ export class Runtime {
   async admit(id: string, options: InferenceOptions): Promise<Admission> {
     this.#refuseWhenClosing();
     const entry = this.get(id);
-    const lease = await entry.scheduler.acquire('request', {
-      timeoutMs: this.#busyTimeoutOf(entry, options),
-      signal: options.signal,
-    });
+    const lease = await this.#acquire(entry, options);
     return {
       run: (request, runOptions) => this.#run(entry, request, runOptions),
       release: () => lease.release(),
@@ -302,6 +306,31 @@ export class Runtime {
       loaded++;
     }
     return loaded > 0;
+  }
+
+  /** Waits for a request lease, timing the wait; a request sent away is counted as rejected. */
+  async #acquire(entry: ModelEntry, options: InferenceOptions) {
+    const asked = performance.now();
+    try {
+      const lease = await entry.scheduler.acquire('request', {
+        timeoutMs: this.#busyTimeoutOf(entry, options),
+        signal: options.signal,
+      });
+      this.#waited(entry, options.signal, performance.now() - asked);
+      return lease;
+    } catch (err) {
+      this.#metrics?.outcome(entry.id, entry.config.task, options.signal.aborted ? 'cancelled' : 'rejected');
+      throw err;
+    }
+  }
+
+  #waited(entry: ModelEntry, signal: InferenceOptions['signal'], ms: number): void {
+    this.#metrics?.queueWait(entry.id, ms / 1000);
+    const trace = traceOf(signal);
+    if (trace) {
+      trace.model = entry.id;
+      trace.queueMs = ms;
+    }
   }
 
   /** The request's wait limit: its busy_timeout_ms under the model's (else the server's) ceiling. */
@@ -348,6 +377,8 @@ export class Runtime {
         watchdog.unref();
       }
     }
+    // Whether the outcome was counted: a run's own failure is, a failed load before it is not yet.
+    let counted = false;
     try {
       // A ready pool is taken without the hop through ensureReady's promise.
       const state = entry.state;
@@ -380,18 +411,27 @@ export class Runtime {
             : request;
           result = await session.run(prepared, context);
         }
+        const wallMs = performance.now() - started;
+        this.#ran(entry, request, result, wallMs, slot, client);
         return {
           result,
-          wallMs: performance.now() - started,
+          wallMs,
           slot,
           generation: pool.generation,
           inputSampleRate: pool.weights.audioInput.sampleRate,
         };
       } catch (err) {
+        counted = true;
+        this.#metrics?.outcome(entry.id, entry.config.task, run.aborted && !overran ? 'cancelled' : 'error');
         if (overran && !client.aborted) throw overran;
         if (run.aborted) throw run.reason;
-        if (err instanceof EngineCrashed) this.#retireCrashed(entry, err.message);
+        if (err instanceof EngineCrashed) {
+          this.#metrics?.runnerRestarted(entry.id);
+          this.#retireCrashed(entry, err.message);
+        }
         if (err instanceof EngineRestarted) {
+          // Every call lost with a shared runner hears of it; the first one counts the restart.
+          if (err.firstOfRunner) this.#metrics?.runnerRestarted(entry.id);
           if (err.crashed) this.#retireCrashed(entry, err.message);
           throw new VoxdError(
             'E_ENGINE_RESTARTED',
@@ -404,6 +444,9 @@ export class Runtime {
         checkin();
         entry.touch();
       }
+    } catch (err) {
+      if (!counted) this.#metrics?.outcome(entry.id, entry.config.task, run.aborted ? 'cancelled' : 'error');
+      throw err;
     } finally {
       client.removeEventListener('abort', onClientAbort);
       this.#running.delete(run);
@@ -476,6 +519,45 @@ export class Runtime {
       ? known
       : known.filter((_, i) => (results[i] as PromiseFulfilledResult<boolean>).value);
     return { unloaded, not_found: notFound };
+  }
+
+  /** Every model's slots and load, in both modes (status() hides the slots in the serial one). */
+  *samples(): Generator<ModelSample> {
+    for (const entry of this.#entries.values()) {
+      const snapshot = entry.scheduler.snapshot();
+      yield {
+        id: entry.id,
+        loaded: entry.loaded,
+        slots: entry.config.slots ?? 1,
+        activeSlots: snapshot.activeRequests,
+        queuedRequests: snapshot.queuedRequests,
+        memoryEstimateBytes: entry.footprint ?? null,
+      };
+    }
+  }
+
+  /** A finished run: its metrics, and the slot and run time on the request's trace. */
+  #ran(
+    entry: ModelEntry,
+    request: EngineRequest,
+    result: EngineResult,
+    wallMs: number,
+    slot: number,
+    signal: InferenceOptions['signal'],
+  ): void {
+    const audio = result.audio ?? request.audio;
+    this.#metrics?.ran(
+      entry.id,
+      entry.config.task,
+      wallMs / 1000,
+      audio ? durationMs(audio) / 1000 : undefined,
+    );
+    const trace = traceOf(signal);
+    if (trace) {
+      trace.model = entry.id;
+      trace.slot = slot;
+      trace.inferenceMs = (trace.inferenceMs ?? 0) + wallMs;
+    }
   }
 
   status(): ModelStatus[] {

@@ -65,6 +65,7 @@ test('a minimal config gets every default', () => {
     lazy_load: false,
     log: false,
     log_request_body: false,
+    log_level: 'info',
     max_request_body_bytes: 268435456,
     body_timeout_ms: 30000,
     chunking_vad_model: 'silero-vad',

@@ -11,11 +11,21 @@ import { createEngineCatalog } from '../../src/engines/catalog.js';
 import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js';
 import { VoxdError } from '../../src/errors.js';
 import { configFolder, LISTENING, VoxdProcess } from '../helpers/cli.js';
-import { errorOf, fixtureModel, get, post, reportOf, startServer, waitUntil } from '../helpers/voxd.js';
+import {
+  errorOf,
+  fixtureModel,
+  get,
+  post,
+  quietLogger,
+  reportOf,
+  startServer,
+  waitUntil,
+} from '../helpers/voxd.js';
 import { COUNTS, listed, pick, readyView, unloadedView } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 
-const SCOPE_LINE = /^\[voxd\] parallel runtime \(--parallel-jobs, experimental\): validated scope.*$/gm;
+/** The scope line's message, in a JSON log line on stderr. */
+const SCOPE_LINE = /"msg":"parallel runtime \(--parallel-jobs, experimental\): validated scope[^"]*"/g;
 const configs = configFolder('voxd-contract-startup-');
 
 /** Loads a config file exactly as `voxd serve --config` does, with or without --parallel-jobs. */
@@ -61,7 +71,7 @@ describe('startup and runtime selection', () => {
     );
     // The same config without `slots` starts the legacy runtime (the refusal is about `slots` only).
     const { catalog, config } = loadConfig({ models: [fixtureModel('a')] }, false);
-    const voxd = await startVoxd({ config, catalog, log: () => {} });
+    const voxd = await startVoxd({ config, catalog, logger: quietLogger() });
     try {
       const status = (await get(voxd.url, '/v1/models')).json.data[0];
       assert.equal(status.loaded, true);
@@ -235,7 +245,7 @@ describe('startup and runtime selection', () => {
       { models: [fixtureModel('a', { slots: 5, load_options: { capacity: '4' } })] },
       true,
     );
-    await assert.rejects(startVoxd({ config, catalog, log: () => {} }), (err: unknown) => {
+    await assert.rejects(startVoxd({ config, catalog, logger: quietLogger() }), (err: unknown) => {
       assert.ok(err instanceof VoxdError, String(err));
       assert.equal(err.code, 'E_INVALID_REQUEST');
       assert.match(err.message, /slots=5 exceeds the capacity 4/);

@@ -9,6 +9,7 @@ import { type CliOverrides, loadServerConfig } from '../../src/config/server-con
 import { createEngineCatalog } from '../../src/engines/catalog.js';
 import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js';
 import { ERROR_CODES } from '../../src/errors.js';
+import { createLogger, type Logger } from '../../src/observability/logger.js';
 import type { Clock } from '../../src/util/clock.js';
 
 export class ManualClock implements Clock {
@@ -31,9 +32,38 @@ export interface TestServer {
   url: string;
   dir: string;
   fixture: FixtureFamily;
+  /** Each log line's message, an error's stack after it (`msg: stack`), as people read them. */
   logs: string[];
+  /** Each log line as the JSON object written. */
+  records: LogRecord[];
   gate(name: string): Gate;
   close(): Promise<void>;
+}
+
+export interface LogRecord {
+  level: string;
+  msg: string;
+  time: string;
+  req_id?: string;
+  err?: { stack?: string; message?: string };
+  [key: string]: unknown;
+}
+
+/** A logger that writes nothing. */
+export function quietLogger(): Logger {
+  return createLogger({ level: 'silent' }).logger;
+}
+
+/** A logger whose lines are parsed into `records`, with their messages in `logs`. */
+export function capturingLogger(level: string, logs: string[], records: LogRecord[]): Logger {
+  const sink = {
+    write(line: string) {
+      const record = JSON.parse(line) as LogRecord;
+      records.push(record);
+      logs.push(record.err?.stack ? `${record.msg}: ${record.err.stack}` : record.msg);
+    },
+  };
+  return createLogger({ level: level as 'info', sink }).logger;
 }
 
 export interface TestServerOptions {
@@ -76,6 +106,7 @@ export async function startServer(
     knownFamilies: [...catalog.keys()],
   });
   const logs: string[] = [];
+  const records: LogRecord[] = [];
   let voxd: Voxd;
   try {
     voxd = await startVoxd({
@@ -84,7 +115,7 @@ export async function startServer(
       clock: options.clock,
       freeMemoryMb: options.freeMemoryMb,
       installerFor: options.installerFor,
-      log: (message) => logs.push(message),
+      logger: capturingLogger(config.log_level, logs, records),
     });
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
@@ -97,6 +128,7 @@ export async function startServer(
     dir,
     fixture: catalog.get('fixture') as FixtureFamily,
     logs,
+    records,
     gate: (name) => {
       const path = join(dir, `gate-${name}`);
       const gate = { path, open: () => writeFile(path, '') };

@@ -1,0 +1,239 @@
+/**
+ * Prometheus metrics, in a registry of each server's own (several servers in one process, as in
+ * the tests, count apart). The request path observes through label children bound once per
+ * route, method, status and model, so a request costs map lookups and no allocation; gauges read
+ * the runtime when scraped rather than being kept up to date on every request.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Request and run latencies: 5 ms to a minute. */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** Processing time over audio duration: 0.01 (100x faster than real time) to 10. */
+const RTF_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10];
+
+/** Methods kept as labels; any other is counted as OTHER, so clients cannot add label values. */
+const METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
+
+/** The route label of a request whose path is no route's: one value for every such path. */
+export const UNKNOWN_ROUTE = 'unknown';
+
+/** How a model request ended (voxd_model_requests_total's outcome label). */
+export type ModelOutcome = 'ok' | 'error' | 'cancelled' | 'rejected';
+
+/** One model's state at scrape time. */
+export interface ModelSample {
+  id: string;
+  loaded: boolean;
+  slots: number;
+  activeSlots: number;
+  queuedRequests: number;
+  /** The estimate of the last load, in bytes; null before a load. */
+  memoryEstimateBytes: number | null;
+}
+
+interface HttpChildren {
+  duration: Histogram.Internal<'route' | 'method'>;
+  byStatus: Map<number, Counter.Internal>;
+}
+
+interface ModelChildren {
+  outcomes: Map<ModelOutcome, Counter.Internal>;
+  inference: Histogram.Internal<'model' | 'task'>;
+  rtf: Histogram.Internal<'model' | 'task'>;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #httpRequests: Counter<'route' | 'method' | 'status'>;
+  readonly #httpDuration: Histogram<'route' | 'method'>;
+  readonly #modelRequests: Counter<'model' | 'task' | 'outcome'>;
+  readonly #queueWait: Histogram<'model'>;
+  readonly #inference: Histogram<'model' | 'task'>;
+  readonly #rtf: Histogram<'model' | 'task'>;
+  readonly #firstOutput: Histogram<'model' | 'route'>;
+  readonly #restarts: Counter<'model'>;
+  /** route → method → children. */
+  readonly #http = new Map<string, Map<string, HttpChildren>>();
+  /** model → task → children. */
+  readonly #models = new Map<string, Map<string, ModelChildren>>();
+  readonly #queueWaitOf = new Map<string, Histogram.Internal<'model'>>();
+
+  constructor(version: string, samples: () => Iterable<ModelSample>) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.#httpRequests = new Counter({
+      name: 'voxd_http_requests_total',
+      help: 'HTTP requests answered, by route template, method and status',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+    });
+    this.#httpDuration = new Histogram({
+      name: 'voxd_http_request_duration_seconds',
+      help: 'Time from a request arriving to its response (or stream) ending',
+      labelNames: ['route', 'method'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.#modelRequests = new Counter({
+      name: 'voxd_model_requests_total',
+      help: 'Model runs and admissions, by outcome: ok, error, cancelled (client left, shutdown), rejected (not admitted)',
+      labelNames: ['model', 'task', 'outcome'],
+      registers,
+    });
+    this.#queueWait = new Histogram({
+      name: 'voxd_queue_wait_seconds',
+      help: 'Time a request waited for a slot of its model',
+      labelNames: ['model'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.#inference = new Histogram({
+      name: 'voxd_inference_duration_seconds',
+      help: 'Time a model spent on a run, once it had its slot',
+      labelNames: ['model', 'task'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.#rtf = new Histogram({
+      name: 'voxd_realtime_factor',
+      help: 'Run time over the duration of the audio it took or made (below 1: faster than real time)',
+      labelNames: ['model', 'task'],
+      buckets: RTF_BUCKETS,
+      registers,
+    });
+    this.#firstOutput = new Histogram({
+      name: 'voxd_stream_first_output_seconds',
+      help: "Time from a streamed run's start (after admission) to its first audio or text, as ttft_ms",
+      labelNames: ['model', 'route'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.#restarts = new Counter({
+      name: 'voxd_runner_restarts_total',
+      help: 'Engine runners lost under requests: crashed, or killed to stop one request while others ran on it',
+      labelNames: ['model'],
+      registers,
+    });
+    const gauge = (name: string, help: string, read: (s: ModelSample) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['model'],
+        registers,
+        collect() {
+          this.reset();
+          for (const sample of samples()) {
+            const value = read(sample);
+            if (value !== null) this.labels(sample.id).set(value);
+          }
+        },
+      });
+    gauge('voxd_queued_requests', 'Requests waiting for a slot', (s) => s.queuedRequests);
+    gauge('voxd_active_slots', 'Slots running a request now', (s) => s.activeSlots);
+    gauge('voxd_slots', 'Slots configured for the model', (s) => s.slots);
+    gauge(
+      'voxd_model_memory_estimate_bytes',
+      'Memory the model was estimated to take at its last load (weights and runners), while loaded',
+      (s) => (s.loaded ? s.memoryEstimateBytes : null),
+    );
+    new Gauge({
+      name: 'voxd_models_loaded',
+      help: 'Models loaded now',
+      registers,
+      collect() {
+        let loaded = 0;
+        for (const sample of samples()) if (sample.loaded) loaded++;
+        this.set(loaded);
+      },
+    });
+    new Gauge({
+      name: 'voxd_info',
+      help: 'Always 1; the server version as a label',
+      labelNames: ['version'],
+      registers,
+    })
+      .labels(version)
+      .set(1);
+  }
+
+  /** One answered request; `route` is the route's path template or UNKNOWN_ROUTE. */
+  observeHttp(route: string, method: string, status: number, seconds: number): void {
+    const m = METHODS.has(method) ? method : 'OTHER';
+    let byMethod = this.#http.get(route);
+    if (!byMethod) {
+      byMethod = new Map();
+      this.#http.set(route, byMethod);
+    }
+    let children = byMethod.get(m);
+    if (!children) {
+      children = { duration: this.#httpDuration.labels(route, m), byStatus: new Map() };
+      byMethod.set(m, children);
+    }
+    let counter = children.byStatus.get(status);
+    if (!counter) {
+      counter = this.#httpRequests.labels(route, m, String(status));
+      children.byStatus.set(status, counter);
+    }
+    counter.inc();
+    children.duration.observe(seconds);
+  }
+
+  #model(model: string, task: string): ModelChildren {
+    let byTask = this.#models.get(model);
+    if (!byTask) {
+      byTask = new Map();
+      this.#models.set(model, byTask);
+    }
+    let children = byTask.get(task);
+    if (!children) {
+      children = {
+        outcomes: new Map(),
+        inference: this.#inference.labels(model, task),
+        rtf: this.#rtf.labels(model, task),
+      };
+      byTask.set(task, children);
+    }
+    return children;
+  }
+
+  outcome(model: string, task: string, outcome: ModelOutcome): void {
+    const children = this.#model(model, task);
+    let counter = children.outcomes.get(outcome);
+    if (!counter) {
+      counter = this.#modelRequests.labels(model, task, outcome);
+      children.outcomes.set(outcome, counter);
+    }
+    counter.inc();
+  }
+
+  queueWait(model: string, seconds: number): void {
+    let child = this.#queueWaitOf.get(model);
+    if (!child) {
+      child = this.#queueWait.labels(model);
+      this.#queueWaitOf.set(model, child);
+    }
+    child.observe(seconds);
+  }
+
+  /** A finished run; `audioSeconds` is the audio it took or made, when there was any. */
+  ran(model: string, task: string, seconds: number, audioSeconds: number | undefined): void {
+    const children = this.#model(model, task);
+    children.inference.observe(seconds);
+    if (audioSeconds !== undefined && audioSeconds > 0) children.rtf.observe(seconds / audioSeconds);
+    this.outcome(model, task, 'ok');
+  }
+
+  /** A stream's first audio or text, `seconds` after its request arrived. Streams are few: no cache. */
+  firstOutput(model: string, route: string, seconds: number): void {
+    this.#firstOutput.labels(model, route).observe(seconds);
+  }
+
+  runnerRestarted(model: string): void {
+    this.#restarts.labels(model).inc();
+  }
+
+  /** The exposition text and its content type. */
+  async scrape(): Promise<{ text: string; contentType: string }> {
+    return { text: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+}

@@ -1,0 +1,6 @@
+/** voxd's version, from package.json, read once at startup. */
+import { readFileSync } from 'node:fs';
+
+export const VERSION: string = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
