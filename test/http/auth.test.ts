@@ -72,7 +72,7 @@ async function withEnvKeys<T>(value: string, start: () => Promise<T>): Promise<T
   }
 }
 
-const OPEN_PATHS = new Set(['/health', '/ready']);
+const OPEN_PATHS = new Set(['/health', '/ready', '/metrics']);
 /** Always open: the web UI's files and the API's description, which hold no data. */
 const isOpen = (path: string) =>
   OPEN_PATHS.has(path) || path === '/' || path === '/openapi.json' || path.startsWith('/ui/');
@@ -287,11 +287,11 @@ describe('API keys', () => {
 });
 
 describe('open_endpoints', () => {
-  test('/health and /ready are open by default and need a key with open_endpoints: []', async () => {
+  test('/health, /ready and /metrics are open by default and need a key with open_endpoints: []', async () => {
     const keys = [{ key: CONFIG_INFERENCE, scope: 'inference' }];
     const closed = await startServer({ api_keys: keys, open_endpoints: [], models: [fixtureModel('m')] });
     try {
-      for (const path of ['/health', '/ready']) {
+      for (const path of ['/health', '/ready', '/metrics']) {
         errorOf(await get(closed.url, path), 401, 'authentication_error');
         assert.equal((await get(closed.url, path, bearer(CONFIG_INFERENCE))).status, 200);
       }
@@ -306,6 +306,7 @@ describe('open_endpoints', () => {
     try {
       assert.equal((await get(healthOnly.url, '/health')).status, 200);
       assert.equal((await get(healthOnly.url, '/ready')).status, 401);
+      assert.equal((await get(healthOnly.url, '/metrics')).status, 401);
     } finally {
       await healthOnly.close();
     }
