@@ -658,8 +658,11 @@ interface Operation {
   parameters?: Obj[];
   requestBody?: Obj;
   responses: Obj;
-  /** false: open to every client even when the server has API keys. */
-  secured?: boolean;
+  /**
+   * false: open to every client even when the server has API keys; 'optional': open while listed in
+   * open_endpoints (the default), else it takes a key like the rest.
+   */
+  secured?: boolean | 'optional';
 }
 
 const query = (name: string, schema: Obj, description: string, required = false): Obj => ({
@@ -711,10 +714,11 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Operations'],
       summary: 'Server status',
       description: '503 with status shutting_down once a shutdown begins.',
-      secured: false,
+      secured: 'optional',
       responses: {
         '200': ok('The server runs.', json(ref('Health'))),
         '503': ok('A shutdown began.', json(ref('Health'))),
+        ...errors('401'),
       },
     },
   },
@@ -723,8 +727,8 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Operations'],
       summary: 'Readiness probe',
       description: '200 while voxd takes work; 503 server_busy from the moment a shutdown begins.',
-      secured: false,
-      responses: { '200': ok('Ready.', json(ref('Ready'))), ...errors('503') },
+      secured: 'optional',
+      responses: { '200': ok('Ready.', json(ref('Ready'))), ...errors('401', '503') },
     },
   },
   '/metrics': {
@@ -732,9 +736,10 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Operations'],
       summary: 'Prometheus metrics',
       description: 'The Prometheus text exposition format of the server and model metrics.',
-      secured: false,
+      secured: 'optional',
       responses: {
         '200': ok('Metrics.', { 'text/plain': { schema: str('Prometheus text exposition format 0.0.4.') } }),
+        ...errors('401'),
       },
     },
   },
@@ -1206,6 +1211,7 @@ function operationObject(path: string, method: string, op: Operation): Obj {
       method,
     ...rest,
     ...(secured === false ? { security: [] } : {}),
+    ...(secured === 'optional' ? { security: [{}, { bearerAuth: [] }] } : {}),
   };
 }
 
@@ -1232,6 +1238,9 @@ export function buildOpenApi(routes: readonly Route[]): Obj {
         'Every error is the Error object. A path not listed answers 404 (components.responses.NotFound);',
         'a listed path with another method answers 405 (components.responses.MethodNotAllowed).',
         'OPTIONS on any path answers a 204 CORS preflight when cors_origins is "*" or ui is on.',
+        'With API keys configured, a request without a valid key answers 401 (components.responses.Unauthorized)',
+        'on every path but the open ones, listed or not, so nothing is learnt without a key;',
+        '/health, /ready and /metrics are open while listed in open_endpoints (the default).',
         'A streamed response (text/event-stream, or raw audio) reports a failure after its headers inside the stream.',
         'docs/api.md has every field, limit and example.',
       ].join(' '),
