@@ -58,6 +58,8 @@ export class EngineRestarted extends Error {
 /** What a call needs from a thread or a process: both are emitters of message, error and exit. */
 interface Runner {
   events: EventEmitter;
+  /** The runner's process id (a process runner), for the resident-memory metric. */
+  pid?: number | undefined;
   post(message: object, transfer: ArrayBuffer[]): void;
   stop(): Promise<void>;
   /** Calls in flight on this runner now, each by the function that fails it. */
@@ -108,6 +110,7 @@ function startProcess(url: URL, data: unknown): Runner {
   child.send({ url: url.href, data } satisfies ProcessInit);
   return {
     events: child,
+    pid: child.pid,
     post: (message) => child.send(message),
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -216,6 +219,11 @@ export class EngineWorker<J extends object, R extends Reply> {
     });
   }
 
+  /** The process serving calls now; undefined before the first call, after a loss, or on a thread. */
+  get processId(): number | undefined {
+    return this.#runner?.pid;
+  }
+
   /** Whether a thread or process is up for the next call (false before the first, and after a loss). */
   get running(): boolean {
     return this.#runner !== undefined;
@@ -258,6 +266,10 @@ export abstract class WorkerEngineSession<J extends object, R extends Reply> imp
   ) {}
 
   abstract run(request: EngineRequest, context: RunContext): Promise<EngineResult>;
+
+  processId(): number | undefined {
+    return this.worker.processId;
+  }
 
   async dispose(): Promise<void> {
     if (this.ownsWorker) await this.worker.dispose();

@@ -95,6 +95,11 @@ export interface EngineSession {
   run(request: EngineRequest, context: RunContext): Promise<EngineResult>;
   /** Runs on `request.liveAudio` as it arrives (partial results while the client still sends). */
   runLive?(request: EngineRequest, context: RunContext): Promise<EngineResult>;
+  /**
+   * The runner process this session's calls go to now (shared with the model's other sessions
+   * under isolation "model"); undefined while none runs. Read for the resident-memory metric.
+   */
+  processId?(): number | undefined;
   dispose(): Promise<void>;
 }
 

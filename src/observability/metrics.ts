@@ -5,6 +5,7 @@
  * the runtime when scraped rather than being kept up to date on every request.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { residentBytes } from './process-memory.js';
 
 /** Request and run latencies: 5 ms to a minute. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -29,6 +30,8 @@ export interface ModelSample {
   queuedRequests: number;
   /** The estimate of the last load, in bytes; null before a load. */
   memoryEstimateBytes: number | null;
+  /** The runner processes serving the model now (none while unloaded or not yet called). */
+  runnerProcessIds: readonly number[];
 }
 
 interface HttpChildren {
@@ -136,6 +139,23 @@ export class Metrics {
       'Memory the model was estimated to take at its last load (weights and runners), while loaded',
       (s) => (s.loaded ? s.memoryEstimateBytes : null),
     );
+    new Gauge({
+      name: 'voxd_model_resident_memory_bytes',
+      help: "Resident memory of the model's runner processes now (Linux /proc), while any runs",
+      labelNames: ['model'],
+      registers,
+      async collect() {
+        this.reset();
+        const models = [...samples()].filter((s) => s.runnerProcessIds.length > 0);
+        const totals = await Promise.all(
+          models.map(async (s) =>
+            (await Promise.all(s.runnerProcessIds.map(residentBytes))).reduce((a, b) => a + b, 0),
+          ),
+        );
+        for (const [i, sample] of models.entries())
+          if (totals[i]! > 0) this.labels(sample.id).set(totals[i]!);
+      },
+    });
     new Gauge({
       name: 'voxd_models_loaded',
       help: 'Models loaded now',

@@ -89,6 +89,17 @@ export class ModelEntry {
   get loaded(): boolean {
     return this.#state.kind === 'ready';
   }
+  /** The runner processes the published pool's sessions run on now (each once; none while unloaded). */
+  runnerProcessIds(): number[] {
+    if (this.#state.kind !== 'ready') return [];
+    const pids = new Set<number>();
+    for (const session of this.#state.pool.sessions) {
+      const pid = session.processId?.();
+      if (pid !== undefined) pids.add(pid);
+    }
+    return [...pids];
+  }
+
   /** Sessions in the published pool; null while no pool is published. */
   get poolSize(): number | null {
     return this.#state.kind === 'ready' ? this.#state.pool.sessions.length : null;

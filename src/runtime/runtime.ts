@@ -532,6 +532,7 @@ export class Runtime {
         activeSlots: snapshot.activeRequests,
         queuedRequests: snapshot.queuedRequests,
         memoryEstimateBytes: entry.footprint ?? null,
+        runnerProcessIds: entry.runnerProcessIds(),
       };
     }
   }

@@ -4,6 +4,7 @@
  * text is parsed as Prometheus exposition, so a malformed line fails the test.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import {
   fixtureModel,
@@ -102,6 +103,7 @@ describe('GET /metrics', () => {
       voxd_slots: 'gauge',
       voxd_models_loaded: 'gauge',
       voxd_model_memory_estimate_bytes: 'gauge',
+      voxd_model_resident_memory_bytes: 'gauge',
       voxd_runner_restarts_total: 'counter',
       voxd_info: 'gauge',
       process_cpu_seconds_total: 'counter',
@@ -234,6 +236,37 @@ test('a runner that crashes is counted in voxd_runner_restarts_total; a failed l
       1,
     );
     assert.equal(sampleOf(m, 'voxd_runner_restarts_total', { model: 'bad' }), 0);
+  } finally {
+    await s.close();
+  }
+});
+
+test("the resident memory of a model is its runner processes' own, read while they run", async () => {
+  const s = await startServer(
+    { ui_management: true, models: [{ id: 'flite', family: 'flite_tts', task: 'tts', lazy: true }] },
+    { parallel: true },
+  );
+  try {
+    const resident = async () =>
+      sampleOf(
+        parseExposition((await get(s.url, '/metrics')).body.toString('utf8')),
+        'voxd_model_resident_memory_bytes',
+        {
+          model: 'flite',
+        },
+      );
+    assert.equal(await resident(), 0, 'no runner before the model is used');
+    assert.equal((await post(s.url, '/v1/audio/speech', { model: 'flite', input: 'Hello.' })).status, 200);
+    const pids = s.voxd.runtime.get('flite').runnerProcessIds();
+    assert.equal(pids.length, 1, 'one runner serves the one slot');
+    const bytes = await resident();
+    // A Node process with the flite WASM engine holds tens of MiB; the server's own heap is not counted.
+    assert.ok(bytes > 20 * 1024 * 1024, `${bytes} bytes`);
+    const own =
+      Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pids[0]}/status`, 'latin1'))![1]) * 1024;
+    assert.ok(Math.abs(bytes - own) < own / 2, `${bytes} bytes reported, the runner has ${own}`);
+    assert.equal((await post(s.url, '/v1/models/unload', { id: 'flite' })).status, 200);
+    assert.equal(await resident(), 0, 'no sample once unloaded');
   } finally {
     await s.close();
   }
