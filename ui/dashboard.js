@@ -81,7 +81,7 @@ function addActions(row, m, editedSlots) {
     const input = document.createElement('input');
     input.type = 'number';
     input.min = '1';
-    input.value = String(m.slots);
+    input.value = editedSlots ?? String(m.slots);
     label.append('Slots ', input);
     actions.append(
       label,

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { screenshot, useBrowser } from '../helpers/browser.js';
-import { fixtureModel, runTask, startServer, type TestServer } from '../helpers/voxd.js';
+import { fixtureModel, post, runTask, startServer, type TestServer } from '../helpers/voxd.js';
 
 const browser = useBrowser();
 let s: TestServer;
@@ -28,6 +28,7 @@ before(async () => {
           default_request_options: { chunks: 2 },
         }),
         fixtureModel('kb-fixture'),
+        fixtureModel('redraw-fixture'),
         { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
       ],
     },
@@ -115,6 +116,27 @@ test('Apply changes the slots and keeps the rest of the configuration; the edito
   await editor.fill('{"id":"added","family":"fixture","path":".","task":"asr"}');
   await page.locator('#config-form button[type=submit]').click();
   await waitForCell(page, 'added', 'state', 'ready');
+});
+
+test('a slots value being typed, and its focus, survive the table being redrawn by the stream', async () => {
+  const { page } = await browser.get().openPage(`${s.url}/`);
+  await waitForCell(page, 'redraw-fixture', 'state', 'ready');
+  const input = page.locator('tr[data-model="tts-fixture"] input[type=number]');
+  await input.fill('3');
+  // Another model's change redraws every row.
+  assert.equal((await post(s.url, '/v1/models/unload', { id: 'redraw-fixture' })).status, 200);
+  await waitForCell(page, 'redraw-fixture', 'state', 'unloaded');
+  assert.equal(await input.inputValue(), '3', 'the typed value is kept');
+  type Focus = {
+    document: {
+      activeElement: { closest(s: string): { dataset: { model: string } } | null; type?: string } | null;
+    };
+  };
+  const focused = await page.evaluate(() => {
+    const active = (globalThis as unknown as Focus).document.activeElement;
+    return `${active?.closest('tr')?.dataset.model}:${active?.type}`;
+  });
+  assert.equal(focused, 'tts-fixture:number', 'the focus stays in the field');
 });
 
 test("usable with the keyboard alone: Tab reaches a row's Unload, Enter presses it", async () => {

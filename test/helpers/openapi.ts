@@ -81,7 +81,7 @@ export function assertMatchesOpenApi(
   let found: { response: Json; at: string };
   // OPTIONS is the CORS preflight on any path (a 204 with no body, see the document's description).
   if (m === 'options' && status === 204 && body.length === 0) return;
-  if (!item || !item[m]) {
+  if (!item?.[m]) {
     // With API keys, a request without a valid key is a 401 before routing (the document says so).
     const expected = item ? 405 : 404;
     if (status !== expected && status !== 401)
