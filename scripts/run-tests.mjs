@@ -26,6 +26,9 @@ const heavy = (f) =>
   f.includes(join('deploy', 'scale-out.test'));
 const browser = (f) => f.startsWith(join('dist', 'test', 'browser'));
 const reporter = process.env.CI ? ['--test-reporter=spec'] : [];
+// Every response the test helpers receive is checked against GET /openapi.json's document
+// (test/helpers/voxd.ts), so the whole suite keeps the document honest; VOXD_OPENAPI_CHECK=0 skips it.
+process.env.VOXD_OPENAPI_CHECK ??= '1';
 let status = 0;
 for (const [group, concurrency] of [
   [selected.filter((f) => !heavy(f) && !browser(f)), 2],

@@ -173,8 +173,8 @@ export async function request(
 
 /**
  * `VOXD_OPENAPI_CHECK=1` checks every response these helpers receive against the OpenAPI document
- * (test/helpers/openapi.ts), so the whole suite's real responses test it. Off by default: it loads
- * ajv and compiles schemas in every test process.
+ * (test/helpers/openapi.ts), so the whole suite's real responses test it. `npm test` sets it
+ * (scripts/run-tests.mjs); a test file run alone with `node --test` skips it unless asked.
  */
 const OPENAPI_CHECK = process.env['VOXD_OPENAPI_CHECK'] === '1';
 const openApiChecks = { checked: 0, failures: [] as string[] };
