@@ -31,7 +31,7 @@ UI and management:
 Backend (accepted for audio.cpp compatibility; voxd engines run on the CPU):
   --backend <name>              cpu|cuda|hip|rocm|vulkan|metal (default cpu)
   --device <n>                  device index (default 0)
-  --threads <n>                 worker threads per session, > 0 (default 1)
+  --threads <n>                 compute threads per session, > 0 (default 1)
 
 Timeouts and residency:
   --busy-timeout-ms <ms>        max wait for a busy model, 0 = unbounded (default 300000)

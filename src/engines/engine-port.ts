@@ -1,7 +1,7 @@
 /**
  * The engine side of a session's message boundary. An engine module (`*-worker.ts`) reads its data
- * and serves jobs through this file, so the same module runs in a worker thread or in a runner
- * child process (src/engines/engine-process.ts) without knowing which.
+ * and serves jobs through this file, so the same module runs in a runner child process
+ * (src/engines/engine-process.ts, what voxd uses) or a worker thread (tests) without knowing which.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 

@@ -1,7 +1,7 @@
 /**
  * The one interface every engine family implements. Everything that crosses it is plain data and
- * audio buffers (no sockets, no runtime objects), so a session can later live in a worker thread
- * or a runner child process without changing its callers.
+ * audio buffers (no sockets, no runtime objects), so a session's engine can live in a runner
+ * child process (src/engines/engine-worker.ts) without changing its callers.
  */
 import type { Audio } from '../audio/types.js';
 import type { Mode, ModelIsolation, OptionMap, TaskToken } from '../config/types.js';

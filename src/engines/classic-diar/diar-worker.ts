@@ -1,6 +1,6 @@
 /**
- * Worker thread of one classic_diar session: its own sherpa-onnx silero Vad (synchronous calls),
- * then the log-mel statistics embeddings and the clustering, all on this thread.
+ * The engine of one classic_diar session, in its runner process: its own sherpa-onnx silero Vad
+ * (synchronous calls), then the log-mel statistics embeddings and the clustering, all in that process.
  */
 import { engineData, serveJobs } from '../engine-port.js';
 import { createDetector, type VadSettings } from '../silero-vad/detect.js';

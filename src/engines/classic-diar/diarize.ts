@@ -4,7 +4,7 @@
  * can be caught); each window gets a statistics embedding; windows of at least `minWindow` are
  * clustered, shorter ones (whose statistics are noisy) join the nearest cluster afterwards; and
  * neighbouring windows of one segment in the same cluster are joined back into one turn. Pure and
- * synchronous: it runs inside the session's worker thread.
+ * synchronous: it runs inside the session's runner process.
  */
 import { type ClusterOptions, centroidsOf, clampSimilarity, cluster, dot, nearest } from './cluster.js';
 import { embed, SAMPLE_RATE } from './fbank.js';

@@ -1,6 +1,7 @@
 /**
- * Worker thread of one pocketsphinx session: its own decoder (about 110 MB) over the shared model
- * files, driven through koffi. The library calls are synchronous, which is fine on this thread.
+ * The engine of one pocketsphinx session, in its runner process: its own decoder (about 110 MB)
+ * over the shared model files, driven through koffi. The library calls are synchronous, which is
+ * fine off the server's event loop.
  */
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';

@@ -2,7 +2,7 @@
  * `pyannote_diar`: speaker diarization with a pyannote segmentation model plus a speaker-embedding
  * model (3D-Speaker, WeSpeaker), run by sherpa-onnx. `path` is a folder holding both, named
  * `segmentation.onnx` and `embedding.onnx` unless the load options `segmentation` and `embedding`
- * name other files in it. Each session is a worker thread with its own diarizer.
+ * name other files in it. Each session is a runner process with its own diarizer.
  */
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';

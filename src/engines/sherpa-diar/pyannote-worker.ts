@@ -1,4 +1,4 @@
-/** Worker thread of one pyannote diarization session: its own sherpa-onnx OfflineSpeakerDiarization. */
+/** The engine of one pyannote diarization session, in its runner process: its own sherpa-onnx OfflineSpeakerDiarization. */
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';
 

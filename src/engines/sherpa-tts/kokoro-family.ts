@@ -2,8 +2,8 @@
  * `kokoro_tts`: Kokoro voices as sherpa-onnx distributes them (kokoro-en-v0_19,
  * kokoro-multi-lang-v1_0, ...). `path` is the model folder: one `*.onnx`, `voices.bin`, `tokens.txt`,
  * `espeak-ng-data/` (else Debian's), and for multi-lingual models `lexicon*.txt` files. Speaker
- * names come from the model's metadata, read at load; each session is a worker thread with its
- * own OfflineTts.
+ * names come from the model's metadata, read at load. Sessions run in runner processes: one
+ * OfflineTts shared by the model's slots (isolation "model") or one each ("session").
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,7 +1,8 @@
 /**
  * `piper_tts`: Piper (VITS) voices as sherpa-onnx distributes them. `path` is the model folder:
  * one `*.onnx` file, `tokens.txt`, and `espeak-ng-data/` (or, without it, Debian's espeak-ng-data,
- * which voxd's set-up installs). Each session is a worker thread with its own OfflineTts.
+ * which voxd's set-up installs). Sessions run in runner processes: one OfflineTts shared by the
+ * model's slots (isolation "model") or one each ("session").
  */
 import { ANY_ONNX, findModelFiles, precisionOption, TOKENS } from '../sherpa-model-folder.js';
 import type { LoadSpec } from '../types.js';

@@ -1,7 +1,7 @@
 /**
  * Speech detection with silero VAD through sherpa-onnx's `Vad`, shared by every worker that needs
  * speech segments (silero_vad, classic_diar). Its calls are synchronous, so it is only ever
- * created inside a worker thread.
+ * created inside a session's runner process, never on the server's event loop.
  */
 import { createRequire } from 'node:module';
 import { refineSegment } from './refine-segments.js';

@@ -1,7 +1,8 @@
 /**
  * `silero_vad`: voice activity detection with the silero model, run by sherpa-onnx-node. `path`
  * may name another silero ONNX file; by default voxd uses the copy in assets/silero. Each session
- * is a worker thread with its own sherpa Vad (its calls are synchronous); sessions share the file.
+ * is a runner process with its own sherpa Vad (its calls are synchronous, and its model holds the
+ * stream's state); sessions share the file.
  */
 import { access, readdir } from 'node:fs/promises';
 import { join } from 'node:path';

