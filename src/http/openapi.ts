@@ -6,6 +6,7 @@
  * and validates real responses against it).
  */
 import { readFileSync } from 'node:fs';
+import { SPEECH_KNOBS } from './request-options.js';
 import type { Route } from './route.js';
 
 type Obj = Record<string, unknown>;
@@ -53,18 +54,6 @@ const TIMING_HEADERS: Obj = {
   'X-AudioCPP-Audio-Duration-Ms': { description: 'Duration of the output audio.', schema: str() },
   'X-AudioCPP-RTF': { description: 'wall_ms / audio_duration_ms.', schema: str() },
 };
-
-const SPEECH_OPTION_KNOBS = [
-  'seed',
-  'temperature',
-  'top_k',
-  'top_p',
-  'max_tokens',
-  'max_steps',
-  'repetition_penalty',
-  'guidance_scale',
-  'num_inference_steps',
-];
 
 const busyTimeout: Obj = {
   type: ['integer', 'string'],
@@ -181,7 +170,7 @@ const schemas: Obj = {
       instructions: str(),
       speed: { type: 'number', exclusiveMinimum: 0 },
       speaking_rate: { type: 'number', exclusiveMinimum: 0 },
-      ...Object.fromEntries(SPEECH_OPTION_KNOBS.map((k) => [k, {}])),
+      ...Object.fromEntries(SPEECH_KNOBS.map((k) => [k, {}])),
       options: { type: 'object', additionalProperties: true },
       busy_timeout_ms: busyTimeout,
       stream: {

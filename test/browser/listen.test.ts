@@ -14,6 +14,7 @@ import type { Page } from 'playwright-core';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { launchBrowser, screenshot, useBrowser, WAIT_MS } from '../helpers/browser.js';
+import { concat, speechBounds } from '../helpers/samples.js';
 import { post, startServer, type TestServer } from '../helpers/voxd.js';
 
 const RATE = 16000;
@@ -65,25 +66,6 @@ async function speak(input: string, voice: string): Promise<Buffer> {
   const res = await post(s.url, '/v1/audio/speech', { model: 'flite', input, voice });
   assert.equal(res.status, 200, res.body.toString());
   return res.body;
-}
-
-/** First and last sample above a small amplitude: where the synthesised speech really is. */
-function speechBounds(samples: Float32Array): [number, number] {
-  let first = 0;
-  let last = samples.length - 1;
-  while (first < samples.length && Math.abs(samples[first]!) < 0.01) first++;
-  while (last > first && Math.abs(samples[last]!) < 0.01) last--;
-  return [first, last + 1];
-}
-
-function concat(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }
 
 async function speech(input: string, voice: string): Promise<Float32Array> {

@@ -2,19 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
+import { speechBounds } from '../helpers/samples.js';
 import { badRequest, fixtureModel, post, startServer, type TestServer, transcribe } from '../helpers/voxd.js';
 
 const RATE = 16000;
 const GAP_SECONDS = 1.5;
-
-/** First and last sample above a small amplitude: where the synthesised speech really is. */
-function speechBounds(samples: Float32Array): [number, number] {
-  let first = 0;
-  let last = samples.length - 1;
-  while (first < samples.length && Math.abs(samples[first]!) < 0.01) first++;
-  while (last > first && Math.abs(samples[last]!) < 0.01) last--;
-  return [first, last + 1];
-}
 
 describe('chunking_strategy', () => {
   let s: TestServer;

@@ -3,6 +3,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
+import { concat, speechBounds } from '../../helpers/samples.js';
 import { sseEvents } from '../../helpers/sse.js';
 import { errorOf, type HttpResult, post, request, startServer, type TestServer } from '../../helpers/voxd.js';
 import { diarizationError, type RefTurn } from './der.js';
@@ -30,25 +31,6 @@ interface Turn {
   end_sample: number;
   speaker_id: number;
   confidence: number;
-}
-
-/** First and last sample above a small amplitude: where the synthesised speech really is. */
-function speechBounds(samples: Float32Array): [number, number] {
-  let first = 0;
-  let last = samples.length - 1;
-  while (first < samples.length && Math.abs(samples[first]!) < 0.01) first++;
-  while (last > first && Math.abs(samples[last]!) < 0.01) last--;
-  return [first, last + 1];
-}
-
-function concat(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }
 
 const hypothesis = (turns: Turn[]): RefTurn[] =>

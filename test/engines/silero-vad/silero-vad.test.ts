@@ -4,19 +4,11 @@ import { resample } from '../../../src/audio/convert.js';
 import type { Audio } from '../../../src/audio/types.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
+import { speechBounds } from '../../helpers/samples.js';
 import { errorOf, post, startServer, type TestServer } from '../../helpers/voxd.js';
 
 const RATE = 16000;
 const TOLERANCE = 0.1 * RATE; // 100 ms
-
-/** First and last sample above a small amplitude: where the synthesised speech really is. */
-function speechBounds(samples: Float32Array): [number, number] {
-  let first = 0;
-  let last = samples.length - 1;
-  while (first < samples.length && Math.abs(samples[first]!) < 0.01) first++;
-  while (last > first && Math.abs(samples[last]!) < 0.01) last--;
-  return [first, last + 1];
-}
 
 describe('silero_vad', () => {
   let s: TestServer;
