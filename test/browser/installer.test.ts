@@ -11,12 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import type { CatalogPackage } from '../../src/models/catalog.js';
 import { Installer } from '../../src/models/installer.js';
 import { deferred } from '../../src/util/wait.js';
 import { screenshot, useBrowser } from '../helpers/browser.js';
 import { fixtureModel, startServer, type TestServer } from '../helpers/voxd.js';
-import { tarOf } from '../models/archives.js';
+import { fakeNemoPackage, tarOf } from '../models/archives.js';
 import { type FileServer, startFileServer } from '../models/file-server.js';
 
 const browser = useBrowser();
@@ -25,15 +24,7 @@ let work: string;
 let archive: Buffer;
 let s: TestServer;
 
-const pkg = (id: string): CatalogPackage => ({
-  id,
-  family: 'nemo_ctc_asr',
-  task: 'asr',
-  description: 'a fake NeMo CTC model (test)',
-  licence: 'test',
-  homepage: 'http://example.invalid',
-  archive: { source: 'github', url: `asr-models/${id}.tar.bz2`, size_bytes: archive.length, sha256: null },
-});
+const pkg = (id: string) => fakeNemoPackage(id, `asr-models/${id}.tar.bz2`, archive.length);
 
 before(async () => {
   hub = await startFileServer();

@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { encodeWav } from '../../src/audio/wav-encode.js';
-import type { CatalogPackage } from '../../src/models/catalog.js';
 import { Installer } from '../../src/models/installer.js';
 import { deferred } from '../../src/util/wait.js';
 import {
@@ -22,7 +21,7 @@ import {
   type TestServer,
   waitUntil,
 } from '../helpers/voxd.js';
-import { tarOf } from '../models/archives.js';
+import { fakeNemoPackage, tarOf } from '../models/archives.js';
 import { type FileServer, startFileServer } from '../models/file-server.js';
 
 let hub: FileServer;
@@ -40,15 +39,7 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-const pkg = (id: string, url: string): CatalogPackage => ({
-  id,
-  family: 'nemo_ctc_asr',
-  task: 'asr',
-  description: 'a fake NeMo CTC model (test)',
-  licence: 'test',
-  homepage: 'http://example.invalid',
-  archive: { source: 'github', url, size_bytes: archive.length, sha256: null },
-});
+const pkg = (id: string, url: string) => fakeNemoPackage(id, url, archive.length);
 
 /** voxd with real installers whose catalogue and hub are this test's. */
 function server(extra: Record<string, unknown> = {}): Promise<TestServer> {

@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import type { CatalogPackage } from '../../src/models/catalog.js';
 
 export const FIXTURES = new URL('../../../test/fixtures/models/', import.meta.url).pathname;
 
@@ -65,4 +66,17 @@ export function rawTarGz(entries: RawEntry[]): Buffer {
   }
   parts.push(Buffer.alloc(1024));
   return gzipSync(Buffer.concat(parts));
+}
+
+/** A catalogue entry for the fake NeMo CTC folder, served by a test's hub at `url` (GitHub-style). */
+export function fakeNemoPackage(id: string, url: string, sizeBytes: number): CatalogPackage {
+  return {
+    id,
+    family: 'nemo_ctc_asr',
+    task: 'asr',
+    description: 'a fake NeMo CTC model (test)',
+    licence: 'test',
+    homepage: 'http://example.invalid',
+    archive: { source: 'github', url, size_bytes: sizeBytes, sha256: null },
+  };
 }
