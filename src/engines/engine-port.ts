@@ -4,6 +4,7 @@
  * (src/engines/engine-process.ts, what voxd uses) or a worker thread (tests) without knowing which.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { JobError } from './job-error.js';
 
 interface Job {
   id: number;
@@ -78,7 +79,7 @@ function send(reply: object): void {
 
 /**
  * Serves the engine's jobs: each reply carries the job's id and `ok: true` with what `run` returned,
- * or `ok: false` with the error's message. `emit` sends incremental output of the running job
+ * or `ok: false` with the error's message (and its code, for a JobError). `emit` sends incremental output of the running job
  * (partial text, say) ahead of its reply. Jobs run one at a time unless `concurrent` is set: a
  * runner shared by a model's slots (isolation "model") takes their jobs as they come, and its
  * `run` is async native work (sherpa's decodeAsync, generateAsync on the libuv pool) that may
@@ -93,7 +94,12 @@ export function serveJobs<J extends Job>(
       const emit = (event: object) => send({ id: job.id, event });
       send({ id: job.id, ok: true, ...(await run(job as J, emit)) });
     } catch (err) {
-      send({ id: job.id, ok: false, message: err instanceof Error ? err.message : String(err) });
+      const message = err instanceof Error ? err.message : String(err);
+      send(
+        err instanceof JobError
+          ? { id: job.id, ok: false, message, code: err.code }
+          : { id: job.id, ok: false, message },
+      );
     }
   };
   let chain = Promise.resolve();

@@ -3,6 +3,7 @@
  * (synchronous calls), then the log-mel statistics embeddings and the clustering, all in that process.
  */
 import { engineData, serveJobs } from '../engine-port.js';
+import type { JobFailure } from '../job-error.js';
 import { createDetector, type VadSettings } from '../silero-vad/detect.js';
 import { diarize, diarizeOnline, type Turn } from './diarize.js';
 
@@ -22,7 +23,7 @@ export interface DiarJob {
   online?: boolean;
 }
 
-export type DiarReply = { id: number; ok: true; turns: Turn[] } | { id: number; ok: false; message: string };
+export type DiarReply = { id: number; ok: true; turns: Turn[] } | JobFailure;
 
 const settings = engineData<DiarWorkerData>();
 const detect = createDetector(settings.vad);

@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';
+import type { JobFailure } from '../job-error.js';
 
 export interface PsSettings {
   hmm: string;
@@ -25,7 +26,7 @@ export type PsJob =
 export interface PsPartial {
   hypothesis: string;
 }
-export type PsReply = { id: number; ok: true; text: string } | { id: number; ok: false; message: string };
+export type PsReply = { id: number; ok: true; text: string } | JobFailure;
 
 type Fn = (...args: unknown[]) => unknown;
 interface Koffi {

@@ -6,6 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';
+import type { JobFailure } from '../job-error.js';
 import { SettingsGate } from '../settings-gate.js';
 
 const SAMPLE_RATE = 16000;
@@ -38,7 +39,7 @@ export interface RecognizerTokens {
 
 export type RecognizerReply =
   | ({ id: number; ok: true; text: string; lang: string } & RecognizerTokens)
-  | { id: number; ok: false; message: string };
+  | JobFailure;
 
 /**
  * Audio shorter than one 10 ms feature hop gives a model zero feature frames, and several encoders

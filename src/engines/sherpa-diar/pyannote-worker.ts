@@ -1,6 +1,7 @@
 /** The engine of one pyannote diarization session, in its runner process: its own sherpa-onnx OfflineSpeakerDiarization. */
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';
+import type { JobFailure } from '../job-error.js';
 
 export interface PyannoteSettings {
   segmentation: string;
@@ -20,7 +21,7 @@ export interface PyannoteJob {
 
 export type PyannoteReply =
   | { id: number; ok: true; turns: { start: number; end: number; speaker: number }[] }
-  | { id: number; ok: false; message: string };
+  | JobFailure;
 
 interface Diarizer {
   setConfig(config: unknown): void;

@@ -58,11 +58,11 @@ export class SherpaTtsSession extends WorkerEngineSession<Job, TtsReply> {
         );
         if (reply.ok) return { samples: reply.samples, sampleRate: reply.sampleRate, channels: 1 };
         // A sentence the model can say nothing of is skipped; the request fails only if all are.
-        if (reply.message.startsWith('input:')) {
+        if (reply.code === 'no_audio') {
           nothing = reply.message;
           return null;
         }
-        if (reply.message.startsWith('voice:')) throw invalidRequest(reply.message);
+        if (reply.code === 'invalid_voice') throw invalidRequest(reply.message);
         throw new Error(reply.message);
       },
       onEvent,

@@ -6,6 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';
+import { JobError, type JobFailure } from '../job-error.js';
 import { textPieces } from './text-pieces.js';
 
 export interface TtsJob {
@@ -17,9 +18,7 @@ export interface TtsJob {
   maxTokens?: number;
 }
 
-export type TtsReply =
-  | { id: number; ok: true; samples: Float32Array; sampleRate: number }
-  | { id: number; ok: false; message: string };
+export type TtsReply = { id: number; ok: true; samples: Float32Array; sampleRate: number } | JobFailure;
 
 interface OfflineTts {
   sampleRate: number;
@@ -60,7 +59,8 @@ async function speak(text: string, sid: number, speed: number): Promise<Audio | 
 serveJobs(
   async (job: TtsJob) => {
     if (job.sid < 0 || job.sid >= tts.numSpeakers) {
-      throw new Error(
+      throw new JobError(
+        'invalid_voice',
         `voice: speaker ${job.sid} does not exist; this model has ${tts.numSpeakers} speaker(s)`,
       );
     }
@@ -71,7 +71,7 @@ serveJobs(
       const part = await speak(piece, job.sid, job.speed);
       if (part) parts.push(part);
     }
-    if (parts.length === 0) throw new Error(NO_AUDIO);
+    if (parts.length === 0) throw new JobError('no_audio', NO_AUDIO);
     // One buffer of voxd's own, which the reply moves to the session's thread instead of copying.
     const samples = new Float32Array(parts.reduce((n, p) => n + p.samples.length, 0));
     let at = 0;

@@ -1,5 +1,6 @@
 /** The engine of one silero VAD session, in its runner process: a sherpa-onnx Vad, whose calls are synchronous. */
 import { engineData, serveJobs } from '../engine-port.js';
+import type { JobFailure } from '../job-error.js';
 import { createDetector, type VadSettings } from './detect.js';
 
 export type { VadSettings } from './detect.js';
@@ -13,9 +14,7 @@ export interface VadJob {
   minSilenceDuration?: number;
 }
 
-export type VadReply =
-  | { id: number; ok: true; segments: { start: number; end: number }[] }
-  | { id: number; ok: false; message: string };
+export type VadReply = { id: number; ok: true; segments: { start: number; end: number }[] } | JobFailure;
 
 const settings = engineData<VadSettings>();
 // A sherpa Vad fixes its settings when created, so each distinct override gets its own; the few

@@ -10,9 +10,7 @@ export interface VoicePolicy {
   defaultVoice: string;
   /** Throws a 400 naming the voice when it can not be used. */
   check(voice: string): void;
-  /** Whether an engine error means the voice was not found (a client error, not a fault). */
-  isVoiceError(message: string): boolean;
-  /** The 400 for a voice the engine reported missing. */
+  /** The 400 for a voice the engine reported missing (its reply's code `invalid_voice`). */
   voiceError?(voice: string): Error;
 }
 
@@ -42,7 +40,7 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
       async (sentence) => {
         const reply = await this.worker.call({ text: sentence, voice, speed }, signal);
         if (!reply.ok) {
-          if (this.voices.isVoiceError(reply.message))
+          if (reply.code === 'invalid_voice')
             throw (
               this.voices.voiceError?.(voice) ??
               invalidRequest(`voice: ${showValue(voice)} is not available in this engine`)

@@ -11,6 +11,7 @@ import { WASI } from 'node:wasi';
 import type { Audio } from '../../audio/types.js';
 import { decodeWav } from '../../audio/wav-decode.js';
 import { engineData, serveJobs } from '../engine-port.js';
+import { JobError, type JobFailure } from '../job-error.js';
 import { espeakArgs, fliteArgs } from './synth-args.js';
 
 export interface SynthWorkerData {
@@ -29,7 +30,7 @@ export interface SynthJob {
   speed: number;
 }
 
-export type SynthReply = ({ id: number; ok: true } & Audio) | { id: number; ok: false; message: string };
+export type SynthReply = ({ id: number; ok: true } & Audio) | JobFailure;
 
 const data = engineData<SynthWorkerData>();
 const module = await WebAssembly.compile(await readFile(data.wasmPath));
@@ -90,7 +91,11 @@ async function espeak({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
   try {
     return instance.FS.readFile('/o.wav');
   } catch {
-    throw new Error(`espeak-ng produced no audio${errors.length ? `: ${errors.join(' ')}` : ''}`);
+    const message = `espeak-ng produced no audio${errors.length ? `: ${errors.join(' ')}` : ''}`;
+    // espeak-ng says so on stderr when it has no such voice; only here is its wording known.
+    throw errors.some((line) => /voice/i.test(line))
+      ? new JobError('invalid_voice', message)
+      : new Error(message);
   }
 }
 

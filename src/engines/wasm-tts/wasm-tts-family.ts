@@ -105,7 +105,6 @@ export function createFliteFamily(): EngineFamily {
           );
         }
       },
-      isVoiceError: () => false,
     }),
     voiceAliases: FLITE_ALIASES,
     params: [
@@ -163,7 +162,6 @@ export function createEspeakFamily(): EngineFamily {
       check(voice) {
         if (!ESPEAK_VOICE.test(voice)) throw unknownEspeakVoice(voice);
       },
-      isVoiceError: (message) => /voice/i.test(message),
       voiceError: unknownEspeakVoice,
     }),
     voiceAliases: ESPEAK_ALIASES,
