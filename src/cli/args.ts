@@ -109,6 +109,9 @@ const text =
     out.overrides[name] = value;
   };
 
+/** The flags of `voxd serve` (--help and docs/configuration.md list them; a test keeps them equal). */
+export const serveFlags = (): string[] => [...SWITCHES.keys(), ...VALUE_FLAGS.keys()];
+
 const VALUE_FLAGS = new Map<string, ValueFlag>(
   Object.entries({
     '--config': (out, value, flag) => {

@@ -77,7 +77,8 @@ export interface LoadServerConfigOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-const FILE_KEYS = new Set([
+/** Every top-level key of server.json (docs/configuration.md's table; a test keeps them equal). */
+export const FILE_KEYS: ReadonlySet<string> = new Set([
   'host',
   'port',
   'cors_origins',

@@ -1,0 +1,52 @@
+/**
+ * The settings a user reads about are the settings voxd has: every top-level server.json key is in
+ * docs/configuration.md's key table and the other way round, and the flags of `voxd serve`, its
+ * --help text and the docs' flag table name the same flags.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { SERVE_HELP, serveFlags } from '../../src/cli/args.js';
+import { FILE_KEYS } from '../../src/config/server-config.js';
+
+const DOC = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
+
+/** The text of one `## heading` section of the doc. */
+function section(heading: string): string {
+  const start = DOC.indexOf(`\n## ${heading}`);
+  assert.ok(start >= 0, `docs/configuration.md has no section "${heading}"`);
+  const end = DOC.indexOf('\n## ', start + 1);
+  return DOC.slice(start, end < 0 ? undefined : end);
+}
+
+/** The first cell of each row of `text`'s tables that have `columns` columns (not their headers). */
+const firstCells = (text: string, columns: number) =>
+  text
+    .split('\n')
+    .filter((line) => line.startsWith('| ') && !/^\|\s*(Key|Flag)\s*\|/.test(line))
+    .map((line) => line.split(/(?<!\\)\|/).slice(1, -1)) // a `\|` inside a cell is no column
+    .filter((cells) => cells.length === columns && !cells[0]!.trim().startsWith('---'))
+    .map((cells) => cells[0]!);
+
+const sorted = (values: Iterable<string>) => [...new Set(values)].sort();
+
+test('every server.json key is in the docs key table, and the table lists no other', () => {
+  // The five-column table; the live_ingest limits below it are a table of their own.
+  const documented = firstCells(section('Top-level keys'), 5).flatMap((cell) =>
+    [...cell.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!),
+  );
+  assert.deepEqual(sorted(documented), sorted(FILE_KEYS));
+});
+
+test('voxd serve, its --help and the docs flag table name the same flags', () => {
+  // -h is --help's short form; --help is what prints the help, so the help need not list it.
+  const parsed = sorted(serveFlags().filter((flag) => flag.startsWith('--')));
+  const help = sorted(['--help', ...[...SERVE_HELP.matchAll(/^\s+(--[a-z][a-z-]*)/gm)].map((m) => m[1]!)]);
+  const documented = sorted(
+    firstCells(section('Command line: `voxd serve`'), 3).flatMap((cell) =>
+      [...cell.matchAll(/(--[a-z][a-z-]*)/g)].map((m) => m[1]!),
+    ),
+  );
+  assert.deepEqual(help, parsed, '--help');
+  assert.deepEqual(documented, parsed, 'docs/configuration.md');
+});
