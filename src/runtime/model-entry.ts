@@ -285,18 +285,20 @@ export class ModelEntry {
   }
 
   async #teardown(sessions: readonly EngineSession[], weights: { dispose(): Promise<void> }): Promise<void> {
+    // try/await, not .catch(): a native binding may throw before it returns a promise, and one
+    // failing dispose must not keep the others (and the weights) from being released.
     for (const session of [...sessions].reverse()) {
-      await session
-        .dispose()
-        .catch((err: unknown) =>
-          this.#ctx.warn(`model '${this.id}': disposing a session failed: ${describe(err)}`),
-        );
+      try {
+        await session.dispose();
+      } catch (err) {
+        this.#ctx.warn(`model '${this.id}': disposing a session failed: ${describe(err)}`);
+      }
     }
-    await weights
-      .dispose()
-      .catch((err: unknown) =>
-        this.#ctx.warn(`model '${this.id}': disposing weights failed: ${describe(err)}`),
-      );
+    try {
+      await weights.dispose();
+    } catch (err) {
+      this.#ctx.warn(`model '${this.id}': disposing weights failed: ${describe(err)}`);
+    }
   }
 
   #transition(next: ModelState): void {

@@ -748,11 +748,12 @@ export class Runtime {
         throw engineFailure(`capacity probe of model '${config.id}' failed`, err);
       }
       capacity = probe.capacity;
-      await probe
-        .dispose()
-        .catch((err: unknown) =>
-          this.#log(`model '${config.id}': disposing the capacity probe failed: ${String(err)}`),
-        );
+      // try/await: a dispose may throw before it returns a promise (see ModelEntry's teardown).
+      try {
+        await probe.dispose();
+      } catch (err) {
+        this.#log(`model '${config.id}': disposing the capacity probe failed: ${String(err)}`);
+      }
     }
     if (slots > capacity) {
       throw invalidRequest(

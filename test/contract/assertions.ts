@@ -115,6 +115,21 @@ export const teardownOf = (g: number, n: number): string[] => [
   `weights-disposed:${g}`,
 ];
 
+/**
+ * The teardown of a pool of n sessions built with `fail_session_dispose_at: '0'` and `fail_dispose`:
+ * every session is still disposed in reverse, past the primary whose dispose throws, and the
+ * weights' dispose is still attempted (and fails).
+ */
+export const faultyTeardownOf = (g: number, n: number): string[] => [
+  ...range(n)
+    .reverse()
+    .map((i) => (i === 0 ? `session-dispose-failed:${g}:0` : `session-disposed:${g}:${i}`)),
+  `weights-dispose-failed:${g}`,
+];
+
+/** Load options that make every dispose of a pool fail: the primary's throws, the weights' rejects. */
+export const FAULTY_TEARDOWN = { fail_session_dispose_at: '0', fail_dispose: 'true' };
+
 /** A private capacity probe: a load disposed at once, no sessions. */
 export const probeOf = (g: number): string[] => [`load:${g}`, `weights-disposed:${g}`];
 

@@ -20,6 +20,8 @@ import {
 import {
   COUNTS,
   disposeSessions,
+  FAULTY_TEARDOWN,
+  faultyTeardownOf,
   lifecycle,
   listed,
   loadOf,
@@ -461,6 +463,75 @@ describe('failure: execution and publication', () => {
       await c.close();
     }
   });
+});
+
+describe('failure: publication faults', () => {
+  for (const n of COUNTS) {
+    test(`[fail.publication] slots=${n}: a first load failing at its last session, with a session's and the weights' dispose failing too, unwinds all it made and publishes no pool`, async () => {
+      const c = await contractServer([{ id: 'M', slots: 1 }]);
+      try {
+        await c.ready('M');
+        const base: Record<string, unknown> = { ...c.body('M'), id: 'N', slots: n };
+        const gates = base.load_options as Record<string, string>;
+        const faults = { ...gates, ...FAULTY_TEARDOWN, fail_clone_at: String(n - 1) };
+        const res = await post(c.url, '/v1/models/load', { ...base, load_options: faults });
+        assert.match(
+          errorOf(res, 500, 'server_error'),
+          new RegExp(`failed to create session ${n - 1} of model 'N'`),
+        );
+        // The unwind goes on past the primary's throwing dispose: the weights' dispose is still tried.
+        const failed = [...loadOf(1, n - 1), `session-failed:1:${n - 1}`, ...faultyTeardownOf(1, n - 1)];
+        assert.deepEqual(lifecycle(c, 'N'), failed);
+        assert.deepEqual(await view(c, 'N'), unloadedView(n), 'no pool, no slot held');
+        assert.ok(c.entry('N').scheduler.idle, 'the manager lease was released');
+        assert.equal(c.count('N', 'run-start'), 0);
+        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, 1), 'the other model is untouched');
+        // A corrected registration loads a fresh pool, and every slot of it serves.
+        const fixed = await post(c.url, '/v1/models/load', { ...base, load_options: gates });
+        assert.equal(fixed.status, 200);
+        const g = n > 1 ? 3 : 2;
+        assert.deepEqual(lifecycle(c, 'N'), [...failed, ...(n > 1 ? probeOf(2) : []), ...loadOf(g, n)]);
+        const all = await c.running('N', n);
+        assert.deepEqual(await view(c, 'N'), readyView(n, { active_slots: n }));
+        await all.gate.open();
+        const reports = (await Promise.all(all.requests)).map(reportOf);
+        assert.deepEqual(new Set(reports.map((r) => r.generation)), new Set([g]));
+        assert.equal(new Set(reports.map((r) => r.session)).size, n);
+        assert.deepEqual(await view(c, 'N'), readyView(n));
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[fail.publication] slots=${n}: a reconfiguration whose old pool's teardown fails (the primary's dispose throws, the weights' rejects) retires the whole old pool and publishes only the new one`, async () => {
+      const c = await contractServer([{ id: 'M', slots: n, load_options: FAULTY_TEARDOWN }]);
+      try {
+        await c.ready('M');
+        const res = await c.register('M', { load_options: { variant: 'next' } });
+        assert.deepEqual(res.json, { id: 'M', loaded: true, reconfigured: true });
+        const g = n > 1 ? 3 : 2;
+        assert.deepEqual(lifecycle(c, 'M'), [
+          ...loadOf(1, n),
+          ...(n > 1 ? probeOf(2) : []),
+          ...faultyTeardownOf(1, n),
+          ...loadOf(g, n),
+        ]);
+        assert.deepEqual(await view(c, 'M'), readyView(n));
+        assert.ok(c.entry('M').scheduler.idle, 'the manager lease was released');
+        const all = await c.running('M', n);
+        await all.gate.open();
+        for (const res of await Promise.all(all.requests)) {
+          const report = reportOf(res);
+          assert.equal(report.generation, g, 'only the new pool serves');
+          assert.equal(report.load_options.variant, 'next');
+        }
+        assert.deepEqual((await c.unload('M')).json, { id: 'M', loaded: false });
+        assert.deepEqual(await view(c, 'M'), unloadedView(n));
+      } finally {
+        await c.close();
+      }
+    });
+  }
 });
 
 describe('failure: residency, teardown', () => {

@@ -7,6 +7,8 @@ import { describe, test } from 'node:test';
 import { errorOf, type HttpResult, post, reportOf, waitUntil } from '../helpers/voxd.js';
 import {
   COUNTS,
+  FAULTY_TEARDOWN,
+  faultyTeardownOf,
   fmt,
   lifecycle,
   loadOf,
@@ -653,6 +655,58 @@ describe('arrival order: bulk unloads', () => {
 
 describe('arrival order: bulk cancellation', () => {
   for (const n of COUNTS) {
+    test(`[order.bulk-cancel] slots=${n}: a teardown that faults in the middle of a bulk still releases its grant; the bulk finishes and every model loads and unloads afterwards`, async () => {
+      const c = await contractServer([
+        { id: 'A', slots: n },
+        { id: 'B', slots: 2, load_options: FAULTY_TEARDOWN },
+        { id: 'C', slots: 1 },
+      ]);
+      try {
+        await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
+        const { gate, requests } = await c.running('A', n);
+        await c.teardown('B').close();
+        const bulk = c.bulkUnload(['A', 'B', 'C']);
+        await queued(c, 'A', 0, 1);
+        await waitUntil('B is unloading', () => c.entry('B').state.kind === 'unloading');
+        await waitUntil('C is unloaded', () => c.count('C', 'weights-disposed') === 1);
+
+        // B's teardown faults (its primary's dispose threw; now its weights' fails) while A's
+        // barrier is still pending.
+        await c.teardown('B').open();
+        await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
+        assert.deepEqual(lifecycle(c, 'B'), [...loadOf(1, 2), ...faultyTeardownOf(1, 2)]);
+        assert.deepEqual(await view(c, 'B'), unloadedView(2));
+        assert.equal(c.snapshot('A').queuedManagers, 1, "A's barrier is still queued");
+        assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n });
+
+        await gate.open();
+        for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
+        assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['A', 'B', 'C'], not_found: [] });
+        assert.deepEqual(lifecycle(c, 'A'), [...loadOf(1, n), ...teardownOf(1, n)]);
+        // No stranded management ownership: each model loads, serves and unloads again.
+        for (const [id, slots] of [
+          ['A', n],
+          ['B', 2],
+          ['C', 1],
+        ] as const) {
+          assert.deepEqual(await view(c, id), unloadedView(slots));
+          assert.ok(c.entry(id).scheduler.idle, `no lease left on ${id}`);
+          assert.equal(reportOf(await within(c.infer(id), `a request to ${id}`)).generation, 2);
+          assert.deepEqual((await within(c.unload(id), `unloading ${id}`)).json, { id, loaded: false });
+          assert.deepEqual(await view(c, id), unloadedView(slots));
+          assert.ok(c.entry(id).scheduler.idle, `no lease left on ${id} after its unload`);
+        }
+        assert.deepEqual(lifecycle(c, 'B'), [
+          ...loadOf(1, 2),
+          ...faultyTeardownOf(1, 2),
+          ...loadOf(2, 2),
+          ...faultyTeardownOf(2, 2),
+        ]);
+      } finally {
+        await c.close();
+      }
+    });
+
     test(`[order.bulk-cancel] slots=${n}: a bulk whose client leaves unwinds pending barriers and finishes granted unloads`, async () => {
       const c = await contractServer([
         { id: 'A', slots: n },
