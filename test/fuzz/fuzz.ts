@@ -458,7 +458,7 @@ function multipartCase(rng: Rng): Generated {
   for (let i = 0; i < files; i++)
     parts.push(part(boundary, 'file', someWav(rng), rng.pick(['a.wav', 'a', 'a.mp3', '', '../x.wav'])));
   for (const [name, value] of FORM_FIELDS)
-    if (rng.chance(0.2)) parts.push(part(boundary, name, rng.chance(0.6) ? value() : String(anyValue(rng))));
+    if (rng.chance(0.2)) parts.push(part(boundary, name, rng.chance(0.6) ? value() : JSON.stringify(anyValue(rng))));
   if (rng.chance(0.1)) parts.push(part(boundary, 'model', model)); // a duplicate field
   if (rng.chance(0.05)) parts.push(part(boundary, 'x'.repeat(rng.pick([200, 5000, 20000])), 'v'));
   if (rng.chance(0.05)) parts.push(part(boundary, rng.pick(['', '"', '\r\n', 'ïnvalid']), 'v'));
