@@ -731,8 +731,10 @@ export function generate(seed: number, index: number): Generated {
 export interface Outcome {
   /** The status line's code, or 'closed' (no response), 'client-closed' (an early-close case). */
   status: number | 'closed' | 'client-closed' | 'hang';
-  /** Whether a streamed response carried an SSE error event, and its text. */
+  /** An SSE error event's type and message, or the body of a 5xx. */
   detail?: string;
+  /** The type of a streamed response's SSE error event. */
+  sseError?: string;
 }
 
 const CASE_DEADLINE_MS = 8000;
@@ -788,7 +790,7 @@ function settled(res: ReturnType<typeof parseResponse> & object): Outcome {
   const text = res.body.toString('utf8');
   // A streamed answer's status is 200 from the start; a server fault shows as an SSE error event.
   const match = /"type":"error","error":\{"message":"([^"]*)","type":"(\w+)"/.exec(text);
-  if (match) return { status: res.status, detail: `${match[2]}: ${match[1]}` };
+  if (match) return { status: res.status, detail: `${match[2]}: ${match[1]}`, sseError: match[2] };
   return { status: res.status, detail: res.status >= 500 ? text.slice(0, 300) : undefined };
 }
 
@@ -796,7 +798,7 @@ function settled(res: ReturnType<typeof parseResponse> & object): Outcome {
 export function acceptable(outcome: Outcome): boolean {
   if (outcome.status === 'hang') return false;
   if (typeof outcome.status !== 'number') return true;
-  if (outcome.detail?.startsWith('server_error')) return false;
+  if (outcome.sseError === 'server_error') return false;
   const s = outcome.status;
   return (s >= 200 && s < 300) || (s >= 400 && s < 500) || s === 503;
 }
@@ -917,7 +919,7 @@ export async function main(argv: string[]): Promise<number> {
         const gen = generate(args.seed, k);
         const outcome = await runCase(server.url, gen);
         byCategory.set(gen.category, (byCategory.get(gen.category) ?? 0) + 1);
-        const key = `${outcome.status}${outcome.detail ? ` (sse ${outcome.detail.split(':')[0]})` : ''}`;
+        const key = `${outcome.status}${outcome.sseError ? ` (sse ${outcome.sseError})` : ''}`;
         statuses.set(key, (statuses.get(key) ?? 0) + 1);
         if (!acceptable(outcome)) {
           findings.push(
