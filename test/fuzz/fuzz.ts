@@ -940,6 +940,11 @@ export async function main(argv: string[]): Promise<number> {
       await Promise.all(Array.from({ length: Math.max(1, args.concurrency) }, worker));
       const where = batchEnd === indexes.length ? 'at the end' : `after case ${batchEnd - 1}`;
       for (const p of await settledServer(server.url, baseline)) findings.push(`${where}: ${p}`);
+      // Progress on stderr, so a long run that is stopped still says how far it got and how fast.
+      const elapsed = ((Date.now() - started) / 1000).toFixed(1);
+      process.stderr.write(
+        `fuzz: ${batchEnd}/${indexes.length} cases, ${elapsed} s, ${findings.length} findings\n`,
+      );
     }
     for (const r of server.records.filter((r) => r.level === 'error' || r.level === 'fatal').slice(0, 5))
       findings.push(`logged ${r.level}: ${r.msg} ${r.err?.stack?.slice(0, 800) ?? ''}`);
