@@ -126,6 +126,9 @@ describe('fuzz regressions', () => {
   }
 });
 
+// The fuzzer's own cases, on its own server: a change to the generator changes what these indexes
+// send, so the hand-written requests above are the regressions proper; this keeps the fuzzer's
+// generate/run/acceptable path itself under test.
 describe('fuzz regressions: the original cases', () => {
   let s: TestServer;
   before(async () => {
