@@ -601,29 +601,33 @@ function initialBodyBytes(req: IncomingMessage): Buffer | undefined {
     return undefined;
   }
   if (!Buffer.isBuffer(current) || current.length === 0) return undefined;
-  const start = bodyStart(current);
+  const start = bodyStart(current, `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`);
   return start === undefined ? undefined : current.subarray(start);
 }
 
 /**
- * Where the body starts in the read that ended the headers: just after an empty line. Earlier
- * empty lines belong to pipelined requests before this one, later ones to the body's data; the
- * first candidate whose rest is well-formed chunked framing is taken (the first one if none is, so
- * that the framing error is reported).
+ * Where the body starts in the read that ended the headers: just after the first empty line that
+ * follows this request's request line. Earlier empty lines belong to pipelined requests before this
+ * one, later ones to the body's data. Picking by which candidate's rest parses as chunked framing
+ * would be wrong: the data of a malformed body (or the empty rest after its final CRLF CRLF) can
+ * parse cleanly from a later point, and the framing check would then start inside the body and
+ * report a desync (a 500) instead of the client's malformed framing (a 400). Without the request
+ * line in this read (its head began in an earlier one) nothing precedes it here, so the first
+ * empty line, possibly straddling the previous read, ends the head.
  */
-function bodyStart(buf: Buffer): number | undefined {
-  const candidates: number[] = [];
-  // The empty line may straddle the previous read: this one then starts with its last bytes.
-  if (buf[0] === 0x0a) candidates.push(1);
-  else if (buf[0] === 0x0d && buf[1] === 0x0a) candidates.push(2);
-  for (let i = buf.indexOf(0x0a, 1); i !== -1; i = buf.indexOf(0x0a, i + 1)) {
+function bodyStart(buf: Buffer, requestLine: string): number | undefined {
+  const anchor = buf.indexOf(requestLine, 0, 'latin1');
+  const from = anchor < 0 ? 0 : anchor + requestLine.length;
+  if (anchor < 0) {
+    // The empty line may straddle the previous read: this one then starts with its last bytes.
+    if (buf[0] === 0x0a) return 1;
+    if (buf[0] === 0x0d && buf[1] === 0x0a) return 2;
+  }
+  for (let i = buf.indexOf(0x0a, Math.max(from, 1)); i !== -1; i = buf.indexOf(0x0a, i + 1)) {
     const blank = buf[i - 1] === 0x0a || (i >= 2 && buf[i - 1] === 0x0d && buf[i - 2] === 0x0a);
-    if (blank && candidates.at(-1) !== i + 1) candidates.push(i + 1);
+    if (blank) return i + 1;
   }
-  for (const start of candidates) {
-    if (new ChunkFraming(Number.POSITIVE_INFINITY).feed(buf.subarray(start)) === undefined) return start;
-  }
-  return candidates[0];
+  return undefined;
 }
 
 type FramingIssue = { kind: 'malformed'; detail: string } | { kind: 'oversize'; hex: string };

@@ -150,7 +150,10 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
       files[index] = { field, filename, size: fileSize, source };
     };
 
-    parser.on('field', (name, value, info) => {
+    // busboy gives a part without a name (or with name="") an undefined name; such a part is one
+    // more field no route reads, so it goes under '' rather than break code that expects a string.
+    parser.on('field', (rawName: string | undefined, value, info) => {
+      const name = rawName ?? '';
       if (failure !== undefined) return;
       try {
         if (info.valueTruncated)
@@ -167,7 +170,8 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
         fail(err);
       }
     });
-    parser.on('file', (field, stream, info) => {
+    parser.on('file', (rawField: string | undefined, stream, info) => {
+      const field = rawField ?? '';
       if (failure !== undefined) return void stream.resume();
       open.add(stream);
       receiving.push(
