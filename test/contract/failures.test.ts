@@ -658,5 +658,23 @@ describe('failure: residency, teardown', () => {
         rmSync(dir, { recursive: true, force: true });
       }
     });
+
+    test(`[fail.slow-teardown] slots=${n}: session destructors that throw are logged and passed over: the other sessions and the weights are still freed, the unload answers, the next request reloads`, async () => {
+      const c = await contractServer([{ id: 'A', slots: n, load_options: { fail_dispose: 'true' } }]);
+      try {
+        await c.ready('A');
+        assert.deepEqual((await within(c.unload('A'), 'the unload')).json, { id: 'A', loaded: false });
+        assert.equal(c.count('A', 'session-disposed'), 0, 'every session destructor threw');
+        assert.equal(c.count('A', 'weights-disposed'), 1, 'the weights are freed after them');
+        const warnings = c.s.logs.filter((line) =>
+          /disposing a session failed: fixture: dispose failed/.test(line),
+        );
+        assert.equal(warnings.length, n, c.s.logs.join('\n'));
+        assert.deepEqual(await view(c, 'A'), unloadedView(n));
+        assert.equal(reportOf(await within(c.infer('A'), 'the next request')).generation, 2);
+      } finally {
+        await c.close();
+      }
+    });
   }
 });
