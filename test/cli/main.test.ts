@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -50,6 +50,32 @@ async function waitUntil(what: string, check: () => boolean, ms = DEADLINE_MS): 
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** The pids of a process's direct children, read from /proc (Linux). */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        // Field 4 of /proc/<pid>/stat is the parent pid; the command name before it is in parentheses.
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/** Whether a process still runs (a zombie waiting to be reaped counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
   }
 }
 
@@ -518,6 +544,59 @@ describe('serving', () => {
     }
     assert.deepEqual(exit, { code: 0, signal: null });
   });
+
+  for (const n of [1, 2, 4]) {
+    test(`[time.shutdown-queued-hung] --parallel-jobs, slots=${n}: SIGTERM with every slot spinning in a runner that ignores its abort: the deadline kills the runners, each request gets 503, voxd exits 0 by itself`, async () => {
+      const record = join(configs.dir, `spin-${n}-record.jsonl`);
+      const config = configs.write(
+        validConfig({
+          busy_timeout_ms: 0,
+          shutdown_timeout_ms: 300,
+          models: [fixtureModel('spin', { slots: n })],
+        }),
+      );
+      let exit: Exit | undefined;
+      const voxd = new VoxdProcess(['serve', '--parallel-jobs', '--config', config], {
+        env: { ...process.env, VOXD_FIXTURE_RECORD: record },
+      });
+      try {
+        const { url } = await voxd.listening();
+        const spinning = Array.from({ length: n }, (_, i) =>
+          postWithoutKeepAlive(`${url}/v1/tasks/run`, {
+            model: 'spin',
+            text: `${i}`,
+            options: { spin: true },
+          }),
+        );
+        for (const p of spinning) p.catch(() => {});
+        const starts = () =>
+          existsSync(record)
+            ? readFileSync(record, 'utf8')
+                .split('\n')
+                .filter((line) => line.includes('"run-start"')).length
+            : 0;
+        await waitUntil('every slot spins', () => starts() === n);
+        // The runner processes busy-loop in blocking code: only killing them stops the runs.
+        // Each runner is started on its slot's first use, just after run-start is recorded.
+        await waitUntil('one runner process a slot', () => childrenOf(voxd.child.pid!).length === n);
+        const runners = childrenOf(voxd.child.pid!);
+
+        voxd.child.kill('SIGTERM');
+        for (const res of await withDeadline(Promise.all(spinning), 'the spinning requests', DEADLINE_MS)) {
+          assert.equal(res.status, 503, JSON.stringify(res.json));
+          assert.match((res.json as { error: { message: string } }).error.message, /shutdown_timeout_ms=300/);
+        }
+        // Bounded: the process ends on its own, through its drain, not through the fallback exit
+        // that abandons work still running.
+        exit = await voxd.exit();
+        assert.doesNotMatch(voxd.stderr, /abandoned/);
+        for (const pid of runners) assert.equal(alive(pid), false, `runner ${pid} outlived voxd`);
+      } finally {
+        exit ??= await voxd.stop();
+      }
+      assert.deepEqual(exit, { code: 0, signal: null });
+    });
+  }
 
   test('SIGTERM sent the moment the listening line appears still shuts down cleanly', async () => {
     // The line is a readiness signal; the SIGTERM handler must already be installed when it is printed.

@@ -4,7 +4,7 @@
  * limits; each test asserts the response, GET /v1/models and the fixture's record.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import {
@@ -15,6 +15,7 @@ import {
   post,
   reportOf,
   startServer,
+  tempDir,
   waitUntil,
 } from '../helpers/voxd.js';
 import {
@@ -668,6 +669,82 @@ describe('failure: residency, teardown', () => {
           ...teardownOf(2, n),
         ]);
         assert.deepEqual(await view(c, 'A'), unloadedView(n));
+      } finally {
+        await c.close();
+      }
+    });
+
+    test(`[fail.slow-teardown] slots=${n}: a session dispose that never returns fails only its model: A stays owned, unloaded, and answers 503 busy; warm B serves and reloads; the shutdown gives A up`, async () => {
+      // A hung dispose has no completion bound (the contract allows none), so the gate stays shut
+      // until the shutdown has given A up; only then is it opened, to let the test process exit.
+      const dir = tempDir('voxd-dispose-');
+      const disposeGate = join(dir, 'never');
+      const c = await contractServer(
+        [
+          { id: 'A', slots: n, load_options: { dispose_gate: disposeGate } },
+          { id: 'B', slots: 2 },
+        ],
+        { busy_timeout_ms: 300, shutdown_timeout_ms: 200 },
+      );
+      try {
+        await Promise.all([c.ready('A'), c.ready('B')]);
+        const unload = c.unload('A');
+        unload.catch(() => {});
+        await waitUntil('A is unloading', () => c.entry('A').state.kind === 'unloading');
+        // Logical unload first: status shows A unloaded (capacity cleared) while its first dispose hangs.
+        assert.deepEqual(await view(c, 'A'), { ...unloadedView(n), state: 'unloading' });
+        assert.equal(c.count('A', 'session-disposed'), 0, 'the first dispose hangs');
+        assert.equal(c.count('A', 'weights-disposed'), 0, 'the weights are not freed under a hung session');
+
+        // The teardown keeps A's exclusive ownership: nothing runs on A, nothing reloads it; a
+        // request waits its busy timeout and is answered 503; a second unload (managers have no
+        // busy timeout) queues behind the hung one until the shutdown sends it away.
+        errorOf(await within(c.infer('A'), 'a request for A'), 503, 'server_busy');
+        const second = c.unload('A');
+        await waitUntil('the second unload queues', () => c.snapshot('A').queuedManagers === 1);
+        assert.equal(c.count('A', 'run-start'), 0);
+        assert.equal(c.count('A', 'load'), 1, 'A is not reloaded while its teardown hangs');
+        assert.equal(c.entry('A').state.kind, 'unloading');
+
+        // The server is not failed: B, warm, serves, unloads and reloads; the server stays healthy.
+        assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
+        assert.deepEqual((await within(c.unload('B'), 'unloading B')).json, { id: 'B', loaded: false });
+        assert.equal(reportOf(await within(c.infer('B'), 'reloading B')).generation, 2);
+        assert.equal((await get(c.url, '/health')).status, 200);
+
+        // The shutdown is bounded: past its deadline and grace it ends without A's teardown.
+        const closing = c.s.voxd.close();
+        errorOf(await within(second, 'the queued unload at the shutdown'), 503, 'server_busy');
+        await within(closing, 'the shutdown', 10_000);
+        assert.ok(
+          c.s.logs.some((line) => /gave up waiting for the teardown of A\b/.test(line)),
+          c.s.logs.join('\n'),
+        );
+        assert.equal(c.count('B', 'weights-disposed'), 2, 'B was torn down by the shutdown');
+        assert.equal(c.count('A', 'weights-disposed'), 0);
+      } finally {
+        writeFileSync(disposeGate, '');
+        await waitUntil('the abandoned teardown ends', () => c.count('A', 'weights-disposed') === 1);
+        await c.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    test(`[fail.slow-teardown] slots=${n}: session destructors that throw are logged and passed over: the other sessions and the weights are still freed, the unload answers, the next request reloads`, async () => {
+      const c = await contractServer([
+        { id: 'A', slots: n, load_options: { fail_sessions_dispose: 'true' } },
+      ]);
+      try {
+        await c.ready('A');
+        assert.deepEqual((await within(c.unload('A'), 'the unload')).json, { id: 'A', loaded: false });
+        assert.equal(c.count('A', 'session-disposed'), 0, 'every session destructor threw');
+        assert.equal(c.count('A', 'weights-disposed'), 1, 'the weights are freed after them');
+        const warnings = c.s.logs.filter((line) =>
+          /disposing a session failed: fixture: dispose failed/.test(line),
+        );
+        assert.equal(warnings.length, n, c.s.logs.join('\n'));
+        assert.deepEqual(await view(c, 'A'), unloadedView(n));
+        assert.equal(reportOf(await within(c.infer('A'), 'the next request')).generation, 2);
       } finally {
         await c.close();
       }

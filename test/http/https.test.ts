@@ -78,3 +78,77 @@ test('[time.custom-listener] an HTTPS listener serves, streams and drains throug
     await s.close();
   }
 });
+
+for (const n of [1, 2, 4]) {
+  test(`[time.custom-listener] --parallel-jobs, slots=${n}: the HTTPS listener drains the running slots, refuses the queue and closes`, async () => {
+    const s = await startServer(
+      {
+        tls_cert_file: `${TLS}cert.pem`,
+        tls_key_file: `${TLS}key.pem`,
+        busy_timeout_ms: 0,
+        models: [fixtureModel('m', { slots: n })],
+      },
+      { parallel: true },
+    );
+    const gate = s.gate('tls-run');
+    try {
+      const running = Array.from({ length: n }, (_, i) =>
+        call(s.url, '/v1/tasks/run', { model: 'm', text: `r${i}`, options: { run_gate: gate.path } }),
+      );
+      await waitUntil('every slot runs', () => s.fixture.record.of('m', 'run-start').length === n);
+      const queued = call(s.url, '/v1/tasks/run', { model: 'm', text: 'q' });
+      await waitUntil(
+        'one more request queues',
+        () => s.voxd.runtime.get('m').scheduler.snapshot().queuedRequests === 1,
+      );
+      let closed = false;
+      const closing = s.voxd.close().then(() => {
+        closed = true;
+      });
+      const refused = await queued;
+      assert.equal(refused.status, 503);
+      assert.match(refused.text, /shutting down/);
+      await assert.rejects(call(s.url, '/health'), /ECONNREFUSED/);
+      assert.equal(closed, false, 'the shutdown waits for the running slots');
+      assert.equal(
+        s.fixture.record.of('m', 'session-disposed').length,
+        0,
+        'no session destroyed while in use',
+      );
+      await gate.open();
+      for (const res of await Promise.all(running)) assert.equal(res.status, 200);
+      await closing;
+      assert.equal(s.fixture.record.of('m', 'session-disposed').length, n);
+    } finally {
+      await gate.open();
+      await s.close();
+    }
+  });
+}
+
+test('[time.custom-listener] --parallel-jobs: a running slot past shutdown_timeout_ms is cancelled (503) and the HTTPS listener closes within the deadline', async () => {
+  const s = await startServer(
+    {
+      tls_cert_file: `${TLS}cert.pem`,
+      tls_key_file: `${TLS}key.pem`,
+      busy_timeout_ms: 0,
+      shutdown_timeout_ms: 300,
+      models: [fixtureModel('m', { slots: 2 })],
+    },
+    { parallel: true },
+  );
+  try {
+    const hung = call(s.url, '/v1/tasks/run', { model: 'm', text: 'h', options: { hang: 'true' } });
+    await waitUntil('the hung run starts', () => s.fixture.record.of('m', 'run-start').length === 1);
+    await s.voxd.close();
+    const res = await hung;
+    assert.equal(res.status, 503);
+    assert.match(res.text, /shutdown_timeout_ms=300/);
+    assert.deepEqual(
+      s.fixture.record.of('m', 'run-end').map((e) => (e as { outcome: string }).outcome),
+      ['aborted'],
+    );
+  } finally {
+    await s.close();
+  }
+});

@@ -157,4 +157,42 @@ describe('loading, failures and disconnects', () => {
       await s.close();
     }
   });
+
+  for (const n of [1, 2, 4]) {
+    test(`[time.disconnect-executing] --parallel-jobs, slots=${n}: the leaver's engine call is cancelled and its slot freed at once; the other slots' requests run on untouched`, async () => {
+      const s = await startServer(
+        { busy_timeout_ms: 0, models: [fixtureModel('m', { slots: n })] },
+        { parallel: true },
+      );
+      const gate = s.gate('others');
+      try {
+        const scheduler = s.voxd.runtime.get('m').scheduler;
+        // The other n-1 slots hold requests on a gate, so the leaver's slot is the only one it can free.
+        const others = Array.from({ length: n - 1 }, (_, i) =>
+          runTask(s, 'm', { run_gate: gate.path, seed: `${i}` }),
+        );
+        await waitUntil('the other slots run', () => s.fixture.record.of('m', 'run-start').length === n - 1);
+        const controller = new AbortController();
+        const leaving = runTask(s, 'm', { hang: 'true' }, controller.signal).catch((err: unknown) => err);
+        await waitUntil('every slot runs', () => s.fixture.record.of('m', 'run-start').length === n);
+        assert.equal(scheduler.snapshot().activeRequests, n);
+        controller.abort();
+        await leaving;
+        await waitUntil('the hung run is cancelled', () => s.fixture.record.of('m', 'run-end').length === 1);
+        assert.equal((s.fixture.record.of('m', 'run-end')[0] as { outcome: string }).outcome, 'aborted');
+        await waitUntil('the slot is free', () => scheduler.snapshot().activeRequests === n - 1);
+        // The freed slot serves a new request while the others still hold theirs.
+        assert.equal(reportOf(await runTask(s, 'm', { seed: 'next' })).generation, 1);
+        assert.equal(s.fixture.record.of('m', 'run-end').length, 2, 'the held requests still run');
+        await gate.open();
+        for (const res of await Promise.all(others)) assert.equal(res.status, 200);
+        const outcomes = s.fixture.record.of('m', 'run-end').map((e) => (e as { outcome: string }).outcome);
+        assert.deepEqual(outcomes, ['aborted', ...Array(n).fill('ok')]);
+        assert.equal(s.fixture.record.of('m', 'load').length, 1, 'the model was never reloaded');
+      } finally {
+        await gate.open();
+        await s.close();
+      }
+    });
+  }
 });
