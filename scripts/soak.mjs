@@ -206,16 +206,18 @@ async function heapMb() {
 }
 
 /**
- * fds and RSS of an idle voxd: V8 gives memory back only after a few quiet seconds (its memory
- * reducer), so both the baseline and the end are taken the same way, after QUIET_MS of nothing, as
- * the lowest of a few samples.
+ * fds and RSS of an idle voxd. V8 gives memory back only after some quiet seconds (its memory
+ * reducer), on its own schedule: so the baseline is the lowest of a few samples after QUIET_MS of
+ * nothing, and the end keeps sampling, up to QUIET_MAX_MS, until it is back within `limit`.
  */
 const QUIET_MS = 8000;
-async function quietSample() {
+const QUIET_MAX_MS = 30_000;
+async function quietSample(limit = { fd: 0, rss: 0 }) {
   await sleep(QUIET_MS);
+  const until = Date.now() + QUIET_MAX_MS - QUIET_MS;
   let fd = Number.POSITIVE_INFINITY;
   let rss = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 5 || (Date.now() < until && (fd > limit.fd || rss > limit.rss)); i++) {
     fd = Math.min(fd, fdCount());
     rss = Math.min(rss, rssKb());
     await sleep(300);
@@ -255,7 +257,10 @@ const faultUntil = new Map();
 
 function record(kind, r) {
   requests += 1;
-  const key = r.status === 503 || r.status === 500 || r.status === 504 ? `${r.status} ${r.code ?? ''}`.trim() : String(r.status);
+  const key =
+    r.status === 503 || r.status === 500 || r.status === 504
+      ? `${r.status} ${r.code ?? ''}`.trim()
+      : String(r.status);
   if (!stats.has(kind)) stats.set(kind, new Map());
   stats.get(kind).set(key, (stats.get(kind).get(key) ?? 0) + 1);
   if (typeof r.status === 'number') {
@@ -296,12 +301,20 @@ const BUSY_CODES = new Set(['server_busy', 'queue_full', 'residency_full', 'shut
 function check(kind, r, { fault = false, overrun = false, model, expectAbort = false, sse = false } = {}) {
   const err = r.status === 200 && sse ? sseOutcome(r.body).error : errorOf(r);
   r.code = err?.code;
-  const effective = r.status === 200 && sse && err ? (err.type === 'timeout_error' ? 504 : err.type === 'server_error' ? 500 : 503) : r.status;
+  const effective =
+    r.status === 200 && sse && err
+      ? err.type === 'timeout_error'
+        ? 504
+        : err.type === 'server_error'
+          ? 500
+          : 503
+      : r.status;
   if (r.status === 200 && sse && err) r.status = `200+sse:${err.code}`;
   record(kind, r);
   const near = model !== undefined && performance.now() < (faultUntil.get(model) ?? 0);
   const what = `${kind} on ${model ?? '-'}: ${r.status} ${err ? JSON.stringify(err).slice(0, 300) : ''}`;
-  if (r.status === 'hang') return violation(`${kind} on ${model}: no answer within ${REQUEST_DEADLINE_MS} ms`);
+  if (r.status === 'hang')
+    return violation(`${kind} on ${model}: no answer within ${REQUEST_DEADLINE_MS} ms`);
   if (r.status === 'aborted') return expectAbort ? undefined : violation(`${what}: connection cut unasked`);
   if (r.status === 'neterr') return violation(`${what}: network error ${r.error ?? ''}`);
   if (effective === 200) {
@@ -320,7 +333,8 @@ const FIXTURES = ['tone-a', 'asr-s', 'diar', WD];
 function pcm(ms, rate = 16000) {
   const n = Math.floor((rate * ms) / 1000);
   const b = Buffer.alloc(n * 2);
-  for (let i = 0; i < n; i++) b.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
+  for (let i = 0; i < n; i++)
+    b.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
   return b;
 }
 function wav(ms, rate = 16000) {
@@ -359,7 +373,8 @@ function multipart(fields, files) {
   return { body: Buffer.concat(parts), type: `multipart/form-data; boundary=${boundary}` };
 }
 
-const markFault = (model, ms = 1500) => faultUntil.set(model, Math.max(faultUntil.get(model) ?? 0, performance.now() + ms));
+const markFault = (model, ms = 1500) =>
+  faultUntil.set(model, Math.max(faultUntil.get(model) ?? 0, performance.now() + ms));
 
 const OPS = [
   [
@@ -388,7 +403,12 @@ const OPS = [
     'stream',
     async () => {
       const r = await call('POST', '/v1/tasks/stream', {
-        json: { model: 'asr-s', text: 'stream', stream_format: 'sse', options: { chunks: int(1, 8), chunk_ms: int(0, 30) } },
+        json: {
+          model: 'asr-s',
+          text: 'stream',
+          stream_format: 'sse',
+          options: { chunks: int(1, 8), chunk_ms: int(0, 30) },
+        },
       });
       check('stream', r, { model: 'asr-s', sse: true });
     },
@@ -400,7 +420,9 @@ const OPS = [
       const body = pcm(int(100, 400));
       const pieces = [];
       for (let i = 0; i < body.length; i += 3200) pieces.push(body.subarray(i, i + 3200));
-      const r = await call('POST', '/v1/audio/transcriptions/live?model=asr-s&sample_rate=16000', { chunks: pieces });
+      const r = await call('POST', '/v1/audio/transcriptions/live?model=asr-s&sample_rate=16000', {
+        chunks: pieces,
+      });
       check('live', r, { model: 'asr-s', sse: true });
     },
   ],
@@ -409,7 +431,10 @@ const OPS = [
     'batch',
     async () => {
       const model = pick(['tone-a', WD]);
-      const requests = Array.from({ length: int(2, 5) }, (_, i) => ({ text: `b${i}`, options: { run_ms: int(0, 50) } }));
+      const requests = Array.from({ length: int(2, 5) }, (_, i) => ({
+        text: `b${i}`,
+        options: { run_ms: int(0, 50) },
+      }));
       const r = await call('POST', '/v1/tasks/batch', { json: { model, requests } });
       check('batch', r, { model, sse: true });
     },
@@ -418,7 +443,9 @@ const OPS = [
     3,
     'batch-transcriptions',
     async () => {
-      const r = await call('POST', '/v1/batches/transcriptions', { raw: multipart({ model: 'asr-s' }, [WAV, WAV]) });
+      const r = await call('POST', '/v1/batches/transcriptions', {
+        raw: multipart({ model: 'asr-s' }, [WAV, WAV]),
+      });
       check('batch-transcriptions', r, { model: 'asr-s', sse: true });
     },
   ],
@@ -439,9 +466,14 @@ const OPS = [
     'abort-queued',
     async () => {
       // diar has one slot: the first request holds it, the second queues and is cut there.
-      const holder = call('POST', '/v1/tasks/run', { json: { model: 'diar', text: 'hold', options: { run_ms: 250 } } });
+      const holder = call('POST', '/v1/tasks/run', {
+        json: { model: 'diar', text: 'hold', options: { run_ms: 250 } },
+      });
       await sleep(20);
-      const r = await call('POST', '/v1/tasks/run', { json: { model: 'diar', text: 'queued' }, abortAfter: int(20, 150) });
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model: 'diar', text: 'queued' },
+        abortAfter: int(20, 150),
+      });
       check('abort-queued', r, { model: 'diar', expectAbort: true });
       check('run', await holder, { model: 'diar' });
     },
@@ -452,7 +484,10 @@ const OPS = [
     async () => {
       // diar loads for 150 ms; unloaded first, a request is cut while its load runs.
       check('unload', await call('POST', '/v1/models/unload', { json: { id: 'diar' } }), { model: 'diar' });
-      const r = await call('POST', '/v1/tasks/run', { json: { model: 'diar', text: 'x' }, abortAfter: int(10, 140) });
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model: 'diar', text: 'x' },
+        abortAfter: int(10, 140),
+      });
       check('abort-loading', r, { model: 'diar', expectAbort: true });
     },
   ],
@@ -473,7 +508,9 @@ const OPS = [
     async () => {
       const model = pick(['tone-a', WD]);
       markFault(model);
-      const r = await call('POST', '/v1/tasks/run', { json: { model, text: 'boom', options: { crash: true } } });
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model, text: 'boom', options: { crash: true } },
+      });
       markFault(model);
       // The runner process starts on first use, inside the watchdog's time: on the watched model a
       // slow start under load is a 504 before the crash comes.
@@ -485,10 +522,13 @@ const OPS = [
     'spin',
     async () => {
       markFault(WD);
-      const r = await call('POST', '/v1/tasks/run', { json: { model: WD, text: 'spin', options: { spin: true } } });
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model: WD, text: 'spin', options: { spin: true } },
+      });
       markFault(WD);
       check('spin', r, { model: WD, overrun: true });
-      if (r.status !== 504 && r.status !== 503) violation(`spin on ${WD}: ${r.status}, expected 504 (max_inference_ms)`);
+      if (r.status !== 504 && r.status !== 503)
+        violation(`spin on ${WD}: ${r.status}, expected 504 (max_inference_ms)`);
     },
   ],
   [
@@ -496,7 +536,9 @@ const OPS = [
     'overrun',
     async () => {
       markFault(WD);
-      const r = await call('POST', '/v1/tasks/run', { json: { model: WD, text: 'slow', options: { run_ms: MAX_INFERENCE_MS + 300 } } });
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model: WD, text: 'slow', options: { run_ms: MAX_INFERENCE_MS + 300 } },
+      });
       markFault(WD);
       check('overrun', r, { model: WD, overrun: true });
     },
@@ -506,7 +548,11 @@ const OPS = [
     'reconfigure',
     async () => {
       const id = pick(['tone-a', 'asr-s', WD]);
-      const body = { ...MODELS[id], slots: int(1, 4), load_options: { ...(MODELS[id].load_options ?? {}), seed_tag: int(0, 3) } };
+      const body = {
+        ...MODELS[id],
+        slots: int(1, 4),
+        load_options: { ...(MODELS[id].load_options ?? {}), seed_tag: int(0, 3) },
+      };
       // A reconfiguration unloads the model: running neighbours may see it go.
       const r = await call('POST', '/v1/models/load', { json: body });
       check('reconfigure', r, { model: id });
@@ -635,20 +681,27 @@ try {
     await settled(`after phase ${phase}`);
     const list = await getJson('/v1/models');
     console.log(
-      `phase ${phase}: ${requests} requests so far; loaded: ${list.data.filter((m) => m.loaded).map((m) => m.id).join(',') || 'none'}; children ${descendants().length}`,
+      `phase ${phase}: ${requests} requests so far; loaded: ${
+        list.data
+          .filter((m) => m.loaded)
+          .map((m) => m.id)
+          .join(',') || 'none'
+      }; children ${descendants().length}`,
     );
   }
 
   // Quiet: everything unloaded, no runner left, fds and memory back near the baseline.
   check('unload-all', await call('POST', '/v1/tasks/unload_all_models'));
   await settled('final');
-  end = await quietSample();
+  end = await quietSample({ fd: baseline.fd * 1.1, rss: baseline.rss * 1.1 });
   if (end.children.length > 0) violation(`runner processes outlive their models: ${end.children.join(',')}`);
   if (end.fd > baseline.fd * 1.1) violation(`fds ${baseline.fd} -> ${end.fd} (over +10 %)`);
   if (end.rss > baseline.rss * 1.1) violation(`RSS ${baseline.rss} -> ${end.rss} kB (over +10 %)`);
 
   // Shutdown: with a request in flight, SIGTERM exits 0 within shutdown_timeout_ms plus a margin.
-  const inFlight = call('POST', '/v1/tasks/run', { json: { model: 'tone-a', text: 'last', options: { run_ms: 200 } } });
+  const inFlight = call('POST', '/v1/tasks/run', {
+    json: { model: 'tone-a', text: 'last', options: { run_ms: 200 } },
+  });
   await sleep(50);
   const t0 = performance.now();
   child.kill('SIGTERM');
@@ -671,19 +724,29 @@ try {
 
 // --- the report -----------------------------------------------------------------------------------
 const wall = (performance.now() - started) / 1000;
-console.log(`\n${'kind'.padEnd(22)} ${'n'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)}  statuses`);
+console.log(
+  `\n${'kind'.padEnd(22)} ${'n'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)}  statuses`,
+);
 for (const [kind, m] of [...stats].sort()) {
   const n = [...m.values()].reduce((a, b) => a + b, 0);
-  const st = [...m].sort().map(([s, c]) => `${s}:${c}`).join(' ');
+  const st = [...m]
+    .sort()
+    .map(([s, c]) => `${s}:${c}`)
+    .join(' ');
   const lat = latencies.get(kind) ?? [];
-  console.log(`${kind.padEnd(22)} ${String(n).padStart(6)} ${pct(lat, 50).padStart(7)} ${pct(lat, 99).padStart(7)}  ${st}`);
+  console.log(
+    `${kind.padEnd(22)} ${String(n).padStart(6)} ${pct(lat, 50).padStart(7)} ${pct(lat, 99).padStart(7)}  ${st}`,
+  );
 }
 console.log(`\nrequests: ${requests} in ${wall.toFixed(1)} s end to end (chaos ${SECONDS} s)`);
 if (baseline && end)
   console.log(
     `fds: ${baseline.fd} -> ${end.fd}; RSS: ${(baseline.rss / 1024).toFixed(1)} -> ${(end.rss / 1024).toFixed(1)} MiB; heap used: ${baseline.heap.toFixed(1)} -> ${end.heap.toFixed(1)} MiB; runner processes after unload-all: ${end.children.length}`,
   );
-if (exit) console.log(`SIGTERM: exit ${JSON.stringify(exit)} after ${shutdownMs.toFixed(0)} ms (shutdown_timeout_ms ${SHUTDOWN_TIMEOUT_MS})`);
+if (exit)
+  console.log(
+    `SIGTERM: exit ${JSON.stringify(exit)} after ${shutdownMs.toFixed(0)} ms (shutdown_timeout_ms ${SHUTDOWN_TIMEOUT_MS})`,
+  );
 if (violations.length > 0) {
   console.log(`\nFAIL: ${violations.length} violation(s); first: ${violations[0]}`);
   console.log(`replay: ${REPLAY}`);
