@@ -105,10 +105,15 @@ function killGroup(signal) {
     process.kill(-child.pid, signal);
   } catch {}
 }
-process.once('SIGINT', () => {
-  killGroup('SIGKILL');
-  process.exit(130);
-});
+// However the soak ends, voxd's group goes with it. Signalling the group id after voxd itself has
+// exited reaches only what is left of the group (Linux keeps the id unused while the group lives).
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.once(signal, () => {
+    killGroup('SIGKILL');
+    process.exit(130);
+  });
+}
+process.once('exit', () => killGroup('SIGKILL'));
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -292,6 +297,9 @@ function sseOutcome(body) {
   return { error, done: body.includes('data: [DONE]') };
 }
 
+/** Answers allowed only because a neighbour's injected fault had just hit the same model. */
+let excused = 0;
+
 const BUSY_CODES = new Set(['server_busy', 'queue_full', 'residency_full', 'shutting_down']);
 
 /**
@@ -321,9 +329,13 @@ function check(kind, r, { fault = false, overrun = false, model, expectAbort = f
     if (sse && !sseOutcome(r.body).done) violation(`${what}: stream ended without [DONE]`);
     return;
   }
-  if (effective === 500 && (fault || near)) return;
-  if (effective === 504 && (overrun || near)) return;
-  if (effective === 503 && (BUSY_CODES.has(err?.code) || near)) return;
+  if (effective === 500 && fault) return;
+  if (effective === 504 && overrun) return;
+  if (effective === 503 && BUSY_CODES.has(err?.code)) return;
+  if (near && (effective === 500 || effective === 503 || effective === 504)) {
+    excused += 1;
+    return;
+  }
   violation(`${what}: not an answer the contract allows here`);
 }
 
@@ -515,6 +527,7 @@ const OPS = [
       // The runner process starts on first use, inside the watchdog's time: on the watched model a
       // slow start under load is a 504 before the crash comes.
       check('crash', r, { model, fault: true, overrun: model === WD });
+      if (r.status === 200) violation(`crash on ${model}: 200 for a request whose runner died`);
     },
   ],
   [
@@ -711,7 +724,10 @@ try {
   if (!exit) violation(`voxd still running ${SHUTDOWN_TIMEOUT_MS + 5000} ms after SIGTERM`);
   else if (exit.code !== 0) violation(`voxd exited ${JSON.stringify(exit)} after SIGTERM`);
   const orphans = descendants();
-  if (orphans.length > 0) violation(`processes left after voxd exited: ${orphans.join(',')}`);
+  if (orphans.length > 0) {
+    violation(`processes left after voxd exited: ${orphans.join(',')}`);
+    killGroup('SIGKILL');
+  }
 } catch (err) {
   violation(`soak aborted: ${err?.stack ?? err}`);
 } finally {
@@ -738,7 +754,8 @@ for (const [kind, m] of [...stats].sort()) {
     `${kind.padEnd(22)} ${String(n).padStart(6)} ${pct(lat, 50).padStart(7)} ${pct(lat, 99).padStart(7)}  ${st}`,
   );
 }
-console.log(`\nrequests: ${requests} in ${wall.toFixed(1)} s end to end (chaos ${SECONDS} s)`);
+console.log(`\nanswers allowed only as a neighbour's fault (500/503/504 within 1.5 s of one): ${excused}`);
+console.log(`requests: ${requests} in ${wall.toFixed(1)} s end to end (chaos ${SECONDS} s)`);
 if (baseline && end)
   console.log(
     `fds: ${baseline.fd} -> ${end.fd}; RSS: ${(baseline.rss / 1024).toFixed(1)} -> ${(end.rss / 1024).toFixed(1)} MiB; heap used: ${baseline.heap.toFixed(1)} -> ${end.heap.toFixed(1)} MiB; runner processes after unload-all: ${end.children.length}`,
