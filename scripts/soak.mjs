@@ -230,6 +230,19 @@ async function quietSample(limit = { fd: 0, rss: 0 }) {
   return { fd, rss, heap: await heapMb(), children: descendants() };
 }
 
+/** Processes still in voxd's process group: after voxd exits its orphans are no longer its children. */
+function groupMembers() {
+  const out = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) === child.pid) out.push(Number(name));
+    } catch {}
+  }
+  return out;
+}
+
 /** Descendants of voxd (runner processes), by walking /proc's parent links. */
 function descendants() {
   const parent = new Map();
@@ -723,7 +736,7 @@ try {
   check('shutdown-inflight', await inFlight, { model: 'tone-a' });
   if (!exit) violation(`voxd still running ${SHUTDOWN_TIMEOUT_MS + 5000} ms after SIGTERM`);
   else if (exit.code !== 0) violation(`voxd exited ${JSON.stringify(exit)} after SIGTERM`);
-  const orphans = descendants();
+  const orphans = groupMembers();
   if (orphans.length > 0) {
     violation(`processes left after voxd exited: ${orphans.join(',')}`);
     killGroup('SIGKILL');
