@@ -77,7 +77,8 @@ function violation(what) {
 }
 
 // --- the server -----------------------------------------------------------------------------------
-// Its own process group, so that whatever happens the soak can stop it and any runner it left.
+// Not detached: in the soak's own process group, so a Ctrl-C or a CI job killing that group stops
+// voxd too; the soak itself stops voxd and its runners by pid on every way out it sees.
 const child = spawn(
   process.execPath,
   [MAIN, 'serve', '--config', configPath, '--parallel-jobs', '--enable-fixture'],
@@ -85,7 +86,6 @@ const child = spawn(
     cwd: REPO_ROOT,
     env: { ...process.env, VOXD_DATA_DIR: dir },
     stdio: ['ignore', 'ignore', 'pipe'],
-    detached: true,
   },
 );
 let stderr = '';
@@ -100,20 +100,34 @@ child.stderr.on('data', (s) => {
   if (stderr.length > 4_000_000) stderr = stderr.slice(-2_000_000);
 });
 
-function killGroup(signal) {
+/** Every runner pid seen under voxd, so that one orphaned by voxd's exit can still be found. */
+const runners = new Set();
+const alive = (pid) => {
   try {
-    process.kill(-child.pid, signal);
-  } catch {}
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(REPO_ROOT);
+  } catch {
+    return false;
+  }
+};
+function killAll(signal) {
+  for (const pid of [child.pid, ...descendants(), ...runners]) {
+    if (pid === child.pid ? exited === null : alive(pid)) {
+      try {
+        process.kill(pid, signal);
+      } catch {}
+    }
+  }
 }
-// However the soak ends, voxd's group goes with it. Signalling the group id after voxd itself has
-// exited reaches only what is left of the group (Linux keeps the id unused while the group lives).
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.once(signal, () => {
-    killGroup('SIGKILL');
+    killAll('SIGKILL');
     process.exit(130);
   });
 }
-process.once('exit', () => killGroup('SIGKILL'));
+process.once('exit', () => {
+  killAll('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -230,19 +244,6 @@ async function quietSample(limit = { fd: 0, rss: 0 }) {
   return { fd, rss, heap: await heapMb(), children: descendants() };
 }
 
-/** Processes still in voxd's process group: after voxd exits its orphans are no longer its children. */
-function groupMembers() {
-  const out = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) === child.pid) out.push(Number(name));
-    } catch {}
-  }
-  return out;
-}
-
 /** Descendants of voxd (runner processes), by walking /proc's parent links. */
 function descendants() {
   const parent = new Map();
@@ -259,6 +260,7 @@ function descendants() {
     for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) {
       if (p === child.pid) {
         out.push(pid);
+        runners.add(pid);
         break;
       }
     }
@@ -681,6 +683,8 @@ let exit;
 let shutdownMs;
 try {
   BASE = await listening();
+  // Runners come and go within a phase: a sweep every second keeps the list of pids to account for.
+  setInterval(descendants, 1000).unref();
   console.log(`soak: seed ${SEED}, ${SECONDS} s, ${CLIENTS} clients, voxd pid ${child.pid} at ${BASE}`);
 
   // Warm-up: every model loaded and used, every code path's lazy parts (worker threads, runners,
@@ -736,16 +740,16 @@ try {
   check('shutdown-inflight', await inFlight, { model: 'tone-a' });
   if (!exit) violation(`voxd still running ${SHUTDOWN_TIMEOUT_MS + 5000} ms after SIGTERM`);
   else if (exit.code !== 0) violation(`voxd exited ${JSON.stringify(exit)} after SIGTERM`);
-  const orphans = groupMembers();
+  const orphans = [...runners].filter(alive);
   if (orphans.length > 0) {
-    violation(`processes left after voxd exited: ${orphans.join(',')}`);
-    killGroup('SIGKILL');
+    violation(`runner processes left after voxd exited: ${orphans.join(',')}`);
+    killAll('SIGKILL');
   }
 } catch (err) {
   violation(`soak aborted: ${err?.stack ?? err}`);
 } finally {
   if (exited === null) {
-    killGroup('SIGKILL');
+    killAll('SIGKILL');
     await Promise.race([closed, sleep(5000)]);
   }
   rmSync(dir, { recursive: true, force: true });
