@@ -364,25 +364,30 @@ export class Runtime {
     else {
       client.addEventListener('abort', onClientAbort, { once: true });
       this.#running.add(run);
-      if (maxMs > 0) {
-        watchdog = setTimeout(() => {
-          // The watchdog aborts with the 504 itself, so whoever hears the abort (another request
-          // on a shared runner, say) is told what happened.
-          overran = new VoxdError(
-            'E_INFERENCE_TIMEOUT',
-            `model '${entry.config.id}': the request ran past max_inference_ms=${maxMs} and was cancelled`,
-          );
-          run.abort(overran);
-        }, maxMs);
-        watchdog.unref();
-      }
     }
+    // Armed once the pool is ready, not before: a cold load (after an eviction, an idle retirement,
+    // a reconfiguration) is not inference, and a load slower than max_inference_ms would otherwise
+    // answer the first request after it 504 without having run anything.
+    const arm = () => {
+      if (maxMs <= 0 || run.aborted) return;
+      watchdog = setTimeout(() => {
+        // The watchdog aborts with the 504 itself, so whoever hears the abort (another request
+        // on a shared runner, say) is told what happened.
+        overran = new VoxdError(
+          'E_INFERENCE_TIMEOUT',
+          `model '${entry.config.id}': the request ran past max_inference_ms=${maxMs} and was cancelled`,
+        );
+        run.abort(overran);
+      }, maxMs);
+      watchdog.unref();
+    };
     // Whether the outcome was counted: a run's own failure is, a failed load before it is not yet.
     let counted = false;
     try {
       // A ready pool is taken without the hop through ensureReady's promise.
       const state = entry.state;
       const pool = state.kind === 'ready' ? state.pool : await entry.ensureReady(run.signal);
+      arm();
       const { session, slot, checkin } = entry.checkout(pool);
       const started = performance.now();
       entry.touch();

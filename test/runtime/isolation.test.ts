@@ -73,6 +73,25 @@ for (const isolation of ['session', 'model'] as const)
       }
     });
 
+    test('max_inference_ms times the run, not a cold load before it (found by the chaos soak)', async () => {
+      // The load takes twice the watchdog's limit; the run itself is instant.
+      const s = await startServer({
+        busy_timeout_ms: 0,
+        models: [model('m', { lazy: true, max_inference_ms: 300, load_options: { load_ms: 600 } })],
+      });
+      try {
+        const first = await runTask(s, 'm');
+        assert.equal(first.status, 200, JSON.stringify(first.json));
+        assert.equal(JSON.parse(first.json.text).generation, 1);
+        // The watchdog still cuts a run that is itself too long.
+        const slow = await runTask(s, 'm', { run_ms: '600' });
+        assert.equal(slow.status, 504);
+        assert.match(slow.json.error.message, /max_inference_ms=300/);
+      } finally {
+        await s.close();
+      }
+    });
+
     test('shutdown with a spinning engine ends within shutdown_timeout_ms: the runner is killed', async () => {
       const s = await startServer({
         shutdown_timeout_ms: 500,

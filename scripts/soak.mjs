@@ -1,0 +1,790 @@
+// Chaos soak: one real `voxd serve --parallel-jobs --enable-fixture` process, driven over HTTP for a
+// while by a seeded random mix of requests, faults, disconnects and management calls, with the
+// contract's invariants checked as it goes and at the end (see docs/reliability.md, Chaos soak).
+// Usage: npm run soak -- [--seconds N] [--seed S]   (default 60 s, a random seed)
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
+}
+const SECONDS = Number(arg('seconds', '60'));
+const SEED = Number(arg('seed', String(Math.floor(Math.random() * 2 ** 31))));
+const CLIENTS = Number(arg('clients', '12'));
+if (!(SECONDS > 0) || !Number.isInteger(SEED)) {
+  console.error('usage: npm run soak -- [--seconds N] [--seed S] [--clients C]');
+  process.exit(2);
+}
+const REPLAY = `npm run soak -- --seconds ${SECONDS} --seed ${SEED} --clients ${CLIENTS}`;
+
+/** mulberry32: small, seedable, and the same everywhere, so a seed replays the same choices. */
+function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rand = prng(SEED);
+const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
+const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+
+// Generous: a request the contract lets wait (busy_timeout_ms below) still answers well inside it.
+const REQUEST_DEADLINE_MS = 30_000;
+const SHUTDOWN_TIMEOUT_MS = 3000;
+const MAX_INFERENCE_MS = 400;
+const WD = 'wd-asr';
+
+const dir = mkdtempSync(join(tmpdir(), 'voxd-soak-'));
+const fixture = (id, task, extra = {}) => ({ id, family: 'fixture', path: '.', task, ...extra });
+const MODELS = {
+  'tone-a': fixture('tone-a', 'tts', { slots: 2 }),
+  'asr-s': fixture('asr-s', 'asr', { mode: 'streaming', slots: 3 }),
+  diar: fixture('diar', 'diar', { slots: 1, load_options: { load_ms: 150 } }),
+  [WD]: fixture(WD, 'asr', { slots: 4, max_inference_ms: MAX_INFERENCE_MS }),
+  flite: { id: 'flite', family: 'flite_tts', task: 'tts', mode: 'streaming' },
+};
+const config = {
+  host: '127.0.0.1',
+  port: 0,
+  ui: false,
+  ui_management: true,
+  // Lower than the number of models, so loads evict; short idle retirement so it happens mid-run.
+  max_loaded_models: 3,
+  idle_unload_ms: 1200,
+  shutdown_timeout_ms: SHUTDOWN_TIMEOUT_MS,
+  busy_timeout_ms: 8000,
+  models: Object.values(MODELS),
+};
+const configPath = join(dir, 'server.json');
+writeFileSync(configPath, JSON.stringify(config));
+
+const violations = [];
+function violation(what) {
+  violations.push(what);
+  console.error(`VIOLATION: ${what}`);
+}
+
+// --- the server -----------------------------------------------------------------------------------
+// Not detached: in the soak's own process group, so a Ctrl-C or a CI job killing that group stops
+// voxd too; the soak itself stops voxd and its runners by pid on every way out it sees.
+const child = spawn(
+  process.execPath,
+  [MAIN, 'serve', '--config', configPath, '--parallel-jobs', '--enable-fixture'],
+  {
+    cwd: REPO_ROOT,
+    env: { ...process.env, VOXD_DATA_DIR: dir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  },
+);
+let stderr = '';
+let exited = null;
+const closed = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+closed.then((e) => {
+  exited = e;
+});
+child.stderr.setEncoding('utf8');
+child.stderr.on('data', (s) => {
+  stderr += s;
+  if (stderr.length > 4_000_000) stderr = stderr.slice(-2_000_000);
+});
+
+/** Every runner pid seen under voxd, so that one orphaned by voxd's exit can still be found. */
+const runners = new Set();
+const alive = (pid) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(REPO_ROOT);
+  } catch {
+    return false;
+  }
+};
+function killAll(signal) {
+  for (const pid of [child.pid, ...descendants(), ...runners]) {
+    if (pid === child.pid ? exited === null : alive(pid)) {
+      try {
+        process.kill(pid, signal);
+      } catch {}
+    }
+  }
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.once(signal, () => {
+    killAll('SIGKILL');
+    process.exit(130);
+  });
+}
+process.once('exit', () => {
+  killAll('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function listening() {
+  const end = Date.now() + 20_000;
+  while (Date.now() < end) {
+    const m = stderr.match(/voxd listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    if (m) return m[1];
+    if (exited) throw new Error(`voxd exited at startup: ${JSON.stringify(exited)}\n${stderr}`);
+    await sleep(20);
+  }
+  throw new Error(`voxd did not listen within 20 s\n${stderr}`);
+}
+
+// --- HTTP -----------------------------------------------------------------------------------------
+let BASE = '';
+
+/**
+ * One request; resolves { status, body } or { status: 'aborted' } (we cut it) or { status: 'hang' }
+ * (past the deadline) or { status: 'neterr' }. `abortAfter(ms)` or `abortOn: 'first-chunk'` cuts it.
+ */
+function call(method, path, { json, raw, chunks, abortAfter, abortOnFirstChunk } = {}) {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    let settled = false;
+    const done = (r) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      clearTimeout(aborter);
+      resolve({ ...r, ms: performance.now() - t0 });
+    };
+    const headers = {};
+    let body;
+    if (json !== undefined) {
+      body = JSON.stringify(json);
+      headers['content-type'] = 'application/json';
+    } else if (raw !== undefined) {
+      body = raw.body;
+      headers['content-type'] = raw.type;
+    }
+    if (chunks) headers['transfer-encoding'] = 'chunked';
+    const req = httpRequest(`${BASE}${path}`, { method, agent: false, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (s) => {
+        text += s;
+        if (abortOnFirstChunk) {
+          req.destroy();
+          done({ status: 'aborted', phase: 'mid-stream' });
+        }
+      });
+      res.on('end', () => done({ status: res.statusCode, body: text }));
+      res.on('error', () => done({ status: 'aborted' }));
+      res.on('aborted', () => done({ status: 'neterr', body: text }));
+    });
+    req.on('error', (err) => done({ status: settled ? 'aborted' : 'neterr', error: err.message }));
+    const deadline = setTimeout(() => {
+      req.destroy();
+      done({ status: 'hang' });
+    }, REQUEST_DEADLINE_MS);
+    const aborter =
+      abortAfter !== undefined
+        ? setTimeout(() => {
+            req.destroy();
+            done({ status: 'aborted' });
+          }, abortAfter)
+        : undefined;
+    if (chunks) {
+      (async () => {
+        for (const c of chunks) {
+          if (settled) return;
+          req.write(c);
+          await sleep(int(5, 30));
+        }
+        req.end();
+      })();
+    } else req.end(body);
+  });
+}
+
+const getJson = async (path) => {
+  const r = await call('GET', path);
+  return r.status === 200 ? JSON.parse(r.body) : null;
+};
+
+// --- process measurements -------------------------------------------------------------------------
+const fdCount = () => readdirSync(`/proc/${child.pid}/fd`).length;
+const rssKb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]);
+/** Heap in use, from voxd's own /metrics: tells a leak (heap grows) from an allocator that keeps pages. */
+async function heapMb() {
+  const r = await call('GET', '/metrics');
+  const m = /^nodejs_heap_size_used_bytes (\S+)/m.exec(r.body ?? '');
+  return m ? Number(m[1]) / 2 ** 20 : Number.NaN;
+}
+
+/**
+ * fds and RSS of an idle voxd. V8 gives memory back only after some quiet seconds (its memory
+ * reducer), on its own schedule: so the baseline is the lowest of a few samples after QUIET_MS of
+ * nothing, and the end keeps sampling, up to QUIET_MAX_MS, until it is back within `limit`.
+ */
+const QUIET_MS = 8000;
+const QUIET_MAX_MS = 30_000;
+async function quietSample(limit = { fd: 0, rss: 0 }) {
+  await sleep(QUIET_MS);
+  const until = Date.now() + QUIET_MAX_MS - QUIET_MS;
+  let fd = Number.POSITIVE_INFINITY;
+  let rss = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 5 || (Date.now() < until && (fd > limit.fd || rss > limit.rss)); i++) {
+    fd = Math.min(fd, fdCount());
+    rss = Math.min(rss, rssKb());
+    await sleep(300);
+  }
+  return { fd, rss, heap: await heapMb(), children: descendants() };
+}
+
+/** Descendants of voxd (runner processes), by walking /proc's parent links. */
+function descendants() {
+  const parent = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parent.set(Number(name), ppid);
+    } catch {}
+  }
+  const out = [];
+  for (const [pid] of parent) {
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) {
+      if (p === child.pid) {
+        out.push(pid);
+        runners.add(pid);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// --- what the contract allows ---------------------------------------------------------------------
+const stats = new Map(); // kind -> Map(status -> count)
+const latencies = new Map(); // kind -> ms[]
+let requests = 0;
+/** Per model: when the last injected crash or watchdog kill may still be felt by its neighbours. */
+const faultUntil = new Map();
+
+function record(kind, r) {
+  requests += 1;
+  const key =
+    r.status === 503 || r.status === 500 || r.status === 504
+      ? `${r.status} ${r.code ?? ''}`.trim()
+      : String(r.status);
+  if (!stats.has(kind)) stats.set(kind, new Map());
+  stats.get(kind).set(key, (stats.get(kind).get(key) ?? 0) + 1);
+  if (typeof r.status === 'number') {
+    if (!latencies.has(kind)) latencies.set(kind, []);
+    latencies.get(kind).push(r.ms);
+  }
+}
+
+function errorOf(r) {
+  try {
+    return JSON.parse(r.body).error ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** The error event of an SSE body, if any, and whether it ended with [DONE]. */
+function sseOutcome(body) {
+  let error = null;
+  for (const line of body.split('\n')) {
+    if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+    try {
+      const ev = JSON.parse(line.slice(6));
+      if (ev.type === 'error') error = ev.error;
+    } catch {
+      return { error: { message: `unparseable event ${line.slice(0, 80)}`, code: 'bad_sse' }, done: false };
+    }
+  }
+  return { error, done: body.includes('data: [DONE]') };
+}
+
+/** Answers allowed only because a neighbour's injected fault had just hit the same model. */
+let excused = 0;
+
+const BUSY_CODES = new Set(['server_busy', 'queue_full', 'residency_full', 'shutting_down']);
+
+/**
+ * Checks one answer. `fault`: the request injected a crash/load failure (500 allowed); `overrun`: it
+ * could pass max_inference_ms (504 allowed); `model`: whose neighbours' faults make 500/503 plausible.
+ */
+function check(kind, r, { fault = false, overrun = false, model, expectAbort = false, sse = false } = {}) {
+  const err = r.status === 200 && sse ? sseOutcome(r.body).error : errorOf(r);
+  r.code = err?.code;
+  const effective =
+    r.status === 200 && sse && err
+      ? err.type === 'timeout_error'
+        ? 504
+        : err.type === 'server_error'
+          ? 500
+          : 503
+      : r.status;
+  if (r.status === 200 && sse && err) r.status = `200+sse:${err.code}`;
+  record(kind, r);
+  const near = model !== undefined && performance.now() < (faultUntil.get(model) ?? 0);
+  const what = `${kind} on ${model ?? '-'}: ${r.status} ${err ? JSON.stringify(err).slice(0, 300) : ''}`;
+  if (r.status === 'hang')
+    return violation(`${kind} on ${model}: no answer within ${REQUEST_DEADLINE_MS} ms`);
+  if (r.status === 'aborted') return expectAbort ? undefined : violation(`${what}: connection cut unasked`);
+  if (r.status === 'neterr') return violation(`${what}: network error ${r.error ?? ''}`);
+  if (effective === 200) {
+    if (sse && !sseOutcome(r.body).done) violation(`${what}: stream ended without [DONE]`);
+    return;
+  }
+  if (effective === 500 && fault) return;
+  if (effective === 504 && overrun) return;
+  if (effective === 503 && BUSY_CODES.has(err?.code)) return;
+  if (near && (effective === 500 || effective === 503 || effective === 504)) {
+    excused += 1;
+    return;
+  }
+  violation(`${what}: not an answer the contract allows here`);
+}
+
+// --- the operations -------------------------------------------------------------------------------
+const FIXTURES = ['tone-a', 'asr-s', 'diar', WD];
+
+function pcm(ms, rate = 16000) {
+  const n = Math.floor((rate * ms) / 1000);
+  const b = Buffer.alloc(n * 2);
+  for (let i = 0; i < n; i++)
+    b.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
+  return b;
+}
+function wav(ms, rate = 16000) {
+  const data = pcm(ms, rate);
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0);
+  h.writeUInt32LE(36 + data.length, 4);
+  h.write('WAVEfmt ', 8);
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20);
+  h.writeUInt16LE(1, 22);
+  h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * 2, 28);
+  h.writeUInt16LE(2, 32);
+  h.writeUInt16LE(16, 34);
+  h.write('data', 36);
+  h.writeUInt32LE(data.length, 40);
+  return Buffer.concat([h, data]);
+}
+const WAV = wav(300);
+function multipart(fields, files) {
+  const boundary = `soak${int(1e6, 9e6)}`;
+  const parts = [];
+  for (const [k, v] of Object.entries(fields))
+    parts.push(Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  files.forEach((f, i) => {
+    parts.push(
+      Buffer.from(
+        `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="f${i}.wav"\r\ncontent-type: audio/wav\r\n\r\n`,
+      ),
+      f,
+      Buffer.from('\r\n'),
+    );
+  });
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(parts), type: `multipart/form-data; boundary=${boundary}` };
+}
+
+const markFault = (model, ms = 1500) =>
+  faultUntil.set(model, Math.max(faultUntil.get(model) ?? 0, performance.now() + ms));
+
+const OPS = [
+  [
+    20,
+    'run',
+    async () => {
+      const model = pick(FIXTURES);
+      const run_ms = int(0, 120);
+      const r = await call('POST', '/v1/tasks/run', { json: { model, text: 'soak', options: { run_ms } } });
+      check('run', r, { model, overrun: model === WD && run_ms > MAX_INFERENCE_MS - 100 });
+    },
+  ],
+  [
+    6,
+    'speech-flite',
+    async () => {
+      const stream = rand() < 0.5;
+      const r = await call('POST', '/v1/audio/speech', {
+        json: { model: 'flite', input: 'Soak test.', ...(stream ? { stream: true } : {}) },
+      });
+      check(stream ? 'speech-flite-sse' : 'speech-flite', r, { model: 'flite', sse: stream });
+    },
+  ],
+  [
+    8,
+    'stream',
+    async () => {
+      const r = await call('POST', '/v1/tasks/stream', {
+        json: {
+          model: 'asr-s',
+          text: 'stream',
+          stream_format: 'sse',
+          options: { chunks: int(1, 8), chunk_ms: int(0, 30) },
+        },
+      });
+      check('stream', r, { model: 'asr-s', sse: true });
+    },
+  ],
+  [
+    5,
+    'live',
+    async () => {
+      const body = pcm(int(100, 400));
+      const pieces = [];
+      for (let i = 0; i < body.length; i += 3200) pieces.push(body.subarray(i, i + 3200));
+      const r = await call('POST', '/v1/audio/transcriptions/live?model=asr-s&sample_rate=16000', {
+        chunks: pieces,
+      });
+      check('live', r, { model: 'asr-s', sse: true });
+    },
+  ],
+  [
+    4,
+    'batch',
+    async () => {
+      const model = pick(['tone-a', WD]);
+      const requests = Array.from({ length: int(2, 5) }, (_, i) => ({
+        text: `b${i}`,
+        options: { run_ms: int(0, 50) },
+      }));
+      const r = await call('POST', '/v1/tasks/batch', { json: { model, requests } });
+      check('batch', r, { model, sse: true });
+    },
+  ],
+  [
+    3,
+    'batch-transcriptions',
+    async () => {
+      const r = await call('POST', '/v1/batches/transcriptions', {
+        raw: multipart({ model: 'asr-s' }, [WAV, WAV]),
+      });
+      check('batch-transcriptions', r, { model: 'asr-s', sse: true });
+    },
+  ],
+  [
+    6,
+    'abort-running',
+    async () => {
+      const model = pick(['tone-a', 'asr-s', WD]);
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model, text: 'cut', options: { run_ms: 300 } },
+        abortAfter: int(0, 250),
+      });
+      check('abort-running', r, { model, expectAbort: true });
+    },
+  ],
+  [
+    3,
+    'abort-queued',
+    async () => {
+      // diar has one slot: the first request holds it, the second queues and is cut there.
+      const holder = call('POST', '/v1/tasks/run', {
+        json: { model: 'diar', text: 'hold', options: { run_ms: 250 } },
+      });
+      await sleep(20);
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model: 'diar', text: 'queued' },
+        abortAfter: int(20, 150),
+      });
+      check('abort-queued', r, { model: 'diar', expectAbort: true });
+      check('run', await holder, { model: 'diar' });
+    },
+  ],
+  [
+    3,
+    'abort-loading',
+    async () => {
+      // diar loads for 150 ms; unloaded first, a request is cut while its load runs.
+      check('unload', await call('POST', '/v1/models/unload', { json: { id: 'diar' } }), { model: 'diar' });
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model: 'diar', text: 'x' },
+        abortAfter: int(10, 140),
+      });
+      check('abort-loading', r, { model: 'diar', expectAbort: true });
+    },
+  ],
+  [
+    4,
+    'abort-mid-stream',
+    async () => {
+      const r = await call('POST', '/v1/tasks/stream', {
+        json: { model: 'asr-s', text: 'cut', stream_format: 'sse', options: { chunks: 20, chunk_ms: 30 } },
+        abortOnFirstChunk: true,
+      });
+      check('abort-mid-stream', r, { model: 'asr-s', expectAbort: true, sse: true });
+    },
+  ],
+  [
+    3,
+    'crash',
+    async () => {
+      const model = pick(['tone-a', WD]);
+      markFault(model);
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model, text: 'boom', options: { crash: true } },
+      });
+      markFault(model);
+      // The runner process starts on first use, inside the watchdog's time: on the watched model a
+      // slow start under load is a 504 before the crash comes.
+      check('crash', r, { model, fault: true, overrun: model === WD });
+      if (r.status === 200) violation(`crash on ${model}: 200 for a request whose runner died`);
+    },
+  ],
+  [
+    2,
+    'spin',
+    async () => {
+      markFault(WD);
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model: WD, text: 'spin', options: { spin: true } },
+      });
+      markFault(WD);
+      check('spin', r, { model: WD, overrun: true });
+      if (r.status !== 504 && r.status !== 503)
+        violation(`spin on ${WD}: ${r.status}, expected 504 (max_inference_ms)`);
+    },
+  ],
+  [
+    2,
+    'overrun',
+    async () => {
+      markFault(WD);
+      const r = await call('POST', '/v1/tasks/run', {
+        json: { model: WD, text: 'slow', options: { run_ms: MAX_INFERENCE_MS + 300 } },
+      });
+      markFault(WD);
+      check('overrun', r, { model: WD, overrun: true });
+    },
+  ],
+  [
+    3,
+    'reconfigure',
+    async () => {
+      const id = pick(['tone-a', 'asr-s', WD]);
+      const body = {
+        ...MODELS[id],
+        slots: int(1, 4),
+        load_options: { ...(MODELS[id].load_options ?? {}), seed_tag: int(0, 3) },
+      };
+      // A reconfiguration unloads the model: running neighbours may see it go.
+      const r = await call('POST', '/v1/models/load', { json: body });
+      check('reconfigure', r, { model: id });
+    },
+  ],
+  [
+    2,
+    'register-broken',
+    async () => {
+      const r = await call('POST', '/v1/models/load', {
+        json: { id: 'broken', family: 'fixture', path: '.', task: 'asr', load_options: { fail_load: true } },
+      });
+      check('register-broken', r, { model: 'broken', fault: true });
+      // 503 when max_loaded_models is reached with every loaded model busy: the load never began.
+      if (r.status === 200) violation('register-broken: 200 for a load that must fail');
+    },
+  ],
+  [
+    2,
+    'unload',
+    async () => {
+      const id = pick(Object.keys(MODELS));
+      check('unload', await call('POST', '/v1/models/unload', { json: { id } }), { model: id });
+    },
+  ],
+  [
+    1,
+    'unload-bulk',
+    async () => {
+      const ids = [pick(FIXTURES), pick(FIXTURES), 'zzz'];
+      check('unload-bulk', await call('POST', '/v1/tasks/unload_models', { json: { model_ids: ids } }));
+    },
+  ],
+  [
+    0.5,
+    'unload-all',
+    async () => {
+      check('unload-all', await call('POST', '/v1/tasks/unload_all_models'));
+    },
+  ],
+  [
+    1,
+    'idle',
+    async () => {
+      // A client that goes quiet long enough for idle retirement to act on the models it used.
+      await sleep(1600);
+    },
+  ],
+];
+const TOTAL = OPS.reduce((s, [w]) => s + w, 0);
+function nextOp() {
+  let x = rand() * TOTAL;
+  for (const op of OPS) {
+    x -= op[0];
+    if (x <= 0) return op;
+  }
+  return OPS[0];
+}
+
+/** Every model back to no admitted and no queued requests, within a deadline. */
+async function settled(label) {
+  const end = Date.now() + 15_000;
+  let last;
+  while (Date.now() < end) {
+    const list = await getJson('/v1/models');
+    last = list?.data?.filter((m) => m.active_slots !== 0 || m.queued_requests !== 0) ?? ['no /v1/models'];
+    if (last.length === 0) return;
+    await sleep(100);
+  }
+  violation(`${label}: models still busy 15 s after the clients stopped: ${JSON.stringify(last)}`);
+}
+
+async function chaos(ms) {
+  const end = performance.now() + ms;
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (performance.now() < end) {
+        const [, , fn] = nextOp();
+        try {
+          await fn();
+        } catch (err) {
+          violation(`client error: ${err?.stack ?? err}`);
+        }
+      }
+    }),
+  );
+}
+
+function pct(xs, p) {
+  if (xs.length === 0) return '-';
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))].toFixed(0);
+}
+
+// --- the run --------------------------------------------------------------------------------------
+const started = performance.now();
+let baseline;
+let end;
+let exit;
+let shutdownMs;
+try {
+  BASE = await listening();
+  // Runners come and go within a phase: a sweep every second keeps the list of pids to account for.
+  setInterval(descendants, 1000).unref();
+  console.log(`soak: seed ${SEED}, ${SECONDS} s, ${CLIENTS} clients, voxd pid ${child.pid} at ${BASE}`);
+
+  // Warm-up: every model loaded and used, every code path's lazy parts (worker threads, runners,
+  // module caches) paid for, so the baseline is what a running server holds.
+  for (let round = 0; round < 2; round++) {
+    for (const id of Object.keys(MODELS)) {
+      const r = await call('POST', '/v1/tasks/run', { json: { model: id, text: 'warm' } });
+      check('warmup', r, { model: id });
+    }
+    await chaos(3000);
+    await settled('warm-up');
+  }
+  check('unload-all', await call('POST', '/v1/tasks/unload_all_models'));
+  await settled('warm-up');
+  baseline = await quietSample();
+  console.log(
+    `baseline after warm-up: ${baseline.fd} fds, RSS ${(baseline.rss / 1024).toFixed(1)} MiB, heap ${baseline.heap.toFixed(1)} MiB`,
+  );
+
+  // Phases of chaos, each followed by a check that the server came back to idle.
+  const PHASE_MS = 15_000;
+  for (let left = SECONDS * 1000, phase = 1; left > 0; left -= PHASE_MS, phase++) {
+    await chaos(Math.min(PHASE_MS, left));
+    await settled(`after phase ${phase}`);
+    const list = await getJson('/v1/models');
+    console.log(
+      `phase ${phase}: ${requests} requests so far; loaded: ${
+        list.data
+          .filter((m) => m.loaded)
+          .map((m) => m.id)
+          .join(',') || 'none'
+      }; children ${descendants().length}`,
+    );
+  }
+
+  // Quiet: everything unloaded, no runner left, fds and memory back near the baseline.
+  check('unload-all', await call('POST', '/v1/tasks/unload_all_models'));
+  await settled('final');
+  end = await quietSample({ fd: baseline.fd * 1.1, rss: baseline.rss * 1.1 });
+  if (end.children.length > 0) violation(`runner processes outlive their models: ${end.children.join(',')}`);
+  if (end.fd > baseline.fd * 1.1) violation(`fds ${baseline.fd} -> ${end.fd} (over +10 %)`);
+  if (end.rss > baseline.rss * 1.1) violation(`RSS ${baseline.rss} -> ${end.rss} kB (over +10 %)`);
+
+  // Shutdown: with a request in flight, SIGTERM exits 0 within shutdown_timeout_ms plus a margin.
+  const inFlight = call('POST', '/v1/tasks/run', {
+    json: { model: 'tone-a', text: 'last', options: { run_ms: 200 } },
+  });
+  await sleep(50);
+  const t0 = performance.now();
+  child.kill('SIGTERM');
+  exit = await Promise.race([closed, sleep(SHUTDOWN_TIMEOUT_MS + 5000).then(() => null)]);
+  shutdownMs = performance.now() - t0;
+  check('shutdown-inflight', await inFlight, { model: 'tone-a' });
+  if (!exit) violation(`voxd still running ${SHUTDOWN_TIMEOUT_MS + 5000} ms after SIGTERM`);
+  else if (exit.code !== 0) violation(`voxd exited ${JSON.stringify(exit)} after SIGTERM`);
+  const orphans = [...runners].filter(alive);
+  if (orphans.length > 0) {
+    violation(`runner processes left after voxd exited: ${orphans.join(',')}`);
+    killAll('SIGKILL');
+  }
+} catch (err) {
+  violation(`soak aborted: ${err?.stack ?? err}`);
+} finally {
+  if (exited === null) {
+    killAll('SIGKILL');
+    await Promise.race([closed, sleep(5000)]);
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
+// --- the report -----------------------------------------------------------------------------------
+const wall = (performance.now() - started) / 1000;
+console.log(
+  `\n${'kind'.padEnd(22)} ${'n'.padStart(6)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)}  statuses`,
+);
+for (const [kind, m] of [...stats].sort()) {
+  const n = [...m.values()].reduce((a, b) => a + b, 0);
+  const st = [...m]
+    .sort()
+    .map(([s, c]) => `${s}:${c}`)
+    .join(' ');
+  const lat = latencies.get(kind) ?? [];
+  console.log(
+    `${kind.padEnd(22)} ${String(n).padStart(6)} ${pct(lat, 50).padStart(7)} ${pct(lat, 99).padStart(7)}  ${st}`,
+  );
+}
+console.log(`\nanswers allowed only as a neighbour's fault (500/503/504 within 1.5 s of one): ${excused}`);
+console.log(`requests: ${requests} in ${wall.toFixed(1)} s end to end (chaos ${SECONDS} s)`);
+if (baseline && end)
+  console.log(
+    `fds: ${baseline.fd} -> ${end.fd}; RSS: ${(baseline.rss / 1024).toFixed(1)} -> ${(end.rss / 1024).toFixed(1)} MiB; heap used: ${baseline.heap.toFixed(1)} -> ${end.heap.toFixed(1)} MiB; runner processes after unload-all: ${end.children.length}`,
+  );
+if (exit)
+  console.log(
+    `SIGTERM: exit ${JSON.stringify(exit)} after ${shutdownMs.toFixed(0)} ms (shutdown_timeout_ms ${SHUTDOWN_TIMEOUT_MS})`,
+  );
+if (violations.length > 0) {
+  console.log(`\nFAIL: ${violations.length} violation(s); first: ${violations[0]}`);
+  console.log(`replay: ${REPLAY}`);
+  console.log(`voxd stderr (tail):\n${stderr.slice(-3000)}`);
+  process.exit(1);
+}
+console.log(`PASS (seed ${SEED})`);
