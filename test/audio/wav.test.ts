@@ -4,6 +4,7 @@ import type { Audio } from '../../src/audio/types.js';
 import { durationMs } from '../../src/audio/types.js';
 import { decodeSamples, decodeWav, WavError } from '../../src/audio/wav-decode.js';
 import { encodePcm16, encodeWav } from '../../src/audio/wav-encode.js';
+import { mulberry32 } from '../helpers/prng.js';
 
 // ---- helpers for hand-built files ----
 
@@ -387,18 +388,6 @@ test('each malformed or unsupported input gives a WavError saying what it is, ne
   );
 });
 
-/** mulberry32: a tiny seeded PRNG so the fuzz cases are the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function decodesOrWavError(input: Uint8Array, label: string): void {
   let audio: Audio;
   try {
@@ -413,7 +402,7 @@ function decodesOrWavError(input: Uint8Array, label: string): void {
 }
 
 test('random and mutated bytes never throw anything but WavError', () => {
-  const rand = prng(0x5eed);
+  const rand = mulberry32(0x5eed);
   const byte = () => Math.floor(rand() * 256);
   // Pure garbage, sometimes starting with a valid RIFF/WAVE prefix so the chunk walker is reached.
   for (let n = 0; n < 200; n++) {

@@ -32,6 +32,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { configFolder, type Exit, VoxdProcess } from '../helpers/cli.js';
+import { mulberry32 } from '../helpers/prng.js';
 import { fixtureModel, get, waitUntil, withDeadline } from '../helpers/voxd.js';
 
 const NGINX = '/usr/sbin/nginx';
@@ -55,16 +56,8 @@ function freePort(): Promise<number> {
   });
 }
 
-/** mulberry32: the load's texts come from a fixed seed, so a failing run can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The load's texts come from a fixed seed, so a failing run can be replayed. */
+const seeded = mulberry32;
 
 interface Reply {
   status: number;

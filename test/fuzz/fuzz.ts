@@ -14,22 +14,11 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { mulberry32 } from '../helpers/prng.js';
 import { parseResponse } from '../helpers/raw-http.js';
 import { fixtureModel, startServer, type TestServer } from '../helpers/voxd.js';
 
 // ---------------------------------------------------------------- PRNG
-
-/** mulberry32: small, fast and seedable, so a case is a pure function of (seed, index). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export class Rng {
   readonly next: () => number;
