@@ -14,6 +14,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { encodeWav } from '../../src/audio/wav-encode.js';
 import { mulberry32 } from '../helpers/prng.js';
 import { parseResponse } from '../helpers/raw-http.js';
 import { fixtureModel, startServer, type TestServer } from '../helpers/voxd.js';
@@ -90,24 +91,13 @@ export async function startTarget(): Promise<TestServer> {
 
 // ---------------------------------------------------------------- building blocks
 
-/** A valid 16-bit PCM WAV: a short tone, `channels` interleaved. */
+/** A valid 16-bit PCM WAV (44-byte header, as the mutators expect): a short tone, `channels` interleaved. */
 export function wav(rate = 16000, channels = 1, frames = 800): Buffer {
-  const data = Buffer.alloc(frames * channels * 2);
-  for (let i = 0; i < frames * channels; i++) data.writeInt16LE(Math.round(8000 * Math.sin(i / 7)), i * 2);
-  const head = Buffer.alloc(44);
-  head.write('RIFF', 0, 'latin1');
-  head.writeUInt32LE(36 + data.length, 4);
-  head.write('WAVEfmt ', 8, 'latin1');
-  head.writeUInt32LE(16, 16);
-  head.writeUInt16LE(1, 20);
-  head.writeUInt16LE(channels, 22);
-  head.writeUInt32LE(rate, 24);
-  head.writeUInt32LE(rate * channels * 2, 28);
-  head.writeUInt16LE(channels * 2, 32);
-  head.writeUInt16LE(16, 34);
-  head.write('data', 36, 'latin1');
-  head.writeUInt32LE(data.length, 40);
-  return Buffer.concat([head, data]);
+  const samples = Float32Array.from(
+    { length: frames * channels },
+    (_, i) => (8000 / 32768) * Math.sin(i / 7),
+  );
+  return encodeWav({ samples, sampleRate: rate, channels });
 }
 
 const U32_EDGES = [0, 1, 2, 15, 16, 17, 18, 40, 44, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff];
