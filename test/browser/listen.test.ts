@@ -14,7 +14,7 @@ import type { Page } from 'playwright-core';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { launchBrowser, screenshot, useBrowser, WAIT_MS } from '../helpers/browser.js';
-import { concat, speechBounds } from '../helpers/samples.js';
+import { concat, GAPS, SENTENCES, speechBounds } from '../helpers/samples.js';
 import { post, startServer, type TestServer } from '../helpers/voxd.js';
 
 const RATE = 16000;
@@ -25,21 +25,6 @@ const RATE = 16000;
 const INFERENCE_MS = 6 * WAIT_MS;
 
 const SENTENCE = 'Please bring the blue umbrella when you leave the house.';
-// Two-voice conversation, as test/engines/classic-diar builds it.
-const SENTENCES = [
-  'The library opens at eight on weekdays and closes at six.',
-  'Did you remember to water the plants on the balcony?',
-  'Our flight was delayed by almost two hours last night.',
-  'I think the red jacket suits you better than the grey one.',
-  'The bakery on the corner sells the best bread in town.',
-  'We could take the bus instead of walking in the rain.',
-  'He has been learning to play the piano since March.',
-  'Remember to switch off the lights before you go to bed.',
-  'The new bridge will be finished at the end of the summer.',
-  'Let us meet in front of the cinema at half past seven.',
-];
-/** Pauses between turns, 0.3-0.7 s. */
-const GAPS = [0.45, 0.6, 0.3, 0.7, 0.5, 0.35, 0.65, 0.4, 0.55, 0.5];
 
 const browser = useBrowser();
 let s: TestServer;

@@ -19,3 +19,19 @@ export function concat(parts: Float32Array[]): Float32Array {
   }
   return out;
 }
+
+/** A two-voice conversation's turns, spoken by flite in the diarization tests. None of these sentences was used to tune the window, threshold or frame selection. */
+export const SENTENCES = [
+  'The library opens at eight on weekdays and closes at six.',
+  'Did you remember to water the plants on the balcony?',
+  'Our flight was delayed by almost two hours last night.',
+  'I think the red jacket suits you better than the grey one.',
+  'The bakery on the corner sells the best bread in town.',
+  'We could take the bus instead of walking in the rain.',
+  'He has been learning to play the piano since March.',
+  'Remember to switch off the lights before you go to bed.',
+  'The new bridge will be finished at the end of the summer.',
+  'Let us meet in front of the cinema at half past seven.',
+];
+/** Pauses between turns, 0.3-0.7 s. */
+export const GAPS = [0.45, 0.6, 0.3, 0.7, 0.5, 0.35, 0.65, 0.4, 0.55, 0.5];

@@ -3,28 +3,12 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import { concat, speechBounds } from '../../helpers/samples.js';
+import { concat, GAPS, SENTENCES, speechBounds } from '../../helpers/samples.js';
 import { sseEvents } from '../../helpers/sse.js';
 import { errorOf, type HttpResult, post, request, startServer, type TestServer } from '../../helpers/voxd.js';
 import { diarizationError, type RefTurn } from './der.js';
 
 const RATE = 16000;
-
-// None of these sentences was used to tune the window, threshold or frame selection.
-const SENTENCES = [
-  'The library opens at eight on weekdays and closes at six.',
-  'Did you remember to water the plants on the balcony?',
-  'Our flight was delayed by almost two hours last night.',
-  'I think the red jacket suits you better than the grey one.',
-  'The bakery on the corner sells the best bread in town.',
-  'We could take the bus instead of walking in the rain.',
-  'He has been learning to play the piano since March.',
-  'Remember to switch off the lights before you go to bed.',
-  'The new bridge will be finished at the end of the summer.',
-  'Let us meet in front of the cinema at half past seven.',
-];
-/** Pauses between turns, 0.3-0.7 s. */
-const GAPS = [0.45, 0.6, 0.3, 0.7, 0.5, 0.35, 0.65, 0.4, 0.55, 0.5];
 
 interface Turn {
   start_sample: number;
