@@ -8,6 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { mulberry32 } from '../dist/test/helpers/prng.js';
 
 const MAIN = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -25,18 +26,8 @@ if (!(SECONDS > 0) || !Number.isInteger(SEED)) {
 }
 const REPLAY = `npm run soak -- --seconds ${SECONDS} --seed ${SEED} --clients ${CLIENTS}`;
 
-/** mulberry32: small, seedable, and the same everywhere, so a seed replays the same choices. */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = prng(SEED);
+// The tests' mulberry32 (built by `npm run soak`'s set-up): a seed replays the same choices.
+const rand = mulberry32(SEED);
 const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
 const pick = (xs) => xs[Math.floor(rand() * xs.length)];
 
