@@ -16,11 +16,9 @@ import { ModelsRoot } from './models/models-root.js';
 import { createLogger, type Logger, messageLog } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { Runtime } from './runtime/runtime.js';
-import type { Clock } from './util/clock.js';
+import { CUT_GRACE_MS } from './runtime/shutdown-timing.js';
+import { type Clock, systemClock } from './util/clock.js';
 import { VERSION } from './version.js';
-
-/** How long cancelled requests have to send their answer before a shutdown cuts the connections. */
-const CUT_GRACE_MS = 300;
 
 export interface StartOptions {
   config: ServerConfig;
@@ -95,6 +93,7 @@ export function checkStartup(config: ServerConfig): void {
 }
 
 export async function startVoxd(options: StartOptions): Promise<Voxd> {
+  const clock = options.clock ?? systemClock;
   const { config } = options;
   checkStartup(config);
   const logger = options.logger ?? createLogger({ level: config.log_level }).logger;
@@ -111,7 +110,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const runtime = new Runtime(config, {
     catalog,
     modelsRoot,
-    clock: options.clock,
+    clock,
     freeMemoryMb: options.freeMemoryMb,
     log,
     metrics,
@@ -154,12 +153,12 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
         const installsStopped = modelsRoot.installer.stopAll();
         const deadline = config.shutdown_timeout_ms;
         // Cancelled requests get a moment to answer their 503 before every connection is cut.
-        const cutTimer = deadline > 0 ? setTimeout(() => http.cut(), deadline + CUT_GRACE_MS) : undefined;
+        const cutTimer = deadline > 0 ? clock.after(deadline + CUT_GRACE_MS, () => http.cut()) : undefined;
         logger.info('shutting down');
         try {
           await Promise.all([http.drain(), runtimeClosed, installsStopped]);
         } finally {
-          clearTimeout(cutTimer);
+          cutTimer?.cancel();
         }
         logger.info('stopped');
       })();
@@ -167,7 +166,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     },
     abandon(why) {
       runtime.cancelRunning(why);
-      setTimeout(() => http.cut(), CUT_GRACE_MS).unref();
+      clock.after(CUT_GRACE_MS, () => http.cut(), { unref: true });
     },
   };
 }

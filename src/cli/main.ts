@@ -9,6 +9,7 @@ import { killRunnerProcesses } from '../engines/engine-worker.js';
 import { killFestivalProcesses } from '../engines/festival/festival-process.js';
 import { VoxdError } from '../errors.js';
 import { createLogger, messageLog } from '../observability/logger.js';
+import { SHUTDOWN_MARGIN_MS } from '../runtime/shutdown-timing.js';
 import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
 import { runModels } from './models.js';
@@ -45,9 +46,6 @@ function fail(message: string, code: number): never {
   process.stderr.write(`voxd: ${message}\n`);
   process.exit(code);
 }
-
-/** How long a cancelled shutdown may take to dispose of engines before the process exits anyway. */
-const SHUTDOWN_MARGIN_MS = 2000;
 
 async function serve(argv: string[]): Promise<void> {
   const args = parseServeArgs(argv);

@@ -5,7 +5,7 @@
  * initialising model is skipped, never waited for, so residency can not deadlock with requests.
  */
 import { VoxdError } from '../errors.js';
-import type { Clock } from '../util/clock.js';
+import type { Clock, Timer } from '../util/clock.js';
 import type { ModelEntry } from './model-entry.js';
 import type { Pool } from './model-state.js';
 import { SlotScheduler } from './slot-scheduler.js';
@@ -27,7 +27,7 @@ export class Residency {
   readonly #options: ResidencyOptions;
   /** Serialises cold loads while a limit is on, so two loads can not both pass the same check. */
   readonly #coldLoadGuard: SlotScheduler;
-  #idleTimer: NodeJS.Timeout | undefined;
+  #idleTimer: Timer | undefined;
   #sweeping = false;
 
   constructor(options: ResidencyOptions) {
@@ -59,12 +59,11 @@ export class Residency {
     const idle = this.#options.idleUnloadMs;
     if (idle <= 0 || this.#idleTimer) return;
     const every = Math.max(25, Math.min(1000, Math.floor(idle / 4)));
-    this.#idleTimer = setInterval(() => void this.sweepIdle(), every);
-    this.#idleTimer.unref();
+    this.#idleTimer = this.#options.clock.every(every, () => void this.sweepIdle());
   }
 
   stopIdleTimer(): void {
-    clearInterval(this.#idleTimer);
+    this.#idleTimer?.cancel();
     this.#idleTimer = undefined;
   }
 

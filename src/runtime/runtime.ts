@@ -31,16 +31,16 @@ import type { ModelsRoot } from '../models/models-root.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics, ModelSample } from '../observability/metrics.js';
 import { traceOf } from '../observability/request-trace.js';
-import { type Clock, systemClock } from '../util/clock.js';
+import { type Clock, systemClock, type Timer } from '../util/clock.js';
 import { type AbortSource, LazyAbort } from '../util/lazy-abort.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
 import { systemFreeMemoryMb } from './memory.js';
 import { type EntryContext, engineFailure, isolationOf, loadSpecOf, ModelEntry } from './model-entry.js';
 import { Residency } from './residency.js';
+import { TEARDOWN_GRACE_MS } from './shutdown-timing.js';
 import { type ResolvedPreset, resolvePresets } from './voice-presets.js';
 
 /** How long past its deadline a shutdown waits for engines' teardown before it ends without them. */
-const TEARDOWN_GRACE_MS = 1500;
 const MIB = 1024 * 1024;
 
 export interface RuntimeDeps {
@@ -357,7 +357,7 @@ export class Runtime {
     // The engine's signal is made only when the engine reads it (the fixture's no-op run does not).
     const run = new LazyAbort();
     const onClientAbort = () => run.abort(client.reason);
-    let watchdog: NodeJS.Timeout | undefined;
+    let watchdog: Timer | undefined;
     let overran: VoxdError | undefined;
     if (client.aborted) run.abort(client.reason);
     else if (this.#cancel.signal.aborted) run.abort(this.#cancel.signal.reason);
@@ -370,16 +370,19 @@ export class Runtime {
     // answer the first request after it 504 without having run anything.
     const arm = () => {
       if (maxMs <= 0 || run.aborted) return;
-      watchdog = setTimeout(() => {
-        // The watchdog aborts with the 504 itself, so whoever hears the abort (another request
-        // on a shared runner, say) is told what happened.
-        overran = new VoxdError(
-          'E_INFERENCE_TIMEOUT',
-          `model '${entry.config.id}': the request ran past max_inference_ms=${maxMs} and was cancelled`,
-        );
-        run.abort(overran);
-      }, maxMs);
-      watchdog.unref();
+      watchdog = this.#clock.after(
+        maxMs,
+        () => {
+          // The watchdog aborts with the 504 itself, so whoever hears the abort (another request
+          // on a shared runner, say) is told what happened.
+          overran = new VoxdError(
+            'E_INFERENCE_TIMEOUT',
+            `model '${entry.config.id}': the request ran past max_inference_ms=${maxMs} and was cancelled`,
+          );
+          run.abort(overran);
+        },
+        { unref: true },
+      );
     };
     // Whether the outcome was counted: a run's own failure is, a failed load before it is not yet.
     let counted = false;
@@ -455,7 +458,7 @@ export class Runtime {
     } finally {
       client.removeEventListener('abort', onClientAbort);
       this.#running.delete(run);
-      clearTimeout(watchdog);
+      watchdog?.cancel();
     }
   }
 
@@ -623,19 +626,21 @@ export class Runtime {
       );
       const timer =
         deadlineMs > 0
-          ? setTimeout(() => this.cancelRunning(`it ran past shutdown_timeout_ms=${deadlineMs}`), deadlineMs)
+          ? this.#clock.after(deadlineMs, () =>
+              this.cancelRunning(`it ran past shutdown_timeout_ms=${deadlineMs}`),
+            )
           : undefined;
       // A teardown that never ends (an engine's dispose stuck) must not keep the shutdown open
       // either: past the deadline and a grace period, the shutdown ends without it.
-      let giveUp: NodeJS.Timeout | undefined;
+      let giveUp: Timer | undefined;
       const abandoned = new Promise<void>((resolve) => {
-        if (deadlineMs > 0) giveUp = setTimeout(resolve, deadlineMs + TEARDOWN_GRACE_MS);
+        if (deadlineMs > 0) giveUp = this.#clock.after(deadlineMs + TEARDOWN_GRACE_MS, resolve);
       });
       try {
         await Promise.race([unloads, abandoned]);
       } finally {
-        clearTimeout(timer);
-        clearTimeout(giveUp);
+        timer?.cancel();
+        giveUp?.cancel();
       }
       if (pending.size > 0)
         this.#log(

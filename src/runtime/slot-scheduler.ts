@@ -8,7 +8,7 @@
  * to the model's slot count. No method blocks: every wait is a promise that a signal can abandon.
  */
 import { busy, VoxdError } from '../errors.js';
-import type { Clock } from '../util/clock.js';
+import type { Clock, Timer } from '../util/clock.js';
 import type { AbortSource } from '../util/lazy-abort.js';
 import { QueueBound } from './queue-bound.js';
 
@@ -124,9 +124,9 @@ export class SlotScheduler {
     if (timeoutMs > 0) this.#failFastIfOverdue(timeoutMs);
 
     return new Promise<Lease>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
+      let timer: Timer | undefined;
       const cleanup = () => {
-        if (timer) clearTimeout(timer);
+        timer?.cancel();
         signal?.removeEventListener('abort', onAbort);
       };
       const leave = (reason: unknown) => {
@@ -153,7 +153,7 @@ export class SlotScheduler {
       if (kind === 'request') this.bound.queued(++this.#queuedRequests);
       signal?.addEventListener('abort', onAbort, { once: true });
       if (timeoutMs > 0) {
-        timer = setTimeout(() => {
+        timer = this.#clock.after(timeoutMs, () => {
           const { activeRequests, managerActive } = this.snapshot();
           const running = activeRequests + (managerActive ? 1 : 0);
           leave(
@@ -162,7 +162,7 @@ export class SlotScheduler {
                 `(${running} running, ${this.#queue.length - 1} waiting; busy_timeout_ms=${timeoutMs})`,
             ),
           );
-        }, timeoutMs);
+        });
       }
     });
   }

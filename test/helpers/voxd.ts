@@ -12,15 +12,7 @@ import { ERROR_CODES } from '../../src/errors.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
 import type { Clock } from '../../src/util/clock.js';
 
-export class ManualClock implements Clock {
-  #now = 1_000_000;
-  now(): number {
-    return this.#now;
-  }
-  advance(ms: number): void {
-    this.#now += ms;
-  }
-}
+export { ManualClock } from './manual-clock.js';
 
 export interface Gate {
   path: string;

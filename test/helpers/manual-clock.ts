@@ -1,0 +1,69 @@
+/** A clock whose time moves only when a test advances it; its timers fire inside advance(). */
+import type { Clock, Timer } from '../../src/util/clock.js';
+
+interface Pending {
+  due: number;
+  every: number;
+  fn: () => void;
+  seq: number;
+}
+
+export class ManualClock implements Clock {
+  #now = 1_000_000;
+  #seq = 0;
+  readonly #pending = new Set<Pending>();
+  readonly #waiters: Array<{ count: number; resolve: () => void }> = [];
+
+  now(): number {
+    return this.#now;
+  }
+
+  after(ms: number, fn: () => void): Timer {
+    return this.#add({ due: this.#now + Math.max(0, ms), every: 0, fn, seq: this.#seq++ });
+  }
+
+  every(ms: number, fn: () => void): Timer {
+    return this.#add({ due: this.#now + Math.max(1, ms), every: Math.max(1, ms), fn, seq: this.#seq++ });
+  }
+
+  /** The timers now scheduled (a test waits for a deadline to be armed before moving past it). */
+  get timers(): number {
+    return this.#pending.size;
+  }
+
+  /** Resolves once at least `count` timers are scheduled. */
+  whenTimers(count = 1): Promise<void> {
+    if (this.#pending.size >= count) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ count, resolve }));
+  }
+
+  /** Moves time forward by `ms`, firing every timer that falls due, in due order. */
+  advance(ms: number): void {
+    const target = this.#now + ms;
+    for (;;) {
+      let next: Pending | undefined;
+      for (const p of this.#pending) {
+        if (p.due <= target && (!next || p.due < next.due || (p.due === next.due && p.seq < next.seq)))
+          next = p;
+      }
+      if (!next) break;
+      this.#now = Math.max(this.#now, next.due);
+      if (next.every > 0) next.due += next.every;
+      else this.#pending.delete(next);
+      next.fn();
+    }
+    this.#now = target;
+  }
+
+  #add(p: Pending): Timer {
+    this.#pending.add(p);
+    for (let i = this.#waiters.length - 1; i >= 0; i--) {
+      const w = this.#waiters[i] as { count: number; resolve: () => void };
+      if (this.#pending.size >= w.count) {
+        this.#waiters.splice(i, 1);
+        w.resolve();
+      }
+    }
+    return { cancel: () => this.#pending.delete(p) };
+  }
+}
