@@ -1,7 +1,8 @@
 /**
  * Contract cells `time.*` (admission timeouts, overdue blockers, timeout zero, disconnects while
- * queued or initialising). A ManualClock decides what counts as overdue, so fail-fast checks are
- * deterministic; real timers only run the bounded waits themselves.
+ * queued or initialising). The server runs on a ManualClock: it decides what counts as overdue and
+ * when a bounded wait runs out, so every timeout here happens when the test moves time, to the
+ * millisecond, and no test waits for real time to pass.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -9,8 +10,18 @@ import { errorOf, ManualClock, post, reportOf, waitUntil, withDeadline } from '.
 import { COUNTS, lifecycle, loadOf, queued, range, readyView, view } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 
-/** A busy timeout whose real timer never fires during a test: only the ManualClock can make it overdue. */
+/** A busy timeout no test moves the clock past unless it means to make a blocker overdue. */
 const LONG_MS = 600_000;
+
+/**
+ * Moves the clock to 1 ms before a waiting request's busy timeout of `ms`, checks that the request
+ * is still queued, then moves it the last millisecond: the request must then be refused.
+ */
+async function expire(c: ContractServer, clock: ManualClock, id: string, ms: number, queuedNow: number) {
+  clock.advance(ms - 1);
+  assert.equal(c.snapshot(id).queuedRequests, queuedNow, `still waiting 1 ms before its ${ms} ms timeout`);
+  clock.advance(1);
+}
 
 /** Fails when `promise` has not settled within 2 s (a deadline, never a sleep). */
 const within = <T>(promise: Promise<T>, what: string): Promise<T> => withDeadline(promise, what, 2000);
@@ -33,8 +44,11 @@ describe('timeouts: admission', () => {
         const { gate, requests } = await c.running('M', n);
         const patient = c.infer('M', { tag: 'patient' });
         await queued(c, 'M', 1);
-        const res = await within(c.infer('M', {}, { busy_timeout_ms: 100 }), 'the 100 ms admission timeout');
-        assert.match(errorOf(res, 503, 'server_busy'), /timed out/);
+        const pending = c.infer('M', {}, { busy_timeout_ms: 100 });
+        await queued(c, 'M', 2);
+        await expire(c, clock, 'M', 100, 2);
+        const res = await within(pending, 'the 100 ms admission timeout');
+        assert.match(errorOf(res, 503, 'server_busy'), /timed out after 100 ms/);
         assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         assert.equal(c.count('M', 'run-start'), n, 'the timed-out request never ran');
         await gate.open();
@@ -57,8 +71,11 @@ describe('timeouts: admission', () => {
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
         const { gate, requests } = await c.running('M', n);
         for (const extra of [{}, { busy_timeout_ms: LONG_MS }]) {
-          const res = await within(c.infer('M', {}, extra), `the ceiling with ${JSON.stringify(extra)}`);
-          errorOf(res, 503, 'server_busy');
+          const pending = c.infer('M', {}, extra);
+          await queued(c, 'M', 1);
+          await expire(c, clock, 'M', 100, 1);
+          const res = await within(pending, `the ceiling with ${JSON.stringify(extra)}`);
+          assert.match(errorOf(res, 503, 'server_busy'), /timed out after 100 ms/);
           assert.equal(c.snapshot('M').queuedRequests, 0);
         }
         await gate.open();
@@ -84,9 +101,12 @@ describe('timeouts: admission', () => {
         const manager =
           kind === 'unload' ? c.unload('M') : c.register('M', { load_options: { variant: 'next' } });
         await queued(c, 'M', 0, 1);
-        // This request's own 100 ms timer is the clock: when it has fired, so would the manager's have.
-        const behind = await within(c.infer('M'), 'the request behind the manager to time out');
+        const pending = c.infer('M');
+        await queued(c, 'M', 1, 1);
+        await expire(c, clock, 'M', 100, 1);
+        const behind = await within(pending, 'the request behind the manager to time out');
         assert.match(errorOf(behind, 503, 'server_busy'), /timed out after 100 ms/);
+        clock.advance(LONG_MS); // far past busy_timeout_ms: the manager has no deadline to run out
         assert.equal(c.snapshot('M').queuedManagers, 1, 'the manager is still waiting');
         assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n });
         await gate.open();
@@ -144,14 +164,16 @@ describe('timeouts: overdue blockers', () => {
 
     test(`[time.overdue-blockers] slots=${n}: an overdue manager makes a request fail fast; a healthy one permits waiting`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock });
+      // Admission unbounded by default, so that the request waiting behind the healthy manager keeps
+      // waiting however far the clock moves; the probe sets its own bound.
+      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 0, clock });
       try {
         await c.ready('M');
         const { request: unload } = await c.unloading('M');
         const waiting = c.infer('M', { tag: 'healthy-manager' });
         await queued(c, 'M', 1);
         clock.advance(LONG_MS + 1);
-        const res = await within(c.infer('M'), 'the fail-fast answer');
+        const res = await within(c.infer('M', {}, { busy_timeout_ms: LONG_MS }), 'the fail-fast answer');
         assert.match(errorOf(res, 503, 'server_busy'), /management/);
         assert.deepEqual(await view(c, 'M'), {
           ...readyView(n),
@@ -227,10 +249,14 @@ describe('timeouts: zero means unbounded', () => {
         const { gate, requests } = await c.running('M', n);
         const unbounded = c.infer('M', { tag: 'unbounded' });
         await queued(c, 'M', 1);
+        // A bounded request behind it times out while the unbounded one keeps waiting, for as long
+        // as the clock moves.
+        const pending = c.infer('M', {}, { busy_timeout_ms: 50 });
+        await queued(c, 'M', 2);
+        await expire(c, clock, 'M', 50, 2);
+        const bounded = await within(pending, 'the bounded request');
+        assert.match(errorOf(bounded, 503, 'server_busy'), /timed out after 50 ms/);
         clock.advance(1e9);
-        // A bounded request behind it times out: real time passed while the unbounded one kept waiting.
-        const bounded = await within(c.infer('M', {}, { busy_timeout_ms: 50 }), 'the bounded request');
-        errorOf(bounded, 503, 'server_busy');
         assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         await gate.open();
         assert.equal(reportOf(await within(unbounded, 'the unbounded request')).options.tag, 'unbounded');
@@ -249,8 +275,11 @@ describe('timeouts: zero means unbounded', () => {
         const bulk = c.bulkUnload(['M']);
         const all = post(c.url, '/v1/tasks/unload_all_models', {});
         await queued(c, 'M', 0, 2);
-        // A request with the server's 50 ms times out behind them: real time has passed.
-        errorOf(await within(c.infer('M'), 'a bounded request'), 503, 'server_busy');
+        // A request with the server's 50 ms times out behind them; the bulks have no deadline.
+        const pending = c.infer('M');
+        await queued(c, 'M', 1, 2);
+        await expire(c, clock, 'M', 50, 1);
+        errorOf(await within(pending, 'a bounded request'), 503, 'server_busy');
         clock.advance(1e9);
         errorOf(await within(c.infer('M'), 'a fail-fast request'), 503, 'server_busy');
         assert.equal(c.snapshot('M').queuedManagers, 2, 'both bulks still wait');
@@ -280,12 +309,14 @@ describe('timeouts: zero means unbounded (model ceiling)', () => {
       const { gate, requests } = await c.running('M', n);
       const unbounded = c.infer('M', { tag: 'unbounded' });
       await queued(c, 'M', 1);
-      clock.advance(1e9);
-      errorOf(
-        await within(c.infer('M', {}, { busy_timeout_ms: 50 }), 'a bounded request'),
-        503,
-        'server_busy',
+      const pending = c.infer('M', {}, { busy_timeout_ms: 50 });
+      await queued(c, 'M', 2);
+      await expire(c, clock, 'M', 50, 2);
+      assert.match(
+        errorOf(await within(pending, 'a bounded request'), 503, 'server_busy'),
+        /timed out after 50 ms/,
       );
+      clock.advance(1e9);
       assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
       await gate.open();
       assert.equal(reportOf(await within(unbounded, 'the unbounded request')).options.tag, 'unbounded');

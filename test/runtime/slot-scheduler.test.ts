@@ -124,9 +124,18 @@ describe('SlotScheduler', () => {
   });
 
   test('a healthy holder allows a bounded wait that ends in E_BUSY and leaves no trace', async () => {
-    const s = new SlotScheduler('m', 1, new ManualClock());
+    const clock = new ManualClock();
+    const s = new SlotScheduler('m', 1, clock);
     const holder = await s.acquire('request', { timeoutMs: 0 });
-    await assert.rejects(s.acquire('request', { timeoutMs: 20 }), (err: unknown) => {
+    const waiter = track(s.acquire('request', { timeoutMs: 20 }));
+    clock.advance(19);
+    await settle();
+    assert.equal(waiter.error(), undefined, 'still waiting 1 ms before its busy timeout');
+    assert.equal(s.snapshot().queuedRequests, 1);
+    clock.advance(1);
+    await settle();
+    assert.ok(waiter.error(), 'refused once the busy timeout came');
+    await assert.rejects(Promise.reject(waiter.error()), (err: unknown) => {
       assert.ok(err instanceof VoxdError);
       assert.equal(err.code, 'E_BUSY');
       assert.match(err.message, /timed out after 20 ms waiting for a slot/);
