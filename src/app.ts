@@ -106,7 +106,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const modelsRoot = await openModelsRoot(config, catalog, options.installerFor);
   // The runtime is made below; the gauges read it only when scraped, by then it exists.
   let runtimeRef: Runtime | undefined;
-  const metrics = new Metrics(VERSION, () => runtimeRef?.samples() ?? []);
+  const metrics = new Metrics(VERSION, () => runtimeRef?.snapshots() ?? []);
   const runtime = new Runtime(config, {
     catalog,
     modelsRoot,

@@ -75,11 +75,11 @@ test('with ui_management the page unloads and loads a model; the server sees it'
   await waitForCell(page, 'tts-fixture', 'state', 'ready');
   await page.locator('tr[data-model="tts-fixture"] button', { hasText: /^Unload$/ }).click();
   await waitForCell(page, 'tts-fixture', 'state', 'unloaded');
-  const status = s.voxd.runtime.status().find((m) => m.id === 'tts-fixture')!;
+  const status = s.voxd.runtime.snapshots().find((m) => m.id === 'tts-fixture')!;
   assert.equal(status.loaded, false);
   await page.locator('tr[data-model="tts-fixture"] button', { hasText: /^Load$/ }).click();
   await waitForCell(page, 'tts-fixture', 'state', 'ready');
-  assert.equal(s.voxd.runtime.status().find((m) => m.id === 'tts-fixture')!.loaded, true);
+  assert.equal(s.voxd.runtime.snapshots().find((m) => m.id === 'tts-fixture')!.loaded, true);
 });
 
 test('Apply changes the slots and keeps the rest of the configuration; the editor reconfigures options', async () => {

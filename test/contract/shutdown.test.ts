@@ -13,13 +13,14 @@
  * second close() joins the first.
  *
  * States are held by fixture gates, never by sleeps. The listener is closed during a shutdown, so
- * status is read in process (runtime.status(), the source of GET /v1/models).
+ * status is read in process (the runtime's snapshots, as GET /v1/models shows them).
  */
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import type { ModelConfig } from '../../src/config/types.js';
+import { modelStatus } from '../../src/http/model-status.js';
 import type { RouteContext } from '../../src/http/route.js';
 import { ROUTES } from '../../src/http/server.js';
 import { RawClient, type RawResponse } from '../helpers/raw-http.js';
@@ -51,9 +52,10 @@ const MARGIN_MS = 1500;
 
 /** The GET /v1/models fields of a model, read in process (the listener is closed in a shutdown). */
 function statusNow(c: ContractServer, id: string): View {
-  const st = c.s.voxd.runtime.status().find((m) => m.id === id);
+  const { runtime } = c.s.voxd;
+  const st = runtime.snapshots().find((m) => m.id === id);
   assert.ok(st, `${id} is registered`);
-  return pick(st);
+  return pick(modelStatus(st, runtime.parallel));
 }
 
 interface Shutdown {

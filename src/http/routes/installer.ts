@@ -54,7 +54,7 @@ async function remove(ctx: RouteContext) {
   const { runtime } = ctx;
   const installer = runtime.modelsRoot.installer;
   const installed = (await installer.list()).find((p) => p.id === id);
-  const user = installed && runtime.status().find((m) => m.loaded && m.path === installed.path);
+  const user = installed && runtime.snapshots().find((m) => m.loaded && m.path === installed.path);
   if (user)
     throw invalidRequest(
       `id: package ${id} is loaded as model '${user.id}'; unload it first (POST /v1/models/unload)`,
@@ -101,7 +101,7 @@ async function packageSizes(ctx: RouteContext) {
 async function installed(ctx: RouteContext) {
   requireManagement(ctx, INSTALL_DISABLED);
   const { runtime } = ctx;
-  const registered = new Map(runtime.status().map((m) => [m.path, m.id]));
+  const registered = new Map(runtime.snapshots().map((m) => [m.path, m.id]));
   const packages = await runtime.modelsRoot.installer.list();
   return {
     json: {

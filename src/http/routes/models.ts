@@ -4,10 +4,10 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { voiceAliases } from '../../engines/voice-aliases.js';
 import { VoxdError } from '../../errors.js';
-import type { Runtime } from '../../runtime/runtime.js';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
 import { queryFlag } from '../fields.js';
 import { SPEECH_TASKS } from '../input-text.js';
+import { modelList } from '../model-status.js';
 import type { Route, RouteContext } from '../route.js';
 import { isLibraryVoiceFile } from '../voice.js';
 
@@ -38,20 +38,6 @@ async function ready({ runtime, config }: RouteContext) {
     );
   }
   return { json: { status: 'ready' } };
-}
-
-/** The `data` of GET /v1/models (also sent by the UI's status stream). */
-export function modelList(
-  runtime: Runtime,
-  options: { sessionOptions: boolean; params: boolean },
-): Record<string, unknown>[] {
-  return runtime.status().map(({ session_options, ...status }) => {
-    const { id, ...rest } = status;
-    const entry: Record<string, unknown> = { id, object: 'model', owned_by: 'engine', ...rest };
-    if (options.sessionOptions) entry['session_options'] = session_options;
-    if (options.params) entry['params'] = runtime.get(status.id).family.params;
-    return entry;
-  });
 }
 
 async function models(ctx: RouteContext) {
@@ -89,7 +75,7 @@ async function voiceDirNames(dir: string | undefined): Promise<string[]> {
 
 async function voices({ runtime, config, url }: RouteContext) {
   let id = url.searchParams.get('model') ?? undefined;
-  if (id === undefined && runtime.size === 1) id = runtime.status()[0]!.id;
+  if (id === undefined && runtime.size === 1) id = runtime.snapshots()[0]!.id;
   const names = await voiceDirNames(config.voice_dir);
   const json: Record<string, unknown> = {};
   if (id !== undefined && runtime.has(id)) {

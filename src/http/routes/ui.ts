@@ -7,8 +7,8 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { notFound } from '../../errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import { modelList } from '../model-status.js';
 import type { Reply, Route, RouteContext } from '../route.js';
-import { modelList } from './models.js';
 
 /** `ui/` at the package root: this file is dist/src/http/routes/ui.js once built. */
 export const UI_DIR = fileURLToPath(new URL('../../../../ui/', import.meta.url));
