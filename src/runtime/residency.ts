@@ -28,7 +28,7 @@ export class Residency {
   /** Serialises cold loads while a limit is on, so two loads can not both pass the same check. */
   readonly #coldLoadGuard: SlotScheduler;
   #idleTimer: Timer | undefined;
-  #sweeping = false;
+  #sweep: Promise<string[]> | undefined;
 
   constructor(options: ResidencyOptions) {
     this.#options = options;
@@ -67,24 +67,34 @@ export class Residency {
     this.#idleTimer = undefined;
   }
 
-  /** Retires every loaded, entirely idle model whose last activity is idle_unload_ms old; returns their ids. */
-  async sweepIdle(): Promise<string[]> {
+  /**
+   * Retires every loaded, entirely idle model whose last activity is idle_unload_ms old; returns their
+   * ids. A call while a sweep runs joins that sweep rather than starting a second one.
+   */
+  sweepIdle(): Promise<string[]> {
     const idle = this.#options.idleUnloadMs;
-    if (idle <= 0 || this.#sweeping) return [];
-    this.#sweeping = true;
-    try {
-      const now = this.#options.clock.now();
-      const due = [...this.#options.entries()].filter((e) => e.loaded && now - e.lastUsedAt >= idle);
-      const retired: string[] = [];
-      for (const entry of due) {
-        if (await this.#tryUnload(entry)) retired.push(entry.id);
-      }
-      if (retired.length > 0)
-        this.#options.log(`idle ${idle} ms: unloaded ${retired.length} model(s): ${retired.join(', ')}`);
-      return retired;
-    } finally {
-      this.#sweeping = false;
+    if (idle <= 0) return Promise.resolve([]);
+    this.#sweep ??= this.#retireIdle(idle).finally(() => {
+      this.#sweep = undefined;
+    });
+    return this.#sweep;
+  }
+
+  /** Resolves once the sweep in progress, if any, has ended (tests move the clock, then wait here). */
+  async whenSwept(): Promise<void> {
+    await this.#sweep;
+  }
+
+  async #retireIdle(idle: number): Promise<string[]> {
+    const now = this.#options.clock.now();
+    const due = [...this.#options.entries()].filter((e) => e.loaded && now - e.lastUsedAt >= idle);
+    const retired: string[] = [];
+    for (const entry of due) {
+      if (await this.#tryUnload(entry)) retired.push(entry.id);
     }
+    if (retired.length > 0)
+      this.#options.log(`idle ${idle} ms: unloaded ${retired.length} model(s): ${retired.join(', ')}`);
+    return retired;
   }
 
   async #makeRoom(target: ModelEntry): Promise<void> {

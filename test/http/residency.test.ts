@@ -115,16 +115,23 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
       const gate = s.gate('a');
       const busy = runTask(s, 'a', { run_gate: gate.path });
       await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 1);
+      // The idle sweep runs on the server's clock (every 250 ms here): moving the clock runs it.
       clock.advance(999);
-      assert.deepEqual(await residency.sweepIdle(), [], 'nothing is idle for 1000 ms yet');
+      await residency.whenSwept();
+      assert.deepEqual(await loaded(s, ['a', 'b']), [true, true], 'nothing is idle for 1000 ms yet');
+      clock.advance(1);
+      await waitUntil('the sweep retires b', async () => !(await modelStatus(s.url, 'b')).loaded);
       clock.advance(5000);
-      assert.deepEqual(await residency.sweepIdle(), ['b'], 'busy a is skipped');
-      assert.deepEqual(await loaded(s, ['a', 'b']), [true, false]);
+      await residency.whenSwept();
+      assert.deepEqual(await loaded(s, ['a', 'b']), [true, false], 'busy a is skipped');
       await gate.open();
       assert.equal((await busy).status, 200);
-      assert.deepEqual(await residency.sweepIdle(), [], 'a was just used');
-      clock.advance(1000);
-      assert.deepEqual(await residency.sweepIdle(), ['a']);
+      clock.advance(999);
+      await residency.whenSwept();
+      assert.deepEqual(await loaded(s, ['a', 'b']), [true, false], 'a was used 999 ms ago');
+      // The first sweep at or after 1000 ms idle comes within one sweep period.
+      clock.advance(250);
+      await waitUntil('the sweep retires a', async () => !(await modelStatus(s.url, 'a')).loaded);
       assert.match(s.logs.join('\n'), /idle 1000 ms: unloaded 1 model\(s\): b/);
       assert.equal(
         reportOf(await runTask(s, 'a')).generation,
