@@ -20,9 +20,11 @@ function entry(left: string, help: readonly string[]): string[] {
 }
 
 export function renderServeHelp(): string {
-  const sections = SETTING_GROUPS.map((group) => {
+  const sections = SETTING_GROUPS.flatMap((group) => {
     const lines = group.settings.flatMap((s) => (s.flag === undefined ? [] : flagLines(s.flag)));
-    return group.heading === '' ? lines : [group.heading, ...lines];
-  }).filter((lines) => lines.length > 0);
+    // A group of settings that have no flags (server.json only) is left out of the help.
+    if (lines.length === 0) return [];
+    return [group.heading === '' ? lines : [group.heading, ...lines]];
+  });
   return [USAGE, ...sections.map((lines) => lines.join('\n')), CLOSING].join('\n\n') + '\n';
 }

@@ -104,28 +104,6 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           note: 'Optional: without it voxd serves the embedded models. Resolved against the cwd.',
         },
       },
-      {
-        key: 'models',
-        file: true,
-        rule: { kind: 'bespoke' },
-        doc: {
-          type: 'array',
-          default: '',
-          allowed: 'model objects',
-          meaning: 'Required and non-empty, unless `ui_management` is true (then it may be absent or `[]`).',
-        },
-      },
-      {
-        key: 'lazy_load',
-        file: true,
-        rule: { kind: 'boolean' },
-        doc: {
-          type: 'boolean',
-          default: '`false` with a config file, `true` without',
-          allowed: '',
-          meaning: "Default for each model's `lazy`.",
-        },
-      },
     ],
   },
   {
@@ -706,7 +684,8 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
         doc: {
           type: 'string',
           allowed: 'a readable PEM file; both or neither',
-          meaning: "The private key of `tls_cert_file`'s certificate (read at startup).",
+          meaning:
+            'Serve HTTPS instead of HTTP with this certificate chain and private key (read at startup). The HTTPS listener takes the same routes, limits, streams and shutdown as the plain one.',
         },
       },
       {
@@ -722,8 +701,7 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
         doc: {
           type: 'string',
           allowed: 'a readable PEM file; both or neither',
-          meaning:
-            'Serve HTTPS instead of HTTP with this certificate chain and private key (read at startup). The HTTPS listener takes the same routes, limits, streams and shutdown as the plain one.',
+          meaning: "The private key of `tls_cert_file`'s certificate (read at startup).",
         },
       },
     ],
@@ -900,6 +878,33 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           allowed: '',
           meaning:
             'With `--log`, also log each JSON request body (never audio uploads, never any header); without `--log` a notice says it has no effect.',
+        },
+      },
+    ],
+  },
+  {
+    heading: 'Models:',
+    settings: [
+      {
+        key: 'models',
+        file: true,
+        rule: { kind: 'bespoke' },
+        doc: {
+          type: 'array',
+          default: '',
+          allowed: 'model objects',
+          meaning: 'Required and non-empty, unless `ui_management` is true (then it may be absent or `[]`).',
+        },
+      },
+      {
+        key: 'lazy_load',
+        file: true,
+        rule: { kind: 'boolean' },
+        doc: {
+          type: 'boolean',
+          default: '`false` with a config file, `true` without',
+          allowed: '',
+          meaning: "Default for each model's `lazy`.",
         },
       },
     ],

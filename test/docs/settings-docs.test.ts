@@ -1,15 +1,30 @@
 /**
- * The settings a user reads about are the settings voxd has: every top-level server.json key is in
- * docs/configuration.md's key table and the other way round, and the flags of `voxd serve`, its
- * --help text and the docs' flag table name the same flags.
+ * The settings a user reads about are the settings voxd has: docs/configuration.md's settings
+ * tables are what the settings table writes (scripts/settings-docs.mjs), every top-level server.json
+ * key is in the key table and the other way round, and the flags of `voxd serve`, its --help text
+ * and the docs' flag table name the same flags.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { SERVE_HELP, serveFlags } from '../../src/cli/args.js';
 import { FILE_KEYS } from '../../src/config/server-config.js';
+import { checkRule, SETTINGS } from '../../src/config/settings.js';
+import { writeSettingsDoc } from '../../src/config/settings-docs.js';
 
 const DOC = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
+
+test('the settings tables of docs/configuration.md are what scripts/settings-docs.mjs writes from the settings table', () => {
+  // On failure: npx tsc -p tsconfig.json && node scripts/settings-docs.mjs --write
+  assert.equal(DOC, writeSettingsDoc(DOC));
+});
+
+test('every default in the settings table passes its own rule', () => {
+  for (const s of SETTINGS) {
+    if (s.rule === undefined || s.rule.kind === 'bespoke' || s.default === undefined) continue;
+    assert.equal(checkRule(s.rule, s.default, s.key!), s.default, s.key);
+  }
+});
 
 /** The text of one `## heading` section of the doc. */
 function section(heading: string): string {
