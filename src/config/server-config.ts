@@ -12,7 +12,7 @@ import { EMBEDDED_MODELS } from './embedded-models.js';
 import { ConfigError, expectBoolean, expectOneOf, expectString, isPlainObject, keyPath } from './errors.js';
 import { keyNotice, LIVE_INGEST_DEFAULTS, parseLiveIngest, parseModelConfig } from './model-config.js';
 import { toOptionMap } from './options.js';
-import { checkRule, FILE_KEYS, SETTINGS, setting } from './settings.js';
+import { checkRule, FILE_KEYS, type Flag, SETTINGS, setting } from './settings.js';
 import type { Backend, ConfigNotice, ModelConfig, OptionMap, ServerConfig } from './types.js';
 
 /** Values given on the command line; anything set here wins over server.json. */
@@ -72,8 +72,8 @@ export interface LoadServerConfigOptions {
 export { FILE_KEYS };
 
 /** The flag of each key that the command line can set too, named in errors about the flag's value. */
-const FLAGS: ReadonlyMap<string, string> = new Map(
-  SETTINGS.filter((s) => s.file && s.flag !== undefined).map((s) => [s.key!, s.flag!.name]),
+const FLAGS: ReadonlyMap<string, Flag> = new Map(
+  SETTINGS.filter((s) => s.file && s.flag !== undefined).map((s) => [s.key!, s.flag!]),
 );
 
 const BACKEND_NAMES = ['cpu', 'cuda', 'hip', 'rocm', 'vulkan', 'metal'] as const;
@@ -103,7 +103,9 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     const flag = FLAGS.get(name);
     const cli = flag === undefined ? undefined : (overrides as Record<string, unknown>)[name];
     if (cli === undefined) return { value: file[name], key: name, base: baseDir };
-    return { value: cli, key: name === 'ui' && cli === false ? '--no-ui' : flag!, base: cwd };
+    // `--no-ui` is the flag that set false; errors name the flag the user typed.
+    const given = cli === false && flag!.negation !== undefined ? flag!.negation.name : flag!.name;
+    return { value: cli, key: given, base: cwd };
   };
   const read = <T>(name: string, fallback: T, parse: (s: Source) => T): T => {
     const s = source(name);
@@ -136,7 +138,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     // Without a config file every model arrives by registration, so nothing should load eagerly.
     lazy_load: read('lazy_load', configFile === undefined, (s) => expectBoolean(s.value, s.key)),
     log: overrides.log === true,
-    log_request_body: read('log_request_body', false, (s) => {
+    log_request_body: read('log_request_body', setting('log_request_body').default as boolean, (s) => {
       const on = expectBoolean(s.value, s.key);
       if (on && overrides.log !== true) {
         notices.push({ key: s.key, message: `${s.key}: request bodies are logged only with --log` });
@@ -165,7 +167,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
       ...LIVE_INGEST_DEFAULTS,
       ...read('live_ingest', {}, (s) => parseLiveIngest(s.value, s.key)),
     },
-    frontend_listener: read('frontend_listener', '', (s) => {
+    frontend_listener: read('frontend_listener', setting('frontend_listener').default as string, (s) => {
       const listener = expectString(s.value, s.key);
       if (listener !== '') {
         throw ConfigError.rejected(s.key, listener, 'voxd has no frontend listeners; leave it empty');
