@@ -4,24 +4,15 @@
  * flag's name so the user knows which of the two to fix.
  */
 import { readFileSync, realpathSync, statSync } from 'node:fs';
-import { isIP } from 'node:net';
 import path from 'node:path';
 import { showValue } from '../errors.js';
-import { LOG_LEVELS, type LogLevel } from '../observability/log-levels.js';
 import { keysFromConfig, keysFromEnv, keysFromFile, parseOpenEndpoints } from './api-keys.js';
 import { defaultModelsRoot } from './data-dir.js';
 import { EMBEDDED_MODELS } from './embedded-models.js';
-import {
-  ConfigError,
-  expectBoolean,
-  expectInteger,
-  expectOneOf,
-  expectString,
-  isPlainObject,
-  keyPath,
-} from './errors.js';
+import { ConfigError, expectBoolean, expectOneOf, expectString, isPlainObject, keyPath } from './errors.js';
 import { keyNotice, LIVE_INGEST_DEFAULTS, parseLiveIngest, parseModelConfig } from './model-config.js';
 import { toOptionMap } from './options.js';
+import { checkRule, FILE_KEYS, type Flag, SETTINGS, setting } from './settings.js';
 import type { Backend, ConfigNotice, ModelConfig, OptionMap, ServerConfig } from './types.js';
 
 /** Values given on the command line; anything set here wins over server.json. */
@@ -77,93 +68,13 @@ export interface LoadServerConfigOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Every top-level key of server.json (docs/configuration.md's table; a test keeps them equal). */
-export const FILE_KEYS: ReadonlySet<string> = new Set([
-  'host',
-  'port',
-  'cors_origins',
-  'ui',
-  'ui_management',
-  'backend',
-  'device',
-  'threads',
-  'lazy_load',
-  'log_request_body',
-  'log_level',
-  'max_request_body_bytes',
-  'body_timeout_ms',
-  'chunking_vad_model',
-  'max_audio_seconds',
-  'max_input_chars',
-  'file_roots',
-  'ffmpeg_path',
-  'ffmpeg_timeout_ms',
-  'default_speech_format',
-  'busy_timeout_ms',
-  'max_queued_requests',
-  'ready_when_saturated',
-  'max_loaded_models',
-  'idle_unload_ms',
-  'shutdown_timeout_ms',
-  'max_inference_ms',
-  'min_free_memory_mb',
-  'live_ingest',
-  'model_spec_override',
-  'voice_dir',
-  'models_root',
-  'tls_cert_file',
-  'tls_key_file',
-  'frontend_listener',
-  'frontend_options',
-  'models',
-  'api_keys',
-  'api_keys_file',
-  'open_endpoints',
-  'insecure',
-]);
+/** Every top-level key of server.json (the settings table's; docs/configuration.md is generated from it). */
+export { FILE_KEYS };
 
-/** Keys that both the file and the command line can set, with the flag named in errors. */
-const FLAGS = {
-  host: '--host',
-  port: '--port',
-  busy_timeout_ms: '--busy-timeout-ms',
-  max_queued_requests: '--max-queued-requests',
-  ready_when_saturated: '--ready-when-saturated',
-  max_loaded_models: '--max-loaded-models',
-  idle_unload_ms: '--idle-unload-ms',
-  shutdown_timeout_ms: '--shutdown-timeout-ms',
-  max_inference_ms: '--max-inference-ms',
-  min_free_memory_mb: '--min-free-memory-mb',
-  max_request_body_bytes: '--max-request-body-bytes',
-  body_timeout_ms: '--body-timeout-ms',
-  max_audio_seconds: '--max-audio-seconds',
-  max_input_chars: '--max-input-chars',
-  file_roots: '--file-roots',
-  ffmpeg_path: '--ffmpeg-path',
-  ffmpeg_timeout_ms: '--ffmpeg-timeout-ms',
-  default_speech_format: '--default-speech-format',
-  ui: '--ui',
-  ui_management: '--ui-management',
-  cors_origins: '--cors-origins',
-  backend: '--backend',
-  device: '--device',
-  threads: '--threads',
-  voice_dir: '--voice-dir',
-  models_root: '--models-root',
-  tls_cert_file: '--tls-cert',
-  tls_key_file: '--tls-key',
-  model_spec_override: '--model-spec-override',
-  frontend_listener: '--frontend-listener',
-  api_keys_file: '--api-keys-file',
-  insecure: '--insecure',
-  log_level: '--log-level',
-} as const satisfies Partial<Record<keyof CliOverrides, string>>;
-
-/**
- * Fits hours of compressed audio or about two hours of 16 kHz WAV; multipart uploads past a
- * megabyte are spooled to disk, so this bounds disk use more than memory.
- */
-const DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024;
+/** The flag of each key that the command line can set too, named in errors about the flag's value. */
+const FLAGS: ReadonlyMap<string, Flag> = new Map(
+  SETTINGS.filter((s) => s.file && s.flag !== undefined).map((s) => [s.key!, s.flag!]),
+);
 
 const BACKEND_NAMES = ['cpu', 'cuda', 'hip', 'rocm', 'vulkan', 'metal'] as const;
 
@@ -189,38 +100,32 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
   }
 
   const source = (name: string): Source => {
-    const flag = (FLAGS as Record<string, string>)[name];
+    const flag = FLAGS.get(name);
     const cli = flag === undefined ? undefined : (overrides as Record<string, unknown>)[name];
     if (cli === undefined) return { value: file[name], key: name, base: baseDir };
-    return { value: cli, key: name === 'ui' && cli === false ? '--no-ui' : flag!, base: cwd };
+    // `--no-ui` is the flag that set false; errors name the flag the user typed.
+    const given = cli === false && flag!.negation !== undefined ? flag!.negation.name : flag!.name;
+    return { value: cli, key: given, base: cwd };
   };
   const read = <T>(name: string, fallback: T, parse: (s: Source) => T): T => {
     const s = source(name);
     return s.value === undefined ? fallback : parse(s);
   };
-  const bool = (name: string, fallback: boolean) =>
-    read(name, fallback, (s) => expectBoolean(s.value, s.key));
-  const count = (name: string, fallback: number) =>
-    read(name, fallback, (s) => expectInteger(s.value, s.key, { min: 0 }));
+  /** A setting the table's rule checks, with the table's default. */
+  const ruled = <K extends keyof ServerConfig>(name: K): ServerConfig[K] => {
+    const { rule, default: fallback } = setting(name);
+    return read(name, fallback, (s) => checkRule(rule!, s.value, s.key)) as ServerConfig[K];
+  };
 
   const config: ServerConfig = {
-    host: read('host', '127.0.0.1', parseHost),
-    port: read('port', 8080, (s) =>
-      expectInteger(s.value, s.key, {
-        min: 0,
-        max: 65535,
-        expected: 'an integer in 0..65535 (0 picks a free port)',
-      }),
-    ),
-    cors_origins: read('cors_origins', '' as const, (s) => {
-      if (s.value !== '' && s.value !== '*') throw ConfigError.invalid(s.key, s.value, '"" (off) or "*"');
-      return s.value;
-    }),
-    ui: bool('ui', true),
-    ui_management: bool('ui_management', false),
-    backend: read('backend', 'cpu' as Backend, (s) => parseBackend(s, notices)),
-    device: read('device', 0, (s) => {
-      const device = expectInteger(s.value, s.key, { min: 0 });
+    host: ruled('host'),
+    port: ruled('port'),
+    cors_origins: ruled('cors_origins'),
+    ui: ruled('ui'),
+    ui_management: ruled('ui_management'),
+    backend: read('backend', setting('backend').default as Backend, (s) => parseBackend(s, notices)),
+    device: read('device', setting('device').default as number, (s) => {
+      const device = checkRule(setting('device').rule!, s.value, s.key) as number;
       if (device !== 0) {
         notices.push({
           key: s.key,
@@ -229,45 +134,40 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
       }
       return device;
     }),
-    threads: read('threads', 1, (s) => expectInteger(s.value, s.key, { min: 1 })),
+    threads: ruled('threads'),
     // Without a config file every model arrives by registration, so nothing should load eagerly.
-    lazy_load: bool('lazy_load', configFile === undefined),
+    lazy_load: read('lazy_load', configFile === undefined, (s) => expectBoolean(s.value, s.key)),
     log: overrides.log === true,
-    log_request_body: read('log_request_body', false, (s) => {
+    log_request_body: read('log_request_body', setting('log_request_body').default as boolean, (s) => {
       const on = expectBoolean(s.value, s.key);
       if (on && overrides.log !== true) {
         notices.push({ key: s.key, message: `${s.key}: request bodies are logged only with --log` });
       }
       return on;
     }),
-    log_level: read('log_level', 'info' as LogLevel, (s) => expectOneOf(s.value, s.key, LOG_LEVELS)),
-    max_request_body_bytes: count('max_request_body_bytes', DEFAULT_MAX_BODY_BYTES),
-    body_timeout_ms: count('body_timeout_ms', 30_000),
-    chunking_vad_model: read('chunking_vad_model', 'silero-vad', (s) =>
-      expectString(s.value, s.key, { nonEmpty: true }),
-    ),
-    max_audio_seconds: count('max_audio_seconds', 10_800),
-    max_input_chars: count('max_input_chars', 100_000),
-    ffmpeg_path: read('ffmpeg_path', 'ffmpeg', (s) => expectString(s.value, s.key, { nonEmpty: true })),
-    ffmpeg_timeout_ms: count('ffmpeg_timeout_ms', 120_000),
-    default_speech_format: read('default_speech_format', 'wav' as const, (s) =>
-      expectOneOf(s.value, s.key, ['wav', 'pcm', 'mp3', 'opus', 'aac', 'flac'] as const),
-    ),
+    log_level: ruled('log_level'),
+    max_request_body_bytes: ruled('max_request_body_bytes'),
+    body_timeout_ms: ruled('body_timeout_ms'),
+    chunking_vad_model: ruled('chunking_vad_model'),
+    max_audio_seconds: ruled('max_audio_seconds'),
+    max_input_chars: ruled('max_input_chars'),
+    ffmpeg_path: ruled('ffmpeg_path'),
+    ffmpeg_timeout_ms: ruled('ffmpeg_timeout_ms'),
+    default_speech_format: ruled('default_speech_format'),
     file_roots: [],
-    busy_timeout_ms: count('busy_timeout_ms', 300_000),
-    // Unbounded by default, as audio.cpp: busy_timeout_ms already limits each wait (docs/configuration.md).
-    max_queued_requests: count('max_queued_requests', 0),
-    ready_when_saturated: bool('ready_when_saturated', false),
-    max_loaded_models: count('max_loaded_models', 0),
-    idle_unload_ms: count('idle_unload_ms', 0),
-    shutdown_timeout_ms: count('shutdown_timeout_ms', 30_000),
-    max_inference_ms: count('max_inference_ms', 0),
-    min_free_memory_mb: count('min_free_memory_mb', 0),
+    busy_timeout_ms: ruled('busy_timeout_ms'),
+    max_queued_requests: ruled('max_queued_requests'),
+    ready_when_saturated: ruled('ready_when_saturated'),
+    max_loaded_models: ruled('max_loaded_models'),
+    idle_unload_ms: ruled('idle_unload_ms'),
+    shutdown_timeout_ms: ruled('shutdown_timeout_ms'),
+    max_inference_ms: ruled('max_inference_ms'),
+    min_free_memory_mb: ruled('min_free_memory_mb'),
     live_ingest: {
       ...LIVE_INGEST_DEFAULTS,
       ...read('live_ingest', {}, (s) => parseLiveIngest(s.value, s.key)),
     },
-    frontend_listener: read('frontend_listener', '', (s) => {
+    frontend_listener: read('frontend_listener', setting('frontend_listener').default as string, (s) => {
       const listener = expectString(s.value, s.key);
       if (listener !== '') {
         throw ConfigError.rejected(s.key, listener, 'voxd has no frontend listeners; leave it empty');
@@ -325,7 +225,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     ...keysFromEnv(env['VOXD_API_KEYS']),
   ];
   config.open_endpoints = parseOpenEndpoints(file['open_endpoints']);
-  config.insecure = bool('insecure', false);
+  config.insecure = ruled('insecure');
   config.enable_fixture = overrides.enable_fixture === true || env['VOXD_ENABLE_FIXTURE'] === '1';
 
   // Without a config file voxd serves the embedded models (lazily); with one, exactly its models.
@@ -357,16 +257,6 @@ function readConfigFile(configFile: string): Record<string, unknown> {
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-/**
- * audio.cpp binds IPv4 literals only. voxd accepts any IP literal (IPv6 too, such as "::1") because
- * Node binds both families; host names are refused so startup never waits on DNS.
- */
-function parseHost(s: Source): string {
-  const host = expectString(s.value, s.key);
-  if (isIP(host) === 0) throw ConfigError.invalid(s.key, host, 'an IP address literal such as "127.0.0.1"');
-  return host;
 }
 
 function parseBackend(s: Source, notices: ConfigNotice[]): Backend {

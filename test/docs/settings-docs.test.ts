@@ -1,23 +1,46 @@
 /**
- * The settings a user reads about are the settings voxd has: every top-level server.json key is in
- * docs/configuration.md's key table and the other way round, and the flags of `voxd serve`, its
- * --help text and the docs' flag table name the same flags.
+ * The settings a user reads about are the settings voxd has: docs/configuration.md's settings
+ * tables are what the settings table writes (scripts/settings-docs.mjs), every top-level server.json
+ * key is in the key table and the other way round, and the flags of `voxd serve`, its --help text
+ * and the docs' flag table name the same flags.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { SERVE_HELP, serveFlags } from '../../src/cli/args.js';
 import { FILE_KEYS } from '../../src/config/server-config.js';
+import { checkRule, SETTINGS } from '../../src/config/settings.js';
+import { writeSettingsDoc } from '../../src/config/settings-docs.js';
+import { section as docSection, readDoc } from './markdown.js';
 
-const DOC = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
+const DOC = readDoc('configuration.md');
 
-/** The text of one `## heading` section of the doc. */
-function section(heading: string): string {
-  const start = DOC.indexOf(`\n## ${heading}`);
-  assert.ok(start >= 0, `docs/configuration.md has no section "${heading}"`);
-  const end = DOC.indexOf('\n## ', start + 1);
-  return DOC.slice(start, end < 0 ? undefined : end);
-}
+test('the settings tables of docs/configuration.md are what scripts/settings-docs.mjs writes from the settings table', () => {
+  // On failure: npx tsc -p tsconfig.json && node scripts/settings-docs.mjs --write
+  assert.equal(DOC, writeSettingsDoc(DOC));
+});
+
+test('every default in the settings table passes its own rule', () => {
+  for (const s of SETTINGS) {
+    if (s.rule === undefined || s.rule.kind === 'bespoke' || s.default === undefined) continue;
+    assert.equal(checkRule(s.rule, s.default, s.key!), s.default, s.key);
+  }
+});
+
+test('the defaults --help states are the defaults of the settings table', () => {
+  const shown = (value: unknown) =>
+    typeof value === 'boolean' ? (value ? 'on' : 'off') : value === '' ? '""' : String(value);
+  let checked = 0;
+  for (const s of SETTINGS) {
+    const stated = /\(default ([^,;)]+)/.exec(s.flag?.help.join(' ') ?? '');
+    if (stated === null) continue;
+    assert.equal(stated[1], shown(s.default), s.flag!.name);
+    checked++;
+  }
+  // Most flags state their default; a help that stopped doing so would pass with nothing checked.
+  assert.ok(checked > 20, `only ${checked} flags state a default`);
+});
+
+const section = (heading: string) => docSection(DOC, heading);
 
 /** The first cell of each row of `text`'s tables that have `columns` columns (not their headers). */
 const firstCells = (text: string, columns: number) =>
