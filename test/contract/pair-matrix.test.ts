@@ -549,11 +549,17 @@ describe('pair: A full with a queued request, B ready', () => {
       `[pair.a-full-b-ready.request-a] slots=${n}: a queued A request with busy_timeout_ms times out with 503 and leaves the queue`,
       LIMIT,
       async () => {
-        // The manual clock never advances, so the running slots are never overdue and the request
-        // waits its whole timeout in the queue (no fail-fast).
-        const { c, held, queued, openAll } = await situation(n, new ManualClock());
+        // The server runs on a manual clock: the running slots become overdue only when the test
+        // moves it, so the request queues (no fail-fast) and waits exactly its 100 ms.
+        const clock = new ManualClock();
+        const { c, held, queued, openAll } = await situation(n, clock);
         try {
-          const res = await c.infer('A', {}, { busy_timeout_ms: 100 });
+          const pending = c.infer('A', {}, { busy_timeout_ms: 100 });
+          await waitScheduler(c, 'A', 'the bounded request queued', (s) => s.queuedRequests === 2);
+          clock.advance(99);
+          assert.equal(c.snapshot('A').queuedRequests, 2, 'still queued 1 ms before its timeout');
+          clock.advance(1);
+          const res = await pending;
           assert.match(errorOf(res, 503, 'server_busy'), /timed out after 100 ms waiting for a slot/);
           await expectFields(c, 'A', readyFields(n, n, 1), 'after the timeout');
           assert.equal(c.count('A', 'run-start'), n, 'the timed-out request never ran');
