@@ -1,27 +1,30 @@
 /**
  * The request body of a live-ingest route (POST /v1/audio/transcriptions/live and /v1/audio/speech/live):
  * raw PCM sent with `Transfer-Encoding: chunked`, read as it arrives and bounded by `live_ingest`.
+ * The PCM format comes from live-pcm-format.ts; the chunked framing is followed by chunk-framing.ts.
  *
  * What is enforced, and how:
  * - `idle_timeout_ms`: the longest gap between bytes received from the client while the reader is
  *   taking data. While the consumer lags and the reader holds the body paused (backpressure), the
  *   gap is not counted: the client cannot send then, through no fault of its own.
- * - `total_timeout_ms`: wall time from openLiveBody() to the terminating chunk, whatever the cause.
+ * - `total_timeout_ms`: time from openLiveBody() to the terminating chunk, whatever the cause.
+ *   Both timeouts run on the Clock passed in (the server's, so a test can move time itself).
  * - `max_body_bytes`: payload bytes (after de-chunking); one byte more fails.
  * - `max_chunk_bytes`: the size a chunk *declares* in its size line, checked as soon as the size line
  *   has arrived (before the chunk's data). Node's parser does not expose chunk sizes, so the reader
- *   follows the chunked framing itself on the raw socket bytes (a `data` listener on the socket,
- *   which node:http supports by switching its parser to JS-fed mode), starting from the request's
- *   current read buffer (the parser's getCurrentBuffer(), the read that ended the headers). That
- *   needs openLiveBody() to run synchronously in the 'request' event, before any `await`; then
- *   `exactChunkLimit` is true. Opened later, the raw bytes already parsed are out of reach, and the
- *   limit falls back to each contiguous run of one chunk's bytes that Node delivers at once (at most
- *   one socket read, 64 KiB): a run over the limit still fails, but a larger chunk that arrives over
- *   several reads passes. Node's parser stays the authority on the data; the reader cross-checks its
- *   own byte count against Node's and fails with an internal error if they ever disagree.
- * - Malformed framing fails with the reader's own description when its framing check sees it first,
- *   else with the reason of Node's parse error (the socket's 'error', code HPE_*). node:http then
- *   destroys the connection (its default clientError handling), so no SSE error event can follow.
+ *   feeds the raw socket bytes to its own framing parser (ChunkFraming), through a `data` listener
+ *   on the socket (which node:http supports by switching its parser to JS-fed mode), starting from
+ *   the request's current read buffer (the parser's getCurrentBuffer(), the read that ended the
+ *   headers; bodyStart finds the body in it). That needs openLiveBody() to run synchronously in the
+ *   'request' event, before any `await`; then `exactChunkLimit` is true. Opened later, the raw
+ *   bytes already parsed are out of reach, and the limit falls back to each contiguous run of one
+ *   chunk's bytes that Node delivers at once (at most one socket read, 64 KiB): a run over the
+ *   limit still fails, but a larger chunk that arrives over several reads passes. Node's parser
+ *   stays the authority on the data; the reader cross-checks its own byte count against Node's and
+ *   fails with an internal error if they ever disagree.
+ * - Malformed framing fails with the framing parser's description when it sees it first, else with
+ *   the reason of Node's parse error (the socket's 'error', code HPE_*). node:http then destroys
+ *   the connection (its default clientError handling), so no SSE error event can follow.
  * - A body cut off before the terminating zero-length chunk (half-close, close, reset) fails: a
  *   truncated body never ends the iteration normally.
  * - The AbortSignal (the client-gone signal of the route) fails the iteration with its reason.
@@ -45,56 +48,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Audio } from '../audio/types.js';
 import type { LiveIngestConfig } from '../config/types.js';
-import { invalidField, invalidRequest, showValue, VoxdError } from '../errors.js';
-
-// ---- PCM format (query parameters) ----
-
-export type LiveSampleFormat = 's16le' | 'f32le';
-
-export interface LivePcmFormat {
-  /** Frames per second, 1000..384000. */
-  sampleRate: number;
-  /** Interleaved channels, 1..16. */
-  channels: number;
-  sampleFormat: LiveSampleFormat;
-}
-
-export const LIVE_PCM_DEFAULTS: Readonly<LivePcmFormat> = Object.freeze({
-  sampleRate: 16000,
-  channels: 1,
-  sampleFormat: 's16le',
-});
-
-/**
- * `sample_rate` (default 16000, integer 1000..384000), `channels` (default 1, 1..16) and
- * `sample_format` (`s16le` default, or `f32le`) from a live route's query. Integers are parsed in
- * full (digits only: "16000junk", "+16000", "" are refused). A bad value is a 400 naming the
- * parameter and the value. A repeated parameter: the first occurrence counts.
- */
-export function parseLivePcmFormat(query: URLSearchParams): LivePcmFormat {
-  return {
-    sampleRate: integerParam(query, 'sample_rate', LIVE_PCM_DEFAULTS.sampleRate, 1000, 384000),
-    channels: integerParam(query, 'channels', LIVE_PCM_DEFAULTS.channels, 1, 16),
-    sampleFormat: sampleFormatParam(query),
-  };
-}
-
-function integerParam(query: URLSearchParams, name: string, fallback: number, min: number, max: number) {
-  const raw = query.get(name);
-  if (raw === null) return fallback;
-  const value = /^[0-9]+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!(value >= min && value <= max)) {
-    throw invalidField(name, `invalid ${name} ${showValue(raw)}: expected an integer from ${min} to ${max}`);
-  }
-  return value;
-}
-
-function sampleFormatParam(query: URLSearchParams): LiveSampleFormat {
-  const raw = query.get('sample_format');
-  if (raw === null) return LIVE_PCM_DEFAULTS.sampleFormat;
-  if (raw === 's16le' || raw === 'f32le') return raw;
-  throw invalidField('sample_format', `invalid sample_format ${showValue(raw)}: expected s16le or f32le`);
-}
+import { invalidRequest, showValue, VoxdError } from '../errors.js';
+import { type Clock, systemClock, type Timer } from '../util/clock.js';
+import { bodyStart, ChunkFraming, type FramingIssue } from './chunk-framing.js';
+import type { LivePcmFormat, LiveSampleFormat } from './live-pcm-format.js';
 
 // ---- limits ----
 
@@ -143,6 +100,8 @@ export interface LiveBodyOptions {
   label?: string;
   /** max_audio_seconds (the server's or the model's): more audio than this fails with 413; 0 = none. */
   maxAudioSeconds?: number;
+  /** Runs the timeouts and dates `completedAt` (pass the server's); the system clock by default. */
+  clock?: Clock;
 }
 
 export interface LiveBody extends AsyncIterable<Audio> {
@@ -151,7 +110,7 @@ export interface LiveBody extends AsyncIterable<Audio> {
   readonly bytesReceived: number;
   /** True when max_chunk_bytes is checked against declared chunk sizes (see the module comment). */
   readonly exactChunkLimit: boolean;
-  /** performance.now() when the body completed (terminating chunk), undefined before. */
+  /** The clock's now() when the body completed (terminating chunk), undefined before. */
   readonly completedAt: number | undefined;
   /**
    * Stops reading: removes every listener and timer, pauses the request, drops what is queued; a
@@ -194,6 +153,7 @@ class LiveBodyReader implements LiveBody {
   readonly #socket: IncomingMessage['socket'];
   readonly #limits: LiveBodyOptions['limits'];
   readonly #signal: AbortSignal | undefined;
+  readonly #clock: Clock;
   readonly #bytesPerSample: number;
   readonly #frameBytes: number;
   readonly #framing: ChunkFraming | undefined;
@@ -210,8 +170,8 @@ class LiveBodyReader implements LiveBody {
   #waiter: Waiter | undefined;
   #paused = false;
   #attached = false;
-  #idleTimer: NodeJS.Timeout | undefined;
-  #totalTimer: NodeJS.Timeout | undefined;
+  #idleTimer: Timer | undefined;
+  #totalTimer: Timer | undefined;
   readonly #iterator: AsyncIterableIterator<Audio>;
 
   constructor(req: IncomingMessage, options: LiveBodyOptions) {
@@ -220,6 +180,7 @@ class LiveBodyReader implements LiveBody {
     this.format = { ...options.format };
     this.#limits = { ...options.limits };
     this.#signal = options.signal;
+    this.#clock = options.clock ?? systemClock;
     this.#bytesPerSample = this.format.sampleFormat === 'f32le' ? 4 : 2;
     this.#frameBytes = this.#bytesPerSample * this.format.channels;
     this.#maxAudioSeconds = options.maxAudioSeconds ?? 0;
@@ -252,7 +213,7 @@ class LiveBodyReader implements LiveBody {
       return;
     }
     if (this.#framing && initial) {
-      const issue = this.#framing.feed(initial);
+      const { issue } = this.#framing.feed(initial);
       if (issue) this.#fail(this.#framingError(issue));
     }
   }
@@ -290,12 +251,10 @@ class LiveBodyReader implements LiveBody {
     this.#signal?.addEventListener('abort', this.#onAbort);
     const total = this.#limits.total_timeout_ms;
     if (total > 0) {
-      this.#totalTimer = setTimeout(
-        () =>
-          this.#fail(
-            invalidRequest(`live body: not complete after ${total} ms (live_ingest.total_timeout_ms)`),
-          ),
-        total,
+      this.#totalTimer = this.#clock.after(total, () =>
+        this.#fail(
+          invalidRequest(`live body: not complete after ${total} ms (live_ingest.total_timeout_ms)`),
+        ),
       );
     }
     this.#armIdle();
@@ -304,8 +263,8 @@ class LiveBodyReader implements LiveBody {
   #detach(): void {
     if (!this.#attached) return;
     this.#attached = false;
-    clearTimeout(this.#idleTimer);
-    clearTimeout(this.#totalTimer);
+    this.#idleTimer?.cancel();
+    this.#totalTimer?.cancel();
     this.#idleTimer = undefined;
     this.#totalTimer = undefined;
     const req = this.#req;
@@ -326,13 +285,10 @@ class LiveBodyReader implements LiveBody {
   #armIdle(): void {
     const idle = this.#limits.idle_timeout_ms;
     if (idle <= 0 || !this.#attached || this.#paused) return;
-    if (this.#idleTimer) {
-      this.#idleTimer.refresh();
-      return;
-    }
-    this.#idleTimer = setTimeout(
-      () => this.#fail(invalidRequest(`live body: no data for ${idle} ms (live_ingest.idle_timeout_ms)`)),
-      idle,
+    // Started again from now: a Clock's timer has no refresh().
+    this.#idleTimer?.cancel();
+    this.#idleTimer = this.#clock.after(idle, () =>
+      this.#fail(invalidRequest(`live body: no data for ${idle} ms (live_ingest.idle_timeout_ms)`)),
     );
   }
 
@@ -347,7 +303,7 @@ class LiveBodyReader implements LiveBody {
     this.#armIdle();
     const framing = this.#framing;
     if (!framing || framing.done) return;
-    const issue = framing.feed(raw);
+    const { issue } = framing.feed(raw);
     if (issue) this.#fail(this.#framingError(issue));
   };
 
@@ -397,7 +353,7 @@ class LiveBodyReader implements LiveBody {
     this.#queuedBytes += chunk.length;
     if (this.#queuedBytes >= HIGH_WATER_BYTES && !this.#paused) {
       this.#paused = true;
-      clearTimeout(this.#idleTimer);
+      this.#idleTimer?.cancel();
       this.#idleTimer = undefined;
       this.#pauseRequest();
     }
@@ -413,7 +369,7 @@ class LiveBodyReader implements LiveBody {
       return;
     }
     this.#complete = true;
-    this.completedAt = performance.now();
+    this.completedAt = this.#clock.now();
     this.#detach();
     this.#settle();
   };
@@ -461,7 +417,7 @@ class LiveBodyReader implements LiveBody {
       return invalidRequest(`live body: malformed chunked framing: ${issue.detail}`);
     return new VoxdError(
       'E_BODY_TOO_LARGE',
-      `live body: a chunk declares ${declaredSize(issue.hex)} bytes, more than ${this.#limits.max_chunk_bytes}` +
+      `live body: a chunk declares ${issue.declared} bytes, more than ${this.#limits.max_chunk_bytes}` +
         ' (live_ingest.max_chunk_bytes)',
     );
   }
@@ -583,7 +539,7 @@ function decodePcm(bytes: Buffer, length: number, format: LiveSampleFormat): Flo
   return out;
 }
 
-// ---- the raw framing check ----
+// ---- where the raw framing check starts ----
 
 /**
  * The body part of the parser's current read buffer, when openLiveBody runs inside the 'request'
@@ -603,176 +559,4 @@ function initialBodyBytes(req: IncomingMessage): Buffer | undefined {
   if (!Buffer.isBuffer(current) || current.length === 0) return undefined;
   const start = bodyStart(current, `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`);
   return start === undefined ? undefined : current.subarray(start);
-}
-
-/**
- * Where the body starts in the read that ended the headers: just after the first empty line that
- * follows this request's request line. Earlier empty lines belong to pipelined requests before this
- * one, later ones to the body's data. Picking by which candidate's rest parses as chunked framing
- * would be wrong: the data of a malformed body (or the empty rest after its final CRLF CRLF) can
- * parse cleanly from a later point, and the framing check would then start inside the body and
- * report a desync (a 500) instead of the client's malformed framing (a 400). Without the request
- * line in this read (its head began in an earlier one) nothing precedes it here, so the first
- * empty line, possibly straddling the previous read, ends the head.
- */
-function bodyStart(buf: Buffer, requestLine: string): number | undefined {
-  const anchor = buf.indexOf(requestLine, 0, 'latin1');
-  const from = anchor < 0 ? 0 : anchor + requestLine.length;
-  if (anchor < 0) {
-    // The empty line may straddle the previous read: this one then starts with its last bytes.
-    if (buf[0] === 0x0a) return 1;
-    if (buf[0] === 0x0d && buf[1] === 0x0a) return 2;
-  }
-  for (let i = buf.indexOf(0x0a, Math.max(from, 1)); i !== -1; i = buf.indexOf(0x0a, i + 1)) {
-    const blank = buf[i - 1] === 0x0a || (i >= 2 && buf[i - 1] === 0x0d && buf[i - 2] === 0x0a);
-    if (blank) return i + 1;
-  }
-  return undefined;
-}
-
-type FramingIssue = { kind: 'malformed'; detail: string } | { kind: 'oversize'; hex: string };
-
-const SIZE = 0; // the first hex digit of a size line
-const SIZE_MORE = 1; // more hex digits, or what ends them
-const SIZE_WS = 2; // blanks after the size (tolerated here; node:http's strict parser refuses them)
-const EXT = 3; // a chunk extension, up to the end of the line
-const SIZE_LF = 4; // the LF of the size line's CRLF
-const DATA = 5;
-const DATA_CR = 6; // the CRLF after the data
-const DATA_LF = 7;
-const DONE = 8; // the zero-length chunk's size line is complete; trailers are node:http's
-
-/** Most hex digits of a size kept for messages. */
-const HEX_KEPT = 24;
-
-/**
- * Follows chunked framing (RFC 9112 section 7.1) over raw bytes: the size of each chunk as soon as
- * its size line ends, and where data ends. A bare LF is accepted where CRLF belongs (node:http's
- * strict parser refuses it and reports the error itself).
- */
-class ChunkFraming {
-  #state = SIZE;
-  #value = 0;
-  #hex = '';
-  #remaining = 0;
-  /** Data bytes seen so far. */
-  dataBytes = 0;
-
-  constructor(private readonly maxChunk: number) {}
-
-  get done(): boolean {
-    return this.#state === DONE;
-  }
-
-  feed(buf: Buffer): FramingIssue | undefined {
-    const n = buf.length;
-    let i = 0;
-    while (i < n && this.#state !== DONE) {
-      if (this.#state === DATA) {
-        const take = Math.min(this.#remaining, n - i);
-        i += take;
-        this.#remaining -= take;
-        this.dataBytes += take;
-        if (this.#remaining === 0) this.#state = DATA_CR;
-        continue;
-      }
-      const issue = this.#step(buf[i]!);
-      if (issue) return issue;
-      i++;
-    }
-    return undefined;
-  }
-
-  #step(b: number): FramingIssue | undefined {
-    switch (this.#state) {
-      case SIZE: {
-        const d = hexValue(b);
-        if (d < 0) return malformed(`expected a hexadecimal chunk size, got ${showByte(b)}`);
-        this.#value = d;
-        this.#hex = d === 0 ? '' : String.fromCharCode(b);
-        this.#state = SIZE_MORE;
-        return undefined;
-      }
-      case SIZE_MORE: {
-        const d = hexValue(b);
-        if (d >= 0) {
-          this.#value = this.#value * 16 + d;
-          if ((this.#hex !== '' || d !== 0) && this.#hex.length < HEX_KEPT)
-            this.#hex += String.fromCharCode(b);
-          // Past 2^53 the size is over any limit already: no need to wait for its last digit.
-          if (this.#value > Number.MAX_SAFE_INTEGER && this.#value > this.maxChunk) {
-            return { kind: 'oversize', hex: `${this.#hex}+` };
-          }
-          return undefined;
-        }
-        if (b === 0x3b) this.#state = EXT;
-        else if (b === 0x20 || b === 0x09) this.#state = SIZE_WS;
-        else if (b === 0x0d) this.#state = SIZE_LF;
-        else if (b === 0x0a) return this.#endSize() ?? this.#sizeLineDone();
-        else return malformed(`invalid character ${showByte(b)} in a chunk size`);
-        return this.#endSize();
-      }
-      case SIZE_WS:
-        if (b === 0x20 || b === 0x09) return undefined;
-        if (b === 0x3b) this.#state = EXT;
-        else if (b === 0x0d) this.#state = SIZE_LF;
-        else if (b === 0x0a) return this.#sizeLineDone();
-        else return malformed(`invalid character ${showByte(b)} after a chunk size`);
-        return undefined;
-      case EXT:
-        if (b === 0x0d) this.#state = SIZE_LF;
-        else if (b === 0x0a) return this.#sizeLineDone();
-        return undefined;
-      case SIZE_LF:
-        if (b !== 0x0a) return malformed(`expected LF after CR in a chunk size line, got ${showByte(b)}`);
-        return this.#sizeLineDone();
-      case DATA_CR:
-        if (b === 0x0d) this.#state = DATA_LF;
-        else if (b === 0x0a) this.#state = SIZE;
-        else return malformed(`expected CRLF after a chunk's data, got ${showByte(b)}`);
-        return undefined;
-      case DATA_LF:
-        if (b !== 0x0a) return malformed(`expected LF after CR at the end of a chunk, got ${showByte(b)}`);
-        this.#state = SIZE;
-        return undefined;
-      default:
-        return undefined;
-    }
-  }
-
-  /** The size's digits are all in: check it against the limit. */
-  #endSize(): FramingIssue | undefined {
-    if (this.#value > this.maxChunk) return { kind: 'oversize', hex: this.#hex };
-    return undefined;
-  }
-
-  #sizeLineDone(): undefined {
-    if (this.#value === 0) this.#state = DONE;
-    else {
-      this.#remaining = this.#value;
-      this.#state = DATA;
-    }
-    return undefined;
-  }
-}
-
-function malformed(detail: string): FramingIssue {
-  return { kind: 'malformed', detail };
-}
-
-function hexValue(b: number): number {
-  if (b >= 0x30 && b <= 0x39) return b - 0x30;
-  if (b >= 0x61 && b <= 0x66) return b - 0x57;
-  if (b >= 0x41 && b <= 0x46) return b - 0x37;
-  return -1;
-}
-
-function showByte(b: number): string {
-  return b >= 0x21 && b <= 0x7e ? `"${String.fromCharCode(b)}"` : `byte 0x${b.toString(16).padStart(2, '0')}`;
-}
-
-/** A declared size for a message: decimal when all its digits were kept, else the hex digits. */
-function declaredSize(hex: string): string {
-  if (hex.endsWith('+')) return `0x${hex.slice(0, -1)}... (over 2^53)`;
-  return BigInt(`0x${hex || '0'}`).toString();
 }

@@ -109,6 +109,14 @@ export class Runtime {
     });
   }
 
+  /**
+   * The clock every deadline of this server runs on (the one startVoxd was given), for the HTTP
+   * routes' own deadlines and times (the live body's timeouts), so that a test's clock moves them too.
+   */
+  get clock(): Clock {
+    return this.#clock;
+  }
+
   get parallel(): boolean {
     return this.config.parallel_jobs;
   }

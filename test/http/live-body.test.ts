@@ -1,6 +1,7 @@
 /**
  * The live-ingest body reader against a real node:http server on loopback, fed exact bytes by raw
- * TCP clients. Ordering comes from events (the reader opened, a yield arrived), never from sleeps.
+ * TCP clients. Ordering comes from events (the reader opened, a yield arrived), never from sleeps;
+ * the timeouts run on a ManualClock that the tests move themselves.
  */
 import assert from 'node:assert/strict';
 import { EventEmitter, getEventListeners, once } from 'node:events';
@@ -13,11 +14,12 @@ import { VoxdError } from '../../src/errors.js';
 import {
   type LiveBody,
   type LiveBodyOptions,
-  type LivePcmFormat,
   liveIngestLimits,
   openLiveBody,
-  parseLivePcmFormat,
 } from '../../src/http/live-body.js';
+import type { LivePcmFormat } from '../../src/http/live-pcm-format.js';
+import type { Clock } from '../../src/util/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 
 // ---- harness ----
 
@@ -55,6 +57,8 @@ interface HarnessConfig {
   breakAfter?: number;
   /** Start iterating only once this settles. */
   startGate?: Promise<void>;
+  /** The reader's clock (the system clock by default). */
+  clock?: Clock;
 }
 
 class Harness extends EventEmitter {
@@ -74,6 +78,7 @@ class Harness extends EventEmitter {
             limits: { ...LIMITS, ...this.config.limits },
             signal: this.config.signal,
             label: 'live test',
+            clock: this.config.clock,
           });
         } catch (err) {
           res.writeHead((err as VoxdError).status ?? 500);
@@ -81,7 +86,7 @@ class Harness extends EventEmitter {
           settle({ openError: err, yields: [], leftovers: [] });
           return;
         }
-        this.emit('open', body);
+        this.emit('open', body, req);
         void this.#consume(req, body).then((outcome) => {
           settle(outcome);
           if (res.destroyed) return;
@@ -401,17 +406,21 @@ describe('live body: connections and backpressure', () => {
   test('a consumer that lags pauses the body, and the pause does not count as idle', async () => {
     let release!: () => void;
     const startGate = new Promise<void>((resolve) => (release = resolve));
-    await withHarness({ startGate, limits: { idle_timeout_ms: 200 } }, async (h, port) => {
+    const clock = new ManualClock();
+    await withHarness({ startGate, clock, limits: { idle_timeout_ms: 200 } }, async (h, port) => {
       const total = 3 << 20;
       const c = new RawClient(port);
       c.write(HEAD);
-      const body = (await once(h, 'open'))[0] as LiveBody;
+      const [body, req] = (await once(h, 'open')) as [LiveBody, IncomingMessage];
+      const paused = once(req, 'pause');
       const piece = Buffer.alloc(1 << 16, 1);
       for (let at = 0; at < total; at += piece.length) c.write(chunk(piece));
       c.write(END);
-      while (body.bytesReceived < 1 << 20) await new Promise((resolve) => setTimeout(resolve, 5));
+      await paused;
+      assert.ok(body.bytesReceived >= 1 << 20, `paused at ${body.bytesReceived} bytes, before 1 MiB`);
+      assert.equal(clock.timers, 1, 'only total_timeout_ms runs while the body is held paused');
       // Twice the idle limit with nothing taken: the reader holds the body paused, so no idle error.
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      clock.advance(400);
       assert.ok(body.bytesReceived < total, `paused at ${body.bytesReceived} of ${total} bytes`);
       release();
       const outcome = await h.outcome();
@@ -447,43 +456,61 @@ describe('live body: transfer encoding', () => {
 
 describe('live body: limits', () => {
   test('idle_timeout_ms: no bytes for that long fails, naming the limit', async () => {
-    await withHarness({ limits: { idle_timeout_ms: 200 } }, async (h, port) => {
-      const started = performance.now();
+    const clock = new ManualClock();
+    await withHarness({ clock, limits: { idle_timeout_ms: 200 } }, async (h, port) => {
+      const yielded = once(h, 'yield');
       new RawClient(port).write(HEAD, chunk(s16([5])));
+      await yielded;
+      // Armed when the body was opened (a reader on another clock would fail here, not hang).
+      assert.equal(clock.timers, 2, 'the idle and total timeouts run on the clock passed in');
+      clock.advance(199);
+      assert.equal(clock.timers, 2, 'the idle and total timeouts still run 1 ms before the idle limit');
+      clock.advance(1);
       const outcome = await h.outcome();
       assertFailed(outcome, 400, /^live body: no data for 200 ms \(live_ingest\.idle_timeout_ms\)$/);
-      assert.ok(performance.now() - started >= 190);
+      assert.equal(clock.timers, 0, 'every timer is cancelled');
       assert.deepEqual(samplesOf(outcome.yields), [5 / 32768], 'what came before was yielded');
     });
   });
 
   test('total_timeout_ms: a body still arriving after that long fails, naming the limit', async () => {
-    await withHarness({ limits: { idle_timeout_ms: 250, total_timeout_ms: 400 } }, async (h, port) => {
+    const clock = new ManualClock();
+    const limits = { idle_timeout_ms: 250, total_timeout_ms: 400 };
+    await withHarness({ clock, limits }, async (h, port) => {
       const c = new RawClient(port);
       c.write(HEAD);
-      // A steady trickle keeps the idle limit away; only the total can end it.
-      const trickle = setInterval(() => c.write(chunk(s16([1]))), 40);
-      try {
-        const outcome = await h.outcome();
-        assertFailed(
-          outcome,
-          400,
-          /^live body: not complete after 400 ms \(live_ingest\.total_timeout_ms\)$/,
-        );
-        assert.ok(outcome.yields.length > 1);
-      } finally {
-        clearInterval(trickle);
+      await once(h, 'open');
+      // A sample every 150 ms keeps the idle limit (250 ms) away; only the total can end it.
+      const send = async () => {
+        const yielded = once(h, 'yield');
+        c.write(chunk(s16([1])));
+        await yielded;
+      };
+      for (let at = 0; at < 300; at += 150) {
+        await send();
+        clock.advance(150);
+        assert.equal(clock.timers, 2, `both timeouts still run ${at + 150} ms in`);
       }
+      await send();
+      clock.advance(99);
+      assert.equal(clock.timers, 2, 'both timeouts still run 1 ms before the total limit');
+      clock.advance(1);
+      const outcome = await h.outcome();
+      assertFailed(outcome, 400, /^live body: not complete after 400 ms \(live_ingest\.total_timeout_ms\)$/);
+      assert.equal(clock.timers, 0, 'every timer is cancelled');
+      assert.equal(outcome.yields.length, 3);
     });
   });
 
   test('0 disables the timeouts and max_body_bytes', async () => {
+    const clock = new ManualClock();
     await withHarness(
-      { limits: { idle_timeout_ms: 0, total_timeout_ms: 0, max_body_bytes: 0 } },
+      { clock, limits: { idle_timeout_ms: 0, total_timeout_ms: 0, max_body_bytes: 0 } },
       async (h, port) => {
         const c = new RawClient(port);
         c.write(HEAD);
         await once(h, 'open');
+        assert.equal(clock.timers, 0, 'no timeout is armed');
         const yielded = once(h, 'yield');
         c.write(chunk(s16([3])));
         await yielded;
@@ -717,39 +744,7 @@ describe('live body: broken bodies', () => {
   });
 });
 
-describe('live body: parameters', () => {
-  const parse = (query: string) => parseLivePcmFormat(new URLSearchParams(query));
-  const rejects = (query: string, message: RegExp) =>
-    assert.throws(
-      () => parse(query),
-      (err: unknown) => err instanceof VoxdError && err.status === 400 && message.test(err.message),
-    );
-
-  test('defaults and valid values', () => {
-    assert.deepEqual(parse('model=m'), { sampleRate: 16000, channels: 1, sampleFormat: 's16le' });
-    assert.deepEqual(parse('sample_rate=1000&channels=16&sample_format=f32le'), {
-      sampleRate: 1000,
-      channels: 16,
-      sampleFormat: 'f32le',
-    });
-    assert.equal(parse('sample_rate=384000').sampleRate, 384000);
-  });
-
-  test('integers are parsed in full and range-checked; the message names the parameter and value', () => {
-    rejects(
-      'sample_rate=16000junk',
-      /^invalid sample_rate "16000junk": expected an integer from 1000 to 384000$/,
-    );
-    rejects('sample_rate=999', /sample_rate "999"/);
-    rejects('sample_rate=384001', /sample_rate "384001"/);
-    rejects('sample_rate=', /sample_rate ""/);
-    rejects('sample_rate=%2B16000', /sample_rate "\+16000"/);
-    rejects('sample_rate=16000.0', /sample_rate "16000.0"/);
-    rejects('channels=0', /^invalid channels "0": expected an integer from 1 to 16$/);
-    rejects('channels=17', /channels "17"/);
-    rejects('sample_format=pcm', /^invalid sample_format "pcm": expected s16le or f32le$/);
-  });
-
+describe('live body: limits from the config', () => {
   test('a model override replaces only the limits it sets', () => {
     const server: LiveIngestConfig = {
       idle_timeout_ms: 30000,

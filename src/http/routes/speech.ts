@@ -9,7 +9,8 @@ import { readJsonObject } from '../body.js';
 import type { EventStream, StreamFormat } from '../event-stream.js';
 import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
 import { checkInputChars, SPEECH_TASKS } from '../input-text.js';
-import { liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
+import { liveIngestLimits, openLiveBody } from '../live-body.js';
+import { parseLivePcmFormat } from '../live-pcm-format.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
 import type { Route, RouteContext } from '../route.js';
 import { fileAccessOf } from '../server-files.js';
@@ -201,13 +202,16 @@ async function speechLive(ctx: RouteContext) {
     throw invalidRequest('return_text: text can only be returned with stream_format sse');
   const format = parseLivePcmFormat(query);
   const busyTimeoutMs = requestBusyTimeout({}, ctx);
-  const started = performance.now();
+  // The body's completedAt comes from this clock: the timing below must too.
+  const { clock } = runtime;
+  const started = clock.now();
   const body = openLiveBody(req, {
     format,
     limits: liveIngestLimits(config.live_ingest, entry.config.live_ingest),
     signal: ctx.signal,
     maxAudioSeconds: audioLimits(ctx, entry.config).maxSeconds,
     label: 'live speech',
+    clock,
   });
   const options: Record<string, string> = { ...entry.config.default_request_options };
   for (const key of LIVE_SPEECH_OPTIONS) {
@@ -240,7 +244,7 @@ async function speechLive(ctx: RouteContext) {
         text += event.delta;
         await out.event({ type: 'speech.text.delta', delta: event.delta });
       } else if (event.type === 'audio') {
-        firstAudioAt ??= performance.now();
+        firstAudioAt ??= clock.now();
         const pcm = encodePcm16(event.audio);
         if (streamFormat === 'audio') await out.bytes(pcm);
         else await out.event({ type: 'speech.audio.delta', audio: pcm.toString('base64') });
@@ -255,7 +259,7 @@ async function speechLive(ctx: RouteContext) {
         if (!full) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);
         await out.event({ type: 'speech.text.done', text: full });
       }
-      const inputEnd = body.completedAt ?? performance.now();
+      const inputEnd = body.completedAt ?? clock.now();
       const gap = firstAudioAt - inputEnd;
       await out.event({
         type: 'speech.audio.done',

@@ -14,7 +14,8 @@ import { readJsonObject } from '../body.js';
 import { requireChunkingVad, runChunked } from '../chunked-transcription.js';
 import { type Fields, optionalBool, optionalString, requestBusyTimeout, requireString } from '../fields.js';
 import { parseJsonText } from '../json-text.js';
-import { type LiveBody, liveIngestLimits, openLiveBody, parseLivePcmFormat } from '../live-body.js';
+import { type LiveBody, liveIngestLimits, openLiveBody } from '../live-body.js';
+import { parseLivePcmFormat } from '../live-pcm-format.js';
 import { isMultipart, type MultipartBody, readMultipart } from '../multipart.js';
 import { buildOptions } from '../request-options.js';
 import { clientGoneOf, type Route, type RouteContext } from '../route.js';
@@ -372,6 +373,7 @@ async function transcriptionsLive(ctx: RouteContext) {
     signal: ctx.signal,
     maxAudioSeconds: audioLimits(ctx, entry.config).maxSeconds,
     label: 'live transcription',
+    clock: runtime.clock,
   });
   const language = query.get('language') || undefined;
   const options = { ...entry.config.default_request_options, ...(language ? { language } : {}) };
