@@ -49,6 +49,11 @@ export class Runtime {
   readonly catalog: EngineCatalog;
   readonly residency: Residency;
   readonly modelsRoot: ModelsRoot<Installer>;
+  /**
+   * The clock every deadline of this server runs on (the one startVoxd was given), for the HTTP
+   * routes' own deadlines and times (the live body's timeouts), so that a test's clock moves them too.
+   */
+  readonly clock: Clock;
   readonly #entries = new Map<string, ModelEntry>();
   readonly #inference: Inference;
   readonly #reconfiguration: Reconfiguration;
@@ -59,6 +64,7 @@ export class Runtime {
     this.catalog = deps.catalog;
     this.modelsRoot = deps.modelsRoot;
     const clock = deps.clock ?? systemClock;
+    this.clock = clock;
     const log = deps.log ?? ((message: string) => process.stderr.write(`[voxd] ${message}\n`));
     const refuseWhenClosing = () => this.#shutdown.refuseWhenClosing();
     this.#inference = new Inference({
@@ -107,14 +113,6 @@ export class Runtime {
       shutdownSignal: this.#shutdown.signal,
       log,
     });
-  }
-
-  /**
-   * The clock every deadline of this server runs on (the one startVoxd was given), for the HTTP
-   * routes' own deadlines and times (the live body's timeouts), so that a test's clock moves them too.
-   */
-  get clock(): Clock {
-    return this.#clock;
   }
 
   get parallel(): boolean {
