@@ -7,7 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { fixtureModel, modelStatus, post, runTask, startServer, waitUntil } from '../helpers/voxd.js';
+import { TEARDOWN_GRACE_MS } from '../../src/runtime/shutdown-timing.js';
+import {
+  fixtureModel,
+  ManualClock,
+  modelStatus,
+  post,
+  runTask,
+  startServer,
+  waitUntil,
+  withDeadline,
+} from '../helpers/voxd.js';
 
 for (const isolation of ['session', 'model'] as const)
   describe(`engine isolation (isolation "${isolation}")`, () => {
@@ -92,18 +102,26 @@ for (const isolation of ['session', 'model'] as const)
       }
     });
 
-    test('shutdown with a spinning engine ends within shutdown_timeout_ms: the runner is killed', async () => {
-      const s = await startServer({
-        shutdown_timeout_ms: 500,
-        busy_timeout_ms: 0,
-        models: [model('m')],
-      });
+    test('shutdown with a spinning engine ends at shutdown_timeout_ms: the runner is killed', async () => {
+      const clock = new ManualClock();
+      const s = await startServer(
+        { shutdown_timeout_ms: 500, busy_timeout_ms: 0, models: [model('m')] },
+        { clock },
+      );
       const spinning = runTask(s, 'm', { spin: 'true' });
       await waitUntil('the spin runs', () => s.fixture.record.of('m', 'run-start').length === 1);
-      const started = performance.now();
+      let closed = false;
+      const closing = s.voxd.close().then(() => {
+        closed = true;
+      });
+      clock.advance(499);
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(closed, false, 'the spinning run is given until the deadline');
+      assert.equal(s.voxd.runtime.get('m').scheduler.snapshot().activeRequests, 1);
+      // At the deadline the run is cancelled and its runner, which cannot stop by itself, killed.
+      clock.advance(1);
+      await withDeadline(closing, 'the shutdown after its deadline', 10_000);
       await s.close();
-      const took = performance.now() - started;
-      assert.ok(took < 500 + 1500, `close took ${took.toFixed(0)} ms`);
       const res = await spinning.catch((err: unknown) => err);
       if (!(res instanceof Error)) assert.equal((res as { status: number }).status, 503);
     });
@@ -271,16 +289,27 @@ describe('a shared runner (isolation "model") lost for one request', () => {
 });
 
 test('a teardown that never ends does not keep the shutdown open past its deadline and grace', async () => {
-  const s = await startServer({ shutdown_timeout_ms: 300, models: [fixtureModel('stuck', { lazy: false })] });
+  const clock = new ManualClock();
+  const s = await startServer(
+    { shutdown_timeout_ms: 300, models: [fixtureModel('stuck', { lazy: false })] },
+    { clock },
+  );
   const gate = s.gate('never');
   // Reconfigure the teardown gate to one that stays shut: the model's teardown will wait forever.
   const entry = s.voxd.runtime.get('stuck');
   assert.equal(entry.loaded, true);
   await s.voxd.runtime.register({ ...entry.config, load_options: { teardown_gate: gate.path } });
-  const started = performance.now();
-  await s.voxd.close();
-  const took = performance.now() - started;
-  assert.ok(took >= 300 && took < 300 + 1500 + 1000, `close took ${took.toFixed(0)} ms`);
+  let closed = false;
+  const closing = s.voxd.close().then(() => {
+    closed = true;
+  });
+  // The teardown waits on its gate; the shutdown waits for it up to the deadline plus the grace.
+  await waitUntil('the teardown began', () => s.voxd.runtime.get('stuck').state.kind === 'unloading');
+  clock.advance(300 + TEARDOWN_GRACE_MS - 1);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(closed, false, 'the teardown is waited for until the deadline and its grace');
+  clock.advance(1);
+  await withDeadline(closing, 'the shutdown to give up on the teardown', 10_000);
   assert.ok(
     s.logs.some((line) => /gave up waiting for the teardown of stuck/.test(line)),
     s.logs.join('\n'),
