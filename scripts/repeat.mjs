@@ -1,11 +1,37 @@
 // Runs the lifecycle suites (runtime, contract and the HTTP lifecycle tests) repeatedly and reports
-// every flake by test name. A flaky test is a bug to fix, not to retry.
-// Usage: npm run repeat [-- <runs>]   (default 20)
-import { spawnSync } from 'node:child_process';
+// every flake by test name. A flaky test is a bug to fix, not to retry. `--burn N` keeps N CPU
+// burners (busy node processes) running beside the suites the whole time, the way a loaded 2-core
+// machine would: the tests force their orderings with gates and a manual clock, so they must pass
+// however slow the machine is.
+// Usage: npm run repeat [-- <runs>] [--burn N]   (default 20 runs, no burner)
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-const runs = Number(process.argv[2] ?? 20);
+const args = process.argv.slice(2);
+const burnAt = args.indexOf('--burn');
+const burn = burnAt >= 0 ? Number(args[burnAt + 1]) : 0;
+const positional = args.filter((a, i) => !a.startsWith('--') && (burnAt < 0 || i !== burnAt + 1));
+const runs = Number(positional[0] ?? 20);
+if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(burn) || burn < 0) {
+  console.error('usage: npm run repeat [-- <runs>] [--burn N]');
+  process.exit(2);
+}
+
+// Each burner is its own process, stopped by its pid on every way out.
+const burners = Array.from({ length: burn }, () =>
+  spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
+);
+const stopBurners = () => {
+  for (const b of burners) if (b.exitCode === null && b.signalCode === null) b.kill('SIGKILL');
+};
+process.on('exit', stopBurners);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'])
+  process.on(signal, () => {
+    stopBurners();
+    process.exit(130);
+  });
+
 const SUITES = ['dist/test/runtime', 'dist/test/contract'];
 const HTTP = [
   'lifecycle',
@@ -15,6 +41,8 @@ const HTTP = [
   'streaming',
   'batches',
   'live-routes',
+  'live-body',
+  'queue-bound',
   'https',
 ].map((n) => `dist/test/http/${n}.test.js`);
 
@@ -29,7 +57,9 @@ function files(dir) {
 const selected = [...SUITES.flatMap(files), ...HTTP].sort();
 const flakes = new Map();
 let clean = 0;
+if (burn > 0) console.log(`${burn} CPU burner(s) running: pids ${burners.map((b) => b.pid).join(', ')}`);
 for (let i = 1; i <= runs; i++) {
+  const started = performance.now();
   const run = spawnSync(
     process.execPath,
     ['--test', '--test-reporter=tap', '--test-concurrency=2', ...selected],
@@ -45,7 +75,10 @@ for (let i = 1; i <= runs; i++) {
   const passed = run.status === 0 && failed.length === 0;
   if (passed) clean++;
   for (const name of failed) flakes.set(name, (flakes.get(name) ?? 0) + 1);
-  console.log(`run ${i}/${runs}: ${passed ? 'pass' : `FAIL (exit ${run.status}, ${failed.length} failing)`}`);
+  const seconds = ((performance.now() - started) / 1000).toFixed(0);
+  console.log(
+    `run ${i}/${runs}: ${passed ? 'pass' : `FAIL (exit ${run.status}, ${failed.length} failing)`} in ${seconds} s`,
+  );
 }
 console.log(`${clean}/${runs} runs passed`);
 for (const [name, count] of flakes) console.log(`flaky: ${name} (failed ${count}/${runs})`);
