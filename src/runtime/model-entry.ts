@@ -6,6 +6,7 @@
 import type { ModelConfig, ModelIsolation } from '../config/types.js';
 import type { EngineFamily, EngineSession, LoadSpec } from '../engines/types.js';
 import { invalidRequest, VoxdError } from '../errors.js';
+import type { Changes } from '../util/changes.js';
 import type { Clock } from '../util/clock.js';
 import { deferred, raceAbort } from '../util/wait.js';
 import { loadFootprint } from './memory.js';
@@ -17,6 +18,8 @@ export type ManagerActivity = 'registering' | 'reconfiguring' | 'unloading';
 
 export interface EntryContext {
   readonly clock: Clock;
+  /** Told of every state, activity and queue change of the model, for callers awaiting a condition. */
+  readonly changes?: Changes;
   readonly backend: string;
   readonly device: number;
   readonly threads: number;
@@ -59,7 +62,7 @@ export class ModelEntry {
     this.#presets = presets;
     this.#ctx = ctx;
     this.#lastUsedAt = ctx.clock.now();
-    this.scheduler = new SlotScheduler(config.id, config.slots ?? 1, ctx.clock);
+    this.scheduler = new SlotScheduler(config.id, config.slots ?? 1, ctx.clock, ctx.changes);
     this.scheduler.bound.max = config.max_queued_requests ?? ctx.maxQueuedRequests;
   }
 
@@ -129,6 +132,7 @@ export class ModelEntry {
    */
   async manage<T>(lease: Lease, activity: ManagerActivity, work: () => Promise<T>): Promise<T> {
     this.#activity = activity;
+    this.scheduler.changes.notify();
     try {
       return await work();
     } finally {
@@ -309,6 +313,7 @@ export class ModelEntry {
       );
     }
     this.#state = next;
+    this.scheduler.changes.notify();
   }
 }
 

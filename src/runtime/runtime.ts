@@ -18,10 +18,11 @@ import type { Installer } from '../models/installer.js';
 import type { ModelsRoot } from '../models/models-root.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { Changes } from '../util/changes.js';
 import { type Clock, systemClock } from '../util/clock.js';
 import { type Admission, Inference, type InferenceOptions, type InferenceOutcome } from './inference.js';
 import { systemFreeMemoryMb } from './memory.js';
-import type { ModelEntry } from './model-entry.js';
+import type { ManagerActivity, ModelEntry } from './model-entry.js';
 import { type ModelSnapshot, snapshotOf } from './model-snapshot.js';
 import { Reconfiguration, unloadEntry } from './reconfiguration.js';
 import { Residency } from './residency.js';
@@ -54,6 +55,8 @@ export class Runtime {
    * routes' own deadlines and times (the live body's timeouts), so that a test's clock moves them too.
    */
   readonly clock: Clock;
+  /** Told of every change of a model's state, activity, queue or slots (see the when*() methods). */
+  readonly changes = new Changes();
   readonly #entries = new Map<string, ModelEntry>();
   readonly #inference: Inference;
   readonly #reconfiguration: Reconfiguration;
@@ -96,6 +99,7 @@ export class Runtime {
       entries: this.#entries,
       entryContext: {
         clock,
+        changes: this.changes,
         backend: 'cpu',
         device: config.device,
         threads: config.threads,
@@ -129,6 +133,34 @@ export class Runtime {
     const entry = this.#entries.get(id);
     if (!entry) throw unknownModel(id);
     return entry;
+  }
+
+  /**
+   * Resolves once model `id` queues exactly `requests` requests and `managers` management operations.
+   * Like every when*() method: no polling (checked on each change), and `signal` ends the wait.
+   */
+  whenQueued(id: string, requests: number, managers = 0, signal?: AbortSignal): Promise<void> {
+    const { scheduler } = this.get(id);
+    return this.changes.when(() => {
+      const s = scheduler.snapshot();
+      return s.queuedRequests === requests && s.queuedManagers === managers;
+    }, signal);
+  }
+
+  /** Resolves once model `id` is in `state`, or shows manager `activity` (registering, reconfiguring, unloading). */
+  whenState(
+    id: string,
+    state: ModelEntry['state']['kind'] | ManagerActivity,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const entry = this.get(id);
+    return this.changes.when(() => entry.state.kind === state || entry.activity === state, signal);
+  }
+
+  /** Resolves once nothing holds, waits for or initialises any model (one model with `id`). */
+  whenIdle(id?: string, signal?: AbortSignal): Promise<void> {
+    const entries = id === undefined ? () => [...this.#entries.values()] : () => [this.get(id)];
+    return this.changes.when(() => entries().every((e) => e.scheduler.idle), signal);
   }
 
   has(id: string): boolean {

@@ -8,6 +8,7 @@
  * to the model's slot count. No method blocks: every wait is a promise that a signal can abandon.
  */
 import { busy, VoxdError } from '../errors.js';
+import { Changes } from '../util/changes.js';
 import type { Clock, Timer } from '../util/clock.js';
 import type { AbortSource } from '../util/lazy-abort.js';
 import { QueueBound } from './queue-bound.js';
@@ -75,7 +76,11 @@ export class SlotScheduler {
   /** max_queued_requests, the saturation mark it drives and the hold times behind Retry-After. */
   readonly bound = new QueueBound();
 
-  constructor(model: string, capacity: number, clock: Clock) {
+  /** Told of every change of the queue and the leases (the runtime shares one across its models). */
+  readonly changes: Changes;
+
+  constructor(model: string, capacity: number, clock: Clock, changes = new Changes()) {
+    this.changes = changes;
     this.#model = model;
     this.#capacity = capacity;
     this.#clock = clock;
@@ -138,6 +143,7 @@ export class SlotScheduler {
         reject(reason);
         // The leaver may have been the head that blocked others.
         this.#pump();
+        this.changes.notify();
       };
       const onAbort = () => leave(signal?.reason);
       const waiter: Waiter = {
@@ -151,6 +157,7 @@ export class SlotScheduler {
       };
       this.#queue.push(waiter);
       if (kind === 'request') this.bound.queued(++this.#queuedRequests);
+      this.changes.notify();
       signal?.addEventListener('abort', onAbort, { once: true });
       if (timeoutMs > 0) {
         timer = this.#clock.after(timeoutMs, () => {
@@ -202,12 +209,14 @@ export class SlotScheduler {
   /** Keeps managers out while a shared initialisation runs; returns the release function. */
   pin(): () => void {
     this.#pins++;
+    this.changes.notify();
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.#pins--;
       this.#pump();
+      this.changes.notify();
     };
   }
 
@@ -225,6 +234,7 @@ export class SlotScheduler {
     const lease = new SchedulerLease(kind, this.#clock.now(), (released) => this.#release(released));
     if (kind === 'manager') this.#manager = lease;
     else this.#requests.add(lease);
+    this.changes.notify();
     return lease;
   }
 
@@ -235,6 +245,7 @@ export class SlotScheduler {
       this.bound.held(this.#clock.now() - lease.grantedAt);
     }
     this.#pump();
+    this.changes.notify();
   }
 
   #pump(): void {

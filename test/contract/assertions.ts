@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
-import { get, type HttpResult, waitUntil, withDeadline } from '../helpers/voxd.js';
+import { get, type HttpResult, whenRuntime, withDeadline } from '../helpers/voxd.js';
 import type { ContractServer } from './harness.js';
 
 /** The slot counts every lifecycle cell runs at. */
@@ -137,7 +137,8 @@ export const probeOf = (g: number): string[] => [`load:${g}`, `weights-disposed:
 
 /** Waits until the model's scheduler queues exactly `requests` requests and `managers` managers. */
 export const queued = (c: ContractServer, id: string, requests: number, managers = 0): Promise<void> =>
-  waitUntil(
+  whenRuntime(
+    c.s.voxd.runtime,
     `${id} has ${requests} queued request(s) and ${managers} queued manager(s)`,
     () => c.snapshot(id).queuedRequests === requests && c.snapshot(id).queuedManagers === managers,
   );

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
-import { type HttpResult, reportOf, waitUntil } from '../helpers/voxd.js';
+import { type HttpResult, reportOf, whenRuntime } from '../helpers/voxd.js';
 import { readyView, unloadedView, type View, view } from './assertions.js';
 import type { ContractServer, ToggleGate } from './harness.js';
 
@@ -102,7 +102,7 @@ export function waitScheduler(
   what: string,
   check: (s: ReturnType<ContractServer['snapshot']>) => boolean,
 ): Promise<void> {
-  return waitUntil(`${id}: ${what}`, () => check(c.snapshot(id)));
+  return whenRuntime(c.s.voxd.runtime, `${id}: ${what}`, () => check(c.snapshot(id)));
 }
 
 /** Asserts that every response is a 200 fixture report of the given generation. */

@@ -25,7 +25,15 @@ import type { RouteContext } from '../../src/http/route.js';
 import { ROUTES } from '../../src/http/server.js';
 import { CUT_GRACE_MS } from '../../src/runtime/shutdown-timing.js';
 import { RawClient, type RawResponse } from '../helpers/raw-http.js';
-import { errorOf, type HttpResult, ManualClock, post, reportOf, waitUntil } from '../helpers/voxd.js';
+import {
+  errorOf,
+  type HttpResult,
+  ManualClock,
+  post,
+  reportOf,
+  waitUntil,
+  whenRuntime,
+} from '../helpers/voxd.js';
 import {
   COUNTS,
   lifecycle,
@@ -312,7 +320,11 @@ describe('shutdown x model state', () => {
       try {
         const { request } = await c.loading('M');
         const admitted = [request, ...range(n - 1).map(() => c.infer('M'))].map(track);
-        await waitUntil('every slot is admitted', () => c.snapshot('M').activeRequests === n);
+        await whenRuntime(
+          c.s.voxd.runtime,
+          'every slot is admitted',
+          () => c.snapshot('M').activeRequests === n,
+        );
         const closing = shutdown(c);
         await justBefore(clock, DEADLINE_MS, () => {
           assert.equal(statusNow(c, 'M').state, 'loading', 'the load is given until the deadline');
@@ -811,7 +823,7 @@ describe('shutdown: a response in delivery', () => {
       await c.ready('M');
       const client = bigRequest(c);
       await c.waitCount('M', 'run-end', 1);
-      await waitUntil('the slot is free', () => c.snapshot('M').activeRequests === 0);
+      await whenRuntime(c.s.voxd.runtime, 'the slot is free', () => c.snapshot('M').activeRequests === 0);
       const closing = shutdown(c);
       await refused(c.url);
       assert.equal(closing.settled, false, 'the response in delivery is waited for');
@@ -862,7 +874,7 @@ describe('shutdown: stalled I/O', () => {
       const client = bigRequest(c);
       // The run ended and its lease is back; only the write to the client is left.
       await c.waitCount('M', 'run-end', 1);
-      await waitUntil('the slot is free', () => c.snapshot('M').activeRequests === 0);
+      await whenRuntime(c.s.voxd.runtime, 'the slot is free', () => c.snapshot('M').activeRequests === 0);
       const closing = shutdown(c);
       // Cancelled requests get CUT_GRACE_MS past the deadline to answer; then connections are cut.
       await justBefore(clock, DEADLINE_MS + CUT_GRACE_MS, () => {
@@ -904,7 +916,7 @@ describe('shutdown: stalled I/O', () => {
         });
         for (const client of clients)
           await client.until('the stream headers', () => client.response !== undefined);
-        await waitUntil('every slot is held', () => c.snapshot('L').activeRequests === n);
+        await whenRuntime(c.s.voxd.runtime, 'every slot is held', () => c.snapshot('L').activeRequests === n);
         const closing = shutdown(c);
         await refused(c.url);
         await justBefore(clock, DEADLINE_MS, () => {

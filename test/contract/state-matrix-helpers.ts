@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
-import { get, type HttpResult, post, reportOf, waitUntil } from '../helpers/voxd.js';
+import { get, type HttpResult, post, reportOf, waitUntil, whenRuntime } from '../helpers/voxd.js';
 import { type Tracked, track } from './assertions.js';
 import type { ContractServer, ToggleGate } from './harness.js';
 
@@ -116,7 +116,7 @@ export async function waitSnapshot(
   id: string,
   want: Partial<ReturnType<ContractServer['snapshot']>>,
 ): Promise<void> {
-  await waitUntil(`${id} scheduler shows ${JSON.stringify(want)}`, () => {
+  await whenRuntime(c.s.voxd.runtime, `${id} scheduler shows ${JSON.stringify(want)}`, () => {
     const snap = c.snapshot(id) as unknown as Record<string, unknown>;
     return Object.entries(want).every(([k, v]) => snap[k] === v);
   });
@@ -163,7 +163,11 @@ export async function holdReconfiguring(
   assert.equal(entry.state.kind, 'ready', `${id} is ready before the reconfiguration`);
   if (phase === 'validating') {
     const request = track(post(c.url, '/v1/models/load', body));
-    await waitUntil(`${id} validates its replacement`, () => entry.activity === 'reconfiguring');
+    await whenRuntime(
+      c.s.voxd.runtime,
+      `${id} validates its replacement`,
+      () => entry.activity === 'reconfiguring',
+    );
     assert.equal(entry.state.kind, 'ready');
     return { request, gate, slots, body };
   }
@@ -172,13 +176,15 @@ export async function holdReconfiguring(
   await gate.open();
   await c.teardown(id).close();
   const request = track(post(c.url, '/v1/models/load', body));
-  await waitUntil(
+  await whenRuntime(
+    c.s.voxd.runtime,
     `${id} retires its old pool`,
     () => entry.activity === 'reconfiguring' && entry.state.kind === 'unloading',
   );
   await gate.close();
   await c.teardown(id).open();
-  await waitUntil(
+  await whenRuntime(
+    c.s.voxd.runtime,
     `${id} loads its replacement`,
     () => entry.activity === 'reconfiguring' && entry.state.kind === 'loading',
   );

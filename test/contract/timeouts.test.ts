@@ -6,7 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { errorOf, ManualClock, post, reportOf, waitUntil, withDeadline } from '../helpers/voxd.js';
+import {
+  errorOf,
+  ManualClock,
+  post,
+  reportOf,
+  whenRuntime,
+  withDeadline,
+} from '../helpers/voxd.js';
 import { COUNTS, lifecycle, loadOf, queued, range, readyView, view } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 
@@ -359,7 +366,11 @@ describe('timeouts: disconnects while queued or initialising', () => {
         await c.load('M').close();
         const stay = range(n - 1).map((i) => c.infer('M', { tag: `stay${i}` }));
         const gone = abortable(c, 'M', { tag: 'gone' });
-        await waitUntil('every slot waits for the load', () => c.snapshot('M').activeRequests === n);
+        await whenRuntime(
+          c.s.voxd.runtime,
+          'every slot waits for the load',
+          () => c.snapshot('M').activeRequests === n,
+        );
         const next = c.infer('M', { tag: 'next' });
         await queued(c, 'M', 1);
         gone.client.abort();

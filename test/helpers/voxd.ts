@@ -10,6 +10,7 @@ import { createEngineCatalog } from '../../src/engines/catalog.js';
 import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js';
 import { ERROR_CODES } from '../../src/errors.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Clock } from '../../src/util/clock.js';
 
 export { ManualClock } from './manual-clock.js';
@@ -283,6 +284,17 @@ export async function waitUntil(
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
+}
+
+/**
+ * Waits until `holds()` is true, checked on every change the runtime reports (a model's state,
+ * activity, queue or slots), not by polling; fails naming `what` after `ms`. Use it for conditions
+ * over the runtime's own state; `waitUntil` is for what the runtime does not report (files, events
+ * of the fixture's record, other processes).
+ */
+export function whenRuntime(runtime: Runtime, what: string, holds: () => boolean, ms = 5000): Promise<void> {
+  const stop = new AbortController();
+  return withDeadline(runtime.changes.when(holds, stop.signal), what, ms).finally(() => stop.abort());
 }
 
 /** Rejects with a message naming `what` when `promise` has not settled within `ms` (a deadline, never a sleep). */

@@ -10,6 +10,7 @@ import {
   startServer,
   type TestServer,
   waitUntil,
+  whenRuntime,
 } from '../helpers/voxd.js';
 
 const loaded = async (s: TestServer, ids: string[]) =>
@@ -120,7 +121,7 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
       await residency.whenSwept();
       assert.deepEqual(await loaded(s, ['a', 'b']), [true, true], 'nothing is idle for 1000 ms yet');
       clock.advance(1);
-      await waitUntil('the sweep retires b', async () => !(await modelStatus(s.url, 'b')).loaded);
+      await whenRuntime(s.voxd.runtime, 'the sweep retires b', () => !s.voxd.runtime.get('b').loaded);
       clock.advance(5000);
       await residency.whenSwept();
       assert.deepEqual(await loaded(s, ['a', 'b']), [true, false], 'busy a is skipped');
@@ -131,7 +132,7 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
       assert.deepEqual(await loaded(s, ['a', 'b']), [true, false], 'a was used 999 ms ago');
       // The first sweep at or after 1000 ms idle comes within one sweep period.
       clock.advance(250);
-      await waitUntil('the sweep retires a', async () => !(await modelStatus(s.url, 'a')).loaded);
+      await whenRuntime(s.voxd.runtime, 'the sweep retires a', () => !s.voxd.runtime.get('a').loaded);
       assert.match(s.logs.join('\n'), /idle 1000 ms: unloaded 1 model\(s\): b/);
       assert.equal(
         reportOf(await runTask(s, 'a')).generation,
@@ -146,7 +147,7 @@ describe('residency: max_loaded_models, idle_unload_ms, min_free_memory_mb', () 
   test('idle_unload_ms runs on its own timer', async () => {
     const s = await startServer({ idle_unload_ms: 30, models: [fixtureModel('a')] });
     try {
-      await waitUntil('the idle timer unloads a', async () => !(await modelStatus(s.url, 'a')).loaded);
+      await whenRuntime(s.voxd.runtime, 'the idle timer unloads a', () => !s.voxd.runtime.get('a').loaded);
     } finally {
       await s.close();
     }
@@ -199,12 +200,16 @@ test('a model waiting its turn to load is not counted as resident by the load ah
   try {
     await c.load('C').close();
     const registration = c.register('C');
-    await waitUntil('C loads under the cold-load guard', () => c.entry('C').state.kind === 'loading');
+    await whenRuntime(
+      c.s.voxd.runtime,
+      'C loads under the cold-load guard',
+      () => c.entry('C').state.kind === 'loading',
+    );
     const gate = await c.runGate();
     const a = c.infer('A', { run_gate: gate.path });
-    await waitUntil('A waits for the guard', () => c.entry('A').state.kind === 'loading');
+    await whenRuntime(c.s.voxd.runtime, 'A waits for the guard', () => c.entry('A').state.kind === 'loading');
     const b = c.infer('B');
-    await waitUntil('B waits for the guard', () => c.entry('B').state.kind === 'loading');
+    await whenRuntime(c.s.voxd.runtime, 'B waits for the guard', () => c.entry('B').state.kind === 'loading');
     await c.load('C').open();
     assert.equal((await registration).status, 200);
     await c.waitCount('A', 'run-start', 1);

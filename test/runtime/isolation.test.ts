@@ -16,6 +16,7 @@ import {
   runTask,
   startServer,
   waitUntil,
+  whenRuntime,
   withDeadline,
 } from '../helpers/voxd.js';
 
@@ -35,7 +36,7 @@ for (const isolation of ['session', 'model'] as const)
         assert.equal(crashed.status, 500);
         assert.equal(crashed.json.error.type, 'server_error');
         assert.match(crashed.json.error.message, /model 'a' failed: engine process exited on signal SIGSEGV/);
-        await waitUntil('a is unloaded', async () => (await modelStatus(s.url, 'a')).loaded === false);
+        await whenRuntime(s.voxd.runtime, 'a is unloaded', () => !s.voxd.runtime.get('a').loaded);
         const status = await modelStatus(s.url, 'a');
         assert.match(status.last_error, /engine process exited on signal SIGSEGV/);
         assert.equal(status.active_slots, 0);
@@ -210,7 +211,11 @@ describe('a shared runner (isolation "model") lost for one request', () => {
         lost.json.error.message,
         /another request on it was cancelled \(client closed the connection\)/,
       );
-      await waitUntil('both slots are free', async () => (await modelStatus(s.url, 'm')).active_slots === 0);
+      await whenRuntime(
+        s.voxd.runtime,
+        'both slots are free',
+        () => s.voxd.runtime.get('m').scheduler.snapshot().activeRequests === 0,
+      );
     } finally {
       await s.close();
     }
@@ -234,7 +239,7 @@ describe('a shared runner (isolation "model") lost for one request', () => {
           /its engine process exited on signal SIGSEGV while 2 requests ran on it; this request was lost with it and can be retried/,
         );
       }
-      await waitUntil('m is unloaded', async () => (await modelStatus(s.url, 'm')).loaded === false);
+      await whenRuntime(s.voxd.runtime, 'm is unloaded', () => !s.voxd.runtime.get('m').loaded);
       assert.match((await modelStatus(s.url, 'm')).last_error, /SIGSEGV while 2 requests ran on it/);
       await gate.open();
       assert.equal((await runTask(s, 'm', { runner_gate: gate.path })).status, 200);
@@ -304,7 +309,11 @@ test('a teardown that never ends does not keep the shutdown open past its deadli
     closed = true;
   });
   // The teardown waits on its gate; the shutdown waits for it up to the deadline plus the grace.
-  await waitUntil('the teardown began', () => s.voxd.runtime.get('stuck').state.kind === 'unloading');
+  await whenRuntime(
+    s.voxd.runtime,
+    'the teardown began',
+    () => s.voxd.runtime.get('stuck').state.kind === 'unloading',
+  );
   clock.advance(300 + TEARDOWN_GRACE_MS - 1);
   await new Promise((resolve) => setImmediate(resolve));
   assert.equal(closed, false, 'the teardown is waited for until the deadline and its grace');
