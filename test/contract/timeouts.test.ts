@@ -6,14 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import {
-  errorOf,
-  ManualClock,
-  post,
-  reportOf,
-  whenRuntime,
-  withDeadline,
-} from '../helpers/voxd.js';
+import { errorOf, ManualClock, post, reportOf, whenRuntime, withDeadline } from '../helpers/voxd.js';
 import { COUNTS, lifecycle, loadOf, queued, range, readyView, view } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 
