@@ -208,11 +208,20 @@ const getJson = async (path) => {
 // --- process measurements -------------------------------------------------------------------------
 const fdCount = () => readdirSync(`/proc/${child.pid}/fd`).length;
 const rssKb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]);
+/** A gauge of voxd's own /metrics, in MiB (NaN when absent). */
+function gaugeMb(body, name) {
+  const m = new RegExp(`^${name} (\\S+)`, 'm').exec(body ?? '');
+  return m ? Number(m[1]) / 2 ** 20 : Number.NaN;
+}
 /** Heap in use, from voxd's own /metrics: tells a leak (heap grows) from an allocator that keeps pages. */
 async function heapMb() {
-  const r = await call('GET', '/metrics');
-  const m = /^nodejs_heap_size_used_bytes (\S+)/m.exec(r.body ?? '');
-  return m ? Number(m[1]) / 2 ** 20 : Number.NaN;
+  return gaugeMb((await call('GET', '/metrics')).body, 'nodejs_heap_size_used_bytes');
+}
+/** Where voxd's memory is, for the phase lines: RSS, then V8's heap (used/committed) and off-heap buffers. */
+async function memoryLine() {
+  const body = (await call('GET', '/metrics')).body;
+  const mb = (name) => gaugeMb(body, name).toFixed(1);
+  return `RSS ${(rssKb() / 1024).toFixed(1)} MiB, heap ${mb('nodejs_heap_size_used_bytes')}/${mb('nodejs_heap_size_total_bytes')} MiB, external ${mb('nodejs_external_memory_bytes')} MiB`;
 }
 
 /**
@@ -707,7 +716,7 @@ try {
           .filter((m) => m.loaded)
           .map((m) => m.id)
           .join(',') || 'none'
-      }; children ${descendants().length}`,
+      }; children ${descendants().length}; ${await memoryLine()}`,
     );
   }
 
