@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import {
   errorOf,
   fixtureModel,
+  type HttpResult,
   ManualClock,
   post,
   reportOf,
@@ -17,6 +18,19 @@ const run = (s: TestServer, options: Record<string, string> = {}, extra: Record<
 
 const runStarts = (s: TestServer) => s.fixture.record.of('m', 'run-start').length;
 const queued = (s: TestServer) => s.voxd.runtime.get('m').scheduler.snapshot().queuedRequests;
+
+/**
+ * Sends a request behind the holder, moves the server's ManualClock to 1 ms before `ms` (the
+ * request must still wait), then onto it: the answer is the busy timeout's.
+ */
+async function timesOutAt(s: TestServer, clock: ManualClock, ms: number, send: () => Promise<HttpResult>) {
+  const answer = send();
+  await s.voxd.runtime.whenQueued('m', 1);
+  clock.advance(ms - 1);
+  assert.equal(queued(s), 1, `still waiting 1 ms before ${ms} ms`);
+  clock.advance(1);
+  return answer;
+}
 
 describe('busy timeout (serial runtime)', () => {
   test('a request that finds the holder already running longer than its timeout fails at once', async () => {
@@ -40,15 +54,13 @@ describe('busy timeout (serial runtime)', () => {
   });
 
   test('a request that waits longer than its timeout gets 503 and leaves the queue', async () => {
-    const s = await startServer(
-      { busy_timeout_ms: 60, models: [fixtureModel('m')] },
-      { clock: new ManualClock() },
-    );
+    const clock = new ManualClock();
+    const s = await startServer({ busy_timeout_ms: 60, models: [fixtureModel('m')] }, { clock });
     try {
       const gate = s.gate('hold');
       const holder = run(s, { run_gate: gate.path });
       await waitUntil('the holder runs', () => runStarts(s) === 1);
-      const waited = await run(s);
+      const waited = await timesOutAt(s, clock, 60, () => run(s));
       assert.match(errorOf(waited, 503, 'server_busy'), /timed out after 60 ms waiting for a slot/);
       assert.equal(queued(s), 0);
       await gate.open();
@@ -60,20 +72,22 @@ describe('busy timeout (serial runtime)', () => {
   });
 
   test('a request value shortens the model ceiling but can not lengthen it', async () => {
+    const clock = new ManualClock();
     const s = await startServer(
       {
         busy_timeout_ms: 0,
         models: [fixtureModel('m', { busy_timeout_ms: 80 })],
       },
-      { clock: new ManualClock() },
+      { clock },
     );
     try {
       const gate = s.gate('hold');
       const holder = run(s, { run_gate: gate.path });
       await waitUntil('the holder runs', () => runStarts(s) === 1);
-      const shorter = await run(s, {}, { busy_timeout_ms: 30 });
+      const shorter = await timesOutAt(s, clock, 30, () => run(s, {}, { busy_timeout_ms: 30 }));
       assert.match(errorOf(shorter, 503, 'server_busy'), /timed out after 30 ms/);
-      const longer = await run(s, {}, { busy_timeout_ms: 600_000 });
+      // The holder has now run 30 ms, under the 80 ms ceiling: the next request queues again.
+      const longer = await timesOutAt(s, clock, 80, () => run(s, {}, { busy_timeout_ms: 600_000 }));
       assert.match(errorOf(longer, 503, 'server_busy'), /timed out after 80 ms/, 'the ceiling wins');
       await gate.open();
       assert.equal((await holder).status, 200);
@@ -83,24 +97,27 @@ describe('busy timeout (serial runtime)', () => {
   });
 
   test('the request value comes from the JSON body, a multipart field or the query string', async () => {
-    const s = await startServer(
-      { busy_timeout_ms: 0, models: [fixtureModel('m')] },
-      { clock: new ManualClock() },
-    );
+    const clock = new ManualClock();
+    const s = await startServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, { clock });
     try {
       const gate = s.gate('hold');
       const holder = run(s, { run_gate: gate.path });
       await waitUntil('the holder runs', () => runStarts(s) === 1);
-      const viaQuery = await request(s.url, 'POST', '/v1/tasks/run?busy_timeout_ms=25', {
-        body: JSON.stringify({ model: 'm', text: 'x' }),
-      });
+      const viaQuery = await timesOutAt(s, clock, 25, () =>
+        request(s.url, 'POST', '/v1/tasks/run?busy_timeout_ms=25', {
+          body: JSON.stringify({ model: 'm', text: 'x' }),
+        }),
+      );
       assert.match(errorOf(viaQuery, 503, 'server_busy'), /timed out after 25 ms/);
       const form = new FormData();
       form.set('model', 'm');
       form.set('busy_timeout_ms', '35');
       form.set('file', new Blob([silentWav()]), 'a.wav');
       // The transcription route needs an asr model; 'm' is one (fixtureModel defaults to asr).
-      const viaForm = await request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
+      // The holder has run 25 ms, under 35: fail-fast does not apply, the form's request waits.
+      const viaForm = await timesOutAt(s, clock, 35, () =>
+        request(s.url, 'POST', '/v1/audio/transcriptions', { body: form }),
+      );
       assert.match(errorOf(viaForm, 503, 'server_busy'), /timed out after 35 ms/);
       await gate.open();
       assert.equal((await holder).status, 200);
