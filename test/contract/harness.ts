@@ -284,3 +284,15 @@ export function withContractServer<T>(
   const [options, body] = rest.length === 1 ? [{}, rest[0]] : rest;
   return closeAfter(contractServer(models, options), body);
 }
+
+/**
+ * A starting situation for tests: `setUp` puts a fresh contract server with `models(n)` into it.
+ * Each test runs its body in the situation, given the server and what `setUp` returned, and the
+ * server is closed however the body ends.
+ */
+export function contractSituation<S extends object>(
+  models: (n: number) => ContractModel[],
+  setUp: (c: ContractServer, n: number) => Promise<S>,
+): (n: number, body: (situation: S & { c: ContractServer }) => Promise<void>) => Promise<void> {
+  return (n, body) => withContractServer(models(n), async (c) => body({ ...(await setUp(c, n)), c }));
+}
