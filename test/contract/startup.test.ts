@@ -12,6 +12,7 @@ import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js'
 import { VoxdError } from '../../src/errors.js';
 import { configFolder, LISTENING, VoxdProcess } from '../helpers/cli.js';
 import {
+  closeAfter,
   errorOf,
   fixtureModel,
   get,
@@ -71,16 +72,13 @@ describe('startup and runtime selection', () => {
     );
     // The same config without `slots` starts the legacy runtime (the refusal is about `slots` only).
     const { catalog, config } = loadConfig({ models: [fixtureModel('a')] }, false);
-    const voxd = await startVoxd({ config, catalog, logger: quietLogger() });
-    try {
+    await closeAfter(startVoxd({ config, catalog, logger: quietLogger() }), async (voxd) => {
       const status = (await get(voxd.url, '/v1/models')).json.data[0];
       assert.equal(status.loaded, true);
       for (const key of ['slots', 'active_slots', 'queued_requests', 'max_parallel_slots']) {
         assert.equal(key in status, false, `legacy status shows ${key}`);
       }
-    } finally {
-      await voxd.close();
-    }
+    });
   });
 
   test('[startup.legacy-rejects-slots] without --parallel-jobs a registration with slots is 400 and changes nothing', async () => {
