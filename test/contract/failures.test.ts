@@ -14,9 +14,9 @@ import {
   modelStatus,
   post,
   reportOf,
-  startServer,
   tempDir,
   waitUntil,
+  withServer,
 } from '../helpers/voxd.js';
 import {
   COUNTS,
@@ -35,7 +35,7 @@ import {
   view,
   within,
 } from './assertions.js';
-import { contractServer } from './harness.js';
+import { contractServer, withContractServer } from './harness.js';
 
 type Failure = { option: 'fail_load' | 'null_primary' } | { option: 'fail_clone_at'; at: number };
 
@@ -76,8 +76,7 @@ const FAILURES_AT = (n: number): Failure[] => [
 describe('failure: invalid metadata and capacity', () => {
   for (const n of COUNTS) {
     test(`[fail.invalid-metadata] slots=${n}: an invalid replacement is rejected before any live change`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', 1);
         const before = (await get(c.url, '/v1/models?include_session_options=true')).json;
@@ -118,55 +117,53 @@ describe('failure: invalid metadata and capacity', () => {
         assert.equal(report.generation, 1, 'the working pool still serves');
         assert.deepEqual(report.session_options, {});
         assert.deepEqual(await view(c, 'M'), readyView(n));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[fail.unsupported-capacity] slots=${n}: slots=5 on a capacity-4 engine is 400; pool, count and lease survive`, async () => {
-      const c = await contractServer([
-        { id: 'M', slots: n, load_options: { capacity: '4' } },
-        { id: 'U', slots: n, load_options: { capacity: '4' } },
-      ]);
-      try {
-        await c.ready('M');
-        const sessions = c.events('M', 'session-created').map((e) => (e as { session: string }).session);
-        // Behind a running request the resize waits its turn, then is refused.
-        const { gate, requests } = await c.running('M', 1);
-        const refused = c.register('M', { slots: 5 });
-        await waitUntil('the resize queues', () => c.snapshot('M').queuedManagers === 1);
-        await gate.open();
-        assert.equal(reportOf(await requests[0]!).generation, 1);
-        const message = errorOf(await refused, 400, 'invalid_request_error');
-        assert.match(message, /slots=5 exceeds the capacity 4/);
-        const again = errorOf(await c.register('M', { slots: 16 }), 400, 'invalid_request_error');
-        assert.match(again, /slots=16 exceeds the capacity 4/);
-        assert.deepEqual(await view(c, 'M'), readyView(n));
-        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'live capacity reused: no probe, no teardown');
-        assert.equal(c.snapshot('M').managerActive, false, 'the manager lease was released');
-        const report = reportOf(await within(c.infer('M'), 'a request after the refusal'));
-        assert.equal(report.generation, 1);
-        assert.ok(sessions.includes(report.session), 'served by the retained pool');
-        // A valid resize works afterwards.
-        const resize = n === 3 ? 2 : 3;
-        assert.deepEqual((await c.register('M', { slots: resize })).json, {
-          id: 'M',
-          loaded: true,
-          reconfigured: true,
-        });
-        assert.deepEqual(await view(c, 'M'), readyView(resize));
-        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n), ...loadOf(2, resize)]);
+      await withContractServer(
+        [
+          { id: 'M', slots: n, load_options: { capacity: '4' } },
+          { id: 'U', slots: n, load_options: { capacity: '4' } },
+        ],
+        async (c) => {
+          await c.ready('M');
+          const sessions = c.events('M', 'session-created').map((e) => (e as { session: string }).session);
+          // Behind a running request the resize waits its turn, then is refused.
+          const { gate, requests } = await c.running('M', 1);
+          const refused = c.register('M', { slots: 5 });
+          await waitUntil('the resize queues', () => c.snapshot('M').queuedManagers === 1);
+          await gate.open();
+          assert.equal(reportOf(await requests[0]!).generation, 1);
+          const message = errorOf(await refused, 400, 'invalid_request_error');
+          assert.match(message, /slots=5 exceeds the capacity 4/);
+          const again = errorOf(await c.register('M', { slots: 16 }), 400, 'invalid_request_error');
+          assert.match(again, /slots=16 exceeds the capacity 4/);
+          assert.deepEqual(await view(c, 'M'), readyView(n));
+          assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'live capacity reused: no probe, no teardown');
+          assert.equal(c.snapshot('M').managerActive, false, 'the manager lease was released');
+          const report = reportOf(await within(c.infer('M'), 'a request after the refusal'));
+          assert.equal(report.generation, 1);
+          assert.ok(sessions.includes(report.session), 'served by the retained pool');
+          // A valid resize works afterwards.
+          const resize = n === 3 ? 2 : 3;
+          assert.deepEqual((await c.register('M', { slots: resize })).json, {
+            id: 'M',
+            loaded: true,
+            reconfigured: true,
+          });
+          assert.deepEqual(await view(c, 'M'), readyView(resize));
+          assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n), ...loadOf(2, resize)]);
 
-        // An unloaded registration has no live capacity: a private probe refuses it, nothing else changes.
-        const probe = errorOf(await c.register('U', { slots: 5 }), 400, 'invalid_request_error');
-        assert.match(probe, /slots=5 exceeds the capacity 4/);
-        assert.deepEqual(await view(c, 'U'), unloadedView(n));
-        assert.deepEqual(lifecycle(c, 'U'), probeOf(1));
-        assert.equal(reportOf(await c.infer('U')).generation, 2);
-        assert.deepEqual(await view(c, 'U'), readyView(n));
-      } finally {
-        await c.close();
-      }
+          // An unloaded registration has no live capacity: a private probe refuses it, nothing else changes.
+          const probe = errorOf(await c.register('U', { slots: 5 }), 400, 'invalid_request_error');
+          assert.match(probe, /slots=5 exceeds the capacity 4/);
+          assert.deepEqual(await view(c, 'U'), unloadedView(n));
+          assert.deepEqual(lifecycle(c, 'U'), probeOf(1));
+          assert.equal(reportOf(await c.infer('U')).generation, 2);
+          assert.deepEqual(await view(c, 'U'), readyView(n));
+        },
+      );
     });
   }
 });
@@ -174,47 +171,44 @@ describe('failure: invalid metadata and capacity', () => {
 describe('failure: capacity probe', () => {
   for (const n of [2, 4]) {
     test(`[fail.capacity-probe] slots=${n}: changed load inputs are probed privately before teardown, without evicting`, async () => {
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'M', slots: n, load_options: { capacity: '4' } },
           { id: 'B', slots: 1 },
         ],
         { max_loaded_models: 2 },
+        async (c) => {
+          await c.ready('M');
+          await c.ready('B');
+          await c.load('M').close();
+          const reg = c.register('M', { load_options: { capacity: '4', variant: 'next' } });
+          await waitUntil('M is reconfiguring', () => c.entry('M').activity === 'reconfiguring');
+          // The probe waits on the load gate: the old pool is still published and untouched.
+          assert.deepEqual(await view(c, 'M'), { ...readyView(n), state: 'reconfiguring' });
+          assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
+          assert.equal((await view(c, 'B')).loaded, true, 'nothing is evicted for the probe');
+          await c.load('M').open();
+          assert.deepEqual((await within(reg, 'the reconfiguration')).json, {
+            id: 'M',
+            loaded: true,
+            reconfigured: true,
+          });
+          assert.deepEqual(lifecycle(c, 'M'), [
+            ...loadOf(1, n),
+            ...probeOf(2),
+            ...teardownOf(1, n),
+            ...loadOf(3, n),
+          ]);
+          assert.deepEqual(await view(c, 'M'), readyView(n));
+          assert.deepEqual(await view(c, 'B'), readyView(1), 'B stayed resident');
+          assert.equal(c.count('B', 'weights-disposed'), 0);
+          assert.equal(reportOf(await c.infer('M')).load_options.variant, 'next');
+        },
       );
-      try {
-        await c.ready('M');
-        await c.ready('B');
-        await c.load('M').close();
-        const reg = c.register('M', { load_options: { capacity: '4', variant: 'next' } });
-        await waitUntil('M is reconfiguring', () => c.entry('M').activity === 'reconfiguring');
-        // The probe waits on the load gate: the old pool is still published and untouched.
-        assert.deepEqual(await view(c, 'M'), { ...readyView(n), state: 'reconfiguring' });
-        assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
-        assert.equal((await view(c, 'B')).loaded, true, 'nothing is evicted for the probe');
-        await c.load('M').open();
-        assert.deepEqual((await within(reg, 'the reconfiguration')).json, {
-          id: 'M',
-          loaded: true,
-          reconfigured: true,
-        });
-        assert.deepEqual(lifecycle(c, 'M'), [
-          ...loadOf(1, n),
-          ...probeOf(2),
-          ...teardownOf(1, n),
-          ...loadOf(3, n),
-        ]);
-        assert.deepEqual(await view(c, 'M'), readyView(n));
-        assert.deepEqual(await view(c, 'B'), readyView(1), 'B stayed resident');
-        assert.equal(c.count('B', 'weights-disposed'), 0);
-        assert.equal(reportOf(await c.infer('M')).load_options.variant, 'next');
-      } finally {
-        await c.close();
-      }
     });
 
     test(`[fail.capacity-probe] slots=${n}: a probe that finds too little capacity is 400 and keeps the old pool`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const res = await c.register('M', { load_options: { capacity: '1' } });
         assert.match(
@@ -227,14 +221,11 @@ describe('failure: capacity probe', () => {
         const report = reportOf(await c.infer('M'));
         assert.equal(report.generation, 1);
         assert.equal(report.load_options.capacity, undefined, 'old metadata retained');
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[fail.capacity-probe] slots=${n}: a probe whose load fails is an error before commit; old pool kept`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const res = await c.register('M', { load_options: { fail_load: 'true' } });
         assert.match(errorOf(res, 500, 'server_error'), /capacity probe of model 'M' failed/);
@@ -243,35 +234,27 @@ describe('failure: capacity probe', () => {
         const report = reportOf(await c.infer('M'));
         assert.equal(report.generation, 1);
         assert.equal(report.load_options.fail_load, undefined);
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[fail.capacity-probe] slots=${n}: unchanged load inputs reuse the live capacity, no probe load`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n, load_options: { capacity: '4' } }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n, load_options: { capacity: '4' } }], async (c) => {
         await c.ready('M');
         const resize = n === 2 ? 4 : 2;
         assert.equal((await c.register('M', { slots: resize })).status, 200);
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n), ...loadOf(2, resize)]);
         assert.deepEqual(await view(c, 'M'), readyView(resize));
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 
   test('[fail.capacity-probe] slots=1: a changed single-slot replacement needs no probe', async () => {
-    const c = await contractServer([{ id: 'M', slots: 1 }]);
-    try {
+    await withContractServer([{ id: 'M', slots: 1 }], async (c) => {
       await c.ready('M');
       assert.equal((await c.register('M', { load_options: { variant: 'next' } })).status, 200);
       assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, 1), ...teardownOf(1, 1), ...loadOf(2, 1)]);
       assert.deepEqual(await view(c, 'M'), readyView(1));
-    } finally {
-      await c.close();
-    }
+    });
   });
 });
 
@@ -282,8 +265,7 @@ describe('failure: loads', () => {
     if (n > 1) failures.push({ option: 'fail_clone_at', at: n - 1 });
     for (const f of failures) {
       test(`[fail.post-commit-load] slots=${n}, ${failureName(f)}: a replacement whose load fails leaves the new config unloaded`, async () => {
-        const c = await contractServer([{ id: 'M', slots: n }]);
-        try {
+        await withContractServer([{ id: 'M', slots: n }], async (c) => {
           await c.ready('M');
           const body = {
             ...c.body('M', { load_options: failureOptions(f) }),
@@ -308,9 +290,7 @@ describe('failure: loads', () => {
           assert.equal((await c.register('M', { load_options: { variant: 'fixed' } })).status, 200);
           assert.deepEqual(await view(c, 'M'), readyView(n));
           assert.equal(reportOf(await c.infer('M')).load_options.variant, 'fixed');
-        } finally {
-          await c.close();
-        }
+        });
       });
     }
   }
@@ -318,8 +298,7 @@ describe('failure: loads', () => {
   for (const n of COUNTS) {
     for (const f of FAILURES_AT(n)) {
       test(`[fail.initial-load] slots=${n}, ${failureName(f)}: sessions die before weights, nothing is published, retry works once fixed`, async () => {
-        const c = await contractServer([{ id: 'M', slots: n, load_options: failureOptions(f) }]);
-        try {
+        await withContractServer([{ id: 'M', slots: n, load_options: failureOptions(f) }], async (c) => {
           // Every slot is admitted to the one shared initialisation before it fails.
           await c.load('M').close();
           const requests = range(n).map(() => c.infer('M'));
@@ -344,17 +323,14 @@ describe('failure: loads', () => {
           assert.deepEqual(lifecycle(c, 'M'), expected);
           assert.deepEqual(await view(c, 'M'), readyView(n));
           assert.equal(reportOf(await c.infer('M')).generation, n > 1 ? 4 : 3);
-        } finally {
-          await c.close();
-        }
+        });
       });
     }
   }
 
   for (const f of FAILURES_AT(2)) {
     test(`[fail.initial-load] slots=2, ${failureName(f)}: a new registration whose first load fails stays registered, unloaded`, async () => {
-      const c = await contractServer([{ id: 'M', slots: 2 }]);
-      try {
+      await withContractServer([{ id: 'M', slots: 2 }], async (c) => {
         const body = { ...c.body('M', { load_options: failureOptions(f) }), id: 'N' };
         const res = await post(c.url, '/v1/models/load', body);
         assert.match(errorOf(res, 500, 'server_error'), failureMessage(f, 'N'));
@@ -364,9 +340,7 @@ describe('failure: loads', () => {
         const fixed = await post(c.url, '/v1/models/load', { ...c.body('M'), id: 'N' });
         assert.equal(fixed.status, 200, fixed.body.toString());
         assert.deepEqual(await view(c, 'N'), readyView(2));
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -374,8 +348,7 @@ describe('failure: loads', () => {
 describe('failure: execution and publication', () => {
   for (const n of COUNTS) {
     test(`[fail.execution] slots=${n}: preparation and run failures release their slot; the pool stays ready`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const others = n > 1 ? await c.running('M', n - 1) : undefined;
         const prepare = await c.infer('M', { prepare_fail: 'true' });
@@ -413,15 +386,12 @@ describe('failure: execution and publication', () => {
         const sessions = (await Promise.all(all.requests)).map((r) => reportOf(r).session);
         assert.equal(new Set(sessions).size, n);
         assert.deepEqual(await view(c, 'M'), readyView(n));
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 
   test('[fail.publication] a registration that fails validation never publishes an entry', async () => {
-    const c = await contractServer([{ id: 'M', slots: 2 }]);
-    try {
+    await withContractServer([{ id: 'M', slots: 2 }], async (c) => {
       await c.ready('M');
       const notWav = join(c.gateDir, 'not-a-wav.wav');
       writeFileSync(notWav, 'this is not a WAV file');
@@ -460,17 +430,14 @@ describe('failure: execution and publication', () => {
       assert.equal((await post(c.url, '/v1/models/load', base)).status, 200);
       assert.equal(await health(), 2);
       assert.deepEqual(await view(c, 'N'), readyView(2));
-    } finally {
-      await c.close();
-    }
+    });
   });
 });
 
 describe('failure: publication faults', () => {
   for (const n of COUNTS) {
     test(`[fail.publication] slots=${n}: a first load failing at its last session, with a session's and the weights' dispose failing too, unwinds all it made and publishes no pool`, async () => {
-      const c = await contractServer([{ id: 'M', slots: 1 }]);
-      try {
+      await withContractServer([{ id: 'M', slots: 1 }], async (c) => {
         await c.ready('M');
         const base: Record<string, unknown> = { ...c.body('M'), id: 'N', slots: n };
         const gates = base.load_options as Record<string, string>;
@@ -499,14 +466,11 @@ describe('failure: publication faults', () => {
         assert.deepEqual(new Set(reports.map((r) => r.generation)), new Set([g]));
         assert.equal(new Set(reports.map((r) => r.session)).size, n);
         assert.deepEqual(await view(c, 'N'), readyView(n));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[fail.publication] slots=${n}: a reconfiguration whose old pool's teardown fails (the primary's dispose throws, the weights' rejects) retires the whole old pool and publishes only the new one`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n, load_options: FAULTY_TEARDOWN }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n, load_options: FAULTY_TEARDOWN }], async (c) => {
         await c.ready('M');
         const res = await c.register('M', { load_options: { variant: 'next' } });
         assert.deepEqual(res.json, { id: 'M', loaded: true, reconfigured: true });
@@ -528,9 +492,7 @@ describe('failure: publication faults', () => {
         }
         assert.deepEqual((await c.unload('M')).json, { id: 'M', loaded: false });
         assert.deepEqual(await view(c, 'M'), unloadedView(n));
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -538,70 +500,66 @@ describe('failure: publication faults', () => {
 describe('failure: residency, teardown', () => {
   for (const n of COUNTS) {
     test(`[fail.residency] slots=${n}: max_loaded_models with every loaded model busy is 503 server_busy, nothing built`, async () => {
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'A', slots: 1 },
           { id: 'B', slots: n },
         ],
         { max_loaded_models: 1 },
+        async (c) => {
+          await c.ready('A');
+          const { gate, requests } = await c.running('A', 1);
+          const refused = await within(c.infer('B'), 'the refused load');
+          assert.match(errorOf(refused, 503, 'server_busy'), /max_loaded_models=1/);
+          assert.deepEqual(await view(c, 'B'), unloadedView(n));
+          assert.equal(c.events('B').length, 0, 'no weights or sessions were built for B');
+          // A new registration is refused the same way and stays registered, unloaded.
+          const reg = await within(
+            post(c.url, '/v1/models/load', { ...c.body('B'), id: 'C' }),
+            'registering C',
+          );
+          errorOf(reg, 503, 'server_busy');
+          assert.deepEqual(await view(c, 'C'), unloadedView(n));
+          assert.equal(c.events('C').length, 0);
+          assert.deepEqual(await view(c, 'A'), { ...readyView(1), active_slots: 1 }, 'A keeps running');
+          await gate.open();
+          assert.equal((await requests[0]!).status, 200);
+          // Once A is idle it is evicted and B loads.
+          assert.equal(reportOf(await c.infer('B')).generation, 1);
+          assert.deepEqual(await view(c, 'B'), readyView(n));
+          assert.deepEqual(await view(c, 'A'), unloadedView(1));
+        },
       );
-      try {
-        await c.ready('A');
-        const { gate, requests } = await c.running('A', 1);
-        const refused = await within(c.infer('B'), 'the refused load');
-        assert.match(errorOf(refused, 503, 'server_busy'), /max_loaded_models=1/);
-        assert.deepEqual(await view(c, 'B'), unloadedView(n));
-        assert.equal(c.events('B').length, 0, 'no weights or sessions were built for B');
-        // A new registration is refused the same way and stays registered, unloaded.
-        const reg = await within(
-          post(c.url, '/v1/models/load', { ...c.body('B'), id: 'C' }),
-          'registering C',
-        );
-        errorOf(reg, 503, 'server_busy');
-        assert.deepEqual(await view(c, 'C'), unloadedView(n));
-        assert.equal(c.events('C').length, 0);
-        assert.deepEqual(await view(c, 'A'), { ...readyView(1), active_slots: 1 }, 'A keeps running');
-        await gate.open();
-        assert.equal((await requests[0]!).status, 200);
-        // Once A is idle it is evicted and B loads.
-        assert.equal(reportOf(await c.infer('B')).generation, 1);
-        assert.deepEqual(await view(c, 'B'), readyView(n));
-        assert.deepEqual(await view(c, 'A'), unloadedView(1));
-      } finally {
-        await c.close();
-      }
     });
 
     test(`[fail.residency] slots=${n}: min_free_memory_mb refuses a load with 503 insufficient_memory, no partial pool`, async () => {
       let freeMb = 1200;
-      const s = await startServer(
+      await withServer(
         {
           ui_management: true,
           min_free_memory_mb: 1000,
           models: [fixtureModel('M', { lazy: true, slots: n, load_options: { footprint_mb: '500' } })],
         },
         { parallel: true, freeMemoryMb: async () => freeMb },
+        async (s) => {
+          const run = () => post(s.url, '/v1/tasks/run', { model: 'M', request: { text: 'x' } });
+          const refused = await run();
+          assert.match(errorOf(refused, 503, 'insufficient_memory'), /min_free_memory_mb=1000/);
+          assert.deepEqual(pick(await modelStatus(s.url, 'M')), unloadedView(n));
+          assert.equal(s.fixture.record.of('M').length, 0, 'nothing was loaded');
+          assert.ok(s.voxd.runtime.get('M').scheduler.idle);
+          freeMb = 2000;
+          assert.equal(reportOf(await run()).generation, 1);
+          assert.deepEqual(pick(await modelStatus(s.url, 'M')), readyView(n));
+          assert.equal(s.fixture.record.of('M', 'session-created').length, n);
+        },
       );
-      try {
-        const run = () => post(s.url, '/v1/tasks/run', { model: 'M', request: { text: 'x' } });
-        const refused = await run();
-        assert.match(errorOf(refused, 503, 'insufficient_memory'), /min_free_memory_mb=1000/);
-        assert.deepEqual(pick(await modelStatus(s.url, 'M')), unloadedView(n));
-        assert.equal(s.fixture.record.of('M').length, 0, 'nothing was loaded');
-        assert.ok(s.voxd.runtime.get('M').scheduler.idle);
-        freeMb = 2000;
-        assert.equal(reportOf(await run()).generation, 1);
-        assert.deepEqual(pick(await modelStatus(s.url, 'M')), readyView(n));
-        assert.equal(s.fixture.record.of('M', 'session-created').length, n);
-      } finally {
-        await s.close();
-      }
     });
   }
 
   test('[fail.residency] an eviction done before a failed memory check is not undone', async () => {
     let freeMb = 5000;
-    const s = await startServer(
+    await withServer(
       {
         ui_management: true,
         max_loaded_models: 1,
@@ -612,66 +570,64 @@ describe('failure: residency, teardown', () => {
         ],
       },
       { parallel: true, freeMemoryMb: async () => freeMb },
+      async (s) => {
+        const run = (model: string) => post(s.url, '/v1/tasks/run', { model, request: { text: 'x' } });
+        assert.equal((await run('A')).status, 200);
+        freeMb = 1200;
+        errorOf(await run('B'), 503, 'insufficient_memory');
+        assert.deepEqual(pick(await modelStatus(s.url, 'A')), unloadedView(2), 'A stays evicted');
+        assert.deepEqual(pick(await modelStatus(s.url, 'B')), unloadedView(2));
+        assert.equal(s.fixture.record.of('B').length, 0);
+      },
     );
-    try {
-      const run = (model: string) => post(s.url, '/v1/tasks/run', { model, request: { text: 'x' } });
-      assert.equal((await run('A')).status, 200);
-      freeMb = 1200;
-      errorOf(await run('B'), 503, 'insufficient_memory');
-      assert.deepEqual(pick(await modelStatus(s.url, 'A')), unloadedView(2), 'A stays evicted');
-      assert.deepEqual(pick(await modelStatus(s.url, 'B')), unloadedView(2));
-      assert.equal(s.fixture.record.of('B').length, 0);
-    } finally {
-      await s.close();
-    }
   });
 
   for (const n of COUNTS) {
     test(`[fail.slow-teardown] slots=${n}: logical unload first, exclusive ownership kept, unrelated warm B runs`, async () => {
-      const c = await contractServer([
-        { id: 'A', slots: n },
-        { id: 'B', slots: 2 },
-      ]);
-      try {
-        await Promise.all([c.ready('A'), c.ready('B')]);
-        const { request: unload } = await c.unloading('A');
-        await waitUntil('the sessions are disposed', () => c.count('A', 'session-disposed') === n);
-        assert.deepEqual(await view(c, 'A'), { ...unloadedView(n), state: 'unloading' });
-        assert.deepEqual(
-          lifecycle(c, 'A'),
-          [...loadOf(1, n), ...disposeSessions(1, n)],
-          'weights still held',
-        );
-        const request = c.infer('A', { tag: 'waits' });
-        await waitUntil('the request queues', () => c.snapshot('A').queuedRequests === 1);
-        const second = c.unload('A');
-        await waitUntil('the second unload queues', () => c.snapshot('A').queuedManagers === 1);
-        assert.deepEqual(await view(c, 'A'), {
-          ...unloadedView(n),
-          state: 'unloading',
-          queued_requests: 1,
-        });
+      await withContractServer(
+        [
+          { id: 'A', slots: n },
+          { id: 'B', slots: 2 },
+        ],
+        async (c) => {
+          await Promise.all([c.ready('A'), c.ready('B')]);
+          const { request: unload } = await c.unloading('A');
+          await waitUntil('the sessions are disposed', () => c.count('A', 'session-disposed') === n);
+          assert.deepEqual(await view(c, 'A'), { ...unloadedView(n), state: 'unloading' });
+          assert.deepEqual(
+            lifecycle(c, 'A'),
+            [...loadOf(1, n), ...disposeSessions(1, n)],
+            'weights still held',
+          );
+          const request = c.infer('A', { tag: 'waits' });
+          await waitUntil('the request queues', () => c.snapshot('A').queuedRequests === 1);
+          const second = c.unload('A');
+          await waitUntil('the second unload queues', () => c.snapshot('A').queuedManagers === 1);
+          assert.deepEqual(await view(c, 'A'), {
+            ...unloadedView(n),
+            state: 'unloading',
+            queued_requests: 1,
+          });
 
-        // B is not held up by A's teardown.
-        assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
-        assert.deepEqual((await within(c.unload('B'), 'unloading B')).json, { id: 'B', loaded: false });
-        assert.equal(reportOf(await within(c.infer('B'), 'reloading B')).generation, 2);
-        assert.deepEqual(lifecycle(c, 'A'), [...loadOf(1, n), ...disposeSessions(1, n)], 'A unchanged');
+          // B is not held up by A's teardown.
+          assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
+          assert.deepEqual((await within(c.unload('B'), 'unloading B')).json, { id: 'B', loaded: false });
+          assert.equal(reportOf(await within(c.infer('B'), 'reloading B')).generation, 2);
+          assert.deepEqual(lifecycle(c, 'A'), [...loadOf(1, n), ...disposeSessions(1, n)], 'A unchanged');
 
-        await c.teardown('A').open();
-        assert.deepEqual((await unload).json, { id: 'A', loaded: false });
-        assert.equal(reportOf(await request).generation, 2, 'the queued request reloads after teardown');
-        assert.deepEqual((await second).json, { id: 'A', loaded: false });
-        assert.deepEqual(lifecycle(c, 'A'), [
-          ...loadOf(1, n),
-          ...teardownOf(1, n),
-          ...loadOf(2, n),
-          ...teardownOf(2, n),
-        ]);
-        assert.deepEqual(await view(c, 'A'), unloadedView(n));
-      } finally {
-        await c.close();
-      }
+          await c.teardown('A').open();
+          assert.deepEqual((await unload).json, { id: 'A', loaded: false });
+          assert.equal(reportOf(await request).generation, 2, 'the queued request reloads after teardown');
+          assert.deepEqual((await second).json, { id: 'A', loaded: false });
+          assert.deepEqual(lifecycle(c, 'A'), [
+            ...loadOf(1, n),
+            ...teardownOf(1, n),
+            ...loadOf(2, n),
+            ...teardownOf(2, n),
+          ]);
+          assert.deepEqual(await view(c, 'A'), unloadedView(n));
+        },
+      );
     });
 
     test(`[fail.slow-teardown] slots=${n}: a session dispose that never returns fails only its model: A stays owned, unloaded, and answers 503 busy; warm B serves and reloads; the shutdown gives A up`, async () => {
@@ -731,23 +687,21 @@ describe('failure: residency, teardown', () => {
     });
 
     test(`[fail.slow-teardown] slots=${n}: session destructors that throw are logged and passed over: the other sessions and the weights are still freed, the unload answers, the next request reloads`, async () => {
-      const c = await contractServer([
-        { id: 'A', slots: n, load_options: { fail_sessions_dispose: 'true' } },
-      ]);
-      try {
-        await c.ready('A');
-        assert.deepEqual((await within(c.unload('A'), 'the unload')).json, { id: 'A', loaded: false });
-        assert.equal(c.count('A', 'session-disposed'), 0, 'every session destructor threw');
-        assert.equal(c.count('A', 'weights-disposed'), 1, 'the weights are freed after them');
-        const warnings = c.s.logs.filter((line) =>
-          /disposing a session failed: fixture: dispose failed/.test(line),
-        );
-        assert.equal(warnings.length, n, c.s.logs.join('\n'));
-        assert.deepEqual(await view(c, 'A'), unloadedView(n));
-        assert.equal(reportOf(await within(c.infer('A'), 'the next request')).generation, 2);
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [{ id: 'A', slots: n, load_options: { fail_sessions_dispose: 'true' } }],
+        async (c) => {
+          await c.ready('A');
+          assert.deepEqual((await within(c.unload('A'), 'the unload')).json, { id: 'A', loaded: false });
+          assert.equal(c.count('A', 'session-disposed'), 0, 'every session destructor threw');
+          assert.equal(c.count('A', 'weights-disposed'), 1, 'the weights are freed after them');
+          const warnings = c.s.logs.filter((line) =>
+            /disposing a session failed: fixture: dispose failed/.test(line),
+          );
+          assert.equal(warnings.length, n, c.s.logs.join('\n'));
+          assert.deepEqual(await view(c, 'A'), unloadedView(n));
+          assert.equal(reportOf(await within(c.infer('A'), 'the next request')).generation, 2);
+        },
+      );
     });
   }
 });

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
 import type { ModelEntry } from '../../src/runtime/model-entry.js';
 import {
+  closeAfter,
   get,
   type HttpResult,
   post,
@@ -264,4 +265,34 @@ export async function contractServer(
   const server = new ContractServer(s, gateDir, specs, parallel);
   for (const [id, g] of gates) server.gates.set(id, g);
   return server;
+}
+
+/** A `contractServer` for the length of `body`, closed however the body ends (see `closeAfter`). */
+export function withContractServer<T>(
+  models: ContractModel[],
+  options: ContractOptions,
+  body: (c: ContractServer) => Promise<T>,
+): Promise<T>;
+export function withContractServer<T>(
+  models: ContractModel[],
+  body: (c: ContractServer) => Promise<T>,
+): Promise<T>;
+export function withContractServer<T>(
+  models: ContractModel[],
+  ...rest: [(c: ContractServer) => Promise<T>] | [ContractOptions, (c: ContractServer) => Promise<T>]
+): Promise<T> {
+  const [options, body] = rest.length === 1 ? [{}, rest[0]] : rest;
+  return closeAfter(contractServer(models, options), body);
+}
+
+/**
+ * A starting situation for tests: `setUp` puts a fresh contract server with `models(n)` into it.
+ * Each test runs its body in the situation, given the server and what `setUp` returned, and the
+ * server is closed however the body ends.
+ */
+export function contractSituation<S extends object>(
+  models: (n: number) => ContractModel[],
+  setUp: (c: ContractServer, n: number) => Promise<S>,
+): (n: number, body: (situation: S & { c: ContractServer }) => Promise<void>) => Promise<void> {
+  return (n, body) => withContractServer(models(n), async (c) => body({ ...(await setUp(c, n)), c }));
 }

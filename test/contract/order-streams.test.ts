@@ -8,15 +8,14 @@ import { describe, test } from 'node:test';
 import { sseEvents } from '../helpers/sse.js';
 import { post } from '../helpers/voxd.js';
 import { COUNTS, queued, readyView, view } from './assertions.js';
-import { contractServer } from './harness.js';
+import { withContractServer } from './harness.js';
 
 const events = sseEvents;
 
 describe('arrival order: streams and batches, then a manager', () => {
   for (const n of COUNTS) {
     test(`[order.request-manager] slots=${n}: an unload waits for the running streams and the queued batch; a later request runs after it`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n, task: 'tts', mode: 'streaming' }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n, task: 'tts', mode: 'streaming' }], async (c) => {
         await c.ready('M');
         const gate = await c.runGate();
         // Every slot held by a stream that is still running (its engine run waits on the gate).
@@ -65,9 +64,7 @@ describe('arrival order: streams and batches, then a manager', () => {
         );
         assert.equal(runsOf(2).length, 1, 'the late stream ran on the reloaded pool');
         assert.ok(runsOf(2)[0]! > firstTeardown);
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });

@@ -21,7 +21,7 @@ import {
   view,
   within,
 } from './assertions.js';
-import { type ContractServer, contractServer, type ToggleGate } from './harness.js';
+import { type ContractServer, type ToggleGate, withContractServer } from './harness.js';
 
 /**
  * What the fixture record of one model must show for a sequence of operations: generations count
@@ -135,8 +135,7 @@ async function holdNewRegistration(c: ContractServer): Promise<{ request: Promis
 describe('arrival order: request then request', () => {
   for (const n of COUNTS) {
     test(`[order.request-request] slots=${n}: cold requests share one initialisation, fill the slots, later callers queue FIFO`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.load('M').close();
         const first = await gated(c, 'M', n, 'R');
         await waitUntil('all slots admitted during the load', () => c.snapshot('M').activeRequests === n);
@@ -172,9 +171,7 @@ describe('arrival order: request then request', () => {
         assert.equal(reportOf(rest[rest.length - 1]!).session, q0.session, 'Q1 got the slot Q0 left');
         assert.deepEqual(await view(c, 'M'), readyView(n));
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'no further loads or disposals');
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -183,8 +180,7 @@ describe('arrival order: request then manager', () => {
   for (const kind of MANAGERS) {
     for (const n of COUNTS.filter((x) => x > 1)) {
       test(`[order.request-manager] slots=${n}, ${kind}: waits for the running request; a later request may not take a spare slot ahead of it`, async () => {
-        const c = await contractServer([{ id: 'M', slots: n }]);
-        try {
+        await withContractServer([{ id: 'M', slots: n }], async (c) => {
           await c.ready('M');
           const { gates, requests } = await gated(c, 'M', 1, 'R');
           await c.waitCount('M', 'run-start', 1);
@@ -207,16 +203,13 @@ describe('arrival order: request then manager', () => {
           assert.equal(report.load_options.variant, kind === 'reconfigure' ? 'next' : undefined);
           assert.deepEqual(lifecycle(c, 'M'), expected.events);
           assert.deepEqual(await view(c, 'M'), readyView(n));
-        } finally {
-          await c.close();
-        }
+        });
       });
     }
 
     for (const n of COUNTS) {
       test(`[order.request-manager] slots=${n}, ${kind}: waits for every admitted and queued older request`, async () => {
-        const c = await contractServer([{ id: 'M', slots: n }]);
-        try {
+        await withContractServer([{ id: 'M', slots: n }], async (c) => {
           await c.ready('M');
           const { gate, requests } = await c.running('M', n);
           const older = c.infer('M', { tag: 'older' });
@@ -249,9 +242,7 @@ describe('arrival order: request then manager', () => {
             `no old-pool run after the manager started: ${all.join(' ')}`,
           );
           assert.deepEqual(await view(c, 'M'), readyView(n));
-        } finally {
-          await c.close();
-        }
+        });
       });
     }
   }
@@ -261,8 +252,7 @@ describe('arrival order: manager then request', () => {
   for (const kind of MANAGERS) {
     for (const n of COUNTS) {
       test(`[order.manager-request] slots=${n}, ${kind}: requests queue behind the manager and bind its result`, async () => {
-        const c = await contractServer([{ id: 'M', slots: n }]);
-        try {
+        await withContractServer([{ id: 'M', slots: n }], async (c) => {
           await c.ready('M');
           const { request: manager } = await holdManager(c, 'M', kind, n);
           const held = lifecycle(c, 'M');
@@ -292,16 +282,13 @@ describe('arrival order: manager then request', () => {
           assert.equal(new Set(reports.map((r) => r.session)).size, n);
           assert.deepEqual(lifecycle(c, 'M'), expected.events);
           assert.deepEqual(await view(c, 'M'), readyView(n));
-        } finally {
-          await c.close();
-        }
+        });
       });
     }
   }
   for (const n of COUNTS) {
     test(`[order.manager-request] slots=${n}, new registration: requests to the published entry wait for its first load`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         const { request: registration } = await holdNewRegistration(c);
         assert.deepEqual(await view(c, 'N'), { ...unloadedView(n), state: 'registering' });
         const requests = range(n + 1).map((i) => c.infer('N', { tag: `Q${i}` }));
@@ -319,9 +306,7 @@ describe('arrival order: manager then request', () => {
         assert.equal(new Set(reports.map((r) => r.session)).size, n);
         assert.deepEqual(lifecycle(c, 'N'), loadOf(1, n), 'one load: the registration');
         assert.deepEqual(await view(c, 'N'), readyView(n));
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -331,8 +316,7 @@ describe('arrival order: manager then manager', () => {
     for (const second of MANAGERS) {
       for (const n of COUNTS) {
         test(`[order.manager-manager] slots=${n}: ${first} then ${second} run exclusively in enqueue order`, async () => {
-          const c = await contractServer([{ id: 'M', slots: n }]);
-          try {
+          await withContractServer([{ id: 'M', slots: n }], async (c) => {
             await c.ready('M');
             const { request: one } = await holdManager(c, 'M', first, n);
             const held = lifecycle(c, 'M');
@@ -362,9 +346,7 @@ describe('arrival order: manager then manager', () => {
             const report = reportOf(await within(c.infer('M'), 'a request after both managers'));
             assert.equal(report.load_options.variant, variant);
             assert.equal(report.generation, finalReady ? expected.loadedGen : expected.gen + 1);
-          } finally {
-            await c.close();
-          }
+          });
         });
       }
     }
@@ -373,8 +355,7 @@ describe('arrival order: manager then manager', () => {
     for (const n of COUNTS) {
       const what = second === 'register' ? 'the same registration again' : second;
       test(`[order.manager-manager] slots=${n}: a new registration then ${what} run exclusively in enqueue order`, async () => {
-        const c = await contractServer([{ id: 'M', slots: n }]);
-        try {
+        await withContractServer([{ id: 'M', slots: n }], async (c) => {
           const { request: one } = await holdNewRegistration(c);
           const two =
             second === 'register'
@@ -407,9 +388,7 @@ describe('arrival order: manager then manager', () => {
           assert.deepEqual(await view(c, 'N'), finalReady ? readyView(n) : unloadedView(n));
           const report = reportOf(await within(c.infer('N'), 'a request after both managers'));
           assert.equal(report.load_options.variant, second === 'reconfigure' ? 'v3' : undefined);
-        } finally {
-          await c.close();
-        }
+        });
       });
     }
   }
@@ -420,151 +399,153 @@ describe('arrival order: different models', () => {
   for (const held of ['loading', 'reconfiguring', 'unloading', 'full'] as Held[]) {
     for (const n of COUNTS) {
       test(`[order.cross-model] slots=${n}: while A is ${held}, B's requests and managers proceed`, async () => {
-        const c = await contractServer([
-          { id: 'A', slots: n },
-          { id: 'B', slots: 2 },
-        ]);
-        try {
-          await c.ready('B');
-          if (held !== 'loading') await c.ready('A');
-          const pending: Promise<HttpResult>[] = [];
-          let runGate: ToggleGate | undefined;
-          if (held === 'loading') pending.push((await c.loading('A')).request);
-          else if (held === 'reconfiguring')
-            pending.push((await holdManager(c, 'A', 'reconfigure', n)).request);
-          else if (held === 'unloading') pending.push((await c.unloading('A')).request);
-          else {
-            const running = await c.running('A', n);
-            runGate = running.gate;
-            pending.push(...running.requests);
-            pending.push(c.infer('A'));
-            await queued(c, 'A', 1);
-            pending.push(c.unload('A'));
-            await queued(c, 'A', 1, 1);
-          }
-          const aFields = await view(c, 'A');
-          const aEvents = c.events('A').length;
+        await withContractServer(
+          [
+            { id: 'A', slots: n },
+            { id: 'B', slots: 2 },
+          ],
+          async (c) => {
+            await c.ready('B');
+            if (held !== 'loading') await c.ready('A');
+            const pending: Promise<HttpResult>[] = [];
+            let runGate: ToggleGate | undefined;
+            if (held === 'loading') pending.push((await c.loading('A')).request);
+            else if (held === 'reconfiguring')
+              pending.push((await holdManager(c, 'A', 'reconfigure', n)).request);
+            else if (held === 'unloading') pending.push((await c.unloading('A')).request);
+            else {
+              const running = await c.running('A', n);
+              runGate = running.gate;
+              pending.push(...running.requests);
+              pending.push(c.infer('A'));
+              await queued(c, 'A', 1);
+              pending.push(c.unload('A'));
+              await queued(c, 'A', 1, 1);
+            }
+            const aFields = await view(c, 'A');
+            const aEvents = c.events('A').length;
 
-          assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
-          assert.deepEqual((await within(c.unload('B'), 'unload B')).json, { id: 'B', loaded: false });
-          const reg = await within(c.register('B', { load_options: { variant: 'b2' } }), 'reconfigure B');
-          assert.deepEqual(reg.json, { id: 'B', loaded: true, reconfigured: true });
-          assert.equal(reportOf(await within(c.infer('B'), 'B after reload')).load_options.variant, 'b2');
-          assert.deepEqual((await within(c.bulkUnload(['B']), 'bulk unload of B')).json, {
-            unloaded: ['B'],
-            not_found: [],
-          });
-          assert.deepEqual(await view(c, 'B'), unloadedView(2));
-          assert.deepEqual(await view(c, 'A'), aFields, 'A is still held where it was');
-          assert.equal(c.events('A').length, aEvents);
+            assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
+            assert.deepEqual((await within(c.unload('B'), 'unload B')).json, { id: 'B', loaded: false });
+            const reg = await within(c.register('B', { load_options: { variant: 'b2' } }), 'reconfigure B');
+            assert.deepEqual(reg.json, { id: 'B', loaded: true, reconfigured: true });
+            assert.equal(reportOf(await within(c.infer('B'), 'B after reload')).load_options.variant, 'b2');
+            assert.deepEqual((await within(c.bulkUnload(['B']), 'bulk unload of B')).json, {
+              unloaded: ['B'],
+              not_found: [],
+            });
+            assert.deepEqual(await view(c, 'B'), unloadedView(2));
+            assert.deepEqual(await view(c, 'A'), aFields, 'A is still held where it was');
+            assert.equal(c.events('A').length, aEvents);
 
-          await openAll(c, 'A');
-          await runGate?.open();
-          for (const res of await Promise.all(pending)) assert.equal(res.status, 200, res.body.toString());
-          assert.deepEqual(
-            await view(c, 'A'),
-            held === 'unloading' || held === 'full' ? unloadedView(n) : readyView(n),
-          );
-        } finally {
-          await c.close();
-        }
+            await openAll(c, 'A');
+            await runGate?.open();
+            for (const res of await Promise.all(pending)) assert.equal(res.status, 200, res.body.toString());
+            assert.deepEqual(
+              await view(c, 'A'),
+              held === 'unloading' || held === 'full' ? unloadedView(n) : readyView(n),
+            );
+          },
+        );
       });
     }
   }
 
   test('[order.cross-model] while B is full with a queued manager, A loads, reconfigures and unloads', async () => {
-    const c = await contractServer([
-      { id: 'A', slots: 2 },
-      { id: 'B', slots: 2 },
-    ]);
-    try {
-      await c.ready('B');
-      const { gate, requests } = await c.running('B', 2);
-      const bQueued = c.infer('B');
-      await queued(c, 'B', 1);
-      const bUnload = c.unload('B');
-      await queued(c, 'B', 1, 1);
-      const bFields = await view(c, 'B');
+    await withContractServer(
+      [
+        { id: 'A', slots: 2 },
+        { id: 'B', slots: 2 },
+      ],
+      async (c) => {
+        await c.ready('B');
+        const { gate, requests } = await c.running('B', 2);
+        const bQueued = c.infer('B');
+        await queued(c, 'B', 1);
+        const bUnload = c.unload('B');
+        await queued(c, 'B', 1, 1);
+        const bFields = await view(c, 'B');
 
-      assert.equal(reportOf(await within(c.infer('A'), 'a cold A request')).generation, 1);
-      const reg = await within(c.register('A', { load_options: { variant: 'a2' } }), 'reconfigure A');
-      assert.equal(reg.status, 200, reg.body.toString());
-      assert.equal(reportOf(await within(c.infer('A'), 'A after reconfiguring')).load_options.variant, 'a2');
-      assert.deepEqual((await within(c.unload('A'), 'unload A')).json, { id: 'A', loaded: false });
-      assert.deepEqual(await view(c, 'A'), unloadedView(2));
-      assert.deepEqual(await view(c, 'B'), bFields, 'B is still held');
+        assert.equal(reportOf(await within(c.infer('A'), 'a cold A request')).generation, 1);
+        const reg = await within(c.register('A', { load_options: { variant: 'a2' } }), 'reconfigure A');
+        assert.equal(reg.status, 200, reg.body.toString());
+        assert.equal(
+          reportOf(await within(c.infer('A'), 'A after reconfiguring')).load_options.variant,
+          'a2',
+        );
+        assert.deepEqual((await within(c.unload('A'), 'unload A')).json, { id: 'A', loaded: false });
+        assert.deepEqual(await view(c, 'A'), unloadedView(2));
+        assert.deepEqual(await view(c, 'B'), bFields, 'B is still held');
 
-      await gate.open();
-      for (const res of await Promise.all([...requests, bQueued, bUnload])) assert.equal(res.status, 200);
-      assert.deepEqual(await view(c, 'B'), unloadedView(2));
-    } finally {
-      await c.close();
-    }
+        await gate.open();
+        for (const res of await Promise.all([...requests, bQueued, bUnload])) assert.equal(res.status, 200);
+        assert.deepEqual(await view(c, 'B'), unloadedView(2));
+      },
+    );
   });
 });
 
 describe('arrival order: bulk unloads', () => {
   for (const n of COUNTS) {
     test(`[order.bulk-bulk] slots=${n}: overlapping bulks in reversed order serialise per model and both finish`, async () => {
-      const c = await contractServer([
-        { id: 'A', slots: n },
-        { id: 'B', slots: 1 },
-        { id: 'C', slots: 1 },
-      ]);
-      try {
-        await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
-        const a = await c.running('A', n);
-        const b = await c.running('B', 1);
-        const bulk1 = c.bulkUnload(['A', 'B']);
-        await queued(c, 'A', 0, 1);
-        await queued(c, 'B', 0, 1);
-        const between = c.infer('A', { tag: 'between' });
-        await queued(c, 'A', 1, 1);
-        const bulk2 = c.bulkUnload(['B', 'A', 'A', 'nope']);
-        await queued(c, 'A', 1, 2);
-        await queued(c, 'B', 0, 2);
+      await withContractServer(
+        [
+          { id: 'A', slots: n },
+          { id: 'B', slots: 1 },
+          { id: 'C', slots: 1 },
+        ],
+        async (c) => {
+          await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
+          const a = await c.running('A', n);
+          const b = await c.running('B', 1);
+          const bulk1 = c.bulkUnload(['A', 'B']);
+          await queued(c, 'A', 0, 1);
+          await queued(c, 'B', 0, 1);
+          const between = c.infer('A', { tag: 'between' });
+          await queued(c, 'A', 1, 1);
+          const bulk2 = c.bulkUnload(['B', 'A', 'A', 'nope']);
+          await queued(c, 'A', 1, 2);
+          await queued(c, 'B', 0, 2);
 
-        // A model outside both selections is neither blocked by them nor by their publication.
-        assert.equal(reportOf(await within(c.infer('C'), 'a request to C')).generation, 1);
-        assert.deepEqual((await within(c.bulkUnload(['C']), 'a third bulk on C only')).json, {
-          unloaded: ['C'],
-          not_found: [],
-        });
+          // A model outside both selections is neither blocked by them nor by their publication.
+          assert.equal(reportOf(await within(c.infer('C'), 'a request to C')).generation, 1);
+          assert.deepEqual((await within(c.bulkUnload(['C']), 'a third bulk on C only')).json, {
+            unloaded: ['C'],
+            not_found: [],
+          });
 
-        // B drains: the first bulk unloads it, the second finds it unloaded.
-        await b.gate.open();
-        await waitUntil('B is unloaded', () => c.entry('B').scheduler.idle);
-        assert.deepEqual(await view(c, 'B'), unloadedView(1));
-        assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
+          // B drains: the first bulk unloads it, the second finds it unloaded.
+          await b.gate.open();
+          await waitUntil('B is unloaded', () => c.entry('B').scheduler.idle);
+          assert.deepEqual(await view(c, 'B'), unloadedView(1));
+          assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
 
-        await a.gate.open();
-        for (const res of await Promise.all(a.requests)) assert.equal(reportOf(res).generation, 1);
-        assert.equal(
-          reportOf(await between).generation,
-          2,
-          'the request between the bulks reloads after the first',
-        );
-        assert.deepEqual((await within(bulk1, 'the first bulk')).json, {
-          unloaded: ['A', 'B'],
-          not_found: [],
-        });
-        assert.deepEqual((await within(bulk2, 'the second bulk')).json, {
-          unloaded: ['B', 'A'],
-          not_found: ['nope'],
-        });
-        assert.deepEqual(lifecycle(c, 'A'), new Expected(n).load().unload().load().unload().events);
-        assert.deepEqual(await view(c, 'A'), unloadedView(n));
-        assert.ok(c.entry('A').scheduler.idle, 'no lease left on A');
-      } finally {
-        await c.close();
-      }
+          await a.gate.open();
+          for (const res of await Promise.all(a.requests)) assert.equal(reportOf(res).generation, 1);
+          assert.equal(
+            reportOf(await between).generation,
+            2,
+            'the request between the bulks reloads after the first',
+          );
+          assert.deepEqual((await within(bulk1, 'the first bulk')).json, {
+            unloaded: ['A', 'B'],
+            not_found: [],
+          });
+          assert.deepEqual((await within(bulk2, 'the second bulk')).json, {
+            unloaded: ['B', 'A'],
+            not_found: ['nope'],
+          });
+          assert.deepEqual(lifecycle(c, 'A'), new Expected(n).load().unload().load().unload().events);
+          assert.deepEqual(await view(c, 'A'), unloadedView(n));
+          assert.ok(c.entry('A').scheduler.idle, 'no lease left on A');
+        },
+      );
     });
   }
 
   for (const n of COUNTS) {
     test(`[order.bulk-single] slots=${n}: a request, an unload and a reconfiguration after a bulk each run in enqueue order`, async () => {
-      const c = await contractServer([{ id: 'A', slots: n }]);
-      try {
+      await withContractServer([{ id: 'A', slots: n }], async (c) => {
         await c.ready('A');
         const { gate, requests } = await c.running('A', n);
         const bulk = c.bulkUnload(['A']);
@@ -587,50 +568,47 @@ describe('arrival order: bulk unloads', () => {
         assert.deepEqual(lifecycle(c, 'A'), expected.events);
         assert.deepEqual(await view(c, 'A'), readyView(n));
         assert.equal(reportOf(await c.infer('A')).load_options.variant, 'next');
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 
   for (const kind of ['unload', 'reconfigure'] as const) {
     test(`[order.bulk-single] a bulk after a slow ${kind} of A frees ready B first, then waits for A`, async () => {
       const n = 2;
-      const c = await contractServer([
-        { id: 'A', slots: n },
-        { id: 'B', slots: 2 },
-      ]);
-      try {
-        await Promise.all([c.ready('A'), c.ready('B')]);
-        const single =
-          kind === 'unload'
-            ? (await c.unloading('A')).request
-            : (await holdManager(c, 'A', 'reconfigure', n)).request;
-        const bulk = c.bulkUnload(['A', 'B']);
-        await queued(c, 'A', 0, 1);
-        await waitUntil('B is freed', () => c.count('B', 'weights-disposed') === 1);
-        await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
-        assert.deepEqual(await view(c, 'B'), unloadedView(2));
-        assert.equal((await view(c, 'A')).state, ACTIVITY[kind]);
+      await withContractServer(
+        [
+          { id: 'A', slots: n },
+          { id: 'B', slots: 2 },
+        ],
+        async (c) => {
+          await Promise.all([c.ready('A'), c.ready('B')]);
+          const single =
+            kind === 'unload'
+              ? (await c.unloading('A')).request
+              : (await holdManager(c, 'A', 'reconfigure', n)).request;
+          const bulk = c.bulkUnload(['A', 'B']);
+          await queued(c, 'A', 0, 1);
+          await waitUntil('B is freed', () => c.count('B', 'weights-disposed') === 1);
+          await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
+          assert.deepEqual(await view(c, 'B'), unloadedView(2));
+          assert.equal((await view(c, 'A')).state, ACTIVITY[kind]);
 
-        await openAll(c, 'A');
-        assertManagerResult(await single, kind, 'A');
-        assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['A', 'B'], not_found: [] });
-        const expected = new Expected(n).load();
-        if (kind === 'reconfigure') expected.reconfigure();
-        assert.deepEqual(lifecycle(c, 'A'), expected.unload().events, 'the bulk retires what A ended with');
-        assert.deepEqual(await view(c, 'A'), unloadedView(n));
-        const report = reportOf(await c.infer('A'));
-        assert.equal(report.load_options.variant, kind === 'reconfigure' ? 'next' : undefined);
-      } finally {
-        await c.close();
-      }
+          await openAll(c, 'A');
+          assertManagerResult(await single, kind, 'A');
+          assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['A', 'B'], not_found: [] });
+          const expected = new Expected(n).load();
+          if (kind === 'reconfigure') expected.reconfigure();
+          assert.deepEqual(lifecycle(c, 'A'), expected.unload().events, 'the bulk retires what A ended with');
+          assert.deepEqual(await view(c, 'A'), unloadedView(n));
+          const report = reportOf(await c.infer('A'));
+          assert.equal(report.load_options.variant, kind === 'reconfigure' ? 'next' : undefined);
+        },
+      );
     });
   }
 
   test('[order.bulk-single] a registration published after a bulk snapshot is not in that bulk', async () => {
-    const c = await contractServer([{ id: 'A', slots: 2 }]);
-    try {
+    await withContractServer([{ id: 'A', slots: 2 }], async (c) => {
       await c.ready('A');
       const { gate, requests } = await c.running('A', 1);
       const all = post(c.url, '/v1/tasks/unload_all_models', {});
@@ -647,110 +625,111 @@ describe('arrival order: bulk unloads', () => {
       assert.deepEqual(await view(c, 'N'), readyView(2), 'N stayed loaded');
       assert.deepEqual(lifecycle(c, 'N'), loadOf(1, 2));
       assert.deepEqual(await view(c, 'A'), unloadedView(2));
-    } finally {
-      await c.close();
-    }
+    });
   });
 });
 
 describe('arrival order: bulk cancellation', () => {
   for (const n of COUNTS) {
     test(`[order.bulk-cancel] slots=${n}: a teardown that faults in the middle of a bulk still releases its grant; the bulk finishes and every model loads and unloads afterwards`, async () => {
-      const c = await contractServer([
-        { id: 'A', slots: n },
-        { id: 'B', slots: 2, load_options: FAULTY_TEARDOWN },
-        { id: 'C', slots: 1 },
-      ]);
-      try {
-        await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
-        const { gate, requests } = await c.running('A', n);
-        await c.teardown('B').close();
-        const bulk = c.bulkUnload(['A', 'B', 'C']);
-        await queued(c, 'A', 0, 1);
-        await waitUntil('B is unloading', () => c.entry('B').state.kind === 'unloading');
-        await waitUntil('C is unloaded', () => c.count('C', 'weights-disposed') === 1);
+      await withContractServer(
+        [
+          { id: 'A', slots: n },
+          { id: 'B', slots: 2, load_options: FAULTY_TEARDOWN },
+          { id: 'C', slots: 1 },
+        ],
+        async (c) => {
+          await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
+          const { gate, requests } = await c.running('A', n);
+          await c.teardown('B').close();
+          const bulk = c.bulkUnload(['A', 'B', 'C']);
+          await queued(c, 'A', 0, 1);
+          await waitUntil('B is unloading', () => c.entry('B').state.kind === 'unloading');
+          await waitUntil('C is unloaded', () => c.count('C', 'weights-disposed') === 1);
 
-        // B's teardown faults (its primary's dispose threw; now its weights' fails) while A's
-        // barrier is still pending.
-        await c.teardown('B').open();
-        await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
-        assert.deepEqual(lifecycle(c, 'B'), [...loadOf(1, 2), ...faultyTeardownOf(1, 2)]);
-        assert.deepEqual(await view(c, 'B'), unloadedView(2));
-        assert.equal(c.snapshot('A').queuedManagers, 1, "A's barrier is still queued");
-        assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n });
+          // B's teardown faults (its primary's dispose threw; now its weights' fails) while A's
+          // barrier is still pending.
+          await c.teardown('B').open();
+          await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
+          assert.deepEqual(lifecycle(c, 'B'), [...loadOf(1, 2), ...faultyTeardownOf(1, 2)]);
+          assert.deepEqual(await view(c, 'B'), unloadedView(2));
+          assert.equal(c.snapshot('A').queuedManagers, 1, "A's barrier is still queued");
+          assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n });
 
-        await gate.open();
-        for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
-        assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['A', 'B', 'C'], not_found: [] });
-        assert.deepEqual(lifecycle(c, 'A'), [...loadOf(1, n), ...teardownOf(1, n)]);
-        // No stranded management ownership: each model loads, serves and unloads again.
-        for (const [id, slots] of [
-          ['A', n],
-          ['B', 2],
-          ['C', 1],
-        ] as const) {
-          assert.deepEqual(await view(c, id), unloadedView(slots));
-          assert.ok(c.entry(id).scheduler.idle, `no lease left on ${id}`);
-          assert.equal(reportOf(await within(c.infer(id), `a request to ${id}`)).generation, 2);
-          assert.deepEqual((await within(c.unload(id), `unloading ${id}`)).json, { id, loaded: false });
-          assert.deepEqual(await view(c, id), unloadedView(slots));
-          assert.ok(c.entry(id).scheduler.idle, `no lease left on ${id} after its unload`);
-        }
-        assert.deepEqual(lifecycle(c, 'B'), [
-          ...loadOf(1, 2),
-          ...faultyTeardownOf(1, 2),
-          ...loadOf(2, 2),
-          ...faultyTeardownOf(2, 2),
-        ]);
-      } finally {
-        await c.close();
-      }
+          await gate.open();
+          for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
+          assert.deepEqual((await within(bulk, 'the bulk')).json, {
+            unloaded: ['A', 'B', 'C'],
+            not_found: [],
+          });
+          assert.deepEqual(lifecycle(c, 'A'), [...loadOf(1, n), ...teardownOf(1, n)]);
+          // No stranded management ownership: each model loads, serves and unloads again.
+          for (const [id, slots] of [
+            ['A', n],
+            ['B', 2],
+            ['C', 1],
+          ] as const) {
+            assert.deepEqual(await view(c, id), unloadedView(slots));
+            assert.ok(c.entry(id).scheduler.idle, `no lease left on ${id}`);
+            assert.equal(reportOf(await within(c.infer(id), `a request to ${id}`)).generation, 2);
+            assert.deepEqual((await within(c.unload(id), `unloading ${id}`)).json, { id, loaded: false });
+            assert.deepEqual(await view(c, id), unloadedView(slots));
+            assert.ok(c.entry(id).scheduler.idle, `no lease left on ${id} after its unload`);
+          }
+          assert.deepEqual(lifecycle(c, 'B'), [
+            ...loadOf(1, 2),
+            ...faultyTeardownOf(1, 2),
+            ...loadOf(2, 2),
+            ...faultyTeardownOf(2, 2),
+          ]);
+        },
+      );
     });
 
     test(`[order.bulk-cancel] slots=${n}: a bulk whose client leaves unwinds pending barriers and finishes granted unloads`, async () => {
-      const c = await contractServer([
-        { id: 'A', slots: n },
-        { id: 'B', slots: 1 },
-        { id: 'C', slots: 1 },
-      ]);
-      try {
-        await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
-        const { gate, requests } = await c.running('A', n);
-        await c.teardown('B').close();
-        const client = new AbortController();
-        const bulk = post(c.url, '/v1/tasks/unload_models', { model_ids: ['A', 'B', 'C'] }, client.signal);
-        bulk.catch(() => {});
-        await queued(c, 'A', 0, 1);
-        await waitUntil('B is unloading', () => c.entry('B').state.kind === 'unloading');
-        await waitUntil('C is unloaded', () => c.count('C', 'weights-disposed') === 1);
-        const behind = c.infer('A', { tag: 'behind-the-barrier' });
-        await queued(c, 'A', 1, 1);
+      await withContractServer(
+        [
+          { id: 'A', slots: n },
+          { id: 'B', slots: 1 },
+          { id: 'C', slots: 1 },
+        ],
+        async (c) => {
+          await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
+          const { gate, requests } = await c.running('A', n);
+          await c.teardown('B').close();
+          const client = new AbortController();
+          const bulk = post(c.url, '/v1/tasks/unload_models', { model_ids: ['A', 'B', 'C'] }, client.signal);
+          bulk.catch(() => {});
+          await queued(c, 'A', 0, 1);
+          await waitUntil('B is unloading', () => c.entry('B').state.kind === 'unloading');
+          await waitUntil('C is unloaded', () => c.count('C', 'weights-disposed') === 1);
+          const behind = c.infer('A', { tag: 'behind-the-barrier' });
+          await queued(c, 'A', 1, 1);
 
-        client.abort();
-        await assert.rejects(bulk);
-        await waitUntil("A's pending barrier left its queue", () => c.snapshot('A').queuedManagers === 0);
-        assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n, queued_requests: 1 });
-        // B's unload was granted before the client left: it completes and releases its lease.
-        assert.equal((await view(c, 'B')).state, 'unloading');
-        await c.teardown('B').open();
-        await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
-        assert.deepEqual(await view(c, 'B'), unloadedView(1));
-        assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
-        assert.deepEqual(await view(c, 'C'), unloadedView(1));
+          client.abort();
+          await assert.rejects(bulk);
+          await waitUntil("A's pending barrier left its queue", () => c.snapshot('A').queuedManagers === 0);
+          assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n, queued_requests: 1 });
+          // B's unload was granted before the client left: it completes and releases its lease.
+          assert.equal((await view(c, 'B')).state, 'unloading');
+          await c.teardown('B').open();
+          await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
+          assert.deepEqual(await view(c, 'B'), unloadedView(1));
+          assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
+          assert.deepEqual(await view(c, 'C'), unloadedView(1));
 
-        await gate.open();
-        for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
-        assert.equal(reportOf(await behind).generation, 1, 'A was never unloaded');
-        assert.deepEqual(lifecycle(c, 'A'), loadOf(1, n));
-        assert.deepEqual(await view(c, 'A'), readyView(n));
-        assert.ok(c.entry('A').scheduler.idle, 'no stranded manager lease on A');
-        // Every model accepts work and management afterwards.
-        assert.equal(reportOf(await within(c.infer('A'), 'a request to A')).generation, 1);
-        assert.equal(reportOf(await within(c.infer('B'), 'a request to B')).generation, 2);
-        assert.deepEqual((await within(c.unload('A'), 'unloading A')).json, { id: 'A', loaded: false });
-      } finally {
-        await c.close();
-      }
+          await gate.open();
+          for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
+          assert.equal(reportOf(await behind).generation, 1, 'A was never unloaded');
+          assert.deepEqual(lifecycle(c, 'A'), loadOf(1, n));
+          assert.deepEqual(await view(c, 'A'), readyView(n));
+          assert.ok(c.entry('A').scheduler.idle, 'no stranded manager lease on A');
+          // Every model accepts work and management afterwards.
+          assert.equal(reportOf(await within(c.infer('A'), 'a request to A')).generation, 1);
+          assert.equal(reportOf(await within(c.infer('B'), 'a request to B')).generation, 2);
+          assert.deepEqual((await within(c.unload('A'), 'unloading A')).json, { id: 'A', loaded: false });
+        },
+      );
     });
   }
 });

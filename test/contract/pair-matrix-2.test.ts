@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { reportOf } from '../helpers/voxd.js';
 import { track } from './assertions.js';
-import { type ContractServer, contractServer } from './harness.js';
+import { type ContractServer, contractSituation, withContractServer } from './harness.js';
 import {
   A_UNLOADED,
   BOTH,
@@ -34,39 +34,40 @@ describe('pair: A reconfiguring, B running', () => {
    * A (1 slot) is reconfiguring to NEXT: the old pool is torn down and the replacement load waits on
    * A's closed load gate, under the manager lease. B (m slots) runs one request held by a gate.
    */
-  async function situation(m: number) {
-    const c = await contractServer([
+  const situation = contractSituation(
+    (m) => [
       { id: 'A', slots: 1 },
       { id: 'B', slots: m },
-    ]);
-    await c.ready('A');
-    await c.ready('B');
-    const { gate, requests: bHeld } = await c.running('B', 1);
-    const { request: reconfigure } = await c.reconfiguring('A');
-    await expectFields(c, 'A', poolless('reconfiguring', 1), 'at the start');
-    expectRecord(
-      c,
-      'A',
-      { loads: [1], sessions: 1, sessionsDisposed: 1, weightsDisposed: [1] },
-      'at the start',
-    );
-    await expectFields(c, 'B', readyFields(m, 1, 0), 'at the start');
-    expectRecord(
-      c,
-      'B',
-      { loads: [1], sessions: m, sessionsDisposed: 0, weightsDisposed: [] },
-      'at the start',
-    );
-    return { c, bGate: gate, bHeld, reconfigure };
-  }
+    ],
+    async (c, m) => {
+      await c.ready('A');
+      await c.ready('B');
+      const { gate, requests: bHeld } = await c.running('B', 1);
+      const { request: reconfigure } = await c.reconfiguring('A');
+      await expectFields(c, 'A', poolless('reconfiguring', 1), 'at the start');
+      expectRecord(
+        c,
+        'A',
+        { loads: [1], sessions: 1, sessionsDisposed: 1, weightsDisposed: [1] },
+        'at the start',
+      );
+      await expectFields(c, 'B', readyFields(m, 1, 0), 'at the start');
+      expectRecord(
+        c,
+        'B',
+        { loads: [1], sessions: m, sessionsDisposed: 0, weightsDisposed: [] },
+        'at the start',
+      );
+      return { bGate: gate, bHeld, reconfigure };
+    },
+  );
 
   for (const m of [1, 2]) {
     test(
       `[pair.a-reconfiguring-b-running.request-a] B slots=${m}: A's request waits for the manager and binds the new configuration`,
       LIMIT,
       async () => {
-        const { c, bGate, bHeld, reconfigure } = await situation(m);
-        try {
+        await situation(m, async ({ c, bGate, bHeld, reconfigure }) => {
           const request = track(c.infer('A'));
           await waitScheduler(c, 'A', 'request queued behind the manager', (s) => s.queuedRequests === 1);
           await expectFields(c, 'A', poolless('reconfiguring', 1, 0, 1), 'with the request queued');
@@ -82,9 +83,7 @@ describe('pair: A reconfiguring, B running', () => {
           assert.equal(c.count('B', 'run-end'), 0);
           await bGate.open();
           await expectReports(bHeld, 1);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -92,8 +91,7 @@ describe('pair: A reconfiguring, B running', () => {
       `[pair.a-reconfiguring-b-running.request-b] B slots=${m}: ${m > 1 ? "B's spare slot runs the request" : 'full B queues the request'} while A stays reconfiguring`,
       LIMIT,
       async () => {
-        const { c, bGate, bHeld, reconfigure } = await situation(m);
-        try {
+        await situation(m, async ({ c, bGate, bHeld, reconfigure }) => {
           const request = track(c.infer('B'));
           if (m > 1) {
             await expectReports([request.promise], 1);
@@ -115,9 +113,7 @@ describe('pair: A reconfiguring, B running', () => {
           await c.load('A').open();
           await expectJson(reconfigure, RECONFIGURED);
           await expectFields(c, 'A', readyFields(1));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -125,8 +121,7 @@ describe('pair: A reconfiguring, B running', () => {
       `[pair.a-reconfiguring-b-running.reconfigure-a] B slots=${m}: a second reconfiguration queues behind the first; final A has the last configuration`,
       LIMIT,
       async () => {
-        const { c, bGate, bHeld, reconfigure } = await situation(m);
-        try {
+        await situation(m, async ({ c, bGate, bHeld, reconfigure }) => {
           const second = track(c.register('A', THIRD));
           await waitScheduler(c, 'A', 'second manager queued', (s) => s.queuedManagers === 1);
           await expectFields(c, 'A', poolless('reconfiguring', 1), 'with the second manager queued');
@@ -147,9 +142,7 @@ describe('pair: A reconfiguring, B running', () => {
           await expectFields(c, 'B', readyFields(m, 1, 0), 'after A finished');
           await bGate.open();
           await expectReports(bHeld, 1);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -157,8 +150,7 @@ describe('pair: A reconfiguring, B running', () => {
       `[pair.a-reconfiguring-b-running.unload-a] B slots=${m}: the unload queues behind the manager, then unloads the replacement`,
       LIMIT,
       async () => {
-        const { c, bGate, bHeld, reconfigure } = await situation(m);
-        try {
+        await situation(m, async ({ c, bGate, bHeld, reconfigure }) => {
           const unload = track(c.unload('A'));
           await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
           await expectFields(c, 'A', poolless('reconfiguring', 1), 'with the unload queued');
@@ -171,9 +163,7 @@ describe('pair: A reconfiguring, B running', () => {
           await expectFields(c, 'B', readyFields(m, 1, 0), 'after A finished');
           await bGate.open();
           await expectReports(bHeld, 1);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -181,8 +171,7 @@ describe('pair: A reconfiguring, B running', () => {
       `[pair.a-reconfiguring-b-running.unload-ab] B slots=${m}: A's barrier waits for the manager, B's for its older request; both unloaded`,
       LIMIT,
       async () => {
-        const { c, bGate, bHeld, reconfigure } = await situation(m);
-        try {
+        await situation(m, async ({ c, bGate, bHeld, reconfigure }) => {
           const bulk = track(c.bulkUnload(['A', 'B']));
           await waitScheduler(c, 'A', 'barrier queued', (s) => s.queuedManagers === 1);
           assert.equal(c.snapshot('B').queuedManagers, 1, "B's barrier was published with A's");
@@ -201,9 +190,7 @@ describe('pair: A reconfiguring, B running', () => {
           await expectFields(c, 'A', poolless('unloaded', 1));
           expectRecord(c, 'A', { loads: [1, 2], sessions: 2, sessionsDisposed: 2, weightsDisposed: [1, 2] });
           await expectFields(c, 'B', poolless('unloaded', m));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
   }
@@ -212,30 +199,32 @@ describe('pair: A reconfiguring, B running', () => {
 // ---------------------------------------------------------------------------------------------
 describe('pair: A unloading slowly, B ready', () => {
   /** A (n slots) is unloading: logically unloaded, its weights' teardown held by its closed gate. */
-  async function situation(n: number) {
-    const c = await contractServer([
+  const situation = contractSituation(
+    (n) => [
       { id: 'A', slots: n },
       { id: 'B', slots: 1 },
-    ]);
-    await c.ready('A');
-    await c.ready('B');
-    const { request: unload } = await c.unloading('A');
-    await expectFields(c, 'A', poolless('unloading', n), 'at the start');
-    expectRecord(
-      c,
-      'A',
-      { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [] },
-      'at the start',
-    );
-    await expectFields(c, 'B', readyFields(1), 'at the start');
-    expectRecord(
-      c,
-      'B',
-      { loads: [1], sessions: 1, sessionsDisposed: 0, weightsDisposed: [] },
-      'at the start',
-    );
-    return { c, unload };
-  }
+    ],
+    async (c, n) => {
+      await c.ready('A');
+      await c.ready('B');
+      const { request: unload } = await c.unloading('A');
+      await expectFields(c, 'A', poolless('unloading', n), 'at the start');
+      expectRecord(
+        c,
+        'A',
+        { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [] },
+        'at the start',
+      );
+      await expectFields(c, 'B', readyFields(1), 'at the start');
+      expectRecord(
+        c,
+        'B',
+        { loads: [1], sessions: 1, sessionsDisposed: 0, weightsDisposed: [] },
+        'at the start',
+      );
+      return { unload };
+    },
+  );
 
   const expectBIdle = async (c: ContractServer) => {
     await expectFields(c, 'B', readyFields(1));
@@ -247,8 +236,7 @@ describe('pair: A unloading slowly, B ready', () => {
       `[pair.a-unloading-b-ready.request-a] slots=${n}: A's request waits for the teardown, then reloads and runs`,
       LIMIT,
       async () => {
-        const { c, unload } = await situation(n);
-        try {
+        await situation(n, async ({ c, unload }) => {
           const request = track(c.infer('A'));
           await waitScheduler(c, 'A', 'request queued', (s) => s.queuedRequests === 1);
           await expectFields(c, 'A', poolless('unloading', n, 0, 1), 'with the request queued');
@@ -264,9 +252,7 @@ describe('pair: A unloading slowly, B ready', () => {
             'the reload starts after the old weights are gone',
           );
           await expectBIdle(c);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -274,8 +260,7 @@ describe('pair: A unloading slowly, B ready', () => {
       `[pair.a-unloading-b-ready.request-b] slots=${n}: warm B completes while A's teardown is still held`,
       LIMIT,
       async () => {
-        const { c, unload } = await situation(n);
-        try {
+        await situation(n, async ({ c, unload }) => {
           await expectReports([c.infer('B')], 1);
           // B answered while A's weights are still held by the closed teardown gate.
           assert.equal(c.entry('A').state.kind, 'unloading');
@@ -286,9 +271,7 @@ describe('pair: A unloading slowly, B ready', () => {
           await c.teardown('A').open();
           await expectJson(unload, A_UNLOADED);
           await expectFields(c, 'A', poolless('unloaded', n));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -296,8 +279,7 @@ describe('pair: A unloading slowly, B ready', () => {
       `[pair.a-unloading-b-ready.reconfigure-a] slots=${n}: the reconfiguration waits for the teardown, then loads the replacement`,
       LIMIT,
       async () => {
-        const { c, unload } = await situation(n);
-        try {
+        await situation(n, async ({ c, unload }) => {
           const reconfigure = track(c.register('A', NEXT));
           await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
           await expectFields(c, 'A', poolless('unloading', n), 'with the reconfiguration queued');
@@ -322,9 +304,7 @@ describe('pair: A unloading slowly, B ready', () => {
           assert.equal(report.generation, replacement);
           assert.equal(report.load_options.variant, 'next');
           await expectBIdle(c);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -332,8 +312,7 @@ describe('pair: A unloading slowly, B ready', () => {
       `[pair.a-unloading-b-ready.unload-a] slots=${n}: a second unload waits for the teardown and is idempotent`,
       LIMIT,
       async () => {
-        const { c, unload } = await situation(n);
-        try {
+        await situation(n, async ({ c, unload }) => {
           const second = track(c.unload('A'));
           await waitScheduler(c, 'A', 'second unload queued', (s) => s.queuedManagers === 1);
           await expectFields(c, 'A', poolless('unloading', n), 'with the second unload queued');
@@ -344,9 +323,7 @@ describe('pair: A unloading slowly, B ready', () => {
           await expectFields(c, 'A', poolless('unloaded', n));
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
           await expectBIdle(c);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -354,8 +331,7 @@ describe('pair: A unloading slowly, B ready', () => {
       `[pair.a-unloading-b-ready.unload-ab] slots=${n}: bulk frees idle B before waiting for A's teardown`,
       LIMIT,
       async () => {
-        const { c, unload } = await situation(n);
-        try {
+        await situation(n, async ({ c, unload }) => {
           const bulk = track(c.bulkUnload(['A', 'B']));
           await c.waitCount('B', 'weights-disposed', 1);
           await expectFields(c, 'B', poolless('unloaded', 1));
@@ -371,9 +347,7 @@ describe('pair: A unloading slowly, B ready', () => {
           await expectFields(c, 'A', poolless('unloaded', n));
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
           await expectFields(c, 'B', poolless('unloaded', 1));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
   }
@@ -382,30 +356,32 @@ describe('pair: A unloading slowly, B ready', () => {
 // ---------------------------------------------------------------------------------------------
 describe('pair: A and B both busy (A loading, B running; or both loading)', () => {
   /** A (n slots) is in its cold load, held by its load gate; B (n slots) runs n requests held by a gate. */
-  async function situation(n: number) {
-    const c = await contractServer([
+  const situation = contractSituation(
+    (n) => [
       { id: 'A', slots: n },
       { id: 'B', slots: n },
-    ]);
-    await c.ready('B');
-    const { gate, requests: bHeld } = await c.running('B', n);
-    const { request: first } = await c.loading('A');
-    await expectFields(c, 'A', poolless('loading', n, 1, 0), 'at the start');
-    expectRecord(
-      c,
-      'A',
-      { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] },
-      'at the start',
-    );
-    await expectFields(c, 'B', readyFields(n, n, 0), 'at the start');
-    expectRecord(
-      c,
-      'B',
-      { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] },
-      'at the start',
-    );
-    return { c, bGate: gate, bHeld, first };
-  }
+    ],
+    async (c, n) => {
+      await c.ready('B');
+      const { gate, requests: bHeld } = await c.running('B', n);
+      const { request: first } = await c.loading('A');
+      await expectFields(c, 'A', poolless('loading', n, 1, 0), 'at the start');
+      expectRecord(
+        c,
+        'A',
+        { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] },
+        'at the start',
+      );
+      await expectFields(c, 'B', readyFields(n, n, 0), 'at the start');
+      expectRecord(
+        c,
+        'B',
+        { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] },
+        'at the start',
+      );
+      return { bGate: gate, bHeld, first };
+    },
+  );
 
   /** B is untouched: still running its n held requests. */
   async function expectBHeld(c: ContractServer, n: number, when: string): Promise<void> {
@@ -419,8 +395,7 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
       `[pair.ab-busy.request-a] slots=${n}: A's request ${n > 1 ? 'joins A initialisation' : 'queues on A'}; A loads and runs while B stays busy`,
       LIMIT,
       async () => {
-        const { c, bGate, bHeld, first } = await situation(n);
-        try {
+        await situation(n, async ({ c, bGate, bHeld, first }) => {
           const second = c.infer('A');
           if (n > 1) await waitScheduler(c, 'A', 'second request admitted', (s) => s.activeRequests === 2);
           else await waitScheduler(c, 'A', 'second request queued', (s) => s.queuedRequests === 1);
@@ -432,9 +407,7 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
           await expectBHeld(c, n, 'after A ran');
           await bGate.open();
           await expectReports(bHeld, 1);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -442,8 +415,7 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
       `[pair.ab-busy.request-b] slots=${n}: B's request queues on full B only and runs while A is still loading`,
       LIMIT,
       async () => {
-        const { c, bGate, bHeld, first } = await situation(n);
-        try {
+        await situation(n, async ({ c, bGate, bHeld, first }) => {
           const request = track(c.infer('B'));
           await waitScheduler(c, 'B', 'request queued', (s) => s.queuedRequests === 1);
           await expectFields(c, 'B', readyFields(n, n, 1), 'with the request queued');
@@ -457,9 +429,7 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
           await c.load('A').open();
           await expectReports([first], 1);
           await expectFields(c, 'A', readyFields(n));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -467,8 +437,7 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
       `[pair.ab-busy.reconfigure-a] slots=${n}: the reconfiguration drains A only; B stays busy`,
       LIMIT,
       async () => {
-        const { c, bGate, bHeld, first } = await situation(n);
-        try {
+        await situation(n, async ({ c, bGate, bHeld, first }) => {
           const reconfigure = track(c.register('A', NEXT));
           await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
           assert.equal(reconfigure.settled, false);
@@ -489,15 +458,12 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
           assert.equal(report.load_options.variant, 'next');
           await bGate.open();
           await expectReports(bHeld, 1);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
     test(`[pair.ab-busy.unload-a] slots=${n}: the unload drains A only; B stays busy`, LIMIT, async () => {
-      const { c, bGate, bHeld, first } = await situation(n);
-      try {
+      await situation(n, async ({ c, bGate, bHeld, first }) => {
         const unload = track(c.unload('A'));
         await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
         assert.equal(unload.settled, false);
@@ -510,17 +476,14 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
         await expectBHeld(c, n, 'after A was unloaded');
         await bGate.open();
         await expectReports(bHeld, 1);
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(
       `[pair.ab-busy.unload-ab] slots=${n}: bulk publishes both barriers before waiting; each model unloads after its own earlier work`,
       LIMIT,
       async () => {
-        const { c, bGate, bHeld, first } = await situation(n);
-        try {
+        await situation(n, async ({ c, bGate, bHeld, first }) => {
           const bulk = track(c.bulkUnload(['A', 'B']));
           await waitUntilBoth(c);
           await expectFields(c, 'A', poolless('loading', n, 1, 0), 'with both barriers queued');
@@ -538,9 +501,7 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
           await expectFields(c, 'B', poolless('unloaded', n));
           expectRecord(c, 'B', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
           await expectFields(c, 'A', poolless('unloaded', n));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
   }
@@ -550,46 +511,44 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
       `[pair.ab-busy.unload-ab] slots=${n}, A and B both in a cold load under the cold-load guard: a reversed bulk publishes both barriers, then unloads each after its own load and request`,
       LIMIT,
       async () => {
-        const c = await contractServer(
+        await withContractServer(
           [
             { id: 'A', slots: n },
             { id: 'B', slots: n },
           ],
           { max_loaded_models: 2 },
+          async (c) => {
+            const { request: aFirst } = await c.loading('A');
+            const { request: bFirst } = await c.loading('B');
+            for (const id of ['A', 'B']) {
+              await expectFields(c, id, poolless('loading', n, 1, 0), 'at the start');
+              expectRecord(
+                c,
+                id,
+                { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] },
+                'at the start',
+              );
+            }
+            const bulk = track(c.bulkUnload(['B', 'A']));
+            await waitUntilBoth(c);
+            await c.load('A').open();
+            await expectReports([aFirst], 1);
+            await c.waitCount('A', 'weights-disposed', 1);
+            await expectFields(c, 'A', poolless('unloaded', n), 'while B is still loading');
+            expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+            assert.equal(c.entry('B').state.kind, 'loading');
+            await expectFields(c, 'B', poolless('loading', n, 1, 0), 'after A was unloaded');
+            assert.equal(c.count('B', 'load'), 0);
+            assert.equal(bulk.settled, false);
+            await c.load('B').open();
+            await expectReports([bFirst], 1);
+            await expectJson(bulk.promise, { unloaded: ['B', 'A'], not_found: [] });
+            for (const id of ['A', 'B']) {
+              await expectFields(c, id, poolless('unloaded', n));
+              expectRecord(c, id, { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+            }
+          },
         );
-        try {
-          const { request: aFirst } = await c.loading('A');
-          const { request: bFirst } = await c.loading('B');
-          for (const id of ['A', 'B']) {
-            await expectFields(c, id, poolless('loading', n, 1, 0), 'at the start');
-            expectRecord(
-              c,
-              id,
-              { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] },
-              'at the start',
-            );
-          }
-          const bulk = track(c.bulkUnload(['B', 'A']));
-          await waitUntilBoth(c);
-          await c.load('A').open();
-          await expectReports([aFirst], 1);
-          await c.waitCount('A', 'weights-disposed', 1);
-          await expectFields(c, 'A', poolless('unloaded', n), 'while B is still loading');
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
-          assert.equal(c.entry('B').state.kind, 'loading');
-          await expectFields(c, 'B', poolless('loading', n, 1, 0), 'after A was unloaded');
-          assert.equal(c.count('B', 'load'), 0);
-          assert.equal(bulk.settled, false);
-          await c.load('B').open();
-          await expectReports([bFirst], 1);
-          await expectJson(bulk.promise, { unloaded: ['B', 'A'], not_found: [] });
-          for (const id of ['A', 'B']) {
-            await expectFields(c, id, poolless('unloaded', n));
-            expectRecord(c, id, { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
-          }
-        } finally {
-          await c.close();
-        }
       },
     );
   }
@@ -611,46 +570,47 @@ describe('pair: another bulk unload already waits on A and B', () => {
    * A (n slots) and B (1 slot) each run one request held by its own gate; a bulk unload of [A, B]
    * has published its barriers on both and waits.
    */
-  async function situation(n: number) {
-    const c = await contractServer([
+  const situation = contractSituation(
+    (n) => [
       { id: 'A', slots: n },
       { id: 'B', slots: 1 },
-    ]);
-    await c.ready('A');
-    await c.ready('B');
-    const { gate: aGate, requests: aHeld } = await c.running('A', 1);
-    const { gate: bGate, requests: bHeld } = await c.running('B', 1);
-    const bulk = track(c.bulkUnload(['A', 'B']));
-    await waitScheduler(
-      c,
-      'A',
-      "the bulk's barriers queued on A and B",
-      (a) => a.queuedManagers === 1 && c.snapshot('B').queuedManagers === 1,
-    );
-    await expectFields(c, 'A', readyFields(n, 1, 0), 'at the start');
-    expectRecord(
-      c,
-      'A',
-      { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] },
-      'at the start',
-    );
-    await expectFields(c, 'B', readyFields(1, 1, 0), 'at the start');
-    expectRecord(
-      c,
-      'B',
-      { loads: [1], sessions: 1, sessionsDisposed: 0, weightsDisposed: [] },
-      'at the start',
-    );
-    return { c, aGate, aHeld, bGate, bHeld, bulk };
-  }
+    ],
+    async (c, n) => {
+      await c.ready('A');
+      await c.ready('B');
+      const { gate: aGate, requests: aHeld } = await c.running('A', 1);
+      const { gate: bGate, requests: bHeld } = await c.running('B', 1);
+      const bulk = track(c.bulkUnload(['A', 'B']));
+      await waitScheduler(
+        c,
+        'A',
+        "the bulk's barriers queued on A and B",
+        (a) => a.queuedManagers === 1 && c.snapshot('B').queuedManagers === 1,
+      );
+      await expectFields(c, 'A', readyFields(n, 1, 0), 'at the start');
+      expectRecord(
+        c,
+        'A',
+        { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] },
+        'at the start',
+      );
+      await expectFields(c, 'B', readyFields(1, 1, 0), 'at the start');
+      expectRecord(
+        c,
+        'B',
+        { loads: [1], sessions: 1, sessionsDisposed: 0, weightsDisposed: [] },
+        'at the start',
+      );
+      return { aGate, aHeld, bGate, bHeld, bulk };
+    },
+  );
 
   for (const n of [1, 2]) {
     test(
       `[pair.other-bulk.request-a] slots=${n}: A's request queues behind the bulk's barrier${n > 1 ? ' despite a spare slot' : ''}, then reloads A (generation 2)`,
       LIMIT,
       async () => {
-        const { c, aGate, aHeld, bGate, bHeld, bulk } = await situation(n);
-        try {
+        await situation(n, async ({ c, aGate, aHeld, bGate, bHeld, bulk }) => {
           const request = track(c.infer('A'));
           await waitScheduler(c, 'A', 'request queued', (s) => s.queuedRequests === 1);
           await expectFields(c, 'A', readyFields(n, 1, 1), 'with the request queued');
@@ -673,9 +633,7 @@ describe('pair: another bulk unload already waits on A and B', () => {
           await expectJson(bulk.promise, BOTH);
           await expectFields(c, 'B', poolless('unloaded', 1));
           await expectFields(c, 'A', readyFields(n));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -683,8 +641,7 @@ describe('pair: another bulk unload already waits on A and B', () => {
       `[pair.other-bulk.request-b] slots=${n}: B's request queues behind the bulk's barrier, then reloads B (generation 2)`,
       LIMIT,
       async () => {
-        const { c, aGate, aHeld, bGate, bHeld, bulk } = await situation(n);
-        try {
+        await situation(n, async ({ c, aGate, aHeld, bGate, bHeld, bulk }) => {
           const request = track(c.infer('B'));
           await waitScheduler(c, 'B', 'request queued', (s) => s.queuedRequests === 1);
           await expectFields(c, 'B', readyFields(1, 1, 1), 'with the request queued');
@@ -706,9 +663,7 @@ describe('pair: another bulk unload already waits on A and B', () => {
           await expectFields(c, 'A', poolless('unloaded', n));
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
           await expectFields(c, 'B', readyFields(1));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -716,8 +671,7 @@ describe('pair: another bulk unload already waits on A and B', () => {
       `[pair.other-bulk.reconfigure-a] slots=${n}: the reconfiguration queues on A behind the bulk, then loads the replacement`,
       LIMIT,
       async () => {
-        const { c, aGate, aHeld, bGate, bHeld, bulk } = await situation(n);
-        try {
+        await situation(n, async ({ c, aGate, aHeld, bGate, bHeld, bulk }) => {
           const reconfigure = track(c.register('A', NEXT));
           await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 2);
           await expectFields(c, 'A', readyFields(n, 1, 0), 'with the reconfiguration queued');
@@ -746,9 +700,7 @@ describe('pair: another bulk unload already waits on A and B', () => {
           await expectReports(bHeld, 1);
           await expectJson(bulk.promise, BOTH);
           await expectFields(c, 'A', readyFields(n));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -756,8 +708,7 @@ describe('pair: another bulk unload already waits on A and B', () => {
       `[pair.other-bulk.unload-a] slots=${n}: the unload queues on A behind the bulk and is idempotent after it`,
       LIMIT,
       async () => {
-        const { c, aGate, aHeld, bGate, bHeld, bulk } = await situation(n);
-        try {
+        await situation(n, async ({ c, aGate, aHeld, bGate, bHeld, bulk }) => {
           const unload = track(c.unload('A'));
           await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 2);
           assert.equal(unload.settled, false);
@@ -771,9 +722,7 @@ describe('pair: another bulk unload already waits on A and B', () => {
           await expectReports(bHeld, 1);
           await expectJson(bulk.promise, BOTH);
           await expectFields(c, 'B', poolless('unloaded', 1));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -781,8 +730,7 @@ describe('pair: another bulk unload already waits on A and B', () => {
       `[pair.other-bulk.unload-ab] slots=${n}: an overlapping bulk in reversed order with a duplicate queues behind the first on both models; no deadlock`,
       LIMIT,
       async () => {
-        const { c, aGate, aHeld, bGate, bHeld, bulk } = await situation(n);
-        try {
+        await situation(n, async ({ c, aGate, aHeld, bGate, bHeld, bulk }) => {
           const second = track(c.bulkUnload(['B', 'A', 'B', 'Z']));
           await waitScheduler(
             c,
@@ -813,9 +761,7 @@ describe('pair: another bulk unload already waits on A and B', () => {
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
           await expectFields(c, 'B', poolless('unloaded', 1));
           expectRecord(c, 'B', { loads: [1], sessions: 1, sessionsDisposed: 1, weightsDisposed: [1] });
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
   }

@@ -12,17 +12,18 @@ import type { FixtureFamily } from '../../src/engines/fixture/fixture-family.js'
 import { VoxdError } from '../../src/errors.js';
 import { configFolder, LISTENING, VoxdProcess } from '../helpers/cli.js';
 import {
+  closeAfter,
   errorOf,
   fixtureModel,
   get,
   post,
   quietLogger,
   reportOf,
-  startServer,
   waitUntil,
+  withServer,
 } from '../helpers/voxd.js';
 import { COUNTS, listed, pick, readyView, unloadedView } from './assertions.js';
-import { type ContractServer, contractServer } from './harness.js';
+import { type ContractServer, withContractServer } from './harness.js';
 
 /** The scope line's message, in a JSON log line on stderr. */
 const SCOPE_LINE = /"msg":"parallel runtime \(--parallel-jobs, experimental\): validated scope[^"]*"/g;
@@ -71,21 +72,17 @@ describe('startup and runtime selection', () => {
     );
     // The same config without `slots` starts the legacy runtime (the refusal is about `slots` only).
     const { catalog, config } = loadConfig({ models: [fixtureModel('a')] }, false);
-    const voxd = await startVoxd({ config, catalog, logger: quietLogger() });
-    try {
+    await closeAfter(startVoxd({ config, catalog, logger: quietLogger() }), async (voxd) => {
       const status = (await get(voxd.url, '/v1/models')).json.data[0];
       assert.equal(status.loaded, true);
       for (const key of ['slots', 'active_slots', 'queued_requests', 'max_parallel_slots']) {
         assert.equal(key in status, false, `legacy status shows ${key}`);
       }
-    } finally {
-      await voxd.close();
-    }
+    });
   });
 
   test('[startup.legacy-rejects-slots] without --parallel-jobs a registration with slots is 400 and changes nothing', async () => {
-    const c = await contractServer([{ id: 'M' }], { parallel: false });
-    try {
+    await withContractServer([{ id: 'M' }], { parallel: false }, async (c) => {
       await c.ready('M');
       const before = await c.status('M');
       assert.equal('slots' in before, false, 'legacy status has no slot fields');
@@ -107,51 +104,47 @@ describe('startup and runtime selection', () => {
       assert.equal(reportOf(await c.infer('M')).generation, 1, 'the old pool still serves');
       // Without `slots` the same registration is accepted: the refusal is about `slots` only.
       assert.equal((await post(c.url, '/v1/models/load', { ...c.body('M'), id: 'N' })).status, 200);
-    } finally {
-      await c.close();
-    }
+    });
   });
 
   test('[startup.flag-capacity-one] with --parallel-jobs and no slots a model runs the parallel runtime with capacity 1', async () => {
-    const s = await startServer(
+    await withServer(
       {
         ui_management: true,
         busy_timeout_ms: 0,
         models: [fixtureModel('M', { lazy: true }), fixtureModel('E', { lazy: false })],
       },
       { parallel: true },
+      async (s) => {
+        const status = async (id: string) =>
+          pick((await get(s.url, '/v1/models')).json.data.find((m: { id: string }) => m.id === id));
+        assert.deepEqual(await status('E'), readyView(1));
+        assert.deepEqual(await status('M'), unloadedView(1));
+        const gate = s.gate('run');
+        const run = (options: Record<string, string> = {}) =>
+          post(s.url, '/v1/tasks/run', { model: 'M', request: { text: 'x', options } });
+        const first = run({ run_gate: gate.path });
+        await waitUntil('M runs', () => s.fixture.record.of('M', 'run-start').length === 1);
+        const second = run();
+        await waitUntil('the second request queues', async () => (await status('M')).queued_requests === 1);
+        assert.deepEqual(await status('M'), readyView(1, { active_slots: 1, queued_requests: 1 }));
+        assert.equal(s.fixture.record.of('M', 'run-start').length, 1, 'capacity one: the second waits');
+        assert.deepEqual(
+          s.fixture.record.of('M', 'session-created').map((e) => (e as { slot: number }).slot),
+          [0],
+        );
+        await gate.open();
+        const [a, b] = [reportOf(await first), reportOf(await second)];
+        assert.equal(a.slot, 0);
+        assert.equal(b.slot, 0);
+        assert.equal(a.session, b.session, 'one session serves both, one after the other');
+        // A dynamic registration without slots is parallel with capacity one too.
+        const res = await post(s.url, '/v1/models/load', fixtureModel('N'));
+        assert.equal(res.status, 200, res.body.toString());
+        assert.deepEqual(await status('N'), readyView(1));
+        assert.equal(s.fixture.record.of('N', 'session-created').length, 1);
+      },
     );
-    try {
-      const status = async (id: string) =>
-        pick((await get(s.url, '/v1/models')).json.data.find((m: { id: string }) => m.id === id));
-      assert.deepEqual(await status('E'), readyView(1));
-      assert.deepEqual(await status('M'), unloadedView(1));
-      const gate = s.gate('run');
-      const run = (options: Record<string, string> = {}) =>
-        post(s.url, '/v1/tasks/run', { model: 'M', request: { text: 'x', options } });
-      const first = run({ run_gate: gate.path });
-      await waitUntil('M runs', () => s.fixture.record.of('M', 'run-start').length === 1);
-      const second = run();
-      await waitUntil('the second request queues', async () => (await status('M')).queued_requests === 1);
-      assert.deepEqual(await status('M'), readyView(1, { active_slots: 1, queued_requests: 1 }));
-      assert.equal(s.fixture.record.of('M', 'run-start').length, 1, 'capacity one: the second waits');
-      assert.deepEqual(
-        s.fixture.record.of('M', 'session-created').map((e) => (e as { slot: number }).slot),
-        [0],
-      );
-      await gate.open();
-      const [a, b] = [reportOf(await first), reportOf(await second)];
-      assert.equal(a.slot, 0);
-      assert.equal(b.slot, 0);
-      assert.equal(a.session, b.session, 'one session serves both, one after the other');
-      // A dynamic registration without slots is parallel with capacity one too.
-      const res = await post(s.url, '/v1/models/load', fixtureModel('N'));
-      assert.equal(res.status, 200, res.body.toString());
-      assert.deepEqual(await status('N'), readyView(1));
-      assert.equal(s.fixture.record.of('N', 'session-created').length, 1);
-    } finally {
-      await s.close();
-    }
   });
 
   test('[startup.slots-range] a config slots outside the integers 1..16 is a startup error', () => {
@@ -173,8 +166,7 @@ describe('startup and runtime selection', () => {
   });
 
   test('[startup.slots-range] a registration with slots outside 1..16 is 400 and publishes nothing', async () => {
-    const c = await contractServer([{ id: 'M', slots: 2 }]);
-    try {
+    await withContractServer([{ id: 'M', slots: 2 }], async (c) => {
       await c.ready('M');
       const before = await c.status('M');
       for (const slots of [null, true, '2', 1.5, 0, 17]) {
@@ -196,47 +188,45 @@ describe('startup and runtime selection', () => {
         assert.equal(res.status, 200, res.body.toString());
         assert.deepEqual(pick(await c.status('N')), readyView(slots));
       }
-    } finally {
-      await c.close();
-    }
+    });
   });
 
   for (const capacity of COUNTS) {
     const slots = capacity + 1;
     test(`[startup.capacity-limited] capacity=${capacity}: slots=${slots} is refused and never publishes a pool`, async () => {
-      const c = await contractServer([{ id: 'L', slots, load_options: { capacity: String(capacity) } }]);
-      const expectRefusal = (res: Awaited<ReturnType<ContractServer['infer']>>) => {
-        const message = errorOf(res, 400, 'invalid_request_error');
-        assert.match(message, new RegExp(`slots=${slots} exceeds the capacity ${capacity}`));
-      };
-      const unloaded = unloadedView(slots);
-      try {
-        // A lazy model from the config: its first request loads, finds the capacity short, disposes.
-        expectRefusal(await c.infer('L'));
-        assert.deepEqual(pick(await c.status('L')), unloaded);
-        assert.deepEqual(
-          c.events('L').map((e) => e.type),
-          ['load', 'weights-disposed'],
-        );
-        // Dynamic registration of a new id: same refusal, the entry stays registered but unloaded.
-        const body = { ...c.body('L'), id: 'N' };
-        expectRefusal(await post(c.url, '/v1/models/load', body));
-        assert.deepEqual(pick(await c.status('N')), unloaded);
-        assert.deepEqual(
-          c.events('N').map((e) => e.type),
-          ['load', 'weights-disposed'],
-        );
-        assert.equal(c.snapshot('N').managerActive, false, 'the registration lease was released');
-        // Corrected to the advertised capacity, both load a complete pool.
-        for (const id of ['L', 'N']) {
-          const res = await post(c.url, '/v1/models/load', { ...c.body('L'), id, slots: capacity });
-          assert.equal(res.status, 200, res.body.toString());
-          assert.deepEqual(pick(await c.status(id)), readyView(capacity));
-          assert.equal(c.count(id, 'session-created'), capacity);
-        }
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [{ id: 'L', slots, load_options: { capacity: String(capacity) } }],
+        async (c) => {
+          const expectRefusal = (res: Awaited<ReturnType<ContractServer['infer']>>) => {
+            const message = errorOf(res, 400, 'invalid_request_error');
+            assert.match(message, new RegExp(`slots=${slots} exceeds the capacity ${capacity}`));
+          };
+          const unloaded = unloadedView(slots);
+          // A lazy model from the config: its first request loads, finds the capacity short, disposes.
+          expectRefusal(await c.infer('L'));
+          assert.deepEqual(pick(await c.status('L')), unloaded);
+          assert.deepEqual(
+            c.events('L').map((e) => e.type),
+            ['load', 'weights-disposed'],
+          );
+          // Dynamic registration of a new id: same refusal, the entry stays registered but unloaded.
+          const body = { ...c.body('L'), id: 'N' };
+          expectRefusal(await post(c.url, '/v1/models/load', body));
+          assert.deepEqual(pick(await c.status('N')), unloaded);
+          assert.deepEqual(
+            c.events('N').map((e) => e.type),
+            ['load', 'weights-disposed'],
+          );
+          assert.equal(c.snapshot('N').managerActive, false, 'the registration lease was released');
+          // Corrected to the advertised capacity, both load a complete pool.
+          for (const id of ['L', 'N']) {
+            const res = await post(c.url, '/v1/models/load', { ...c.body('L'), id, slots: capacity });
+            assert.equal(res.status, 200, res.body.toString());
+            assert.deepEqual(pick(await c.status(id)), readyView(capacity));
+            assert.equal(c.count(id, 'session-created'), capacity);
+          }
+        },
+      );
     });
   }
 

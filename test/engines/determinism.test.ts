@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { post, startServer, type TestServer } from '../helpers/voxd.js';
+import { post, withServer } from '../helpers/voxd.js';
 
 const fixture = (name: string) =>
   fileURLToPath(new URL(`../../../test/fixtures/models/${name}`, import.meta.url));
@@ -82,9 +82,9 @@ const ROUNDS: Round[] = [
 test('every deterministic engine answers the same bytes serially, at 1, 2 and 4 slots, shared or not', {
   timeout: 300_000,
 }, async () => {
-  const speaker = await startServer({ models: [CASES[0]!.model] });
-  const spoken = await post(speaker.url, '/v1/audio/speech', { model: 'flite', input: SENTENCE });
-  await speaker.close();
+  const spoken = await withServer({ models: [CASES[0]!.model] }, (speaker) =>
+    post(speaker.url, '/v1/audio/speech', { model: 'flite', input: SENTENCE }),
+  );
   assert.equal(spoken.status, 200);
   const wav = spoken.body.toString('base64');
 
@@ -96,8 +96,7 @@ test('every deterministic engine answers the same bytes serially, at 1, 2 and 4 
       ...(slots ? { slots } : {}),
       ...(isolation ? { isolation } : {}),
     }));
-    const s: TestServer = await startServer({ busy_timeout_ms: 0, models }, { parallel: round.parallel });
-    try {
+    await withServer({ busy_timeout_ms: 0, models }, { parallel: round.parallel }, async (s) => {
       for (const c of CASES) {
         const id = c.model.id as string;
         // Twice as many requests as slots at once, so every session serves some of them.
@@ -110,9 +109,7 @@ test('every deterministic engine answers the same bytes serially, at 1, 2 and 4 
           else assert.equal(got, want, `${id} (${round.name}): another answer than before`);
         }
       }
-    } finally {
-      await s.close();
-    }
+    });
   }
   // The answers are real ones, not empty ones that would trivially match.
   for (const [id, got] of reference) {

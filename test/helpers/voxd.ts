@@ -137,6 +137,62 @@ export async function startServer(
   };
 }
 
+/**
+ * Runs `body` with `server` once it has started and closes the server however the body ends. When
+ * the body fails and the close fails too, the body's error is the one thrown: it says why the test
+ * failed, while the close's failure is most often a consequence of it.
+ */
+export function closeAfter<S extends { close(): Promise<void> }, T>(
+  server: Promise<S>,
+  body: (server: S) => Promise<T>,
+): Promise<T> {
+  return server.then((s) => runThenClose(s, body, () => s.close()));
+}
+
+async function runThenClose<S, T>(s: S, body: (s: S) => Promise<T>, close: () => Promise<void>): Promise<T> {
+  let result: T;
+  try {
+    result = await body(s);
+  } catch (err) {
+    await close().catch(() => {});
+    throw err;
+  }
+  await close();
+  return result;
+}
+
+/** Options of `withServer`: those of `startServer`, and what must happen before the close. */
+export interface WithServerOptions extends TestServerOptions {
+  /**
+   * Called in order after the body, also when it failed, before the server closes: they release
+   * what would hold the close (a gate the test made itself, a request to abort).
+   */
+  beforeClose?: (() => unknown)[];
+}
+
+/** Starts a server as `startServer` does, runs `body` with it and always closes it (see `closeAfter`). */
+export function withServer<T>(raw: Record<string, unknown>, body: (s: TestServer) => Promise<T>): Promise<T>;
+export function withServer<T>(
+  raw: Record<string, unknown>,
+  options: WithServerOptions,
+  body: (s: TestServer) => Promise<T>,
+): Promise<T>;
+export async function withServer<T>(
+  raw: Record<string, unknown>,
+  ...rest: [(s: TestServer) => Promise<T>] | [WithServerOptions, (s: TestServer) => Promise<T>]
+): Promise<T> {
+  const [options, body] = rest.length === 1 ? [{}, rest[0]] : rest;
+  const { beforeClose = [], ...startOptions } = options;
+  const s = await startServer(raw, startOptions);
+  return runThenClose(s, body, async () => {
+    try {
+      for (const release of beforeClose) await release();
+    } finally {
+      await s.close();
+    }
+  });
+}
+
 export interface HttpResult {
   status: number;
   headers: Headers;

@@ -22,6 +22,7 @@ import {
   tempDir,
   waitUntil,
   withDeadline,
+  withServer,
 } from '../helpers/voxd.js';
 import { buildWav, sine } from './wav-helpers.js';
 
@@ -318,31 +319,28 @@ describe('audio formats through ffmpeg', () => {
       'long.mp3',
       ['-c:a', 'libmp3lame'],
     );
-    const short = await startServer({ max_audio_seconds: 10, models: [fixtureModel('asr')] });
-    try {
+    await withServer({ max_audio_seconds: 10, models: [fixtureModel('asr')] }, async (short) => {
       errorOf(await upload(short.url, 'asr', long, 'long.mp3'), 413, 'invalid_request_error');
-    } finally {
-      await short.close();
-    }
+    });
   });
 
   test('ffmpeg_timeout_ms 0 is no limit: decoding and encoding still work', async () => {
-    const unbounded = await startServer({
-      ffmpeg_timeout_ms: 0,
-      models: [fixtureModel('asr'), fixtureModel('tts', { task: 'tts' })],
-    });
-    try {
-      const mp3 = convert(TWO_SECONDS, work, 'z.mp3', ['-c:a', 'libmp3lame']);
-      assert.ok(reportOf(await upload(unbounded.url, 'asr', mp3, 'z.mp3')).audio.samples > 30_000);
-      const speech = await post(unbounded.url, '/v1/audio/speech', {
-        model: 'tts',
-        input: 'hi',
-        response_format: 'mp3',
-      });
-      assert.equal(speech.status, 200, speech.body.toString().slice(0, 200));
-    } finally {
-      await unbounded.close();
-    }
+    await withServer(
+      {
+        ffmpeg_timeout_ms: 0,
+        models: [fixtureModel('asr'), fixtureModel('tts', { task: 'tts' })],
+      },
+      async (unbounded) => {
+        const mp3 = convert(TWO_SECONDS, work, 'z.mp3', ['-c:a', 'libmp3lame']);
+        assert.ok(reportOf(await upload(unbounded.url, 'asr', mp3, 'z.mp3')).audio.samples > 30_000);
+        const speech = await post(unbounded.url, '/v1/audio/speech', {
+          model: 'tts',
+          input: 'hi',
+          response_format: 'mp3',
+        });
+        assert.equal(speech.status, 200, speech.body.toString().slice(0, 200));
+      },
+    );
   });
 
   test('a client that leaves in the middle of an mp3 stream frees the slot and stops its encoder', async () => {
@@ -372,46 +370,42 @@ describe('without a working ffmpeg', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   test('missing: WAV and PCM work; any other format is a 400 naming ffmpeg', async () => {
-    const server = await startServer(
+    await withServer(
       { models: [fixtureModel('asr'), fixtureModel('tts', { task: 'tts' })] },
       { overrides: { ffmpeg_path: join(dir, 'no-such-ffmpeg') } },
+      async (server) => {
+        const mp3 = convert(TWO_SECONDS, dir, 'x.mp3', ['-c:a', 'libmp3lame']);
+        const message = errorOf(await upload(server.url, 'asr', mp3, 'x.mp3'), 400, 'invalid_request_error');
+        assert.ok(message.includes('needs ffmpeg'), message);
+        const speech = await post(server.url, '/v1/audio/speech', {
+          model: 'tts',
+          input: 'hi',
+          response_format: 'mp3',
+        });
+        assert.ok(errorOf(speech, 400, 'invalid_request_error').includes('ffmpeg'));
+        assert.equal((await upload(server.url, 'asr', TWO_SECONDS, 'x.wav')).status, 200);
+        assert.equal(
+          (await post(server.url, '/v1/audio/speech', { model: 'tts', input: 'hi', response_format: 'pcm' }))
+            .status,
+          200,
+        );
+      },
     );
-    try {
-      const mp3 = convert(TWO_SECONDS, dir, 'x.mp3', ['-c:a', 'libmp3lame']);
-      const message = errorOf(await upload(server.url, 'asr', mp3, 'x.mp3'), 400, 'invalid_request_error');
-      assert.ok(message.includes('needs ffmpeg'), message);
-      const speech = await post(server.url, '/v1/audio/speech', {
-        model: 'tts',
-        input: 'hi',
-        response_format: 'mp3',
-      });
-      assert.ok(errorOf(speech, 400, 'invalid_request_error').includes('ffmpeg'));
-      assert.equal((await upload(server.url, 'asr', TWO_SECONDS, 'x.wav')).status, 200);
-      assert.equal(
-        (await post(server.url, '/v1/audio/speech', { model: 'tts', input: 'hi', response_format: 'pcm' }))
-          .status,
-        200,
-      );
-    } finally {
-      await server.close();
-    }
   });
 
   test('hanging: stopped at ffmpeg_timeout_ms with a 503, the child killed', async () => {
-    const server = await startServer(
+    await withServer(
       { ffmpeg_timeout_ms: 300, models: [fixtureModel('asr')] },
       { overrides: { ffmpeg_path: join(dir, 'hanging-ffmpeg') } },
+      async (server) => {
+        const res = await withDeadline(
+          upload(server.url, 'asr', Buffer.from('ID3 not really'), 'x.mp3'),
+          'the hanging decode',
+          5000,
+        );
+        assert.ok(errorOf(res, 503, 'server_busy').includes('ffmpeg_timeout_ms=300'));
+        await waitUntil('the child is gone', () => ffmpegChildren() === 0);
+      },
     );
-    try {
-      const res = await withDeadline(
-        upload(server.url, 'asr', Buffer.from('ID3 not really'), 'x.mp3'),
-        'the hanging decode',
-        5000,
-      );
-      assert.ok(errorOf(res, 503, 'server_busy').includes('ffmpeg_timeout_ms=300'));
-      await waitUntil('the child is gone', () => ffmpegChildren() === 0);
-    } finally {
-      await server.close();
-    }
   });
 });

@@ -20,6 +20,7 @@ import {
   type TestServer,
   tempDir,
   withDeadline,
+  withServer,
 } from '../helpers/voxd.js';
 
 const CONFIG_ADMIN = 'cfg-admin-5f1c9e2a7b';
@@ -269,47 +270,44 @@ describe('API keys', () => {
   });
 
   test('ui_management still gates management for an admin key', async () => {
-    const off = await startServer({
-      ui_management: false,
-      api_keys: [{ key: CONFIG_ADMIN, scope: 'admin' }],
-      models: [fixtureModel('m')],
-    });
-    try {
-      const res = await request(off.url, 'POST', '/v1/models/unload', {
-        body: '{"id":"m"}',
-        headers: bearer(CONFIG_ADMIN),
-      });
-      assert.match(errorOf(res, 403, 'forbidden'), /--ui-management/);
-    } finally {
-      await off.close();
-    }
+    await withServer(
+      {
+        ui_management: false,
+        api_keys: [{ key: CONFIG_ADMIN, scope: 'admin' }],
+        models: [fixtureModel('m')],
+      },
+      async (off) => {
+        const res = await request(off.url, 'POST', '/v1/models/unload', {
+          body: '{"id":"m"}',
+          headers: bearer(CONFIG_ADMIN),
+        });
+        assert.match(errorOf(res, 403, 'forbidden'), /--ui-management/);
+      },
+    );
   });
 });
 
 describe('open_endpoints', () => {
   test('/health, /ready and /metrics are open by default and need a key with open_endpoints: []', async () => {
     const keys = [{ key: CONFIG_INFERENCE, scope: 'inference' }];
-    const closed = await startServer({ api_keys: keys, open_endpoints: [], models: [fixtureModel('m')] });
-    try {
+    await withServer({ api_keys: keys, open_endpoints: [], models: [fixtureModel('m')] }, async (closed) => {
       for (const path of ['/health', '/ready', '/metrics']) {
         errorOf(await get(closed.url, path), 401, 'authentication_error');
         assert.equal((await get(closed.url, path, bearer(CONFIG_INFERENCE))).status, 200);
       }
-    } finally {
-      await closed.close();
-    }
-    const healthOnly = await startServer({
-      api_keys: keys,
-      open_endpoints: ['/health'],
-      models: [fixtureModel('m')],
     });
-    try {
-      assert.equal((await get(healthOnly.url, '/health')).status, 200);
-      assert.equal((await get(healthOnly.url, '/ready')).status, 401);
-      assert.equal((await get(healthOnly.url, '/metrics')).status, 401);
-    } finally {
-      await healthOnly.close();
-    }
+    await withServer(
+      {
+        api_keys: keys,
+        open_endpoints: ['/health'],
+        models: [fixtureModel('m')],
+      },
+      async (healthOnly) => {
+        assert.equal((await get(healthOnly.url, '/health')).status, 200);
+        assert.equal((await get(healthOnly.url, '/ready')).status, 401);
+        assert.equal((await get(healthOnly.url, '/metrics')).status, 401);
+      },
+    );
   });
 
   test('a path that is not /health, /ready or /metrics cannot be opened', async () => {
@@ -373,29 +371,24 @@ describe('the loopback rule and the fixture engine, in process', () => {
       /models\[0\]\.family: "fixture" is the test engine and is off; start voxd with --enable-fixture \(or VOXD_ENABLE_FIXTURE=1\)/,
     );
     const registration = { id: 'late', family: 'fixture', path: '.', task: 'asr' };
-    const off = await startServer(
+    await withServer(
       { ui_management: true, models: [] },
       { overrides: { enable_fixture: false } },
+      async (off) => {
+        const res = await request(off.url, 'POST', '/v1/models/load', {
+          body: JSON.stringify(registration),
+          headers: { 'content-type': 'application/json' },
+        });
+        assert.match(errorOf(res, 400, 'invalid_request_error'), /--enable-fixture/);
+        assert.equal(res.json.error.param, 'family');
+      },
     );
-    try {
-      const res = await request(off.url, 'POST', '/v1/models/load', {
-        body: JSON.stringify(registration),
-        headers: { 'content-type': 'application/json' },
-      });
-      assert.match(errorOf(res, 400, 'invalid_request_error'), /--enable-fixture/);
-      assert.equal(res.json.error.param, 'family');
-    } finally {
-      await off.close();
-    }
-    const on = await startServer({ ui_management: true, models: [] });
-    try {
+    await withServer({ ui_management: true, models: [] }, async (on) => {
       const res = await request(on.url, 'POST', '/v1/models/load', {
         body: JSON.stringify(registration),
         headers: { 'content-type': 'application/json' },
       });
       assert.equal(res.status, 200, res.body.toString());
-    } finally {
-      await on.close();
-    }
+    });
   });
 });

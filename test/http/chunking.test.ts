@@ -3,7 +3,15 @@ import { after, before, describe, test } from 'node:test';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { speechBounds } from '../helpers/samples.js';
-import { badRequest, fixtureModel, post, startServer, type TestServer, transcribe } from '../helpers/voxd.js';
+import {
+  badRequest,
+  fixtureModel,
+  post,
+  startServer,
+  type TestServer,
+  transcribe,
+  withServer,
+} from '../helpers/voxd.js';
 
 const RATE = 16000;
 const GAP_SECONDS = 1.5;
@@ -183,8 +191,7 @@ describe('chunking_strategy', () => {
 });
 
 test('chunking_strategy without the chunking_vad_model registered is a 400 naming it', async () => {
-  const s = await startServer({ chunking_vad_model: 'my-vad', models: [fixtureModel('asr')] });
-  try {
+  await withServer({ chunking_vad_model: 'my-vad', models: [fixtureModel('asr')] }, async (s) => {
     const wav = encodeWav({ samples: new Float32Array(RATE), sampleRate: RATE, channels: 1 });
     badRequest(
       await transcribe(s.url, 'asr', wav, { chunking_strategy: 'auto' }),
@@ -192,7 +199,5 @@ test('chunking_strategy without the chunking_vad_model registered is a 400 namin
       '"my-vad"',
     );
     assert.equal(s.fixture.record.of('asr', 'run-start').length, 0);
-  } finally {
-    await s.close();
-  }
+  });
 });

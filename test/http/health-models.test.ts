@@ -13,6 +13,7 @@ import {
   startServer,
   type TestServer,
   tempDir,
+  withServer,
 } from '../helpers/voxd.js';
 import { smallWav } from './wav-helpers.js';
 
@@ -343,8 +344,9 @@ describe('ui + ui_management server with no models', () => {
   });
 });
 
-test('voice_dir lists selectable voice files (and links to files) only, never folders named *.wav', async () => {
+test('voice_dir lists selectable voice files (and links to files) only, never folders named *.wav', async (t) => {
   const voiceDir = tempDir('voxd-voices-');
+  t.after(() => rmSync(voiceDir, { recursive: true, force: true }));
   mkdirSync(join(voiceDir, 'folder.wav'));
   writeFileSync(join(voiceDir, 'real.wav'), smallWav(16));
   symlinkSync(join(voiceDir, 'real.wav'), join(voiceDir, 'linked.wav'));
@@ -353,13 +355,9 @@ test('voice_dir lists selectable voice files (and links to files) only, never fo
   // Names that `voice` can not select are not offered either.
   for (const name of ['Upper.WAV', 'a.b.wav', 'my voice.wav'])
     writeFileSync(join(voiceDir, name), smallWav(16));
-  const server = await startServer({ voice_dir: voiceDir, models: [fixtureModel('m', { lazy: true })] });
-  try {
+  await withServer({ voice_dir: voiceDir, models: [fixtureModel('m', { lazy: true })] }, async (server) => {
     const res = await get(server.url, '/v1/audio/voices');
     assert.equal(res.status, 200);
     assert.deepEqual(res.json.voices, ['linked', 'real']);
-  } finally {
-    await server.close();
-    rmSync(voiceDir, { recursive: true, force: true });
-  }
+  });
 });

@@ -12,15 +12,7 @@ import { after, before, test } from 'node:test';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { Installer } from '../../src/models/installer.js';
 import { deferred } from '../../src/util/wait.js';
-import {
-  errorOf,
-  fixtureModel,
-  get,
-  post,
-  startServer,
-  type TestServer,
-  waitUntil,
-} from '../helpers/voxd.js';
+import { errorOf, fixtureModel, get, post, type TestServer, waitUntil, withServer } from '../helpers/voxd.js';
 import { fakeNemoPackage, tarOf } from '../models/archives.js';
 import { type FileServer, startFileServer } from '../models/file-server.js';
 
@@ -41,13 +33,20 @@ after(async () => {
 
 const pkg = (id: string, url: string) => fakeNemoPackage(id, url, archive.length);
 
-/** voxd with real installers whose catalogue and hub are this test's. */
-function server(extra: Record<string, unknown> = {}): Promise<TestServer> {
+/** voxd with real installers whose catalogue and hub are this test's, for the length of `body`. */
+function withInstallers(
+  options: { extra?: Record<string, unknown>; beforeClose?: (() => unknown)[] },
+  body: (s: TestServer) => Promise<void>,
+): Promise<void> {
   const packages = [pkg('nemo', 'asr-models/fake-nemo-ctc.tar.bz2'), pkg('slow', 'asr-models/slow.tar.bz2')];
   const env = { VOXD_GITHUB_BASE_URL: `${hub.base}/gh`, VOXD_HF_BASE_URL: `${hub.base}/hf` };
-  return startServer(
-    { ui_management: true, models: [fixtureModel('m')], ...extra },
-    { installerFor: async (root) => new Installer({ root, packages, env }) },
+  return withServer(
+    { ui_management: true, models: [fixtureModel('m')], ...options.extra },
+    {
+      installerFor: async (root) => new Installer({ root, packages, env }),
+      beforeClose: options.beforeClose,
+    },
+    body,
   );
 }
 
@@ -61,8 +60,7 @@ const status = async (s: TestServer, id: string) =>
   (await get(s.url, `/v1/ui/models/install-status?id=${id}`)).json;
 
 test('a package installed through the API answers requests by its id; it can be removed once unloaded', async () => {
-  const s = await server();
-  try {
+  await withInstallers({}, async (s) => {
     const started = await post(s.url, '/v1/ui/models/install', { id: 'nemo' });
     assert.equal(started.status, 200, started.body.toString());
     assert.equal(started.json.id, 'nemo');
@@ -116,16 +114,13 @@ test('a package installed through the API answers requests by its id; it can be 
     assert.deepEqual(removed.json, { id: 'nemo', removed: true, message: 'removed nemo' });
     assert.deepEqual((await get(s.url, '/v1/ui/models/installed')).json.data, []);
     assert.equal((await post(s.url, '/v1/ui/models/delete', { id: 'nemo' })).status, 404);
-  } finally {
-    await s.close();
-  }
+  });
 });
 
 test('a running download blocks a models-root change (409), stops at once when asked, and its partial files can be cleaned', async () => {
   const gate = deferred();
   hub.routes.set('/gh/asr-models/slow.tar.bz2', { body: archive, stallAfter: 1000, gate: gate.promise });
-  const s = await server();
-  try {
+  await withInstallers({ beforeClose: [() => gate.resolve()] }, async (s) => {
     const sent = hub.sent('/gh/asr-models/slow.tar.bz2');
     assert.equal((await post(s.url, '/v1/ui/models/install', { id: 'slow' })).status, 200);
     await sent;
@@ -154,29 +149,22 @@ test('a running download blocks a models-root change (409), stops at once when a
       errorOf(await post(s.url, '/v1/ui/models/install/stop', { id: 'slow' }), 404, 'not_found'),
       'no install job for slow',
     );
-  } finally {
-    gate.resolve();
-    await s.close();
-  }
+  });
 });
 
 test('an unknown package id is a 4xx naming it, and an id that is not a package id a 400', async () => {
-  const s = await server();
-  try {
+  await withInstallers({}, async (s) => {
     const unknown = await post(s.url, '/v1/ui/models/install', { id: 'no-such-model' });
     assert.ok(unknown.status >= 400 && unknown.status < 500, String(unknown.status));
     assert.match(unknown.json.error.message, /no-such-model/);
     const bad = await post(s.url, '/v1/ui/models/install', { id: '../../etc' });
     assert.equal(bad.status, 400);
     assert.equal((await status(s, 'nemo')).state, 'idle');
-  } finally {
-    await s.close();
-  }
+  });
 });
 
 test('without ui_management every installer route is a 403 with its audio.cpp message', async () => {
-  const s = await server({ ui_management: false });
-  try {
+  await withInstallers({ extra: { ui_management: false } }, async (s) => {
     const cases: [string, string, RegExp][] = [
       ['POST', '/v1/ui/models/install', /UI model installation is disabled/],
       ['POST', '/v1/ui/models/install/stop', /UI model installation is disabled/],
@@ -190,7 +178,5 @@ test('without ui_management every installer route is a 403 with its audio.cpp me
       const res = method === 'GET' ? await get(s.url, path) : await post(s.url, path, { id: 'nemo' });
       assert.match(errorOf(res, 403, 'forbidden'), message, path);
     }
-  } finally {
-    await s.close();
-  }
+  });
 });

@@ -31,6 +31,7 @@ import {
   type TestServer,
   transcribe,
   waitUntil,
+  withServer,
 } from '../helpers/voxd.js';
 
 /** One request on its own connection: the head is sent at once, the body as the test says. */
@@ -670,8 +671,7 @@ describe('live routes with real engines (pocketsphinx_asr, flite_tts)', () => {
 });
 
 test('a malformed request that is not a stream still gets a plain 400 and a closed connection', async () => {
-  const s = await startServer({ models: [fixtureModel('m')] });
-  try {
+  await withServer({ models: [fixtureModel('m')] }, async (s) => {
     const { port } = new URL(s.url);
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = connect(Number(port), '127.0.0.1', () =>
@@ -685,7 +685,5 @@ test('a malformed request that is not a stream still gets a plain 400 and a clos
       socket.on('error', reject);
     });
     assert.match(answer, /^HTTP\/1\.1 400 Bad Request\r\nConnection: close\r\n/);
-  } finally {
-    await s.close();
-  }
+  });
 });

@@ -13,6 +13,7 @@ import {
   startServer,
   type TestServer,
   waitUntil,
+  withServer,
 } from '../helpers/voxd.js';
 
 const ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -122,55 +123,47 @@ describe('request log lines (--log)', () => {
 });
 
 test('log_request_body logs JSON bodies, still without the Authorization header', async () => {
-  const s = await startServer(
+  await withServer(
     { log_request_body: true, models: [fixtureModel('m')] },
     { overrides: { log: true } },
+    async (s) => {
+      const res = await request(s.url, 'POST', '/v1/tasks/run', {
+        body: JSON.stringify({ model: 'm', text: 'logged-body' }),
+        headers: { 'Content-Type': 'application/json', Authorization: 'Bearer sk-very-secret' },
+      });
+      assert.equal(res.status, 200);
+      const all = JSON.stringify(s.records);
+      assert.match(all, /logged-body/);
+      assert.doesNotMatch(all, /sk-very-secret|authorization/i);
+    },
   );
-  try {
-    const res = await request(s.url, 'POST', '/v1/tasks/run', {
-      body: JSON.stringify({ model: 'm', text: 'logged-body' }),
-      headers: { 'Content-Type': 'application/json', Authorization: 'Bearer sk-very-secret' },
-    });
-    assert.equal(res.status, 200);
-    const all = JSON.stringify(s.records);
-    assert.match(all, /logged-body/);
-    assert.doesNotMatch(all, /sk-very-secret|authorization/i);
-  } finally {
-    await s.close();
-  }
 });
 
 test('log_level filters: warn keeps faults and drops request lines; debug shows request lines without --log', async () => {
-  const warn = await startServer(
+  await withServer(
     { log_level: 'warn', models: [fixtureModel('m')] },
     { overrides: { log: true } },
+    async (warn) => {
+      assert.equal((await post(warn.url, '/v1/tasks/run', { model: 'm', text: 'x' })).status, 200);
+      assert.equal(
+        (await post(warn.url, '/v1/tasks/run', { model: 'm', options: { run_fail: 1 } })).status,
+        500,
+      );
+      await waitUntil('the fault is logged', () => warn.records.some((r) => r.level === 'error'));
+      assert.deepEqual(
+        warn.records.filter((r) => r.level === 'info' || r.level === 'debug'),
+        [],
+        'lines below warn were written',
+      );
+    },
   );
-  try {
-    assert.equal((await post(warn.url, '/v1/tasks/run', { model: 'm', text: 'x' })).status, 200);
-    assert.equal(
-      (await post(warn.url, '/v1/tasks/run', { model: 'm', options: { run_fail: 1 } })).status,
-      500,
-    );
-    await waitUntil('the fault is logged', () => warn.records.some((r) => r.level === 'error'));
-    assert.deepEqual(
-      warn.records.filter((r) => r.level === 'info' || r.level === 'debug'),
-      [],
-      'lines below warn were written',
-    );
-  } finally {
-    await warn.close();
-  }
-  const debug = await startServer({ models: [fixtureModel('m')] }, { overrides: { log_level: 'debug' } });
-  try {
+  await withServer({ models: [fixtureModel('m')] }, { overrides: { log_level: 'debug' } }, async (debug) => {
     const res = await post(debug.url, '/v1/tasks/run', { model: 'm', text: 'x' });
     const id = res.headers.get('x-request-id');
     await waitUntil('the debug request line', () => debug.records.some((r) => r.req_id === id));
     assert.equal(debug.records.find((r) => r.req_id === id)!.level, 'debug');
-  } finally {
-    await debug.close();
-  }
-  const info = await startServer({ models: [fixtureModel('m')] });
-  try {
+  });
+  await withServer({ models: [fixtureModel('m')] }, async (info) => {
     assert.equal((await post(info.url, '/v1/tasks/run', { model: 'm', text: 'x' })).status, 200);
     // Startup lines are info; without --log a request line would be debug, below the default level.
     assert.ok(info.records.some((r) => r.msg === 'started'));
@@ -181,9 +174,7 @@ test('log_level filters: warn keeps faults and drops request lines; debug shows 
     assert.equal(loaded?.slots, 1);
     assert.equal((await post(info.url, '/v1/tasks/unload_all_models', {})).status, 200);
     assert.equal(info.records.find((r) => r.msg === 'model unloaded')?.model, 'm');
-  } finally {
-    await info.close();
-  }
+  });
 });
 
 test('an unknown log_level is a config error naming the key and the levels', async () => {

@@ -9,17 +9,20 @@ import {
   post,
   reportOf,
   runTask,
-  startServer,
   waitUntil,
+  withServer,
 } from '../helpers/voxd.js';
 
-const managed = (models: unknown[] = [], extra: Record<string, unknown> = {}) =>
-  startServer({ ui_management: true, busy_timeout_ms: 0, models, ...extra });
+const managed = (models: unknown[] = [], extra: Record<string, unknown> = {}) => ({
+  ui_management: true,
+  busy_timeout_ms: 0,
+  models,
+  ...extra,
+});
 
 describe('model management routes', () => {
   test('load and unload answer 403 forbidden without ui_management; bulk routes are not gated', async () => {
-    const s = await startServer({ models: [fixtureModel('a')] });
-    try {
+    await withServer({ models: [fixtureModel('a')] }, async (s) => {
       const load = await post(s.url, '/v1/models/load', fixtureModel('b'));
       assert.match(errorOf(load, 403, 'forbidden'), /dynamic model management is disabled/);
       errorOf(await post(s.url, '/v1/models/unload', { id: 'a' }), 403, 'forbidden');
@@ -27,14 +30,11 @@ describe('model management routes', () => {
       const bulk = await post(s.url, '/v1/tasks/unload_models', { model_ids: ['a'] });
       assert.equal(bulk.status, 200);
       assert.equal((await post(s.url, '/v1/tasks/unload_all_models', {})).status, 200);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('registering a new id publishes it and loads it; the same config again is not a reconfiguration', async () => {
-    const s = await managed();
-    try {
+    await withServer(managed(), async (s) => {
       const first = await post(
         s.url,
         '/v1/models/load',
@@ -53,14 +53,11 @@ describe('model management routes', () => {
       );
       assert.deepEqual(again.json, { id: 'new', loaded: true, reconfigured: false });
       assert.equal(s.fixture.record.of('new', 'load').length, 1, 'no second load');
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('a changed load option reconfigures: old pool torn down, new config loaded and used', async () => {
-    const s = await managed([fixtureModel('m', { load_options: { sample_rate: 16000 } })]);
-    try {
+    await withServer(managed([fixtureModel('m', { load_options: { sample_rate: 16000 } })]), async (s) => {
       assert.equal(reportOf(await runTask(s, 'm')).generation, 1);
       const res = await post(
         s.url,
@@ -79,14 +76,11 @@ describe('model management routes', () => {
       const report = reportOf(await runTask(s, 'm'));
       assert.equal(report.generation, 2);
       assert.deepEqual(report.load_options, { sample_rate: '8000' });
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('a metadata-only change is applied without reloading', async () => {
-    const s = await managed([fixtureModel('m')]);
-    try {
+    await withServer(managed([fixtureModel('m')]), async (s) => {
       const res = await post(
         s.url,
         '/v1/models/load',
@@ -97,14 +91,11 @@ describe('model management routes', () => {
       assert.equal(report.generation, 1, 'same pool');
       assert.equal(report.options.beam, '3');
       assert.equal(s.fixture.record.of('m', 'load').length, 1);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('[startup.legacy-rejects-slots] any slots key is a 400 without --parallel-jobs and registers nothing', async () => {
-    const s = await managed();
-    try {
+    await withServer(managed(), async (s) => {
       for (const slots of [1, null, 2]) {
         const res = await post(s.url, '/v1/models/load', fixtureModel('s', { slots }));
         assert.match(
@@ -114,14 +105,11 @@ describe('model management routes', () => {
       }
       assert.equal((await get(s.url, '/health')).json.models, 0);
       assert.equal(s.fixture.record.events.length, 0);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('invalid registrations are 400 naming the field and value, and change nothing', async () => {
-    const s = await managed([fixtureModel('m')]);
-    try {
+    await withServer(managed([fixtureModel('m')]), async (s) => {
       const cases: [Record<string, unknown>, RegExp][] = [
         [{ ...fixtureModel('x'), family: 'nope' }, /family.*"nope"/],
         [{ ...fixtureModel('x'), task: 'sing' }, /task.*"sing"/],
@@ -138,14 +126,11 @@ describe('model management routes', () => {
       assert.equal(status.task, 'asr', 'the existing registration is untouched');
       assert.equal(status.loaded, true);
       assert.equal((await get(s.url, '/health')).json.models, 1);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('a failed first load leaves the new id registered and unloaded; a corrected registration loads it', async () => {
-    const s = await managed();
-    try {
+    await withServer(managed(), async (s) => {
       const failed = await post(
         s.url,
         '/v1/models/load',
@@ -157,14 +142,11 @@ describe('model management routes', () => {
       assert.equal(status.state, 'unloaded');
       const fixed = await post(s.url, '/v1/models/load', fixtureModel('f'));
       assert.deepEqual(fixed.json, { id: 'f', loaded: true, reconfigured: true });
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('unload: 404 for an unknown id, idempotent, and the next request reloads transparently', async () => {
-    const s = await managed([fixtureModel('m')]);
-    try {
+    await withServer(managed([fixtureModel('m')]), async (s) => {
       assert.match(
         errorOf(await post(s.url, '/v1/models/unload', { id: 'zz' }), 404, 'not_found'),
         /unknown model id: "zz"/,
@@ -191,14 +173,11 @@ describe('model management routes', () => {
       );
       assert.equal(reportOf(await runTask(s, 'm')).generation, 2);
       assert.equal((await modelStatus(s.url, 'm')).loaded, true);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('unload waits for the request in flight, and a later request waits for the unload', async () => {
-    const s = await managed([fixtureModel('m')]);
-    try {
+    await withServer(managed([fixtureModel('m')]), async (s) => {
       const gate = s.gate('run');
       const inFlight = runTask(s, 'm', { run_gate: gate.path });
       await waitUntil('the request runs', () => s.fixture.record.of('m', 'run-start').length === 1);
@@ -214,14 +193,11 @@ describe('model management routes', () => {
       assert.equal(reportOf(await later).generation, 2, 'the later request reloaded the model');
       const types = s.fixture.record.of('m').map((e) => e.type);
       assert.ok(types.indexOf('run-end') < types.indexOf('session-disposed'));
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('a reconfiguration waits for earlier work and later requests see only the new config', async () => {
-    const s = await managed([fixtureModel('m', { load_options: { sample_rate: 16000 } })]);
-    try {
+    await withServer(managed([fixtureModel('m', { load_options: { sample_rate: 16000 } })]), async (s) => {
       const gate = s.gate('run');
       const inFlight = runTask(s, 'm', { run_gate: gate.path });
       await waitUntil('the request runs', () => s.fixture.record.of('m', 'run-start').length === 1);
@@ -238,30 +214,27 @@ describe('model management routes', () => {
       assert.deepEqual(reportOf(await inFlight).load_options, { sample_rate: '16000' });
       assert.equal((await reconfigure).json.reconfigured, true);
       assert.deepEqual(reportOf(await later).load_options, { sample_rate: '8000' });
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('unload_models lists only models it actually unloaded (serial runtime), once each, and unknown ids apart', async () => {
-    const s = await managed([fixtureModel('a'), fixtureModel('b'), fixtureModel('lazy', { lazy: true })]);
-    try {
-      const res = await post(s.url, '/v1/tasks/unload_models', {
-        model_ids: ['a', 'ghost', 'a', 'lazy', 'ghost'],
-      });
-      assert.equal(res.status, 200);
-      assert.deepEqual(res.json, { unloaded: ['a'], not_found: ['ghost'] });
-      assert.equal((await modelStatus(s.url, 'a')).loaded, false);
-      assert.equal((await modelStatus(s.url, 'b')).loaded, true, 'not selected');
-      assert.equal(s.fixture.record.of('a', 'weights-disposed').length, 1);
-    } finally {
-      await s.close();
-    }
+    await withServer(
+      managed([fixtureModel('a'), fixtureModel('b'), fixtureModel('lazy', { lazy: true })]),
+      async (s) => {
+        const res = await post(s.url, '/v1/tasks/unload_models', {
+          model_ids: ['a', 'ghost', 'a', 'lazy', 'ghost'],
+        });
+        assert.equal(res.status, 200);
+        assert.deepEqual(res.json, { unloaded: ['a'], not_found: ['ghost'] });
+        assert.equal((await modelStatus(s.url, 'a')).loaded, false);
+        assert.equal((await modelStatus(s.url, 'b')).loaded, true, 'not selected');
+        assert.equal(s.fixture.record.of('a', 'weights-disposed').length, 1);
+      },
+    );
   });
 
   test('unload_models validates model_ids', async () => {
-    const s = await managed([fixtureModel('a')]);
-    try {
+    await withServer(managed([fixtureModel('a')]), async (s) => {
       assert.match(
         errorOf(await post(s.url, '/v1/tasks/unload_models', {}), 400, 'invalid_request_error'),
         /'model_ids' string array/,
@@ -283,37 +256,35 @@ describe('model management routes', () => {
         /each element of 'model_ids' must be a string/,
       );
       assert.equal((await modelStatus(s.url, 'a')).loaded, true);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('unload_all_models unloads every loaded model and waits for busy ones', async () => {
-    const s = await managed([fixtureModel('a'), fixtureModel('b'), fixtureModel('c', { lazy: true })]);
-    try {
-      const gate = s.gate('run');
-      const busy = runTask(s, 'a', { run_gate: gate.path });
-      await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 1);
-      const all = post(s.url, '/v1/tasks/unload_all_models', {});
-      await waitUntil(
-        'idle b is freed first',
-        () => s.fixture.record.of('b', 'weights-disposed').length === 1,
-      );
-      assert.equal((await modelStatus(s.url, 'a')).loaded, true, 'busy a is still loaded');
-      await gate.open();
-      assert.equal((await busy).status, 200);
-      assert.deepEqual((await all).json, { unloaded: ['a', 'b'] });
-      for (const id of ['a', 'b', 'c']) assert.equal((await modelStatus(s.url, id)).loaded, false);
-    } finally {
-      await s.close();
-    }
+    await withServer(
+      managed([fixtureModel('a'), fixtureModel('b'), fixtureModel('c', { lazy: true })]),
+      async (s) => {
+        const gate = s.gate('run');
+        const busy = runTask(s, 'a', { run_gate: gate.path });
+        await waitUntil('a runs', () => s.fixture.record.of('a', 'run-start').length === 1);
+        const all = post(s.url, '/v1/tasks/unload_all_models', {});
+        await waitUntil(
+          'idle b is freed first',
+          () => s.fixture.record.of('b', 'weights-disposed').length === 1,
+        );
+        assert.equal((await modelStatus(s.url, 'a')).loaded, true, 'busy a is still loaded');
+        await gate.open();
+        assert.equal((await busy).status, 200);
+        assert.deepEqual((await all).json, { unloaded: ['a', 'b'] });
+        for (const id of ['a', 'b', 'c']) assert.equal((await modelStatus(s.url, id)).loaded, false);
+      },
+    );
   });
 });
 
 describe('GET /v1/ui/models/config', () => {
   test('gives the body that registers each model again unchanged: options, slots, no path for an engine that ships its model, the package of a package model', async () => {
     const installed = { id: 'pkg-asr', family: 'fixture', task: 'asr', path: '.' };
-    const s = await startServer(
+    await withServer(
       {
         ui_management: true,
         models: [
@@ -336,59 +307,51 @@ describe('GET /v1/ui/models/config', () => {
           return installer;
         },
       },
+      async (s) => {
+        const bodies: Record<string, Record<string, unknown>> = {};
+        for (const id of ['opts', 'flite', 'by-package']) {
+          const res = await get(s.url, `/v1/ui/models/config?id=${id}`);
+          assert.equal(res.status, 200, res.body.toString());
+          bodies[id] = res.json;
+        }
+        assert.deepEqual(
+          [bodies['opts']!['slots'], bodies['opts']!['busy_timeout_ms'], bodies['opts']!['load_options']],
+          [2, 250, { capacity: '4' }],
+        );
+        assert.deepEqual(bodies['opts']!['session_options'], { label: 'x' });
+        // Options are kept as audio.cpp keeps them: strings.
+        assert.deepEqual(bodies['opts']!['default_request_options'], { chunks: '2' });
+        assert.equal('path' in bodies['flite']!, false);
+        assert.equal(bodies['by-package']!['package'], 'pkg-asr');
+        assert.equal('path' in bodies['by-package']!, false);
+        for (const [id, body] of Object.entries(bodies)) {
+          const again = await post(s.url, '/v1/models/load', body);
+          assert.equal(again.status, 200, `${id}: ${again.body.toString()}`);
+          assert.equal(again.json.reconfigured, false, `${id} sent back unchanged is no reconfiguration`);
+        }
+        // Edited and sent back, it reconfigures: the UI's options editor.
+        const edited = await post(s.url, '/v1/models/load', {
+          ...bodies['opts'],
+          load_options: { capacity: 3 },
+        });
+        assert.equal(edited.json.reconfigured, true);
+        assert.deepEqual((await get(s.url, '/v1/ui/models/config?id=opts')).json.load_options, {
+          capacity: '3',
+        });
+      },
     );
-    try {
-      const bodies: Record<string, Record<string, unknown>> = {};
-      for (const id of ['opts', 'flite', 'by-package']) {
-        const res = await get(s.url, `/v1/ui/models/config?id=${id}`);
-        assert.equal(res.status, 200, res.body.toString());
-        bodies[id] = res.json;
-      }
-      assert.deepEqual(
-        [bodies['opts']!['slots'], bodies['opts']!['busy_timeout_ms'], bodies['opts']!['load_options']],
-        [2, 250, { capacity: '4' }],
-      );
-      assert.deepEqual(bodies['opts']!['session_options'], { label: 'x' });
-      // Options are kept as audio.cpp keeps them: strings.
-      assert.deepEqual(bodies['opts']!['default_request_options'], { chunks: '2' });
-      assert.equal('path' in bodies['flite']!, false);
-      assert.equal(bodies['by-package']!['package'], 'pkg-asr');
-      assert.equal('path' in bodies['by-package']!, false);
-      for (const [id, body] of Object.entries(bodies)) {
-        const again = await post(s.url, '/v1/models/load', body);
-        assert.equal(again.status, 200, `${id}: ${again.body.toString()}`);
-        assert.equal(again.json.reconfigured, false, `${id} sent back unchanged is no reconfiguration`);
-      }
-      // Edited and sent back, it reconfigures: the UI's options editor.
-      const edited = await post(s.url, '/v1/models/load', {
-        ...bodies['opts'],
-        load_options: { capacity: 3 },
-      });
-      assert.equal(edited.json.reconfigured, true);
-      assert.deepEqual((await get(s.url, '/v1/ui/models/config?id=opts')).json.load_options, {
-        capacity: '3',
-      });
-    } finally {
-      await s.close();
-    }
   });
 
   test('needs ui_management (403), an id (400) and a registered model (404)', async () => {
-    const plain = await startServer({ models: [fixtureModel('a')] });
-    try {
+    await withServer({ models: [fixtureModel('a')] }, async (plain) => {
       errorOf(await get(plain.url, '/v1/ui/models/config?id=a'), 403, 'forbidden');
-    } finally {
-      await plain.close();
-    }
-    const s = await managed([fixtureModel('a')]);
-    try {
+    });
+    await withServer(managed([fixtureModel('a')]), async (s) => {
       assert.match(
         errorOf(await get(s.url, '/v1/ui/models/config'), 400, 'invalid_request_error'),
         /^id is missing/,
       );
       assert.match(errorOf(await get(s.url, '/v1/ui/models/config?id=nope'), 404, 'not_found'), /nope/);
-    } finally {
-      await s.close();
-    }
+    });
   });
 });

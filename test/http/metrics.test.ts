@@ -15,6 +15,7 @@ import {
   startServer,
   type TestServer,
   waitUntil,
+  withServer,
 } from '../helpers/voxd.js';
 
 interface Sample {
@@ -221,53 +222,52 @@ describe('GET /metrics', () => {
 });
 
 test('a runner that crashes is counted in voxd_runner_restarts_total; a failed load is an error', async () => {
-  const s = await startServer(
+  await withServer(
     { models: [fixtureModel('a'), fixtureModel('bad', { lazy: true, load_options: { fail_load: true } })] },
     { parallel: true },
+    async (s) => {
+      assert.equal((await runTask(s, 'bad')).status, 500);
+      assert.equal((await runTask(s, 'a', { crash: 'true' })).status, 500);
+      const m = parseExposition((await get(s.url, '/metrics')).body.toString('utf8'));
+      assert.equal(sampleOf(m, 'voxd_runner_restarts_total', { model: 'a' }), 1);
+      assert.equal(
+        sampleOf(m, 'voxd_model_requests_total', { model: 'a', task: 'asr', outcome: 'error' }),
+        1,
+      );
+      assert.equal(
+        sampleOf(m, 'voxd_model_requests_total', { model: 'bad', task: 'asr', outcome: 'error' }),
+        1,
+      );
+      assert.equal(sampleOf(m, 'voxd_runner_restarts_total', { model: 'bad' }), 0);
+    },
   );
-  try {
-    assert.equal((await runTask(s, 'bad')).status, 500);
-    assert.equal((await runTask(s, 'a', { crash: 'true' })).status, 500);
-    const m = parseExposition((await get(s.url, '/metrics')).body.toString('utf8'));
-    assert.equal(sampleOf(m, 'voxd_runner_restarts_total', { model: 'a' }), 1);
-    assert.equal(sampleOf(m, 'voxd_model_requests_total', { model: 'a', task: 'asr', outcome: 'error' }), 1);
-    assert.equal(
-      sampleOf(m, 'voxd_model_requests_total', { model: 'bad', task: 'asr', outcome: 'error' }),
-      1,
-    );
-    assert.equal(sampleOf(m, 'voxd_runner_restarts_total', { model: 'bad' }), 0);
-  } finally {
-    await s.close();
-  }
 });
 
 test("the resident memory of a model is its runner processes' own, read while they run", async () => {
-  const s = await startServer(
+  await withServer(
     { ui_management: true, models: [{ id: 'flite', family: 'flite_tts', task: 'tts', lazy: true }] },
     { parallel: true },
+    async (s) => {
+      const resident = async () =>
+        sampleOf(
+          parseExposition((await get(s.url, '/metrics')).body.toString('utf8')),
+          'voxd_model_resident_memory_bytes',
+          {
+            model: 'flite',
+          },
+        );
+      assert.equal(await resident(), 0, 'no runner before the model is used');
+      assert.equal((await post(s.url, '/v1/audio/speech', { model: 'flite', input: 'Hello.' })).status, 200);
+      const pids = s.voxd.runtime.get('flite').runnerProcessIds();
+      assert.equal(pids.length, 1, 'one runner serves the one slot');
+      const bytes = await resident();
+      // A Node process with the flite WASM engine holds tens of MiB; the server's own heap is not counted.
+      assert.ok(bytes > 20 * 1024 * 1024, `${bytes} bytes`);
+      const own =
+        Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pids[0]}/status`, 'latin1'))![1]) * 1024;
+      assert.ok(Math.abs(bytes - own) < own / 2, `${bytes} bytes reported, the runner has ${own}`);
+      assert.equal((await post(s.url, '/v1/models/unload', { id: 'flite' })).status, 200);
+      assert.equal(await resident(), 0, 'no sample once unloaded');
+    },
   );
-  try {
-    const resident = async () =>
-      sampleOf(
-        parseExposition((await get(s.url, '/metrics')).body.toString('utf8')),
-        'voxd_model_resident_memory_bytes',
-        {
-          model: 'flite',
-        },
-      );
-    assert.equal(await resident(), 0, 'no runner before the model is used');
-    assert.equal((await post(s.url, '/v1/audio/speech', { model: 'flite', input: 'Hello.' })).status, 200);
-    const pids = s.voxd.runtime.get('flite').runnerProcessIds();
-    assert.equal(pids.length, 1, 'one runner serves the one slot');
-    const bytes = await resident();
-    // A Node process with the flite WASM engine holds tens of MiB; the server's own heap is not counted.
-    assert.ok(bytes > 20 * 1024 * 1024, `${bytes} bytes`);
-    const own =
-      Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pids[0]}/status`, 'latin1'))![1]) * 1024;
-    assert.ok(Math.abs(bytes - own) < own / 2, `${bytes} bytes reported, the runner has ${own}`);
-    assert.equal((await post(s.url, '/v1/models/unload', { id: 'flite' })).status, 200);
-    assert.equal(await resident(), 0, 'no sample once unloaded');
-  } finally {
-    await s.close();
-  }
 });

@@ -8,7 +8,7 @@ import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Installer, type InstallJob } from '../../src/models/installer.js';
-import { errorOf, fixtureModel, get, post, startServer, tempDir } from '../helpers/voxd.js';
+import { errorOf, fixtureModel, get, post, tempDir, withServer } from '../helpers/voxd.js';
 
 /**
  * Real installers, except that building one fails for a chosen root, and that a test can say a
@@ -37,8 +37,7 @@ function installers(failFor: (root: string) => boolean) {
 describe('models root', () => {
   test('[fail.models-root] a root that cannot be made, is no folder, or whose installer fails keeps the old pair; a download blocks any change', async () => {
     const pair = installers((root) => root.endsWith('broken-index'));
-    const s = await startServer({ ui_management: true, models: [] }, { installerFor: pair.installerFor });
-    try {
+    await withServer({ ui_management: true, models: [] }, { installerFor: pair.installerFor }, async (s) => {
       const first = join(s.dir, 'models');
       const installerBefore = s.voxd.runtime.modelsRoot.installer;
       const status = async () => (await get(s.url, '/v1/ui/models-root')).json;
@@ -95,9 +94,7 @@ describe('models root', () => {
       });
       assert.notEqual(s.voxd.runtime.modelsRoot.installer, installerBefore);
       assert.deepEqual(await status(), moved.json);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('an empty path restores the default root ($VOXD_DATA_DIR/models)', async () => {
@@ -105,26 +102,24 @@ describe('models root', () => {
     const before = process.env['VOXD_DATA_DIR'];
     process.env['VOXD_DATA_DIR'] = dataDir;
     try {
-      const s = await startServer(
+      await withServer(
         { ui_management: true, models: [] },
         { overrides: { models_root: undefined } },
+        async (s) => {
+          const status = (await get(s.url, '/v1/ui/models-root')).json;
+          assert.deepEqual(status, {
+            models_root: join(dataDir, 'models'),
+            default_models_root: join(dataDir, 'models'),
+            is_default: true,
+          });
+          assert.ok(statSync(join(dataDir, 'models')).isDirectory(), 'made at startup');
+          const moved = await post(s.url, '/v1/ui/models-root', { path: join(s.dir, 'elsewhere') });
+          assert.equal(moved.json.is_default, false);
+          const back = await post(s.url, '/v1/ui/models-root', { path: '' });
+          assert.equal(back.status, 200);
+          assert.deepEqual(back.json, status);
+        },
       );
-      try {
-        const status = (await get(s.url, '/v1/ui/models-root')).json;
-        assert.deepEqual(status, {
-          models_root: join(dataDir, 'models'),
-          default_models_root: join(dataDir, 'models'),
-          is_default: true,
-        });
-        assert.ok(statSync(join(dataDir, 'models')).isDirectory(), 'made at startup');
-        const moved = await post(s.url, '/v1/ui/models-root', { path: join(s.dir, 'elsewhere') });
-        assert.equal(moved.json.is_default, false);
-        const back = await post(s.url, '/v1/ui/models-root', { path: '' });
-        assert.equal(back.status, 200);
-        assert.deepEqual(back.json, status);
-      } finally {
-        await s.close();
-      }
     } finally {
       if (before === undefined) delete process.env['VOXD_DATA_DIR'];
       else process.env['VOXD_DATA_DIR'] = before;
@@ -133,8 +128,7 @@ describe('models root', () => {
   });
 
   test('without ui_management every route is a 403 with its audio.cpp message', async () => {
-    const s = await startServer({ models: [fixtureModel('m')] });
-    try {
+    await withServer({ models: [fixtureModel('m')] }, async (s) => {
       const cases: [string, string, RegExp][] = [
         ['GET', '/v1/ui/models-root', /UI model management is disabled/],
         ['POST', '/v1/ui/models-root', /UI model management is disabled/],
@@ -145,14 +139,11 @@ describe('models root', () => {
         const res = method === 'GET' ? await get(s.url, path) : await post(s.url, path, { path: '/' });
         assert.match(errorOf(res, 403, 'forbidden'), message, path);
       }
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('the folder picker lists sorted subfolders of its roots, no way above a root, and nothing outside', async () => {
-    const s = await startServer({ ui_management: true, models: [] });
-    try {
+    await withServer({ ui_management: true, models: [] }, async (s) => {
       const root = join(s.dir, 'models');
       for (const name of ['zeta', 'alpha', '.hidden', 'Mid']) mkdirSync(join(root, name));
       writeFileSync(join(root, 'file.txt'), 'not a folder');
@@ -183,14 +174,11 @@ describe('models root', () => {
         'invalid_request_error',
       );
       assert.match(missing, /folder is not accessible: .*nope \(ENOENT\)/);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('path-status says whether a path exists and what it is, only under the picker roots', async () => {
-    const s = await startServer({ ui_management: true, models: [] });
-    try {
+    await withServer({ ui_management: true, models: [] }, async (s) => {
       writeFileSync(join(s.dir, 'f.txt'), 'x');
       const status = async (path: string) => (await post(s.url, '/v1/ui/path-status', { path })).json;
       assert.deepEqual(await status('f.txt'), {
@@ -213,16 +201,14 @@ describe('models root', () => {
       });
       errorOf(await post(s.url, '/v1/ui/path-status', { path: '/etc/shadow' }), 403, 'forbidden');
       errorOf(await post(s.url, '/v1/ui/path-status', {}), 400, 'invalid_request_error');
-    } finally {
-      await s.close();
-    }
+    });
   });
 });
 
 test('a request may name an installed package by its id: it is registered lazily, once, and served', async () => {
   const installed = { id: 'pkg-asr', family: 'fixture', task: 'asr', path: '.' };
   let listed = 0;
-  const s = await startServer(
+  await withServer(
     { models: [fixtureModel('m')] },
     {
       installerFor: async (root) => {
@@ -235,37 +221,35 @@ test('a request may name an installed package by its id: it is registered lazily
         return installer;
       },
     },
+    async (s) => {
+      // Not a folder in the root yet: unknown, and the root is not even listed.
+      assert.equal(
+        (await post(s.url, '/v1/tasks/run', { model: 'pkg-asr', request: { text: 'x' } })).status,
+        404,
+      );
+      assert.equal(listed, 0, 'no scan of the root for a name with no folder');
+      mkdirSync(join(s.dir, 'models', 'pkg-asr'));
+      const ask = () => post(s.url, '/v1/tasks/run', { model: 'pkg-asr', request: { text: 'x' } });
+      const [first, second] = await Promise.all([ask(), ask()]);
+      assert.equal(first.status, 200, first.body.toString());
+      assert.equal(second.status, 200);
+      assert.equal(JSON.parse(first.json.text).task, 'asr');
+      const listedOnce = listed;
+      assert.equal((await ask()).status, 200);
+      assert.equal(listed, listedOnce, 'a registered package is not looked up again');
+      const models = (await get(s.url, '/v1/models')).json.data.map((m: { id: string }) => m.id);
+      assert.deepEqual(models, ['m', 'pkg-asr']);
+      assert.equal(s.fixture.record.of('pkg-asr', 'load').length, 1, 'loaded once');
+      // An id neither registered nor installed is still a 404.
+      const unknown = await post(s.url, '/v1/tasks/run', { model: 'nope', request: { text: 'x' } });
+      assert.equal(unknown.status, 404);
+    },
   );
-  try {
-    // Not a folder in the root yet: unknown, and the root is not even listed.
-    assert.equal(
-      (await post(s.url, '/v1/tasks/run', { model: 'pkg-asr', request: { text: 'x' } })).status,
-      404,
-    );
-    assert.equal(listed, 0, 'no scan of the root for a name with no folder');
-    mkdirSync(join(s.dir, 'models', 'pkg-asr'));
-    const ask = () => post(s.url, '/v1/tasks/run', { model: 'pkg-asr', request: { text: 'x' } });
-    const [first, second] = await Promise.all([ask(), ask()]);
-    assert.equal(first.status, 200, first.body.toString());
-    assert.equal(second.status, 200);
-    assert.equal(JSON.parse(first.json.text).task, 'asr');
-    const listedOnce = listed;
-    assert.equal((await ask()).status, 200);
-    assert.equal(listed, listedOnce, 'a registered package is not looked up again');
-    const models = (await get(s.url, '/v1/models')).json.data.map((m: { id: string }) => m.id);
-    assert.deepEqual(models, ['m', 'pkg-asr']);
-    assert.equal(s.fixture.record.of('pkg-asr', 'load').length, 1, 'loaded once');
-    // An id neither registered nor installed is still a 404.
-    const unknown = await post(s.url, '/v1/tasks/run', { model: 'nope', request: { text: 'x' } });
-    assert.equal(unknown.status, 404);
-  } finally {
-    await s.close();
-  }
 });
 
 test('a model entry may name an installed package: family, task and path come from it', async () => {
   const installed = { id: 'pkg-asr', family: 'fixture', task: 'vad', path: '.' };
-  const s = await startServer(
+  await withServer(
     { ui_management: true, models: [{ id: 'by-package', package: 'pkg-asr' }] },
     {
       installerFor: async (root) => {
@@ -274,41 +258,45 @@ test('a model entry may name an installed package: family, task and path come fr
         return installer;
       },
     },
+    async (s) => {
+      const res = await post(s.url, '/v1/tasks/run', { model: 'by-package', request: { text: 'x' } });
+      assert.equal(res.status, 200, res.body.toString());
+      assert.equal(JSON.parse(res.json.text).task, 'vad', 'the task came from the package');
+      const status = (await get(s.url, '/v1/models')).json.data.find(
+        (m: { id: string }) => m.id === 'by-package',
+      );
+      assert.deepEqual([status.family, status.task], ['fixture', 'vad']);
+      // A registration names it too; an own task wins over the package's.
+      const loaded = await post(s.url, '/v1/models/load', { id: 'second', package: 'pkg-asr', task: 'asr' });
+      assert.equal(loaded.status, 200, loaded.body.toString());
+      assert.equal(
+        (await get(s.url, '/v1/models')).json.data.find((m: { id: string }) => m.id === 'second').task,
+        'asr',
+      );
+      const missing = errorOf(
+        await post(s.url, '/v1/models/load', { id: 'third', package: 'nope' }),
+        400,
+        'invalid_request_error',
+      );
+      assert.match(
+        missing,
+        /^package: "nope" is not installed in .*; install it with `voxd models pull nope`/,
+      );
+      const mismatch = errorOf(
+        await post(s.url, '/v1/models/load', { id: 'fourth', package: 'pkg-asr', family: 'silero_vad' }),
+        400,
+        'invalid_request_error',
+      );
+      assert.match(
+        mismatch,
+        /family: "silero_vad" does not match package "pkg-asr", which is a fixture model/,
+      );
+      const both = errorOf(
+        await post(s.url, '/v1/models/load', { id: 'fifth', package: 'pkg-asr', path: '.' }),
+        400,
+        'invalid_request_error',
+      );
+      assert.match(both, /package: "pkg-asr" is invalid; a model loads from its package or from a path/);
+    },
   );
-  try {
-    const res = await post(s.url, '/v1/tasks/run', { model: 'by-package', request: { text: 'x' } });
-    assert.equal(res.status, 200, res.body.toString());
-    assert.equal(JSON.parse(res.json.text).task, 'vad', 'the task came from the package');
-    const status = (await get(s.url, '/v1/models')).json.data.find(
-      (m: { id: string }) => m.id === 'by-package',
-    );
-    assert.deepEqual([status.family, status.task], ['fixture', 'vad']);
-    // A registration names it too; an own task wins over the package's.
-    const loaded = await post(s.url, '/v1/models/load', { id: 'second', package: 'pkg-asr', task: 'asr' });
-    assert.equal(loaded.status, 200, loaded.body.toString());
-    assert.equal(
-      (await get(s.url, '/v1/models')).json.data.find((m: { id: string }) => m.id === 'second').task,
-      'asr',
-    );
-    const missing = errorOf(
-      await post(s.url, '/v1/models/load', { id: 'third', package: 'nope' }),
-      400,
-      'invalid_request_error',
-    );
-    assert.match(missing, /^package: "nope" is not installed in .*; install it with `voxd models pull nope`/);
-    const mismatch = errorOf(
-      await post(s.url, '/v1/models/load', { id: 'fourth', package: 'pkg-asr', family: 'silero_vad' }),
-      400,
-      'invalid_request_error',
-    );
-    assert.match(mismatch, /family: "silero_vad" does not match package "pkg-asr", which is a fixture model/);
-    const both = errorOf(
-      await post(s.url, '/v1/models/load', { id: 'fifth', package: 'pkg-asr', path: '.' }),
-      400,
-      'invalid_request_error',
-    );
-    assert.match(both, /package: "pkg-asr" is invalid; a model loads from its package or from a path/);
-  } finally {
-    await s.close();
-  }
 });

@@ -18,6 +18,7 @@ import {
   request,
   startServer,
   type TestServer,
+  withServer,
 } from '../helpers/voxd.js';
 import { smallWav } from './wav-helpers.js';
 
@@ -385,15 +386,12 @@ describe('real responses match the document', () => {
 
 describe('the gates, as the document says', () => {
   test('ui_management off: 403; ui off: 404', async () => {
-    const s = await startServer({ ui: false, ui_management: false, models: [fixtureModel('asr')] });
-    try {
+    await withServer({ ui: false, ui_management: false, models: [fixtureModel('asr')] }, async (s) => {
       await postOk(s, '/v1/models/load', fixtureModel('x'), 403);
       await getOk(s, '/v1/ui/models/installed', 403);
       await getOk(s, '/v1/ui/models-root', 403);
       await getOk(s, '/', 404);
       await getOk(s, '/v1/ui/status/stream', 404);
-    } finally {
-      await s.close();
-    }
+    });
   });
 });

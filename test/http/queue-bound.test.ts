@@ -17,6 +17,7 @@ import {
   type TestServer,
   transcribe,
   waitUntil,
+  withServer,
 } from '../helpers/voxd.js';
 
 /** One slot: the serial runtime's only one, or the parallel runtime's `slots: 1` (serial rejects the key). */
@@ -64,8 +65,7 @@ async function fill(s: TestServer, parallel: boolean, count: number) {
 for (const parallel of [false, true]) {
   describe(`max_queued_requests (${parallel ? 'parallel' : 'serial'} runtime)`, () => {
     test('past the bound a request is refused at once with 503 queue_full and Retry-After; the queue keeps FIFO order', async () => {
-      const s = await startServer({ max_queued_requests: 2, models: [model({}, parallel)] }, { parallel });
-      try {
+      await withServer({ max_queued_requests: 2, models: [model({}, parallel)] }, { parallel }, async (s) => {
         const gate0 = s.gate('hold');
         const gate1 = s.gate('first');
         const holder = run(s, gate0.path);
@@ -92,29 +92,24 @@ for (const parallel of [false, true]) {
         assert.equal((await second).status, 200);
         assert.equal(runStarts(s), 3, 'the refused request never ran');
         assert.equal((await run(s)).status, 200, 'room again once the queue drained');
-      } finally {
-        await s.close();
-      }
+      });
     });
 
     test("a model's own max_queued_requests wins over the server's", async () => {
-      const s = await startServer(
+      await withServer(
         { max_queued_requests: 5, models: [model({ max_queued_requests: 1 }, parallel)] },
         { parallel },
+        async (s) => {
+          const { gates, results } = await fill(s, parallel, 1);
+          assert.match(queueFull(await run(s)), /max_queued_requests=1/);
+          for (const gate of gates) await gate.open();
+          for (const result of results) assert.equal((await result).status, 200);
+        },
       );
-      try {
-        const { gates, results } = await fill(s, parallel, 1);
-        assert.match(queueFull(await run(s)), /max_queued_requests=1/);
-        for (const gate of gates) await gate.open();
-        for (const result of results) assert.equal((await result).status, 200);
-      } finally {
-        await s.close();
-      }
     });
 
     test('a stream or a batch past the bound is refused before any stream header, a transcription before decoding', async () => {
-      const s = await startServer({ max_queued_requests: 1, models: [model({}, parallel)] }, { parallel });
-      try {
+      await withServer({ max_queued_requests: 1, models: [model({}, parallel)] }, { parallel }, async (s) => {
         const { gates, results } = await fill(s, parallel, 1);
         const stream = await post(s.url, '/v1/tasks/stream', { model: 'm', text: 'x', stream_format: 'sse' });
         queueFull(stream);
@@ -127,28 +122,22 @@ for (const parallel of [false, true]) {
         for (const gate of gates) await gate.open();
         for (const result of results) assert.equal((await result).status, 200);
         assert.equal(runStarts(s), 2);
-      } finally {
-        await s.close();
-      }
+      });
     });
 
     test('0 leaves the queue unbounded', async () => {
-      const s = await startServer({ models: [model({}, parallel)] }, { parallel });
-      try {
+      await withServer({ models: [model({}, parallel)] }, { parallel }, async (s) => {
         const { gates, results } = await fill(s, parallel, 3);
         for (const gate of gates) await gate.open();
         for (const result of results) assert.equal((await result).status, 200);
-      } finally {
-        await s.close();
-      }
+      });
     });
   });
 }
 
 describe('ready_when_saturated', () => {
   test('/ready turns 503 once the queue is full and 200 again only at half the bound', async () => {
-    const s = await startServer({ max_queued_requests: 4, ready_when_saturated: true, models: [model()] });
-    try {
+    await withServer({ max_queued_requests: 4, ready_when_saturated: true, models: [model()] }, async (s) => {
       assert.equal((await get(s.url, '/ready')).status, 200);
       const { gates, results } = await fill(s, false, 3);
       assert.equal((await get(s.url, '/ready')).status, 200, 'not yet at the bound');
@@ -172,38 +161,33 @@ describe('ready_when_saturated', () => {
       assert.equal((await get(s.url, '/ready')).status, 200);
       for (const gate of gates) await gate.open();
       for (const result of [...results, fourth, more]) assert.equal((await result).status, 200);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('off by default: a full queue leaves /ready at 200', async () => {
-    const s = await startServer({ max_queued_requests: 1, models: [model()] });
-    try {
+    await withServer({ max_queued_requests: 1, models: [model()] }, async (s) => {
       const { gates, results } = await fill(s, false, 1);
       queueFull(await run(s));
       assert.equal((await get(s.url, '/ready')).status, 200);
       for (const gate of gates) await gate.open();
       for (const result of results) assert.equal((await result).status, 200);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('a loaded model without a bound never saturates', async () => {
-    const s = await startServer({
-      ready_when_saturated: true,
-      models: [model({ max_queued_requests: 1 }), fixtureModel('free')],
-    });
-    try {
-      const { gates, results } = await fill(s, false, 1);
-      queueFull(await run(s));
-      assert.equal((await get(s.url, '/ready')).status, 200);
-      for (const gate of gates) await gate.open();
-      for (const result of results) assert.equal((await result).status, 200);
-    } finally {
-      await s.close();
-    }
+    await withServer(
+      {
+        ready_when_saturated: true,
+        models: [model({ max_queued_requests: 1 }), fixtureModel('free')],
+      },
+      async (s) => {
+        const { gates, results } = await fill(s, false, 1);
+        queueFull(await run(s));
+        assert.equal((await get(s.url, '/ready')).status, 200);
+        for (const gate of gates) await gate.open();
+        for (const result of results) assert.equal((await result).status, 200);
+      },
+    );
   });
 });
 
@@ -223,8 +207,7 @@ describe('max_queued_requests values', () => {
   }
 
   test('a registration with a bad value is a 400 naming the key; a new value takes effect at once', async () => {
-    const s = await startServer({ ui_management: true, max_queued_requests: 5, models: [model()] });
-    try {
+    await withServer({ ui_management: true, max_queued_requests: 5, models: [model()] }, async (s) => {
       const bad = await post(s.url, '/v1/models/load', model({ max_queued_requests: -1 }));
       assert.match(errorOf(bad, 400, 'invalid_request_error'), /max_queued_requests: -1 is invalid/);
       assert.equal(bad.json.error.param, 'max_queued_requests');
@@ -234,9 +217,7 @@ describe('max_queued_requests values', () => {
       assert.match(queueFull(await run(s)), /max_queued_requests=1/);
       for (const gate of gates) await gate.open();
       for (const result of results) assert.equal((await result).status, 200);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('--max-queued-requests and --ready-when-saturated reach the config; a bad flag value names the flag', async () => {

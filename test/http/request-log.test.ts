@@ -1,33 +1,28 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { RawClient } from '../helpers/raw-http.js';
-import { fixtureModel, post, startServer, type TestServer, waitUntil } from '../helpers/voxd.js';
+import { fixtureModel, post, startServer, type TestServer, waitUntil, withServer } from '../helpers/voxd.js';
 
 test('--log logs one line per request; log_request_body adds JSON bodies', async () => {
-  const s = await startServer(
+  await withServer(
     { log_request_body: true, models: [fixtureModel('m')] },
     { overrides: { log: true } },
+    async (s) => {
+      assert.equal((await post(s.url, '/v1/tasks/run', { model: 'm', text: 'hello-body' })).status, 200);
+      assert.equal((await post(s.url, '/v1/tasks/run', { model: 'nope' })).status, 404);
+      const logs = s.logs.join('\n');
+      assert.match(logs, /POST \/v1\/tasks\/run body: \{"model":"m","text":"hello-body"\}/);
+      assert.match(logs, /POST \/v1\/tasks\/run 200 [\d.]+ ms/);
+      assert.match(logs, /POST \/v1\/tasks\/run 404 [\d.]+ ms/);
+    },
   );
-  try {
-    assert.equal((await post(s.url, '/v1/tasks/run', { model: 'm', text: 'hello-body' })).status, 200);
-    assert.equal((await post(s.url, '/v1/tasks/run', { model: 'nope' })).status, 404);
-    const logs = s.logs.join('\n');
-    assert.match(logs, /POST \/v1\/tasks\/run body: \{"model":"m","text":"hello-body"\}/);
-    assert.match(logs, /POST \/v1\/tasks\/run 200 [\d.]+ ms/);
-    assert.match(logs, /POST \/v1\/tasks\/run 404 [\d.]+ ms/);
-  } finally {
-    await s.close();
-  }
 });
 
 test('without --log nothing is logged per request', async () => {
-  const s = await startServer({ log_request_body: true, models: [fixtureModel('m')] });
-  try {
+  await withServer({ log_request_body: true, models: [fixtureModel('m')] }, async (s) => {
     await post(s.url, '/v1/tasks/run', { model: 'm', text: 'quiet' });
     assert.doesNotMatch(s.logs.join('\n'), /quiet|POST/);
-  } finally {
-    await s.close();
-  }
+  });
 });
 
 /**

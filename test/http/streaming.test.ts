@@ -20,6 +20,7 @@ import {
   type TestServer,
   transcribe,
   waitUntil,
+  withServer,
 } from '../helpers/voxd.js';
 
 const TONE = encodeWav({
@@ -247,58 +248,59 @@ function form(model: string, fields: Record<string, string> = {}): FormData {
 describe('[time.disconnect-stream] streams that lose their client release their lease', () => {
   for (const slots of [1, 2, 4]) {
     test(`[time.disconnect-stream] mid-stream and never-started streams free their slots (${slots} slot${slots > 1 ? 's' : ''})`, async () => {
-      const s = await startServer(
+      await withServer(
         { busy_timeout_ms: 0, models: [fixtureModel('m', { task: 'tts', mode: 'streaming', slots })] },
         { parallel: true },
+        async (s) => {
+          const open = (body: Record<string, unknown>, signal: AbortSignal) =>
+            fetch(`${s.url}/v1/audio/speech`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ model: 'm', input: 'x', stream: true, ...body }),
+              signal,
+            });
+          // Every slot busy with a stream that has started writing and then keeps going.
+          const writers = Array.from({ length: slots }, () => new AbortController());
+          const running = await Promise.all(
+            writers.map((c) => open({ options: { chunks: 1000, chunk_ms: 20 } }, c.signal)),
+          );
+          for (const res of running) {
+            assert.equal(res.status, 200);
+            await res.body!.getReader().read(); // its first delta arrived
+          }
+          assert.equal((await modelStatus(s.url, 'm')).active_slots, slots);
+          // One more stream queues for a slot; its client leaves before it ever started.
+          const queuedClient = new AbortController();
+          const queued = open({}, queuedClient.signal).catch((err: unknown) => err);
+          await waitUntil(
+            'the extra stream queues',
+            async () => (await modelStatus(s.url, 'm')).queued_requests === 1,
+          );
+          queuedClient.abort();
+          await queued;
+          await waitUntil(
+            'the abandoned stream left the queue',
+            async () => (await modelStatus(s.url, 'm')).queued_requests === 0,
+          );
+          // The running streams' clients leave mid-stream: every write fails, every lease comes back.
+          for (const c of writers) c.abort();
+          await waitUntil(
+            'every slot is free',
+            async () => (await modelStatus(s.url, 'm')).active_slots === 0,
+          );
+          await waitUntil(
+            'every engine run was stopped',
+            () =>
+              s.fixture.record.of('m', 'run-end').filter((r) => 'outcome' in r && r.outcome === 'aborted')
+                .length === slots,
+          );
+          // The model still serves, at full width.
+          const after = await Promise.all(
+            Array.from({ length: slots }, () => speechOf(s, { model: 'm', input: 'y', stream: true })),
+          );
+          for (const res of after) assert.equal(sseEvents(res.body).at(-1), '[DONE]');
+        },
       );
-      try {
-        const open = (body: Record<string, unknown>, signal: AbortSignal) =>
-          fetch(`${s.url}/v1/audio/speech`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ model: 'm', input: 'x', stream: true, ...body }),
-            signal,
-          });
-        // Every slot busy with a stream that has started writing and then keeps going.
-        const writers = Array.from({ length: slots }, () => new AbortController());
-        const running = await Promise.all(
-          writers.map((c) => open({ options: { chunks: 1000, chunk_ms: 20 } }, c.signal)),
-        );
-        for (const res of running) {
-          assert.equal(res.status, 200);
-          await res.body!.getReader().read(); // its first delta arrived
-        }
-        assert.equal((await modelStatus(s.url, 'm')).active_slots, slots);
-        // One more stream queues for a slot; its client leaves before it ever started.
-        const queuedClient = new AbortController();
-        const queued = open({}, queuedClient.signal).catch((err: unknown) => err);
-        await waitUntil(
-          'the extra stream queues',
-          async () => (await modelStatus(s.url, 'm')).queued_requests === 1,
-        );
-        queuedClient.abort();
-        await queued;
-        await waitUntil(
-          'the abandoned stream left the queue',
-          async () => (await modelStatus(s.url, 'm')).queued_requests === 0,
-        );
-        // The running streams' clients leave mid-stream: every write fails, every lease comes back.
-        for (const c of writers) c.abort();
-        await waitUntil('every slot is free', async () => (await modelStatus(s.url, 'm')).active_slots === 0);
-        await waitUntil(
-          'every engine run was stopped',
-          () =>
-            s.fixture.record.of('m', 'run-end').filter((r) => 'outcome' in r && r.outcome === 'aborted')
-              .length === slots,
-        );
-        // The model still serves, at full width.
-        const after = await Promise.all(
-          Array.from({ length: slots }, () => speechOf(s, { model: 'm', input: 'y', stream: true })),
-        );
-        for (const res of after) assert.equal(sseEvents(res.body).at(-1), '[DONE]');
-      } finally {
-        await s.close();
-      }
     });
   }
 });

@@ -14,6 +14,7 @@ import {
   tempDir,
   waitUntil,
   withDeadline,
+  withServer,
 } from '../helpers/voxd.js';
 
 const CSP_PARTS = [
@@ -170,50 +171,52 @@ describe('ui off', () => {
 });
 
 describe('status stream', () => {
-  test('sends the models at once, then a new event as a model loads; stops when the client goes', async () => {
+  test('sends the models at once, then a new event as a model loads; stops when the client goes', async (t) => {
     const gateDir = tempDir();
+    t.after(() => rmSync(gateDir, { recursive: true, force: true }));
     const loadGate = join(gateDir, 'load');
-    const s = await startServer({
-      ui: true,
-      models: [fixtureModel('cold', { lazy: true, load_options: { load_gate: loadGate } })],
-    });
     const controller = new AbortController();
-    try {
-      const res = await fetch(`${s.url}/v1/ui/status/stream`, { signal: controller.signal });
-      assert.equal(res.status, 200);
-      assert.equal(res.headers.get('content-type'), 'text/event-stream; charset=utf-8');
-      const events = new StreamReader(res.body!);
-      // biome-ignore lint/suspicious/noExplicitAny: the stream's JSON
-      const first: any = await events.next();
-      assert.equal(first.object, 'list');
-      const entry = first.data[0];
-      for (const key of ['id', 'family', 'task', 'mode', 'state', 'isolation']) assert.ok(key in entry, key);
-      assert.equal(entry.id, 'cold');
-      assert.equal(entry.loaded, false);
-      assert.equal(openStatusStreams(), 1);
+    await withServer(
+      {
+        ui: true,
+        models: [fixtureModel('cold', { lazy: true, load_options: { load_gate: loadGate } })],
+      },
+      { beforeClose: [() => controller.abort(), () => writeFileSync(loadGate, '')] },
+      async (s) => {
+        const res = await fetch(`${s.url}/v1/ui/status/stream`, { signal: controller.signal });
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+        const events = new StreamReader(res.body!);
+        // biome-ignore lint/suspicious/noExplicitAny: the stream's JSON
+        const first: any = await events.next();
+        assert.equal(first.object, 'list');
+        const entry = first.data[0];
+        for (const key of ['id', 'family', 'task', 'mode', 'state', 'isolation'])
+          assert.ok(key in entry, key);
+        assert.equal(entry.id, 'cold');
+        assert.equal(entry.loaded, false);
+        assert.equal(openStatusStreams(), 1);
 
-      const running = runTask(s, 'cold');
-      assert.equal(stateOf(await withDeadline(events.next(), 'the loading event', 5000), 'cold'), 'loading');
-      writeFileSync(loadGate, '');
-      assert.equal((await running).status, 200);
-      // The next change is the loaded model (a run may show in between).
-      let last: unknown;
-      do last = await withDeadline(events.next(), 'the loaded event', 5000);
-      while (stateOf(last, 'cold') !== 'ready');
+        const running = runTask(s, 'cold');
+        assert.equal(
+          stateOf(await withDeadline(events.next(), 'the loading event', 5000), 'cold'),
+          'loading',
+        );
+        writeFileSync(loadGate, '');
+        assert.equal((await running).status, 200);
+        // The next change is the loaded model (a run may show in between).
+        let last: unknown;
+        do last = await withDeadline(events.next(), 'the loaded event', 5000);
+        while (stateOf(last, 'cold') !== 'ready');
 
-      controller.abort();
-      await waitUntil('the stream stopped', () => openStatusStreams() === 0, 3000);
-    } finally {
-      controller.abort();
-      writeFileSync(loadGate, '');
-      await s.close();
-      rmSync(gateDir, { recursive: true, force: true });
-    }
+        controller.abort();
+        await waitUntil('the stream stopped', () => openStatusStreams() === 0, 3000);
+      },
+    );
   });
 
   test('ends with [DONE] when the server shuts down, without holding the shutdown', async () => {
-    const s = await startServer({ ui: true, shutdown_timeout_ms: 60_000, models: [fixtureModel('m')] });
-    try {
+    await withServer({ ui: true, shutdown_timeout_ms: 60_000, models: [fixtureModel('m')] }, async (s) => {
       const res = await fetch(`${s.url}/v1/ui/status/stream`);
       const events = new StreamReader(res.body!);
       await events.next();
@@ -222,8 +225,6 @@ describe('status stream', () => {
       assert.equal(await events.next(), undefined);
       await withDeadline(closed, 'the shutdown', 3000);
       assert.equal(openStatusStreams(), 0);
-    } finally {
-      await s.close();
-    }
+    });
   });
 });

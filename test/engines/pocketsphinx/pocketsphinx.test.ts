@@ -8,7 +8,7 @@ import { resample } from '../../../src/audio/convert.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
 import { sseEvents } from '../../helpers/sse.js';
-import { errorOf, post, request, startServer, type TestServer } from '../../helpers/voxd.js';
+import { errorOf, post, request, startServer, type TestServer, withServer } from '../../helpers/voxd.js';
 
 const SENTENCES = [
   'Please bring the blue umbrella when you leave the house.',
@@ -182,23 +182,27 @@ describe('pocketsphinx_asr', () => {
   });
 
   test('a missing model folder is a clear error naming the file and the packages', async () => {
-    const bad = await startServer({
-      models: [{ id: 'x', family: 'pocketsphinx_asr', task: 'asr', lazy: true, path: '/nonexistent/en-us' }],
-    });
-    try {
-      const res = await post(bad.url, '/v1/tasks/run', {
-        model: 'x',
-        audio_base64: encodeWav({ samples: new Float32Array(160), sampleRate: 16000, channels: 1 }).toString(
-          'base64',
-        ),
-      });
-      assert.match(
-        errorOf(res, 400, 'invalid_request_error'),
-        /not found: \/nonexistent\/en-us\/en-us.*pocketsphinx-en-us/,
-      );
-    } finally {
-      await bad.close();
-    }
+    await withServer(
+      {
+        models: [
+          { id: 'x', family: 'pocketsphinx_asr', task: 'asr', lazy: true, path: '/nonexistent/en-us' },
+        ],
+      },
+      async (bad) => {
+        const res = await post(bad.url, '/v1/tasks/run', {
+          model: 'x',
+          audio_base64: encodeWav({
+            samples: new Float32Array(160),
+            sampleRate: 16000,
+            channels: 1,
+          }).toString('base64'),
+        });
+        assert.match(
+          errorOf(res, 400, 'invalid_request_error'),
+          /not found: \/nonexistent\/en-us\/en-us.*pocketsphinx-en-us/,
+        );
+      },
+    );
   });
 
   test('a streamed transcription sends the words as they settle, then the full text', async () => {

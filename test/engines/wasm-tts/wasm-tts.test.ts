@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { durationMs } from '../../../src/audio/types.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
-import { errorOf, post, startServer, type TestServer } from '../../helpers/voxd.js';
+import { errorOf, post, startServer, type TestServer, withServer } from '../../helpers/voxd.js';
 
 const models = [
   { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
@@ -118,8 +118,7 @@ test('outputs are identical in the serial runtime and at 1, 2 and 4 parallel slo
   for (const slots of [undefined, 'omitted', 1, 2, 4] as const) {
     const parallel = slots !== undefined;
     const withSlots = models.map((m) => (typeof slots === 'number' ? { ...m, slots } : m));
-    const s = await startServer({ busy_timeout_ms: 0, models: withSlots }, { parallel });
-    try {
+    await withServer({ busy_timeout_ms: 0, models: withSlots }, { parallel }, async (s) => {
       for (const model of ['flite', 'espeak']) {
         const results = await Promise.all([1, 2, 3, 4].map(() => speak(s, { model, input })));
         for (const r of results) assert.equal(r.status, 200);
@@ -129,9 +128,7 @@ test('outputs are identical in the serial runtime and at 1, 2 and 4 parallel slo
         );
         outputs.push(results[0]!.body);
       }
-    } finally {
-      await s.close();
-    }
+    });
   }
   const flite = outputs.filter((_, i) => i % 2 === 0);
   const espeak = outputs.filter((_, i) => i % 2 === 1);
