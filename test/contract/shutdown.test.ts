@@ -50,7 +50,7 @@ import {
   view,
   within,
 } from './assertions.js';
-import { type ContractServer, contractServer } from './harness.js';
+import { type ContractServer, withContractServer } from './harness.js';
 
 /** The shutdown_timeout_ms of the tests about the deadline. */
 const DEADLINE_MS = 500;
@@ -254,39 +254,38 @@ function configOf(c: ContractServer, id: string, change: Partial<ModelConfig> = 
 describe('shutdown x model state', () => {
   for (const n of COUNTS) {
     test(`[state.unloaded.shutdown] slots=${n}: an unloaded model stays unloaded; the shutdown loads nothing, takes no new work and resolves at once`, async () => {
-      const c = await contractServer([
-        { id: 'M', slots: n },
-        { id: 'B', slots: n },
-      ]);
-      try {
-        await c.ready('B');
-        assert.deepEqual(await view(c, 'M'), unloadedView(n));
-        await within(c.s.voxd.close(), 'the shutdown of an idle server');
-        await refused(c.url);
-        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-        assert.deepEqual(statusNow(c, 'B'), unloadedView(n));
-        // Nothing that comes later can load it.
-        const runtime = c.s.voxd.runtime;
-        await assert.rejects(
-          runtime.infer(
-            'M',
-            { task: 'asr', text: 'x', options: {} },
-            { signal: new AbortController().signal },
-          ),
-          { code: 'E_SHUTTING_DOWN' },
-        );
-        await assert.rejects(runtime.register(configOf(c, 'M')), { code: 'E_SHUTTING_DOWN' });
-        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-        assert.deepEqual(lifecycle(c, 'M'), []);
-        assert.deepEqual(lifecycle(c, 'B'), [...loadOf(1, n), ...teardownOf(1, n)]);
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [
+          { id: 'M', slots: n },
+          { id: 'B', slots: n },
+        ],
+        async (c) => {
+          await c.ready('B');
+          assert.deepEqual(await view(c, 'M'), unloadedView(n));
+          await within(c.s.voxd.close(), 'the shutdown of an idle server');
+          await refused(c.url);
+          assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
+          assert.deepEqual(statusNow(c, 'B'), unloadedView(n));
+          // Nothing that comes later can load it.
+          const runtime = c.s.voxd.runtime;
+          await assert.rejects(
+            runtime.infer(
+              'M',
+              { task: 'asr', text: 'x', options: {} },
+              { signal: new AbortController().signal },
+            ),
+            { code: 'E_SHUTTING_DOWN' },
+          );
+          await assert.rejects(runtime.register(configOf(c, 'M')), { code: 'E_SHUTTING_DOWN' });
+          assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
+          assert.deepEqual(lifecycle(c, 'M'), []);
+          assert.deepEqual(lifecycle(c, 'B'), [...loadOf(1, n), ...teardownOf(1, n)]);
+        },
+      );
     });
 
     test(`[state.loading.shutdown] slots=${n}: requests admitted into the load wait for it and run; queued ones get 503 at once; the pool is destroyed after them`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         const { request } = await c.loading('M');
         const admitted = [request, ...range(n - 1).map(() => c.infer('M'))].map(track);
         const waiting = range(2).map(() => track(c.infer('M')));
@@ -309,47 +308,45 @@ describe('shutdown x model state', () => {
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
         assert.deepEqual(outcomes(c, 'M'), Array(n).fill('ok'));
         assertDrainedBeforeDisposal(c, 'M');
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.loading.shutdown] [time.shutdown-queued-hung] slots=${n}: a cold load that never finishes is abandoned at shutdown_timeout_ms; its requests get 503 and close() resolves`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { shutdown_timeout_ms: DEADLINE_MS, clock });
-      try {
-        const { request } = await c.loading('M');
-        const admitted = [request, ...range(n - 1).map(() => c.infer('M'))].map(track);
-        await whenRuntime(
-          c.s.voxd.runtime,
-          'every slot is admitted',
-          () => c.snapshot('M').activeRequests === n,
-        );
-        const closing = shutdown(c);
-        await justBefore(clock, DEADLINE_MS, () => {
-          assert.equal(statusNow(c, 'M').state, 'loading', 'the load is given until the deadline');
-          assert.equal(closing.settled || admitted.some((a) => a.settled), false);
-          assert.deepEqual(lifecycle(c, 'M'), []);
-        });
-        for (const a of admitted) {
-          shuttingDown(
-            await within(a.promise, 'a request waiting on the hung load'),
-            /shutdown_timeout_ms=500/,
+      await withContractServer(
+        [{ id: 'M', slots: n }],
+        { shutdown_timeout_ms: DEADLINE_MS, clock },
+        async (c) => {
+          const { request } = await c.loading('M');
+          const admitted = [request, ...range(n - 1).map(() => c.infer('M'))].map(track);
+          await whenRuntime(
+            c.s.voxd.runtime,
+            'every slot is admitted',
+            () => c.snapshot('M').activeRequests === n,
           );
-        }
-        await within(closing.promise, 'the shutdown');
-        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-        // The load stopped waiting on its gate: it failed and published nothing.
-        assert.deepEqual(lifecycle(c, 'M'), ['load-failed:1']);
-        assert.equal(c.count('M', 'run-start'), 0);
-      } finally {
-        await c.close();
-      }
+          const closing = shutdown(c);
+          await justBefore(clock, DEADLINE_MS, () => {
+            assert.equal(statusNow(c, 'M').state, 'loading', 'the load is given until the deadline');
+            assert.equal(closing.settled || admitted.some((a) => a.settled), false);
+            assert.deepEqual(lifecycle(c, 'M'), []);
+          });
+          for (const a of admitted) {
+            shuttingDown(
+              await within(a.promise, 'a request waiting on the hung load'),
+              /shutdown_timeout_ms=500/,
+            );
+          }
+          await within(closing.promise, 'the shutdown');
+          assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
+          // The load stopped waiting on its gate: it failed and published nothing.
+          assert.deepEqual(lifecycle(c, 'M'), ['load-failed:1']);
+          assert.equal(c.count('M', 'run-start'), 0);
+        },
+      );
     });
 
     test(`[state.ready.shutdown] slots=${n}: running requests finish and are answered; queued requests and a waiting manager get 503 at once; then the pool is destroyed`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         const waiting = range(2).map(() => track(c.infer('M')));
@@ -371,14 +368,11 @@ describe('shutdown x model state', () => {
         // The refused manager never ran: no probe, no replacement.
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
         assertDrainedBeforeDisposal(c, 'M');
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.reconfiguring.shutdown] slots=${n}: the reconfiguration in progress finishes and is answered 200; a request queued behind it gets 503 at once; then the replacement is destroyed`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const { request } = await c.reconfiguring('M');
         const reg = track(request);
@@ -402,42 +396,40 @@ describe('shutdown x model state', () => {
             : [...loadOf(1, n), ...probeOf(2), ...teardownOf(1, n), ...loadOf(3, n), ...teardownOf(3, n)],
         );
         assert.equal(c.count('M', 'run-start'), 0);
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.reconfiguring.shutdown] slots=${n}: a reconfiguration whose load never finishes is cancelled at shutdown_timeout_ms and answered 503; close() resolves`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { shutdown_timeout_ms: DEADLINE_MS, clock });
-      try {
-        await c.ready('M');
-        const { request } = await c.reconfiguring('M');
-        const reg = track(request);
-        const closing = shutdown(c);
-        await justBefore(clock, DEADLINE_MS, () => {
-          assert.equal(statusNow(c, 'M').state, 'reconfiguring', 'the load is given until the deadline');
-          assert.equal(closing.settled || reg.settled, false);
-        });
-        shuttingDown(await within(reg.promise, 'the hung reconfiguration'), /shutdown_timeout_ms=500/);
-        await within(closing.promise, 'the shutdown');
-        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-        // One slot: the old pool went first, the replacement's load failed. More: the private
-        // probe failed, the old pool stayed until the shutdown unloaded it.
-        assert.deepEqual(
-          lifecycle(c, 'M'),
-          n === 1
-            ? [...loadOf(1, 1), ...teardownOf(1, 1), 'load-failed:2']
-            : [...loadOf(1, n), 'load-failed:2', ...teardownOf(1, n)],
-        );
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [{ id: 'M', slots: n }],
+        { shutdown_timeout_ms: DEADLINE_MS, clock },
+        async (c) => {
+          await c.ready('M');
+          const { request } = await c.reconfiguring('M');
+          const reg = track(request);
+          const closing = shutdown(c);
+          await justBefore(clock, DEADLINE_MS, () => {
+            assert.equal(statusNow(c, 'M').state, 'reconfiguring', 'the load is given until the deadline');
+            assert.equal(closing.settled || reg.settled, false);
+          });
+          shuttingDown(await within(reg.promise, 'the hung reconfiguration'), /shutdown_timeout_ms=500/);
+          await within(closing.promise, 'the shutdown');
+          assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
+          // One slot: the old pool went first, the replacement's load failed. More: the private
+          // probe failed, the old pool stayed until the shutdown unloaded it.
+          assert.deepEqual(
+            lifecycle(c, 'M'),
+            n === 1
+              ? [...loadOf(1, 1), ...teardownOf(1, 1), 'load-failed:2']
+              : [...loadOf(1, n), 'load-failed:2', ...teardownOf(1, n)],
+          );
+        },
+      );
     });
 
     test(`[state.unloading.shutdown] slots=${n}: the unload in progress finishes its finite teardown and is answered; a queued request gets 503 at once; the model is torn down once`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const { request } = await c.unloading('M');
         const unload = track(request);
@@ -456,9 +448,7 @@ describe('shutdown x model state', () => {
         await within(closing.promise, 'the shutdown');
         assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -468,8 +458,7 @@ describe('shutdown x model state', () => {
 describe('operations while shutting down', () => {
   for (const n of COUNTS) {
     test(`[state.shutting-down.inference] slots=${n}: new connections are refused; a request accepted before the shutdown is answered 503 and never runs; the running ones finish`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         const late = await preAccepted(c, '/v1/tasks/run', {
@@ -492,14 +481,11 @@ describe('operations while shutting down', () => {
         await within(closing.promise, 'the shutdown');
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
         assertDrainedBeforeDisposal(c, 'M');
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.shutting-down.register] slots=${n}: registrations accepted before the shutdown are answered 503 and change nothing; the running requests finish`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         const reconfigure = await preAccepted(
@@ -520,14 +506,11 @@ describe('operations while shutting down', () => {
         await within(closing.promise, 'the shutdown');
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
         assert.deepEqual(lifecycle(c, 'N'), []);
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.shutting-down.unload] slots=${n}: an unload waiting at the shutdown gets 503 at once; one accepted before it is answered 200 once the model is unloaded; one teardown`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         const waiting = track(c.unload('M'));
@@ -550,87 +533,82 @@ describe('operations while shutting down', () => {
         assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
         assertDrainedBeforeDisposal(c, 'M');
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.shutting-down.bulk-unload] slots=${n}: a bulk unload whose barrier waits at the shutdown gets 503 at once; one accepted before it is answered 200 after the drain`, async () => {
-      const c = await contractServer([
-        { id: 'M', slots: n },
-        { id: 'B', slots: n },
-      ]);
-      try {
-        await c.ready('M');
-        await c.ready('B');
-        const { gate, requests } = await c.running('M', n);
-        const bulk = track(c.bulkUnload(['B', 'M']));
-        // Idle B is freed at once; M's barrier waits for the running requests.
-        await c.waitCount('B', 'weights-disposed', 1);
-        await queued(c, 'M', 0, 1);
-        const late = await preAccepted(c, '/v1/tasks/unload_models', { model_ids: ['M', 'B', 'X'] });
-        const closing = shutdown(c);
-        shuttingDown(await within(bulk.promise, 'the waiting bulk unload to be refused'), /not started/);
-        await refused(c.url);
-        assert.deepEqual(statusNow(c, 'M'), readyView(n, { active_slots: n }));
-        const answer = track(late.finish());
-        await queued(c, 'M', 0, 2);
-        assert.equal(answer.settled || closing.settled, false);
-        await gate.open();
-        for (const r of requests) delivered(await within(r, 'a running request'));
-        assert.deepEqual(delivered(await within(answer.promise, 'the accepted bulk unload')).json, {
-          unloaded: ['M', 'B'],
-          not_found: ['X'],
-        });
-        await within(closing.promise, 'the shutdown');
-        for (const id of ['M', 'B']) {
-          assert.deepEqual(statusNow(c, id), unloadedView(n));
-          assert.deepEqual(lifecycle(c, id), [...loadOf(1, n), ...teardownOf(1, n)]);
-        }
-        assertDrainedBeforeDisposal(c, 'M');
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [
+          { id: 'M', slots: n },
+          { id: 'B', slots: n },
+        ],
+        async (c) => {
+          await c.ready('M');
+          await c.ready('B');
+          const { gate, requests } = await c.running('M', n);
+          const bulk = track(c.bulkUnload(['B', 'M']));
+          // Idle B is freed at once; M's barrier waits for the running requests.
+          await c.waitCount('B', 'weights-disposed', 1);
+          await queued(c, 'M', 0, 1);
+          const late = await preAccepted(c, '/v1/tasks/unload_models', { model_ids: ['M', 'B', 'X'] });
+          const closing = shutdown(c);
+          shuttingDown(await within(bulk.promise, 'the waiting bulk unload to be refused'), /not started/);
+          await refused(c.url);
+          assert.deepEqual(statusNow(c, 'M'), readyView(n, { active_slots: n }));
+          const answer = track(late.finish());
+          await queued(c, 'M', 0, 2);
+          assert.equal(answer.settled || closing.settled, false);
+          await gate.open();
+          for (const r of requests) delivered(await within(r, 'a running request'));
+          assert.deepEqual(delivered(await within(answer.promise, 'the accepted bulk unload')).json, {
+            unloaded: ['M', 'B'],
+            not_found: ['X'],
+          });
+          await within(closing.promise, 'the shutdown');
+          for (const id of ['M', 'B']) {
+            assert.deepEqual(statusNow(c, id), unloadedView(n));
+            assert.deepEqual(lifecycle(c, id), [...loadOf(1, n), ...teardownOf(1, n)]);
+          }
+          assertDrainedBeforeDisposal(c, 'M');
+        },
+      );
     });
 
     test(`[state.shutting-down.evict] slots=${n}: idle retirement stops; a sweep during the shutdown skips the busy model, which is destroyed only after its runs`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'M', slots: n },
           { id: 'I', slots: 1 },
         ],
         { idle_unload_ms: 1000, clock },
+        async (c) => {
+          await c.ready('M');
+          await c.ready('I');
+          const { gate, requests } = await c.running('M', n);
+          const closing = shutdown(c);
+          // The idle model is unloaded by the shutdown itself, at once.
+          await waitUntil('the idle model is unloaded', () => c.count('I', 'weights-disposed') === 1);
+          clock.advance(10_000);
+          // Everything is overdue now; a sweep (what the idle timer runs) must still skip M.
+          assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), []);
+          assert.deepEqual(statusNow(c, 'M'), readyView(n, { active_slots: n }));
+          assert.equal(c.count('M', 'session-disposed'), 0, 'nothing of M is destroyed in use');
+          await gate.open();
+          for (const r of requests) delivered(await within(r, 'a running request'));
+          await within(closing.promise, 'the shutdown');
+          assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), []);
+          assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
+          assert.deepEqual(lifecycle(c, 'I'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
+          assert.equal(c.s.logs.filter((l) => l.startsWith('idle ')).length, 0, 'no idle retirement ran');
+          assertDrainedBeforeDisposal(c, 'M');
+        },
       );
-      try {
-        await c.ready('M');
-        await c.ready('I');
-        const { gate, requests } = await c.running('M', n);
-        const closing = shutdown(c);
-        // The idle model is unloaded by the shutdown itself, at once.
-        await waitUntil('the idle model is unloaded', () => c.count('I', 'weights-disposed') === 1);
-        clock.advance(10_000);
-        // Everything is overdue now; a sweep (what the idle timer runs) must still skip M.
-        assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), []);
-        assert.deepEqual(statusNow(c, 'M'), readyView(n, { active_slots: n }));
-        assert.equal(c.count('M', 'session-disposed'), 0, 'nothing of M is destroyed in use');
-        await gate.open();
-        for (const r of requests) delivered(await within(r, 'a running request'));
-        await within(closing.promise, 'the shutdown');
-        assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), []);
-        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
-        assert.deepEqual(lifecycle(c, 'I'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
-        assert.equal(c.s.logs.filter((l) => l.startsWith('idle ')).length, 0, 'no idle retirement ran');
-        assertDrainedBeforeDisposal(c, 'M');
-      } finally {
-        await c.close();
-      }
     });
   }
 
   test('[state.shutting-down.register] a registration that began just before the shutdown does not load anything after it', async () => {
-    const c = await contractServer([{ id: 'M', slots: 2 }]);
-    try {
+    await withContractServer([{ id: 'M', slots: 2 }], async (c) => {
       await c.ready('M');
       const runtime = c.s.voxd.runtime;
       // Both pass the closing check, then yield (resolving presets) before taking their lease.
@@ -648,45 +626,42 @@ describe('operations while shutting down', () => {
       assert.equal(runtime.has('N'), false);
       assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, 2), ...teardownOf(1, 2)]);
       assert.deepEqual(lifecycle(c, 'N'), []);
-    } finally {
-      await c.close();
-    }
+    });
   });
 
   test('[state.shutting-down.status] status stays readable in process and reports the drain; probes answer 503; new connections are refused', async () => {
-    const c = await contractServer([
-      { id: 'M', slots: 2 },
-      { id: 'B', slots: 1 },
-    ]);
-    try {
-      await c.ready('M');
-      const { gate, requests } = await c.running('M', 2);
-      const closing = shutdown(c);
-      await refused(c.url);
-      const health = await callRoute(c, 'GET', '/health');
-      assert.equal(health.status, 503);
-      assert.equal((health.json as { status: string }).status, 'shutting_down');
-      await assert.rejects(callRoute(c, 'GET', '/ready'), { code: 'E_SHUTTING_DOWN' });
-      // biome-ignore lint/suspicious/noExplicitAny: a GET /v1/models body
-      const models = async () => ((await callRoute(c, 'GET', '/v1/models')).json as any).data.map(pick);
-      // M's running requests hold it; the shutdown's unload waits behind them; B was never loaded.
-      assert.deepEqual(await models(), [readyView(2, { active_slots: 2 }), unloadedView(1)]);
-      assert.equal(c.snapshot('M').queuedManagers, 1);
-      await gate.open();
-      for (const r of requests) delivered(await within(r, 'a running request'));
-      await within(closing.promise, 'the shutdown');
-      // After it, still a consistent answer: every model unloaded.
-      assert.deepEqual(await models(), [unloadedView(2), unloadedView(1)]);
-      assert.equal((await callRoute(c, 'GET', '/health')).status, 503);
-    } finally {
-      await c.close();
-    }
+    await withContractServer(
+      [
+        { id: 'M', slots: 2 },
+        { id: 'B', slots: 1 },
+      ],
+      async (c) => {
+        await c.ready('M');
+        const { gate, requests } = await c.running('M', 2);
+        const closing = shutdown(c);
+        await refused(c.url);
+        const health = await callRoute(c, 'GET', '/health');
+        assert.equal(health.status, 503);
+        assert.equal((health.json as { status: string }).status, 'shutting_down');
+        await assert.rejects(callRoute(c, 'GET', '/ready'), { code: 'E_SHUTTING_DOWN' });
+        // biome-ignore lint/suspicious/noExplicitAny: a GET /v1/models body
+        const models = async () => ((await callRoute(c, 'GET', '/v1/models')).json as any).data.map(pick);
+        // M's running requests hold it; the shutdown's unload waits behind them; B was never loaded.
+        assert.deepEqual(await models(), [readyView(2, { active_slots: 2 }), unloadedView(1)]);
+        assert.equal(c.snapshot('M').queuedManagers, 1);
+        await gate.open();
+        for (const r of requests) delivered(await within(r, 'a running request'));
+        await within(closing.promise, 'the shutdown');
+        // After it, still a consistent answer: every model unloaded.
+        assert.deepEqual(await models(), [unloadedView(2), unloadedView(1)]);
+        assert.equal((await callRoute(c, 'GET', '/health')).status, 503);
+      },
+    );
   });
 
   for (const n of COUNTS) {
     test(`[state.shutting-down.shutdown] slots=${n}: a second close() joins the first: one drain, one teardown, both resolve after the running requests`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         const first = shutdown(c);
@@ -701,14 +676,11 @@ describe('operations while shutting down', () => {
         await within(Promise.all([first.promise, second.promise]), 'both closes');
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
         assertDrainedBeforeDisposal(c, 'M');
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.shutting-down.shutdown] slots=${n}: a second signal (abandon) cancels hung requests at once, without waiting for the deadline`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }], { shutdown_timeout_ms: 60_000 });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { shutdown_timeout_ms: 60_000 }, async (c) => {
         await c.ready('M');
         const hung = range(n).map(() => track(c.infer('M', { hang: 'true' })));
         await c.waitCount('M', 'run-start', n);
@@ -723,9 +695,7 @@ describe('operations while shutting down', () => {
         assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
         assertDrainedBeforeDisposal(c, 'M');
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -735,82 +705,89 @@ describe('operations while shutting down', () => {
 describe('shutdown: active, queued and hung work', () => {
   for (const n of COUNTS) {
     test(`[time.shutdown-active] slots=${n}: running offline handlers and a stream in progress complete and are delivered before their models are destroyed`, async () => {
-      const c = await contractServer([
-        { id: 'M', slots: n },
-        { id: 'S', slots: 1, mode: 'streaming' },
-      ]);
-      try {
-        await c.ready('M');
-        await c.ready('S');
-        const { gate, requests } = await c.running('M', n);
-        const stream = track(
-          post(c.url, '/v1/tasks/stream', {
-            model: 'S',
-            request: { text: 'streamed', options: { run_gate: gate.path, chunks: '3' } },
-            stream_format: 'sse',
-          }),
-        );
-        await c.waitCount('S', 'run-start', 1);
-        const closing = shutdown(c);
-        await refused(c.url);
-        assert.equal(closing.settled || stream.settled, false);
-        await gate.open();
-        for (const r of requests)
-          assert.equal(reportOf(delivered(await within(r, 'a running request'))).generation, 1);
-        const res = await within(stream.promise, 'the stream');
-        assert.equal(res.status, 200);
-        const frames = res.body.toString('utf8').split('\n\n').filter(Boolean);
-        assert.equal(frames.filter((f) => f.includes('"task.stream.event"')).length, 4, frames.join('|'));
-        assert.deepEqual(
-          frames.slice(-2).map((f) => (f.includes('task.stream.done') ? 'done' : f)),
-          ['done', 'data: [DONE]'],
-        );
-        await within(closing.promise, 'the shutdown');
-        for (const id of ['M', 'S']) {
-          assert.deepEqual(outcomes(c, id), Array(id === 'M' ? n : 1).fill('ok'));
-          assertDrainedBeforeDisposal(c, id);
-        }
-        assert.deepEqual(lifecycle(c, 'S'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [
+          { id: 'M', slots: n },
+          { id: 'S', slots: 1, mode: 'streaming' },
+        ],
+        async (c) => {
+          await c.ready('M');
+          await c.ready('S');
+          const { gate, requests } = await c.running('M', n);
+          const stream = track(
+            post(c.url, '/v1/tasks/stream', {
+              model: 'S',
+              request: { text: 'streamed', options: { run_gate: gate.path, chunks: '3' } },
+              stream_format: 'sse',
+            }),
+          );
+          await c.waitCount('S', 'run-start', 1);
+          const closing = shutdown(c);
+          await refused(c.url);
+          assert.equal(closing.settled || stream.settled, false);
+          await gate.open();
+          for (const r of requests)
+            assert.equal(reportOf(delivered(await within(r, 'a running request'))).generation, 1);
+          const res = await within(stream.promise, 'the stream');
+          assert.equal(res.status, 200);
+          const frames = res.body.toString('utf8').split('\n\n').filter(Boolean);
+          assert.equal(frames.filter((f) => f.includes('"task.stream.event"')).length, 4, frames.join('|'));
+          assert.deepEqual(
+            frames.slice(-2).map((f) => (f.includes('task.stream.done') ? 'done' : f)),
+            ['done', 'data: [DONE]'],
+          );
+          await within(closing.promise, 'the shutdown');
+          for (const id of ['M', 'S']) {
+            assert.deepEqual(outcomes(c, id), Array(id === 'M' ? n : 1).fill('ok'));
+            assertDrainedBeforeDisposal(c, id);
+          }
+          assert.deepEqual(lifecycle(c, 'S'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
+        },
+      );
     });
 
     test(`[time.shutdown-queued-hung] slots=${n}: queued requests and a waiting manager get 503 at once; hung runs are cancelled at shutdown_timeout_ms and answered 503; close() resolves within the deadline`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { shutdown_timeout_ms: DEADLINE_MS, clock });
-      try {
-        await c.ready('M');
-        const hung = range(n).map(() => track(c.infer('M', { hang: 'true' })));
-        await c.waitCount('M', 'run-start', n);
-        const waiting = range(2).map(() => track(c.infer('M')));
-        await queued(c, 'M', 2);
-        const manager = track(c.unload('M'));
-        await queued(c, 'M', 2, 1);
-        const closing = shutdown(c);
-        // Refused at once: the server's clock has not moved.
-        for (const w of [...waiting, manager]) {
-          shuttingDown(await within(w.promise, 'a waiting request or manager to be refused'), /not started/);
-        }
-        await justBefore(clock, DEADLINE_MS, () => {
-          assert.equal(
-            hung.some((h) => h.settled),
-            false,
-            'hung runs are given until the deadline',
-          );
-          assert.equal(c.snapshot('M').activeRequests, n);
-        });
-        for (const h of hung) {
-          shuttingDown(await within(h.promise, 'a hung request to be cancelled'), /shutdown_timeout_ms=500/);
-        }
-        await within(closing.promise, 'the shutdown');
-        assert.deepEqual(outcomes(c, 'M'), Array(n).fill('aborted'));
-        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
-        assertDrainedBeforeDisposal(c, 'M');
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [{ id: 'M', slots: n }],
+        { shutdown_timeout_ms: DEADLINE_MS, clock },
+        async (c) => {
+          await c.ready('M');
+          const hung = range(n).map(() => track(c.infer('M', { hang: 'true' })));
+          await c.waitCount('M', 'run-start', n);
+          const waiting = range(2).map(() => track(c.infer('M')));
+          await queued(c, 'M', 2);
+          const manager = track(c.unload('M'));
+          await queued(c, 'M', 2, 1);
+          const closing = shutdown(c);
+          // Refused at once: the server's clock has not moved.
+          for (const w of [...waiting, manager]) {
+            shuttingDown(
+              await within(w.promise, 'a waiting request or manager to be refused'),
+              /not started/,
+            );
+          }
+          await justBefore(clock, DEADLINE_MS, () => {
+            assert.equal(
+              hung.some((h) => h.settled),
+              false,
+              'hung runs are given until the deadline',
+            );
+            assert.equal(c.snapshot('M').activeRequests, n);
+          });
+          for (const h of hung) {
+            shuttingDown(
+              await within(h.promise, 'a hung request to be cancelled'),
+              /shutdown_timeout_ms=500/,
+            );
+          }
+          await within(closing.promise, 'the shutdown');
+          assert.deepEqual(outcomes(c, 'M'), Array(n).fill('aborted'));
+          assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
+          assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
+          assertDrainedBeforeDisposal(c, 'M');
+        },
+      );
     });
   }
 });
@@ -818,8 +795,7 @@ describe('shutdown: active, queued and hung work', () => {
 describe('shutdown: a response in delivery', () => {
   test('[time.shutdown-active] a large response still being delivered when the shutdown begins reaches its client whole', async () => {
     // The clock never moves: the shutdown must end without its 30 s deadline passing.
-    const c = await contractServer([{ id: 'M', slots: 1 }], { clock: new ManualClock() });
-    try {
+    await withContractServer([{ id: 'M', slots: 1 }], { clock: new ManualClock() }, async (c) => {
       await c.ready('M');
       const client = bigRequest(c);
       await c.waitCount('M', 'run-end', 1);
@@ -834,110 +810,115 @@ describe('shutdown: a response in delivery', () => {
       assert.equal(JSON.parse(JSON.parse(res.body.toString('utf8')).text).text.length, BIG_TEXT_BYTES);
       await within(closing.promise, 'the shutdown');
       assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
-    } finally {
-      await c.close();
-    }
+    });
   });
 });
 
 describe('shutdown: stalled I/O', () => {
   test('[time.shutdown-stalled-io] a client that sent part of a request head is dropped at once', async () => {
     // The clock never moves: the shutdown must end without its 10 s deadline passing.
-    const c = await contractServer([{ id: 'M', slots: 1 }], {
-      shutdown_timeout_ms: 10_000,
-      clock: new ManualClock(),
-    });
-    try {
-      const client = new RawClient(c.url);
-      await client.write('POST /v1/tasks/run HTTP/1.1\r\nHost: voxd\r\nContent-Type: appl');
-      // The server holds the connection (the head is incomplete, no request yet).
-      await waitUntil('the connection is accepted', async () => {
-        const count = await new Promise<number>((resolve) =>
-          c.s.voxd.server.getConnections((_, n) => resolve(n)),
-        );
-        return count === 1;
-      });
-      const closing = shutdown(c);
-      await client.ended('the stalled connection to be closed', 2000);
-      assert.equal(client.size, 0, 'nothing was answered');
-      await within(closing.promise, 'the shutdown', 2000);
-    } finally {
-      await c.close();
-    }
+    await withContractServer(
+      [{ id: 'M', slots: 1 }],
+      {
+        shutdown_timeout_ms: 10_000,
+        clock: new ManualClock(),
+      },
+      async (c) => {
+        const client = new RawClient(c.url);
+        await client.write('POST /v1/tasks/run HTTP/1.1\r\nHost: voxd\r\nContent-Type: appl');
+        // The server holds the connection (the head is incomplete, no request yet).
+        await waitUntil('the connection is accepted', async () => {
+          const count = await new Promise<number>((resolve) =>
+            c.s.voxd.server.getConnections((_, n) => resolve(n)),
+          );
+          return count === 1;
+        });
+        const closing = shutdown(c);
+        await client.ended('the stalled connection to be closed', 2000);
+        assert.equal(client.size, 0, 'nothing was answered');
+        await within(closing.promise, 'the shutdown', 2000);
+      },
+    );
   });
 
   test('[time.shutdown-stalled-io] a client that stops reading a large response is cut at the deadline; close() resolves within it', async () => {
     const clock = new ManualClock();
-    const c = await contractServer([{ id: 'M', slots: 1 }], { shutdown_timeout_ms: DEADLINE_MS, clock });
-    try {
-      await c.ready('M');
-      const client = bigRequest(c);
-      // The run ended and its lease is back; only the write to the client is left.
-      await c.waitCount('M', 'run-end', 1);
-      await whenRuntime(c.s.voxd.runtime, 'the slot is free', () => c.snapshot('M').activeRequests === 0);
-      const closing = shutdown(c);
-      // Cancelled requests get CUT_GRACE_MS past the deadline to answer; then connections are cut.
-      await justBefore(clock, DEADLINE_MS + CUT_GRACE_MS, () => {
-        assert.equal(closing.settled, false, 'the response in delivery is waited for until the cut');
-        assert.equal(client.response?.complete ?? false, false);
-      });
-      await within(closing.promise, 'the shutdown');
-      // close() resolving means the listener has no connection left; the client sees a cut body.
-      await client.ended('the cut connection to end', 5000);
-      const res = client.response;
-      assert.equal(res?.status, 200);
-      assert.equal(res?.complete, false, 'the stalled response was cut short');
-      assert.deepEqual(statusNow(c, 'M'), unloadedView(1));
-      assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
-    } finally {
-      await c.close();
-    }
+    await withContractServer(
+      [{ id: 'M', slots: 1 }],
+      { shutdown_timeout_ms: DEADLINE_MS, clock },
+      async (c) => {
+        await c.ready('M');
+        const client = bigRequest(c);
+        // The run ended and its lease is back; only the write to the client is left.
+        await c.waitCount('M', 'run-end', 1);
+        await whenRuntime(c.s.voxd.runtime, 'the slot is free', () => c.snapshot('M').activeRequests === 0);
+        const closing = shutdown(c);
+        // Cancelled requests get CUT_GRACE_MS past the deadline to answer; then connections are cut.
+        await justBefore(clock, DEADLINE_MS + CUT_GRACE_MS, () => {
+          assert.equal(closing.settled, false, 'the response in delivery is waited for until the cut');
+          assert.equal(client.response?.complete ?? false, false);
+        });
+        await within(closing.promise, 'the shutdown');
+        // close() resolving means the listener has no connection left; the client sees a cut body.
+        await client.ended('the cut connection to end', 5000);
+        const res = client.response;
+        assert.equal(res?.status, 200);
+        assert.equal(res?.complete, false, 'the stalled response was cut short');
+        assert.deepEqual(statusNow(c, 'M'), unloadedView(1));
+        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
+      },
+    );
   });
 
   for (const n of COUNTS) {
     test(`[time.shutdown-stalled-io] slots=${n}: stalled live bodies on /v1/audio/transcriptions/live are cut at the deadline; their slots are freed and close() resolves within it`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'L', slots: n, mode: 'streaming' }], {
-        shutdown_timeout_ms: DEADLINE_MS,
-        clock,
-      });
-      try {
-        await c.ready('L');
-        const clients = range(n).map(() => {
-          const client = new RawClient(c.url);
-          void client.write(
-            'POST /v1/audio/transcriptions/live?model=L HTTP/1.1\r\nHost: voxd\r\nTransfer-Encoding: chunked\r\n\r\n',
-            // One chunk of 20 ms of silence (16 kHz s16le), then nothing more: no terminating chunk.
-            `280\r\n`,
-            Buffer.alloc(640),
-            '\r\n',
+      await withContractServer(
+        [{ id: 'L', slots: n, mode: 'streaming' }],
+        {
+          shutdown_timeout_ms: DEADLINE_MS,
+          clock,
+        },
+        async (c) => {
+          await c.ready('L');
+          const clients = range(n).map(() => {
+            const client = new RawClient(c.url);
+            void client.write(
+              'POST /v1/audio/transcriptions/live?model=L HTTP/1.1\r\nHost: voxd\r\nTransfer-Encoding: chunked\r\n\r\n',
+              // One chunk of 20 ms of silence (16 kHz s16le), then nothing more: no terminating chunk.
+              `280\r\n`,
+              Buffer.alloc(640),
+              '\r\n',
+            );
+            return client;
+          });
+          for (const client of clients)
+            await client.until('the stream headers', () => client.response !== undefined);
+          await whenRuntime(
+            c.s.voxd.runtime,
+            'every slot is held',
+            () => c.snapshot('L').activeRequests === n,
           );
-          return client;
-        });
-        for (const client of clients)
-          await client.until('the stream headers', () => client.response !== undefined);
-        await whenRuntime(c.s.voxd.runtime, 'every slot is held', () => c.snapshot('L').activeRequests === n);
-        const closing = shutdown(c);
-        await refused(c.url);
-        await justBefore(clock, DEADLINE_MS, () => {
-          assert.equal(closing.settled, false, 'the live bodies are given until the deadline');
-          assert.equal(c.snapshot('L').activeRequests, n);
-        });
-        // Cancelled at the deadline; a body still stalled is cut CUT_GRACE_MS later.
-        clock.advance(CUT_GRACE_MS);
-        for (const client of clients) await client.ended('a stalled live connection to be cut');
-        await within(closing.promise, 'the shutdown');
-        for (const client of clients) {
-          const res = client.response!;
-          assert.equal(res.status, 200);
-          assert.ok(!res.body.toString().includes('[DONE]'), 'the stream did not end normally');
-        }
-        assert.deepEqual(statusNow(c, 'L'), unloadedView(n));
-        assert.deepEqual(lifecycle(c, 'L'), [...loadOf(1, n), ...teardownOf(1, n)]);
-        assertDrainedBeforeDisposal(c, 'L');
-      } finally {
-        await c.close();
-      }
+          const closing = shutdown(c);
+          await refused(c.url);
+          await justBefore(clock, DEADLINE_MS, () => {
+            assert.equal(closing.settled, false, 'the live bodies are given until the deadline');
+            assert.equal(c.snapshot('L').activeRequests, n);
+          });
+          // Cancelled at the deadline; a body still stalled is cut CUT_GRACE_MS later.
+          clock.advance(CUT_GRACE_MS);
+          for (const client of clients) await client.ended('a stalled live connection to be cut');
+          await within(closing.promise, 'the shutdown');
+          for (const client of clients) {
+            const res = client.response!;
+            assert.equal(res.status, 200);
+            assert.ok(!res.body.toString().includes('[DONE]'), 'the stream did not end normally');
+          }
+          assert.deepEqual(statusNow(c, 'L'), unloadedView(n));
+          assert.deepEqual(lifecycle(c, 'L'), [...loadOf(1, n), ...teardownOf(1, n)]);
+          assertDrainedBeforeDisposal(c, 'L');
+        },
+      );
     });
   }
 });

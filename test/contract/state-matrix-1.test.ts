@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { errorOf, ManualClock } from '../helpers/voxd.js';
 import { COUNTS, pick, readyView, track, unloadedView, view } from './assertions.js';
-import { contractServer } from './harness.js';
+import { withContractServer } from './harness.js';
 import {
   abortable,
   assertBefore,
@@ -43,8 +43,7 @@ const leases = (s: {
 describe('state x operation: M unloaded', () => {
   for (const slots of COUNTS) {
     test(`[state.unloaded.inference] slots=${slots}: a request is admitted, initialises the complete pool, then runs; 200 and ready`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         assert.deepEqual(await view(c, 'M'), unloadedView(slots));
         await c.load('M').close();
         const request = track(c.infer('M'));
@@ -63,14 +62,11 @@ describe('state x operation: M unloaded', () => {
           ['M', 'run-start', 1],
           'the complete pool precedes the run',
         );
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.unloaded.register] slots=${slots}: re-registering the same config loads it exclusively; 200 loaded, ready`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.load('M').close();
         const reg = track(c.register('M'));
         await waitFor('M loads for the registration', () => c.entry('M').state.kind === 'loading');
@@ -87,14 +83,11 @@ describe('state x operation: M unloaded', () => {
         assert.equal(report(await later.promise).generation, 1);
         assert.deepEqual(await view(c, 'M'), readyView(slots));
         assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.unloaded.register] slots=${slots}: a changed config is validated and loaded exclusively; 200 loaded, ready with the new config`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.load('M').close();
         const reg = track(c.register('M', { load_options: { variant: 'next' } }));
         await waitFor('M reconfigures', () => c.entry('M').activity === 'reconfiguring');
@@ -117,65 +110,54 @@ describe('state x operation: M unloaded', () => {
           created: rep(g, slots),
           runs: [g],
         });
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.unloaded.unload] slots=${slots}: unloading an unloaded model is an idempotent 200 loaded=false`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await assertUnloaded(c.unload('M'), 'M');
         await assertUnloaded(c.unload('M'), 'M');
         assert.deepEqual(await view(c, 'M'), unloadedView(slots));
         assert.deepEqual(tally(c, 'M'), NONE);
         assert.equal(c.entry('M').scheduler.idle, true, 'the manager lease is released');
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.unloaded.bulk-unload] slots=${slots}: a bulk unload lists an unloaded M once; 200, unloaded`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         const res = await c.bulkUnload(['M', 'ghost', 'M']);
         assert.equal(res.status, 200);
         assert.deepEqual(res.json, { unloaded: ['M'], not_found: ['ghost'] });
         assert.deepEqual(await view(c, 'M'), unloadedView(slots));
         assert.deepEqual(tally(c, 'M'), NONE);
         assert.equal(c.entry('M').scheduler.idle, true);
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.unloaded.evict] slots=${slots}: eviction and idle retirement find no resident M and skip it`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'M', slots },
           { id: 'B', slots },
         ],
         { max_loaded_models: 1, idle_unload_ms: 1000, clock },
+        async (c) => {
+          c.s.voxd.runtime.residency.stopIdleTimer();
+          // max_loaded_models=1: loading B finds no resident M to evict.
+          assert.equal(report(await c.infer('B')).generation, 1);
+          assert.doesNotMatch(c.s.logs.join('\n'), /evicted model/);
+          clock.advance(5000);
+          assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['B']);
+          assert.deepEqual(await view(c, 'M'), unloadedView(slots));
+          assert.deepEqual(tally(c, 'M'), NONE);
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+        },
       );
-      try {
-        c.s.voxd.runtime.residency.stopIdleTimer();
-        // max_loaded_models=1: loading B finds no resident M to evict.
-        assert.equal(report(await c.infer('B')).generation, 1);
-        assert.doesNotMatch(c.s.logs.join('\n'), /evicted model/);
-        clock.advance(5000);
-        assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['B']);
-        assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-        assert.deepEqual(tally(c, 'M'), NONE);
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-      } finally {
-        await c.close();
-      }
     });
 
     test(`[state.unloaded.status] slots=${slots}: status reads metadata and counters of an unloaded M; null capacity, no load`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         const before = leases(c.snapshot('M'));
         const st = await statusOf(c, 'M');
         assert.equal(st.id, 'M');
@@ -187,9 +169,7 @@ describe('state x operation: M unloaded', () => {
         assert.deepEqual(leases(c.snapshot('M')), before, 'status reserves nothing');
         assert.equal(c.entry('M').scheduler.idle, true);
         assert.deepEqual(tally(c, 'M'), NONE, 'status loads nothing');
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -197,8 +177,7 @@ describe('state x operation: M unloaded', () => {
 describe('state x operation: M loading', () => {
   for (const slots of COUNTS) {
     test(`[state.loading.inference] slots=${slots}: spare slots admit and wait on the one initialisation, a full pool queues; 200 after publication`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         const { request: first } = await c.loading('M');
         // Admitted and waiting for the initialisation when slots > 1, queued when slots = 1.
         const gone = abortable(c, 'M');
@@ -231,14 +210,11 @@ describe('state x operation: M loading', () => {
           'runs start after the complete pool',
         );
         assert.deepEqual(await view(c, 'M'), readyView(slots));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.loading.register] slots=${slots}: a same-config registration waits behind the load and earlier requests; 200, ready`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         const { request: first } = await c.loading('M');
         const reg = track(c.register('M'));
         await waitSnapshot(c, 'M', { queuedManagers: 1 });
@@ -255,14 +231,11 @@ describe('state x operation: M loading', () => {
         assert.equal(report(await later.promise).generation, 1);
         assert.deepEqual(await view(c, 'M'), readyView(slots));
         assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1, 1] });
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.loading.register] slots=${slots}: a reconfiguration waits behind the first load and its request, then replaces the pool; 200 new ready state`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         const { request: first } = await c.loading('M');
         const reg = track(c.register('M', { load_options: { variant: 'next' } }));
         await waitSnapshot(c, 'M', { queuedManagers: 1 });
@@ -305,14 +278,11 @@ describe('state x operation: M loading', () => {
             'the probe precedes teardown',
           );
         assert.deepEqual(await view(c, 'M'), readyView(slots));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.loading.unload] slots=${slots}: an unload waits for the first load and its request; 200 unloaded`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         const { request: first } = await c.loading('M');
         const unload = track(c.unload('M'));
         await waitSnapshot(c, 'M', { queuedManagers: 1, activeRequests: 1 });
@@ -332,149 +302,140 @@ describe('state x operation: M loading', () => {
         assertBefore(c, ['M', 'run-end', 1], ['M', 'session-disposed', 1], 'the first request drains first');
         assert.deepEqual(disposedSlots(c, 'M', 1), reverseSlots(slots), 'clones before the primary');
         assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.loading.bulk-unload] slots=${slots}: the barrier is published before the pool exists, ready B is freed first, then M; 200 unloaded`, async () => {
-      const c = await contractServer([
-        { id: 'M', slots },
-        { id: 'B', slots },
-      ]);
-      try {
-        await c.ready('B');
-        const { request: first } = await c.loading('M');
-        const bulk = track(c.bulkUnload(['M', 'B', 'ghost', 'M']));
-        await c.waitCount('B', 'weights-disposed', 1);
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-        await waitSnapshot(c, 'M', { queuedManagers: 1, activeRequests: 1 });
-        assert.equal(c.entry('M').state.kind, 'loading', 'M is still loading');
-        assert.deepEqual(tally(c, 'M'), NONE);
-        assert.equal(bulk.settled, false);
-        await c.load('M').open();
-        assert.equal(report(await first).generation, 1);
-        const res = await bulk.promise;
-        assert.equal(res.status, 200);
-        assert.deepEqual(res.json, { unloaded: ['M', 'B'], not_found: ['ghost'] });
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: [1],
-          created: rep(1, slots),
-          disposed: rep(1, slots),
-          weights: [1],
-          runs: [1],
-        });
-        assertBefore(
-          c,
-          ['B', 'weights-disposed', 1],
-          ['M', 'load', 1],
-          'B is freed before M finishes loading',
-        );
-        assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [
+          { id: 'M', slots },
+          { id: 'B', slots },
+        ],
+        async (c) => {
+          await c.ready('B');
+          const { request: first } = await c.loading('M');
+          const bulk = track(c.bulkUnload(['M', 'B', 'ghost', 'M']));
+          await c.waitCount('B', 'weights-disposed', 1);
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+          await waitSnapshot(c, 'M', { queuedManagers: 1, activeRequests: 1 });
+          assert.equal(c.entry('M').state.kind, 'loading', 'M is still loading');
+          assert.deepEqual(tally(c, 'M'), NONE);
+          assert.equal(bulk.settled, false);
+          await c.load('M').open();
+          assert.equal(report(await first).generation, 1);
+          const res = await bulk.promise;
+          assert.equal(res.status, 200);
+          assert.deepEqual(res.json, { unloaded: ['M', 'B'], not_found: ['ghost'] });
+          assert.deepEqual(tally(c, 'M'), {
+            ...NONE,
+            load: [1],
+            created: rep(1, slots),
+            disposed: rep(1, slots),
+            weights: [1],
+            runs: [1],
+          });
+          assertBefore(
+            c,
+            ['B', 'weights-disposed', 1],
+            ['M', 'load', 1],
+            'B is freed before M finishes loading',
+          );
+          assert.deepEqual(await view(c, 'M'), unloadedView(slots));
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+        },
+      );
     });
 
     test(`[state.loading.evict] slots=${slots}: idle retirement skips a loading M and retires idle B; M goes on loading`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'M', slots },
           { id: 'B', slots },
         ],
         { idle_unload_ms: 1000, clock },
+        async (c) => {
+          c.s.voxd.runtime.residency.stopIdleTimer();
+          await c.ready('B');
+          const { request: first } = await c.loading('M');
+          clock.advance(5000);
+          assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['B']);
+          assert.equal(c.entry('M').state.kind, 'loading');
+          assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'loading', active_slots: 1 }));
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+          await c.load('M').open();
+          assert.equal(report(await first).generation, 1);
+          assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
+          assert.deepEqual(await view(c, 'M'), readyView(slots));
+        },
       );
-      try {
-        c.s.voxd.runtime.residency.stopIdleTimer();
-        await c.ready('B');
-        const { request: first } = await c.loading('M');
-        clock.advance(5000);
-        assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['B']);
-        assert.equal(c.entry('M').state.kind, 'loading');
-        assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'loading', active_slots: 1 }));
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-        await c.load('M').open();
-        assert.equal(report(await first).generation, 1);
-        assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
-        assert.deepEqual(await view(c, 'M'), readyView(slots));
-      } finally {
-        await c.close();
-      }
     });
 
     test(`[state.loading.evict] slots=${slots}: max_loaded_models: a cold load behind loading M never disturbs it, skips busy M and evicts idle B`, async () => {
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'M', slots },
           { id: 'B', slots },
           { id: 'X', slots },
         ],
         { max_loaded_models: 2 },
+        async (c) => {
+          await c.ready('B');
+          const gate = await c.runGate();
+          await c.load('M').close();
+          const first = track(c.infer('M', { run_gate: gate.path }));
+          await waitFor('M loads', () => c.entry('M').state.kind === 'loading');
+          const x = track(c.infer('X'));
+          // Guarded cold loads are serialised: X waits for M's load; nothing is evicted meanwhile.
+          await waitFor('X waits to load', () => c.entry('X').state.kind === 'loading');
+          assert.deepEqual(tally(c, 'X'), NONE);
+          assert.deepEqual(tally(c, 'B').weights, []);
+          assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'loading', active_slots: 1 }));
+          await c.load('M').open();
+          assert.equal(report(await x.promise).generation, 1);
+          await c.waitCount('M', 'run-start', 1);
+          assert.match(c.s.logs.join('\n'), /evicted model 'B' to load 'X'/);
+          assert.doesNotMatch(c.s.logs.join('\n'), /evicted model 'M'/);
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+          assert.deepEqual(await view(c, 'M'), readyView(slots, { active_slots: 1 }));
+          assert.equal(first.settled, false);
+          await gate.open();
+          assert.equal(report(await first.promise).generation, 1);
+          assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
+          assert.deepEqual(await view(c, 'X'), readyView(slots));
+        },
       );
-      try {
-        await c.ready('B');
-        const gate = await c.runGate();
-        await c.load('M').close();
-        const first = track(c.infer('M', { run_gate: gate.path }));
-        await waitFor('M loads', () => c.entry('M').state.kind === 'loading');
-        const x = track(c.infer('X'));
-        // Guarded cold loads are serialised: X waits for M's load; nothing is evicted meanwhile.
-        await waitFor('X waits to load', () => c.entry('X').state.kind === 'loading');
-        assert.deepEqual(tally(c, 'X'), NONE);
-        assert.deepEqual(tally(c, 'B').weights, []);
-        assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'loading', active_slots: 1 }));
-        await c.load('M').open();
-        assert.equal(report(await x.promise).generation, 1);
-        await c.waitCount('M', 'run-start', 1);
-        assert.match(c.s.logs.join('\n'), /evicted model 'B' to load 'X'/);
-        assert.doesNotMatch(c.s.logs.join('\n'), /evicted model 'M'/);
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-        assert.deepEqual(await view(c, 'M'), readyView(slots, { active_slots: 1 }));
-        assert.equal(first.settled, false);
-        await gate.open();
-        assert.equal(report(await first.promise).generation, 1);
-        assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
-        assert.deepEqual(await view(c, 'X'), readyView(slots));
-      } finally {
-        await c.close();
-      }
     });
 
     test(`[state.loading.evict] slots=${slots}: max_loaded_models=1: a cold load behind loading M finds it busy and gets 503; M goes on`, async () => {
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'M', slots },
           { id: 'X', slots },
         ],
         { max_loaded_models: 1 },
+        async (c) => {
+          const gate = await c.runGate();
+          await c.load('M').close();
+          const first = track(c.infer('M', { run_gate: gate.path }));
+          await waitFor('M loads', () => c.entry('M').state.kind === 'loading');
+          const x = track(c.infer('X'));
+          await waitFor('X waits to load', () => c.entry('X').state.kind === 'loading');
+          await c.load('M').open();
+          assert.match(errorOf(await x.promise, 503, 'server_busy'), /every loaded model is busy/);
+          assert.deepEqual(tally(c, 'X'), NONE, 'nothing of X was built');
+          assert.deepEqual(await view(c, 'X'), unloadedView(slots));
+          await c.waitCount('M', 'run-start', 1);
+          assert.deepEqual(await view(c, 'M'), readyView(slots, { active_slots: 1 }));
+          await gate.open();
+          assert.equal(report(await first.promise).generation, 1);
+          assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
+        },
       );
-      try {
-        const gate = await c.runGate();
-        await c.load('M').close();
-        const first = track(c.infer('M', { run_gate: gate.path }));
-        await waitFor('M loads', () => c.entry('M').state.kind === 'loading');
-        const x = track(c.infer('X'));
-        await waitFor('X waits to load', () => c.entry('X').state.kind === 'loading');
-        await c.load('M').open();
-        assert.match(errorOf(await x.promise, 503, 'server_busy'), /every loaded model is busy/);
-        assert.deepEqual(tally(c, 'X'), NONE, 'nothing of X was built');
-        assert.deepEqual(await view(c, 'X'), unloadedView(slots));
-        await c.waitCount('M', 'run-start', 1);
-        assert.deepEqual(await view(c, 'M'), readyView(slots, { active_slots: 1 }));
-        await gate.open();
-        assert.equal(report(await first.promise).generation, 1);
-        assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
-      } finally {
-        await c.close();
-      }
     });
 
     test(`[state.loading.status] slots=${slots}: status during a load never exposes a partial pool and changes nothing`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         const { request: first } = await c.loading('M');
         const before = leases(c.snapshot('M'));
         const st = await statusOf(c, 'M');
@@ -496,9 +457,7 @@ describe('state x operation: M loading', () => {
         }
         assert.deepEqual(await view(c, 'M'), readyView(slots));
         assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -506,8 +465,7 @@ describe('state x operation: M loading', () => {
 describe('state x operation: M ready', () => {
   for (const slots of COUNTS) {
     test(`[state.ready.inference] slots=${slots}: requests fill the spare slots, then queue; 200, ready, no reload`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', slots);
         const extra = track(c.infer('M'));
@@ -535,15 +493,12 @@ describe('state x operation: M ready', () => {
           runs: rep(1, slots + 1),
         });
         assert.deepEqual(await view(c, 'M'), readyView(slots));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     for (const changed of [false, true]) {
       test(`[state.ready.register] slots=${slots}: ${changed ? 'a reconfiguration' : 'a same-config registration'} waits for earlier work${changed ? ', validates before teardown' : ''}; 200 loaded, ready`, async () => {
-        const c = await contractServer([{ id: 'M', slots }]);
-        try {
+        await withContractServer([{ id: 'M', slots }], async (c) => {
           await c.ready('M');
           const { gate, requests } = await c.running('M', 1);
           const reg = track(c.register('M', changed ? { load_options: { variant: 'next' } } : {}));
@@ -584,15 +539,12 @@ describe('state x operation: M ready', () => {
               'the probe precedes teardown',
             );
           }
-        } finally {
-          await c.close();
-        }
+        });
       });
     }
 
     test(`[state.ready.unload] slots=${slots}: an unload waits for earlier work, then tears down clones before the primary; 200 loaded=false`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', 1);
         const unload = track(c.unload('M'));
@@ -620,46 +572,48 @@ describe('state x operation: M ready', () => {
         );
         assert.deepEqual(disposedSlots(c, 'M', 1), reverseSlots(slots));
         assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.ready.bulk-unload] slots=${slots}: per-model barriers; ready-idle M is freed first while busy B drains; 200 unloaded`, async () => {
-      const c = await contractServer([
-        { id: 'M', slots },
-        { id: 'B', slots },
-      ]);
-      try {
-        await c.ready('M');
-        await c.ready('B');
-        const { gate, requests } = await c.running('B', 1);
-        const bulk = track(c.bulkUnload(['B', 'M']));
-        await c.waitCount('M', 'weights-disposed', 1);
-        assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-        await waitSnapshot(c, 'B', { queuedManagers: 1, activeRequests: 1 });
-        assert.deepEqual(await view(c, 'B'), readyView(slots, { active_slots: 1 }));
-        assert.equal(bulk.settled, false);
-        await gate.open();
-        assert.equal(report(await requests[0]!).generation, 1);
-        const res = await bulk.promise;
-        assert.equal(res.status, 200);
-        assert.deepEqual(res.json, { unloaded: ['B', 'M'], not_found: [] });
-        for (const id of ['M', 'B']) {
-          assert.deepEqual(tally(c, id).weights, [1]);
-          assert.deepEqual(tally(c, id).disposed, rep(1, slots));
-          assert.deepEqual(await view(c, id), unloadedView(slots));
-        }
-        assertBefore(c, ['M', 'weights-disposed', 1], ['B', 'run-end', 1], 'idle M is freed before B drains');
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [
+          { id: 'M', slots },
+          { id: 'B', slots },
+        ],
+        async (c) => {
+          await c.ready('M');
+          await c.ready('B');
+          const { gate, requests } = await c.running('B', 1);
+          const bulk = track(c.bulkUnload(['B', 'M']));
+          await c.waitCount('M', 'weights-disposed', 1);
+          assert.deepEqual(await view(c, 'M'), unloadedView(slots));
+          await waitSnapshot(c, 'B', { queuedManagers: 1, activeRequests: 1 });
+          assert.deepEqual(await view(c, 'B'), readyView(slots, { active_slots: 1 }));
+          assert.equal(bulk.settled, false);
+          await gate.open();
+          assert.equal(report(await requests[0]!).generation, 1);
+          const res = await bulk.promise;
+          assert.equal(res.status, 200);
+          assert.deepEqual(res.json, { unloaded: ['B', 'M'], not_found: [] });
+          for (const id of ['M', 'B']) {
+            assert.deepEqual(tally(c, id).weights, [1]);
+            assert.deepEqual(tally(c, id).disposed, rep(1, slots));
+            assert.deepEqual(await view(c, id), unloadedView(slots));
+          }
+          assertBefore(
+            c,
+            ['M', 'weights-disposed', 1],
+            ['B', 'run-end', 1],
+            'idle M is freed before B drains',
+          );
+        },
+      );
     });
 
     test(`[state.ready.evict] slots=${slots}: idle retirement takes M only when idle and queue-free for idle_unload_ms; no client sees it`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots }], { idle_unload_ms: 1000, clock });
-      try {
+      await withContractServer([{ id: 'M', slots }], { idle_unload_ms: 1000, clock }, async (c) => {
         c.s.voxd.runtime.residency.stopIdleTimer();
         await c.ready('M');
         const { gate, requests } = await c.running('M', 1);
@@ -686,47 +640,42 @@ describe('state x operation: M ready', () => {
           runs: rep(1, queued ? 2 : 1),
         });
         assert.deepEqual(disposedSlots(c, 'M', 1), reverseSlots(slots));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.ready.evict] slots=${slots}: max_loaded_models=1: busy M is skipped (503 for the other load), idle M is evicted`, async () => {
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'M', slots },
           { id: 'X', slots },
         ],
         { max_loaded_models: 1 },
+        async (c) => {
+          await c.ready('M');
+          const { gate, requests } = await c.running('M', 1);
+          assert.match(errorOf(await c.infer('X'), 503, 'server_busy'), /every loaded model is busy/);
+          assert.deepEqual(tally(c, 'X'), NONE);
+          assert.deepEqual(await view(c, 'M'), readyView(slots, { active_slots: 1 }));
+          await gate.open();
+          assert.equal(report(await requests[0]!).generation, 1);
+          assert.equal(report(await c.infer('X')).generation, 1);
+          assert.match(c.s.logs.join('\n'), /evicted model 'M' to load 'X'/);
+          assert.deepEqual(await view(c, 'M'), unloadedView(slots));
+          assert.deepEqual(await view(c, 'X'), readyView(slots));
+          assert.deepEqual(tally(c, 'M'), {
+            ...NONE,
+            load: [1],
+            created: rep(1, slots),
+            disposed: rep(1, slots),
+            weights: [1],
+            runs: [1],
+          });
+        },
       );
-      try {
-        await c.ready('M');
-        const { gate, requests } = await c.running('M', 1);
-        assert.match(errorOf(await c.infer('X'), 503, 'server_busy'), /every loaded model is busy/);
-        assert.deepEqual(tally(c, 'X'), NONE);
-        assert.deepEqual(await view(c, 'M'), readyView(slots, { active_slots: 1 }));
-        await gate.open();
-        assert.equal(report(await requests[0]!).generation, 1);
-        assert.equal(report(await c.infer('X')).generation, 1);
-        assert.match(c.s.logs.join('\n'), /evicted model 'M' to load 'X'/);
-        assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-        assert.deepEqual(await view(c, 'X'), readyView(slots));
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: [1],
-          created: rep(1, slots),
-          disposed: rep(1, slots),
-          weights: [1],
-          runs: [1],
-        });
-      } finally {
-        await c.close();
-      }
     });
 
     test(`[state.ready.status] slots=${slots}: status reports counters and metadata and reserves no lease`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', 1);
         const before = leases(c.snapshot('M'));
@@ -750,9 +699,7 @@ describe('state x operation: M ready', () => {
         assert.equal(report(await next.promise).generation, 1);
         assert.deepEqual(await view(c, 'M'), readyView(slots));
         assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1, 1] });
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });

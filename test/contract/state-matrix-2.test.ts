@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ManualClock, post } from '../helpers/voxd.js';
 import { COUNTS, pick, readyView, track, unloadedView, view } from './assertions.js';
-import { contractServer } from './harness.js';
+import { withContractServer } from './harness.js';
 import {
   abortable,
   assertBefore,
@@ -64,8 +64,7 @@ describe('state x operation: M reconfiguring', () => {
           ? 'while the replacement is validated (old pool still published with free slots)'
           : 'while the committed replacement loads';
       test(`[state.reconfiguring.inference] slots=${slots}->${next}: requests ${where} queue behind the manager and bind the new config; 200, ready`, async () => {
-        const c = await contractServer([{ id: 'M', slots }]);
-        try {
+        await withContractServer([{ id: 'M', slots }], async (c) => {
           await c.ready('M');
           const held = await holdReconfiguring(c, 'M', next, phase);
           const runGate = await c.runGate();
@@ -99,15 +98,12 @@ describe('state x operation: M reconfiguring', () => {
           }
           assert.deepEqual(tally(c, 'M'), { ...reconfigured(slots, next), runs: rep(3, next + 1) });
           assert.deepEqual(await view(c, 'M'), readyView(next));
-        } finally {
-          await c.close();
-        }
+        });
       });
     }
 
     test(`[state.reconfiguring.register] slots=${slots}->${next}: a later same-config registration queues behind the manager; 200 with the final config`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.ready('M');
         const held = await holdReconfiguring(c, 'M', next, 'loading');
         const again = track(post(c.url, '/v1/models/load', held.body));
@@ -121,14 +117,11 @@ describe('state x operation: M reconfiguring', () => {
         assert.deepEqual(tally(c, 'M'), reconfigured(slots, next), 'the same config loads nothing more');
         assert.deepEqual(await view(c, 'M'), readyView(next));
         assert.deepEqual((await statusOf(c, 'M')).session_options, NEW_SESSION_OPTIONS);
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.reconfiguring.register] slots=${slots}->${next}->${slots}: a later reconfiguration runs after the first and after a request queued between them; 200 with the final config`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.ready('M');
         const held = await holdReconfiguring(c, 'M', next, 'loading');
         const between = track(c.infer('M'));
@@ -168,14 +161,11 @@ describe('state x operation: M reconfiguring', () => {
         const r = report(await c.infer('M'));
         assert.equal(r.generation, g);
         assert.equal(r.load_options.variant, 'third');
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.reconfiguring.unload] slots=${slots}->${next}: a later unload queues, retires the replacement once it is published; 200 unloaded`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.ready('M');
         const held = await holdReconfiguring(c, 'M', next, 'loading');
         const unload = track(c.unload('M'));
@@ -195,111 +185,104 @@ describe('state x operation: M reconfiguring', () => {
         // Unloaded with the new configuration kept.
         assert.deepEqual(await view(c, 'M'), unloadedView(next));
         assert.deepEqual((await statusOf(c, 'M')).session_options, NEW_SESSION_OPTIONS);
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.reconfiguring.bulk-unload] slots=${slots}->${next}: the barrier queues behind the manager while ready B retires; 200 unloaded`, async () => {
-      const c = await contractServer([
-        { id: 'M', slots },
-        { id: 'B', slots },
-      ]);
-      try {
-        await c.ready('M');
-        await c.ready('B');
-        const held = await holdReconfiguring(c, 'M', next, 'loading');
-        const bulk = track(c.bulkUnload(['M', 'B']));
-        await c.waitCount('B', 'weights-disposed', 1);
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-        await waitSnapshot(c, 'M', { managerActive: true, queuedManagers: 1 });
-        assert.deepEqual(await view(c, 'M'), unloadedView(next, { state: 'reconfiguring' }));
-        assert.equal(bulk.settled, false);
-        await held.gate.open();
-        await assertRegistered(held.request, 'M', true);
-        const res = await bulk.promise;
-        assert.equal(res.status, 200);
-        assert.deepEqual(res.json, { unloaded: ['M', 'B'], not_found: [] });
-        assert.deepEqual(tally(c, 'M'), {
-          ...reconfigured(slots, next),
-          disposed: [...rep(1, slots), ...rep(3, next)],
-          weights: [2, 1, 3],
-        });
-        assertBefore(c, ['B', 'weights-disposed', 1], ['M', 'load', 3], 'B retires before M is published');
-        assert.deepEqual(await view(c, 'M'), unloadedView(next));
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [
+          { id: 'M', slots },
+          { id: 'B', slots },
+        ],
+        async (c) => {
+          await c.ready('M');
+          await c.ready('B');
+          const held = await holdReconfiguring(c, 'M', next, 'loading');
+          const bulk = track(c.bulkUnload(['M', 'B']));
+          await c.waitCount('B', 'weights-disposed', 1);
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+          await waitSnapshot(c, 'M', { managerActive: true, queuedManagers: 1 });
+          assert.deepEqual(await view(c, 'M'), unloadedView(next, { state: 'reconfiguring' }));
+          assert.equal(bulk.settled, false);
+          await held.gate.open();
+          await assertRegistered(held.request, 'M', true);
+          const res = await bulk.promise;
+          assert.equal(res.status, 200);
+          assert.deepEqual(res.json, { unloaded: ['M', 'B'], not_found: [] });
+          assert.deepEqual(tally(c, 'M'), {
+            ...reconfigured(slots, next),
+            disposed: [...rep(1, slots), ...rep(3, next)],
+            weights: [2, 1, 3],
+          });
+          assertBefore(c, ['B', 'weights-disposed', 1], ['M', 'load', 3], 'B retires before M is published');
+          assert.deepEqual(await view(c, 'M'), unloadedView(next));
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+        },
+      );
     });
 
     test(`[state.reconfiguring.evict] slots=${slots}->${next}: idle retirement skips M whose old pool is held by the manager, retires idle B; the reconfiguration continues`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'M', slots },
           { id: 'B', slots },
         ],
         { idle_unload_ms: 1000, clock },
+        async (c) => {
+          c.s.voxd.runtime.residency.stopIdleTimer();
+          await c.ready('M');
+          await c.ready('B');
+          const held = await holdReconfiguring(c, 'M', next, 'validating');
+          clock.advance(5000);
+          assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['B']);
+          assert.deepEqual(await view(c, 'M'), readyView(slots, { state: 'reconfiguring' }));
+          assert.deepEqual(
+            tally(c, 'M'),
+            { ...NONE, load: [1], created: rep(1, slots) },
+            'the old pool is intact',
+          );
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+          await held.gate.open();
+          await assertRegistered(held.request, 'M', true);
+          assert.deepEqual(tally(c, 'M'), reconfigured(slots, next));
+          assert.deepEqual(await view(c, 'M'), readyView(next));
+        },
       );
-      try {
-        c.s.voxd.runtime.residency.stopIdleTimer();
-        await c.ready('M');
-        await c.ready('B');
-        const held = await holdReconfiguring(c, 'M', next, 'validating');
-        clock.advance(5000);
-        assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['B']);
-        assert.deepEqual(await view(c, 'M'), readyView(slots, { state: 'reconfiguring' }));
-        assert.deepEqual(
-          tally(c, 'M'),
-          { ...NONE, load: [1], created: rep(1, slots) },
-          'the old pool is intact',
-        );
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-        await held.gate.open();
-        await assertRegistered(held.request, 'M', true);
-        assert.deepEqual(tally(c, 'M'), reconfigured(slots, next));
-        assert.deepEqual(await view(c, 'M'), readyView(next));
-      } finally {
-        await c.close();
-      }
     });
 
     test(`[state.reconfiguring.evict] slots=${slots}->${next}: max_loaded_models: eviction skips the least recently used M under its manager and evicts idle B; the reconfiguration continues`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'M', slots },
           { id: 'B', slots },
           { id: 'X', slots },
         ],
         { max_loaded_models: 2, clock },
+        async (c) => {
+          await c.ready('M');
+          clock.advance(10);
+          await c.ready('B');
+          assert.ok(c.entry('M').lastUsedAt < c.entry('B').lastUsedAt, 'M is the least recently used');
+          const held = await holdReconfiguring(c, 'M', next, 'validating');
+          assert.equal(report(await c.infer('X')).generation, 1);
+          assert.match(c.s.logs.join('\n'), /evicted model 'B' to load 'X'/);
+          assert.doesNotMatch(c.s.logs.join('\n'), /evicted model 'M'/);
+          assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots) });
+          assert.deepEqual(await view(c, 'M'), readyView(slots, { state: 'reconfiguring' }));
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+          await held.gate.open();
+          await assertRegistered(held.request, 'M', true);
+          assert.deepEqual(tally(c, 'M'), reconfigured(slots, next));
+          assert.deepEqual(await view(c, 'M'), readyView(next));
+          assert.deepEqual(await view(c, 'X'), readyView(slots));
+        },
       );
-      try {
-        await c.ready('M');
-        clock.advance(10);
-        await c.ready('B');
-        assert.ok(c.entry('M').lastUsedAt < c.entry('B').lastUsedAt, 'M is the least recently used');
-        const held = await holdReconfiguring(c, 'M', next, 'validating');
-        assert.equal(report(await c.infer('X')).generation, 1);
-        assert.match(c.s.logs.join('\n'), /evicted model 'B' to load 'X'/);
-        assert.doesNotMatch(c.s.logs.join('\n'), /evicted model 'M'/);
-        assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots) });
-        assert.deepEqual(await view(c, 'M'), readyView(slots, { state: 'reconfiguring' }));
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-        await held.gate.open();
-        await assertRegistered(held.request, 'M', true);
-        assert.deepEqual(tally(c, 'M'), reconfigured(slots, next));
-        assert.deepEqual(await view(c, 'M'), readyView(next));
-        assert.deepEqual(await view(c, 'X'), readyView(slots));
-      } finally {
-        await c.close();
-      }
     });
 
     test(`[state.reconfiguring.status] slots=${slots}->${next}: status shows complete old or complete new metadata in every phase, never a partial pool or mix, and reserves nothing`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.ready('M');
         const gate = await c.runGate();
         const teardown = await c.runGate();
@@ -362,9 +345,7 @@ describe('state x operation: M reconfiguring', () => {
           assert.equal(v.active_slots, 0);
         }
         assert.deepEqual(tally(c, 'M'), reconfigured(slots, next));
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -372,8 +353,7 @@ describe('state x operation: M reconfiguring', () => {
 describe('state x operation: M unloading', () => {
   for (const slots of COUNTS) {
     test(`[state.unloading.inference] slots=${slots}: requests during a slow unload queue, then reload and run after the teardown; 200, ready`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.ready('M');
         const { request: unload } = await c.unloading('M');
         const requests = Array.from({ length: slots }, () => track(c.infer('M')));
@@ -402,15 +382,12 @@ describe('state x operation: M unloading', () => {
         });
         assertBefore(c, ['M', 'weights-disposed', 1], ['M', 'load', 2], 'the reload follows the teardown');
         assert.deepEqual(await view(c, 'M'), readyView(slots));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     for (const changed of [false, true]) {
       test(`[state.unloading.register] slots=${slots}: ${changed ? 'a reconfiguration' : 'a same-config registration'} queues behind the unload, then validates and loads; 200 ready${changed ? ' replacement' : ''}`, async () => {
-        const c = await contractServer([{ id: 'M', slots }]);
-        try {
+        await withContractServer([{ id: 'M', slots }], async (c) => {
           await c.ready('M');
           const { request } = await c.unloading('M');
           const unload = track(request);
@@ -441,15 +418,12 @@ describe('state x operation: M unloading', () => {
           const r = report(await c.infer('M'));
           assert.equal(r.generation, g);
           assert.equal(r.load_options.variant, changed ? 'next' : undefined);
-        } finally {
-          await c.close();
-        }
+        });
       });
     }
 
     test(`[state.unloading.unload] slots=${slots}: a second unload queues and is an idempotent 200 unloaded`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.ready('M');
         const { request } = await c.unloading('M');
         const first = track(request);
@@ -469,98 +443,93 @@ describe('state x operation: M unloading', () => {
           weights: [1],
         });
         assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[state.unloading.bulk-unload] slots=${slots}: the barrier queues on unloading M while ready B is freed first; 200 unloaded`, async () => {
-      const c = await contractServer([
-        { id: 'M', slots },
-        { id: 'B', slots },
-      ]);
-      try {
-        await c.ready('M');
-        await c.ready('B');
-        const { request } = await c.unloading('M');
-        const unload = track(request);
-        const bulk = track(c.bulkUnload(['M', 'B']));
-        await c.waitCount('B', 'weights-disposed', 1);
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-        await waitSnapshot(c, 'M', { managerActive: true, queuedManagers: 1 });
-        assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'unloading' }));
-        assert.deepEqual(tally(c, 'M').weights, []);
-        assert.equal(bulk.settled, false);
-        await c.teardown('M').open();
-        await assertUnloaded(unload, 'M');
-        const res = await bulk.promise;
-        assert.equal(res.status, 200);
-        assert.deepEqual(res.json, { unloaded: ['M', 'B'], not_found: [] });
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: [1],
-          created: rep(1, slots),
-          disposed: rep(1, slots),
-          weights: [1],
-        });
-        assertBefore(
-          c,
-          ['B', 'weights-disposed', 1],
-          ['M', 'weights-disposed', 1],
-          'B is freed before M finishes',
-        );
-        assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-      } finally {
-        await c.close();
-      }
+      await withContractServer(
+        [
+          { id: 'M', slots },
+          { id: 'B', slots },
+        ],
+        async (c) => {
+          await c.ready('M');
+          await c.ready('B');
+          const { request } = await c.unloading('M');
+          const unload = track(request);
+          const bulk = track(c.bulkUnload(['M', 'B']));
+          await c.waitCount('B', 'weights-disposed', 1);
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+          await waitSnapshot(c, 'M', { managerActive: true, queuedManagers: 1 });
+          assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'unloading' }));
+          assert.deepEqual(tally(c, 'M').weights, []);
+          assert.equal(bulk.settled, false);
+          await c.teardown('M').open();
+          await assertUnloaded(unload, 'M');
+          const res = await bulk.promise;
+          assert.equal(res.status, 200);
+          assert.deepEqual(res.json, { unloaded: ['M', 'B'], not_found: [] });
+          assert.deepEqual(tally(c, 'M'), {
+            ...NONE,
+            load: [1],
+            created: rep(1, slots),
+            disposed: rep(1, slots),
+            weights: [1],
+          });
+          assertBefore(
+            c,
+            ['B', 'weights-disposed', 1],
+            ['M', 'weights-disposed', 1],
+            'B is freed before M finishes',
+          );
+          assert.deepEqual(await view(c, 'M'), unloadedView(slots));
+          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+        },
+      );
     });
 
     test(`[state.unloading.evict] slots=${slots}: a retiring M is no resident victim; other idle victims are evicted or retired independently`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer(
+      await withContractServer(
         [
           { id: 'M', slots },
           { id: 'B', slots },
           { id: 'X', slots },
         ],
         { max_loaded_models: 1, idle_unload_ms: 1000, clock },
+        async (c) => {
+          c.s.voxd.runtime.residency.stopIdleTimer();
+          await c.ready('M');
+          const { request } = await c.unloading('M');
+          const unload = track(request);
+          // M no longer counts: B loads without evicting or waiting for M's teardown.
+          assert.equal(report(await c.infer('B')).generation, 1);
+          // B is the one resident idle victim for X.
+          assert.equal(report(await c.infer('X')).generation, 1);
+          assert.match(c.s.logs.join('\n'), /evicted model 'B' to load 'X'/);
+          assert.doesNotMatch(c.s.logs.join('\n'), /evicted model 'M'/);
+          clock.advance(5000);
+          assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['X']);
+          assert.equal(c.entry('M').state.kind, 'unloading');
+          assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'unloading' }));
+          assert.deepEqual(tally(c, 'M').weights, [], 'M is still tearing down, once');
+          assert.equal(unload.settled, false);
+          await c.teardown('M').open();
+          await assertUnloaded(unload, 'M');
+          assert.deepEqual(tally(c, 'M'), {
+            ...NONE,
+            load: [1],
+            created: rep(1, slots),
+            disposed: rep(1, slots),
+            weights: [1],
+          });
+          for (const id of ['M', 'B', 'X']) assert.deepEqual(await view(c, id), unloadedView(slots));
+        },
       );
-      try {
-        c.s.voxd.runtime.residency.stopIdleTimer();
-        await c.ready('M');
-        const { request } = await c.unloading('M');
-        const unload = track(request);
-        // M no longer counts: B loads without evicting or waiting for M's teardown.
-        assert.equal(report(await c.infer('B')).generation, 1);
-        // B is the one resident idle victim for X.
-        assert.equal(report(await c.infer('X')).generation, 1);
-        assert.match(c.s.logs.join('\n'), /evicted model 'B' to load 'X'/);
-        assert.doesNotMatch(c.s.logs.join('\n'), /evicted model 'M'/);
-        clock.advance(5000);
-        assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['X']);
-        assert.equal(c.entry('M').state.kind, 'unloading');
-        assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'unloading' }));
-        assert.deepEqual(tally(c, 'M').weights, [], 'M is still tearing down, once');
-        assert.equal(unload.settled, false);
-        await c.teardown('M').open();
-        await assertUnloaded(unload, 'M');
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: [1],
-          created: rep(1, slots),
-          disposed: rep(1, slots),
-          weights: [1],
-        });
-        for (const id of ['M', 'B', 'X']) assert.deepEqual(await view(c, id), unloadedView(slots));
-      } finally {
-        await c.close();
-      }
     });
 
     test(`[state.unloading.status] slots=${slots}: status shows logical unloaded with null capacity while the physical teardown continues`, async () => {
-      const c = await contractServer([{ id: 'M', slots }]);
-      try {
+      await withContractServer([{ id: 'M', slots }], async (c) => {
         await c.ready('M');
         const { request } = await c.unloading('M');
         await c.waitCount('M', 'session-disposed', slots);
@@ -582,9 +551,7 @@ describe('state x operation: M unloading', () => {
         assert.deepEqual(tally(c, 'M').weights, [1]);
         assert.deepEqual(tally(c, 'M').load, [1], 'status loaded nothing');
         assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });

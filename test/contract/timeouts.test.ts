@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { errorOf, ManualClock, post, reportOf, whenRuntime, withDeadline } from '../helpers/voxd.js';
 import { COUNTS, lifecycle, loadOf, queued, range, readyView, view } from './assertions.js';
-import { type ContractServer, contractServer } from './harness.js';
+import { type ContractServer, withContractServer } from './harness.js';
 
 /** A busy timeout no test moves the clock past unless it means to make a blocker overdue. */
 const LONG_MS = 600_000;
@@ -38,8 +38,7 @@ describe('timeouts: admission', () => {
   for (const n of COUNTS) {
     test(`[time.admission-timeout] slots=${n}: a request override times out with 503 server_busy and leaves the queue`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock }, async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         const patient = c.infer('M', { tag: 'patient' });
@@ -55,15 +54,12 @@ describe('timeouts: admission', () => {
         for (const r of await Promise.all([...requests, patient])) assert.equal(reportOf(r).generation, 1);
         assert.deepEqual(await view(c, 'M'), readyView(n));
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[time.admission-timeout] slots=${n}: the model ceiling caps a request's longer busy_timeout_ms`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 0, clock });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 0, clock }, async (c) => {
         await c.ready('M');
         // A metadata-only change: the ceiling applies without a reload.
         const reg = await post(c.url, '/v1/models/load', { ...c.body('M'), busy_timeout_ms: 100 });
@@ -81,9 +77,7 @@ describe('timeouts: admission', () => {
         await gate.open();
         for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
         assert.deepEqual(await view(c, 'M'), readyView(n));
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 
@@ -94,8 +88,7 @@ describe('timeouts: admission', () => {
     test(`[time.admission-timeout] a targeted ${kind} waits past busy_timeout_ms, while a request behind it times out with 503`, async () => {
       const clock = new ManualClock();
       const n = 2;
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 100, clock });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 100, clock }, async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         const manager =
@@ -115,9 +108,7 @@ describe('timeouts: admission', () => {
         assert.equal(res.status, 200);
         if (kind === 'unload') assert.deepEqual(res.json, { id: 'M', loaded: false });
         else assert.deepEqual(res.json, { id: 'M', loaded: true, reconfigured: true });
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -126,8 +117,7 @@ describe('timeouts: overdue blockers', () => {
   for (const n of COUNTS) {
     test(`[time.overdue-blockers] slots=${n}: a healthy blocker permits a bounded wait that succeeds when it finishes`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 5000, clock });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 5000, clock }, async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         clock.advance(4999); // not yet overdue
@@ -137,15 +127,12 @@ describe('timeouts: overdue blockers', () => {
         await gate.open();
         assert.equal(reportOf(await within(waiting, 'the waiting request')).generation, 1);
         for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[time.overdue-blockers] slots=${n}: when every occupied slot is overdue a new request fails fast`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock }, async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         clock.advance(LONG_MS + 1);
@@ -157,17 +144,14 @@ describe('timeouts: overdue blockers', () => {
         for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
         // Existing work continued; the model is free again.
         assert.equal(reportOf(await within(c.infer('M'), 'a request afterwards')).generation, 1);
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[time.overdue-blockers] slots=${n}: an overdue manager makes a request fail fast; a healthy one permits waiting`, async () => {
       const clock = new ManualClock();
       // Admission unbounded by default, so that the request waiting behind the healthy manager keeps
       // waiting however far the clock moves; the probe sets its own bound.
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 0, clock });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 0, clock }, async (c) => {
         await c.ready('M');
         const { request: unload } = await c.unloading('M');
         const waiting = c.infer('M', { tag: 'healthy-manager' });
@@ -185,17 +169,14 @@ describe('timeouts: overdue blockers', () => {
         await c.teardown('M').open();
         assert.deepEqual((await unload).json, { id: 'M', loaded: false });
         assert.equal(reportOf(await within(waiting, 'the request queued earlier')).generation, 2);
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 
   for (const n of [2, 4]) {
     test(`[time.overdue-blockers] slots=${n}: overdue occupied slots fail fast even with spare slots behind a waiting manager`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock }, async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', 1);
         const bulk = c.bulkUnload(['M']);
@@ -210,15 +191,12 @@ describe('timeouts: overdue blockers', () => {
         assert.equal((await requests[0]!).status, 200);
         assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['M'], not_found: [] });
         assert.equal((await view(c, 'M')).loaded, false);
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[time.overdue-blockers] slots=${n}: one healthy occupied slot among overdue ones permits a bounded wait`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock }, async (c) => {
         await c.ready('M');
         const old = await c.running('M', n - 1);
         clock.advance(LONG_MS + 1); // these are overdue now
@@ -232,9 +210,7 @@ describe('timeouts: overdue blockers', () => {
         for (const r of await Promise.all([...old.requests, ...healthy.requests]))
           assert.equal(r.status, 200);
         assert.deepEqual(await view(c, 'M'), readyView(n));
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -243,8 +219,7 @@ describe('timeouts: zero means unbounded', () => {
   for (const n of COUNTS) {
     test(`[time.zero-unbounded] slots=${n}: busy_timeout_ms=0 waits without limit, however long the blocker runs`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 0, clock });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 0, clock }, async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         const unbounded = c.infer('M', { tag: 'unbounded' });
@@ -261,15 +236,12 @@ describe('timeouts: zero means unbounded', () => {
         await gate.open();
         assert.equal(reportOf(await within(unbounded, 'the unbounded request')).options.tag, 'unbounded');
         for (const r of await Promise.all(requests)) assert.equal(r.status, 200, 'admitted work ran past 0');
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[time.zero-unbounded] slots=${n}: bulk unloads wait without limit despite busy_timeout_ms=50`, async () => {
       const clock = new ManualClock();
-      const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 50, clock });
-      try {
+      await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 50, clock }, async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         const bulk = c.bulkUnload(['M']);
@@ -290,9 +262,7 @@ describe('timeouts: zero means unbounded', () => {
         assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['M'], not_found: [] });
         assert.deepEqual((await within(all, 'unload_all_models')).json, { unloaded: ['M'] });
         assert.equal((await view(c, 'M')).loaded, false);
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });
@@ -301,8 +271,7 @@ describe('timeouts: zero means unbounded (model ceiling)', () => {
   test('[time.zero-unbounded] a model busy_timeout_ms=0 makes its admission unbounded under a 50 ms server default', async () => {
     const clock = new ManualClock();
     const n = 2;
-    const c = await contractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 50, clock });
-    try {
+    await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 50, clock }, async (c) => {
       await c.ready('M');
       const reg = await post(c.url, '/v1/models/load', { ...c.body('M'), busy_timeout_ms: 0 });
       assert.deepEqual(reg.json, { id: 'M', loaded: true, reconfigured: true });
@@ -322,17 +291,14 @@ describe('timeouts: zero means unbounded (model ceiling)', () => {
       assert.equal(reportOf(await within(unbounded, 'the unbounded request')).options.tag, 'unbounded');
       for (const r of await Promise.all(requests)) assert.equal(r.status, 200);
       assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
-    } finally {
-      await c.close();
-    }
+    });
   });
 });
 
 describe('timeouts: disconnects while queued or initialising', () => {
   for (const n of COUNTS) {
     test(`[time.disconnect-queued] slots=${n}: a queued request whose client leaves leaves the queue at once`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', n);
         const gone = abortable(c, 'M', { tag: 'gone' });
@@ -348,14 +314,11 @@ describe('timeouts: disconnects while queued or initialising', () => {
         assert.equal(reportOf(await behind).options.tag, 'behind');
         assert.equal(c.count('M', 'run-start'), n + 1, 'the departed request never ran');
         assert.deepEqual(await view(c, 'M'), readyView(n));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[time.disconnect-queued] slots=${n}: a client that leaves while its slot waits for initialisation frees the slot at once`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.load('M').close();
         const stay = range(n - 1).map((i) => c.infer('M', { tag: `stay${i}` }));
         const gone = abortable(c, 'M', { tag: 'gone' });
@@ -387,14 +350,11 @@ describe('timeouts: disconnects while queued or initialising', () => {
         assert.equal(c.count('M', 'run-start'), n, 'the departed request never ran');
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n), 'the shared load finished for the others');
         assert.deepEqual(await view(c, 'M'), readyView(n));
-      } finally {
-        await c.close();
-      }
+      });
     });
 
     test(`[time.disconnect-queued] slots=${n}: a queued manager whose client leaves stops blocking later requests`, async () => {
-      const c = await contractServer([{ id: 'M', slots: n }]);
-      try {
+      await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.ready('M');
         const { gate, requests } = await c.running('M', 1);
         const client = new AbortController();
@@ -416,9 +376,7 @@ describe('timeouts: disconnects while queued or initialising', () => {
         assert.equal(reportOf(await later).generation, 1, 'the model was never unloaded');
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
         assert.deepEqual(await view(c, 'M'), readyView(n));
-      } finally {
-        await c.close();
-      }
+      });
     });
   }
 });

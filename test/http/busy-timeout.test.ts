@@ -8,9 +8,9 @@ import {
   post,
   reportOf,
   request,
-  startServer,
   type TestServer,
   waitUntil,
+  withServer,
 } from '../helpers/voxd.js';
 
 const run = (s: TestServer, options: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
@@ -35,8 +35,7 @@ async function timesOutAt(s: TestServer, clock: ManualClock, ms: number, send: (
 describe('busy timeout (serial runtime)', () => {
   test('a request that finds the holder already running longer than its timeout fails at once', async () => {
     const clock = new ManualClock();
-    const s = await startServer({ busy_timeout_ms: 1000, models: [fixtureModel('m')] }, { clock });
-    try {
+    await withServer({ busy_timeout_ms: 1000, models: [fixtureModel('m')] }, { clock }, async (s) => {
       const gate = s.gate('hold');
       const holder = run(s, { run_gate: gate.path });
       await waitUntil('the holder runs', () => runStarts(s) === 1);
@@ -48,15 +47,12 @@ describe('busy timeout (serial runtime)', () => {
       await gate.open();
       assert.equal((await holder).status, 200);
       assert.equal(runStarts(s), 1, 'the refused request never ran');
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('a request that waits longer than its timeout gets 503 and leaves the queue', async () => {
     const clock = new ManualClock();
-    const s = await startServer({ busy_timeout_ms: 60, models: [fixtureModel('m')] }, { clock });
-    try {
+    await withServer({ busy_timeout_ms: 60, models: [fixtureModel('m')] }, { clock }, async (s) => {
       const gate = s.gate('hold');
       const holder = run(s, { run_gate: gate.path });
       await waitUntil('the holder runs', () => runStarts(s) === 1);
@@ -66,40 +62,35 @@ describe('busy timeout (serial runtime)', () => {
       await gate.open();
       assert.equal((await holder).status, 200);
       assert.equal(runStarts(s), 1);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('a request value shortens the model ceiling but can not lengthen it', async () => {
     const clock = new ManualClock();
-    const s = await startServer(
+    await withServer(
       {
         busy_timeout_ms: 0,
         models: [fixtureModel('m', { busy_timeout_ms: 80 })],
       },
       { clock },
+      async (s) => {
+        const gate = s.gate('hold');
+        const holder = run(s, { run_gate: gate.path });
+        await waitUntil('the holder runs', () => runStarts(s) === 1);
+        const shorter = await timesOutAt(s, clock, 30, () => run(s, {}, { busy_timeout_ms: 30 }));
+        assert.match(errorOf(shorter, 503, 'server_busy'), /timed out after 30 ms/);
+        // The holder has now run 30 ms, under the 80 ms ceiling: the next request queues again.
+        const longer = await timesOutAt(s, clock, 80, () => run(s, {}, { busy_timeout_ms: 600_000 }));
+        assert.match(errorOf(longer, 503, 'server_busy'), /timed out after 80 ms/, 'the ceiling wins');
+        await gate.open();
+        assert.equal((await holder).status, 200);
+      },
     );
-    try {
-      const gate = s.gate('hold');
-      const holder = run(s, { run_gate: gate.path });
-      await waitUntil('the holder runs', () => runStarts(s) === 1);
-      const shorter = await timesOutAt(s, clock, 30, () => run(s, {}, { busy_timeout_ms: 30 }));
-      assert.match(errorOf(shorter, 503, 'server_busy'), /timed out after 30 ms/);
-      // The holder has now run 30 ms, under the 80 ms ceiling: the next request queues again.
-      const longer = await timesOutAt(s, clock, 80, () => run(s, {}, { busy_timeout_ms: 600_000 }));
-      assert.match(errorOf(longer, 503, 'server_busy'), /timed out after 80 ms/, 'the ceiling wins');
-      await gate.open();
-      assert.equal((await holder).status, 200);
-    } finally {
-      await s.close();
-    }
   });
 
   test('the request value comes from the JSON body, a multipart field or the query string', async () => {
     const clock = new ManualClock();
-    const s = await startServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, { clock });
-    try {
+    await withServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, { clock }, async (s) => {
       const gate = s.gate('hold');
       const holder = run(s, { run_gate: gate.path });
       await waitUntil('the holder runs', () => runStarts(s) === 1);
@@ -121,15 +112,12 @@ describe('busy timeout (serial runtime)', () => {
       assert.match(errorOf(viaForm, 503, 'server_busy'), /timed out after 35 ms/);
       await gate.open();
       assert.equal((await holder).status, 200);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('0 waits without limit on both sides, even behind a holder that ran for hours', async () => {
     const clock = new ManualClock();
-    const s = await startServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, { clock });
-    try {
+    await withServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, { clock }, async (s) => {
       const gate = s.gate('hold');
       const holder = run(s, { run_gate: gate.path });
       await waitUntil('the holder runs', () => runStarts(s) === 1);
@@ -139,14 +127,11 @@ describe('busy timeout (serial runtime)', () => {
       await gate.open();
       assert.equal((await holder).status, 200);
       assert.equal((await waiter).status, 200);
-    } finally {
-      await s.close();
-    }
+    });
   });
 
   test('requests to one model run one at a time in arrival order', async () => {
-    const s = await startServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] });
-    try {
+    await withServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, async (s) => {
       const gate = s.gate('hold');
       const first = run(s, { run_gate: gate.path });
       await waitUntil('the first request runs', () => runStarts(s) === 1);
@@ -165,9 +150,7 @@ describe('busy timeout (serial runtime)', () => {
         .filter((e) => e.type === 'run-start' || e.type === 'run-end')
         .map((e) => e.type);
       assert.deepEqual(timeline, ['run-start', 'run-end', 'run-start', 'run-end', 'run-start', 'run-end']);
-    } finally {
-      await s.close();
-    }
+    });
   });
 });
 
