@@ -1,7 +1,9 @@
 // Chaos soak: one real `voxd serve --parallel-jobs --enable-fixture` process, driven over HTTP for a
 // while by a seeded random mix of requests, faults, disconnects and management calls, with the
 // contract's invariants checked as it goes and at the end (see docs/reliability.md, Chaos soak).
-// Usage: npm run soak -- [--seconds N] [--seed S]   (default 60 s, a random seed)
+// Usage: npm run soak -- [--seconds N] [--seed S] [--clients C] [--leak-kb K]   (default 60 s, a
+// random seed, 12 clients; --leak-kb makes every fixture run after the baseline keep K KiB in voxd
+// for good, the fixture's test-only leak, to see the memory check fail)
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -20,11 +22,14 @@ function arg(name, fallback) {
 const SECONDS = Number(arg('seconds', '60'));
 const SEED = Number(arg('seed', String(Math.floor(Math.random() * 2 ** 31))));
 const CLIENTS = Number(arg('clients', '12'));
-if (!(SECONDS > 0) || !Number.isInteger(SEED)) {
-  console.error('usage: npm run soak -- [--seconds N] [--seed S] [--clients C]');
+const LEAK_KB = Number(arg('leak-kb', '0'));
+if (!(SECONDS > 0) || !Number.isInteger(SEED) || !(LEAK_KB >= 0)) {
+  console.error('usage: npm run soak -- [--seconds N] [--seed S] [--clients C] [--leak-kb K]');
   process.exit(2);
 }
-const REPLAY = `npm run soak -- --seconds ${SECONDS} --seed ${SEED} --clients ${CLIENTS}`;
+const REPLAY = `npm run soak -- --seconds ${SECONDS} --seed ${SEED} --clients ${CLIENTS}${LEAK_KB ? ` --leak-kb ${LEAK_KB}` : ''}`;
+/** Set once the baseline is taken: only then do runs leak (--leak-kb). */
+let leaking = false;
 
 // The tests' mulberry32 (built by `npm run soak`'s set-up): a seed replays the same choices.
 const rand = mulberry32(SEED);
@@ -420,7 +425,8 @@ const OPS = [
     async () => {
       const model = pick(FIXTURES);
       const run_ms = int(0, 120);
-      const r = await call('POST', '/v1/tasks/run', { json: { model, text: 'soak', options: { run_ms } } });
+      const options = { run_ms, ...(leaking && LEAK_KB > 0 ? { leak_kb: LEAK_KB } : {}) };
+      const r = await call('POST', '/v1/tasks/run', { json: { model, text: 'soak', options } });
       check('run', r, { model, overrun: model === WD && run_ms > MAX_INFERENCE_MS - 100 });
     },
   ],
@@ -714,6 +720,7 @@ try {
     `baseline after warm-up: ${baseline.fd} fds, RSS ${baseline.rss.toFixed(1)} MiB (native ${baseline.native.toFixed(1)}, JS heap ${baseline.heap.toFixed(1)} used of ${baseline.committed.toFixed(1)} committed)`,
   );
 
+  leaking = true;
   // Phases of chaos, each followed by a check that the server came back to idle.
   const PHASE_MS = 15_000;
   for (let left = SECONDS * 1000, phase = 1; left > 0; left -= PHASE_MS, phase++) {

@@ -211,8 +211,8 @@ const KEYS = [
 ];
 
 /**
- * Fixture options that hang, spin, crash, fail or wait on purpose (docs/fixture-engine.md): a 500
- * or a stall they cause is the fixture doing its job, not a finding, so no body may carry them.
+ * Fixture options that hang, spin, crash, fail, wait or leak on purpose (docs/fixture-engine.md): a
+ * 500, a stall or memory they cause is the fixture doing its job, not a finding, so no body may carry them.
  */
 const FAULT_OPTIONS = new Set([
   'run_ms',
@@ -223,6 +223,7 @@ const FAULT_OPTIONS = new Set([
   'crash',
   'spin',
   'runner_gate',
+  'leak_kb',
   'chunk_ms',
   'chunk_gate',
   'chunks',
