@@ -33,7 +33,9 @@
  * max_chunk_bytes), 499 E_CLIENT_GONE (the client left after a whole body), 500 E_INTERNAL (the
  * framing check lost track), or the signal's own reason. A failure is reported at the next pull,
  * at once: audio received but not yet yielded is dropped. All listeners and timers are removed on
- * every path (end, failure, close()), and the request is paused after a failure or close().
+ * every path (end, failure, close()); the request is paused after a failure, and close() resumes
+ * it with no reader, so that what the client still sends is dropped rather than left unread (the
+ * connection then closes lingering: src/http/lingering-close.ts).
  *
  * Not enforced here: node:http's own server.requestTimeout (300 s by default) also bounds the whole
  * request, body included, and destroys the connection when it runs out; a server with live routes
@@ -51,6 +53,7 @@ import type { LiveIngestConfig } from '../config/types.js';
 import { invalidRequest, showValue, VoxdError } from '../errors.js';
 import { type Clock, systemClock, type Timer } from '../util/clock.js';
 import { bodyStart, ChunkFraming, type FramingIssue } from './chunk-framing.js';
+import { lingerOnClose } from './lingering-close.js';
 import type { LivePcmFormat, LiveSampleFormat } from './live-pcm-format.js';
 
 // ---- limits ----
@@ -127,6 +130,8 @@ export interface LiveBody extends AsyncIterable<Audio> {
  */
 export function openLiveBody(req: IncomingMessage, options: LiveBodyOptions): LiveBody {
   requireChunkedBody(req, options.label);
+  // The answer of a live route can end while the client still sends: its connection lingers.
+  if (req.socket) lingerOnClose(req.socket, options.clock ?? systemClock);
   return new LiveBodyReader(req, options);
 }
 
@@ -227,7 +232,10 @@ class LiveBodyReader implements LiveBody {
     this.#closed = true;
     this.#detach();
     this.#dropQueue();
-    this.#pauseRequest();
+    // Whatever the client still sends is read and dropped from here, not left unread: the answer is
+    // about to end with the connection, and unread bytes would turn its close into a reset that can
+    // cost the client the answer (src/http/lingering-close.ts bounds how long this goes on).
+    if (!this.#req.destroyed && !this.#req.complete) this.#req.resume();
     this.#settle();
   }
 
