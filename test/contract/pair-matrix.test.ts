@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { errorOf, ManualClock, reportOf, waitUntil } from '../helpers/voxd.js';
+import { closeAfter, errorOf, ManualClock, reportOf, waitUntil } from '../helpers/voxd.js';
 import { track } from './assertions.js';
 import { type ContractServer, contractServer } from './harness.js';
 import {
@@ -71,17 +71,14 @@ describe('pair: A unloaded, B ready', () => {
       `[pair.a-unloaded-b-ready.request-a] slots=${n}: A initialises its whole pool and runs; B untouched`,
       LIMIT,
       async () => {
-        const c = await situation(n);
-        try {
+        await closeAfter(situation(n), async (c) => {
           const [report] = await expectReports([c.infer('A')], 1);
           assert.equal(report.load_options.variant, undefined);
           await expectFields(c, 'A', readyFields(n));
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
           assert.equal(c.count('A', 'run-end'), 1);
           await expectBIdle(c, 'after A ran');
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -89,16 +86,13 @@ describe('pair: A unloaded, B ready', () => {
       `[pair.a-unloaded-b-ready.request-b] slots=${n}: warm B runs; A stays unloaded and is not loaded`,
       LIMIT,
       async () => {
-        const c = await situation(n);
-        try {
+        await closeAfter(situation(n), async (c) => {
           await expectReports([c.infer('B')], 1);
           await expectFields(c, 'B', readyFields(1));
           expectRecord(c, 'B', { loads: [1], sessions: 1, sessionsDisposed: 0, weightsDisposed: [] });
           await expectFields(c, 'A', poolless('unloaded', n));
           expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -106,8 +100,7 @@ describe('pair: A unloaded, B ready', () => {
       `[pair.a-unloaded-b-ready.reconfigure-a] slots=${n}: A validates and loads the replacement exclusively; B untouched`,
       LIMIT,
       async () => {
-        const c = await situation(n);
-        try {
+        await closeAfter(situation(n), async (c) => {
           await expectJson(c.register('A', NEXT), RECONFIGURED);
           const { probe, replacement } = reconfigLoads(0, n);
           await expectFields(c, 'A', readyFields(n));
@@ -119,9 +112,7 @@ describe('pair: A unloaded, B ready', () => {
           });
           await expectBIdle(c, 'after A was reconfigured');
           await expectReplacement(c, replacement);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -129,15 +120,12 @@ describe('pair: A unloaded, B ready', () => {
       `[pair.a-unloaded-b-ready.unload-a] slots=${n}: idempotent unload of A; B untouched`,
       LIMIT,
       async () => {
-        const c = await situation(n);
-        try {
+        await closeAfter(situation(n), async (c) => {
           await expectJson(c.unload('A'), A_UNLOADED);
           await expectFields(c, 'A', poolless('unloaded', n));
           expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
           await expectBIdle(c, 'after A was unloaded');
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -145,15 +133,12 @@ describe('pair: A unloaded, B ready', () => {
       `[pair.a-unloaded-b-ready.unload-ab] slots=${n}: bulk frees idle B, A already unloaded; both listed once`,
       LIMIT,
       async () => {
-        const c = await situation(n);
-        try {
+        await closeAfter(situation(n), async (c) => {
           await expectJson(c.bulkUnload(['A', 'B', 'A']), BOTH);
           await expectFields(c, 'A', poolless('unloaded', n));
           expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
           await expectBFreed(c);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
   }
@@ -179,7 +164,7 @@ describe('pair: A loading, B ready', () => {
       'at the start',
     );
     await expectBIdle(c, 'at the start');
-    return { c, first };
+    return { c, first, close: () => c.close() };
   }
 
   for (const n of [1, 2, 4]) {
@@ -187,8 +172,7 @@ describe('pair: A loading, B ready', () => {
       `[pair.a-loading-b-ready.request-a] slots=${n}: ${n > 1 ? 'a spare slot admits and waits for the shared initialisation' : 'the full pool queues the request'}; both run on the published pool`,
       LIMIT,
       async () => {
-        const { c, first } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, first }) => {
           const second = c.infer('A');
           if (n > 1) await waitScheduler(c, 'A', 'second request admitted', (s) => s.activeRequests === 2);
           else await waitScheduler(c, 'A', 'second request queued', (s) => s.queuedRequests === 1);
@@ -200,9 +184,7 @@ describe('pair: A loading, B ready', () => {
           await expectFields(c, 'A', readyFields(n));
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
           await expectBIdle(c, 'after A loaded');
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -211,8 +193,7 @@ describe('pair: A loading, B ready', () => {
         `[pair.a-loading-b-ready.request-b] slots=${n}, max_loaded_models=${guard}: warm B completes while A's load is still held${guard ? ' (and holds the cold-load guard)' : ''}`,
         LIMIT,
         async () => {
-          const { c, first } = await situation(n, guard);
-          try {
+          await closeAfter(situation(n, guard), async ({ c, first }) => {
             await expectReports([c.infer('B')], 1);
             // B answered while A is still in its cold load, held by the closed load gate.
             assert.equal(c.entry('A').state.kind, 'loading');
@@ -223,9 +204,7 @@ describe('pair: A loading, B ready', () => {
             await c.load('A').open();
             await expectReports([first], 1);
             await expectFields(c, 'A', readyFields(n));
-          } finally {
-            await c.close();
-          }
+          });
         },
       );
     }
@@ -234,8 +213,7 @@ describe('pair: A loading, B ready', () => {
       `[pair.a-loading-b-ready.reconfigure-a] slots=${n}: the reconfiguration waits for the first load and the request that started it`,
       LIMIT,
       async () => {
-        const { c, first } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, first }) => {
           const reconfigure = track(c.register('A', NEXT));
           await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
           await expectFields(c, 'A', poolless('loading', n, 1, 0), 'with the reconfiguration queued');
@@ -263,9 +241,7 @@ describe('pair: A loading, B ready', () => {
           );
           await expectBIdle(c, 'after A was reconfigured');
           await expectReplacement(c, replacement);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -273,8 +249,7 @@ describe('pair: A loading, B ready', () => {
       `[pair.a-loading-b-ready.unload-a] slots=${n}: the unload waits for the first load and older work, then A is unloaded`,
       LIMIT,
       async () => {
-        const { c, first } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, first }) => {
           const unload = track(c.unload('A'));
           await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
           await expectFields(c, 'A', poolless('loading', n, 1, 0), 'with the unload queued');
@@ -286,9 +261,7 @@ describe('pair: A loading, B ready', () => {
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
           expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'weights-disposed', model: 'A' });
           await expectBIdle(c, 'after A was unloaded');
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -296,8 +269,7 @@ describe('pair: A loading, B ready', () => {
       `[pair.a-loading-b-ready.unload-ab] slots=${n}: bulk frees idle B while A is still loading, then A; both listed once`,
       LIMIT,
       async () => {
-        const { c, first } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, first }) => {
           const bulk = track(c.bulkUnload(['A', 'B', 'A']));
           await c.waitCount('B', 'weights-disposed', 1);
           // B is gone while A's first load is still held by its gate, with A's barrier queued.
@@ -318,9 +290,7 @@ describe('pair: A loading, B ready', () => {
             'B was freed before A finished loading',
           );
           await expectBFreed(c);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
   }
@@ -344,7 +314,7 @@ describe('pair: A running with spare slots, B ready', () => {
       'at the start',
     );
     await expectBIdle(c, 'at the start');
-    return { c, gate, held };
+    return { c, gate, held, close: () => c.close() };
   }
 
   for (const n of [2, 4]) {
@@ -352,8 +322,7 @@ describe('pair: A running with spare slots, B ready', () => {
       `[pair.a-spare-b-ready.request-a] slots=${n}: a spare slot admits A's request while ${n - 1} run`,
       LIMIT,
       async () => {
-        const { c, gate, held } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, gate, held }) => {
           const heldSlots = c.events('A', 'run-start').map((e) => (e as { slot: number }).slot);
           const [report] = await expectReports([c.infer('A')], 1);
           assert.ok(!heldSlots.includes(report.slot), `slot ${report.slot} is a spare one, not ${heldSlots}`);
@@ -364,9 +333,7 @@ describe('pair: A running with spare slots, B ready', () => {
           await expectFields(c, 'A', readyFields(n));
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
           await expectBIdle(c, 'after A ran');
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -374,8 +341,7 @@ describe('pair: A running with spare slots, B ready', () => {
       `[pair.a-spare-b-ready.request-b] slots=${n}: B runs independently while A's runs are held`,
       LIMIT,
       async () => {
-        const { c, gate, held } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, gate, held }) => {
           await expectReports([c.infer('B')], 1);
           await expectBIdle(c, 'after B ran');
           await expectFields(c, 'A', readyFields(n, n - 1, 0), 'after B ran');
@@ -383,9 +349,7 @@ describe('pair: A running with spare slots, B ready', () => {
           await gate.open();
           await expectReports(held, 1);
           await expectFields(c, 'A', readyFields(n));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -393,8 +357,7 @@ describe('pair: A running with spare slots, B ready', () => {
       `[pair.a-spare-b-ready.reconfigure-a] slots=${n}: the reconfiguration waits for all older A work despite spare slots, and a later request queues behind it`,
       LIMIT,
       async () => {
-        const { c, gate, held } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, gate, held }) => {
           const reconfigure = track(c.register('A', NEXT));
           await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
           const later = c.infer('A');
@@ -423,9 +386,7 @@ describe('pair: A running with spare slots, B ready', () => {
             { type: 'weights-disposed', model: 'A', generation: 1 },
           );
           await expectBIdle(c, 'after A was reconfigured');
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -433,8 +394,7 @@ describe('pair: A running with spare slots, B ready', () => {
       `[pair.a-spare-b-ready.unload-a] slots=${n}: the unload waits for all older A work despite spare slots`,
       LIMIT,
       async () => {
-        const { c, gate, held } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, gate, held }) => {
           const unload = track(c.unload('A'));
           await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
           await expectFields(c, 'A', readyFields(n, n - 1, 0), 'with the unload queued');
@@ -447,9 +407,7 @@ describe('pair: A running with spare slots, B ready', () => {
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
           expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'session-disposed', model: 'A' });
           await expectBIdle(c, 'after A was unloaded');
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -457,8 +415,7 @@ describe('pair: A running with spare slots, B ready', () => {
       `[pair.a-spare-b-ready.unload-ab] slots=${n}: bulk frees idle B at once, then drains A`,
       LIMIT,
       async () => {
-        const { c, gate, held } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, gate, held }) => {
           const bulk = track(c.bulkUnload(['A', 'B']));
           await c.waitCount('B', 'weights-disposed', 1);
           await expectBFreed(c);
@@ -473,9 +430,7 @@ describe('pair: A running with spare slots, B ready', () => {
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
           expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'weights-disposed', model: 'A' });
           await expectBFreed(c);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
   }
@@ -507,7 +462,7 @@ describe('pair: A full with a queued request, B ready', () => {
     );
     await expectBIdle(c, 'at the start');
     const openAll = () => Promise.all([...gates, queuedGate].map((g) => g.open()));
-    return { c, gates, held, queued, queuedGate, openAll };
+    return { c, gates, held, queued, queuedGate, openAll, close: () => c.close() };
   }
 
   for (const n of [1, 2, 4]) {
@@ -515,8 +470,7 @@ describe('pair: A full with a queued request, B ready', () => {
       `[pair.a-full-b-ready.request-a] slots=${n}: a new A request queues FIFO behind the older queued one`,
       LIMIT,
       async () => {
-        const { c, gates, held, queued, queuedGate, openAll } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, gates, held, queued, queuedGate, openAll }) => {
           const laterGate = await c.runGate();
           const later = track(c.infer('A', { run_gate: laterGate.path }));
           await waitScheduler(c, 'A', 'two requests queued', (s) => s.queuedRequests === 2);
@@ -539,9 +493,7 @@ describe('pair: A full with a queued request, B ready', () => {
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
           assert.equal(c.count('A', 'run-end'), n + 2);
           await expectBIdle(c, 'after A ran');
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -552,8 +504,7 @@ describe('pair: A full with a queued request, B ready', () => {
         // The server runs on a manual clock: the running slots become overdue only when the test
         // moves it, so the request queues (no fail-fast) and waits exactly its 100 ms.
         const clock = new ManualClock();
-        const { c, held, queued, openAll } = await situation(n, clock);
-        try {
+        await closeAfter(situation(n, clock), async ({ c, held, queued, openAll }) => {
           const pending = c.infer('A', {}, { busy_timeout_ms: 100 });
           await waitScheduler(c, 'A', 'the bounded request queued', (s) => s.queuedRequests === 2);
           clock.advance(99);
@@ -569,9 +520,7 @@ describe('pair: A full with a queued request, B ready', () => {
           expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
           assert.equal(c.count('A', 'run-end'), n + 1);
           await expectBIdle(c, 'after A ran');
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -579,8 +528,7 @@ describe('pair: A full with a queued request, B ready', () => {
       `[pair.a-full-b-ready.request-b] slots=${n}: B runs independently of A's full queue`,
       LIMIT,
       async () => {
-        const { c, held, queued, openAll } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, held, queued, openAll }) => {
           await expectReports([c.infer('B')], 1);
           await expectBIdle(c, 'after B ran');
           await expectFields(c, 'A', readyFields(n, n, 1), 'after B ran');
@@ -588,9 +536,7 @@ describe('pair: A full with a queued request, B ready', () => {
           await openAll();
           await expectReports([...held, queued.promise], 1);
           await expectFields(c, 'A', readyFields(n));
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -598,8 +544,7 @@ describe('pair: A full with a queued request, B ready', () => {
       `[pair.a-full-b-ready.reconfigure-a] slots=${n}: older running and queued A requests run on the old pool first`,
       LIMIT,
       async () => {
-        const { c, held, queued, openAll } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, held, queued, openAll }) => {
           const reconfigure = track(c.register('A', NEXT));
           await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
           await expectFields(c, 'A', readyFields(n, n, 1), 'with the reconfiguration queued');
@@ -624,9 +569,7 @@ describe('pair: A full with a queued request, B ready', () => {
           );
           await expectBIdle(c, 'after A was reconfigured');
           await expectReplacement(c, replacement);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -634,8 +577,7 @@ describe('pair: A full with a queued request, B ready', () => {
       `[pair.a-full-b-ready.unload-a] slots=${n}: older running and queued A requests run first, then A unloads`,
       LIMIT,
       async () => {
-        const { c, held, queued, openAll } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, held, queued, openAll }) => {
           const unload = track(c.unload('A'));
           await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
           await expectFields(c, 'A', readyFields(n, n, 1), 'with the unload queued');
@@ -648,9 +590,7 @@ describe('pair: A full with a queued request, B ready', () => {
           assert.equal(c.count('A', 'run-end'), n + 1);
           expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'session-disposed', model: 'A' });
           await expectBIdle(c, 'after A was unloaded');
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
 
@@ -658,8 +598,7 @@ describe('pair: A full with a queued request, B ready', () => {
       `[pair.a-full-b-ready.unload-ab] slots=${n}: bulk publishes both barriers, frees idle B, then drains A's running and queued work`,
       LIMIT,
       async () => {
-        const { c, held, queued, openAll } = await situation(n);
-        try {
+        await closeAfter(situation(n), async ({ c, held, queued, openAll }) => {
           const bulk = track(c.bulkUnload(['A', 'B']));
           await c.waitCount('B', 'weights-disposed', 1);
           await expectBFreed(c);
@@ -676,9 +615,7 @@ describe('pair: A full with a queued request, B ready', () => {
           assert.equal(c.count('A', 'run-end'), n + 1);
           expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'session-disposed', model: 'A' });
           await expectBFreed(c);
-        } finally {
-          await c.close();
-        }
+        });
       },
     );
   }
