@@ -16,6 +16,7 @@ import {
   reportOf,
   tempDir,
   waitUntil,
+  whenRuntime,
   withServer,
 } from '../helpers/voxd.js';
 import {
@@ -132,7 +133,11 @@ describe('failure: invalid metadata and capacity', () => {
           // Behind a running request the resize waits its turn, then is refused.
           const { gate, requests } = await c.running('M', 1);
           const refused = c.register('M', { slots: 5 });
-          await waitUntil('the resize queues', () => c.snapshot('M').queuedManagers === 1);
+          await whenRuntime(
+            c.s.voxd.runtime,
+            'the resize queues',
+            () => c.snapshot('M').queuedManagers === 1,
+          );
           await gate.open();
           assert.equal(reportOf(await requests[0]!).generation, 1);
           const message = errorOf(await refused, 400, 'invalid_request_error');
@@ -182,7 +187,11 @@ describe('failure: capacity probe', () => {
           await c.ready('B');
           await c.load('M').close();
           const reg = c.register('M', { load_options: { capacity: '4', variant: 'next' } });
-          await waitUntil('M is reconfiguring', () => c.entry('M').activity === 'reconfiguring');
+          await whenRuntime(
+            c.s.voxd.runtime,
+            'M is reconfiguring',
+            () => c.entry('M').activity === 'reconfiguring',
+          );
           // The probe waits on the load gate: the old pool is still published and untouched.
           assert.deepEqual(await view(c, 'M'), { ...readyView(n), state: 'reconfiguring' });
           assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
@@ -302,7 +311,11 @@ describe('failure: loads', () => {
           // Every slot is admitted to the one shared initialisation before it fails.
           await c.load('M').close();
           const requests = range(n).map(() => c.infer('M'));
-          await waitUntil('all slots wait for the load', () => c.snapshot('M').activeRequests === n);
+          await whenRuntime(
+            c.s.voxd.runtime,
+            'all slots wait for the load',
+            () => c.snapshot('M').activeRequests === n,
+          );
           await c.load('M').open();
           for (const res of await Promise.all(requests)) {
             assert.match(errorOf(res, 500, 'server_error'), failureMessage(f, 'M'));
@@ -370,9 +383,13 @@ describe('failure: execution and publication', () => {
         const failing = c.infer('M', { run_gate: gate.path, run_fail: 'true' });
         await waitUntil('the failing run starts', () => c.count('M', 'run-start') === n + 1);
         const unload = c.unload('M');
-        await waitUntil('the unload queues', () => c.snapshot('M').queuedManagers === 1);
+        await whenRuntime(c.s.voxd.runtime, 'the unload queues', () => c.snapshot('M').queuedManagers === 1);
         const later = c.infer('M', { tag: 'later' });
-        await waitUntil('the later request queues', () => c.snapshot('M').queuedRequests === 1);
+        await whenRuntime(
+          c.s.voxd.runtime,
+          'the later request queues',
+          () => c.snapshot('M').queuedRequests === 1,
+        );
         assert.deepEqual(lifecycle(c, 'M'), loadOf(1, n));
         await gate.open();
         errorOf(await failing, 500, 'server_error');
@@ -600,9 +617,17 @@ describe('failure: residency, teardown', () => {
             'weights still held',
           );
           const request = c.infer('A', { tag: 'waits' });
-          await waitUntil('the request queues', () => c.snapshot('A').queuedRequests === 1);
+          await whenRuntime(
+            c.s.voxd.runtime,
+            'the request queues',
+            () => c.snapshot('A').queuedRequests === 1,
+          );
           const second = c.unload('A');
-          await waitUntil('the second unload queues', () => c.snapshot('A').queuedManagers === 1);
+          await whenRuntime(
+            c.s.voxd.runtime,
+            'the second unload queues',
+            () => c.snapshot('A').queuedManagers === 1,
+          );
           assert.deepEqual(await view(c, 'A'), {
             ...unloadedView(n),
             state: 'unloading',
@@ -646,7 +671,7 @@ describe('failure: residency, teardown', () => {
         await Promise.all([c.ready('A'), c.ready('B')]);
         const unload = c.unload('A');
         unload.catch(() => {});
-        await waitUntil('A is unloading', () => c.entry('A').state.kind === 'unloading');
+        await whenRuntime(c.s.voxd.runtime, 'A is unloading', () => c.entry('A').state.kind === 'unloading');
         // Logical unload first: status shows A unloaded (capacity cleared) while its first dispose hangs.
         assert.deepEqual(await view(c, 'A'), { ...unloadedView(n), state: 'unloading' });
         assert.equal(c.count('A', 'session-disposed'), 0, 'the first dispose hangs');
@@ -657,7 +682,11 @@ describe('failure: residency, teardown', () => {
         // busy timeout) queues behind the hung one until the shutdown sends it away.
         errorOf(await within(c.infer('A'), 'a request for A'), 503, 'server_busy');
         const second = c.unload('A');
-        await waitUntil('the second unload queues', () => c.snapshot('A').queuedManagers === 1);
+        await whenRuntime(
+          c.s.voxd.runtime,
+          'the second unload queues',
+          () => c.snapshot('A').queuedManagers === 1,
+        );
         assert.equal(c.count('A', 'run-start'), 0);
         assert.equal(c.count('A', 'load'), 1, 'A is not reloaded while its teardown hangs');
         assert.equal(c.entry('A').state.kind, 'unloading');

@@ -20,6 +20,7 @@ import {
   type TestServer,
   tempDir,
   waitUntil,
+  whenRuntime,
 } from '../helpers/voxd.js';
 
 export interface ToggleGate {
@@ -155,7 +156,7 @@ export class ContractServer {
   async loading(id: string): Promise<{ request: Promise<HttpResult> }> {
     await this.load(id).close();
     const request = this.infer(id);
-    await waitUntil(`${id} is loading`, () => this.entry(id).state.kind === 'loading');
+    await whenRuntime(this.s.voxd.runtime, `${id} is loading`, () => this.entry(id).state.kind === 'loading');
     return { request };
   }
 
@@ -178,7 +179,8 @@ export class ContractServer {
     // One slot: held loading the replacement. More slots with new load inputs: held in the private
     // capacity probe, which waits on the same gate while the old pool is still published.
     const probing = () => (this.entry(id).config.slots ?? 1) > 1 && this.entry(id).state.kind === 'ready';
-    await waitUntil(
+    await whenRuntime(
+      this.s.voxd.runtime,
       `${id} is reconfiguring`,
       () =>
         this.entry(id).activity === 'reconfiguring' && (this.entry(id).state.kind === 'loading' || probing()),
@@ -190,7 +192,11 @@ export class ContractServer {
   async unloading(id: string): Promise<{ request: Promise<HttpResult> }> {
     await this.teardown(id).close();
     const request = this.unload(id);
-    await waitUntil(`${id} is unloading`, () => this.entry(id).state.kind === 'unloading');
+    await whenRuntime(
+      this.s.voxd.runtime,
+      `${id} is unloading`,
+      () => this.entry(id).state.kind === 'unloading',
+    );
     return { request };
   }
 

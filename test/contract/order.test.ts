@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { errorOf, type HttpResult, post, reportOf, waitUntil } from '../helpers/voxd.js';
+import { errorOf, type HttpResult, post, reportOf, waitUntil, whenRuntime } from '../helpers/voxd.js';
 import {
   COUNTS,
   FAULTY_TEARDOWN,
@@ -89,7 +89,8 @@ async function holdManager(
   if (kind === 'reconfigure') {
     await c.load(id).close();
     const request = sendManager(c, id, kind);
-    await waitUntil(
+    await whenRuntime(
+      c.s.voxd.runtime,
       `${id} is reconfiguring`,
       () => c.entry(id).activity === 'reconfiguring' && (n > 1 || c.entry(id).state.kind === 'loading'),
     );
@@ -97,7 +98,7 @@ async function holdManager(
   }
   await c.teardown(id).close();
   const request = sendManager(c, id, kind);
-  await waitUntil(`${id} is unloading`, () => c.entry(id).state.kind === 'unloading');
+  await whenRuntime(c.s.voxd.runtime, `${id} is unloading`, () => c.entry(id).state.kind === 'unloading');
   return { request };
 }
 
@@ -125,7 +126,8 @@ async function gated(
 async function holdNewRegistration(c: ContractServer): Promise<{ request: Promise<HttpResult> }> {
   await c.load('M').close();
   const request = post(c.url, '/v1/models/load', { ...c.body('M'), id: 'N' });
-  await waitUntil(
+  await whenRuntime(
+    c.s.voxd.runtime,
     'N is registering',
     () => c.s.voxd.runtime.has('N') && c.entry('N').activity === 'registering',
   );
@@ -138,7 +140,11 @@ describe('arrival order: request then request', () => {
       await withContractServer([{ id: 'M', slots: n }], async (c) => {
         await c.load('M').close();
         const first = await gated(c, 'M', n, 'R');
-        await waitUntil('all slots admitted during the load', () => c.snapshot('M').activeRequests === n);
+        await whenRuntime(
+          c.s.voxd.runtime,
+          'all slots admitted during the load',
+          () => c.snapshot('M').activeRequests === n,
+        );
         assert.deepEqual(await view(c, 'M'), {
           ...unloadedView(n),
           state: 'loading',
@@ -516,7 +522,7 @@ describe('arrival order: bulk unloads', () => {
 
           // B drains: the first bulk unloads it, the second finds it unloaded.
           await b.gate.open();
-          await waitUntil('B is unloaded', () => c.entry('B').scheduler.idle);
+          await whenRuntime(c.s.voxd.runtime, 'B is unloaded', () => c.entry('B').scheduler.idle);
           assert.deepEqual(await view(c, 'B'), unloadedView(1));
           assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
 
@@ -589,7 +595,7 @@ describe('arrival order: bulk unloads', () => {
           const bulk = c.bulkUnload(['A', 'B']);
           await queued(c, 'A', 0, 1);
           await waitUntil('B is freed', () => c.count('B', 'weights-disposed') === 1);
-          await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
+          await whenRuntime(c.s.voxd.runtime, 'B is idle', () => c.entry('B').scheduler.idle);
           assert.deepEqual(await view(c, 'B'), unloadedView(2));
           assert.equal((await view(c, 'A')).state, ACTIVITY[kind]);
 
@@ -644,13 +650,17 @@ describe('arrival order: bulk cancellation', () => {
           await c.teardown('B').close();
           const bulk = c.bulkUnload(['A', 'B', 'C']);
           await queued(c, 'A', 0, 1);
-          await waitUntil('B is unloading', () => c.entry('B').state.kind === 'unloading');
+          await whenRuntime(
+            c.s.voxd.runtime,
+            'B is unloading',
+            () => c.entry('B').state.kind === 'unloading',
+          );
           await waitUntil('C is unloaded', () => c.count('C', 'weights-disposed') === 1);
 
           // B's teardown faults (its primary's dispose threw; now its weights' fails) while A's
           // barrier is still pending.
           await c.teardown('B').open();
-          await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
+          await whenRuntime(c.s.voxd.runtime, 'B is idle', () => c.entry('B').scheduler.idle);
           assert.deepEqual(lifecycle(c, 'B'), [...loadOf(1, 2), ...faultyTeardownOf(1, 2)]);
           assert.deepEqual(await view(c, 'B'), unloadedView(2));
           assert.equal(c.snapshot('A').queuedManagers, 1, "A's barrier is still queued");
@@ -701,19 +711,27 @@ describe('arrival order: bulk cancellation', () => {
           const bulk = post(c.url, '/v1/tasks/unload_models', { model_ids: ['A', 'B', 'C'] }, client.signal);
           bulk.catch(() => {});
           await queued(c, 'A', 0, 1);
-          await waitUntil('B is unloading', () => c.entry('B').state.kind === 'unloading');
+          await whenRuntime(
+            c.s.voxd.runtime,
+            'B is unloading',
+            () => c.entry('B').state.kind === 'unloading',
+          );
           await waitUntil('C is unloaded', () => c.count('C', 'weights-disposed') === 1);
           const behind = c.infer('A', { tag: 'behind-the-barrier' });
           await queued(c, 'A', 1, 1);
 
           client.abort();
           await assert.rejects(bulk);
-          await waitUntil("A's pending barrier left its queue", () => c.snapshot('A').queuedManagers === 0);
+          await whenRuntime(
+            c.s.voxd.runtime,
+            "A's pending barrier left its queue",
+            () => c.snapshot('A').queuedManagers === 0,
+          );
           assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n, queued_requests: 1 });
           // B's unload was granted before the client left: it completes and releases its lease.
           assert.equal((await view(c, 'B')).state, 'unloading');
           await c.teardown('B').open();
-          await waitUntil('B is idle', () => c.entry('B').scheduler.idle);
+          await whenRuntime(c.s.voxd.runtime, 'B is idle', () => c.entry('B').scheduler.idle);
           assert.deepEqual(await view(c, 'B'), unloadedView(1));
           assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
           assert.deepEqual(await view(c, 'C'), unloadedView(1));

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { fixtureModel, waitUntil, withServer } from '../helpers/voxd.js';
+import { fixtureModel, waitUntil, whenRuntime, withServer } from '../helpers/voxd.js';
 
 const TLS = fileURLToPath(new URL('../../../test/fixtures/tls/', import.meta.url));
 const CA = readFileSync(`${TLS}cert.pem`);
@@ -67,7 +67,8 @@ test('[time.custom-listener] an HTTPS listener serves, streams and drains throug
       });
       await waitUntil('the request runs', () => s.fixture.record.of('m', 'run-start').length === 1);
       const queued = call(s.url, '/v1/tasks/run', { model: 'm', text: 'y' });
-      await waitUntil(
+      await whenRuntime(
+        s.voxd.runtime,
         'the second request queues',
         () => s.voxd.runtime.get('m').scheduler.snapshot().queuedRequests === 1,
       );
@@ -100,7 +101,8 @@ for (const n of [1, 2, 4]) {
         );
         await waitUntil('every slot runs', () => s.fixture.record.of('m', 'run-start').length === n);
         const queued = call(s.url, '/v1/tasks/run', { model: 'm', text: 'q' });
-        await waitUntil(
+        await whenRuntime(
+          s.voxd.runtime,
           'one more request queues',
           () => s.voxd.runtime.get('m').scheduler.snapshot().queuedRequests === 1,
         );

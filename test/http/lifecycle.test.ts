@@ -13,6 +13,7 @@ import {
   startServer,
   tempDir,
   waitUntil,
+  whenRuntime,
   withServer,
 } from '../helpers/voxd.js';
 
@@ -99,10 +100,15 @@ describe('loading, failures and disconnects', () => {
         const controller = new AbortController();
         const queued = runTask(s, 'm', {}, controller.signal).catch((err: unknown) => err);
         const scheduler = s.voxd.runtime.get('m').scheduler;
-        await waitUntil('the second request queues', () => scheduler.snapshot().queuedRequests === 1);
+        await whenRuntime(
+          s.voxd.runtime,
+          'the second request queues',
+          () => scheduler.snapshot().queuedRequests === 1,
+        );
         controller.abort();
         await queued;
-        await waitUntil(
+        await whenRuntime(
+          s.voxd.runtime,
           'the departed request leaves the queue',
           () => scheduler.snapshot().queuedRequests === 0,
         );
@@ -128,16 +134,17 @@ describe('loading, failures and disconnects', () => {
         const entry = s.voxd.runtime.get('cold');
         const controller = new AbortController();
         const leaving = runTask(s, 'cold', {}, controller.signal).catch((err: unknown) => err);
-        await waitUntil('the load waits on its gate', () => entry.state.kind === 'loading');
+        await whenRuntime(s.voxd.runtime, 'the load waits on its gate', () => entry.state.kind === 'loading');
         controller.abort();
         await leaving;
-        await waitUntil(
+        await whenRuntime(
+          s.voxd.runtime,
           'the leaver released its slot',
           () => entry.scheduler.snapshot().activeRequests === 0,
         );
         assert.equal(entry.state.kind, 'loading', 'the shared load goes on');
         await writeFile(loadGate, '');
-        await waitUntil('the load completes', () => entry.loaded);
+        await whenRuntime(s.voxd.runtime, 'the load completes', () => entry.loaded);
         assert.equal(reportOf(await runTask(s, 'cold')).generation, 1, 'the next request uses that load');
         assert.equal(s.fixture.record.of('cold', 'load').length, 1);
       },
@@ -184,7 +191,11 @@ describe('loading, failures and disconnects', () => {
             () => s.fixture.record.of('m', 'run-end').length === 1,
           );
           assert.equal((s.fixture.record.of('m', 'run-end')[0] as { outcome: string }).outcome, 'aborted');
-          await waitUntil('the slot is free', () => scheduler.snapshot().activeRequests === n - 1);
+          await whenRuntime(
+            s.voxd.runtime,
+            'the slot is free',
+            () => scheduler.snapshot().activeRequests === n - 1,
+          );
           // The freed slot serves a new request while the others still hold theirs.
           assert.equal(reportOf(await runTask(s, 'm', { seed: 'next' })).generation, 1);
           assert.equal(s.fixture.record.of('m', 'run-end').length, 2, 'the held requests still run');

@@ -10,6 +10,7 @@ import {
   reportOf,
   runTask,
   waitUntil,
+  whenRuntime,
   withServer,
 } from '../helpers/voxd.js';
 
@@ -183,9 +184,13 @@ describe('model management routes', () => {
       await waitUntil('the request runs', () => s.fixture.record.of('m', 'run-start').length === 1);
       const unload = post(s.url, '/v1/models/unload', { id: 'm' });
       const scheduler = s.voxd.runtime.get('m').scheduler;
-      await waitUntil('the unload waits', () => scheduler.snapshot().queuedManagers === 1);
+      await whenRuntime(s.voxd.runtime, 'the unload waits', () => scheduler.snapshot().queuedManagers === 1);
       const later = runTask(s, 'm');
-      await waitUntil('the later request queues behind it', () => scheduler.snapshot().queuedRequests === 1);
+      await whenRuntime(
+        s.voxd.runtime,
+        'the later request queues behind it',
+        () => scheduler.snapshot().queuedRequests === 1,
+      );
       assert.equal((await modelStatus(s.url, 'm')).loaded, true, 'nothing unloaded yet');
       await gate.open();
       assert.equal((await inFlight).status, 200);
@@ -207,9 +212,17 @@ describe('model management routes', () => {
         fixtureModel('m', { load_options: { sample_rate: 8000 } }),
       );
       const scheduler = s.voxd.runtime.get('m').scheduler;
-      await waitUntil('the reconfiguration waits', () => scheduler.snapshot().queuedManagers === 1);
+      await whenRuntime(
+        s.voxd.runtime,
+        'the reconfiguration waits',
+        () => scheduler.snapshot().queuedManagers === 1,
+      );
       const later = runTask(s, 'm');
-      await waitUntil('the later request queues', () => scheduler.snapshot().queuedRequests === 1);
+      await whenRuntime(
+        s.voxd.runtime,
+        'the later request queues',
+        () => scheduler.snapshot().queuedRequests === 1,
+      );
       await gate.open();
       assert.deepEqual(reportOf(await inFlight).load_options, { sample_rate: '16000' });
       assert.equal((await reconfigure).json.reconfigured, true);

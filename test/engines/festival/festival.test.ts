@@ -21,6 +21,7 @@ import {
   type TestServer,
   tempDir,
   waitUntil,
+  whenRuntime,
 } from '../../helpers/voxd.js';
 
 const SENTENCE = 'Please bring the blue umbrella when you leave the house.';
@@ -132,14 +133,24 @@ describe('festival_tts', () => {
     const controller = new AbortController();
     const leaving = speak({ input: long }, controller.signal).catch((err: unknown) => err);
     const entry = s.voxd.runtime.get('festival');
-    await waitUntil('the request is running', () => entry.scheduler.snapshot().activeRequests > 0, 10_000);
+    await whenRuntime(
+      s.voxd.runtime,
+      'the request is running',
+      () => entry.scheduler.snapshot().activeRequests > 0,
+      10_000,
+    );
     // Its Festival process is up (a fresh one, or the session's from before).
     await waitUntil('festival is running', () => festivalProcessIds().length > 0, 10_000);
     const pids = festivalProcessIds();
     controller.abort();
     await leaving;
     await waitUntil('its festival process is gone', () => pids.every((pid) => !alive(pid)), 2000);
-    await waitUntil('the slot is free', () => entry.scheduler.snapshot().activeRequests === 0, 5000);
+    await whenRuntime(
+      s.voxd.runtime,
+      'the slot is free',
+      () => entry.scheduler.snapshot().activeRequests === 0,
+      5000,
+    );
     assert.deepEqual(
       festivalProcessIds().filter((pid) => pids.includes(pid)),
       [],
@@ -152,7 +163,8 @@ describe('festival_tts', () => {
     const long = Array.from({ length: 300 }, (_, i) => `Sentence ${i} goes on for a while.`).join(' ');
     const pending = speak({ input: long });
     // The request's process: a fresh one, or the one its session already had.
-    await waitUntil(
+    await whenRuntime(
+      s.voxd.runtime,
       'festival is speaking',
       () => s.voxd.runtime.get('festival').scheduler.snapshot().activeRequests > 0,
       10_000,
