@@ -4,7 +4,7 @@
 // machine would: the tests force their orderings with gates and a manual clock, so they must pass
 // however slow the machine is.
 // Usage: npm run repeat [-- <runs>] [--burn N]   (default 20 runs, no burner)
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -18,19 +18,37 @@ if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(burn) || burn < 0) 
   process.exit(2);
 }
 
-// Each burner is its own process, stopped by its pid on every way out.
+// Each burner, and each run of the suites, is a child process stopped by its pid on every way out
+// (the runs are awaited, never spawnSync'd, so that a signal is handled while one is going).
 const burners = Array.from({ length: burn }, () =>
   spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
 );
-const stopBurners = () => {
-  for (const b of burners) if (b.exitCode === null && b.signalCode === null) b.kill('SIGKILL');
+let current;
+const stopChildren = () => {
+  for (const child of [...burners, current])
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 };
-process.on('exit', stopBurners);
+process.on('exit', stopChildren);
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'])
   process.on(signal, () => {
-    stopBurners();
+    stopChildren();
     process.exit(130);
   });
+
+/** One run of the selected files; resolves with its exit status and its TAP output. */
+function runOnce(files) {
+  return new Promise((resolve) => {
+    current = spawn(process.execPath, ['--test', '--test-reporter=tap', '--test-concurrency=2', ...files], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    current.stdout.setEncoding('utf8');
+    current.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    current.on('close', (status) => resolve({ status, stdout }));
+  });
+}
 
 const SUITES = ['dist/test/runtime', 'dist/test/contract'];
 const HTTP = [
@@ -60,14 +78,7 @@ let clean = 0;
 if (burn > 0) console.log(`${burn} CPU burner(s) running: pids ${burners.map((b) => b.pid).join(', ')}`);
 for (let i = 1; i <= runs; i++) {
   const started = performance.now();
-  const run = spawnSync(
-    process.execPath,
-    ['--test', '--test-reporter=tap', '--test-concurrency=2', ...selected],
-    {
-      encoding: 'utf8',
-      maxBuffer: 256 * 1024 * 1024,
-    },
-  );
+  const run = await runOnce(selected);
   const failed = run.stdout
     .split('\n')
     .map((line) => /^\s*not ok \d+ - (.*)$/.exec(line)?.[1])
