@@ -6,6 +6,14 @@
  * request is running, one full collection gives the memory back (large buffers are mmapped, so freeing
  * them returns them to the system). It runs at most once per COLLECT_DELAY_MS and only after large
  * inputs, whose requests take seconds, so its few milliseconds never matter.
+ *
+ * A burst of ordinary requests leaves memory behind too: V8 grows the heap it keeps committed (its
+ * young generation doubles under load) and glibc keeps freed blocks, and neither gives them back
+ * to an idle process on its own schedule, so an idle server could hold 30-40 MB more than before
+ * the burst for as long as it stays idle (the chaos soak measured it, docs/reliability.md). So once
+ * the server has been quiet for IDLE_RELEASE_MS after serving, it collects and trims once, at most
+ * once per MIN_RELEASE_INTERVAL_MS (a health probe every few seconds must not mean a collection
+ * every few seconds).
  */
 import { createRequire } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
@@ -14,6 +22,9 @@ import { runInNewContext } from 'node:vm';
 /** Collect once at least this much large memory may have died. */
 const COLLECT_THRESHOLD_BYTES = 64 * 1024 * 1024;
 const COLLECT_DELAY_MS = 200;
+/** Quiet this long after the last request, an idle server gives back what the last burst left. */
+const IDLE_RELEASE_MS = 5000;
+const MIN_RELEASE_INTERVAL_MS = 30_000;
 
 // Exposes gc() to new contexts and to worker threads started from now on (the audio workers).
 setFlagsFromString('--expose-gc');
@@ -35,6 +46,16 @@ const mallocTrim: ((pad: number) => number) | undefined = (() => {
 let owed = 0;
 let inFlight = 0;
 let timer: NodeJS.Timeout | undefined;
+let idleTimer: NodeJS.Timeout | undefined;
+let lastRelease = Number.NEGATIVE_INFINITY;
+
+/** One full collection, then glibc's free blocks back to the system. */
+function release(): void {
+  owed = 0;
+  lastRelease = performance.now();
+  gc?.();
+  mallocTrim?.(0);
+}
 
 /** A buffer of `bytes` was made for one request and dies with it. */
 export function noteLargeBuffer(bytes: number): void {
@@ -44,6 +65,10 @@ export function noteLargeBuffer(bytes: number): void {
 /** A request began: until every request has ended, its buffers may still be alive. */
 export function requestStarted(): void {
   inFlight++;
+  if (idleTimer) {
+    clearTimeout(idleTimer);
+    idleTimer = undefined;
+  }
 }
 
 /**
@@ -53,14 +78,19 @@ export function requestStarted(): void {
  */
 export function requestEnded(): void {
   inFlight = Math.max(0, inFlight - 1);
-  if (inFlight > 0 || owed < COLLECT_THRESHOLD_BYTES || timer || !gc) return;
+  if (inFlight > 0 || !gc) return;
+  if (!idleTimer && performance.now() - lastRelease >= MIN_RELEASE_INTERVAL_MS - IDLE_RELEASE_MS) {
+    idleTimer = setTimeout(() => {
+      idleTimer = undefined;
+      if (inFlight === 0) release();
+    }, IDLE_RELEASE_MS);
+    idleTimer.unref();
+  }
+  if (owed < COLLECT_THRESHOLD_BYTES || timer) return;
   timer = setTimeout(() => {
     timer = undefined;
     // A request that began since keeps the debt for its own end.
-    if (inFlight > 0) return;
-    owed = 0;
-    gc();
-    mallocTrim?.(0);
+    if (inFlight === 0) release();
   }, COLLECT_DELAY_MS);
   timer.unref();
 }
