@@ -49,8 +49,12 @@ let timer: NodeJS.Timeout | undefined;
 let idleTimer: NodeJS.Timeout | undefined;
 let lastRelease = Number.NEGATIVE_INFINITY;
 
+/** Collections this module ran, for tests. */
+export let releases = 0;
+
 /** One full collection, then glibc's free blocks back to the system. */
 function release(): void {
+  releases++;
   owed = 0;
   lastRelease = performance.now();
   gc?.();
