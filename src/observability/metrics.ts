@@ -4,6 +4,7 @@
  * route, method, status and model, so a request costs map lookups and no allocation; gauges read
  * the runtime when scraped rather than being kept up to date on every request.
  */
+import { getHeapCodeStatistics } from 'node:v8';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { residentBytes } from './process-memory.js';
 
@@ -164,6 +165,15 @@ export class Metrics {
         let loaded = 0;
         for (const sample of samples()) if (sample.loaded) loaded++;
         this.set(loaded);
+      },
+    });
+    new Gauge({
+      name: 'voxd_heap_code_bytes',
+      help: 'V8 heap bytes that are compiled code and bytecode (part of nodejs_heap_size_used_bytes): grows as code paths are first run and optimised, and stops',
+      registers,
+      collect() {
+        const code = getHeapCodeStatistics();
+        this.set(code.code_and_metadata_size + code.bytecode_and_metadata_size);
       },
     });
     new Gauge({

@@ -107,6 +107,7 @@ describe('GET /metrics', () => {
       voxd_model_resident_memory_bytes: 'gauge',
       voxd_runner_restarts_total: 'counter',
       voxd_info: 'gauge',
+      voxd_heap_code_bytes: 'gauge',
       process_cpu_seconds_total: 'counter',
       nodejs_eventloop_lag_seconds: 'gauge',
     };
@@ -115,6 +116,8 @@ describe('GET /metrics', () => {
     assert.match(m.samples.find((x) => x.name === 'voxd_info')!.labels['version']!, /^\d+\.\d+\.\d+/);
     assert.equal(sampleOf(m, 'voxd_models_loaded'), 3);
     assert.equal(sampleOf(m, 'voxd_slots', { model: 'm' }), 1);
+    const code = sampleOf(m, 'voxd_heap_code_bytes');
+    assert.ok(code > 0 && code < sampleOf(m, 'nodejs_heap_size_used_bytes'), `${code} bytes of code`);
   });
 
   test('requests are counted by route template, method and status; unknown paths share one label', async () => {
