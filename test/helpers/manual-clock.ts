@@ -12,7 +12,6 @@ export class ManualClock implements Clock {
   #now = 1_000_000;
   #seq = 0;
   readonly #pending = new Set<Pending>();
-  readonly #waiters: Array<{ count: number; resolve: () => void }> = [];
 
   now(): number {
     return this.#now;
@@ -26,15 +25,9 @@ export class ManualClock implements Clock {
     return this.#add({ due: this.#now + Math.max(1, ms), every: Math.max(1, ms), fn, seq: this.#seq++ });
   }
 
-  /** The timers now scheduled (a test waits for a deadline to be armed before moving past it). */
+  /** The timers now scheduled (a test checks which deadlines are armed). */
   get timers(): number {
     return this.#pending.size;
-  }
-
-  /** Resolves once at least `count` timers are scheduled. */
-  whenTimers(count = 1): Promise<void> {
-    if (this.#pending.size >= count) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.push({ count, resolve }));
   }
 
   /** Moves time forward by `ms`, firing every timer that falls due, in due order. */
@@ -57,13 +50,6 @@ export class ManualClock implements Clock {
 
   #add(p: Pending): Timer {
     this.#pending.add(p);
-    for (let i = this.#waiters.length - 1; i >= 0; i--) {
-      const w = this.#waiters[i] as { count: number; resolve: () => void };
-      if (this.#pending.size >= w.count) {
-        this.#waiters.splice(i, 1);
-        w.resolve();
-      }
-    }
     return { cancel: () => this.#pending.delete(p) };
   }
 }
