@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { TASK_TOKENS } from '../../src/config/types.js';
 import { configFolder, DEADLINE_MS, type Exit, LISTENING, VoxdProcess } from '../helpers/cli.js';
-import { fixtureModel, withDeadline } from '../helpers/voxd.js';
+import { fixtureModel, waitUntil, withDeadline } from '../helpers/voxd.js';
 import { smallWav } from '../http/wav-helpers.js';
 
 const EXAMPLE_CONFIG = fileURLToPath(new URL('../../../examples/server.json', import.meta.url));
@@ -42,15 +42,6 @@ async function fetchJson(url: string, init: RequestInit = {}): Promise<{ status:
   const res = await fetch(url, { ...init, signal: AbortSignal.timeout(DEADLINE_MS) });
   const text = await res.text();
   return { status: res.status, json: JSON.parse(text) };
-}
-
-/** Polls `check` until it holds; throws once the deadline passes (and stops polling). */
-async function waitUntil(what: string, check: () => boolean, ms = DEADLINE_MS): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 /** The pids of a process's direct children, read from /proc (Linux). */
@@ -478,8 +469,10 @@ describe('serving', () => {
               .filter((line) => line.length > 0)
               .map((line) => JSON.parse(line) as { type: string; model: string; outcome?: string })
           : [];
-      await waitUntil('run-start in the fixture record', () =>
-        events().some((e) => e.type === 'run-start' && e.model === 'ears'),
+      await waitUntil(
+        'run-start in the fixture record',
+        () => events().some((e) => e.type === 'run-start' && e.model === 'ears'),
+        DEADLINE_MS,
       );
 
       voxd.child.kill('SIGTERM');
@@ -575,10 +568,14 @@ describe('serving', () => {
                 .split('\n')
                 .filter((line) => line.includes('"run-start"')).length
             : 0;
-        await waitUntil('every slot spins', () => starts() === n);
+        await waitUntil('every slot spins', () => starts() === n, DEADLINE_MS);
         // The runner processes busy-loop in blocking code: only killing them stops the runs.
         // Each runner is started on its slot's first use, just after run-start is recorded.
-        await waitUntil('one runner process a slot', () => childrenOf(voxd.child.pid!).length === n);
+        await waitUntil(
+          'one runner process a slot',
+          () => childrenOf(voxd.child.pid!).length === n,
+          DEADLINE_MS,
+        );
         const runners = childrenOf(voxd.child.pid!);
 
         voxd.child.kill('SIGTERM');
