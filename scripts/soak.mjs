@@ -233,11 +233,14 @@ async function memoryLine() {
  * only on its own schedule, so a server that holds nothing more can still show tens of MiB more RSS
  * (see docs/reliability.md). Memory is therefore split the way a leak would show: `heap` is the
  * JS heap in use less its compiled code and bytecode (`code`, which grows while code paths are
- * first run and optimised, then stops), so a JS leak grows it; `native` is RSS minus V8's whole
- * committed heap (engines, buffers, threads, allocator: a native leak grows it); `rss` is reported
- * beside them. Each is the
- * lowest of its samples: after QUIET_MS of nothing, then, for the end, up to QUIET_MAX_MS until
- * everything is back within `limit`.
+ * first run and optimised, then stops), so a JS leak grows it; `inUse` is what the C allocator
+ * has handed out and not had back (ArrayBuffer contents, node's and V8's own allocations), so a
+ * native leak grows it; `native` is RSS minus the part of V8's heap that is resident: `inUse`,
+ * plus the allocator's kept free blocks (`free`, which churn leaves behind, a few MiB), plus code
+ * and stacks. Not RSS minus the committed heap: V8 commits heap pages before it touches them, so
+ * that difference dips by as much as the heap just grew. `rss` is reported beside them. Each is the
+ * lowest of five samples after QUIET_MS of nothing; the end keeps sampling, up to QUIET_MAX_MS,
+ * until everything is back within `limit`.
  */
 const QUIET_MS = 8000;
 const QUIET_MAX_MS = 30_000;
@@ -248,18 +251,24 @@ async function quietSample(limit) {
     fd: Infinity,
     rss: Infinity,
     native: Infinity,
+    inUse: Infinity,
+    free: Infinity,
     heap: Infinity,
     code: Infinity,
     committed: Infinity,
   };
-  const within = () => limit && m.fd <= limit.fd && m.native <= limit.native && m.heap <= limit.heap;
+  const within = () =>
+    !limit ||
+    (m.fd <= limit.fd && m.native <= limit.native && m.inUse <= limit.inUse && m.heap <= limit.heap);
   for (let i = 0; i < 5 || (Date.now() < until && !within()); i++) {
     const body = (await call('GET', '/metrics')).body;
     const rss = rssKb() / 1024;
     const committed = gaugeMb(body, 'nodejs_heap_size_total_bytes');
     m.fd = Math.min(m.fd, fdCount());
     m.rss = Math.min(m.rss, rss);
-    m.native = Math.min(m.native, rss - committed);
+    m.native = Math.min(m.native, rss - gaugeMb(body, 'voxd_heap_resident_bytes'));
+    m.inUse = Math.min(m.inUse, gaugeMb(body, 'voxd_malloc_in_use_bytes'));
+    m.free = Math.min(m.free, gaugeMb(body, 'voxd_malloc_free_bytes'));
     const code = gaugeMb(body, 'voxd_heap_code_bytes');
     m.heap = Math.min(m.heap, gaugeMb(body, 'nodejs_heap_size_used_bytes') - code);
     m.code = Math.min(m.code, code);
@@ -730,7 +739,7 @@ try {
   await settled('warm-up');
   baseline = await quietSample();
   console.log(
-    `baseline after warm-up: ${baseline.fd} fds, RSS ${baseline.rss.toFixed(1)} MiB (native ${baseline.native.toFixed(1)}, JS data ${baseline.heap.toFixed(1)} and code ${baseline.code.toFixed(1)} of ${baseline.committed.toFixed(1)} committed)`,
+    `baseline after warm-up: ${baseline.fd} fds, RSS ${baseline.rss.toFixed(1)} MiB (native ${baseline.native.toFixed(1)}: in use ${baseline.inUse.toFixed(1)}, allocator free ${baseline.free.toFixed(1)}; JS data ${baseline.heap.toFixed(1)} and code ${baseline.code.toFixed(1)} of ${baseline.committed.toFixed(1)} committed)`,
   );
 
   leaking = true;
@@ -753,13 +762,23 @@ try {
   // Quiet: everything unloaded, no runner left, fds and memory back near the baseline.
   check('unload-all', await call('POST', '/v1/tasks/unload_all_models'));
   await settled('final');
-  const limit = { fd: baseline.fd * 1.1, native: bound(baseline.native), heap: bound(baseline.heap) };
+  const limit = {
+    fd: baseline.fd * 1.1,
+    // The issue's own measure, resident memory back within 10 %, for what is outside the JS heap;
+    // the allocator's kept free blocks (a few MiB after a burst) make a tighter bound a coin toss.
+    // Leaks are caught more finely by the two checks after it.
+    native: baseline.native + 0.1 * baseline.rss,
+    inUse: bound(baseline.inUse),
+    heap: bound(baseline.heap),
+  };
   end = await quietSample(limit);
   if (end.children.length > 0) violation(`runner processes outlive their models: ${end.children.join(',')}`);
   if (end.fd > baseline.fd * 1.1) violation(`fds ${baseline.fd} -> ${end.fd} (over +10 %)`);
   const mib = (x) => `${x.toFixed(1)} MiB`;
   if (end.native > limit.native)
-    violation(`native memory ${mib(baseline.native)} -> ${mib(end.native)} (over +10 %, or +2 MiB)`);
+    violation(`native memory ${mib(baseline.native)} -> ${mib(end.native)} (over +10 % of RSS)`);
+  if (end.inUse > limit.inUse)
+    violation(`native memory in use ${mib(baseline.inUse)} -> ${mib(end.inUse)} (over +10 %, or +2 MiB)`);
   if (end.heap > limit.heap)
     violation(`JS heap data ${mib(baseline.heap)} -> ${mib(end.heap)} (over +10 %, or +2 MiB)`);
 
@@ -810,7 +829,7 @@ console.log(`\nanswers allowed only as a neighbour's fault (500/503/504 within 1
 console.log(`requests: ${requests} in ${wall.toFixed(1)} s end to end (chaos ${SECONDS} s)`);
 if (baseline && end)
   console.log(
-    `fds: ${baseline.fd} -> ${end.fd}; RSS: ${baseline.rss.toFixed(1)} -> ${end.rss.toFixed(1)} MiB, of which native ${baseline.native.toFixed(1)} -> ${end.native.toFixed(1)} MiB and JS heap committed ${baseline.committed.toFixed(1)} -> ${end.committed.toFixed(1)} MiB (data ${baseline.heap.toFixed(1)} -> ${end.heap.toFixed(1)}, code ${baseline.code.toFixed(1)} -> ${end.code.toFixed(1)}); runner processes after unload-all: ${end.children.length}`,
+    `fds: ${baseline.fd} -> ${end.fd}; RSS: ${baseline.rss.toFixed(1)} -> ${end.rss.toFixed(1)} MiB, of which native ${baseline.native.toFixed(1)} -> ${end.native.toFixed(1)} MiB (in use ${baseline.inUse.toFixed(1)} -> ${end.inUse.toFixed(1)}, allocator free ${baseline.free.toFixed(1)} -> ${end.free.toFixed(1)}) and JS heap committed ${baseline.committed.toFixed(1)} -> ${end.committed.toFixed(1)} MiB (data ${baseline.heap.toFixed(1)} -> ${end.heap.toFixed(1)}, code ${baseline.code.toFixed(1)} -> ${end.code.toFixed(1)}); runner processes after unload-all: ${end.children.length}`,
   );
 if (exit)
   console.log(

@@ -18,6 +18,7 @@ import { Metrics } from './observability/metrics.js';
 import { Runtime } from './runtime/runtime.js';
 import { CUT_GRACE_MS } from './runtime/shutdown-timing.js';
 import { type Clock, systemClock } from './util/clock.js';
+import type { MemoryRelease } from './util/release-memory.js';
 import { VERSION } from './version.js';
 
 export interface StartOptions {
@@ -27,6 +28,8 @@ export interface StartOptions {
   installerFor?: (root: string) => Promise<Installer>;
   clock?: Clock;
   freeMemoryMb?: () => Promise<number>;
+  /** When to give memory back after serving; by default the process's own (util/release-memory.ts). */
+  memory?: MemoryRelease;
   /** The log; by default JSON lines on stderr at the config's log_level. */
   logger?: Logger;
 }
@@ -119,7 +122,14 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   runtimeRef = runtime;
   await runtime.start();
   const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), { timeoutMs: config.ffmpeg_timeout_ms });
-  const http = createHttpServer(runtime, config, { log, logger, metrics, logRequests: config.log, codec });
+  const http = createHttpServer(runtime, config, {
+    log,
+    logger,
+    metrics,
+    logRequests: config.log,
+    codec,
+    memory: options.memory,
+  });
   const { server } = http;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -5,7 +5,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { noteLargeBuffer } from '../util/release-memory.js';
+import { memoryRelease } from '../util/release-memory.js';
 import type { AudioJob, AudioReply } from './audio-worker.js';
 import { conformAudio } from './convert.js';
 import type { Audio } from './types.js';
@@ -20,7 +20,7 @@ type Job = AudioJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> 
 
 /** Offloaded jobs are the large ones: their results die with their request (release-memory.ts). */
 function resolved(audio: Audio, resolve: (audio: Audio) => void): void {
-  noteLargeBuffer(audio.samples.byteLength);
+  memoryRelease.noteLargeBuffer(audio.samples.byteLength);
   resolve(audio);
 }
 

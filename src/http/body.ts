@@ -2,7 +2,7 @@
 import type { IncomingMessage } from 'node:http';
 import { isPlainObject } from '../config/errors.js';
 import { invalidRequest, showValue, VoxdError } from '../errors.js';
-import { noteLargeBuffer } from '../util/release-memory.js';
+import { memoryRelease } from '../util/release-memory.js';
 import { parseJsonText } from './json-text.js';
 
 function tooLarge(limit: number): VoxdError {
@@ -76,7 +76,7 @@ export function readBody(req: IncomingMessage, limit: number, idleMs: number): P
     const onEnd = () => {
       stop();
       // The bytes, then the text and what JSON.parse makes of it: all garbage once the request is over.
-      noteLargeBuffer(3 * size);
+      memoryRelease.noteLargeBuffer(3 * size);
       resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
     };
     const onError = (err: Error) => {

@@ -15,7 +15,7 @@ import { requestIdOf } from '../observability/request-id.js';
 import { RequestTrace } from '../observability/request-trace.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { LazyAbort } from '../util/lazy-abort.js';
-import { requestEnded, requestStarted } from '../util/release-memory.js';
+import { type MemoryRelease, memoryRelease } from '../util/release-memory.js';
 import { authorize } from './auth.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
@@ -53,6 +53,8 @@ export interface HttpOptions {
   codec: Codec;
   /** Log each request's line at info (`--log`); without it the lines are debug. */
   logRequests: boolean;
+  /** When to give memory back after serving; by default the process's own. */
+  memory?: MemoryRelease;
 }
 
 /** The routes of each path, built once: a request looks its path up rather than scanning ROUTES. */
@@ -222,6 +224,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   // Connections and whether a request is in progress on them, so a drain can drop the others.
   const connections = new Map<Socket, number>();
   const { logger, metrics } = options;
+  const memory = options.memory ?? memoryRelease;
   // Levels are fixed for the server's life: the check is made once, not per request.
   const requestLevel = options.logRequests ? 'info' : 'debug';
   const logRequests = logger.isLevelEnabled(requestLevel);
@@ -240,6 +243,10 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       path = url.pathname;
     }
     const method = req.method ?? 'GET';
+    // Reads (probes, scrapes, the UI's polling) leave nothing to give back and must not hold off
+    // the idle memory release.
+    const work = method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS';
+    if (work) memory.requestStarted();
     const clientGone = new RequestTrace();
     let routeLabel = UNKNOWN_ROUTE;
     const socket = req.socket;
@@ -248,7 +255,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     // One 'close' listener per request: the request count of its connection, and, when the
     // response is not finished, the client going away.
     res.on('close', () => {
-      requestEnded();
+      if (work) memory.requestEnded();
       const requests = connections.get(socket);
       if (requests !== undefined) {
         const left = Math.max(0, requests - 1);
@@ -354,7 +361,6 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
     connections.set(socket, (connections.get(socket) ?? 0) + 1);
-    requestStarted();
     handle(req, res).catch((err: unknown) => {
       // Last line of defence: a request never takes the process down.
       logger.error({ err }, 'unhandled error');

@@ -4,8 +4,9 @@
  * route, method, status and model, so a request costs map lookups and no allocation; gauges read
  * the runtime when scraped rather than being kept up to date on every request.
  */
-import { getHeapCodeStatistics } from 'node:v8';
+import { getHeapCodeStatistics, getHeapStatistics } from 'node:v8';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { mallocStats } from '../util/libc.js';
 import { residentBytes } from './process-memory.js';
 
 /** Request and run latencies: 5 ms to a minute. */
@@ -176,6 +177,33 @@ export class Metrics {
         this.set(code.code_and_metadata_size + code.bytecode_and_metadata_size);
       },
     });
+    new Gauge({
+      name: 'voxd_heap_resident_bytes',
+      help: 'V8 heap bytes resident in memory (total_physical_size): RSS less this is the memory outside the JS heap',
+      registers,
+      collect() {
+        this.set(getHeapStatistics().total_physical_size);
+      },
+    });
+    // glibc only: elsewhere the allocator cannot be asked, and the gauges are left out.
+    if (mallocStats()) {
+      new Gauge({
+        name: 'voxd_malloc_in_use_bytes',
+        help: 'Bytes the C allocator has handed out and not had back: native allocations alive now, ArrayBuffer contents among them',
+        registers,
+        collect() {
+          this.set(mallocStats()?.inUse ?? 0);
+        },
+      });
+      new Gauge({
+        name: 'voxd_malloc_free_bytes',
+        help: 'Bytes freed and kept by the C allocator for reuse: part of RSS that holds nothing',
+        registers,
+        collect() {
+          this.set(mallocStats()?.free ?? 0);
+        },
+      });
+    }
     new Gauge({
       name: 'voxd_info',
       help: 'Always 1; the server version as a label',

@@ -5,22 +5,7 @@
  * forever. libc's `_exit` ends the process without waiting for anything.
  */
 import { writeSync } from 'node:fs';
-import { createRequire } from 'node:module';
-
-type Koffi = typeof import('koffi').default;
-
-/**
- * Bound once, at import: when the exit is needed the process may be out of file descriptors or
- * memory, and loading a library then could fail. Undefined where koffi or libc cannot be loaded.
- */
-const libcExit: ((code: number) => void) | undefined = (() => {
-  try {
-    const koffi = createRequire(import.meta.url)('koffi') as Koffi;
-    return koffi.load('libc.so.6').func('void _exit(int status)') as (code: number) => void;
-  } catch {
-    return undefined;
-  }
-})();
+import { libcExit } from './libc.js';
 
 /** Writes `text` to stderr (fd 2) before anything else can be lost; gives up on a stderr that blocks. */
 function writeStderr(text: string): void {

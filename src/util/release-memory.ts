@@ -12,12 +12,15 @@
  * to an idle process on its own schedule, so an idle server could hold 30-40 MB more than before
  * the burst for as long as it stays idle (the chaos soak measured it, docs/reliability.md). So once
  * the server has been quiet for IDLE_RELEASE_MS after serving, it collects and trims once, at most
- * once per MIN_RELEASE_INTERVAL_MS (a health probe every few seconds must not mean a collection
- * every few seconds).
+ * once per MIN_RELEASE_INTERVAL_MS. Only requests that do work count (not GET, HEAD or OPTIONS):
+ * a health probe, a scrape or the web UI's polling every few seconds must neither keep an idle
+ * server from ever giving memory back nor make it collect every few seconds. A burst that ends
+ * just after a release is given back too, once the interval has passed.
  */
-import { createRequire } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { type Clock, systemClock, type Timer } from './clock.js';
+import { mallocTrim } from './libc.js';
 
 /** Collect once at least this much large memory may have died. */
 const COLLECT_THRESHOLD_BYTES = 64 * 1024 * 1024;
@@ -31,70 +34,102 @@ setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as (() => void) | undefined;
 
 /**
- * glibc keeps freed small blocks (a socket's 64 KB reads of a large body) in its heap rather than
- * returning them; malloc_trim gives back what it can. Bound through koffi where glibc is there.
+ * When to collect. One timer at most: a request's end only notes the time, and the timer, when it
+ * fires early, waits out the rest of the quiet period (no timer made and cancelled per request).
  */
-const mallocTrim: ((pad: number) => number) | undefined = (() => {
-  try {
-    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
-    return koffi.load('libc.so.6').func('int malloc_trim(size_t pad)') as (pad: number) => number;
-  } catch {
-    return undefined;
+export class MemoryRelease {
+  readonly #clock: Clock;
+  readonly #collect: () => void;
+  #owed = 0;
+  #inFlight = 0;
+  #lastEnd = Number.NEGATIVE_INFINITY;
+  #lastRelease = Number.NEGATIVE_INFINITY;
+  /** Set when a request ended since the last release: there is something to give back. */
+  #served = false;
+  #idleTimer: Timer | undefined;
+  #collectTimer: Timer | undefined;
+  /** Collections run so far, for tests. */
+  releases = 0;
+
+  constructor(clock: Clock, collect: () => void) {
+    this.#clock = clock;
+    this.#collect = collect;
   }
-})();
 
-let owed = 0;
-let inFlight = 0;
-let timer: NodeJS.Timeout | undefined;
-let idleTimer: NodeJS.Timeout | undefined;
-let lastRelease = Number.NEGATIVE_INFINITY;
+  /** Requests that do work now running. */
+  get running(): number {
+    return this.#inFlight;
+  }
 
-/** Collections this module ran, for tests. */
-export let releases = 0;
+  /** A buffer of `bytes` was made for one request and dies with it. */
+  noteLargeBuffer(bytes: number): void {
+    this.#owed += bytes;
+  }
 
-/** One full collection, then glibc's free blocks back to the system. */
-function release(): void {
-  releases++;
-  owed = 0;
-  lastRelease = performance.now();
-  gc?.();
-  mallocTrim?.(0);
-}
+  /** A request that does work began: until every such request has ended, nothing is collected. */
+  requestStarted(): void {
+    this.#inFlight++;
+  }
 
-/** A buffer of `bytes` was made for one request and dies with it. */
-export function noteLargeBuffer(bytes: number): void {
-  owed += bytes;
-}
+  /**
+   * A request that does work ended. Once none is running and enough large memory may be garbage,
+   * collect it shortly. Only when the server is quiet: a collection while a large request still
+   * holds its buffers would free nothing and forget them; under steady load V8's own collections
+   * run anyway.
+   */
+  requestEnded(): void {
+    this.#inFlight = Math.max(0, this.#inFlight - 1);
+    this.#lastEnd = this.#clock.now();
+    this.#served = true;
+    if (this.#inFlight > 0) return;
+    this.#armIdle();
+    if (this.#owed < COLLECT_THRESHOLD_BYTES || this.#collectTimer) return;
+    this.#collectTimer = this.#clock.after(
+      COLLECT_DELAY_MS,
+      () => {
+        this.#collectTimer = undefined;
+        // A request that began since keeps the debt for its own end.
+        if (this.#inFlight === 0) this.#release();
+      },
+      { unref: true },
+    );
+  }
 
-/** A request began: until every request has ended, its buffers may still be alive. */
-export function requestStarted(): void {
-  inFlight++;
-  if (idleTimer) {
-    clearTimeout(idleTimer);
-    idleTimer = undefined;
+  /** When the idle release may run: quiet long enough, and the last release long enough ago. */
+  #idleDue(): number {
+    return Math.max(this.#lastEnd + IDLE_RELEASE_MS, this.#lastRelease + MIN_RELEASE_INTERVAL_MS);
+  }
+
+  #armIdle(): void {
+    if (this.#idleTimer || !this.#served) return;
+    this.#idleTimer = this.#clock.after(
+      Math.max(0, this.#idleDue() - this.#clock.now()),
+      () => {
+        this.#idleTimer = undefined;
+        // A request running now re-arms the timer when it ends.
+        if (this.#inFlight > 0) return;
+        if (this.#clock.now() < this.#idleDue()) this.#armIdle();
+        else this.#release();
+      },
+      { unref: true },
+    );
+  }
+
+  /** One full collection, then glibc's free blocks back to the system. */
+  #release(): void {
+    this.releases++;
+    this.#owed = 0;
+    this.#served = false;
+    this.#lastRelease = this.#clock.now();
+    this.#collect();
   }
 }
 
 /**
- * A request ended. Once none is running and enough large memory may be garbage, collect it
- * shortly. Only when the server is quiet: a collection while a large request still holds its
- * buffers would free nothing and forget them; under steady load V8's own collections run anyway.
+ * The process's own: one full collection, then glibc's free blocks back to the system (it keeps
+ * freed small blocks, a socket's 64 KB reads of a large body, rather than returning them).
  */
-export function requestEnded(): void {
-  inFlight = Math.max(0, inFlight - 1);
-  if (inFlight > 0 || !gc) return;
-  if (!idleTimer && performance.now() - lastRelease >= MIN_RELEASE_INTERVAL_MS - IDLE_RELEASE_MS) {
-    idleTimer = setTimeout(() => {
-      idleTimer = undefined;
-      if (inFlight === 0) release();
-    }, IDLE_RELEASE_MS);
-    idleTimer.unref();
-  }
-  if (owed < COLLECT_THRESHOLD_BYTES || timer) return;
-  timer = setTimeout(() => {
-    timer = undefined;
-    // A request that began since keeps the debt for its own end.
-    if (inFlight === 0) release();
-  }, COLLECT_DELAY_MS);
-  timer.unref();
-}
+export const memoryRelease = new MemoryRelease(systemClock, () => {
+  gc?.();
+  mallocTrim?.(0);
+});

@@ -67,6 +67,7 @@ export interface TestServerOptions {
   overrides?: CliOverrides;
   /** Builds a models root's installer (a test makes it fail for one root). */
   installerFor?: StartOptions['installerFor'];
+  memory?: StartOptions['memory'];
 }
 
 export function tempDir(prefix = 'voxd-test-'): string {
@@ -108,6 +109,7 @@ export async function startServer(
       clock: options.clock,
       freeMemoryMb: options.freeMemoryMb,
       installerFor: options.installerFor,
+      memory: options.memory,
       logger: capturingLogger(config.log_level, logs, records),
     });
   } catch (err) {

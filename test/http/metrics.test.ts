@@ -108,6 +108,9 @@ describe('GET /metrics', () => {
       voxd_runner_restarts_total: 'counter',
       voxd_info: 'gauge',
       voxd_heap_code_bytes: 'gauge',
+      voxd_heap_resident_bytes: 'gauge',
+      voxd_malloc_in_use_bytes: 'gauge',
+      voxd_malloc_free_bytes: 'gauge',
       process_cpu_seconds_total: 'counter',
       nodejs_eventloop_lag_seconds: 'gauge',
     };
@@ -118,6 +121,15 @@ describe('GET /metrics', () => {
     assert.equal(sampleOf(m, 'voxd_slots', { model: 'm' }), 1);
     const code = sampleOf(m, 'voxd_heap_code_bytes');
     assert.ok(code > 0 && code < sampleOf(m, 'nodejs_heap_size_used_bytes'), `${code} bytes of code`);
+    const resident = sampleOf(m, 'voxd_heap_resident_bytes');
+    assert.ok(
+      resident > code && resident < sampleOf(m, 'process_resident_memory_bytes'),
+      `${resident} bytes of the heap resident`,
+    );
+    // glibc's allocator, which this machine has: a live process has native allocations in use.
+    const inUse = sampleOf(m, 'voxd_malloc_in_use_bytes');
+    assert.ok(inUse > 0 && inUse < sampleOf(m, 'process_resident_memory_bytes'), `${inUse} bytes in use`);
+    assert.ok(sampleOf(m, 'voxd_malloc_free_bytes') >= 0);
   });
 
   test('requests are counted by route template, method and status; unknown paths share one label', async () => {

@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { libcExit, mallocStats, mallocTrim } from '../../src/util/libc.js';
+import { waitUntil } from '../helpers/voxd.js';
+
+// This machine runs glibc (Debian): every binding is there. Elsewhere each is undefined, by design.
+test('glibc is bound: _exit, malloc_trim and mallinfo2', () => {
+  assert.equal(typeof libcExit, 'function');
+  assert.equal(typeof mallocTrim, 'function');
+  assert.ok(mallocStats());
+});
+
+test('memory in use follows a Buffer from allocation to its release', async () => {
+  const size = 8 * 1024 * 1024;
+  const before = mallocStats()!.inUse;
+  // Buffer contents are the allocator's: 8 MiB more in use while it lives.
+  let buffer: Buffer | undefined = Buffer.alloc(size, 1);
+  const during = mallocStats()!.inUse;
+  assert.ok(during - before >= size, `${before} -> ${during} bytes in use`);
+  assert.equal(buffer[size - 1], 1);
+  buffer = undefined;
+  // A full collection frees it (V8 may sweep array buffers on a helper thread: wait for that).
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  await waitUntil('the buffer is freed', () => {
+    gc();
+    return during - mallocStats()!.inUse >= size;
+  });
+});
