@@ -1,12 +1,14 @@
 // Chaos soak: one real `voxd serve --parallel-jobs --enable-fixture` process, driven over HTTP for a
 // while by a seeded random mix of requests, faults, disconnects and management calls, with the
 // contract's invariants checked as it goes and at the end (see docs/reliability.md, Chaos soak).
-// Usage: npm run soak -- [--seconds N] [--seed S] [--clients C] [--leak-kb K]   (default 60 s, a
-// random seed, 12 clients; --leak-kb makes every fixture run after the baseline keep K KiB in voxd
-// for good, the fixture's test-only leak, to see the memory check fail)
+// Usage: npm run soak -- [--seconds N] [--seed S] [--clients C] [--leak-kb K] [--secure]
+// (default 60 s, a random seed, 12 clients; --leak-kb makes every fixture run after the baseline
+// keep K KiB in voxd for good, the fixture's test-only leak, to see the memory check fail;
+// --secure serves HTTPS with API keys, as a deployment would, and adds refused keys to the mix)
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,11 +25,12 @@ const SECONDS = Number(arg('seconds', '60'));
 const SEED = Number(arg('seed', String(Math.floor(Math.random() * 2 ** 31))));
 const CLIENTS = Number(arg('clients', '12'));
 const LEAK_KB = Number(arg('leak-kb', '0'));
+const SECURE = process.argv.includes('--secure');
 if (!(SECONDS > 0) || !Number.isInteger(SEED) || !(LEAK_KB >= 0)) {
-  console.error('usage: npm run soak -- [--seconds N] [--seed S] [--clients C] [--leak-kb K]');
+  console.error('usage: npm run soak -- [--seconds N] [--seed S] [--clients C] [--leak-kb K] [--secure]');
   process.exit(2);
 }
-const REPLAY = `npm run soak -- --seconds ${SECONDS} --seed ${SEED} --clients ${CLIENTS}${LEAK_KB ? ` --leak-kb ${LEAK_KB}` : ''}`;
+const REPLAY = `npm run soak -- --seconds ${SECONDS} --seed ${SEED} --clients ${CLIENTS}${LEAK_KB ? ` --leak-kb ${LEAK_KB}` : ''}${SECURE ? ' --secure' : ''}`;
 /** Set once the baseline is taken: only then do runs leak (--leak-kb). */
 let leaking = false;
 
@@ -51,7 +54,24 @@ const MODELS = {
   [WD]: fixture(WD, 'asr', { slots: 4, max_inference_ms: MAX_INFERENCE_MS }),
   flite: { id: 'flite', family: 'flite_tts', task: 'tts', mode: 'streaming' },
 };
+// --secure: the committed test certificate (for 127.0.0.1) and two keys. Every request carries the
+// admin key unless it says otherwise.
+const TLS_DIR = join(REPO_ROOT, 'test', 'fixtures', 'tls');
+const CA = SECURE ? readFileSync(join(TLS_DIR, 'cert.pem')) : undefined;
+const ADMIN_KEY = 'sk-soak-admin-5e1d';
+const APP_KEY = 'sk-soak-app-77c0';
+const secure = SECURE
+  ? {
+      tls_cert_file: join(TLS_DIR, 'cert.pem'),
+      tls_key_file: join(TLS_DIR, 'key.pem'),
+      api_keys: [
+        { key: ADMIN_KEY, scope: 'admin' },
+        { key: APP_KEY, scope: 'inference' },
+      ],
+    }
+  : {};
 const config = {
+  ...secure,
   host: '127.0.0.1',
   port: 0,
   ui: false,
@@ -132,7 +152,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function listening() {
   const end = Date.now() + 20_000;
   while (Date.now() < end) {
-    const m = stderr.match(/voxd listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    const m = stderr.match(/voxd listening on (https?:\/\/127\.0\.0\.1:\d+)/);
     if (m) return m[1];
     if (exited) throw new Error(`voxd exited at startup: ${JSON.stringify(exited)}\n${stderr}`);
     await sleep(20);
@@ -146,8 +166,9 @@ let BASE = '';
 /**
  * One request; resolves { status, body } or { status: 'aborted' } (we cut it) or { status: 'hang' }
  * (past the deadline) or { status: 'neterr' }. `abortAfter(ms)` or `abortOn: 'first-chunk'` cuts it.
+ * With --secure it goes over TLS with `apiKey` (the admin key unless given; null: none).
  */
-function call(method, path, { json, raw, chunks, abortAfter, abortOnFirstChunk } = {}) {
+function call(method, path, { json, raw, chunks, abortAfter, abortOnFirstChunk, apiKey = ADMIN_KEY } = {}) {
   return new Promise((resolve) => {
     const t0 = performance.now();
     let settled = false;
@@ -168,7 +189,9 @@ function call(method, path, { json, raw, chunks, abortAfter, abortOnFirstChunk }
       headers['content-type'] = raw.type;
     }
     if (chunks) headers['transfer-encoding'] = 'chunked';
-    const req = httpRequest(`${BASE}${path}`, { method, agent: false, headers }, (res) => {
+    if (SECURE && apiKey) headers.authorization = `Bearer ${apiKey}`;
+    const send = SECURE ? httpsRequest : httpRequest;
+    const req = send(`${BASE}${path}`, { method, agent: false, headers, ca: CA }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (s) => {
@@ -389,6 +412,15 @@ function check(kind, r, { fault = false, overrun = false, model, expectAbort = f
     return;
   }
   violation(`${what}: not an answer the contract allows here`);
+}
+
+/** A request that must be refused with exactly this status and code, whatever else is going on. */
+function expectRefusal(kind, r, status, code) {
+  const err = errorOf(r);
+  r.code = err?.code;
+  record(kind, r);
+  if (r.status !== status || err?.code !== code)
+    violation(`${kind}: ${r.status} ${JSON.stringify(err)?.slice(0, 300)}: expected ${status} ${code}`);
 }
 
 // --- the operations -------------------------------------------------------------------------------
@@ -659,6 +691,35 @@ const OPS = [
       check('unload-all', await call('POST', '/v1/tasks/unload_all_models'));
     },
   ],
+  ...(SECURE
+    ? [
+        [
+          3,
+          'auth',
+          async () => {
+            // Keys refused, whatever else is going on: none, an unknown one, too narrow a scope
+            // (on unload-all, which would show if it got through); and the inference key let in.
+            const model = pick(FIXTURES);
+            const json = { model, text: 'soak' };
+            const which = int(0, 3);
+            if (which === 0) {
+              const r = await call('POST', '/v1/tasks/run', { json, apiKey: null });
+              expectRefusal('auth-none', r, 401, 'missing_api_key');
+            } else if (which === 1) {
+              const r = await call('POST', '/v1/tasks/run', { json, apiKey: 'sk-soak-wrong-0000' });
+              expectRefusal('auth-unknown', r, 401, 'invalid_api_key');
+            } else if (which === 2) {
+              const r = await call('POST', '/v1/tasks/unload_all_models', { apiKey: APP_KEY });
+              expectRefusal('auth-scope', r, 403, 'insufficient_scope');
+            } else {
+              check('auth-inference-key', await call('POST', '/v1/tasks/run', { json, apiKey: APP_KEY }), {
+                model,
+              });
+            }
+          },
+        ],
+      ]
+    : []),
   [
     1,
     'idle',
