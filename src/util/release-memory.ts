@@ -23,11 +23,11 @@ import { type Clock, systemClock, type Timer } from './clock.js';
 import { mallocTrim } from './libc.js';
 
 /** Collect once at least this much large memory may have died. */
-const COLLECT_THRESHOLD_BYTES = 64 * 1024 * 1024;
-const COLLECT_DELAY_MS = 200;
+export const COLLECT_THRESHOLD_BYTES = 64 * 1024 * 1024;
+export const COLLECT_DELAY_MS = 200;
 /** Quiet this long after the last request, an idle server gives back what the last burst left. */
-const IDLE_RELEASE_MS = 5000;
-const MIN_RELEASE_INTERVAL_MS = 30_000;
+export const IDLE_RELEASE_MS = 5000;
+export const MIN_RELEASE_INTERVAL_MS = 30_000;
 
 // Exposes gc() to new contexts and to worker threads started from now on (the audio workers).
 setFlagsFromString('--expose-gc');
@@ -44,8 +44,6 @@ export class MemoryRelease {
   #inFlight = 0;
   #lastEnd = Number.NEGATIVE_INFINITY;
   #lastRelease = Number.NEGATIVE_INFINITY;
-  /** Set when a request ended since the last release: there is something to give back. */
-  #served = false;
   #idleTimer: Timer | undefined;
   #collectTimer: Timer | undefined;
   /** Collections run so far, for tests. */
@@ -80,7 +78,6 @@ export class MemoryRelease {
   requestEnded(): void {
     this.#inFlight = Math.max(0, this.#inFlight - 1);
     this.#lastEnd = this.#clock.now();
-    this.#served = true;
     if (this.#inFlight > 0) return;
     this.#armIdle();
     if (this.#owed < COLLECT_THRESHOLD_BYTES || this.#collectTimer) return;
@@ -101,7 +98,8 @@ export class MemoryRelease {
   }
 
   #armIdle(): void {
-    if (this.#idleTimer || !this.#served) return;
+    // Nothing to give back unless a request ended since the last release.
+    if (this.#idleTimer || this.#lastEnd < this.#lastRelease) return;
     this.#idleTimer = this.#clock.after(
       Math.max(0, this.#idleDue() - this.#clock.now()),
       () => {
@@ -119,7 +117,6 @@ export class MemoryRelease {
   #release(): void {
     this.releases++;
     this.#owed = 0;
-    this.#served = false;
     this.#lastRelease = this.#clock.now();
     this.#collect();
   }

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MemoryRelease } from '../../src/util/release-memory.js';
+import { IDLE_RELEASE_MS as IDLE_MS, MemoryRelease } from '../../src/util/release-memory.js';
+import { releasesAfter } from '../helpers/memory-release.js';
 import { fixtureModel, get, ManualClock, runTask, waitUntil, withServer } from '../helpers/voxd.js';
-
-/** The quiet period of release-memory.ts. */
-const IDLE_MS = 5000;
 
 function countedRelease() {
   const clock = new ManualClock();
@@ -45,9 +43,6 @@ test('a run in flight holds the release off; it comes IDLE_RELEASE_MS after the 
     await gate.open();
     assert.equal((await run).status, 200);
     await waitUntil('the run request has ended on the server', () => memory.running === 0);
-    clock.advance(IDLE_MS - 1);
-    assert.equal(memory.releases, 0);
-    clock.advance(1);
-    assert.equal(memory.releases, 1);
+    releasesAfter(clock, memory, IDLE_MS);
   });
 });

@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { getHeapStatistics } from 'node:v8';
-import { MemoryRelease, memoryRelease } from '../../src/util/release-memory.js';
+import {
+  COLLECT_DELAY_MS,
+  COLLECT_THRESHOLD_BYTES,
+  IDLE_RELEASE_MS as IDLE_MS,
+  MIN_RELEASE_INTERVAL_MS as INTERVAL_MS,
+  MemoryRelease,
+  memoryRelease,
+} from '../../src/util/release-memory.js';
 import { ManualClock } from '../helpers/manual-clock.js';
+import { releasesAfter } from '../helpers/memory-release.js';
 import { waitUntil } from '../helpers/voxd.js';
-
-/** The quiet period, the rate limit and the large-buffer delay of release-memory.ts. */
-const IDLE_MS = 5000;
-const INTERVAL_MS = 30_000;
-const COLLECT_DELAY_MS = 200;
 
 function counted() {
   const clock = new ManualClock();
@@ -27,10 +30,7 @@ test('quiet after serving, the process collects once, IDLE_RELEASE_MS after the 
   clock.advance(IDLE_MS * 2);
   assert.equal(memory.releases, 0, 'a request still runs');
   memory.requestEnded();
-  clock.advance(IDLE_MS - 1);
-  assert.equal(memory.releases, 0);
-  clock.advance(1);
-  assert.equal(memory.releases, 1);
+  releasesAfter(clock, memory, IDLE_MS);
   // Once: a quiet server does not collect again.
   clock.advance(INTERVAL_MS * 3);
   assert.equal(memory.releases, 1);
@@ -47,10 +47,7 @@ test('a request within the quiet period moves the release to IDLE_RELEASE_MS aft
   clock.advance(2000);
   assert.equal(memory.releases, 0, 'not while it runs');
   memory.requestEnded();
-  clock.advance(IDLE_MS - 1);
-  assert.equal(memory.releases, 0);
-  clock.advance(1);
-  assert.equal(memory.releases, 1);
+  releasesAfter(clock, memory, IDLE_MS);
 });
 
 test('a burst that ends just after a release is given back when the interval has passed, not dropped', () => {
@@ -66,10 +63,12 @@ test('a burst that ends just after a release is given back when the interval has
     memory.requestStarted();
     memory.requestEnded();
   }
-  clock.advance(first + INTERVAL_MS - 1 - clock.now());
-  assert.equal(memory.releases, 1, 'not sooner than MIN_RELEASE_INTERVAL_MS after the last');
-  clock.advance(1);
-  assert.equal(memory.releases, 2);
+  releasesAfter(
+    clock,
+    memory,
+    first + INTERVAL_MS - clock.now(),
+    'not sooner than MIN_RELEASE_INTERVAL_MS after the last',
+  );
   assert.equal(clock.timers, 0);
 });
 
@@ -77,16 +76,13 @@ test('large buffers are collected COLLECT_DELAY_MS after the last request, unles
   const { clock, memory } = counted();
   clock.advance(INTERVAL_MS);
   memory.requestStarted();
-  memory.noteLargeBuffer(64 * 1024 * 1024);
+  memory.noteLargeBuffer(COLLECT_THRESHOLD_BYTES);
   memory.requestEnded();
   memory.requestStarted();
   clock.advance(COLLECT_DELAY_MS);
   assert.equal(memory.releases, 0, 'the new request may hold the buffers');
   memory.requestEnded();
-  clock.advance(COLLECT_DELAY_MS - 1);
-  assert.equal(memory.releases, 0);
-  clock.advance(1);
-  assert.equal(memory.releases, 1);
+  releasesAfter(clock, memory, COLLECT_DELAY_MS);
   // The idle release that was due after it is not a second collection.
   clock.advance(INTERVAL_MS * 2);
   assert.equal(memory.releases, 1);
