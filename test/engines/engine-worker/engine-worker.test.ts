@@ -70,13 +70,17 @@ for (const isolation of ['thread', 'process'] as const) {
 
 test('EngineWorker (thread): engine code that throws between calls does not end the server; the next call gets a fresh thread', async () => {
   const worker = start('thread');
+  const dir = mkdtempSync(join(tmpdir(), 'voxd-engine-worker-'));
+  const gate = join(dir, 'gate');
   try {
-    assert.ok((await worker.call({ op: 'throw-later' }, never())).ok);
+    assert.ok((await worker.call({ op: 'throw-later', gate }, never())).ok);
+    writeFileSync(gate, '');
     // The thread's uncaught error arrives as an 'error' event while no call listens for one.
     await waitUntil('the failed thread was dropped', () => !worker.running);
     assert.equal((await where(worker)).mainThread, false);
   } finally {
     await worker.dispose();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -8,7 +8,10 @@ export interface TestJob {
   id: number;
   op: 'echo' | 'crash' | 'hang' | 'where' | 'throw-later' | 'block-until';
   samples?: Float32Array;
-  /** block-until: the file whose existence ends the block (`<gate>.started` is made when it begins). */
+  /**
+   * block-until: the file whose existence ends the block (`<gate>.started` is made when it begins);
+   * throw-later: the file whose existence makes the engine throw.
+   */
   gate?: string;
 }
 
@@ -25,12 +28,16 @@ serveJobs((job: TestJob) => {
     case 'crash':
       process.kill(process.pid, 'SIGSEGV');
       return {};
-    case 'throw-later':
-      // Engine code failing after its reply, while no call waits on the engine.
-      setImmediate(() => {
+    case 'throw-later': {
+      // Engine code failing after its reply, once the test has its answer (the gate file): the
+      // reply and the thread's error travel on different ports, so only the gate orders them.
+      const poll = setInterval(() => {
+        if (!existsSync(job.gate!)) return;
+        clearInterval(poll);
         throw new Error('thrown after the reply');
-      });
+      }, 5);
       return {};
+    }
     case 'block-until':
       // Blocking like a native call, so nothing (not even the channel closing) is seen until it ends.
       writeFileSync(`${job.gate}.started`, '');
