@@ -26,8 +26,15 @@ export const ERROR_CODES = {
   E_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error', apiCode: 'body_too_large' },
   /** Input audio longer than max_audio_seconds (the server's, or the model's). */
   E_AUDIO_TOO_LONG: { status: 413, type: 'invalid_request_error', apiCode: 'audio_too_long' },
-  /** No byte of the request body arrived for body_timeout_ms. */
+  /** No byte of the request body arrived for body_timeout_ms, or the whole body took past body_deadline_ms. */
   E_BODY_TIMEOUT: { status: 408, type: 'timeout_error', apiCode: 'body_timeout' },
+  /**
+   * The request bodies the server holds at once would pass max_inflight_body_bytes; sent with
+   * Retry-After, before the body is read.
+   */
+  E_BODY_BUDGET: { status: 503, type: 'server_busy', apiCode: 'body_budget' },
+  /** The server holds max_connections connections already; sent with Retry-After, then closed. */
+  E_TOO_MANY_CONNECTIONS: { status: 503, type: 'server_busy', apiCode: 'too_many_connections' },
   /** A holder overran the busy timeout, or the wait for a slot timed out. */
   E_BUSY: { status: 503, type: 'server_busy', apiCode: 'server_busy' },
   /** The model's wait queue holds max_queued_requests already; sent with Retry-After. */
@@ -55,7 +62,10 @@ export const ERROR_CODES = {
   E_DOWNLOAD: { status: 502, type: 'server_error', apiCode: 'download_failed' },
   /** A download sent no byte for the stall timeout. */
   E_DOWNLOAD_STALLED: { status: 504, type: 'timeout_error', apiCode: 'download_stalled' },
-  /** Not enough free disk space for a download, or the disk filled during one. */
+  /**
+   * Not enough free disk space for a download, or the disk filled during one; the temporary folder
+   * filled while an upload was spooled to it.
+   */
   E_INSUFFICIENT_STORAGE: { status: 507, type: 'server_error', apiCode: 'insufficient_storage' },
   /** An archive entry would land outside the package folder, or is a link or device file. */
   E_UNSAFE_ARCHIVE: { status: 502, type: 'server_error', apiCode: 'unsafe_archive' },

@@ -109,6 +109,27 @@ export function keyNotice(key: string, name: string): ConfigNotice {
     : { key, message: `${key}: unknown key ignored` };
 }
 
+/**
+ * Model ids: what package ids may be (src/models/catalog.ts's PACKAGE_ID, since an installed
+ * package is used under its id), at most 128 characters of letters, digits, `_`, `-` and `.`, never
+ * a leading `.`. An id is echoed in every status, log line and `/metrics` label: a 1 MB id was
+ * accepted once and grew `/metrics` to 5 MB.
+ */
+export const MODEL_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
+export const MAX_MODEL_ID_CHARS = 128;
+
+/** `id` when it is a valid model id; a ConfigError naming `key` and the (cut) value otherwise. */
+export function checkModelId(id: string, key: string): string {
+  if (MODEL_ID.test(id)) return id;
+  throw ConfigError.rejected(
+    key,
+    id,
+    id.length > MAX_MODEL_ID_CHARS
+      ? `a model id is at most ${MAX_MODEL_ID_CHARS} characters; this one has ${id.length}`
+      : "a model id holds letters, digits, '_', '-' and '.' only, and does not start with '.'",
+  );
+}
+
 export function parseModelConfig(
   raw: unknown,
   ctx: ModelContext,
@@ -127,7 +148,7 @@ export function parseModelConfig(
   const optional = <T>(name: string, parse: (value: unknown, key: string) => T): T | undefined =>
     raw[name] === undefined ? undefined : parse(raw[name], at(name));
 
-  const id = required('id');
+  const id = checkModelId(required('id'), at('id'));
   const packageId = optional('package', (v, k) => expectString(v, k, { nonEmpty: true }));
   if (packageId !== undefined && raw['path'] !== undefined)
     throw ConfigError.rejected(

@@ -29,6 +29,10 @@ export interface CliOverrides {
   min_free_memory_mb?: number;
   max_request_body_bytes?: number;
   body_timeout_ms?: number;
+  max_json_body_bytes?: number;
+  max_inflight_body_bytes?: number;
+  body_deadline_ms?: number;
+  max_connections?: number;
   max_audio_seconds?: number;
   max_input_chars?: number;
   /** Comma-separated folders; relative ones resolve against the process cwd. */
@@ -148,6 +152,10 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     log_level: ruled('log_level'),
     max_request_body_bytes: ruled('max_request_body_bytes'),
     body_timeout_ms: ruled('body_timeout_ms'),
+    max_json_body_bytes: ruled('max_json_body_bytes'),
+    max_inflight_body_bytes: ruled('max_inflight_body_bytes'),
+    body_deadline_ms: ruled('body_deadline_ms'),
+    max_connections: ruled('max_connections'),
     chunking_vad_model: ruled('chunking_vad_model'),
     max_audio_seconds: ruled('max_audio_seconds'),
     max_input_chars: ruled('max_input_chars'),

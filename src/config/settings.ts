@@ -83,6 +83,15 @@ export interface SettingGroup {
  */
 const DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024;
 
+/**
+ * A JSON body is held whole and parsed: 32 MiB is about 13 minutes of 16 kHz mono 16-bit WAV as
+ * base64, and at 2-3 times its size while parsed, twenty such bodies at once stay in a few GB.
+ */
+const DEFAULT_MAX_JSON_BODY_BYTES = 32 * 1024 * 1024;
+
+/** Sixteen default-sized JSON bodies at once: about 1.5 GB at their peak, which a 2-core 24 GiB machine survives. */
+const DEFAULT_MAX_INFLIGHT_BODY_BYTES = 512 * 1024 * 1024;
+
 export const SPEECH_FORMATS = ['wav', 'pcm', 'mp3', 'opus', 'aac', 'flac'] as const;
 
 /** In --help order; the docs tables follow the same order. */
@@ -438,7 +447,7 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           default: '`268435456` (256 MiB)',
           allowed: '>= 0',
           meaning:
-            "Largest request body (JSON or multipart), and largest server-local file a request may name. Larger get 413. Multipart file parts past 1 MiB are spooled to a temporary file rather than held in memory (audio.cpp's default is 2 GiB, all buffered).",
+            "Largest request body (multipart, and JSON up to `max_json_body_bytes`), and largest server-local file a request may name. Larger get 413. Multipart file parts past 1 MiB are spooled to a temporary file rather than held in memory (audio.cpp's default is 2 GiB, all buffered).",
         },
       },
       {
@@ -460,6 +469,86 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           allowed: '>= 0, `0` = no limit',
           meaning:
             'A JSON or multipart request body that sends nothing for this long (the timer starts over with every chunk) is answered 408 `timeout_error` and its connection closed, so a client that stops half-way through a body cannot hold a connection and its handler forever. The live routes are bounded by `live_ingest` instead.',
+        },
+      },
+      {
+        key: 'max_json_body_bytes',
+        file: true,
+        flag: {
+          name: '--max-json-body-bytes',
+          value: 'integer',
+          arg: '<n>',
+          help: ['largest JSON request body (default 33554432, 32 MiB)'],
+        },
+        default: DEFAULT_MAX_JSON_BODY_BYTES,
+        rule: { kind: 'count' },
+        doc: {
+          type: 'integer',
+          default: '`33554432` (32 MiB)',
+          allowed: '>= 0',
+          meaning:
+            'Largest JSON request body; larger gets 413 (a declared Content-Length before any byte is read). Lower than `max_request_body_bytes` because a JSON body is held whole and parsed (about 2-3 times its size in memory while it is), where a multipart upload is spooled to disk. 32 MiB holds about 13 minutes of 16 kHz mono 16-bit WAV as base64 (`audio_base64` of `/v1/tasks/run`). `max_request_body_bytes` still applies when it is lower.',
+        },
+      },
+      {
+        key: 'max_inflight_body_bytes',
+        file: true,
+        flag: {
+          name: '--max-inflight-body-bytes',
+          value: 'integer',
+          arg: '<n>',
+          help: [
+            'request body bytes held at once over all requests, past it 503,',
+            '0 = no limit (default 536870912, 512 MiB)',
+          ],
+        },
+        default: DEFAULT_MAX_INFLIGHT_BODY_BYTES,
+        rule: { kind: 'count' },
+        doc: {
+          type: 'integer',
+          default: '`536870912` (512 MiB)',
+          allowed: '>= 0, `0` = no limit',
+          meaning:
+            "The server-wide budget of request body bytes held in memory at once, over every request. A JSON body's declared Content-Length is taken from it when its reading starts (a chunked body's bytes as they arrive; a multipart upload's bytes while they are in memory, not the parts spooled to disk) and given back when its response ends, however it ends. A body that does not fit is answered 503 `server_busy` (code `body_budget`) with `Retry-After`, before it is read. The default keeps the bodies of 16 default-sized JSON requests in memory at once, a peak of about 1.5 GB.",
+        },
+      },
+      {
+        key: 'body_deadline_ms',
+        file: true,
+        flag: {
+          name: '--body-deadline-ms',
+          value: 'integer',
+          arg: '<ms>',
+          help: [
+            'answer 408 when a whole body takes longer, 0 = off',
+            '(default 300000; live routes keep their live_ingest limits)',
+          ],
+        },
+        default: 300_000,
+        rule: { kind: 'count' },
+        doc: {
+          type: 'integer',
+          allowed: '>= 0, `0` = no limit',
+          meaning:
+            "The whole JSON or multipart request body must have arrived this long after the request's headers did; later is answered 408 `timeout_error` and the connection closed, so a client trickling a byte at a time (which `body_timeout_ms` never catches) cannot hold a connection for good. 300000 is node's own default `requestTimeout`, which voxd lifts for the sake of the live routes; those are bounded by `live_ingest` instead. At the default a 256 MiB upload needs about 1 MB/s.",
+        },
+      },
+      {
+        key: 'max_connections',
+        file: true,
+        flag: {
+          name: '--max-connections',
+          value: 'integer',
+          arg: '<n>',
+          help: ['open client connections at most, past it 503 and close, 0 = no limit (default 512)'],
+        },
+        default: 512,
+        rule: { kind: 'count' },
+        doc: {
+          type: 'integer',
+          allowed: '>= 0, `0` = no limit',
+          meaning:
+            'Client connections the server keeps open at once (idle keep-alive ones included). A connection past it is answered at once with 503 `server_busy` (code `too_many_connections`, `Retry-After: 1`, `Connection: close`) and closed, without reading its request.',
         },
       },
       {

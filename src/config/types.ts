@@ -113,6 +113,14 @@ export interface ServerConfig {
   max_request_body_bytes: number;
   /** A request body (JSON or multipart) that sends nothing for this long is answered 408; 0 = no limit. */
   body_timeout_ms: number;
+  /** Largest JSON request body (max_request_body_bytes still applies when lower). */
+  max_json_body_bytes: number;
+  /** Request body bytes held in memory at once over all requests; past it 503. 0 = no limit. */
+  max_inflight_body_bytes: number;
+  /** A whole JSON or multipart body must arrive within this long of its headers; 0 = no limit. */
+  body_deadline_ms: number;
+  /** Client connections kept open at once; past it 503 and close. 0 = no limit. */
+  max_connections: number;
   /** The VAD model (family silero_vad) that cuts long audio for a transcription's chunking_strategy. */
   chunking_vad_model: string;
   /** Longest input audio a request may carry, checked from the header before decoding; 0 = no limit. */

@@ -10,6 +10,7 @@ import { Worker } from 'node:worker_threads';
 import type { ModelIsolation } from '../config/types.js';
 import { invalidRequest } from '../errors.js';
 import type { ProcessInit } from './engine-port.js';
+import { makeRunnerTemp, removeRunnerTemp, removeRunnerTempsNow } from './runner-temp.js';
 import type { EngineRequest, EngineResult, EngineSession, RunContext } from './types.js';
 
 interface Reply {
@@ -89,6 +90,7 @@ const liveRunners = new Set<ChildProcess>();
  */
 export function killRunnerProcesses(): void {
   for (const child of liveRunners) child.kill('SIGKILL');
+  removeRunnerTempsNow();
 }
 
 /** Runner processes alive now (their pids), so a test or a benchmark can find and measure them. */
@@ -97,26 +99,39 @@ export function runnerProcessIds(): number[] {
 }
 
 function startProcess(url: URL, data: unknown): Runner {
-  const child: ChildProcess = fork(PROCESS_ENTRY, [], {
-    serialization: 'advanced',
-    // One runner's work stays on the cores its calls use: V8's parallel and concurrent GC threads
-    // otherwise let one session use 1.4 cores (measured with espeak), which the next slot then
-    // has to share. A shared runner's parallelism is its native calls on the libuv pool.
-    execArgv: ['--no-warnings', '--single-threaded-gc'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  // The runner's temporary files live in a folder of the server's, removed when the runner exits
+  // (runner-temp.ts): a runner killed mid-request cannot clean up after itself.
+  const temp = makeRunnerTemp();
+  let child: ChildProcess;
+  try {
+    child = fork(PROCESS_ENTRY, [], {
+      serialization: 'advanced',
+      // One runner's work stays on the cores its calls use: V8's parallel and concurrent GC threads
+      // otherwise let one session use 1.4 cores (measured with espeak), which the next slot then
+      // has to share. A shared runner's parallelism is its native calls on the libuv pool.
+      execArgv: ['--no-warnings', '--single-threaded-gc'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, TMPDIR: temp },
+    });
+  } catch (err) {
+    void removeRunnerTemp(temp);
+    throw err;
+  }
   liveRunners.add(child);
-  child.once('exit', () => liveRunners.delete(child));
+  const removed = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      liveRunners.delete(child);
+      void removeRunnerTemp(temp).then(resolve);
+    }),
+  );
   child.send({ url: url.href, data } satisfies ProcessInit);
   return {
     events: child,
     pid: child.pid,
     post: (message) => child.send(message),
     stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await removed;
     },
     calls: new Set(),
   };

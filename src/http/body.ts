@@ -1,21 +1,35 @@
-/** Reading request bodies within max_request_body_bytes and body_timeout_ms, and parsing JSON bodies. */
+/**
+ * Reading request bodies within max_request_body_bytes (max_json_body_bytes for JSON), body_timeout_ms
+ * and the request's share of the body budget (body-budget.ts), and parsing JSON bodies.
+ */
 import type { IncomingMessage } from 'node:http';
 import { isPlainObject } from '../config/errors.js';
 import { invalidRequest, showValue, VoxdError } from '../errors.js';
 import { memoryRelease } from '../util/release-memory.js';
+import { bodyLeaseOf } from './body-budget.js';
 import { parseJsonText } from './json-text.js';
 
-function tooLarge(limit: number): VoxdError {
-  return new VoxdError('E_BODY_TOO_LARGE', `request body exceeds max_request_body_bytes=${limit}`);
+/** The 413 for a body past `limit`, naming the setting that set it. */
+export function tooLarge(limit: number, key = 'max_request_body_bytes'): VoxdError {
+  return new VoxdError('E_BODY_TOO_LARGE', `request body exceeds ${key}=${limit}`);
 }
 
-/** Rejects at once when Content-Length already says the body is too large. */
-export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
+/**
+ * Rejects at once when Content-Length already says the body is too large; returns the declared
+ * length (undefined for a chunked body).
+ */
+export function checkDeclaredLength(
+  req: IncomingMessage,
+  limit: number,
+  key = 'max_request_body_bytes',
+): number | undefined {
   const declared = req.headers['content-length'];
-  if (declared === undefined) return;
+  if (declared === undefined) return undefined;
   if (!/^\d+$/.test(declared))
     throw invalidRequest(`Content-Length: ${showValue(declared)} is not a decimal number`);
-  if (Number(declared) > limit) throw tooLarge(limit);
+  const length = Number(declared);
+  if (length > limit) throw tooLarge(limit, key);
+  return length;
 }
 
 export interface BodyIdleTimer {
@@ -46,49 +60,81 @@ export function bodyIdleTimer(ms: number, onIdle: (err: VoxdError) => void): Bod
 }
 
 /**
- * The whole body, within `limit` bytes and the idle timeout. Read through 'data' events rather than
- * the stream's async iterator, which costs a promise race and several listeners per chunk. A read
- * that fails (too large, stalled) pauses the request and leaves it be: destroying it would close
- * the socket before the error response is written. A request cut off fails the read with the
- * stream's error (ECONNRESET "aborted"), or ERR_STREAM_PREMATURE_CLOSE, as the iterator would.
+ * The whole body, within `limit` bytes (`key` names the setting), the idle timeout and the request's
+ * lease (the server-wide budget and the whole-body deadline, body-budget.ts). Read through 'data'
+ * events rather than the stream's async iterator, which costs a promise race and several listeners
+ * per chunk. A declared length is taken from the budget before any byte is read and read into one
+ * buffer of that size as it arrives, so there is no list of chunks to join at the end (that copy
+ * made a body cost twice its size before it was even decoded); a chunked body takes its bytes from
+ * the budget as they arrive. A read that fails (too large, over budget, stalled, late) pauses the
+ * request and leaves it be: destroying it would close the socket before the error response is
+ * written. A request cut off fails the read with the stream's error (ECONNRESET "aborted"), or
+ * ERR_STREAM_PREMATURE_CLOSE, as the iterator would. Whatever was read before a failure is owed
+ * to the memory release, so it is given back once the server is quiet rather than at the next
+ * collection that happens to run.
  */
-export function readBody(req: IncomingMessage, limit: number, idleMs: number): Promise<Buffer> {
+export function readBody(
+  req: IncomingMessage,
+  limit: number,
+  idleMs: number,
+  key = 'max_request_body_bytes',
+): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
-    checkDeclaredLength(req, limit);
+    const declared = checkDeclaredLength(req, limit, key);
+    const lease = bodyLeaseOf(req);
+    if (declared !== undefined) lease?.hold(declared);
     if (req.destroyed) {
       reject(req.errored ?? prematureClose());
       return;
     }
+    // Never handed out before it is filled: the parser delivers exactly the declared bytes, or fails.
+    const whole = declared === undefined ? undefined : Buffer.allocUnsafe(declared);
     const parts: Buffer[] = [];
     let size = 0;
     const fail = (err: unknown) => {
       stop();
       req.pause();
+      memoryRelease.noteLargeBuffer(size);
       reject(err);
     };
     const timer = bodyIdleTimer(idleMs, fail);
+    const deadline = lease?.watchDeadline(fail);
     const onData = (chunk: Buffer) => {
       timer.touch();
+      if (size + chunk.length > limit) return fail(tooLarge(limit, key));
+      if (whole) {
+        if (size + chunk.length > whole.length) return fail(tooLarge(declared!, 'Content-Length'));
+        chunk.copy(whole, size);
+      } else {
+        try {
+          lease?.hold(chunk.length);
+        } catch (err) {
+          return fail(err);
+        }
+        parts.push(chunk);
+      }
       size += chunk.length;
-      if (size > limit) fail(tooLarge(limit));
-      else parts.push(chunk);
     };
     const onEnd = () => {
       stop();
       // The bytes, then the text and what JSON.parse makes of it: all garbage once the request is over.
       memoryRelease.noteLargeBuffer(3 * size);
-      resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
+      if (whole) resolve(size === whole.length ? whole : whole.subarray(0, size));
+      else resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
     };
     const onError = (err: Error) => {
       stop();
+      memoryRelease.noteLargeBuffer(size);
       reject(err);
     };
     const onClose = () => {
       stop();
+      memoryRelease.noteLargeBuffer(size);
       reject(prematureClose());
     };
     function stop(): void {
       timer.stop();
+      deadline?.stop();
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -110,6 +156,7 @@ export interface JsonBodySource {
   req: IncomingMessage;
   config: {
     max_request_body_bytes: number;
+    max_json_body_bytes: number;
     body_timeout_ms: number;
     log: boolean;
     log_request_body: boolean;
@@ -117,15 +164,29 @@ export interface JsonBodySource {
   log(message: string): void;
 }
 
+/** The JSON limit: max_json_body_bytes, or max_request_body_bytes when that is lower. */
+function jsonLimit(config: JsonBodySource['config']): { bytes: number; key: string } {
+  return config.max_request_body_bytes < config.max_json_body_bytes
+    ? { bytes: config.max_request_body_bytes, key: 'max_request_body_bytes' }
+    : { bytes: config.max_json_body_bytes, key: 'max_json_body_bytes' };
+}
+
+/** The body as text; its bytes are not kept, so only the text lives on into JSON.parse. */
+async function readJsonText({ req, config }: JsonBodySource): Promise<string> {
+  const { bytes, key } = jsonLimit(config);
+  return (await readBody(req, bytes, config.body_timeout_ms, key)).toString('utf8');
+}
+
 /**
  * A JSON object body; anything else is a 400 that says what was wrong. With `--log` and
  * log_request_body the body is logged (JSON bodies only: audio uploads never are).
  */
-export async function readJsonObject({ req, config, log }: JsonBodySource): Promise<Record<string, unknown>> {
-  const raw = await readBody(req, config.max_request_body_bytes, config.body_timeout_ms);
-  if (config.log && config.log_request_body) log(`${req.method} ${req.url} body: ${raw.toString('utf8')}`);
-  if (raw.length === 0) throw invalidRequest('request body is empty; expected a JSON object');
-  const parsed = parseJsonText(raw.toString('utf8'));
+export async function readJsonObject(source: JsonBodySource): Promise<Record<string, unknown>> {
+  const { req, config, log } = source;
+  const text = await readJsonText(source);
+  if (config.log && config.log_request_body) log(`${req.method} ${req.url} body: ${text}`);
+  if (text.length === 0) throw invalidRequest('request body is empty; expected a JSON object');
+  const parsed = parseJsonText(text);
   if (!isPlainObject(parsed)) {
     throw invalidRequest(
       `request body must be a JSON object, got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : typeof parsed}`,

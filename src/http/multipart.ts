@@ -3,7 +3,10 @@
  * part past SPOOL_THRESHOLD is written to a temporary file instead, so an upload of hundreds of
  * megabytes costs disk, not memory. Every failure (a body cut inside a part, malformed framing, a
  * limit, the client gone) rejects with one error and removes what was spooled; on success the
- * caller owns the body and must call dispose().
+ * caller owns the body and must call dispose(). The bytes held in memory (file parts below the
+ * threshold, fields) are taken from the request's share of the body budget as they arrive, and a
+ * part's bytes go back to it once they are written to its spool file (body-budget.ts). A temporary
+ * folder that fills up (ENOSPC, EDQUOT) is a 507, the server's condition, not a malformed request.
  */
 
 import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
@@ -13,8 +16,11 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import { invalidField, invalidRequest, showValue, VoxdError } from '../errors.js';
+import { memoryRelease } from '../util/release-memory.js';
+import { storageFull } from '../util/storage-full.js';
 import type { AudioSource } from './audio-io.js';
 import { bodyIdleTimer, checkDeclaredLength } from './body.js';
+import { bodyLeaseOf } from './body-budget.js';
 
 /** Larger file parts go to disk. */
 export const SPOOL_THRESHOLD = 1 << 20;
@@ -88,6 +94,7 @@ function malformed(err: Error): VoxdError {
 export async function readMultipart(req: IncomingMessage, options: MultipartOptions): Promise<MultipartBody> {
   const { limit } = options;
   checkDeclaredLength(req, limit);
+  const lease = bodyLeaseOf(req);
   let parser: busboy.Busboy;
   try {
     parser = busboy({
@@ -107,11 +114,15 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
   let failure: unknown;
 
   let timer = bodyIdleTimer(0, () => {});
+  let deadline: { stop(): void } | undefined;
   const body = new Promise<void>((resolve, reject) => {
     const fail = (err: unknown) => {
       if (failure !== undefined) return;
       failure = err;
       timer.stop();
+      deadline?.stop();
+      // Everything read so far is garbage now, spooled or not (the socket's chunks die too).
+      memoryRelease.noteLargeBuffer(size);
       req.unpipe(parser);
       // The rest of the body is read and dropped, so the error answer can still be delivered.
       req.resume();
@@ -137,11 +148,13 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
           await writeAll(handle, chunk);
           continue;
         }
+        lease?.hold(chunk.length);
         chunks.push(chunk);
         if (fileSize > SPOOL_THRESHOLD) {
           handle = await spool.create();
           await writeAll(handle, Buffer.concat(chunks));
           chunks.length = 0;
+          lease?.free(fileSize);
         }
       }
       const source: AudioSource = handle
@@ -161,7 +174,9 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
             name,
             `${showValue(name)}: a form field may hold at most ${MAX_FIELD_BYTES} bytes`,
           );
-        count(Buffer.byteLength(value));
+        const bytes = Buffer.byteLength(value);
+        count(bytes);
+        lease?.hold(bytes);
         fields.set(name, value);
         const list = lists.get(name);
         if (list) list.push(value);
@@ -177,16 +192,28 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
       receiving.push(
         // Parts keep their order in the body whichever finishes first.
         receive(receiving.length, field, info.filename ?? '', stream)
-          // A stream error is busboy's verdict on the framing (a body cut inside this part).
-          .catch((err: unknown) => fail(err instanceof VoxdError ? err : malformed(err as Error)))
+          // A stream error is busboy's verdict on the framing (a body cut inside this part); a full
+          // temporary folder is the server's.
+          .catch((err: unknown) =>
+            fail(
+              err instanceof VoxdError
+                ? err
+                : (storageFull(err, `the upload of field ${showValue(field)} could not be spooled`) ??
+                    malformed(err as Error)),
+            ),
+          )
           .finally(() => open.delete(stream)),
       );
     });
     parser.on('error', (err: Error) => fail(malformed(err)));
     parser.on('close', () => resolve());
     timer = bodyIdleTimer(options.idleMs, fail);
+    deadline = lease?.watchDeadline(fail);
     req.on('data', () => timer.touch());
-    req.on('end', () => timer.stop());
+    req.on('end', () => {
+      timer.stop();
+      deadline?.stop();
+    });
     req.on('error', fail);
     req.on('close', () => {
       if (!req.complete) fail(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));

@@ -17,6 +17,8 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { LazyAbort } from '../util/lazy-abort.js';
 import { type MemoryRelease, memoryRelease } from '../util/release-memory.js';
 import { authorize } from './auth.js';
+import { BodyBudget, leaseBody } from './body-budget.js';
+import { refuseOverCap, wasRefused } from './connection-cap.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
 import { EventStream } from './event-stream.js';
@@ -225,6 +227,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   const connections = new Map<Socket, number>();
   const { logger, metrics } = options;
   const memory = options.memory ?? memoryRelease;
+  const bodyBudget = new BodyBudget(config.max_inflight_body_bytes);
   // Levels are fixed for the server's life: the check is made once, not per request.
   const requestLevel = options.logRequests ? 'info' : 'debug';
   const logRequests = logger.isLevelEnabled(requestLevel);
@@ -247,6 +250,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     // the idle memory release.
     const work = method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS';
     if (work) memory.requestStarted();
+    // The body's share of the server-wide budget and its deadline, given back when the response closes.
+    if (hasBody(req)) leaseBody(req, res, bodyBudget, runtime.clock, config.body_deadline_ms);
     const clientGone = new RequestTrace();
     let routeLabel = UNKNOWN_ROUTE;
     const socket = req.socket;
@@ -360,6 +365,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   };
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
+    // Answered with a 503 when it connected (connection-cap.ts); it is closing.
+    if (wasRefused(socket)) return;
     connections.set(socket, (connections.get(socket) ?? 0) + 1);
     handle(req, res).catch((err: unknown) => {
       // Last line of defence: a request never takes the process down.
@@ -373,6 +380,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     : createServer(listener);
   // For HTTPS, requests arrive on the TLS socket, which exists once the handshake is done.
   server.on(config.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+    if (refuseOverCap(socket, connections.size, config.max_connections)) return;
     connections.set(socket, 0);
     socket.on('close', () => connections.delete(socket));
   });

@@ -10,6 +10,7 @@
  * text. Nothing goes through a shell.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,6 +88,17 @@ export function festivalProcessIds(): number[] {
  */
 export function killFestivalProcesses(): void {
   for (const child of live) child.kill('SIGKILL');
+  // Their folders too: the teardown that would remove them is being skipped.
+  for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
+  liveDirs.clear();
+}
+
+/** The folders of the sessions' processes, for killFestivalProcesses. */
+const liveDirs = new Set<string>();
+
+async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  liveDirs.delete(dir);
 }
 
 class Running {
@@ -199,6 +211,7 @@ export class FestivalProcess {
     // One lost between calls (the OOM killer): its folder goes with it.
     if (this.#running) this.#drop(this.#running);
     const dir = await mkdtemp(join(tmpdir(), 'voxd-festival-'));
+    liveDirs.add(dir);
     const running = new Running(dir);
     this.#running = running;
     const timer = setTimeout(() => {
@@ -221,7 +234,7 @@ export class FestivalProcess {
   #drop(running: Running): void {
     running.kill();
     if (this.#running === running) this.#running = undefined;
-    void rm(running.inputDir, { recursive: true, force: true });
+    void removeDir(running.inputDir).catch(() => {});
   }
 
   /** Ends the process and removes its folder. */
@@ -230,7 +243,7 @@ export class FestivalProcess {
     if (!running) return;
     this.#running = undefined;
     running.kill();
-    await rm(running.inputDir, { recursive: true, force: true });
+    await removeDir(running.inputDir);
   }
 }
 
