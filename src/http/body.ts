@@ -3,6 +3,7 @@
  * and the request's share of the body budget (body-budget.ts), and parsing JSON bodies.
  */
 import type { IncomingMessage } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
 import { isPlainObject } from '../config/errors.js';
 import { invalidRequest, showValue, VoxdError } from '../errors.js';
 import { memoryRelease } from '../util/release-memory.js';
@@ -59,27 +60,32 @@ export function bodyIdleTimer(ms: number, onIdle: (err: VoxdError) => void): Bod
   return { touch: () => timer.refresh(), stop: () => clearTimeout(timer) };
 }
 
+/** Where a body reader puts each chunk, and what it makes of them all at the end. */
+interface BodySink<T> {
+  push(chunk: Buffer): void;
+  end(size: number): T;
+}
+
 /**
  * The whole body, within `limit` bytes (`key` names the setting), the idle timeout and the request's
- * lease (the server-wide budget and the whole-body deadline, body-budget.ts). Read through 'data'
- * events rather than the stream's async iterator, which costs a promise race and several listeners
- * per chunk. A declared length is taken from the budget before any byte is read and read into one
- * buffer of that size as it arrives, so there is no list of chunks to join at the end (that copy
- * made a body cost twice its size before it was even decoded); a chunked body takes its bytes from
- * the budget as they arrive. A read that fails (too large, over budget, stalled, late) pauses the
- * request and leaves it be: destroying it would close the socket before the error response is
- * written. A request cut off fails the read with the stream's error (ECONNRESET "aborted"), or
- * ERR_STREAM_PREMATURE_CLOSE, as the iterator would. Whatever was read before a failure is owed
- * to the memory release, so it is given back once the server is quiet rather than at the next
- * collection that happens to run.
+ * lease (the server-wide budget and the whole-body deadline, body-budget.ts), each chunk handed to
+ * `sink`. Read through 'data' events rather than the stream's async iterator, which costs a promise
+ * race and several listeners per chunk. A declared length is taken from the budget before any byte
+ * is read; a chunked body takes its bytes as they arrive. A read that fails (too large, over budget,
+ * stalled, late) pauses the request and leaves it be: destroying it would close the socket before
+ * the error response is written. A request cut off fails the read with the stream's error
+ * (ECONNRESET "aborted"), or ERR_STREAM_PREMATURE_CLOSE, as the iterator would. What was read
+ * before a failure is owed to the memory release, so a body killed for its size is given back once
+ * the server is quiet rather than at whatever collection happens to run next.
  */
-export function readBody(
+function readBodyInto<T>(
   req: IncomingMessage,
   limit: number,
   idleMs: number,
-  key = 'max_request_body_bytes',
-): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
+  key: string,
+  sink: BodySink<T>,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
     const declared = checkDeclaredLength(req, limit, key);
     const lease = bodyLeaseOf(req);
     if (declared !== undefined) lease?.hold(declared);
@@ -87,9 +93,6 @@ export function readBody(
       reject(req.errored ?? prematureClose());
       return;
     }
-    // Never handed out before it is filled: the parser delivers exactly the declared bytes, or fails.
-    const whole = declared === undefined ? undefined : Buffer.allocUnsafe(declared);
-    const parts: Buffer[] = [];
     let size = 0;
     const fail = (err: unknown) => {
       stop();
@@ -101,26 +104,22 @@ export function readBody(
     const deadline = lease?.watchDeadline(fail);
     const onData = (chunk: Buffer) => {
       timer.touch();
-      if (size + chunk.length > limit) return fail(tooLarge(limit, key));
-      if (whole) {
-        if (size + chunk.length > whole.length) return fail(tooLarge(declared!, 'Content-Length'));
-        chunk.copy(whole, size);
-      } else {
+      size += chunk.length;
+      if (size > limit) return fail(tooLarge(limit, key));
+      if (declared === undefined) {
         try {
           lease?.hold(chunk.length);
         } catch (err) {
           return fail(err);
         }
-        parts.push(chunk);
       }
-      size += chunk.length;
+      sink.push(chunk);
     };
     const onEnd = () => {
       stop();
       // The bytes, then the text and what JSON.parse makes of it: all garbage once the request is over.
       memoryRelease.noteLargeBuffer(3 * size);
-      if (whole) resolve(size === whole.length ? whole : whole.subarray(0, size));
-      else resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
+      resolve(sink.end(size));
     };
     const onError = (err: Error) => {
       stop();
@@ -144,6 +143,44 @@ export function readBody(
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('close', onClose);
+  });
+}
+
+/** The whole body as bytes (see readBodyInto). */
+export function readBody(
+  req: IncomingMessage,
+  limit: number,
+  idleMs: number,
+  key = 'max_request_body_bytes',
+): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  return readBodyInto(req, limit, idleMs, key, {
+    push: (chunk) => parts.push(chunk),
+    end: (size) => (parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)),
+  });
+}
+
+/**
+ * The whole body as UTF-8 text (see readBodyInto). Each chunk is decoded as it arrives (a character
+ * split between chunks is kept for the next), so its bytes die at once, and the pieces are joined
+ * once at the end: no joined copy of the bytes is made first, as Buffer.concat then toString did.
+ */
+export function readBodyText(
+  req: IncomingMessage,
+  limit: number,
+  idleMs: number,
+  key = 'max_request_body_bytes',
+): Promise<string> {
+  const decoder = new StringDecoder('utf8');
+  const pieces: string[] = [];
+  return readBodyInto(req, limit, idleMs, key, {
+    push: (chunk) => pieces.push(decoder.write(chunk)),
+    end: () => {
+      pieces.push(decoder.end());
+      const text = pieces.length === 1 ? pieces[0]! : pieces.join('');
+      pieces.length = 0;
+      return text;
+    },
   });
 }
 
@@ -171,10 +208,9 @@ function jsonLimit(config: JsonBodySource['config']): { bytes: number; key: stri
     : { bytes: config.max_json_body_bytes, key: 'max_json_body_bytes' };
 }
 
-/** The body as text; its bytes are not kept, so only the text lives on into JSON.parse. */
-async function readJsonText({ req, config }: JsonBodySource): Promise<string> {
+function readJsonText({ req, config }: JsonBodySource): Promise<string> {
   const { bytes, key } = jsonLimit(config);
-  return (await readBody(req, bytes, config.body_timeout_ms, key)).toString('utf8');
+  return readBodyText(req, bytes, config.body_timeout_ms, key);
 }
 
 /**
