@@ -103,6 +103,9 @@ async function serve(argv: string[]): Promise<void> {
     if (deadline > 0) exitBy(deadline + SHUTDOWN_MARGIN_MS);
     voxd.close().then(
       () => {
+        // A runner killed for a cancelled request may not have been reaped yet, nor its temporary
+        // folder removed (that waits for its exit); the hard exit must not leave either behind.
+        killRunnerProcesses();
         output.flush();
         hardExit(0);
       },
