@@ -12,6 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VoxdError } from '../errors.js';
 import type { Clock } from '../util/clock.js';
+import type { MemoryRelease } from '../util/release-memory.js';
 
 /** Seconds a client refused for the budget is told to wait: bodies in flight take about that to be read. */
 const BUDGET_RETRY_AFTER_S = 1;
@@ -53,6 +54,8 @@ export class BodyLease {
     private readonly budget: BodyBudget,
     private readonly clock: Clock,
     private readonly deadlineMs: number,
+    /** The server's memory release, which a body's readers owe what they leave behind. */
+    readonly memory: MemoryRelease,
   ) {
     this.#arrived = clock.now();
   }
@@ -112,6 +115,18 @@ export class BodyLease {
 
 const leases = new WeakMap<IncomingMessage, BodyLease>();
 
+/** Each HTTP server's budget, for a test to see what is held. */
+const budgets = new WeakMap<object, BodyBudget>();
+
+export function setBodyBudgetOf(server: object, budget: BodyBudget): void {
+  budgets.set(server, budget);
+}
+
+/** The budget of an HTTP server made by createHttpServer. */
+export function bodyBudgetOf(server: object): BodyBudget | undefined {
+  return budgets.get(server);
+}
+
 /** Gives `req` a lease on `budget`, ended when `res` closes (every way a request ends closes it). */
 export function leaseBody(
   req: IncomingMessage,
@@ -119,8 +134,9 @@ export function leaseBody(
   budget: BodyBudget,
   clock: Clock,
   deadlineMs: number,
+  memory: MemoryRelease,
 ): void {
-  const lease = new BodyLease(budget, clock, deadlineMs);
+  const lease = new BodyLease(budget, clock, deadlineMs, memory);
   leases.set(req, lease);
   res.once('close', () => lease.end());
 }

@@ -88,6 +88,8 @@ function readBodyInto<T>(
   return new Promise<T>((resolve, reject) => {
     const declared = checkDeclaredLength(req, limit, key);
     const lease = bodyLeaseOf(req);
+    const memory = lease?.memory ?? memoryRelease;
+    const owe = (bytes: number) => memory.noteLargeBuffer(bytes);
     if (declared !== undefined) lease?.hold(declared);
     if (req.destroyed) {
       reject(req.errored ?? prematureClose());
@@ -97,7 +99,7 @@ function readBodyInto<T>(
     const fail = (err: unknown) => {
       stop();
       req.pause();
-      memoryRelease.noteLargeBuffer(size);
+      owe(size);
       reject(err);
     };
     const timer = bodyIdleTimer(idleMs, fail);
@@ -118,17 +120,17 @@ function readBodyInto<T>(
     const onEnd = () => {
       stop();
       // The bytes, then the text and what JSON.parse makes of it: all garbage once the request is over.
-      memoryRelease.noteLargeBuffer(3 * size);
+      owe(3 * size);
       resolve(sink.end(size));
     };
     const onError = (err: Error) => {
       stop();
-      memoryRelease.noteLargeBuffer(size);
+      owe(size);
       reject(err);
     };
     const onClose = () => {
       stop();
-      memoryRelease.noteLargeBuffer(size);
+      owe(size);
       reject(prematureClose());
     };
     function stop(): void {

@@ -95,6 +95,8 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
   const { limit } = options;
   checkDeclaredLength(req, limit);
   const lease = bodyLeaseOf(req);
+  const memory = lease?.memory ?? memoryRelease;
+  const owe = (bytes: number) => memory.noteLargeBuffer(bytes);
   let parser: busboy.Busboy;
   try {
     parser = busboy({
@@ -122,7 +124,7 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
       timer.stop();
       deadline?.stop();
       // Everything read so far is garbage now, spooled or not (the socket's chunks die too).
-      memoryRelease.noteLargeBuffer(size);
+      owe(size);
       req.unpipe(parser);
       // The rest of the body is read and dropped, so the error answer can still be delivered.
       req.resume();

@@ -17,7 +17,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { LazyAbort } from '../util/lazy-abort.js';
 import { type MemoryRelease, memoryRelease } from '../util/release-memory.js';
 import { authorize } from './auth.js';
-import { BodyBudget, leaseBody } from './body-budget.js';
+import { BodyBudget, leaseBody, setBodyBudgetOf } from './body-budget.js';
 import { refuseOverCap, wasRefused } from './connection-cap.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
@@ -251,7 +251,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     const work = method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS';
     if (work) memory.requestStarted();
     // The body's share of the server-wide budget and its deadline, given back when the response closes.
-    if (hasBody(req)) leaseBody(req, res, bodyBudget, runtime.clock, config.body_deadline_ms);
+    if (hasBody(req)) leaseBody(req, res, bodyBudget, runtime.clock, config.body_deadline_ms, memory);
     const clientGone = new RequestTrace();
     let routeLabel = UNKNOWN_ROUTE;
     const socket = req.socket;
@@ -394,6 +394,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   // own live_ingest limits (total_timeout_ms defaults to 600 s), so that cut-off is lifted.
   server.requestTimeout = 0;
   server.on('clientError', onClientError);
+  setBodyBudgetOf(server, bodyBudget);
   return {
     server,
     drain: () =>

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { type ModelContext, parseModelConfig } from '../../src/config/model-config.js';
+import { EMBEDDED_MODELS } from '../../src/config/embedded-models.js';
+import { MODEL_ID, type ModelContext, parseModelConfig } from '../../src/config/model-config.js';
 import { TASK_TOKENS } from '../../src/config/types.js';
+import { catalogPackages } from '../../src/models/catalog.js';
 import { expectConfigError } from '../helpers/config.js';
 
 const baseDir = mkdtempSync(path.join(tmpdir(), 'voxd-model-'));
@@ -334,4 +336,25 @@ test('voice_aliases: {alias: engine voice id}, both non-empty strings', () => {
   expectConfigError(() => parse({ voice_aliases: { alloy: '' } }), 'models[0].voice_aliases.alloy', '');
   expectConfigError(() => parse({ voice_aliases: { alloy: 3 } }), 'models[0].voice_aliases.alloy', 3);
   expectConfigError(() => parse({ voice_aliases: { '': 'slt' } }), 'models[0].voice_aliases[""]', '');
+});
+
+test('model ids: at most 128 characters of letters, digits, _, - and ., as package ids', () => {
+  for (const id of ['a', 'whisper-tiny.en', 'kokoro_v1', '-x', `m${'a'.repeat(127)}`])
+    assert.equal(parse({ id }).model.id, id);
+  const long = 'a'.repeat(1024 * 1024);
+  const err = expectConfigError(() => parse({ id: long }), 'models[0].id', long, 'at most 128 characters');
+  assert.ok(err.message.length < 300, `the message shows a cut value: ${err.message.length} chars`);
+  for (const id of ['.hidden', '..', 'a/b', 'a b', 'a\nb', 'naïve', 'x:y'])
+    expectConfigError(() => parse({ id }), 'models[0].id', id, "letters, digits, '_', '-' and '.'");
+});
+
+test('every model id voxd ships or documents is a valid id', () => {
+  const root = new URL('../../../', import.meta.url);
+  const ids = [...EMBEDDED_MODELS.map((m) => String(m['id'])), ...catalogPackages().map((p) => p.id)];
+  for (const name of readdirSync(new URL('examples/', root)).filter((n) => n.endsWith('.json'))) {
+    const config = JSON.parse(readFileSync(new URL(`examples/${name}`, root), 'utf8'));
+    for (const model of config.models ?? []) ids.push(model.id);
+  }
+  assert.ok(ids.length > 10, `${ids.length} ids`);
+  for (const id of ids) assert.match(id, MODEL_ID);
 });

@@ -130,6 +130,22 @@ describe('model management routes', () => {
     });
   });
 
+  test('a new id over 128 characters or with other characters is a 400 naming id, and /metrics stays small', async () => {
+    await withServer(managed([fixtureModel('m')]), async (s) => {
+      const before = (await get(s.url, '/metrics')).body.length;
+      for (const id of ['a'.repeat(1024 * 1024), 'a'.repeat(129), 'a/b', '.x', 'x y']) {
+        const res = await post(s.url, '/v1/models/load', fixtureModel(id));
+        const message = errorOf(res, 400, 'invalid_request_error');
+        assert.equal(res.json.error.param, 'id', message);
+        assert.ok(message.startsWith(`id: ${JSON.stringify(id).slice(0, 10)}`), message);
+        assert.ok(message.length < 300, `a cut value: ${message.length} chars`);
+      }
+      assert.equal((await get(s.url, '/health')).json.models, 1, 'nothing was registered');
+      const after = (await get(s.url, '/metrics')).body.length;
+      assert.ok(after < before + 10_000, `/metrics grew from ${before} to ${after} bytes`);
+    });
+  });
+
   test('a failed first load leaves the new id registered and unloaded; a corrected registration loads it', async () => {
     await withServer(managed(), async (s) => {
       const failed = await post(
