@@ -596,25 +596,31 @@ const responses: Obj = {
     'A known path with another method (`method GET is not allowed on ...; use POST`).',
   ),
   RequestTimeout: errorResponse(
-    'The request body sent nothing for body_timeout_ms; the connection is closed.',
+    'The request body sent nothing for body_timeout_ms, or had not arrived whole after body_deadline_ms; the connection is closed.',
   ),
   Conflict: errorResponse('A model install job is active for this id (or any, for a models-root change).'),
-  PayloadTooLarge: errorResponse('Body over max_request_body_bytes, or input audio over max_audio_seconds.'),
+  PayloadTooLarge: errorResponse(
+    'Body over max_request_body_bytes (a JSON body over max_json_body_bytes), or input audio over max_audio_seconds.',
+  ),
   Unprocessable: errorResponse('An installed folder that no engine family recognises.'),
   InternalError: errorResponse('An engine failed to load or run, or a fault inside voxd.'),
   ServiceUnavailable: errorResponse(
-    'server_busy (busy timeout, residency full, shutting down, engine restarted), insufficient_memory, or queue_full (the model queue is full; retry after Retry-After seconds).',
+    'server_busy (busy timeout, residency full, shutting down, engine restarted), insufficient_memory, queue_full (the model queue is full; retry after Retry-After seconds), body_budget (the request bodies in flight would pass max_inflight_body_bytes) or too_many_connections (max_connections).',
     {
       'Retry-After': {
-        description: 'Seconds to wait before retrying (sent with queue_full).',
+        description:
+          'Seconds to wait before retrying (sent with queue_full, body_budget and too_many_connections).',
         schema: int(),
       },
     },
   ),
   GatewayTimeout: errorResponse('The run went past max_inference_ms and was cancelled.'),
+  InsufficientStorage: errorResponse(
+    "The server's temporary folder filled while the upload was spooled to it (insufficient_storage).",
+  ),
 };
 
-type Status = '400' | '401' | '403' | '404' | '408' | '409' | '413' | '422' | '500' | '503' | '504';
+type Status = '400' | '401' | '403' | '404' | '408' | '409' | '413' | '422' | '500' | '503' | '504' | '507';
 const ERROR_REFS: Record<Status, string> = {
   '400': 'BadRequest',
   '401': 'Unauthorized',
@@ -627,14 +633,20 @@ const ERROR_REFS: Record<Status, string> = {
   '500': 'InternalError',
   '503': 'ServiceUnavailable',
   '504': 'GatewayTimeout',
+  '507': 'InsufficientStorage',
 };
 const errors = (...statuses: Status[]): Obj =>
   Object.fromEntries(statuses.map((s) => [s, res(ERROR_REFS[s])]));
 
-/** Every route with a JSON body can be refused for its body (400, 408, 413) or its key (401, 403). */
-const BODY_ERRORS: Status[] = ['400', '401', '403', '408', '413'];
+/**
+ * Every route with a JSON body can be refused for its body (400, 408, 413, and 503 past the body
+ * budget) or its key (401, 403).
+ */
+const BODY_ERRORS: Status[] = ['400', '401', '403', '408', '413', '503'];
 /** What an inference route adds: its model (404), the engine (500), busy or full (503), too slow (504). */
-const INFERENCE_ERRORS: Status[] = [...BODY_ERRORS, '404', '500', '503', '504'];
+const INFERENCE_ERRORS: Status[] = [...BODY_ERRORS, '404', '500', '504'];
+/** The routes that take multipart uploads: a full temporary folder while one is spooled (507). */
+const UPLOAD_ERRORS: Status[] = [...INFERENCE_ERRORS, '507'];
 /** The live routes: their model is a query parameter, so an unknown one is a 400, not a 404. */
 const LIVE_ERRORS: Status[] = INFERENCE_ERRORS.filter((s) => s !== '404');
 /** Management routes that read no model: a key, the ui_management gate, a bad body. */
@@ -840,7 +852,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
             'transcript.text.delta/done events (diarization models: diarization.delta/done with speaker_turns).',
           ),
         }),
-        ...errors(...INFERENCE_ERRORS),
+        ...errors(...UPLOAD_ERRORS),
       },
     },
   },
@@ -856,7 +868,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
           'Text, segments, speaker turns and words, as the engine gives them.',
           json(ref('TranscriptionDetails')),
         ),
-        ...errors(...INFERENCE_ERRORS),
+        ...errors(...UPLOAD_ERRORS),
       },
     },
   },
@@ -875,7 +887,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
           'application/x-subrip': { schema: str() },
           'text/vtt': { schema: str() },
         }),
-        ...errors(...INFERENCE_ERRORS),
+        ...errors(...UPLOAD_ERRORS),
       },
     },
   },
@@ -929,7 +941,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
             'batch.transcription.result {index, filename, text | error} per file, then batch.transcription.done.',
           ),
         ),
-        ...errors(...INFERENCE_ERRORS),
+        ...errors(...UPLOAD_ERRORS),
       },
     },
   },
