@@ -49,6 +49,13 @@ after(async () => {
 
 const newRoot = () => join(work, `root-${++roots}`);
 
+/** A server.json that lets URL pulls reach the test server on loopback (refused by default). */
+function allowLoopback(): string {
+  const path = join(work, 'allow-loopback.json');
+  writeFileSync(path, JSON.stringify({ ui_management: true, installer_allow_private_hosts: true }));
+  return path;
+}
+
 interface Run extends Exit {
   stdout: string;
   stderr: string;
@@ -146,7 +153,15 @@ test('a URL whose folder no family recognises is refused: exit 1 naming the step
   server.routes.set('/any/mystery-model.tar.gz', { body: unknown });
   const root = newRoot();
   const line = failed(
-    await voxd(['models', 'pull', `${server.base}/any/mystery-model.tar.gz`, '--models-root', root]),
+    await voxd([
+      'models',
+      'pull',
+      `${server.base}/any/mystery-model.tar.gz`,
+      '--models-root',
+      root,
+      '--config',
+      allowLoopback(),
+    ]),
     1,
     'pull of an unknown model',
   );
