@@ -43,15 +43,16 @@ export async function makeFolder(target: string, maxNew = MAX_NEW_LEVELS): Promi
       if (!info.isDirectory()) throw new MakeFolderError(`${at} exists and is not a folder`, 'ENOTDIR');
       break;
     }
-    // A dangling link, a loop, a permission problem: not a missing level to make.
-    if (
-      info.code !== 'ENOENT' ||
+    // A dangling link, a loop, a permission problem: not a missing level to make. (ENOTDIR: a
+    // level above is a file; the walk up finds and names it.)
+    const absent = info.code === 'ENOENT' || info.code === 'ENOTDIR';
+    const entry =
+      absent &&
       (await lstat(at).then(
         () => true,
         () => false,
-      ))
-    )
-      throw new MakeFolderError(`${at} cannot be read (${code(info)})`, code(info));
+      ));
+    if (!absent || entry) throw new MakeFolderError(`${at} cannot be read (${code(info)})`, code(info));
     missing.push(at);
     if (missing.length > maxNew)
       throw new MakeFolderError(`${wanted} would need more than ${maxNew} new folders`, 'ETOODEEP');

@@ -270,3 +270,15 @@ test('bad usage exits 2 with one line; an unknown package exits 1; --help exits 
   ])
     assert.match(ok(await voxd(args), args.join(' ')), /^Usage: voxd models/);
 });
+
+test('a models root in /proc is refused at once by every command (no hanging mkdir): exit 2 naming it', async () => {
+  for (const root of ['/proc/nope', '/proc/nope/x', '/sys/nope']) {
+    // The child's own deadline: a hanging mkdir would never let it exit.
+    const run = await voxd(['models', 'list', '--models-root', root], 10_000);
+    const line = failed(run, 2, `list --models-root ${root}`);
+    assert.match(
+      line,
+      new RegExp(`^voxd: models_root: .*${root}.* is inside /(proc|sys), a virtual file system`),
+    );
+  }
+});
