@@ -58,7 +58,7 @@ const tooMany = (archive: string, max: number) =>
 const tooBig = (archive: string, bytes: number, max: number, partial: boolean) =>
   new VoxdError(
     'E_PACKAGE_TOO_LARGE',
-    `archive ${archive} refused before extraction: it expands to ${partial ? 'more than ' : ''}${bytes} bytes, past max_package_bytes (${max})`,
+    `archive ${archive} refused before extraction: it expands to ${partial ? 'at least ' : ''}${bytes} bytes, past max_package_bytes (${max})`,
   );
 
 /** Counts entries and bytes as a listing goes, throwing as soon as a bound is passed. */

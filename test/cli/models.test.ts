@@ -273,9 +273,19 @@ test('bad usage exits 2 with one line; an unknown package exits 1; --help exits 
 
 test('a models root in /proc is refused at once by every command (no hanging mkdir): exit 2 naming it', async () => {
   for (const root of ['/proc/nope', '/proc/nope/x', '/sys/nope']) {
-    // The child's own deadline: a hanging mkdir would never let it exit.
-    const run = await voxd(['models', 'list', '--models-root', root], 10_000);
-    const line = failed(run, 2, `list --models-root ${root}`);
+    // A hanging mkdir would never let the child exit: it gets a deadline, and is stopped after it.
+    const child = start(['models', 'list', '--models-root', root]);
+    let exit: Exit;
+    try {
+      exit = await child.exit(10_000);
+    } finally {
+      await child.stop().catch(() => {});
+    }
+    const line = failed(
+      { ...exit, stdout: child.stdout, stderr: child.stderr },
+      2,
+      `list --models-root ${root}`,
+    );
     assert.match(
       line,
       new RegExp(`^voxd: models_root: .*${root}.* is inside /(proc|sys), a virtual file system`),
