@@ -52,14 +52,24 @@ export interface Voxd {
   abandon(why: string): void;
 }
 
+type InstallerSettingKey = 'max_download_bytes' | 'max_package_bytes' | 'installer_allow_private_hosts';
+
+/** The installer's bounds from the config (`voxd serve` and `voxd models` share them). */
+export const installerSettings = (config: Pick<ServerConfig, InstallerSettingKey>) => ({
+  maxDownloadBytes: config.max_download_bytes,
+  maxPackageBytes: config.max_package_bytes,
+  allowPrivateHosts: config.installer_allow_private_hosts,
+});
+
 /**
  * The config's models root, made when missing, with its installer; a root that cannot be made is
  * a config error naming models_root. `voxd serve` and the one-shot commands share it.
  */
 export async function openModelsRoot(
-  config: Pick<ServerConfig, 'models_root' | 'default_models_root'>,
+  config: Pick<ServerConfig, 'models_root' | 'default_models_root' | InstallerSettingKey>,
   catalog: EngineCatalog,
-  build: (root: string) => Promise<Installer> = async (root) => new Installer({ root, engines: catalog }),
+  build: (root: string) => Promise<Installer> = async (root) =>
+    new Installer({ root, engines: catalog, ...installerSettings(config) }),
 ): Promise<ModelsRoot<Installer>> {
   try {
     return await ModelsRoot.open(config.models_root, config.default_models_root, build);

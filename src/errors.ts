@@ -67,6 +67,11 @@ export const ERROR_CODES = {
    * filled while an upload was spooled to it.
    */
   E_INSUFFICIENT_STORAGE: { status: 507, type: 'server_error', apiCode: 'insufficient_storage' },
+  /**
+   * A download past max_download_bytes, or an archive whose listing expands past
+   * max_package_bytes or holds more entries than the installer unpacks (refused before extraction).
+   */
+  E_PACKAGE_TOO_LARGE: { status: 413, type: 'invalid_request_error', apiCode: 'package_too_large' },
   /** An archive entry would land outside the package folder, or is a link or device file. */
   E_UNSAFE_ARCHIVE: { status: 502, type: 'server_error', apiCode: 'unsafe_archive' },
   /** An installed folder that no engine family (or not the package's family) recognises. */

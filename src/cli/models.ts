@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { openModelsRoot } from '../app.js';
+import { installerSettings, openModelsRoot } from '../app.js';
 import { ConfigError } from '../config/errors.js';
 import { type CliOverrides, loadServerConfig } from '../config/server-config.js';
 import { createEngineCatalog } from '../engines/catalog.js';
@@ -67,7 +67,12 @@ async function openInstaller(args: ModelsArgs, onJobUpdate?: (job: InstallJob) =
     knownFamilies: [...catalog.keys()],
   });
   const build = async (root: string) =>
-    new Installer({ root, engines: catalog, ...(onJobUpdate ? { onJobUpdate } : {}) });
+    new Installer({
+      root,
+      engines: catalog,
+      ...installerSettings(config),
+      ...(onJobUpdate ? { onJobUpdate } : {}),
+    });
   return (await openModelsRoot(config, catalog, build)).installer;
 }
 

@@ -53,6 +53,9 @@ export interface CliOverrides {
   threads?: number;
   voice_dir?: string;
   models_root?: string;
+  max_download_bytes?: number;
+  max_package_bytes?: number;
+  installer_allow_private_hosts?: boolean;
   tls_cert_file?: string;
   tls_key_file?: string;
   model_spec_override?: string;
@@ -163,6 +166,9 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     ffmpeg_timeout_ms: ruled('ffmpeg_timeout_ms'),
     default_speech_format: ruled('default_speech_format'),
     file_roots: [],
+    max_download_bytes: ruled('max_download_bytes'),
+    max_package_bytes: ruled('max_package_bytes'),
+    installer_allow_private_hosts: ruled('installer_allow_private_hosts'),
     busy_timeout_ms: ruled('busy_timeout_ms'),
     max_queued_requests: ruled('max_queued_requests'),
     ready_when_saturated: ruled('ready_when_saturated'),

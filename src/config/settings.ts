@@ -796,6 +796,73 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
     ],
   },
   {
+    heading: 'Model installer (docs/models.md):',
+    settings: [
+      {
+        key: 'max_download_bytes',
+        file: true,
+        flag: {
+          name: '--max-download-bytes',
+          value: 'integer',
+          arg: '<n>',
+          help: [
+            'largest file one package download may bring, 0 = no limit',
+            '(default 17179869184, 16 GiB)',
+          ],
+        },
+        default: 16 * 1024 ** 3,
+        rule: { kind: 'count' },
+        doc: {
+          type: 'integer',
+          default: '`17179869184` (16 GiB)',
+          allowed: '>= 0, `0` = no limit',
+          meaning:
+            'Largest file one install download may bring: a larger declared size is refused before a byte is written, and a body without Content-Length is cut (its `.part` deleted) once it passes this or the free space found when it started. The job fails with `E_PACKAGE_TOO_LARGE`.',
+        },
+      },
+      {
+        key: 'max_package_bytes',
+        file: true,
+        flag: {
+          name: '--max-package-bytes',
+          value: 'integer',
+          arg: '<n>',
+          help: [
+            'most bytes one package archive may expand to, 0 = no limit',
+            '(default 34359738368, 32 GiB)',
+          ],
+        },
+        default: 32 * 1024 ** 3,
+        rule: { kind: 'count' },
+        doc: {
+          type: 'integer',
+          default: '`34359738368` (32 GiB)',
+          allowed: '>= 0, `0` = no limit',
+          meaning:
+            'Most bytes one package archive may expand to, summed from its listing before anything is extracted (the free space of the models root is checked the same way); an archive of more than 20,000 entries is refused too. The job fails with `E_PACKAGE_TOO_LARGE` (or `E_INSUFFICIENT_STORAGE`) and nothing is left behind.',
+        },
+      },
+      {
+        key: 'installer_allow_private_hosts',
+        file: true,
+        flag: {
+          name: '--installer-allow-private-hosts',
+          value: 'switch',
+          help: ['let installs download from loopback, link-local and private', 'addresses (default off)'],
+          note: 'Can only turn it on.',
+        },
+        default: false,
+        rule: { kind: 'boolean' },
+        doc: {
+          type: 'boolean',
+          allowed: '',
+          meaning:
+            'Lets install downloads target loopback, link-local, private, shared and reserved addresses (by IP in the URL, by name once resolved, on every redirect). Off: such a URL is a 400, and a name or redirect leading there fails the job. The origins of `VOXD_GITHUB_BASE_URL` and `VOXD_HF_BASE_URL` (operator-set mirrors) are always allowed; their redirects elsewhere are checked. See [models.md](models.md#download-targets).',
+        },
+      },
+    ],
+  },
+  {
     heading: 'Frontends (not supported by voxd; any non-empty value is an error):',
     settings: [
       {

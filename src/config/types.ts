@@ -153,6 +153,12 @@ export interface ServerConfig {
   live_ingest: LiveIngestConfig;
   model_spec_override?: string;
   voice_dir?: string;
+  /** The largest file one install download may bring; 0 = no limit. */
+  max_download_bytes: number;
+  /** Most bytes a package archive may expand to (checked from its listing); 0 = no limit. */
+  max_package_bytes: number;
+  /** Install downloads may target loopback, link-local and private addresses. */
+  installer_allow_private_hosts: boolean;
   /** Where installed model packages live (absolute); created at startup. */
   models_root: string;
   /** The models root when none is configured: `models` in voxd's data folder (src/config/data-dir.ts). */

@@ -97,6 +97,24 @@ export function sourceBaseUrl(source: SourceName, env: NodeJS.ProcessEnv = proce
   return (override && override.trim() !== '' ? override.trim() : spec.base_url).replace(/\/+$/, '');
 }
 
+/**
+ * The origins (`http://host:port`) of the mirrors the environment sets (VOXD_GITHUB_BASE_URL,
+ * VOXD_HF_BASE_URL): set by the operator, so the installer trusts them (url-guard.ts).
+ */
+export function mirrorOrigins(env: NodeJS.ProcessEnv = process.env): string[] {
+  const origins: string[] = [];
+  for (const spec of Object.values(catalogFile().sources)) {
+    const override = env[spec.env]?.trim();
+    if (!override) continue;
+    try {
+      origins.push(new URL(override).origin);
+    } catch {
+      // Not a URL: downloads through it fail with their own message.
+    }
+  }
+  return origins;
+}
+
 /** The absolute URL of an artifact. */
 export function artifactUrl(artifact: Artifact, env: NodeJS.ProcessEnv = process.env): string {
   return `${sourceBaseUrl(artifact.source, env)}/${artifact.url.replace(/^\/+/, '')}`;

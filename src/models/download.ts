@@ -3,6 +3,12 @@
  * sha256 check out. A `.part` left by a broken or stopped download is resumed with a Range request;
  * a server that answers the whole file (200) instead restarts it from byte 0. Only node:http and
  * node:https: no dependency, and a mirror or a test server stands in through the catalogue's bases.
+ *
+ * Bounds: a file never grows past `maxBytes`, nor (when its length is unknown) past the free space
+ * found when it started, so a server that sends without end cannot fill the disk; past either, or
+ * on ENOSPC, the `.part` is deleted (a full disk must not stay full for a resume). Targets are
+ * checked by url-guard.ts on every hop, and every failure before an HTTP answer reads the same
+ * ("no HTTP response"), so the messages do not tell an open port from a closed one.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -11,6 +17,7 @@ import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { dirname } from 'node:path';
 import { VoxdError } from '../errors.js';
+import { checkUrlHost, guardedLookup, type HostPolicy, PUBLIC_ONLY, showUrl } from './url-guard.js';
 
 export interface DownloadOptions {
   url: string;
@@ -30,6 +37,10 @@ export interface DownloadOptions {
   maxRedirects?: number;
   /** Free bytes at a path (a seam for tests). @default statfs's bavail × bsize */
   freeSpace?: (dir: string) => Promise<number>;
+  /** The largest file (E_PACKAGE_TOO_LARGE past it); 0 = no limit. @default 0 */
+  maxBytes?: number;
+  /** Which hosts may be fetched from. @default public addresses only */
+  hosts?: HostPolicy;
 }
 
 export interface DownloadResult {
@@ -45,7 +56,14 @@ export const partialPath = (dest: string) => `${dest}.part`;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 const downloadError = (url: string, what: string, cause?: unknown) =>
-  new VoxdError('E_DOWNLOAD', `download of ${url} failed: ${what}`, { cause });
+  new VoxdError('E_DOWNLOAD', `download of ${showUrl(url)} failed: ${what}`, { cause });
+
+/** One message for every failure before an HTTP answer: refused, reset, filtered, not HTTP. */
+const noAnswer = (original: string, url: URL, cause?: unknown) =>
+  downloadError(original, `no HTTP response from ${url.protocol}//${url.host}`, cause);
+
+const tooLarge = (url: string, what: string) =>
+  new VoxdError('E_PACKAGE_TOO_LARGE', `download of ${showUrl(url)} refused: ${what}`);
 
 export async function freeSpaceOf(dir: string): Promise<number> {
   const s = await statfs(dir);
@@ -127,38 +145,49 @@ function collect(res: IncomingMessage): AsyncGenerator<Buffer> {
 function open(
   url: string,
   headers: Record<string, string>,
-  opts: { signal: AbortSignal | undefined; stallMs: number; redirectsLeft: number; original: string },
+  opts: {
+    signal: AbortSignal | undefined;
+    stallMs: number;
+    redirectsLeft: number;
+    original: string;
+    hosts: HostPolicy;
+  },
 ): Promise<Opened> {
   return new Promise((resolve, reject) => {
     let parsed: URL;
     try {
       parsed = new URL(url);
     } catch (err) {
-      return reject(downloadError(opts.original, `invalid URL ${url}`, err));
+      return reject(downloadError(opts.original, `invalid URL ${showUrl(url)}`, err));
     }
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
       return reject(downloadError(opts.original, `unsupported protocol ${parsed.protocol}`));
+    try {
+      checkUrlHost(parsed, opts.hosts, opts.original);
+    } catch (err) {
+      return reject(err);
+    }
     const get = parsed.protocol === 'https:' ? https.get : http.get;
-    const req = get(parsed, { headers: { 'user-agent': 'voxd-installer', ...headers } });
+    const lookup = guardedLookup(parsed, opts.hosts, opts.original);
+    const req = get(parsed, {
+      headers: { 'user-agent': 'voxd-installer', ...headers },
+      ...(lookup ? { lookup: lookup as never } : {}),
+    });
     const onAbort = () => req.destroy(opts.signal!.reason);
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     const detach = () => opts.signal?.removeEventListener('abort', onAbort);
-    req.setTimeout(opts.stallMs, () =>
-      req.destroy(
-        new VoxdError(
-          'E_DOWNLOAD_STALLED',
-          `download of ${opts.original} stalled: no data for ${opts.stallMs} ms`,
-        ),
-      ),
-    );
-    req.on('error', (err) => {
+    // No answer within the stall timeout reads like any other missing answer.
+    req.setTimeout(opts.stallMs, () => req.destroy(noAnswer(opts.original, parsed)));
+    req.on('error', (err: NodeJS.ErrnoException) => {
       detach();
       reject(
         opts.signal?.aborted
           ? opts.signal.reason
           : err instanceof VoxdError
             ? err
-            : downloadError(opts.original, err.message, err),
+            : err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN'
+              ? downloadError(opts.original, `host ${parsed.hostname} not found`, err)
+              : noAnswer(opts.original, parsed, err),
       );
     });
     req.on('response', (res) => {
@@ -177,11 +206,20 @@ function open(
   });
 }
 
+/** A body that passes the file's ceiling (max_download_bytes or the free space). */
+class BoundError extends Error {
+  constructor(readonly reached: number) {
+    super(`the file would reach ${reached} bytes`);
+  }
+}
+
 /**
  * Downloads `url` to `dest` (see the module comment). Errors are VoxdErrors: E_DOWNLOAD (an HTTP
  * status, named; a cut connection; a size or checksum mismatch, after which the partial file is
- * deleted), E_DOWNLOAD_STALLED, E_INSUFFICIENT_STORAGE; an abort rejects with the signal's reason.
- * A cut or stalled connection and an abort keep `<dest>.part` for the next attempt.
+ * deleted), E_DOWNLOAD_STALLED, E_INSUFFICIENT_STORAGE (not enough free space, ENOSPC),
+ * E_PACKAGE_TOO_LARGE (past maxBytes); an abort rejects with the signal's reason. A cut or
+ * stalled connection and an abort keep `<dest>.part` for the next attempt; a full disk or a
+ * bound passed deletes it.
  */
 export async function download(options: DownloadOptions): Promise<DownloadResult> {
   const { url, dest, signal } = options;
@@ -190,7 +228,10 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
   const expected = options.expectedSize ?? null;
   const want = options.sha256?.toLowerCase() ?? null;
   const part = partialPath(dest);
+  const maxBytes = options.maxBytes ?? 0;
   signal?.throwIfAborted();
+  if (maxBytes > 0 && expected !== null && expected > maxBytes)
+    throw tooLarge(url, `its size ${expected} is past max_download_bytes (${maxBytes})`);
   // A file finished by an earlier attempt (its job failed later, or on another file) is kept.
   if ((await sizeOf(part)) === -1 && (await sizeOf(dest)) >= 0) {
     const hash = createHash('sha256');
@@ -213,6 +254,7 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
     stallMs,
     redirectsLeft: options.maxRedirects ?? 5,
     original: url,
+    hosts: options.hosts ?? PUBLIC_ONLY,
   });
   const status = res.statusCode ?? 0;
   let append = false;
@@ -253,15 +295,26 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
     throw downloadError(url, `the server sends ${length} bytes, expected ${total - have}`);
   }
 
+  if (maxBytes > 0 && total !== null && total > maxBytes) {
+    req.destroy();
+    await unlink(part).catch(() => {});
+    throw tooLarge(url, `the server sends ${total} bytes, past max_download_bytes (${maxBytes})`);
+  }
   const needed = knownLength ? length : total !== null ? total - have : 0;
   const free = await freeSpace(dirname(dest));
   if (needed > free) {
     req.destroy();
     throw new VoxdError(
       'E_INSUFFICIENT_STORAGE',
-      `download of ${url} needs ${needed} bytes; ${dirname(dest)} has ${free} free`,
+      `download of ${showUrl(url)} needs ${needed} bytes; ${dirname(dest)} has ${free} free`,
     );
   }
+  // The most the file may reach: without a known length, what the disk had free (so a server
+  // that sends without end stops before the disk is full) and max_download_bytes.
+  const ceiling = Math.min(
+    maxBytes > 0 ? maxBytes : Number.POSITIVE_INFINITY,
+    total !== null ? Number.POSITIVE_INFINITY : have + free,
+  );
 
   const hash = createHash('sha256');
   if (append) await hashFile(part, hash);
@@ -276,7 +329,7 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
   req.setTimeout(stallMs, () => {
     stalled = new VoxdError(
       'E_DOWNLOAD_STALLED',
-      `download of ${url} stalled: no data for ${stallMs} ms after ${downloaded} bytes`,
+      `download of ${showUrl(url)} stalled: no data for ${stallMs} ms after ${downloaded} bytes`,
     );
     res.destroy(stalled);
   });
@@ -287,6 +340,7 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
   try {
     file = await fsOpen(part, append ? 'a' : 'w');
     for await (const chunk of body) {
+      if (downloaded + chunk.length > ceiling) throw new BoundError(downloaded + chunk.length);
       await file.write(chunk);
       hash.update(chunk);
       downloaded += chunk.length;
@@ -296,10 +350,23 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
     req.destroy();
     if (signal?.aborted) throw signal.reason;
     if (stalled) throw stalled;
-    if ((err as NodeJS.ErrnoException).code === 'ENOSPC')
-      throw new VoxdError('E_INSUFFICIENT_STORAGE', `download of ${url}: the disk is full (ENOSPC)`, {
-        cause: err,
-      });
+    if (err instanceof BoundError || (err as NodeJS.ErrnoException).code === 'ENOSPC') {
+      await file?.close().catch(() => {});
+      file = undefined;
+      await unlink(part).catch(() => {});
+      if (err instanceof BoundError && maxBytes > 0 && ceiling === maxBytes)
+        throw tooLarge(
+          url,
+          `it sends more than max_download_bytes (${maxBytes}); the partial file is deleted`,
+        );
+      throw new VoxdError(
+        'E_INSUFFICIENT_STORAGE',
+        err instanceof BoundError
+          ? `download of ${showUrl(url)} sends more than the ${ceiling - have} bytes free in ${dirname(dest)}; the partial file is deleted`
+          : `download of ${showUrl(url)}: the disk is full (ENOSPC); the partial file is deleted`,
+        { cause: err },
+      );
+    }
     if (err instanceof VoxdError) throw err;
     throw downloadError(url, `connection lost after ${downloaded} bytes (${(err as Error).message})`, err);
   } finally {

@@ -11,31 +11,49 @@
  * download failure or a stop, only the downloads stay (for a resume); after a later step, nothing.
  *
  * Jobs run concurrently for different ids, one at a time per id. A job's state goes
- * queued → running → complete | failed | cancelled (through cancelling when stopped).
+ * queued → running → complete | failed | cancelled (through cancelling when stopped). Finished
+ * jobs are kept for status, the last MAX_FINISHED_JOBS of them for FINISHED_JOB_TTL_MS at most;
+ * messages never carry a URL's user, password or query, and stay short.
+ *
+ * Bounds (each refused with a message naming it): a download past `maxDownloadBytes`, or past the
+ * free space when its length is unknown; an archive whose listing holds more than
+ * MAX_ARCHIVE_ENTRIES entries or expands past `maxPackageBytes` or the free space (refused before
+ * anything is extracted); a download target on a private address (url-guard.ts). Only packages
+ * (what list() shows: a manifest, or a folder a family recognises) can be removed.
  *
  * @example
  * const installer = new Installer({ root: '/srv/models' });
  * installer.install('whisper-base.en');
  * const job = await installer.whenDone('whisper-base.en'); // job.state === 'complete'
  */
-import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative } from 'node:path';
 import { createEngineCatalog, type EngineCatalog } from '../engines/catalog.js';
-import { invalidRequest, notFound, VoxdError } from '../errors.js';
+import { cutText, invalidRequest, notFound, VoxdError } from '../errors.js';
+import { makeFolder } from '../util/make-folder.js';
 import {
   type Artifact,
   artifactUrl,
   type CatalogPackage,
   catalogPackages,
   checkPackageId,
+  mirrorOrigins,
   packageSize,
 } from './catalog.js';
 import { detectFamily, type Recognition, recogniseAs } from './detect.js';
 import { type DownloadResult, download } from './download.js';
 import { detectFormat, unpack } from './unpack.js';
+import { type HostPolicy, isPrivateAddress, scrubUrls, showUrl, withoutUserinfo } from './url-guard.js';
 
 export const MANIFEST = '.voxd-package.json';
 const PARTIAL = '.partial';
+
+/** Finished jobs kept for install-status: the most recent this many... */
+export const MAX_FINISHED_JOBS = 50;
+/** ...and none finished longer ago than this (ms). */
+export const FINISHED_JOB_TTL_MS = 60 * 60 * 1000;
+/** A job message is cut to this many characters. */
+const MAX_MESSAGE_CHARS = 500;
 
 export type JobState = 'idle' | 'queued' | 'running' | 'cancelling' | 'cancelled' | 'complete' | 'failed';
 
@@ -121,6 +139,12 @@ export interface InstallerOptions {
   now?: () => number;
   /** Called with a snapshot after each change of a job (state, message, progress). */
   onJobUpdate?: (job: InstallJob) => void;
+  /** The largest file a download may bring (max_download_bytes); 0 = no limit. @default 0 */
+  maxDownloadBytes?: number;
+  /** The most bytes an archive may expand to (max_package_bytes); 0 = no limit. @default 0 */
+  maxPackageBytes?: number;
+  /** Downloads may target loopback, link-local and private addresses. @default false */
+  allowPrivateHosts?: boolean;
 }
 
 type Step = 'prepare' | 'download' | 'unpack' | 'validate' | 'publish';
@@ -224,6 +248,7 @@ export class Installer {
   install(request: string | UrlSource): InstallJob {
     const plan = this.#plan(request);
     if (this.#isActive(plan.id)) throw active(plan.id);
+    this.#forget();
     const job = newJob(plan.id, 'queued', 'queued', this.#now());
     const controller = new AbortController();
     const entry: RunningJob = { job, controller, done: Promise.resolve(job) };
@@ -267,15 +292,23 @@ export class Installer {
     };
   }
 
-  /** Deletes an installed package (and its partial files). Refused while its job is active. */
+  /**
+   * Deletes an installed package (and its partial files): a folder list() shows, nothing else (a
+   * folder that is no package is a 404, untouched). Refused while its job is active.
+   */
   async remove(id: string): Promise<{ id: string; removed: true; message: string }> {
     checkPackageId(id);
     if (this.#isActive(id)) throw active(id);
     const dir = join(this.root, id);
-    if (!(await exists(dir))) throw notFound(`package ${id} is not installed in ${this.root}`);
+    if (!(await this.#describe(id))) {
+      const what = (await exists(dir))
+        ? 'is not a package (no manifest, no family recognises it)'
+        : 'is not installed';
+      throw notFound(`package ${id} ${what} in ${this.root}`);
+    }
     // Renamed away first, so the package disappears at once even if deleting it takes long.
     const trash = join(this.root, PARTIAL, `.removing-${id}-${this.#now()}`);
-    await mkdir(join(this.root, PARTIAL), { recursive: true });
+    await makeFolder(join(this.root, PARTIAL), 1);
     await rename(dir, trash);
     await rm(trash, { recursive: true, force: true });
     await rm(this.#partialDir(id), { recursive: true, force: true });
@@ -286,6 +319,7 @@ export class Installer {
   status(id: string): InstallJob;
   status(): InstallJob[];
   status(id?: string): InstallJob | InstallJob[] {
+    this.#forget();
     if (id === undefined) return [...this.#jobs.values()].map((e) => ({ ...e.job }));
     const entry = this.#jobs.get(checkPackageId(id));
     if (entry) return { ...entry.job };
@@ -324,34 +358,38 @@ export class Installer {
     }
     const found: InstalledPackage[] = [];
     for (const name of names) {
-      const dir = join(this.root, name);
-      if (name.startsWith('.') || !(await isDirectory(dir))) continue;
-      const manifest = await readManifest(dir);
-      if (manifest) {
-        found.push({
-          id: name,
-          family: manifest.family,
-          task: manifest.task,
-          size_bytes: manifest.size_bytes,
-          installed_at: manifest.installed_at,
-          path: join(dir, manifest.path),
-          manifest: true,
-        });
-        continue;
-      }
-      const recognised = await detectFamily(this.#engines, dir).catch(() => undefined);
-      if (!recognised) continue;
-      found.push({
-        id: name,
-        family: recognised.family,
-        task: this.#taskOf(recognised.family),
-        size_bytes: await folderSize(dir),
-        installed_at: null,
-        path: recognised.path,
-        manifest: false,
-      });
+      const pkg = await this.#describe(name);
+      if (pkg) found.push(pkg);
     }
     return found;
+  }
+
+  /** The package in `<root>/<name>`, or undefined when that is no package (list() and remove()'s test). */
+  async #describe(name: string): Promise<InstalledPackage | undefined> {
+    const dir = join(this.root, name);
+    if (name.startsWith('.') || !(await isDirectory(dir))) return undefined;
+    const manifest = await readManifest(dir);
+    if (manifest)
+      return {
+        id: name,
+        family: manifest.family,
+        task: manifest.task,
+        size_bytes: manifest.size_bytes,
+        installed_at: manifest.installed_at,
+        path: join(dir, manifest.path),
+        manifest: true,
+      };
+    const recognised = await detectFamily(this.#engines, dir).catch(() => undefined);
+    if (!recognised) return undefined;
+    return {
+      id: name,
+      family: recognised.family,
+      task: this.#taskOf(recognised.family),
+      size_bytes: await folderSize(dir),
+      installed_at: null,
+      path: recognised.path,
+      manifest: false,
+    };
   }
 
   /** The catalogue's packages with their download size and whether each is installed. */
@@ -365,6 +403,24 @@ export class Installer {
         installed: await exists(join(this.root, pkg.id)),
       })),
     );
+  }
+
+  /** Drops finished jobs past the bounds: older than FINISHED_JOB_TTL_MS, beyond MAX_FINISHED_JOBS. */
+  #forget(): void {
+    const now = this.#now();
+    const finished = [...this.#jobs.values()]
+      .filter((e) => !ACTIVE.has(e.job.state))
+      .sort((a, b) => b.job.finished_at_ms - a.job.finished_at_ms);
+    for (const [index, entry] of finished.entries())
+      if (index >= MAX_FINISHED_JOBS || now - entry.job.finished_at_ms > FINISHED_JOB_TTL_MS)
+        this.#jobs.delete(entry.job.id);
+  }
+
+  #hostPolicy(): HostPolicy {
+    return {
+      allowPrivate: this.#options.allowPrivateHosts === true,
+      trustedOrigins: mirrorOrigins(this.#options.env ?? process.env),
+    };
   }
 
   #isActive(id: string): boolean {
@@ -408,6 +464,11 @@ export class Installer {
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:')
       throw invalidRequest(`url: only http and https URLs are accepted`);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (!this.#hostPolicy().allowPrivate && isPrivateAddress(host))
+      throw invalidRequest(
+        `url: ${showUrl(url.href)} names ${host}, a loopback, link-local or private address; set installer_allow_private_hosts to allow it`,
+      );
     if (request.family !== undefined && !this.#engines.get(request.family)?.recognise)
       throw invalidRequest(`family: ${JSON.stringify(request.family)} is not a family that can be installed`);
     const id = request.id === undefined ? idFromUrl(url.href) : checkPackageId(request.id);
@@ -444,7 +505,7 @@ export class Installer {
       job.message = 'downloading';
       job.progress_percent = -1;
       this.#changed(job);
-      await mkdir(downloads, { recursive: true });
+      await makeFolder(downloads, 3);
       const fetched = await this.#downloadAll(plan, downloads, job, signal);
 
       step = 'unpack';
@@ -452,7 +513,7 @@ export class Installer {
       this.#changed(job);
       signal.throwIfAborted();
       await rm(unpacked, { recursive: true, force: true });
-      await mkdir(unpacked);
+      await makeFolder(unpacked, 1);
       const folder = await this.#assemble(plan, fetched, unpacked);
 
       step = 'validate';
@@ -470,13 +531,17 @@ export class Installer {
         family: recognised.family,
         task: plan.task ?? this.#taskOf(recognised.family),
         path: relative(folder, recognised.path) || '.',
-        source_urls: fetched.map((f) => f.url),
-        files: fetched.map((f) => ({ url: f.url, sha256: f.result.sha256, size_bytes: f.result.size })),
+        source_urls: fetched.map((f) => withoutUserinfo(f.url)),
+        files: fetched.map((f) => ({
+          url: withoutUserinfo(f.url),
+          sha256: f.result.sha256,
+          size_bytes: f.result.size,
+        })),
         size_bytes: await folderSize(folder),
         installed_at: new Date(this.#now()).toISOString(),
       };
       await writeFile(join(folder, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
-      await mkdir(this.root, { recursive: true });
+      await makeFolder(this.root, 1);
       await rename(folder, join(this.root, plan.id));
       await rm(partial, { recursive: true, force: true });
       return this.#end(job, 'complete', 0, `installed ${plan.id} (${recognised.family})`);
@@ -508,7 +573,7 @@ export class Installer {
   #end(job: InstallJob, state: JobState, code: number, message: string): InstallJob {
     job.state = state;
     job.exit_code = code;
-    job.message = message;
+    job.message = cutText(scrubUrls(message), MAX_MESSAGE_CHARS);
     job.finished_at_ms = this.#now();
     if (state === 'complete') job.progress_percent = 100;
     this.#changed(job);
@@ -551,6 +616,8 @@ export class Installer {
           ? { stallTimeoutMs: this.#options.stallTimeoutMs }
           : {}),
         ...(this.#options.freeSpace ? { freeSpace: this.#options.freeSpace } : {}),
+        maxBytes: this.#options.maxDownloadBytes ?? 0,
+        hosts: this.#hostPolicy(),
         onProgress: (got, total) => {
           job.downloaded_bytes = before + got;
           const known = total !== null && laterKnown;
@@ -578,7 +645,11 @@ export class Installer {
       fetched.map(async (f) => ({ ...f, unpack: f.archive || (plan.bare && (await isArchiveFile(f.path))) })),
     );
     let folder = unpacked;
-    for (const item of items) if (item.unpack) folder = (await unpack(item.path, unpacked)).folder;
+    const limits = {
+      maxBytes: this.#options.maxPackageBytes ?? 0,
+      ...(this.#options.freeSpace ? { freeSpace: this.#options.freeSpace } : {}),
+    };
+    for (const item of items) if (item.unpack) folder = (await unpack(item.path, unpacked, limits)).folder;
     for (const item of items) if (!item.unpack) await rename(item.path, join(folder, item.name));
     return folder;
   }

@@ -5,10 +5,17 @@
  * any step (a path that is not a folder or cannot be made, an installer that cannot be built)
  * leaves the old pair whole (contract cell fail.models-root). While a download runs the root
  * cannot change (409).
+ *
+ * A root is judged by its real path (a link is resolved, and the root becomes where it leads):
+ * virtual file systems and operating-system folders are refused (root-location.ts) before anything
+ * is made, and the folder is made level by level (util/make-folder.ts), never with a recursive
+ * mkdir, which hangs for paths such as /proc/nope/x.
  */
-import { mkdir, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { invalidRequest, VoxdError } from '../errors.js';
+import { makeFolder } from '../util/make-folder.js';
+import { refusedRootLocation } from './root-location.js';
 
 /** A package installed in the root, as a request may name it (by its id). */
 export interface InstalledModel {
@@ -32,8 +39,10 @@ export interface ModelsRootStatus {
 }
 
 interface Pair<I> {
+  /** The real path of the folder. */
   root: string;
   installer: I;
+  isDefault: boolean;
 }
 
 export class ModelsRoot<I extends RootInstaller> {
@@ -55,7 +64,7 @@ export class ModelsRoot<I extends RootInstaller> {
     defaultRoot: string,
     build: (root: string) => Promise<I>,
   ): Promise<ModelsRoot<I>> {
-    return new ModelsRoot(await stage(root, build), defaultRoot, build);
+    return new ModelsRoot(await stage(root, root === defaultRoot, build), defaultRoot, build);
   }
 
   get root(): string {
@@ -70,7 +79,7 @@ export class ModelsRoot<I extends RootInstaller> {
     return {
       models_root: this.root,
       default_models_root: this.defaultRoot,
-      is_default: this.root === this.defaultRoot,
+      is_default: this.#pair.isDefault,
     };
   }
 
@@ -82,7 +91,7 @@ export class ModelsRoot<I extends RootInstaller> {
     const run = this.#changing.then(async () => {
       this.#refuseWhileInstalling();
       const root = requested.trim() === '' ? this.defaultRoot : path.resolve(base, requested);
-      const staged = await stage(root, this.build);
+      const staged = await stage(root, root === this.defaultRoot, this.build);
       // A download may have started while the new pair was built.
       this.#refuseWhileInstalling();
       this.#pair = staged;
@@ -101,16 +110,25 @@ export class ModelsRoot<I extends RootInstaller> {
   }
 }
 
-async function stage<I>(root: string, build: (root: string) => Promise<I>): Promise<Pair<I>> {
+async function stage<I>(
+  requested: string,
+  isDefault: boolean,
+  build: (root: string) => Promise<I>,
+): Promise<Pair<I>> {
+  const before = await refusedRootLocation(requested);
+  if (before) throw invalidRequest(`path: the models root ${requested} is refused: ${before}`);
   try {
-    await mkdir(root, { recursive: true });
+    await makeFolder(requested);
   } catch (err) {
-    throw invalidRequest(`path: the models root ${root} cannot be created (${(err as Error).message})`);
+    throw invalidRequest(`path: the models root ${requested} cannot be created (${(err as Error).message})`);
   }
-  // mkdir succeeds on an existing path of any kind only when it is a folder, but a link may lead
-  // anywhere: the path must end at a folder.
-  const info = await stat(root).catch(() => undefined);
-  if (!info?.isDirectory()) throw invalidRequest(`path: the models root ${root} is not a folder`);
+  // Made or found: where it really is now (a link swapped meanwhile is judged again).
+  const root = await realpath(requested).catch(() => undefined);
+  const info = root === undefined ? undefined : await stat(root).catch(() => undefined);
+  if (root === undefined || !info?.isDirectory())
+    throw invalidRequest(`path: the models root ${requested} is not a folder`);
+  const after = await refusedRootLocation(root);
+  if (after) throw invalidRequest(`path: the models root ${requested} is refused: ${after}`);
   let installer: I;
   try {
     installer = await build(root);
@@ -119,5 +137,5 @@ async function stage<I>(root: string, build: (root: string) => Promise<I>): Prom
       `path: the installer for the models root ${root} could not be set up (${(err as Error).message})`,
     );
   }
-  return { root, installer };
+  return { root, installer, isDefault };
 }

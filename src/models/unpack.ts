@@ -8,10 +8,15 @@
  *      --no-same-permissions`), and they refuse `..` names and writes through symlinks themselves;
  *   3. afterwards every path under the folder is resolved with realpath and must stay inside.
  * bzip2 is not in node:zlib, so `bzip2 -dc` (Debian's bzip2) decompresses for the listing.
+ *
+ * Before anything is extracted, the listing also bounds the archive: at most `maxEntries` entries
+ * (MAX_ARCHIVE_ENTRIES by default) and at most `maxBytes` expanded bytes (max_package_bytes), and
+ * no more than the destination has free. The tar listing stops as soon as a bound is passed, so a
+ * bomb is only decompressed up to the bound, never written.
  */
 import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
-import { lstat, open, readdir, realpath } from 'node:fs/promises';
+import { lstat, open, readdir, realpath, statfs } from 'node:fs/promises';
 import { isAbsolute, join, posix, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
@@ -28,7 +33,53 @@ export interface ArchiveEntry {
   linkTarget?: string;
   /** What `other` is (a tar type flag, a zip mode). */
   detail?: string;
+  /** Bytes the entry takes once extracted (a sparse file's real size; 0 for folders and links). */
+  size: number;
 }
+
+/** Entries an archive may hold: model packages have a few dozen files, espeak-ng data a few hundred. */
+export const MAX_ARCHIVE_ENTRIES = 20_000;
+
+export interface UnpackLimits {
+  /** @default MAX_ARCHIVE_ENTRIES */
+  maxEntries?: number;
+  /** Expanded bytes at most; 0 = no limit. @default 0 */
+  maxBytes?: number;
+  /** Free bytes at a path (a seam for tests). @default statfs's bavail × bsize */
+  freeSpace?: (dir: string) => Promise<number>;
+}
+
+const tooMany = (archive: string, max: number) =>
+  new VoxdError(
+    'E_PACKAGE_TOO_LARGE',
+    `archive ${archive} refused before extraction: more than ${max} entries`,
+  );
+
+const tooBig = (archive: string, bytes: number, max: number, partial: boolean) =>
+  new VoxdError(
+    'E_PACKAGE_TOO_LARGE',
+    `archive ${archive} refused before extraction: it expands to ${partial ? 'at least ' : ''}${bytes} bytes, past max_package_bytes (${max})`,
+  );
+
+/** Counts entries and bytes as a listing goes, throwing as soon as a bound is passed. */
+class Tally {
+  entries = 0;
+  bytes = 0;
+  constructor(
+    readonly archive: string,
+    readonly maxEntries: number,
+    readonly maxBytes: number,
+  ) {}
+  add(size: number): void {
+    this.entries++;
+    this.bytes += size;
+    if (this.entries > this.maxEntries) throw tooMany(this.archive, this.maxEntries);
+    if (this.maxBytes > 0 && this.bytes > this.maxBytes)
+      throw tooBig(this.archive, this.bytes, this.maxBytes, true);
+  }
+}
+
+const noLimits = (archive: string) => new Tally(archive, Number.POSITIVE_INFINITY, 0);
 
 export interface UnpackResult {
   /** The package folder: `dest`, or its single top-level folder. */
@@ -132,8 +183,20 @@ function paxRecords(data: Buffer): Map<string, string> {
   return records;
 }
 
+/** A sparse file's real size (GNU old `S` header, or pax GNU.sparse.* records), if it is one. */
+function sparseSize(flag: string, header: Buffer, pax: Map<string, string>): number | undefined {
+  const fromPax = pax.get('GNU.sparse.realsize') ?? pax.get('GNU.sparse.size');
+  if (fromPax !== undefined && /^\d+$/.test(fromPax)) return Number(fromPax);
+  if (flag === 'S') return tarNumber(header.subarray(483, 495));
+  return undefined;
+}
+
 /** Lists a tar stream's entries by reading its headers (content is skipped, not kept). */
-export async function listTar(path: string, format: ArchiveFormat): Promise<ArchiveEntry[]> {
+export async function listTar(
+  path: string,
+  format: ArchiveFormat,
+  tally: Tally = noLimits(path),
+): Promise<ArchiveEntry[]> {
   const entries: ArchiveEntry[] = [];
   let pending: Buffer = Buffer.alloc(0);
   let skip = 0;
@@ -197,17 +260,25 @@ export async function listTar(path: string, format: ArchiveFormat): Promise<Arch
         const name = pax.get('path') ?? longName ?? (prefix ? `${prefix}/${base}` : base);
         const link = pax.get('linkpath') ?? longLink ?? cString(header.subarray(157, 257));
         const type = TAR_TYPES[flag] ?? 'other';
+        // tar reads a pax `size` instead of the header's: so must the listing, or the two would
+        // part ways and the listing would check other entries than those tar extracts.
+        const paxSize = pax.get('size');
+        const contentSize = paxSize !== undefined && /^\d+$/.test(paxSize) ? Number(paxSize) : size;
+        const real = sparseSize(flag, header, pax) ?? contentSize;
+        const expanded = type === 'file' || type === 'other' ? real : 0;
         entries.push({
           name,
           type,
+          size: expanded,
           ...(type === 'symlink' || type === 'hardlink' ? { linkTarget: link } : {}),
           ...(type === 'other' ? { detail: `tar type ${JSON.stringify(flag)}` } : {}),
         });
+        tally.add(expanded);
         longName = undefined;
         longLink = undefined;
         pax = new Map();
         // Directories and links have no content; a file's is skipped with its padding.
-        skip = type === 'file' || type === 'other' ? Math.ceil(size / 512) * 512 : 0;
+        skip = type === 'file' || type === 'other' ? Math.ceil(contentSize / 512) * 512 : 0;
       }
     }
   } catch (err) {
@@ -219,28 +290,48 @@ export async function listTar(path: string, format: ArchiveFormat): Promise<Arch
   return entries;
 }
 
-/** Lists a zip's entries with Info-ZIP's zipinfo (`unzip -Z1` for exact names, `-Zl` for modes). */
-export async function listZip(path: string): Promise<ArchiveEntry[]> {
+/**
+ * Lists a zip's entries with Info-ZIP's zipinfo (`unzip -Z1` for exact names, `-Z -s` for modes
+ * and sizes), after its totals (`unzip -Zt`, one line) are checked against the bounds, so a zip of
+ * many entries is refused before its listing is even read. An entry without file-type bits in its
+ * mode (Python's zipfile writes `?rw-------`) is a plain file, as unzip extracts it.
+ */
+export async function listZip(path: string, tally: Tally = noLimits(path)): Promise<ArchiveEntry[]> {
   let names: string[];
   let long: string[];
   try {
+    const totals = /^(\d+) files?, (\d+) bytes? uncompressed/m.exec(await run('unzip', ['-Zt', path]));
+    if (!totals) throw new Error('zipinfo gave no totals');
+    if (Number(totals[1]) > tally.maxEntries) throw tooMany(path, tally.maxEntries);
+    if (tally.maxBytes > 0 && Number(totals[2]) > tally.maxBytes)
+      throw tooBig(path, Number(totals[2]), tally.maxBytes, false);
     names = (await run('unzip', ['-Z1', path])).split('\n').filter((l) => l !== '');
     long = (await run('unzip', ['-Z', '-s', path]))
       .split('\n')
       // Entry lines: mode, zip version, system, size (the first and last lines are a header and a summary).
       .filter((l) => /^\S+\s+\d+\.\d+\s+\S+\s+\d+\s/.test(l));
   } catch (err) {
+    if (err instanceof VoxdError) throw err;
     throw badArchive(path, (err as Error).message, err);
   }
   if (names.length !== long.length)
     throw badArchive(path, 'zipinfo listings disagree (a name with a line break?)');
-  return names.map((name, i) => {
-    const mode = long[i]![0];
-    if (mode === 'd' || name.endsWith('/')) return { name, type: 'directory' as const };
-    if (mode === '-') return { name, type: 'file' as const };
-    if (mode === 'l') return { name, type: 'symlink' as const, linkTarget: '?' };
-    return { name, type: 'other' as const, detail: `zip mode ${long[i]!.slice(0, 10)}` };
+  return names.map((name, i): ArchiveEntry => {
+    const line = long[i]!;
+    const mode = line[0];
+    const size = Number(/^\S+\s+\S+\s+\S+\s+(\d+)\s/.exec(line)?.[1] ?? 0);
+    const directory = mode === 'd' || name.endsWith('/');
+    tally.add(directory ? 0 : size);
+    if (directory) return { name, type: 'directory', size: 0 };
+    if (mode === '-' || mode === '?') return { name, type: 'file', size };
+    if (mode === 'l') return { name, type: 'symlink', linkTarget: '?', size: 0 };
+    return { name, type: 'other', detail: `zip mode ${line.slice(0, 10)}`, size };
   });
+}
+
+async function freeBytes(dir: string): Promise<number> {
+  const s = await statfs(dir);
+  return s.bavail * s.bsize;
 }
 
 const components = (name: string) => name.split('/').filter((c) => c !== '' && c !== '.');
@@ -304,12 +395,25 @@ async function checkExtracted(archive: string, root: string): Promise<number> {
 /**
  * Lists, checks and extracts `archive` into `dest` (an empty folder that exists). Returns the
  * package folder: `dest`, or its one top-level folder when the archive holds nothing else.
- * E_UNSAFE_ARCHIVE names a refused entry (nothing is extracted then); E_DOWNLOAD: unreadable.
+ * E_UNSAFE_ARCHIVE names a refused entry, E_PACKAGE_TOO_LARGE a bound passed and
+ * E_INSUFFICIENT_STORAGE too little free space (nothing is extracted then); E_DOWNLOAD: unreadable.
  */
-export async function unpack(archive: string, dest: string): Promise<UnpackResult> {
+export async function unpack(
+  archive: string,
+  dest: string,
+  limits: UnpackLimits = {},
+): Promise<UnpackResult> {
   const format = await detectFormat(archive);
-  const entries = format === 'zip' ? await listZip(archive) : await listTar(archive, format);
+  const maxBytes = limits.maxBytes ?? 0;
+  const tally = new Tally(archive, limits.maxEntries ?? MAX_ARCHIVE_ENTRIES, maxBytes);
+  const entries = format === 'zip' ? await listZip(archive, tally) : await listTar(archive, format, tally);
   checkEntries(archive, entries, format);
+  const free = await (limits.freeSpace ?? freeBytes)(dest);
+  if (tally.bytes > free)
+    throw new VoxdError(
+      'E_INSUFFICIENT_STORAGE',
+      `archive ${archive} refused before extraction: it expands to ${tally.bytes} bytes; ${dest} has ${free} free`,
+    );
   try {
     if (format === 'zip') await run('unzip', ['-q', '-o', archive, '-d', dest]);
     else

@@ -49,6 +49,13 @@ after(async () => {
 
 const newRoot = () => join(work, `root-${++roots}`);
 
+/** A server.json that lets URL pulls reach the test server on loopback (refused by default). */
+function allowLoopback(): string {
+  const path = join(work, 'allow-loopback.json');
+  writeFileSync(path, JSON.stringify({ ui_management: true, installer_allow_private_hosts: true }));
+  return path;
+}
+
 interface Run extends Exit {
   stdout: string;
   stderr: string;
@@ -146,7 +153,15 @@ test('a URL whose folder no family recognises is refused: exit 1 naming the step
   server.routes.set('/any/mystery-model.tar.gz', { body: unknown });
   const root = newRoot();
   const line = failed(
-    await voxd(['models', 'pull', `${server.base}/any/mystery-model.tar.gz`, '--models-root', root]),
+    await voxd([
+      'models',
+      'pull',
+      `${server.base}/any/mystery-model.tar.gz`,
+      '--models-root',
+      root,
+      '--config',
+      allowLoopback(),
+    ]),
     1,
     'pull of an unknown model',
   );
@@ -254,4 +269,26 @@ test('bad usage exits 2 with one line; an unknown package exits 1; --help exits 
     ['models', 'rm', '--help'],
   ])
     assert.match(ok(await voxd(args), args.join(' ')), /^Usage: voxd models/);
+});
+
+test('a models root in /proc is refused at once by every command (no hanging mkdir): exit 2 naming it', async () => {
+  for (const root of ['/proc/nope', '/proc/nope/x', '/sys/nope']) {
+    // A hanging mkdir would never let the child exit: it gets a deadline, and is stopped after it.
+    const child = start(['models', 'list', '--models-root', root]);
+    let exit: Exit;
+    try {
+      exit = await child.exit(10_000);
+    } finally {
+      await child.stop().catch(() => {});
+    }
+    const line = failed(
+      { ...exit, stdout: child.stdout, stderr: child.stderr },
+      2,
+      `list --models-root ${root}`,
+    );
+    assert.match(
+      line,
+      new RegExp(`^voxd: models_root: .*${root}.* is inside /(proc|sys), a virtual file system`),
+    );
+  }
 });

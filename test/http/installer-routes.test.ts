@@ -5,7 +5,7 @@
  * models-root change and stops at once when asked.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -178,5 +178,19 @@ test('without ui_management every installer route is a 403 with its audio.cpp me
       const res = method === 'GET' ? await get(s.url, path) : await post(s.url, path, { id: 'nemo' });
       assert.match(errorOf(res, 403, 'forbidden'), message, path);
     }
+  });
+});
+
+test('delete removes only packages: a folder that installed does not list is a 404, untouched', async () => {
+  await withInstallers({}, async (s) => {
+    const root = join(s.dir, 'models');
+    mkdirSync(join(root, 'important'));
+    writeFileSync(join(root, 'important', 'data.txt'), 'keep me');
+    assert.deepEqual((await get(s.url, '/v1/ui/models/installed')).json.data, []);
+    const refused = errorOf(await post(s.url, '/v1/ui/models/delete', { id: 'important' }), 404, 'not_found');
+    assert.match(refused, /package important is not a package \(no manifest, no family recognises it\)/);
+    assert.equal(readFileSync(join(root, 'important', 'data.txt'), 'utf8'), 'keep me');
+    errorOf(await post(s.url, '/v1/ui/models/delete', { id: 'absent' }), 404, 'not_found');
+    assert.ok(!existsSync(join(root, 'absent')));
   });
 });

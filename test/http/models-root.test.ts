@@ -4,11 +4,11 @@
  * old pair, and any failure keeps the old pair whole; the folder picker is confined.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Installer, type InstallJob } from '../../src/models/installer.js';
-import { errorOf, fixtureModel, get, post, tempDir, withServer } from '../helpers/voxd.js';
+import { errorOf, fixtureModel, get, post, tempDir, withDeadline, withServer } from '../helpers/voxd.js';
 
 /**
  * Real installers, except that building one fails for a chosen root, and that a test can say a
@@ -127,6 +127,68 @@ describe('models root', () => {
     }
   });
 
+  test('roots in /proc, /sys and /dev answer 400 at once (no hanging mkdir), and later changes work', async () => {
+    await withServer({ ui_management: true, models: [] }, async (s) => {
+      const first = join(s.dir, 'models');
+      for (const path of ['/proc/nope/x', '/sys/nope/x', '/dev/nope/x', '/proc/self']) {
+        // A mkdir that never returns would hold this request (and every later change) for ever.
+        const res = await withDeadline(
+          post(s.url, '/v1/ui/models-root', { path }),
+          `POST models-root ${path}`,
+          5000,
+        );
+        const message = errorOf(res, 400, 'invalid_request_error');
+        assert.match(
+          message,
+          /^path: the models root .* is refused: .* is inside \/(proc|sys|dev), a virtual file system/,
+        );
+        assert.equal((await get(s.url, '/v1/ui/models-root')).json.models_root, first);
+      }
+      assert.ok(!existsSync('/dev/nope'), 'nothing was made in /dev');
+      const moved = await withDeadline(
+        post(s.url, '/v1/ui/models-root', { path: join(s.dir, 'after') }),
+        'a later change',
+        5000,
+      );
+      assert.equal(moved.status, 200, moved.body.toString());
+      assert.equal(moved.json.models_root, join(s.dir, 'after'));
+    });
+  });
+
+  test('a root is judged by its real path: links to /etc or /proc/self are refused; a link to a folder becomes that folder', async () => {
+    await withServer({ ui_management: true, models: [] }, async (s) => {
+      const first = join(s.dir, 'models');
+      symlinkSync('/etc', join(s.dir, 'to-etc'));
+      symlinkSync('/proc/self', join(s.dir, 'to-self'));
+      const cases: [string, RegExp][] = [
+        [
+          'to-etc',
+          /is refused: \/etc is inside \/etc, an operating-system folder \(.*to-etc leads to \/etc\)/,
+        ],
+        ['to-self', /is refused: \/proc\/\d+ is inside \/proc, a virtual file system/],
+        ['to-etc/voxd', /is refused: \/etc\/voxd is inside \/etc/],
+        ['/etc', /is refused: \/etc is inside \/etc/],
+        ['/usr/lib', /is inside \/usr, an operating-system folder/],
+        ['/', /\/ is a top-level system folder/],
+      ];
+      for (const [path, why] of cases) {
+        const message = errorOf(
+          await post(s.url, '/v1/ui/models-root', { path }),
+          400,
+          'invalid_request_error',
+        );
+        assert.match(message, why, path);
+        assert.equal((await get(s.url, '/v1/ui/models-root')).json.models_root, first);
+      }
+      assert.ok(!existsSync('/etc/voxd'), 'nothing was made under /etc');
+      mkdirSync(join(s.dir, 'real-models'));
+      symlinkSync(join(s.dir, 'real-models'), join(s.dir, 'linked'));
+      const moved = await post(s.url, '/v1/ui/models-root', { path: 'linked' });
+      assert.equal(moved.status, 200, moved.body.toString());
+      assert.equal(moved.json.models_root, join(s.dir, 'real-models'));
+    });
+  });
+
   test('without ui_management every route is a 403 with its audio.cpp message', async () => {
     await withServer({ models: [fixtureModel('m')] }, async (s) => {
       const cases: [string, string, RegExp][] = [
@@ -174,6 +236,11 @@ describe('models root', () => {
         'invalid_request_error',
       );
       assert.match(missing, /folder is not accessible: .*nope \(ENOENT\)/);
+      // A relative path resolves against the config folder, as path-status and models-root do.
+      const relative = await post(s.url, '/v1/ui/browse-directories', { path: 'models' });
+      assert.equal(relative.status, 200, relative.body.toString());
+      assert.equal(relative.json.current, root);
+      assert.deepEqual((await post(s.url, '/v1/ui/path-status', { path: 'models' })).json.path, root);
     });
   });
 

@@ -80,3 +80,67 @@ export function fakeNemoPackage(id: string, url: string, sizeBytes: number): Cat
     archive: { source: 'github', url, size_bytes: sizeBytes, sha256: null },
   };
 }
+
+/** A gzipped tar of `files` (name, size) whose contents are zeros, streamed (a bomb: tiny, expands huge). */
+export async function zerosTarGz(out: string, files: { name: string; size: number }[]): Promise<Buffer> {
+  const { createWriteStream } = await import('node:fs');
+  const { pipeline } = await import('node:stream/promises');
+  const { Readable } = await import('node:stream');
+  const { createGzip } = await import('node:zlib');
+  const zeros = Buffer.alloc(1024 * 1024);
+  async function* tar() {
+    for (const file of files) {
+      yield header({ name: file.name }, file.size);
+      for (let left = file.size; left > 0; left -= zeros.length)
+        yield zeros.subarray(0, Math.min(left, zeros.length));
+      yield Buffer.alloc((512 - (file.size % 512)) % 512);
+    }
+    yield Buffer.alloc(1024);
+  }
+  await pipeline(Readable.from(tar()), createGzip({ level: 1 }), createWriteStream(out));
+  return readFileSync(out);
+}
+
+/** A gzipped tar of `count` empty files under one folder. */
+export function manyFilesTarGz(count: number): Buffer {
+  const entries: RawEntry[] = [{ name: 'many/', type: '5' }];
+  for (let i = 0; i < count; i++) entries.push({ name: `many/f${i}` });
+  return rawTarGz(entries);
+}
+
+/**
+ * A zip written by Python's zipfile (`writestr`: modes without file-type bits, `?rw-------`): the
+ * files of a fixture folder, or `count` empty files, or one file of `zeros` zero bytes.
+ */
+export function pythonZip(
+  out: string,
+  what: { fixture: string } | { count: number } | { zeros: number },
+): Buffer {
+  const script = `
+import os, sys, zipfile
+out, kind, arg = sys.argv[1], sys.argv[2], sys.argv[3]
+with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:
+    if kind == 'fixture':
+        for name in sorted(os.listdir(arg)):
+            with open(os.path.join(arg, name), 'rb') as f:
+                z.writestr(name, f.read())
+    elif kind == 'count':
+        for i in range(int(arg)):
+            z.writestr('f%d' % i, b'')
+    else:
+        with z.open('zeros.bin', 'w', force_zip64=True) as f:
+            chunk = bytes(1 << 20)
+            left = int(arg)
+            while left > 0:
+                f.write(chunk[:min(left, len(chunk))])
+                left -= len(chunk)
+`;
+  const [kind, arg] =
+    'fixture' in what
+      ? ['fixture', join(FIXTURES, what.fixture)]
+      : 'count' in what
+        ? ['count', String(what.count)]
+        : ['zeros', String(what.zeros)];
+  execFileSync('python3', ['-c', script, out, kind, arg]);
+  return readFileSync(out);
+}

@@ -23,6 +23,10 @@ export interface Route {
   redirectTo?: string;
   /** A Content-Length header that lies (the disk-space test). */
   contentLength?: number;
+  /** No Content-Length: the body is sent chunked. */
+  noLength?: boolean;
+  /** No Content-Length, and zeros without end (with backpressure) until the client goes away. */
+  endless?: boolean;
 }
 
 export interface Recorded {
@@ -54,6 +58,23 @@ export async function startFileServer(): Promise<FileServer> {
     if (!route) return void res.writeHead(404).end();
     if (route.status) return void res.writeHead(route.status).end();
     if (route.redirectTo) return void res.writeHead(302, { location: route.redirectTo }).end();
+    if (route.endless) {
+      res.writeHead(200);
+      const zeros = Buffer.alloc(64 * 1024);
+      const pump = () => {
+        while (!res.destroyed && res.write(zeros));
+      };
+      res.on('drain', pump);
+      pump();
+      notify(path);
+      return;
+    }
+    if (route.noLength) {
+      res.writeHead(200);
+      res.end(route.body);
+      notify(path);
+      return;
+    }
     let body = route.body;
     const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
     if (range && !route.ignoreRange) {

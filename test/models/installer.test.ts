@@ -14,7 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { CatalogPackage } from '../../src/models/catalog.js';
-import { Installer, type InstallJob, MANIFEST, type PackageManifest } from '../../src/models/installer.js';
+import {
+  Installer,
+  type InstallerOptions,
+  type InstallJob,
+  MANIFEST,
+  type PackageManifest,
+} from '../../src/models/installer.js';
 import { deferred } from '../../src/util/wait.js';
 import { FIXTURES, hasZip, rawTarGz, tarOf, zipOf } from './archives.js';
 import { type FileServer, startFileServer } from './file-server.js';
@@ -82,17 +88,16 @@ function packages(): CatalogPackage[] {
   ];
 }
 
-function installer(
-  options: {
-    stallTimeoutMs?: number;
-    freeSpace?: (dir: string) => Promise<number>;
-    onJobUpdate?: (job: InstallJob) => void;
-  } = {},
-) {
+function installer(options: Omit<InstallerOptions, 'root' | 'packages' | 'env'> = {}) {
   const root = join(work, `root-${++roots}`);
   mkdirSync(root);
   const env = { VOXD_GITHUB_BASE_URL: `${server.base}/gh`, VOXD_HF_BASE_URL: `${server.base}/hf` };
-  return { root, installer: new Installer({ root, packages: packages(), env, ...options }) };
+  // The test server is on loopback: URL installs need private hosts allowed (the hub's base is
+  // a trusted mirror either way).
+  return {
+    root,
+    installer: new Installer({ root, packages: packages(), env, allowPrivateHosts: true, ...options }),
+  };
 }
 
 /** The root holds exactly these names (the partial folder included when given). */

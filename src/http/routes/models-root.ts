@@ -5,6 +5,9 @@
  * each with audio.cpp's message). Unlike audio.cpp, browsing and path inspection are confined to
  * the folders a models root may be chosen in: voxd's data folder (the default root's parent), the
  * current root and the file roots; any other path is one 403 that says nothing about it.
+ *
+ * A relative `path` resolves against one folder on all three routes: the config file's folder
+ * (`base_dir`, the cwd without a config file), as relative paths in the config do.
  */
 import type { Dirent } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
@@ -79,8 +82,10 @@ async function browse(ctx: RouteContext) {
   const body = await readJsonObject(ctx);
   const requested = pathField(body);
   const roots = await browseRoots(ctx);
-  const base = ctx.runtime.modelsRoot.root;
-  const current = await confine(requested === '' ? base : path.resolve(base, requested), roots);
+  // No path: the current models root; a relative one: against base_dir, like the other routes.
+  const target =
+    requested === '' ? ctx.runtime.modelsRoot.root : path.resolve(ctx.config.base_dir, requested);
+  const current = await confine(target, roots);
   let entries: Dirent[];
   try {
     entries = await readdir(current, { withFileTypes: true });
