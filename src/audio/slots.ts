@@ -2,7 +2,8 @@
  * The ffmpeg children's counting semaphore, fair between the clients that wait for it. A plain
  * FIFO let one client keep the whole pool: it only had to send as many slow inputs as there are
  * slots, and every later request waited for them. Here waiters are served round-robin by owner
- * (the request's API key, else its client address), and while another owner waits, no owner is
+ * (the request's API key, else its client address: the owner served least recently goes first,
+ * each owner's requests in their arrival order), and while another owner waits, no owner is
  * given a slot that would make it hold more than `size - 1`: one slot always turns over to someone
  * else as soon as any is freed.
  */
@@ -21,8 +22,11 @@ export class Slots {
   /** The most slots one owner holds while another owner waits. */
   readonly #cap: number;
   readonly #held = new Map<string | symbol, number>();
-  /** Each waiting owner's waiters, in arrival order; the map's order is the round-robin turn. */
+  /** Each waiting owner's waiters, in arrival order. */
   readonly #queues = new Map<string | symbol, Waiter[]>();
+  /** When each owner holding or awaiting a slot was last given one: the least recent goes next. */
+  readonly #served = new Map<string | symbol, number>();
+  #grants = 0;
 
   constructor(size: number) {
     this.size = size;
@@ -53,6 +57,7 @@ export class Slots {
   #grant(owner: string | symbol): () => void {
     this.#free--;
     this.#held.set(owner, (this.#held.get(owner) ?? 0) + 1);
+    this.#served.set(owner, ++this.#grants);
     let released = false;
     return () => {
       if (released) return;
@@ -62,24 +67,32 @@ export class Slots {
       if (held === 0) this.#held.delete(owner);
       else this.#held.set(owner, held);
       this.#dispatch();
+      this.#forget(owner);
     };
   }
 
-  /** Hands free slots to waiters, one owner after another. */
+  /** An owner with nothing held and nothing awaited leaves no trace. */
+  #forget(owner: string | symbol): void {
+    if (!this.#held.has(owner) && !this.#queues.has(owner)) this.#served.delete(owner);
+  }
+
+  /** Hands free slots to waiters: each to the owner served least recently among those who may take it. */
   #dispatch(): void {
-    let progress = true;
-    while (this.#free > 0 && progress) {
-      progress = false;
-      for (const [owner, queue] of this.#queues) {
-        if (!this.#mayTake(owner)) continue;
-        const waiter = queue.shift()!;
-        // Served: this owner's turn goes to the back of the round.
-        this.#queues.delete(owner);
-        if (queue.length > 0) this.#queues.set(owner, queue);
-        waiter.grant();
-        progress = true;
-        break;
+    while (this.#free > 0) {
+      let next: string | symbol | undefined;
+      let nextServed = Number.POSITIVE_INFINITY;
+      for (const owner of this.#queues.keys()) {
+        const served = this.#served.get(owner) ?? 0;
+        if (served < nextServed && this.#mayTake(owner)) {
+          next = owner;
+          nextServed = served;
+        }
       }
+      if (next === undefined) return;
+      const queue = this.#queues.get(next)!;
+      const waiter = queue.shift()!;
+      if (queue.length === 0) this.#queues.delete(next);
+      waiter.grant();
     }
   }
 
@@ -106,6 +119,7 @@ export class Slots {
         }
         // Its leaving may let an owner at its cap take a free slot.
         this.#dispatch();
+        this.#forget(key);
         reject(signal.reason);
       };
       const queue = this.#queues.get(key);
