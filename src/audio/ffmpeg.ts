@@ -204,7 +204,9 @@ export class Codec {
           'E_INVALID_REQUEST',
           `${field}: the format "${refused}" is not accepted; audio files only: ${ACCEPTED_FORMATS}`,
         );
-      if (code !== 0 || !audio.started || audio.frames === 0) {
+      if (code === 0 && audio.started && audio.frames === 0)
+        throw new VoxdError('E_INVALID_REQUEST', `${field}: the audio holds no samples once decoded`);
+      if (code !== 0 || !audio.started) {
         const why = lastLine(stderr);
         throw new VoxdError(
           'E_INVALID_REQUEST',

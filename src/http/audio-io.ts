@@ -17,6 +17,7 @@ import {
 } from '../audio/wav-decode.js';
 import type { ModelConfig, ServerConfig } from '../config/types.js';
 import { invalidRequest, VoxdError } from '../errors.js';
+import { storageFull } from '../util/storage-full.js';
 import { callerOf } from './caller.js';
 import { type FileAccess, openServerFile } from './server-files.js';
 
@@ -56,15 +57,9 @@ function isWav(head: Uint8Array): boolean {
   return magic === 'RIFF' || magic === 'RF64' || head.byteLength === 0;
 }
 
-/** A full temporary folder (or quota): the server's trouble, not the client's. */
+/** A full temporary folder (or quota) is the server's trouble, a 507, not the client's. */
 function storageError(err: unknown, field: string): unknown {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (code !== 'ENOSPC' && code !== 'EDQUOT') return err;
-  return new VoxdError(
-    'E_INSUFFICIENT_STORAGE',
-    `${field}: the server's temporary folder is full; the audio could not be stored for decoding (retry later)`,
-    { cause: err },
-  );
+  return storageFull(err, `${field}: the audio could not be stored for ffmpeg`) ?? err;
 }
 
 /**

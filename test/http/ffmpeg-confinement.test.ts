@@ -146,6 +146,16 @@ describe('ffmpeg reads audio containers only', () => {
     assertRefused(await base64Task(server.url, readFileSync(png)), 'audio_base64', 'png_pipe', 'png');
   });
 
+  test('a compressed file declaring 1 Hz is decoded (resampled to 8 kHz by ffmpeg), never called a WAV', async () => {
+    const path = join(work, 'one-hertz.flac');
+    // 40 samples at 1 Hz: 40 s of audio (ffmpeg's resampler makes nothing of a handful).
+    ffmpeg(['-f', 'lavfi', '-i', 'aevalsrc=0.5*sin(t):s=1:d=40', '-c:a', 'flac', path]);
+    const res = await upload(server.url, readFileSync(path), 'one-hertz.flac');
+    assert.doesNotMatch(res.body.toString(), /WAV/);
+    // 40 s at the fixture's 16 kHz.
+    assert.equal(reportOf(res).audio.samples, 640_000);
+  });
+
   test('live HLS playlists (no ENDLIST) on every ffmpeg slot do not hold them: a compressed upload after them is answered', async () => {
     // As many playlists as the server has ffmpeg slots (the number of cores, at least 2).
     const live = Buffer.from(`#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1.0,\n${secret}/meeting.mp3\n`);
