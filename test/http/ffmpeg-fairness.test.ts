@@ -36,6 +36,7 @@ before(() => {
   // is read as ffmpeg reads it, through /dev/stdin (fd 0's own offset is past the written bytes).
   writeFileSync(
     join(dir, 'gated-ffmpeg'),
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
     '#!/bin/sh\ncase "$*" in *-encoders*) echo " A..... libmp3lame  MP3"; exit 0;; esac\ngate=$(head -n 1 /dev/stdin)\nwhile [ ! -e "$gate" ] && [ ! -e "${gate%/*}/all" ]; do sleep 0.02; done\necho "gate $gate" >&2\nexit 1\n',
   );
   chmodSync(join(dir, 'gated-ffmpeg'), 0o755);
