@@ -131,7 +131,10 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   });
   runtimeRef = runtime;
   await runtime.start();
-  const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), { timeoutMs: config.ffmpeg_timeout_ms });
+  const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), {
+    timeoutMs: config.ffmpeg_timeout_ms,
+    stallMs: config.ffmpeg_decode_stall_ms,
+  });
   const http = createHttpServer(runtime, config, {
     log,
     logger,

@@ -1,12 +1,17 @@
 /**
  * Compressed audio in and out through Debian's ffmpeg, run as a child process fed and read through
  * pipes. WAV and PCM never come here. Every child is counted against a cap (callers queue beyond
- * it), killed when its caller's signal aborts, bounded in time, and its output bounded in size, so
- * no upload can hold a process, a pipe or memory for long.
+ * it, served fairly by owner: slots.ts), killed when its caller's signal aborts, bounded in time
+ * (and a decode in time without output), a decode confined to audio containers (ffmpeg-input.ts)
+ * and its output bounded in bytes as it arrives (decoded-audio.ts), so no upload can hold a
+ * process, a pipe or memory for long, or make ffmpeg read anything but itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { VoxdError } from '../errors.js';
+import { DecodedAudio, type Overrun } from './decoded-audio.js';
+import { ACCEPTED_FORMATS, decodeArgs, lastLine, MAX_DECODE_RATE, refusedFormat } from './ffmpeg-input.js';
+import { type SlotOwner, Slots } from './slots.js';
 import type { Audio } from './types.js';
 
 export const SPEECH_ENCODINGS = ['mp3', 'opus', 'aac', 'flac'] as const;
@@ -73,56 +78,13 @@ async function runProbe(path: string): Promise<CodecInfo> {
   return { path, encodings: SPEECH_ENCODINGS.filter((f) => has(ENCODINGS[f].encoder)) };
 }
 
-/** A counting semaphore: at most `size` children at once, the others wait in arrival order. */
-class Slots {
-  #free: number;
-  readonly #waiting: (() => void)[] = [];
-  constructor(size: number) {
-    this.#free = size;
-  }
-  async take(signal: AbortSignal): Promise<() => void> {
-    signal.throwIfAborted();
-    if (this.#free > 0) this.#free--;
-    else {
-      await new Promise<void>((resolve, reject) => {
-        const wake = () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        };
-        const onAbort = () => {
-          const i = this.#waiting.indexOf(wake);
-          if (i >= 0) this.#waiting.splice(i, 1);
-          reject(signal.reason);
-        };
-        this.#waiting.push(wake);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
-    }
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.#waiting.shift();
-      if (next) next();
-      else this.#free++;
-    };
-  }
-}
-
 export interface DecodeLimits {
   /** Longest audio in seconds (0 = none): decoding stops once the output holds more. */
   maxSeconds: number;
-}
-
-/**
- * The most output bytes that hold `maxSeconds` of the WAV ffmpeg writes (float samples), read from
- * its fmt chunk, which ffmpeg puts first; Infinity until the header is in, or without a limit.
- */
-function outputCap(head: Buffer, maxSeconds: number): number {
-  if (maxSeconds <= 0 || head.length < 28) return Number.POSITIVE_INFINITY;
-  const channels = head.readUInt16LE(22);
-  const rate = head.readUInt32LE(24);
-  return 4096 + maxSeconds * rate * channels * 4;
+  /** The most bytes the decoded (mono, float) samples may take: decoding stops beyond. */
+  maxBytes: number;
+  /** Whose request this is, for the fair share of the children (slots.ts). */
+  owner?: SlotOwner;
 }
 
 /** A timer for ffmpeg_timeout_ms, where 0 means no limit (clearTimeout takes undefined). */
@@ -130,24 +92,52 @@ function afterMs(ms: number, fire: () => void): NodeJS.Timeout | undefined {
   return ms > 0 ? setTimeout(fire, ms) : undefined;
 }
 
-/** ffmpeg's verdict on an input it could not read: its last line, cut short. */
-function lastLine(stderr: string): string {
-  // The input is always /dev/stdin or a pipe: its name says nothing to the client.
-  const line = (stderr.trim().split('\n').at(-1)?.trim() ?? '').replace(/^(\/dev\/stdin|pipe:\d): /, '');
-  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
+type Stop = 'time' | 'stall' | Overrun;
+
+export interface CodecOptions {
+  /** ffmpeg_timeout_ms: the longest a child may run, decode or encode (0 = no limit). */
+  timeoutMs: number;
+  /** ffmpeg_decode_stall_ms: the longest a decode may go without output (0 = no limit). */
+  stallMs?: number;
+  maxChildren?: number;
 }
 
 export class Codec {
   readonly info: CodecInfo;
   readonly #slots: Slots;
   readonly #timeoutMs: number;
+  readonly #stallMs: number;
+  /** Whose children this view starts (see `forOwner`); undefined: each its own. */
+  readonly #owner: SlotOwner;
   /** Children alive now (for tests and shutdown). */
-  readonly children = new Set<ChildProcess>();
+  readonly children: Set<ChildProcess>;
 
-  constructor(info: CodecInfo, options: { timeoutMs: number; maxChildren?: number }) {
+  constructor(
+    info: CodecInfo,
+    options: CodecOptions,
+    shared?: { slots: Slots; children: Set<ChildProcess>; owner: SlotOwner },
+  ) {
     this.info = info;
     this.#timeoutMs = options.timeoutMs;
-    this.#slots = new Slots(options.maxChildren ?? Math.max(2, availableParallelism()));
+    this.#stallMs = options.stallMs ?? 0;
+    this.#slots = shared?.slots ?? new Slots(options.maxChildren ?? Math.max(2, availableParallelism()));
+    this.children = shared?.children ?? new Set();
+    this.#owner = shared?.owner;
+  }
+
+  /** The same children and slots, taken for `owner` (a request's API key or client address). */
+  forOwner(owner: SlotOwner): Codec {
+    if (owner === this.#owner) return this;
+    return new Codec(
+      this.info,
+      { timeoutMs: this.#timeoutMs, stallMs: this.#stallMs },
+      { slots: this.#slots, children: this.children, owner },
+    );
+  }
+
+  /** The children's slots (for tests). */
+  get slots(): Slots {
+    return this.#slots;
   }
 
   get available(): boolean {
@@ -176,68 +166,91 @@ export class Codec {
   }
 
   /**
-   * Decodes any audio ffmpeg reads, from an open file descriptor (a regular file, so formats with
-   * their index at the end, like MP4, can be read), to WAV bytes of float samples at the input's
-   * own rate and channels. A corrupt, truncated or empty input is a 400 naming `field`.
+   * Decodes an audio container ffmpeg reads (DECODE_DEMUXERS), from an open file descriptor (a
+   * regular file, so formats with their index at the end, like MP4, can be read), to mono float
+   * samples at the input's rate (at most 48 kHz), stopped as soon as they pass `limits`. A
+   * playlist or any other format is a 400 naming `field`, as is a corrupt, truncated or empty input.
    */
-  async decodeToWav(fd: number, field: string, limits: DecodeLimits, signal: AbortSignal): Promise<Buffer> {
+  async decode(fd: number, field: string, limits: DecodeLimits, signal: AbortSignal): Promise<Audio> {
     if (!this.info.path) throw missingFfmpeg(field);
-    const release = await this.#slots.take(signal);
+    const release = await this.#slots.take(limits.owner ?? this.#owner, signal);
     try {
-      // /dev/stdin is opened through the file protocol: seekable, since fd 0 is the regular file.
-      const child = this.#spawn(
-        ['-i', '/dev/stdin', '-vn', '-map', '0:a:0', '-c:a', 'pcm_f32le', '-f', 'wav', 'pipe:1'],
-        fd,
-      );
-      const { stdout, stderr, code, killedFor } = await this.#collect(child, limits.maxSeconds, signal);
-      if (killedFor === 'size')
+      const child = this.#spawn(decodeArgs(), fd);
+      const audio = new DecodedAudio(limits.maxSeconds, limits.maxBytes);
+      const { stderr, code, stopped } = await this.#run(child, audio, signal);
+      if (stopped === 'seconds')
         throw new VoxdError(
           'E_AUDIO_TOO_LONG',
-          `${field}: the decoded audio is longer than max_audio_seconds allows`,
+          `${field}: the decoded audio is longer than max_audio_seconds=${limits.maxSeconds} (server or model)`,
         );
-      if (killedFor === 'time')
+      if (stopped === 'bytes')
+        throw new VoxdError(
+          'E_AUDIO_TOO_LONG',
+          `${field}: the decoded audio is larger than max_request_body_bytes=${limits.maxBytes} (4 bytes a mono sample at the input's rate, at most ${MAX_DECODE_RATE} Hz: ${describeSeconds(limits.maxBytes / 4 / (audio.sampleRate || MAX_DECODE_RATE))})`,
+        );
+      if (stopped === 'time')
         throw new VoxdError(
           'E_BUSY',
           `${field}: decoding took longer than ffmpeg_timeout_ms=${this.#timeoutMs}`,
         );
-      if (code !== 0 || stdout.length <= 44) {
+      if (stopped === 'stall')
+        throw new VoxdError(
+          'E_INVALID_REQUEST',
+          `${field}: ffmpeg decoded no audio from it for ffmpeg_decode_stall_ms=${this.#stallMs}`,
+        );
+      const refused = refusedFormat(stderr);
+      if (refused)
+        throw new VoxdError(
+          'E_INVALID_REQUEST',
+          `${field}: the format "${refused}" is not accepted; audio files only: ${ACCEPTED_FORMATS}`,
+        );
+      if (code === 0 && audio.started && audio.frames === 0)
+        throw new VoxdError('E_INVALID_REQUEST', `${field}: the audio holds no samples once decoded`);
+      if (code !== 0 || !audio.started) {
         const why = lastLine(stderr);
         throw new VoxdError(
           'E_INVALID_REQUEST',
           `${field}: the audio could not be decoded${why ? ` (ffmpeg: ${why})` : ' (no audio stream)'}`,
         );
       }
-      return stdout;
+      return audio.take();
     } finally {
       release();
     }
   }
 
-  async #collect(
+  /**
+   * Runs a decode to its end, its output taken by `audio` as it comes; the child is killed at once
+   * when a budget is passed, at ffmpeg_timeout_ms, after ffmpeg_decode_stall_ms without output, or
+   * when `signal` aborts.
+   */
+  async #run(
     child: ChildProcess,
-    maxSeconds: number,
+    audio: DecodedAudio,
     signal: AbortSignal,
-  ): Promise<{ stdout: Buffer; stderr: string; code: number | null; killedFor?: 'size' | 'time' }> {
-    const parts: Buffer[] = [];
-    let size = 0;
-    let maxBytes = Number.POSITIVE_INFINITY;
+  ): Promise<{ stderr: string; code: number | null; stopped?: Stop }> {
     let stderr = '';
-    let killedFor: 'size' | 'time' | undefined;
+    let stopped: Stop | undefined;
+    let failed: unknown;
     const kill = () => child.kill('SIGKILL');
-    const timer = afterMs(this.#timeoutMs, () => {
-      killedFor = 'time';
+    const stop = (why: Stop) => {
+      stopped ??= why;
       kill();
-    });
+    };
+    const timer = afterMs(this.#timeoutMs, () => stop('time'));
+    // Armed again by every piece of output: a decode that makes no audio gives its slot back soon.
+    let stall = afterMs(this.#stallMs, () => stop('stall'));
     signal.addEventListener('abort', kill, { once: true });
     child.stdout!.on('data', (chunk: Buffer) => {
-      if (size < 64) maxBytes = outputCap(Buffer.concat([...parts, chunk]), maxSeconds);
-      size += chunk.length;
-      if (size > maxBytes) {
-        killedFor ??= 'size';
+      if (stopped || failed) return;
+      clearTimeout(stall);
+      stall = afterMs(this.#stallMs, () => stop('stall'));
+      try {
+        if (!audio.push(chunk)) stop(audio.overrun!);
+      } catch (err) {
+        failed = err;
         kill();
-        return;
       }
-      parts.push(chunk);
     });
     child.stderr!.setEncoding('utf8').on('data', (d: string) => {
       if (stderr.length < 4096) stderr += d;
@@ -247,9 +260,11 @@ export class Codec {
       child.once('close', (c) => resolve(c));
     });
     clearTimeout(timer);
+    clearTimeout(stall);
     signal.removeEventListener('abort', kill);
     signal.throwIfAborted();
-    return { stdout: Buffer.concat(parts), stderr, code, killedFor };
+    if (failed && !stopped) throw failed;
+    return { stderr, code, stopped };
   }
 
   /**
@@ -267,7 +282,7 @@ export class Codec {
         'E_INVALID_REQUEST',
         `response_format: "${format}" needs ffmpeg with the ${ENCODINGS[format].encoder} encoder, which this server does not have (install ffmpeg or set ffmpeg_path)`,
       );
-    const release = await this.#slots.take(signal);
+    const release = await this.#slots.take(this.#owner, signal);
     const { encoder, muxer, args } = ENCODINGS[format];
     // Raw input needs no probing (without -probesize/-analyzeduration ffmpeg waits for megabytes
     // before it encodes); -flush_packets sends each packet as it is made, not when 32 KB fill.
@@ -286,6 +301,11 @@ export class Codec {
     await encoder.end();
     return Buffer.concat(parts);
   }
+}
+
+/** "23.3 min", "70 s": how long the byte budget lasts, for its message. */
+function describeSeconds(seconds: number): string {
+  return seconds >= 120 ? `${(seconds / 60).toFixed(1)} min` : `${Math.floor(seconds)} s`;
 }
 
 export function missingFfmpeg(field: string, what = 'this audio'): VoxdError {

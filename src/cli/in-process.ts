@@ -78,7 +78,10 @@ export class InProcessBackend implements Backend {
     const modelsRoot = await openModelsRoot(config, catalog);
     const runtime = new Runtime(config, { catalog, modelsRoot, log });
     await runtime.start();
-    const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), { timeoutMs: config.ffmpeg_timeout_ms });
+    const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), {
+      timeoutMs: config.ffmpeg_timeout_ms,
+      stallMs: config.ffmpeg_decode_stall_ms,
+    });
     const source = options.configPath === undefined ? 'the embedded models' : options.configPath;
     return new InProcessBackend(runtime, codec, source);
   }

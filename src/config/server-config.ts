@@ -39,6 +39,7 @@ export interface CliOverrides {
   file_roots?: string;
   ffmpeg_path?: string;
   ffmpeg_timeout_ms?: number;
+  ffmpeg_decode_stall_ms?: number;
   default_speech_format?: string;
   ui?: boolean;
   ui_management?: boolean;
@@ -164,6 +165,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     max_input_chars: ruled('max_input_chars'),
     ffmpeg_path: ruled('ffmpeg_path'),
     ffmpeg_timeout_ms: ruled('ffmpeg_timeout_ms'),
+    ffmpeg_decode_stall_ms: ruled('ffmpeg_decode_stall_ms'),
     default_speech_format: ruled('default_speech_format'),
     file_roots: [],
     max_download_bytes: ruled('max_download_bytes'),

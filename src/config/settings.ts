@@ -655,6 +655,24 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
         },
       },
       {
+        key: 'ffmpeg_decode_stall_ms',
+        file: true,
+        flag: {
+          name: '--ffmpeg-decode-stall-ms',
+          value: 'integer',
+          arg: '<ms>',
+          help: ['stop an ffmpeg decode that makes no audio for this long, 0 = no limit', '(default 10000)'],
+        },
+        default: 10_000,
+        rule: { kind: 'count' },
+        doc: {
+          type: 'integer',
+          allowed: '>= 0, `0` = no limit',
+          meaning:
+            'An ffmpeg decode that writes no decoded audio for this long (at its start or later) is killed and the request answered 400: an input that makes no audio gives its child back long before `ffmpeg_timeout_ms`. Real audio decodes within milliseconds.',
+        },
+      },
+      {
         key: 'default_speech_format',
         file: true,
         flag: {

@@ -129,6 +129,8 @@ export interface ServerConfig {
   ffmpeg_path: string;
   /** An ffmpeg decode or encode running longer is stopped (503); 0 = no limit. */
   ffmpeg_timeout_ms: number;
+  /** An ffmpeg decode that makes no audio for this long is stopped (400); 0 = no limit. */
+  ffmpeg_decode_stall_ms: number;
   /** Speech's response_format when a request names none. */
   default_speech_format: 'wav' | 'pcm' | 'mp3' | 'opus' | 'aac' | 'flac';
   /** Longest text a speech request may carry, in characters; 0 = no limit. */

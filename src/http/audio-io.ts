@@ -1,9 +1,11 @@
 /** Audio in (WAV from a server path, an upload or base64) and out (WAV, PCM, timing) for the routes. */
 import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeWavAsync, decodeWavFileAsync, INLINE_LIMIT } from '../audio/audio-pool.js';
 import { type Codec, missingFfmpeg } from '../audio/ffmpeg.js';
+import type { SlotOwner } from '../audio/slots.js';
 import type { Audio } from '../audio/types.js';
 import { durationMs } from '../audio/types.js';
 import {
@@ -15,6 +17,8 @@ import {
 } from '../audio/wav-decode.js';
 import type { ModelConfig, ServerConfig } from '../config/types.js';
 import { invalidRequest, VoxdError } from '../errors.js';
+import { storageFull } from '../util/storage-full.js';
+import { callerOf } from './caller.js';
 import { type FileAccess, openServerFile } from './server-files.js';
 
 /**
@@ -24,16 +28,18 @@ import { type FileAccess, openServerFile } from './server-files.js';
 export interface AudioLimits {
   /** Longest audio in seconds; 0 = no limit. */
   maxSeconds: number;
-  /** Largest file or decoded payload in bytes. */
+  /** Largest file or decoded payload in bytes; also the most a compressed input's samples may take. */
   maxBytes: number;
   /** Decodes compressed formats; without it (or without ffmpeg) only WAV is taken. */
   codec?: Codec;
   signal?: AbortSignal;
+  /** Who waits for an ffmpeg child (the request's API key or address), for their fair share. */
+  owner?: SlotOwner;
 }
 
 /** The server's limits with the model's max_audio_seconds on top, and the request's decoder. */
 export function audioLimits(
-  ctx: { config: ServerConfig; codec?: Codec; signal?: AbortSignal },
+  ctx: { config: ServerConfig; codec?: Codec; signal?: AbortSignal; req?: IncomingMessage },
   model?: ModelConfig,
 ): AudioLimits {
   return {
@@ -41,6 +47,7 @@ export function audioLimits(
     maxBytes: ctx.config.max_request_body_bytes,
     codec: ctx.codec,
     signal: ctx.signal,
+    owner: ctx.req ? callerOf(ctx.req, ctx.config) : undefined,
   };
 }
 
@@ -50,22 +57,39 @@ function isWav(head: Uint8Array): boolean {
   return magic === 'RIFF' || magic === 'RF64' || head.byteLength === 0;
 }
 
+/** A full temporary folder (or quota) is the server's trouble, a 507, not the client's. */
+function storageError(err: unknown, field: string): unknown {
+  return storageFull(err, `${field}: the audio could not be stored for ffmpeg`) ?? err;
+}
+
 /**
- * Compressed audio to WAV through ffmpeg. A file is read by ffmpeg from its descriptor; bytes in
- * memory go through a temporary file (removed whatever happens), since MP4 and M4A keep their
- * index at the end and cannot be read from a pipe.
+ * Compressed audio decoded by ffmpeg, to mono samples within the limits. A file is read by ffmpeg
+ * from its descriptor; bytes in memory go through a temporary file (removed whatever happens),
+ * since MP4 and M4A keep their index at the end and cannot be read from a pipe.
  */
-async function transcode(source: AudioSource, field: string, limits: AudioLimits): Promise<Uint8Array> {
+async function transcode(source: AudioSource, field: string, limits: AudioLimits): Promise<Audio> {
   const codec = limits.codec;
   if (!codec?.available) throw missingFfmpeg(field);
   const signal = limits.signal ?? new AbortController().signal;
-  if ('file' in source) return codec.decodeToWav(source.file.fd, field, limits, signal);
-  const dir = await mkdtemp(join(tmpdir(), 'voxd-decode-'));
+  const decodeLimits = { maxSeconds: limits.maxSeconds, maxBytes: limits.maxBytes, owner: limits.owner };
+  if ('file' in source) return codec.decode(source.file.fd, field, decodeLimits, signal);
+  let dir: string;
   try {
-    const file = await open(join(dir, 'input'), 'w+', 0o600);
+    dir = await mkdtemp(join(tmpdir(), 'voxd-decode-'));
+  } catch (err) {
+    throw storageError(err, field);
+  }
+  try {
+    const file = await open(join(dir, 'input'), 'w+', 0o600).catch((err: unknown) => {
+      throw storageError(err, field);
+    });
     try {
-      await file.writeFile(source.bytes);
-      return await codec.decodeToWav(file.fd, field, limits, signal);
+      try {
+        await file.writeFile(source.bytes);
+      } catch (err) {
+        throw storageError(err, field);
+      }
+      return await codec.decode(file.fd, field, decodeLimits, signal);
     } finally {
       await file.close();
     }
@@ -107,10 +131,7 @@ async function readAt(file: FileHandle, position: number, length: number): Promi
 export async function decodeAudio(source: AudioSource, field: string, limits: AudioLimits): Promise<Audio> {
   try {
     const magic = 'bytes' in source ? source.bytes : await readAt(source.file, 0, 12);
-    if (!isWav(magic)) {
-      const wav = await transcode(source, field, limits);
-      return await decodeAudio({ bytes: wav }, field, { ...limits, codec: undefined });
-    }
+    if (!isWav(magic)) return await transcode(source, field, limits);
     if ('bytes' in source) {
       checkDuration(parseWavLayout(source.bytes, source.bytes.byteLength), field, limits.maxSeconds);
       return await decodeWavAsync(source.bytes);

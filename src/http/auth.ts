@@ -29,7 +29,7 @@ function requiredScope(route: Route | undefined, path: string, config: ServerCon
  * The caller's key: `Authorization: Bearer <key>` (what the OpenAI SDKs send), else `X-Api-Key`,
  * else, on the status stream only, the `api_key` query parameter.
  */
-function presentedKey(
+export function presentedKey(
   req: IncomingMessage,
   route: Route | undefined,
   queryKey: () => string | null,

@@ -600,7 +600,7 @@ const responses: Obj = {
   ),
   Conflict: errorResponse('A model install job is active for this id (or any, for a models-root change).'),
   PayloadTooLarge: errorResponse(
-    'Body over max_request_body_bytes (a JSON body over max_json_body_bytes), or input audio over max_audio_seconds.',
+    'Body over max_request_body_bytes (a JSON body over max_json_body_bytes), or input audio over max_audio_seconds (or, decoded by ffmpeg, samples over max_request_body_bytes).',
   ),
   Unprocessable: errorResponse('An installed folder that no engine family recognises.'),
   InternalError: errorResponse('An engine failed to load or run, or a fault inside voxd.'),
@@ -616,7 +616,7 @@ const responses: Obj = {
   ),
   GatewayTimeout: errorResponse('The run went past max_inference_ms and was cancelled.'),
   InsufficientStorage: errorResponse(
-    "The server's temporary folder filled while the upload was spooled to it (insufficient_storage).",
+    "The server's temporary folder filled while the upload was spooled to it, or while uploaded or base64 audio was stored for ffmpeg (insufficient_storage).",
   ),
 };
 
@@ -643,12 +643,15 @@ const errors = (...statuses: Status[]): Obj =>
  * budget) or its key (401, 403).
  */
 const BODY_ERRORS: Status[] = ['400', '401', '403', '408', '413', '503'];
-/** What an inference route adds: its model (404), the engine (500), busy or full (503), too slow (504). */
-const INFERENCE_ERRORS: Status[] = [...BODY_ERRORS, '404', '500', '504'];
+/**
+ * What an inference route adds: its model (404), the engine (500), busy or full (503), too slow
+ * (504), a full temporary folder while audio is stored for ffmpeg (507: base64 audio as well).
+ */
+const INFERENCE_ERRORS: Status[] = [...BODY_ERRORS, '404', '500', '504', '507'];
 /** The routes that take multipart uploads: a full temporary folder while one is spooled (507). */
-const UPLOAD_ERRORS: Status[] = [...INFERENCE_ERRORS, '507'];
+const UPLOAD_ERRORS: Status[] = INFERENCE_ERRORS;
 /** The live routes: their model is a query parameter, so an unknown one is a 400, not a 404. */
-const LIVE_ERRORS: Status[] = INFERENCE_ERRORS.filter((s) => s !== '404');
+const LIVE_ERRORS: Status[] = INFERENCE_ERRORS.filter((s) => s !== '404' && s !== '507');
 /** Management routes that read no model: a key, the ui_management gate, a bad body. */
 const MANAGEMENT_ERRORS: Status[] = BODY_ERRORS;
 

@@ -77,6 +77,7 @@ test('a minimal config gets every default', () => {
     max_input_chars: 100000,
     ffmpeg_path: 'ffmpeg',
     ffmpeg_timeout_ms: 120000,
+    ffmpeg_decode_stall_ms: 10000,
     default_speech_format: 'wav',
     file_roots: [realpathSync(path.dirname(configPath))],
     busy_timeout_ms: 300000,

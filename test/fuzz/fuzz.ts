@@ -3,8 +3,9 @@
  *
  * One voxd runs in-process on loopback with fixture models of every task; each case is raw bytes
  * written to a fresh TCP connection, built from valid requests and then mutated: HTTP framing, JSON
- * bodies of every POST route, multipart uploads, WAV headers (as uploads and as base64) and live
- * PCM bodies. A case passes when the server answers 2xx/4xx/503 (or closes the connection) within
+ * bodies of every POST route, multipart uploads, WAV headers (as uploads and as base64), media for
+ * ffmpeg (playlists and indirection formats, real containers with absurd rates and channel counts:
+ * media.ts) and live PCM bodies. A case passes when the server answers 2xx/4xx/503 (or closes the connection) within
  * its deadline; a 5xx other than 503, or silence past the deadline, is a finding. Every
  * `--check-every` cases and at the end the server must still be healthy and hold nothing: no active
  * or queued requests, file descriptors and child processes back near the baseline.
@@ -18,6 +19,7 @@ import { encodeWav } from '../../src/audio/wav-encode.js';
 import { mulberry32 } from '../helpers/prng.js';
 import { parseResponse } from '../helpers/raw-http.js';
 import { fixtureModel, startServer, type TestServer } from '../helpers/voxd.js';
+import { mediaInput, mediaProblem } from './media.js';
 
 // ---------------------------------------------------------------- PRNG
 
@@ -516,6 +518,34 @@ function wavCase(rng: Rng): Generated {
   return { category: 'wav base64', request: encode(jsonRequest('/v1/tasks/run', text)) };
 }
 
+// ---------------------------------------------------------------- media for ffmpeg
+
+function mediaCase(rng: Rng): Generated {
+  const media = mediaInput(rng);
+  const check = (outcome: Outcome) => mediaProblem(media, outcome.status, outcome.body ?? '');
+  if (rng.chance(0.5)) {
+    const text = JSON.stringify({ model: MODELS.asr, audio_base64: media.bytes.toString('base64') });
+    return { category: 'media base64', request: encode(jsonRequest('/v1/tasks/run', text)), check };
+  }
+  const boundary = `fz${rng.int(1e9)}`;
+  const body = Buffer.concat([
+    part(boundary, 'model', MODELS.asr),
+    part(boundary, 'file', media.bytes, media.name),
+    Buffer.from(`--${boundary}--\r\n`),
+  ]);
+  const req: RawRequest = {
+    method: 'POST',
+    target: '/v1/audio/transcriptions',
+    headers: [
+      ['Host', 'fuzz'],
+      ['Content-Type', `multipart/form-data; boundary=${boundary}`],
+      ['Content-Length', String(body.length)],
+    ],
+    body,
+  };
+  return { category: 'media multipart', request: encode(req), check };
+}
+
 // ---------------------------------------------------------------- live PCM
 
 function chunkOf(rng: Rng, data: Buffer): Buffer {
@@ -696,15 +726,18 @@ interface Generated {
   earlyClose?: boolean;
   /** Write the bytes in this many pieces (parsers must not care where writes split). */
   pieces?: number;
+  /** What the answer shows that it must not, beyond its status (media cases). */
+  check?: (outcome: Outcome) => string | undefined;
 }
 
 export function generate(seed: number, index: number): Generated {
   const rng = new Rng(caseSeed(seed, index));
   const kind = rng.int(100);
   if (kind < 25) return framingCase(rng);
-  if (kind < 55) return jsonCase(rng);
-  if (kind < 72) return multipartCase(rng);
-  if (kind < 85) return wavCase(rng);
+  if (kind < 50) return jsonCase(rng);
+  if (kind < 65) return multipartCase(rng);
+  if (kind < 77) return wavCase(rng);
+  if (kind < 90) return mediaCase(rng);
   return liveCase(rng);
 }
 
@@ -715,6 +748,8 @@ export interface Outcome {
   detail?: string;
   /** The type of a streamed response's SSE error event. */
   sseError?: string;
+  /** The start of the body, for the case's own check. */
+  body?: string;
 }
 
 const CASE_DEADLINE_MS = 8000;
@@ -770,8 +805,9 @@ function settled(res: ReturnType<typeof parseResponse> & object): Outcome {
   const text = res.body.toString('utf8');
   // A streamed answer's status is 200 from the start; a server fault shows as an SSE error event.
   const match = /"type":"error","error":\{"message":"([^"]*)","type":"(\w+)"/.exec(text);
-  if (match) return { status: res.status, detail: `${match[2]}: ${match[1]}`, sseError: match[2] };
-  return { status: res.status, detail: res.status >= 500 ? text.slice(0, 300) : undefined };
+  const body = text.slice(0, 4000);
+  if (match) return { status: res.status, detail: `${match[2]}: ${match[1]}`, sseError: match[2], body };
+  return { status: res.status, detail: res.status >= 500 ? text.slice(0, 300) : undefined, body };
 }
 
 /** A status that proves the server kept its footing: 2xx, 4xx, 503, or a closed connection. */
@@ -901,9 +937,10 @@ export async function main(argv: string[]): Promise<number> {
         byCategory.set(gen.category, (byCategory.get(gen.category) ?? 0) + 1);
         const key = `${outcome.status}${outcome.sseError ? ` (sse ${outcome.sseError})` : ''}`;
         statuses.set(key, (statuses.get(key) ?? 0) + 1);
-        if (!acceptable(outcome)) {
+        const problem = gen.check?.(outcome);
+        if (!acceptable(outcome) || problem) {
           findings.push(
-            `case ${k} [${gen.category}]: ${outcome.status} ${outcome.detail ?? ''}\n  replay: ${replay(k)}`,
+            `case ${k} [${gen.category}]: ${outcome.status} ${problem ?? outcome.detail ?? ''}\n  replay: ${replay(k)}`,
           );
           if (args.case !== undefined)
             process.stdout.write(

@@ -6,6 +6,7 @@ import { voiceAliases } from '../../engines/voice-aliases.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { audioLimits, timing, timingHeaders } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
+import { ownedCodec } from '../caller.js';
 import type { EventStream, StreamFormat } from '../event-stream.js';
 import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
 import { checkInputChars, SPEECH_TASKS } from '../input-text.js';
@@ -99,10 +100,10 @@ async function speech(ctx: RouteContext) {
   if (!audio) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio output`);
   const t = timing(outcome.wallMs, audio);
   if (output.format === 'json' || output.format === 'b64_json') {
-    const { body: wav } = await encodeSpeech(audio, { ...output, format: 'wav' }, ctx.codec, signal);
+    const { body: wav } = await encodeSpeech(audio, { ...output, format: 'wav' }, ownedCodec(ctx), signal);
     return { json: { audio: wav.toString('base64'), format: 'wav', timing: t } };
   }
-  const encoded = await encodeSpeech(audio, output, ctx.codec, signal);
+  const encoded = await encodeSpeech(audio, output, ownedCodec(ctx), signal);
   return { body: encoded.body, contentType: encoded.contentType, headers: timingHeaders(t) };
 }
 
@@ -122,7 +123,7 @@ function streamSpeech(
   let firstMs: number | undefined;
   let stream: EventStream | undefined;
   // Encoded bytes go out as they are made: raw, or base64 in speech.audio.delta events.
-  const writer = new SpeechStreamWriter(output, ctx.codec, ctx.signal, (bytes) =>
+  const writer = new SpeechStreamWriter(output, ownedCodec(ctx), ctx.signal, (bytes) =>
     format === 'audio'
       ? stream!.bytes(bytes)
       : stream!.event({ type: 'speech.audio.delta', audio: bytes.toString('base64') }),
