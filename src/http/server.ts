@@ -20,6 +20,7 @@ import { authorize } from './auth.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
 import { EventStream } from './event-stream.js';
+import { allowHalfOpen, watchHalfClose } from './half-close.js';
 import type { Reply, Route, RouteContext, StreamReply } from './route.js';
 import { installerRoutes } from './routes/installer.js';
 import { managementRoutes } from './routes/management.js';
@@ -280,6 +281,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
           };
       clientGone.abort(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
     });
+    // 'close' above is the socket's own (see half-close.ts): a client's FIN alone is probed.
+    watchHalfClose(req, res);
     // A write after the response ended is reported as an 'error' event on it, which unhandled would
     // end the process; it means voxd has nothing more to send, so it is logged and dropped.
     res.on('error', (err) => {
@@ -371,6 +374,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   const server: Server = config.tls
     ? createHttpsServer({ cert: config.tls.cert.pem, key: config.tls.key.pem }, listener)
     : createServer(listener);
+  allowHalfOpen(server);
   // For HTTPS, requests arrive on the TLS socket, which exists once the handshake is done.
   server.on(config.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
     connections.set(socket, 0);
