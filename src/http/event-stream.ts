@@ -109,6 +109,8 @@ export class EventStream {
     // A batch whose other items still run when the stream failed and ended would write after the
     // end, which node reports as an 'error' event on the response; refused here instead.
     if (this.#ended) throw new VoxdError('E_INTERNAL', 'stream: write after the stream ended');
+    // A destroyed response takes no bytes and never drains: the write must not seem to succeed.
+    if (this.res.destroyed) throw new VoxdError('E_CLIENT_GONE', 'client closed the connection');
     this.res.write(chunk);
     // 'drain' comes once the buffer is empty; it is due whenever the buffer passed the high-water
     // mark, which this bound is above.

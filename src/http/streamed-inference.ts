@@ -72,6 +72,11 @@ export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Pr
               .catch((err: unknown) => {
                 failure ??= err;
               });
+            // Once the stream failed its events are dropped at once; each then waits a turn of the
+            // event loop, so an engine whose awaits are all settled promises cannot keep the loop
+            // from the client-gone abort that stops it.
+            if (failure !== undefined)
+              return writes.then(() => new Promise((resolve) => setImmediate(resolve)));
             return writes;
           };
           const outcome = await admission.run(plan.request, { signal, onEvent, eventsOnly: plan.eventsOnly });
