@@ -10,6 +10,7 @@
 import type { ServerResponse } from 'node:http';
 import { VoxdError } from '../errors.js';
 import { toHttp } from './errors.js';
+import { streamBodyStarted } from './half-close.js';
 
 export type StreamFormat = 'sse' | 'audio';
 
@@ -23,6 +24,7 @@ export const STREAM_BUFFER_BYTES = 256 * 1024;
 export class EventStream {
   #started = false;
   #ended = false;
+  #wrote = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -112,6 +114,10 @@ export class EventStream {
     // A destroyed response takes no bytes and never drains: the write must not seem to succeed.
     if (this.res.destroyed) throw new VoxdError('E_CLIENT_GONE', 'client closed the connection');
     this.res.write(chunk);
+    if (!this.#wrote) {
+      this.#wrote = true;
+      streamBodyStarted(this.res);
+    }
     // 'drain' comes once the buffer is empty; it is due whenever the buffer passed the high-water
     // mark, which this bound is above.
     if (this.res.writableLength <= STREAM_BUFFER_BYTES || !this.res.writableNeedDrain) return;

@@ -10,14 +10,24 @@
  * an HTTP/1.0 client, RFC 9110 §15.2; every HTTP/1.1 client must skip one), an SSE comment line
  * during an event stream. A client that left makes the next write fail, its socket closes and the
  * request is cancelled as client gone; one that is waiting is answered. A raw (audio) stream has
- * no bytes a client would ignore: a FIN that comes while one is under way is taken as the client
- * leaving. An HTTP/1.0 client that left before its answer began is found when it is written.
+ * no bytes a client would ignore: a FIN that comes once its body has begun is taken as the client
+ * leaving; one that comes while only its headers went out is the client's half-close after its
+ * request (a client that left then is found at the stream's next writes). An HTTP/1.0 client
+ * that left before its answer began is found when it is written.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 
 /** Probes after the FIN: at once, once the first one's reset can have come back, then each second. */
 const PROBE_DELAYS_MS = [0, 20];
 export const HALF_CLOSE_PROBE_MS = 1000;
+
+/** Responses whose (streamed) body has begun: see streamBodyStarted. */
+const started = new WeakSet<ServerResponse>();
+
+/** Called by a stream as it writes its first body bytes. */
+export function streamBodyStarted(res: ServerResponse): void {
+  started.add(res);
+}
 
 /** Keeps half-closed connections open until their answers are written (node:http and node:https). */
 export function allowHalfOpen(server: Server): void {
@@ -46,8 +56,8 @@ export function watchHalfClose(req: IncomingMessage, res: ServerResponse): void 
     } else if (String(res.getHeader('content-type')).startsWith('text/event-stream')) {
       res.write(':\n\n');
     } else {
-      // A raw stream already under way when the FIN came: the client is leaving.
-      if (probes === 0 && http11) socket.destroy();
+      // A raw stream whose body was under way when the FIN came: the client is leaving.
+      if (probes === 0 && started.has(res)) socket.destroy();
       return stop();
     }
     const delay = PROBE_DELAYS_MS[++probes] ?? HALF_CLOSE_PROBE_MS;
