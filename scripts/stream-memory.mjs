@@ -7,6 +7,7 @@
 // VOXD_ENTRY=<path to dist/src/cli/main.js> measures another build (the default is this one's).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -75,12 +76,24 @@ try {
   writeFileSync(`/proc/${child.pid}/clear_refs`, '5');
   if (mode === 'wav') {
     const started = performance.now();
-    const res = await fetch(`${url}/v1/audio/speech`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'flite', input, response_format: 'wav' }),
+    // node:http rather than fetch: the answer takes minutes, past fetch's header timeout.
+    const { status, size } = await new Promise((resolve, reject) => {
+      const req = httpRequest(
+        `${url}/v1/audio/speech`,
+        { method: 'POST', headers: { 'content-type': 'application/json' } },
+        (res) => {
+          let size = 0;
+          res.on('data', (d) => {
+            size += d.length;
+          });
+          res.on('end', () => resolve({ status: res.statusCode, size }));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ model: 'flite', input, response_format: 'wav' }));
     });
-    const size = (await res.arrayBuffer()).byteLength;
+    const res = { status };
     const peak = kb(child.pid, 'VmHWM');
     console.log(
       `wav: ${res.status}, answer ${(size / 1048576).toFixed(1)} MB in ${((performance.now() - started) / 1000).toFixed(1)} s; ` +

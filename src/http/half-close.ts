@@ -49,7 +49,8 @@ export function watchHalfClose(req: IncomingMessage, res: ServerResponse): void 
     res.off('finish', stop);
   };
   function probe() {
-    if (socket.destroyed || res.writableEnded) return stop();
+    // A body cut off by the FIN is the body reader's to report (a live route's stream says so).
+    if (socket.destroyed || res.writableEnded || !req.complete) return stop();
     if (!res.headersSent) {
       if (!http11) return stop();
       res.writeProcessing();

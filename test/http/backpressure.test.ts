@@ -109,7 +109,7 @@ describe('backpressure: a client that does not read pauses the engine', () => {
         fixtureModel('tts', {
           task: 'tts',
           mode: 'streaming',
-          default_request_options: { chunks: String(CHUNKS), repeat: String(REPEAT) },
+          default_request_options: { chunks: String(CHUNKS), repeat: String(REPEAT), record_chunks: 'true' },
         }),
       ],
     });
