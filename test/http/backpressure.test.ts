@@ -33,7 +33,7 @@ class Reader {
   #target = 0;
   #reached: (() => void) | undefined;
 
-  constructor(url: string, body: Record<string, unknown>, path: string) {
+  constructor(url: string, body: Record<string, unknown> | Buffer, path: string) {
     const { port, hostname } = new URL(url);
     this.socket = connect(Number(port), hostname);
     this.socket.pause();
@@ -46,6 +46,14 @@ class Reader {
         this.#reached?.();
       }
     });
+    if (Buffer.isBuffer(body)) {
+      // A live route: raw PCM in one chunk, then the terminating chunk.
+      this.socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
+      this.socket.write(`${body.length.toString(16)}\r\n`);
+      this.socket.write(body);
+      this.socket.write('\r\n0\r\n\r\n');
+      return;
+    }
     const json = JSON.stringify(body);
     this.socket.write(
       `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`,
@@ -79,7 +87,7 @@ async function standsStill(what: string, count: () => number): Promise<number> {
   return last;
 }
 
-const STREAMS = [
+const STREAMS: { what: string; path: string; body: Record<string, unknown> | Buffer; perEvent: number }[] = [
   {
     what: 'speech SSE',
     path: '/v1/audio/speech',
@@ -97,6 +105,12 @@ const STREAMS = [
     path: '/v1/tasks/stream',
     body: { model: 'tts', request: { text: INPUT }, stream_format: 'sse' },
     perEvent: Math.ceil((PCM_PER_EVENT + 44) / 3) * 4,
+  },
+  {
+    what: 'live speech (raw PCM)',
+    path: `/v1/audio/speech/live?model=tts&input=${INPUT}&stream_format=audio`,
+    body: Buffer.alloc(3200),
+    perEvent: PCM_PER_EVENT,
   },
 ];
 
