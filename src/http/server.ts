@@ -372,7 +372,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   };
   // HTTPS is the same server behind TLS: one handler, one drain, one error path for both.
   const server: Server = config.tls
-    ? createHttpsServer({ cert: config.tls.cert.pem, key: config.tls.key.pem }, listener)
+    ? createHttpsServer({ cert: config.tls.cert.pem, key: config.tls.key.pem, allowHalfOpen: true }, listener)
     : createServer(listener);
   allowHalfOpen(server);
   // For HTTPS, requests arrive on the TLS socket, which exists once the handshake is done.

@@ -5,11 +5,13 @@
  * really leaves while its request waits is still found out and its run cancelled.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setImmediate as turn } from 'node:timers/promises';
+import { connect as tlsConnect } from 'node:tls';
+import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { parseResponse, RawClient } from '../helpers/raw-http.js';
 import { fixtureModel, startServer, type TestServer, waitUntil } from '../helpers/voxd.js';
@@ -207,5 +209,51 @@ describe('half-closed clients are answered', () => {
     await waitUntil('the run is cancelled', () => s.fixture.record.of('asr', 'run-end').length > before);
     const end = s.fixture.record.of('asr', 'run-end').at(-1) as { outcome: string };
     assert.equal(end.outcome, 'aborted');
+  });
+});
+
+describe('half-closed clients over HTTPS', () => {
+  const TLS = fileURLToPath(new URL('../../../test/fixtures/tls/', import.meta.url));
+  let s: TestServer;
+  const gates = mkdtempSync(join(tmpdir(), 'voxd-half-close-tls-'));
+  const gate = join(gates, 'run');
+  before(async () => {
+    s = await startServer({
+      tls_cert_file: `${TLS}cert.pem`,
+      tls_key_file: `${TLS}key.pem`,
+      models: [fixtureModel('tts', { task: 'tts', default_request_options: { run_gate: gate } })],
+    });
+  });
+  after(async () => {
+    writeFileSync(gate, '');
+    await s.close();
+    rmSync(gates, { recursive: true, force: true });
+  });
+
+  test('a TLS client that ends its side after the request gets its answer', async () => {
+    const { port } = new URL(s.url);
+    const socket = tlsConnect({ port: Number(port), host: '127.0.0.1', ca: readFileSync(`${TLS}cert.pem`) });
+    const chunks: Buffer[] = [];
+    socket.on('data', (d: Buffer) => chunks.push(d));
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.on('error', () => {});
+    await new Promise<void>((resolve) => socket.once('secureConnect', () => resolve()));
+    const body = json({ model: 'tts', request: { text: 'secure and half closed' } });
+    const started = s.fixture.record.of('tts', 'run-start').length;
+    socket.write(
+      `POST /v1/tasks/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    socket.end(body);
+    await waitUntil('the run starts', () => s.fixture.record.of('tts', 'run-start').length > started);
+    // The probe shows the server saw the client's end (the close, before half-closed clients were answered).
+    await waitUntil(
+      'the FIN seen',
+      () => Buffer.concat(chunks).includes('102 Processing') || socket.destroyed,
+    );
+    writeFileSync(gate, '');
+    await closed;
+    const { response } = finalResponse(Buffer.concat(chunks));
+    assert.ok(response?.complete, Buffer.concat(chunks).toString('latin1').slice(0, 300));
+    assert.equal(response.status, 200);
   });
 });
