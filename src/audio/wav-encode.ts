@@ -10,28 +10,46 @@ export const WAV_HEADER_BYTES = 44;
 export function encodeWav(audio: Audio): Buffer {
   checkAudio(audio);
   const dataBytes = audio.samples.length * 2;
+  checkSize(dataBytes);
+  const out = new ArrayBuffer(WAV_HEADER_BYTES + dataBytes);
+  writeHeader(new DataView(out), audio.sampleRate, audio.channels, dataBytes);
+  writePcm16(audio.samples, out, WAV_HEADER_BYTES);
+  return Buffer.from(out);
+}
+
+/**
+ * The 44-byte header encodeWav writes, for `dataBytes` of PCM16 that follow it: an answer written
+ * piece by piece (src/http/routes/speech.ts) sends it first, with the sizes of the whole.
+ */
+export function wavHeader(sampleRate: number, channels: number, dataBytes: number): Buffer {
+  const out = Buffer.alloc(WAV_HEADER_BYTES);
+  writeHeader(new DataView(out.buffer, out.byteOffset, WAV_HEADER_BYTES), sampleRate, channels, dataBytes);
+  return out;
+}
+
+function checkSize(dataBytes: number): void {
   // The RIFF size field is 32 bits and counts everything after itself.
   if (dataBytes + WAV_HEADER_BYTES - 8 > 0xffffffff) {
     throw new RangeError(`audio too long for a WAV file: ${dataBytes} bytes of PCM16 data`);
   }
-  const out = new ArrayBuffer(WAV_HEADER_BYTES + dataBytes);
-  const view = new DataView(out);
-  const blockAlign = audio.channels * 2;
+}
+
+function writeHeader(view: DataView, sampleRate: number, channels: number, dataBytes: number): void {
+  checkSize(dataBytes);
+  const blockAlign = channels * 2;
   writeAscii(view, 0, 'RIFF');
   view.setUint32(4, WAV_HEADER_BYTES - 8 + dataBytes, true);
   writeAscii(view, 8, 'WAVE');
   writeAscii(view, 12, 'fmt ');
   view.setUint32(16, 16, true); // fmt chunk size for plain PCM
   view.setUint16(20, 1, true); // WAVE_FORMAT_PCM
-  view.setUint16(22, audio.channels, true);
-  view.setUint32(24, audio.sampleRate, true);
-  view.setUint32(28, audio.sampleRate * blockAlign, true); // byte rate
+  view.setUint16(22, channels, true);
+  view.setUint32(24, sampleRate, true);
+  view.setUint32(28, sampleRate * blockAlign, true); // byte rate
   view.setUint16(32, blockAlign, true);
   view.setUint16(34, 16, true); // bits per sample
   writeAscii(view, 36, 'data');
   view.setUint32(40, dataBytes, true);
-  writePcm16(audio.samples, out, WAV_HEADER_BYTES);
-  return Buffer.from(out);
 }
 
 /** The same PCM16 little-endian samples as encodeWav, without a header (raw `pcm` output). */

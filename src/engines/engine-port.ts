@@ -10,6 +10,61 @@ interface Job {
   id: number;
 }
 
+/**
+ * The main side's acknowledgement of one emitted event: the caller took it (a stream wrote it to its
+ * client), so its bytes no longer count against the job's window. See `serveJobs`' emit.
+ */
+export interface EventAck {
+  ack: number;
+  bytes: number;
+}
+
+/**
+ * The most bytes of events one job may have sent and not yet had acknowledged before its emit
+ * waits: with the server's stream buffer (STREAM_BUFFER_BYTES) this bounds what a client that does
+ * not read holds in the server. Per job, so on a runner shared by several slots one slot's slow
+ * client pauses only its own job.
+ */
+export const EMIT_WINDOW_BYTES = 256 * 1024;
+/** The most unacknowledged events one job may have in flight (small text events count too). */
+export const EMIT_WINDOW_EVENTS = 64;
+
+/** A job's unacknowledged events, and the emit waiting for room, if any. */
+interface Window {
+  bytes: number;
+  events: number;
+  wake: (() => void) | undefined;
+}
+const windows = new Map<number, Window>();
+
+function isAck(message: unknown): message is EventAck {
+  return typeof (message as EventAck).ack === 'number';
+}
+
+function acknowledge({ ack, bytes }: EventAck): void {
+  const window = windows.get(ack);
+  if (!window) return;
+  window.bytes -= bytes;
+  window.events -= 1;
+  if (window.wake && window.bytes <= EMIT_WINDOW_BYTES && window.events <= EMIT_WINDOW_EVENTS) {
+    const wake = window.wake;
+    window.wake = undefined;
+    wake();
+  }
+}
+
+/** What an event costs against the window: its buffers' and strings' sizes, one level deep. */
+export function eventBytes(event: object): number {
+  let bytes = 64;
+  for (const value of Object.values(event)) {
+    if (typeof value === 'string') bytes += value.length;
+    else if (ArrayBuffer.isView(value)) bytes += value.byteLength;
+    else if (Array.isArray(value)) bytes += 64 * value.length;
+    else if (value && typeof value === 'object') bytes += 64;
+  }
+  return bytes;
+}
+
 /** The first message a runner process gets: which engine module to run, and its data. */
 export interface ProcessInit {
   url: string;
@@ -27,8 +82,9 @@ const initialised = new Promise<ProcessInit>((resolve) => {
 
 if (inProcess) {
   // Jobs can arrive while the engine module is still loading its model: keep them until it serves.
-  process.on('message', (message: ProcessInit | Job) => {
-    if (init) {
+  process.on('message', (message: ProcessInit | Job | EventAck) => {
+    if (isAck(message)) acknowledge(message);
+    else if (init) {
       const first = message as ProcessInit;
       processData = first.data;
       init(first);
@@ -80,18 +136,32 @@ function send(reply: object): void {
 /**
  * Serves the engine's jobs: each reply carries the job's id and `ok: true` with what `run` returned,
  * or `ok: false` with the error's message (and its code, for a JobError). `emit` sends incremental output of the running job
- * (partial text, say) ahead of its reply. Jobs run one at a time unless `concurrent` is set: a
+ * (partial text, say) ahead of its reply; its promise resolves at once while the job's window of
+ * unacknowledged events has room, and otherwise once the main side acknowledged enough of them
+ * (it does as each is taken: a streamed answer written to its client). An engine that awaits it
+ * makes no more than the client takes. Jobs run one at a time unless `concurrent` is set: a
  * runner shared by a model's slots (isolation "model") takes their jobs as they come, and its
  * `run` is async native work (sherpa's decodeAsync, generateAsync on the libuv pool) that may
  * overlap.
  */
 export function serveJobs<J extends Job>(
-  run: (job: J, emit: (event: object) => void) => object | Promise<object>,
+  run: (job: J, emit: (event: object) => Promise<void>) => object | Promise<object>,
   { concurrent = false }: { concurrent?: boolean } = {},
 ): void {
   const serve = async (job: Job) => {
+    const window: Window = { bytes: 0, events: 0, wake: undefined };
+    windows.set(job.id, window);
+    const emit = (event: object): Promise<void> => {
+      const bytes = eventBytes(event);
+      window.bytes += bytes;
+      window.events += 1;
+      send({ id: job.id, event, bytes });
+      if (window.bytes <= EMIT_WINDOW_BYTES && window.events <= EMIT_WINDOW_EVENTS) return Promise.resolve();
+      return new Promise((resolve) => {
+        window.wake = resolve;
+      });
+    };
     try {
-      const emit = (event: object) => send({ id: job.id, event });
       send({ id: job.id, ok: true, ...(await run(job as J, emit)) });
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
@@ -100,6 +170,8 @@ export function serveJobs<J extends Job>(
           ? { id: job.id, ok: false, message, code: err.code }
           : { id: job.id, ok: false, message },
       );
+    } finally {
+      windows.delete(job.id);
     }
   };
   let chain = Promise.resolve();
@@ -111,5 +183,9 @@ export function serveJobs<J extends Job>(
   if (inProcess) {
     onJob = handle;
     for (const job of early.splice(0)) handle(job);
-  } else parentPort!.on('message', handle);
+  } else
+    parentPort!.on('message', (message: Job | EventAck) => {
+      if (isAck(message)) acknowledge(message);
+      else handle(message);
+    });
 }

@@ -9,7 +9,7 @@ import type { EventEmitter } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { ModelIsolation } from '../config/types.js';
 import { invalidRequest } from '../errors.js';
-import type { ProcessInit } from './engine-port.js';
+import type { EventAck, ProcessInit } from './engine-port.js';
 import { makeRunnerTemp, removeRunnerTemp, removeRunnerTempsNow } from './runner-temp.js';
 import type { EngineRequest, EngineResult, EngineSession, RunContext } from './types.js';
 
@@ -153,7 +153,10 @@ export class EngineWorker<J extends object, R extends Reply> {
 
   /**
    * Sends `job` (with a fresh id) and resolves with the engine's reply to it; events the engine
-   * emits while it works go to `onEvent`. Several calls may be in flight at once (a runner shared
+   * emits while it works go to `onEvent`, and each is acknowledged to the engine once the promise
+   * `onEvent` returned for it settled (at once when it returned none): the engine's emit waits
+   * while too much of its output is unacknowledged, so a slow consumer slows this call's job alone
+   * (see engine-port.ts). Several calls may be in flight at once (a runner shared
    * by a model's slots serves them concurrently); a cancelled call stops the runner, and the other
    * calls then on it fail with EngineRestarted.
    */
@@ -161,14 +164,16 @@ export class EngineWorker<J extends object, R extends Reply> {
     job: J,
     signal: AbortSignal,
     transfer: ArrayBuffer[] = [],
-    onEvent?: (event: unknown) => void,
+    onEvent?: (event: unknown) => unknown,
   ): Promise<R> {
     signal.throwIfAborted();
     this.#runner ??= this.#start();
     const runner = this.#runner;
     const id = this.#nextId++;
     return new Promise<R>((resolve, reject) => {
+      let settled = false;
       const cleanup = () => {
+        settled = true;
         runner.calls.delete(fail);
         runner.events.off('message', onMessage);
         runner.events.off('error', onFailure);
@@ -186,7 +191,15 @@ export class EngineWorker<J extends object, R extends Reply> {
       const onMessage = (reply: R & { event?: unknown }) => {
         if (reply.id !== id) return;
         if ('event' in reply) {
-          onEvent?.(reply.event);
+          const taken = onEvent?.(reply.event);
+          const { bytes } = reply as { bytes?: number };
+          if (bytes === undefined) return;
+          // An ack after the call ended would reach no job (or a runner already gone): dropped.
+          const ack = () => {
+            if (!settled) runner.post({ ack: id, bytes } satisfies EventAck, []);
+          };
+          if (taken instanceof Promise) taken.then(ack, ack);
+          else ack();
           return;
         }
         cleanup();

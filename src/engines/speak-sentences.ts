@@ -1,12 +1,19 @@
 /**
  * Text to speech one sentence at a time: each sentence's audio is emitted as soon as it is made
  * (a streamed response starts with the first sentence, not after the whole text), and the result
- * is their concatenation, so streamed and offline answers are the same samples.
+ * is their concatenation, so streamed and offline answers are the same samples. Each sentence waits
+ * until the listener took the one before (backpressure: a slow client slows the synthesis); a
+ * listener that needs only the events (`eventsOnly`) gets no concatenation, so a long answer is
+ * never held whole.
  */
 import type { Audio } from '../audio/types.js';
 import { invalidRequest } from '../errors.js';
 import { sentences } from './engine-options.js';
 import type { EngineEvent } from './types.js';
+
+type Synth = (sentence: string) => Promise<Audio | null>;
+/** An engine's event listener: its promise (if any) resolves once the event was taken. */
+type Listener = (event: EngineEvent) => unknown;
 
 /**
  * `synth` makes one sentence's audio, or null when the engine found nothing to say in it (such a
@@ -14,25 +21,40 @@ import type { EngineEvent } from './types.js';
  */
 export async function speakSentences(
   text: string,
-  synth: (sentence: string) => Promise<Audio | null>,
-  onEvent: ((event: EngineEvent) => void) | undefined,
+  synth: Synth,
+  onEvent: Listener | undefined,
   nothing: () => string,
-): Promise<Audio> {
+): Promise<Audio>;
+export async function speakSentences(
+  text: string,
+  synth: Synth,
+  onEvent: Listener | undefined,
+  nothing: () => string,
+  eventsOnly: boolean | undefined,
+): Promise<Audio | undefined>;
+export async function speakSentences(
+  text: string,
+  synth: Synth,
+  onEvent: Listener | undefined,
+  nothing: () => string,
+  eventsOnly = false,
+): Promise<Audio | undefined> {
   const parts: Audio[] = [];
+  let first: Audio | undefined;
   for (const sentence of sentences(text)) {
     const audio = await synth(sentence);
     if (!audio || audio.samples.length === 0) continue;
-    if (
-      parts.length > 0 &&
-      (audio.sampleRate !== parts[0]!.sampleRate || audio.channels !== parts[0]!.channels)
-    )
+    if (first && (audio.sampleRate !== first.sampleRate || audio.channels !== first.channels))
       throw new Error('the engine changed its sample rate or channel count between sentences');
-    parts.push(audio);
+    const delta = first ? ` ${sentence}` : sentence;
+    first ??= audio;
+    if (!(eventsOnly && onEvent)) parts.push(audio);
     // The sentence's text first, then its audio: a client can show what it is about to hear.
-    onEvent?.({ type: 'text', delta: parts.length === 1 ? sentence : ` ${sentence}` });
-    onEvent?.({ type: 'audio', audio });
+    await onEvent?.({ type: 'text', delta });
+    await onEvent?.({ type: 'audio', audio });
   }
-  if (parts.length === 0) throw invalidRequest(nothing());
+  if (!first) throw invalidRequest(nothing());
+  if (parts.length === 0) return undefined;
   if (parts.length === 1) return parts[0]!;
   const samples = new Float32Array(parts.reduce((n, p) => n + p.samples.length, 0));
   let at = 0;

@@ -86,7 +86,17 @@ export type EngineEvent =
 export interface RunContext {
   /** Aborted when the caller no longer wants the result (client gone, shutdown deadline). */
   signal: AbortSignal;
-  onEvent?: (event: EngineEvent) => void;
+  /**
+   * Receives incremental output. Its promise resolves once the caller took the event (a stream
+   * wrote it to a client that keeps up); an engine awaits it before making more, which is how a
+   * slow client slows the engine down (backpressure) rather than filling the server's memory.
+   */
+  onEvent?: (event: EngineEvent) => void | Promise<void>;
+  /**
+   * The caller takes the output from the events alone: the result need not repeat the audio they
+   * carried (a speech engine then keeps no copy of a long answer).
+   */
+  eventsOnly?: boolean;
 }
 
 export interface EngineSession {

@@ -220,6 +220,15 @@ export function timing(wallMs: number, audio?: Audio | Audio[]): Timing {
   };
 }
 
+/** The same timing for audio known by its duration alone (an answer kept as PCM16 pieces). */
+export function timingFor(wallMs: number, audioMs: number): Timing {
+  return {
+    wall_ms: round3(wallMs),
+    audio_duration_ms: round3(audioMs),
+    rtf: audioMs > 0 ? round3(wallMs / audioMs) : 0,
+  };
+}
+
 /** The X-AudioCPP-* headers, with six decimals as audio.cpp prints them. */
 export function timingHeaders(t: Timing): Record<string, string> {
   return {

@@ -1,18 +1,30 @@
 /**
  * A streamed response: Server-Sent Events (`data: <json>` frames ending with `data: [DONE]`) or
- * raw audio bytes, over chunked transfer. Every write waits for the socket to drain, bounded by
- * the send timeout, so a client that stops reading cannot hold a slot forever; a failure after the
- * headers went out becomes an SSE `error` event (no `[DONE]`), or cuts a raw stream short.
+ * raw audio bytes, over chunked transfer. A write resolves at once while the response's buffer
+ * holds at most STREAM_BUFFER_BYTES, and otherwise once the socket drained, bounded by the send
+ * timeout: the caller (and through it the engine, see streamed-inference.ts) waits for a slow
+ * client instead of queueing the answer in memory, and a client that stops reading cannot hold a
+ * slot forever. A failure after the headers went out becomes an SSE `error` event (no `[DONE]`),
+ * or cuts a raw stream short.
  */
 import type { ServerResponse } from 'node:http';
 import { VoxdError } from '../errors.js';
 import { toHttp } from './errors.js';
+import { streamBodyStarted } from './half-close.js';
 
 export type StreamFormat = 'sse' | 'audio';
+
+/**
+ * The most bytes a stream leaves in its response's buffer before a write waits for 'drain'. Above
+ * node's 16 KB high-water mark, so the engine's next piece is made while the last ones go out (a
+ * sentence of speech is 20-100 KB), and small enough that a slow client holds little in the server.
+ */
+export const STREAM_BUFFER_BYTES = 256 * 1024;
 
 export class EventStream {
   #started = false;
   #ended = false;
+  #wrote = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -43,6 +55,11 @@ export class EventStream {
   /** One SSE event. */
   event(data: object): Promise<void> {
     return this.#write(`data: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /** One SSE event already framed (`data: <json>\n\n`), shared by several streams. */
+  frame(bytes: Buffer): Promise<void> {
+    return this.#write(bytes);
   }
 
   /** An SSE comment line (a heartbeat): clients ignore it, proxies see the stream is alive. */
@@ -94,7 +111,16 @@ export class EventStream {
     // A batch whose other items still run when the stream failed and ended would write after the
     // end, which node reports as an 'error' event on the response; refused here instead.
     if (this.#ended) throw new VoxdError('E_INTERNAL', 'stream: write after the stream ended');
-    if (this.res.write(chunk)) return;
+    // A destroyed response takes no bytes and never drains: the write must not seem to succeed.
+    if (this.res.destroyed) throw new VoxdError('E_CLIENT_GONE', 'client closed the connection');
+    this.res.write(chunk);
+    if (!this.#wrote) {
+      this.#wrote = true;
+      streamBodyStarted(this.res);
+    }
+    // 'drain' comes once the buffer is empty; it is due whenever the buffer passed the high-water
+    // mark, which this bound is above.
+    if (this.res.writableLength <= STREAM_BUFFER_BYTES || !this.res.writableNeedDrain) return;
     await new Promise<void>((resolve, reject) => {
       const timer =
         this.sendTimeoutMs > 0

@@ -22,6 +22,7 @@ import { refuseOverCap, wasRefused } from './connection-cap.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
 import { EventStream } from './event-stream.js';
+import { allowHalfOpen, watchHalfClose } from './half-close.js';
 import type { Reply, Route, RouteContext, StreamReply } from './route.js';
 import { installerRoutes } from './routes/installer.js';
 import { managementRoutes } from './routes/management.js';
@@ -285,6 +286,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
           };
       clientGone.abort(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
     });
+    // 'close' above is the socket's own (see half-close.ts): a client's FIN alone is probed.
+    watchHalfClose(req, res);
     // A write after the response ended is reported as an 'error' event on it, which unhandled would
     // end the process; it means voxd has nothing more to send, so it is logged and dropped.
     res.on('error', (err) => {
@@ -376,8 +379,9 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   };
   // HTTPS is the same server behind TLS: one handler, one drain, one error path for both.
   const server: Server = config.tls
-    ? createHttpsServer({ cert: config.tls.cert.pem, key: config.tls.key.pem }, listener)
+    ? createHttpsServer({ cert: config.tls.cert.pem, key: config.tls.key.pem, allowHalfOpen: true }, listener)
     : createServer(listener);
+  allowHalfOpen(server);
   // For HTTPS, requests arrive on the TLS socket, which exists once the handshake is done.
   server.on(config.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
     if (refuseOverCap(socket, connections.size, config.max_connections)) return;

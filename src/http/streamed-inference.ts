@@ -18,6 +18,11 @@ export interface StreamPlan {
   headers?: Record<string, string>;
   /** Runs when the stream is over, however it ended (a live route closes its body reader). */
   cleanup?: () => void;
+  /**
+   * The events carry the whole answer and `finish` reads no audio from the result, so the engine
+   * need not also keep it whole (a long streamed speech would otherwise be held in memory).
+   */
+  eventsOnly?: boolean;
   /** Writes one engine event; called in order, each after the previous one's write finished. */
   onEvent(event: EngineEvent, out: EventStream, sinceStartMs: number): Promise<void>;
   /** Writes the closing events (the `done` event) once the engine finished. */
@@ -48,11 +53,14 @@ export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Pr
           out.start(plan.headers);
           admission ??= await admit();
           const started = performance.now();
-          // Engine events arrive synchronously; writes wait for the client, so they queue here.
+          // Each event's write is chained after the one before it, and the engine is handed that
+          // write's promise: an engine that awaits it (every streaming engine does) makes its next
+          // piece only once the client took this one, so a slow client slows the engine instead
+          // of queueing the answer here (see EventStream's buffer bound).
           let writes = Promise.resolve();
           let failure: unknown;
           let first = true;
-          const onEvent = (event: EngineEvent) => {
+          const onEvent = (event: EngineEvent): Promise<void> => {
             const at = performance.now() - started;
             if (first) {
               first = false;
@@ -64,8 +72,14 @@ export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Pr
               .catch((err: unknown) => {
                 failure ??= err;
               });
+            // Once the stream failed its events are dropped at once; each then waits a turn of the
+            // event loop, so an engine whose awaits are all settled promises cannot keep the loop
+            // from the client-gone abort that stops it.
+            if (failure !== undefined)
+              return writes.then(() => new Promise((resolve) => setImmediate(resolve)));
+            return writes;
           };
-          const outcome = await admission.run(plan.request, { signal, onEvent });
+          const outcome = await admission.run(plan.request, { signal, onEvent, eventsOnly: plan.eventsOnly });
           await writes;
           if (failure !== undefined) throw failure;
           await plan.finish(outcome, out);

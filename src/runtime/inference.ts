@@ -26,7 +26,10 @@ export interface InferenceOptions {
    * run's own either way).
    */
   signal: AbortSource;
-  onEvent?: (event: EngineEvent) => void;
+  /** Incremental output; see RunContext.onEvent (the engine waits on its promise). */
+  onEvent?: (event: EngineEvent) => void | Promise<void>;
+  /** See RunContext.eventsOnly. */
+  eventsOnly?: boolean;
 }
 
 export interface InferenceOutcome {
@@ -62,7 +65,7 @@ export interface Admission {
   /** Runs the request on a session (loading the model first if needed). */
   run(
     request: EngineRequest,
-    options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
+    options: Pick<InferenceOptions, 'signal' | 'onEvent' | 'eventsOnly'>,
   ): Promise<InferenceOutcome>;
   /** Gives the lease back; idempotent. */
   release(): void;
@@ -173,7 +176,7 @@ export class Inference {
   async #run(
     entry: ModelEntry,
     request: EngineRequest,
-    options: Pick<InferenceOptions, 'signal' | 'onEvent'>,
+    options: Pick<InferenceOptions, 'signal' | 'onEvent' | 'eventsOnly'>,
   ): Promise<InferenceOutcome> {
     const maxMs = entry.config.max_inference_ms ?? this.#config.max_inference_ms;
     const client = options.signal;
@@ -223,6 +226,7 @@ export class Inference {
             return run.signal;
           },
           onEvent: options.onEvent,
+          eventsOnly: options.eventsOnly,
         };
         const need = pool.weights.audioInput;
         let result: EngineResult;

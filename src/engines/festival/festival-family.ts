@@ -57,7 +57,7 @@ class FestivalSession implements EngineSession {
     private readonly defaultVoice: string,
   ) {}
 
-  async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
+  async run(request: EngineRequest, { signal, onEvent, eventsOnly }: RunContext): Promise<EngineResult> {
     const text = speakableText(request);
     checkVoice(request.voiceId ?? this.defaultVoice);
     const speed = speedOption(request.options);
@@ -72,8 +72,9 @@ class FestivalSession implements EngineSession {
       },
       onEvent,
       () => 'input: festival found nothing it can speak in the text (it reads English only)',
+      eventsOnly,
     );
-    return { audio };
+    return audio ? { audio } : {};
   }
 
   dispose(): Promise<void> {

@@ -50,7 +50,7 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
     const job = { kind: 'decode' as const, pcm, partials: onEvent !== undefined };
     const reply = await this.worker.call(job, signal, [pcm.buffer], onEvent ? onPartial : undefined);
-    if (reply.ok && onEvent) words.final(reply.text);
+    if (reply.ok && onEvent) await words.final(reply.text);
     if (!reply.ok) throw new Error(reply.message);
     return { text: reply.text, language: 'en' };
   }
@@ -75,7 +75,7 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
       throw err;
     }
     const text = await call({ kind: 'end' });
-    words.final(text);
+    await words.final(text);
     return { text, language: 'en' };
   }
 }
@@ -92,28 +92,30 @@ export class SettledWords {
   #sent: string[] = [];
   #recent: string[][] = [];
 
-  constructor(private readonly send: (delta: string) => void) {}
+  /** `send`'s promise, when it gives one, is returned by the call that sent (for backpressure). */
+  constructor(private readonly send: (delta: string) => unknown) {}
 
   /** One guess; words on which the last three guesses agree are sent. */
-  guess(hypothesis: string): void {
+  guess(hypothesis: string): unknown {
     this.#recent = [...this.#recent.slice(-2), hypothesis.split(' ').filter(Boolean)];
     if (this.#recent.length < 3) return;
     const [a, b, c] = this.#recent as [string[], string[], string[]];
     let agreed = 0;
     while (agreed < a.length && a[agreed] === b[agreed] && a[agreed] === c[agreed]) agreed++;
-    this.#extend(a.slice(0, agreed));
+    return this.#extend(a.slice(0, agreed));
   }
 
   /** The final text: the rest of it, if it still extends what was sent. */
-  final(text: string): void {
-    this.#extend(text.split(' ').filter(Boolean));
+  final(text: string): unknown {
+    return this.#extend(text.split(' ').filter(Boolean));
   }
 
-  #extend(words: string[]): void {
+  #extend(words: string[]): unknown {
     if (words.length <= this.#sent.length || this.#sent.some((w, i) => words[i] !== w)) return;
     const added = words.slice(this.#sent.length);
-    this.send(`${this.#sent.length > 0 ? ' ' : ''}${added.join(' ')}`);
+    const sent = this.send(`${this.#sent.length > 0 ? ' ' : ''}${added.join(' ')}`);
     this.#sent = words;
+    return sent;
   }
 }
 

@@ -68,8 +68,11 @@ function begin(): void {
   lastGuess = '';
 }
 
-/** Audio in quarter-second steps, emitting the best guess whenever it changes. */
-function feed(pcm: Int16Array, emit: (partial: PsPartial) => void): void {
+/**
+ * Audio in quarter-second steps, emitting the best guess whenever it changes; each step waits for
+ * room in the job's event window (a streamed answer whose client reads slowly pauses the decode).
+ */
+async function feed(pcm: Int16Array, emit: (partial: PsPartial) => Promise<void>): Promise<void> {
   if (!open) throw new Error('pocketsphinx: audio fed outside an utterance');
   for (let at = 0; at < pcm.length; at += STEP) {
     const step = pcm.subarray(at, at + STEP);
@@ -77,7 +80,7 @@ function feed(pcm: Int16Array, emit: (partial: PsPartial) => void): void {
     const now = hypothesis();
     if (now !== lastGuess) {
       lastGuess = now;
-      emit({ hypothesis: now });
+      await emit({ hypothesis: now });
     }
   }
 }
@@ -89,26 +92,26 @@ function end(): string {
   return hypothesis();
 }
 
-function decode(pcm: Int16Array, emit?: (partial: PsPartial) => void): string {
+async function decode(pcm: Int16Array, emit?: (partial: PsPartial) => Promise<void>): Promise<string> {
   if (pcm.length === 0) return '';
   begin();
   // Without a listener, the whole utterance at once: the most accurate search (the offline answer).
-  if (emit) feed(pcm, emit);
+  if (emit) await feed(pcm, emit);
   else processRaw(decoder, pcm, pcm.length, 0, 1);
   return end();
 }
 
-serveJobs((job: PsJob, emit) => {
+serveJobs(async (job: PsJob, emit) => {
   switch (job.kind) {
     case 'ping':
       return { text: '' };
     case 'decode':
-      return { text: decode(job.pcm, job.partials ? emit : undefined) };
+      return { text: await decode(job.pcm, job.partials ? emit : undefined) };
     case 'begin':
       begin();
       return { text: '' };
     case 'feed':
-      feed(job.pcm, emit);
+      await feed(job.pcm, emit);
       return { text: '' };
     case 'end':
       return { text: end() };

@@ -44,7 +44,7 @@ export class SherpaTtsSession extends WorkerEngineSession<Job, TtsReply> {
     super(id, worker, owned);
   }
 
-  async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
+  async run(request: EngineRequest, { signal, onEvent, eventsOnly }: RunContext): Promise<EngineResult> {
     const text = speakableText(request);
     const sid = this.resolveVoice(request.voiceId);
     const speed = speedOption(request.options);
@@ -67,8 +67,9 @@ export class SherpaTtsSession extends WorkerEngineSession<Job, TtsReply> {
       },
       onEvent,
       () => nothing,
+      eventsOnly,
     );
-    return { audio };
+    return audio ? { audio } : {};
   }
 }
 

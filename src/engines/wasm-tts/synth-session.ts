@@ -30,7 +30,7 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
     super(id, new EngineWorker(WORKER_URL, workerData, 'process'));
   }
 
-  async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
+  async run(request: EngineRequest, { signal, onEvent, eventsOnly }: RunContext): Promise<EngineResult> {
     const text = speakableText(request);
     const voice = request.voiceId ?? this.voices.defaultVoice;
     this.voices.check(voice);
@@ -52,7 +52,8 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
       },
       onEvent,
       () => 'input: the engine found nothing it can speak in the text (no audio was produced)',
+      eventsOnly,
     );
-    return { audio };
+    return audio ? { audio } : {};
   }
 }

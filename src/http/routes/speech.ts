@@ -1,10 +1,10 @@
 /** POST /v1/audio/speech: text to speech, as WAV bytes, raw PCM or JSON with base64 WAV. */
-import { encodePcm16 } from '../../audio/wav-encode.js';
+import { encodePcm16, wavHeader } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
 import { voiceAliases } from '../../engines/voice-aliases.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
-import { audioLimits, timing, timingHeaders } from '../audio-io.js';
+import { audioLimits, timing, timingFor, timingHeaders } from '../audio-io.js';
 import { readJsonObject } from '../body.js';
 import { ownedCodec } from '../caller.js';
 import type { EventStream, StreamFormat } from '../event-stream.js';
@@ -13,7 +13,7 @@ import { checkInputChars, SPEECH_TASKS } from '../input-text.js';
 import { liveIngestLimits, openLiveBody } from '../live-body.js';
 import { parseLivePcmFormat } from '../live-pcm-format.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
-import type { Route, RouteContext } from '../route.js';
+import type { Reply, Route, RouteContext } from '../route.js';
 import { fileAccessOf } from '../server-files.js';
 import {
   encodeSpeech,
@@ -95,6 +95,10 @@ async function speech(ctx: RouteContext) {
   };
   const busyTimeoutMs = requestBusyTimeout(body, ctx);
   if (streaming) return streamSpeech(ctx, modelId, request, busyTimeoutMs, streamFormat, output);
+  if (output.format === 'wav' || output.format === 'pcm') {
+    const made = await speechAsMade(ctx, modelId, request, busyTimeoutMs, output);
+    if (made) return made;
+  }
   const outcome = await runtime.infer(modelId, request, { busyTimeoutMs, signal });
   const audio = outcome.result.audio;
   if (!audio) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio output`);
@@ -105,6 +109,72 @@ async function speech(ctx: RouteContext) {
   }
   const encoded = await encodeSpeech(audio, output, ownedCodec(ctx), signal);
   return { body: encoded.body, contentType: encoded.contentType, headers: timingHeaders(t) };
+}
+
+/**
+ * A WAV or PCM answer kept as it is made: each audio event becomes PCM16 at once (resampled piece
+ * by piece for `sample_rate`), so the engine keeps no float copy of the whole (RunContext
+ * eventsOnly) and nothing is joined: a long answer peaks near its own size, not six times it.
+ * The answer goes out once the synthesis succeeded, with the WAV header's sizes known from the
+ * sample count and a Content-Length, so a failure is still a plain error response. Undefined
+ * when the engine emitted no audio events (its result is then answered whole).
+ */
+async function speechAsMade(
+  ctx: RouteContext,
+  modelId: string,
+  request: EngineRequest,
+  busyTimeoutMs: number | undefined,
+  output: SpeechOutput,
+): Promise<Reply | undefined> {
+  const pieces: Buffer[] = [];
+  let bytes = 0;
+  let shape: { sampleRate: number; channels: number } | undefined;
+  const writer = new SpeechStreamWriter(
+    { format: 'pcm', sampleRate: output.sampleRate },
+    ctx.codec,
+    ctx.signal,
+    async (pcm) => {
+      pieces.push(pcm);
+      bytes += pcm.length;
+    },
+  );
+  const outcome = await ctx.runtime.infer(modelId, request, {
+    busyTimeoutMs,
+    signal: ctx.signal,
+    eventsOnly: true,
+    onEvent: async (event) => {
+      if (event.type !== 'audio') return;
+      shape ??= { sampleRate: output.sampleRate ?? event.audio.sampleRate, channels: event.audio.channels };
+      await writer.write(event.audio);
+    },
+  });
+  if (!shape) {
+    if (!outcome.result.audio) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio output`);
+    const encoded = await encodeSpeech(outcome.result.audio, output, ctx.codec, ctx.signal);
+    const t = timing(outcome.wallMs, outcome.result.audio);
+    return { body: encoded.body, contentType: encoded.contentType, headers: timingHeaders(t) };
+  }
+  await writer.end();
+  const { sampleRate, channels } = shape;
+  const audioMs = (bytes / 2 / channels / sampleRate) * 1000;
+  const t = timingFor(outcome.wallMs, audioMs);
+  const header = output.format === 'wav' ? wavHeader(sampleRate, channels, bytes) : undefined;
+  return {
+    stream: {
+      format: 'audio',
+      run: async (out) => {
+        out.start({
+          'Content-Type': header ? 'audio/wav' : 'application/octet-stream',
+          'Content-Length': String(bytes + (header?.length ?? 0)),
+          ...timingHeaders(t),
+        });
+        if (header) await out.bytes(header);
+        // Each piece is let go once written, so the answer's memory shrinks as it goes out.
+        for (let piece = pieces.shift(); piece; piece = pieces.shift()) await out.bytes(piece);
+        await out.done();
+      },
+    },
+  };
 }
 
 /**
@@ -134,6 +204,7 @@ function streamSpeech(
     busyTimeoutMs,
     format,
     headers: format === 'audio' ? { 'Content-Type': streamContentType(output.format) } : undefined,
+    eventsOnly: true,
     cleanup: () => writer.close(),
     async onEvent(event, out, sinceStartMs) {
       if (event.type !== 'audio') return;
@@ -239,6 +310,7 @@ async function speechLive(ctx: RouteContext) {
     busyTimeoutMs,
     format: streamFormat,
     headers: { Connection: 'close' },
+    eventsOnly: true,
     cleanup: () => body.close(),
     async onEvent(event, out) {
       if (event.type === 'text' && returnText && event.delta) {

@@ -9,6 +9,7 @@ import { notFound } from '../../errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { modelList } from '../model-status.js';
 import type { Reply, Route, RouteContext } from '../route.js';
+import { StatusFeed } from '../status-feed.js';
 
 /** `ui/` at the package root: this file is dist/src/http/routes/ui.js once built. */
 export const UI_DIR = fileURLToPath(new URL('../../../../ui/', import.meta.url));
@@ -70,7 +71,7 @@ async function index(ctx: RouteContext): Promise<Reply> {
   return uiFile('index.html', true);
 }
 
-/** How often the stream reads the runtime's status; it sends only when the JSON changed. */
+/** How often the status feed reads the runtime's status; a stream sends only when the JSON changed. */
 export const STATUS_POLL_MS = 1000;
 /** A comment line this often keeps proxies from closing a quiet stream. */
 export const STATUS_HEARTBEAT_MS = 15_000;
@@ -79,10 +80,23 @@ export const STATUS_HEARTBEAT_MS = 15_000;
 let openStreams = 0;
 export const openStatusStreams = (): number => openStreams;
 
+/** Each runtime's status feed, shared by all its status streams. */
+const feeds = new WeakMap<Runtime, StatusFeed>();
+
+function feedOf(runtime: Runtime): StatusFeed {
+  let feed = feeds.get(runtime);
+  if (!feed) {
+    feed = new StatusFeed(() => JSON.stringify(snapshot(runtime)), STATUS_POLL_MS);
+    feeds.set(runtime, feed);
+  }
+  return feed;
+}
+
 /**
  * GET /v1/ui/status/stream: the /v1/models data as SSE `data:` events, at once and then on each
- * change (checked once a second), with a comment heartbeat. It ends when the client goes, and with
- * `data: [DONE]` once a shutdown begins, so it never holds a drain open.
+ * change (checked once a second, one snapshot for every stream: status-feed.ts), with a comment
+ * heartbeat. It ends when the client goes, and with `data: [DONE]` once a shutdown begins, so it
+ * never holds a drain open.
  */
 async function statusStream(ctx: RouteContext): Promise<Reply> {
   requireUi(ctx, '/v1/ui/status/stream');
@@ -92,24 +106,27 @@ async function statusStream(ctx: RouteContext): Promise<Reply> {
       format: 'sse',
       run: async (out) => {
         openStreams++;
+        const feed = feedOf(runtime);
+        const leave = feed.subscribe();
         try {
           out.start();
-          let last = '';
+          let last: string | undefined;
           let quietSince = Date.now();
           while (!signal.aborted && !runtime.closing) {
-            const json = JSON.stringify(snapshot(runtime));
+            const json = feed.json;
             if (json !== last) {
               last = json;
               quietSince = Date.now();
-              await out.event(JSON.parse(json) as object);
+              await out.frame(feed.frame);
             } else if (Date.now() - quietSince >= STATUS_HEARTBEAT_MS) {
               quietSince = Date.now();
               await out.comment('heartbeat');
             }
-            await sleep(STATUS_POLL_MS, signal);
+            await feed.next(signal);
           }
           if (!signal.aborted) await out.done();
         } finally {
+          leave();
           openStreams--;
         }
       },
@@ -119,20 +136,6 @@ async function statusStream(ctx: RouteContext): Promise<Reply> {
 
 function snapshot(runtime: Runtime): object {
   return { object: 'list', data: modelList(runtime, { sessionOptions: false, params: false }) };
-}
-
-/** Waits `ms`, or less when `signal` aborts; leaves no timer or listener behind. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 export const uiRoutes: Route[] = [

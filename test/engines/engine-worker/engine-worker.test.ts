@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { EMIT_WINDOW_BYTES, EMIT_WINDOW_EVENTS, eventBytes } from '../../../src/engines/engine-port.js';
 import { EngineWorker, type RunnerKind } from '../../../src/engines/engine-worker.js';
 import { waitUntil, withDeadline } from '../../helpers/voxd.js';
 import type { TestJob } from './test-engine.js';
@@ -11,7 +12,15 @@ import type { TestJob } from './test-engine.js';
 const ENGINE = new URL('./test-engine.js', import.meta.url);
 
 type Reply =
-  | { id: number; ok: true; tag?: string; samples?: Float32Array; pid?: number; mainThread?: boolean }
+  | {
+      id: number;
+      ok: true;
+      tag?: string;
+      samples?: Float32Array;
+      pid?: number;
+      mainThread?: boolean;
+      emitted?: number;
+    }
   | { id: number; ok: false; message: string };
 
 const start = (isolation: RunnerKind, loadMs = 0) =>
@@ -48,6 +57,52 @@ for (const isolation of ['thread', 'process'] as const) {
         await worker.dispose();
       }
     });
+
+    // Two jobs at once on one runner (concurrent, as a model's slots share one under isolation
+    // "model"): the one whose events are not taken pauses once its window is full, the other runs on.
+    for (const [what, bytes, window] of [
+      ['small events: the event window', 16, EMIT_WINDOW_EVENTS + 1],
+      [
+        'large events: the byte window',
+        64 * 1024,
+        Math.floor(EMIT_WINDOW_BYTES / eventBytes({ i: 0, samples: new Float32Array(16 * 1024) })) + 1,
+      ],
+    ] as const) {
+      test(`emit waits while its events are not taken (${what}); another job on the runner runs on`, async () => {
+        const worker = new EngineWorker<Omit<TestJob, 'id'>, Reply>(
+          ENGINE,
+          { loadMs: 0, tag: 'shared', concurrent: true },
+          isolation,
+        );
+        try {
+          let release!: () => void;
+          const taken = new Promise<void>((resolve) => {
+            release = resolve;
+          });
+          let full!: () => void;
+          const windowFull = new Promise<void>((resolve) => {
+            full = resolve;
+          });
+          let seen = 0;
+          const count = window * 3;
+          const slow = worker.call({ op: 'emit', count, bytes }, never(), [], () => {
+            if (++seen === window) full();
+            return taken;
+          });
+          await withDeadline(windowFull, 'the first window of events', 10_000);
+          const fast = await worker.call({ op: 'emit', count, bytes }, never(), [], () => undefined);
+          assert.ok(fast.ok && fast.emitted === count, JSON.stringify(fast));
+          // The slow job sent its window and no more while its events were not taken.
+          assert.equal(seen, window);
+          release();
+          const reply = await slow;
+          assert.ok(reply.ok && reply.emitted === count, JSON.stringify(reply));
+          assert.equal(seen, count);
+        } finally {
+          await worker.dispose();
+        }
+      });
+    }
 
     test('a cancelled call stops work stuck in a loop; the next call gets a fresh engine', async () => {
       const worker = start(isolation);
