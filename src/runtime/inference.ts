@@ -221,11 +221,21 @@ export class Inference {
       const started = performance.now();
       entry.touch();
       try {
+        // An engine told to keep only events returns no audio: its length, for the metrics, is
+        // what its events carried.
+        let eventAudioMs = 0;
+        const onEvent =
+          options.eventsOnly && options.onEvent
+            ? (event: EngineEvent) => {
+                if (event.type === 'audio') eventAudioMs += durationMs(event.audio);
+                return options.onEvent!(event);
+              }
+            : options.onEvent;
         const context: RunContext = {
           get signal() {
             return run.signal;
           },
-          onEvent: options.onEvent,
+          onEvent,
           eventsOnly: options.eventsOnly,
         };
         const need = pool.weights.audioInput;
@@ -247,7 +257,7 @@ export class Inference {
           result = await session.run(prepared, context);
         }
         const wallMs = performance.now() - started;
-        this.#ran(entry, request, result, wallMs, slot, client);
+        this.#ran(entry, request, result, wallMs, slot, client, eventAudioMs);
         return {
           result,
           wallMs,
@@ -297,13 +307,15 @@ export class Inference {
     wallMs: number,
     slot: number,
     signal: InferenceOptions['signal'],
+    eventAudioMs: number,
   ): void {
     const audio = result.audio ?? request.audio;
+    const audioMs = audio ? durationMs(audio) : eventAudioMs > 0 ? eventAudioMs : undefined;
     this.#metrics?.ran(
       entry.id,
       entry.config.task,
       wallMs / 1000,
-      audio ? durationMs(audio) / 1000 : undefined,
+      audioMs === undefined ? undefined : audioMs / 1000,
     );
     const trace = traceOf(signal);
     if (trace) {

@@ -6,30 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { mountTmpfs } from '../helpers/tmpfs.js';
 import { errorOf, fixtureModel, post, reportOf, request, tempDir, withServer } from '../helpers/voxd.js';
-
-/** A mounted 1 MiB tmpfs, or why there is none. */
-function smallTmpfs(): { dir: string; unmount(): void } | string {
-  if (process.getuid?.() !== 0) return 'mounting a tmpfs needs root';
-  const dir = mkdtempSync(join(tmpdir(), 'voxd-full-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: 'pipe' });
-  } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
-    return `mount -t tmpfs failed: ${(err as Error).message.split('\n')[0]}`;
-  }
-  return {
-    dir,
-    unmount: () => {
-      execFileSync('umount', [dir]);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 /** Fills `dir`'s file system until it refuses another byte. */
 function fill(path: string): void {
@@ -44,7 +25,7 @@ function fill(path: string): void {
   }
 }
 
-const tmpfs = smallTmpfs();
+const tmpfs = mountTmpfs(1024 * 1024);
 
 test('base64 and in-memory uploads of compressed audio with a full temporary folder: 507, nothing left', {
   skip: typeof tmpfs === 'string' ? tmpfs : false,

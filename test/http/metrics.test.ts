@@ -82,6 +82,7 @@ describe('GET /metrics', () => {
           fixtureModel('m', { slots: 1 }),
           fixtureModel('live', { mode: 'streaming' }),
           fixtureModel('tts', { task: 'tts' }),
+          fixtureModel('tts-stream', { task: 'tts', mode: 'streaming' }),
         ],
       },
       { parallel: true },
@@ -117,7 +118,7 @@ describe('GET /metrics', () => {
     for (const [name, type] of Object.entries(expected)) assert.equal(m.types.get(name), type, name);
     assert.equal(sampleOf(m, 'voxd_info'), 1);
     assert.match(m.samples.find((x) => x.name === 'voxd_info')!.labels['version']!, /^\d+\.\d+\.\d+/);
-    assert.equal(sampleOf(m, 'voxd_models_loaded'), 3);
+    assert.equal(sampleOf(m, 'voxd_models_loaded'), 4);
     assert.equal(sampleOf(m, 'voxd_slots', { model: 'm' }), 1);
     const code = sampleOf(m, 'voxd_heap_code_bytes');
     assert.ok(code > 0 && code < sampleOf(m, 'nodejs_heap_size_used_bytes'), `${code} bytes of code`);
@@ -174,6 +175,22 @@ describe('GET /metrics', () => {
     assert.equal(res.status, 200);
     const m = await scrape(s);
     assert.equal(sampleOf(m, 'voxd_realtime_factor_count', { model: 'tts', task: 'tts' }), 1);
+  });
+
+  test('a streamed speech run, whose engine keeps no audio, observes its realtime factor too', async () => {
+    const before = sampleOf(await scrape(s), 'voxd_realtime_factor_count', {
+      model: 'tts-stream',
+      task: 'tts',
+    });
+    const res = await post(s.url, '/v1/audio/speech', {
+      model: 'tts-stream',
+      input: 'hello there. and again.',
+      stream: true,
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.body.toString('utf8'), /speech\.audio\.done/);
+    const m = await scrape(s);
+    assert.equal(sampleOf(m, 'voxd_realtime_factor_count', { model: 'tts-stream', task: 'tts' }), before + 1);
   });
 
   test('the gauges show a slot held by a gated run and a request queued behind it', async () => {

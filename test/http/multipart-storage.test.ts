@@ -4,35 +4,14 @@
  * tmpfs (mounting one needs root: without it the test is skipped, saying so).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readdirSync } from 'node:fs';
 import { test } from 'node:test';
 import { SPOOL_THRESHOLD } from '../../src/http/multipart.js';
+import { mountTmpfs } from '../helpers/tmpfs.js';
 import { errorOf, fixtureModel, transcribe, withServer } from '../helpers/voxd.js';
 import { smallWav } from './wav-helpers.js';
 
-/** A mounted 1 MiB tmpfs, or why there is none. */
-function smallTmpfs(): { dir: string; unmount(): void } | string {
-  if (process.getuid?.() !== 0) return 'mounting a tmpfs needs root';
-  const dir = mkdtempSync(join(tmpdir(), 'voxd-full-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: 'pipe' });
-  } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
-    return `mount -t tmpfs failed: ${(err as Error).message.split('\n')[0]}`;
-  }
-  return {
-    dir,
-    unmount: () => {
-      execFileSync('umount', [dir]);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-const tmpfs = smallTmpfs();
+const tmpfs = mountTmpfs(1024 * 1024);
 
 test('an upload that fills the temporary folder is a 507, and its spool file is removed', {
   skip: typeof tmpfs === 'string' ? tmpfs : false,
