@@ -153,7 +153,8 @@ function editMp4(rng: MediaRng, out: Buffer): void {
   const at = out.indexOf('mp4a', 0, 'latin1');
   if (at < 0) return;
   out.writeUInt16BE(rng.pick([0, 1, 2, 8, 0xffff]), at + 20);
-  out.writeUInt32BE((rng.pick(ABSURD_RATES) & 0xffff) << 16, at + 28);
+  // 16.16 fixed point; `>>> 0` keeps a rate of 32768 or more from turning negative.
+  out.writeUInt32BE(((rng.pick(ABSURD_RATES) & 0xffff) << 16) >>> 0, at + 28);
 }
 
 function container(rng: MediaRng): MediaCase {
