@@ -31,12 +31,19 @@ export const libcExit = bind<(code: number) => void>('void _exit(int status)');
 /** Gives the allocator's free pages back to the system. */
 export const mallocTrim = bind<(pad: number) => number>('int malloc_trim(size_t pad)');
 
+/** Sets one of the allocator's parameters (<malloc.h> mallopt); 1 on success. */
+export const mallopt = bind<(param: number, value: number) => number>('int mallopt(int param, int value)');
+/** mallopt's parameter for the size from which blocks are mmapped (<malloc.h> M_MMAP_THRESHOLD). */
+export const M_MMAP_THRESHOLD = -3;
+
 /** What glibc's allocator holds, in bytes, over all its arenas. */
 export interface MallocStats {
   /** Handed out and not yet freed: live native allocations, ArrayBuffer contents among them. */
   inUse: number;
   /** Freed and kept in the arenas for reuse; malloc_trim returns the whole pages among it. */
   free: number;
+  /** Of `inUse`, the blocks mmapped on their own, which go back to the system when freed. */
+  mapped: number;
 }
 
 const mallinfo2 = (() => {
@@ -66,5 +73,6 @@ export function mallocStats(): MallocStats | undefined {
   if (!mallinfo2) return undefined;
   const m = mallinfo2();
   // Memory mmapped for large blocks (hblkhd) is in use until freed, and unmapped when it is.
-  return { inUse: Number(m['uordblks']) + Number(m['hblkhd']), free: Number(m['fordblks']) };
+  const mapped = Number(m['hblkhd']);
+  return { inUse: Number(m['uordblks']) + mapped, free: Number(m['fordblks']), mapped };
 }
