@@ -112,6 +112,11 @@ export class Codec {
   /** Children alive now (for tests and shutdown). */
   readonly children: Set<ChildProcess>;
 
+  /** Decodes and encodes waiting for a child's slot now (for tests). */
+  get waiting(): number {
+    return this.#slots.waiting;
+  }
+
   constructor(
     info: CodecInfo,
     options: CodecOptions,

@@ -62,9 +62,6 @@ function children(): number {
   return count;
 }
 
-/** Uploads at ffmpeg or waiting for it: each is written to a temporary folder first. */
-const spooled = () => readdirSync(spool).filter((name) => name.startsWith('voxd-decode-')).length;
-
 test('while one key holds every ffmpeg slot and queues more, a second key gets the next freed slot', async () => {
   const size = Math.max(2, availableParallelism());
   const gates = join(dir, 'gates');
@@ -99,9 +96,10 @@ test('while one key holds every ffmpeg slot and queues more, a second key gets t
       const a = Array.from({ length: size }, (_, i) => send(KEY_A, `a${i}`));
       await waitUntil('key A holds every slot', () => children() === size);
       const aQueued = send(KEY_A, 'a-queued');
-      await waitUntil('key A queues one more', () => spooled() === size + 1);
+      await waitUntil('key A queues one more', () => server.voxd.codec.waiting === 1);
       const b = send(KEY_B, 'b');
-      await waitUntil("key B's upload is in too", () => spooled() === size + 2);
+      // Waiting for its slot, not only received: its upload is written to a temporary file first.
+      await waitUntil("key B's upload waits too", () => server.voxd.codec.waiting === 2);
 
       writeFileSync(join(gates, 'a0'), '');
       errorOf(await a[0]!, 400, 'invalid_request_error');
