@@ -52,6 +52,9 @@ export async function makeFolder(target: string, maxNew = MAX_NEW_LEVELS): Promi
         () => true,
         () => false,
       ));
+    // A level that appeared between the two look-ups was made by someone else meanwhile (another
+    // voxd starting on the same data folder): found, if it is a folder now.
+    if (entry && (await isFolder(at))) break;
     if (!absent || entry) throw new MakeFolderError(`${at} cannot be read (${code(info)})`, code(info));
     missing.push(at);
     if (missing.length > maxNew)
@@ -65,15 +68,15 @@ export async function makeFolder(target: string, maxNew = MAX_NEW_LEVELS): Promi
       await mkdir(level);
     } catch (err) {
       // Made meanwhile by someone else: fine if it is a folder now.
-      if (
-        code(err) === 'EEXIST' &&
-        (await stat(level).then(
-          (s) => s.isDirectory(),
-          () => false,
-        ))
-      )
-        continue;
+      if (code(err) === 'EEXIST' && (await isFolder(level))) continue;
       throw new MakeFolderError(`mkdir ${level} failed (${code(err)})`, code(err));
     }
   }
+}
+
+function isFolder(at: string): Promise<boolean> {
+  return stat(at).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 }

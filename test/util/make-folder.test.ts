@@ -45,3 +45,24 @@ test('makes at most the bound of new levels, and nothing when past it', async ()
   await makeFolder(join(work, 'two', 'levels'), 2);
   await assert.rejects(makeFolder(join(work, 'x', 'y', 'z'), 2), refusal('ETOODEEP', /more than 2/));
 });
+
+test('many callers making the same folders at once all succeed (two servers starting on one data folder)', async () => {
+  for (let round = 0; round < 20; round++) {
+    const target = join(work, `race-${round}`, 'data', 'models');
+    // Each caller starts a turn of the event loop after the one before, so that one's mkdir falls
+    // between another's look-ups.
+    const results = await Promise.allSettled(
+      Array.from({ length: 16 }, async (_, k) => {
+        for (let turn = 0; turn < k; turn++) await new Promise((resolve) => setImmediate(resolve));
+        return makeFolder(target);
+      }),
+    );
+    const failed = results.filter((r) => r.status === 'rejected');
+    assert.deepEqual(
+      failed.map((r) => String((r as PromiseRejectedResult).reason)),
+      [],
+      `round ${round}: every caller finds the folder made`,
+    );
+    assert.ok(statSync(target).isDirectory());
+  }
+});
