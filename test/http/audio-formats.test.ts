@@ -6,10 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { RawClient } from '../helpers/raw-http.js';
+import { standInFfmpeg } from '../helpers/stand-in-ffmpeg.js';
 import {
   errorOf,
   fixtureModel,
@@ -361,11 +362,7 @@ describe('without a working ffmpeg', () => {
   before(() => {
     dir = tempDir('voxd-noffmpeg-');
     // A binary that answers the startup probe, then hangs on any real work.
-    writeFileSync(
-      join(dir, 'hanging-ffmpeg'),
-      '#!/bin/sh\ncase "$*" in *-encoders*) echo " A..... libmp3lame  MP3"; exit 0;; esac\nexec sleep 60\n',
-    );
-    chmodSync(join(dir, 'hanging-ffmpeg'), 0o755);
+    standInFfmpeg(dir, 'hanging-ffmpeg', 'exec sleep 60');
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 

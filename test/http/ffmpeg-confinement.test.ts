@@ -8,10 +8,11 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { standInFfmpeg } from '../helpers/stand-in-ffmpeg.js';
 import {
   errorOf,
   fixtureModel,
@@ -185,11 +186,7 @@ describe('a decode that makes no audio', () => {
   before(() => {
     dir = tempDir('voxd-stall-');
     // Answers the startup probe, then makes nothing of any input, for as long as it is let.
-    writeFileSync(
-      join(dir, 'silent-ffmpeg'),
-      '#!/bin/sh\ncase "$*" in *-encoders*) echo " A..... libmp3lame  MP3"; exit 0;; esac\nexec sleep 600\n',
-    );
-    chmodSync(join(dir, 'silent-ffmpeg'), 0o755);
+    standInFfmpeg(dir, 'silent-ffmpeg', 'exec sleep 600');
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 

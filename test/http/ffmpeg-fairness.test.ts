@@ -5,10 +5,11 @@
  * gate its input names, so every ordering is forced by the test.
  */
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { standInFfmpeg } from '../helpers/stand-in-ffmpeg.js';
 import {
   errorOf,
   fixtureModel,
@@ -34,12 +35,12 @@ before(() => {
   process.env['TMPDIR'] = spool;
   // Answers the startup probe; a decode waits for the file its input names, then fails. The input
   // is read as ffmpeg reads it, through /dev/stdin (fd 0's own offset is past the written bytes).
-  writeFileSync(
-    join(dir, 'gated-ffmpeg'),
+  standInFfmpeg(
+    dir,
+    'gated-ffmpeg',
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
-    '#!/bin/sh\ncase "$*" in *-encoders*) echo " A..... libmp3lame  MP3"; exit 0;; esac\ngate=$(head -n 1 /dev/stdin)\nwhile [ ! -e "$gate" ] && [ ! -e "${gate%/*}/all" ]; do sleep 0.02; done\necho "gate $gate" >&2\nexit 1\n',
+    'gate=$(head -n 1 /dev/stdin)\nwhile [ ! -e "$gate" ] && [ ! -e "${gate%/*}/all" ]; do sleep 0.02; done\necho "gate $gate" >&2\nexit 1',
   );
-  chmodSync(join(dir, 'gated-ffmpeg'), 0o755);
 });
 after(() => {
   if (previousTmp === undefined) delete process.env['TMPDIR'];
