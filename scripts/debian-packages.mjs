@@ -24,4 +24,7 @@ export const TEST_PACKAGES = {
   chromium: '/usr/bin/chromium',
   // The reverse proxy of the scale-out test (test/deploy/scale-out.test.ts); about 2 MB.
   nginx: '/usr/sbin/nginx',
+  // Real recordings with reference transcripts (five LibriVox clips, 3.4 MB) for the pocketsphinx
+  // history-independence tests and the WER measurement in docs/performance.md.
+  'pocketsphinx-testdata': '/usr/share/pocketsphinx/test/data/librivox/transcription',
 };
