@@ -139,9 +139,9 @@ const ANSWERS: { command: RegExp; answer: RegExp }[] = [
   },
   { command: /voxd diarize/, answer: /^(?:\d+\.\d{3} \d+\.\d{3} \d+\n)+$/ },
   { command: /voxd vad .*--format json/, answer: /^\{"segments":\[\{"start":/ },
-  { command: /voxd models list$/, answer: /^ID +FAMILY +TASK +SIZE +INSTALLED\n/ },
+  { command: /voxd models list(?: +#.*)?$/, answer: /^ID +FAMILY +TASK +SIZE +INSTALLED\n/ },
   {
-    command: /voxd models info whisper-base\.en$/,
+    command: /voxd models info whisper-base\.en(?: +#.*)?$/,
     answer: /^id: whisper-base\.en\n[\s\S]*installed: false\n/,
   },
 ];
