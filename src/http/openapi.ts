@@ -362,10 +362,10 @@ const schemas: Obj = {
     properties: {
       text: str(),
       language: str(),
-      audio: str('A server WAV path.'),
-      audio_base64: str('Base64 WAV or a data: URI.'),
+      audio: str('The path of a server-local audio file (WAV or any container ffmpeg decodes).'),
+      audio_base64: str('Base64 audio (WAV or any container ffmpeg decodes) or a data: URI.'),
       voice_id: str(),
-      voice_ref: str('A server WAV path.'),
+      voice_ref: str('The path of a server-local audio file.'),
       reference_text: str(),
       options: { type: 'object', additionalProperties: true },
       task_route: str(),
@@ -842,7 +842,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Audio'],
       summary: 'Speech recognition or diarization',
       description:
-        'For models with task asr or diar: a multipart upload, or JSON naming a server-local WAV. stream=true answers SSE (mode "streaming" models).',
+        'For models with task asr or diar: a multipart upload (WAV or any container ffmpeg decodes, told by its content), or JSON naming a server-local audio file. stream=true answers SSE (mode "streaming" models).',
       parameters: [busyQuery],
       requestBody: transcriptionBody,
       responses: {
@@ -914,7 +914,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
   '/v1/batches/transcriptions': {
     post: {
       tags: ['Audio'],
-      summary: 'Several WAV files on one asr or diar model',
+      summary: 'Several audio files on one asr or diar model',
       description: 'Multipart only: one or more file parts. Every file is checked before the stream starts.',
       parameters: [busyQuery],
       requestBody: {
