@@ -60,6 +60,11 @@ export const ERROR_CODES = {
   E_INSTALL_ACTIVE: { status: 409, type: 'invalid_request_error', apiCode: 'model_install_active' },
   /** A package download failed: an HTTP error status, a broken connection, a size or checksum mismatch. */
   E_DOWNLOAD: { status: 502, type: 'server_error', apiCode: 'download_failed' },
+  /**
+   * A download's host gave no HTTP answer: its name does not resolve, or the connection was refused,
+   * reset, timed out or spoke no HTTP (one message for all of these, so ports are not told apart).
+   */
+  E_HOST_UNREACHABLE: { status: 502, type: 'server_error', apiCode: 'host_unreachable' },
   /** A download sent no byte for the stall timeout. */
   E_DOWNLOAD_STALLED: { status: 504, type: 'timeout_error', apiCode: 'download_stalled' },
   /**

@@ -3,15 +3,32 @@
 export const $ = (id) => document.getElementById(id);
 const KEY_STORE = 'voxd.apiKey';
 
+/** A pause in typing this long tries the key; Enter or leaving the field tries it at once. */
+const KEY_PAUSE_MS = 400;
+
 export const apiKey = () => localStorage.getItem(KEY_STORE);
 
-/** Keeps the key field and the stored key in step. */
-export function bindApiKey(input) {
+/**
+ * Keeps the key field and the stored key in step, and calls `onChange` as soon as a new key is in,
+ * so that what failed without it is asked again (a reload would lose what the page holds).
+ */
+export function bindApiKey(input, onChange) {
   input.value = apiKey() ?? '';
-  input.addEventListener('change', () => {
-    if (input.value) localStorage.setItem(KEY_STORE, input.value);
+  let pause;
+  const apply = () => {
+    clearTimeout(pause);
+    const key = input.value.trim();
+    if (key === (apiKey() ?? '')) return;
+    if (key) localStorage.setItem(KEY_STORE, key);
     else localStorage.removeItem(KEY_STORE);
+    input.removeAttribute('aria-invalid');
+    onChange();
+  };
+  input.addEventListener('input', () => {
+    clearTimeout(pause);
+    pause = setTimeout(apply, KEY_PAUSE_MS);
   });
+  input.addEventListener('change', apply);
 }
 
 export function authHeaders(extra = {}) {
@@ -26,13 +43,29 @@ export function showError(message) {
   box.hidden = !message;
 }
 
-/** The server's `error.message` of a failed response, else its status line. */
+/**
+ * A 401 told to the person at the page: the server's message names the Authorization header, which
+ * is for programs; here the key goes into the page's own field.
+ */
+const KEY_MESSAGES = {
+  missing_api_key: 'This server needs an API key: type it into the "API key" field at the top of the page.',
+  invalid_api_key:
+    'The API key is not valid on this server: type a valid key into the "API key" field at the top of the page.',
+};
+
+/** The server's `error.message` of a failed response (a missing or wrong key: where to type it), else its status line. */
 export async function errorMessage(res) {
+  let error;
   try {
-    return (await res.json()).error?.message ?? `${res.status} ${res.statusText}`;
+    error = (await res.json()).error;
   } catch {
-    return `${res.status} ${res.statusText}`;
+    error = undefined;
   }
+  if (res.status === 401) {
+    $('api-key')?.setAttribute('aria-invalid', 'true');
+    return KEY_MESSAGES[error?.code] ?? KEY_MESSAGES.missing_api_key;
+  }
+  return error?.message ?? `${res.status} ${res.statusText}`;
 }
 
 /** Sends a request; throws an Error carrying the server's `error.message` on a failure status. */

@@ -3,6 +3,10 @@
 import { $, act, apiKey, button, cell, getJson, labelCells, postJson } from './api.js';
 
 let management = false;
+/** The status stream now open (one at a time: a new key opens a new one). */
+let source;
+/** The model ids the table shows, so the register template names a new one. */
+let shownIds = [];
 
 /** The body that registers a model as it is now (GET /v1/ui/models/config), to send back edited. */
 const configOf = (id) => getJson(`/v1/ui/models/config?id=${encodeURIComponent(id)}`);
@@ -12,6 +16,7 @@ const register = (body) => postJson('/v1/models/load', body);
 /** Opens the editor with a registration body; Save sends it to POST /v1/models/load. */
 function editConfig(title, body) {
   $('config-title').textContent = title;
+  $('config-template-hint').hidden = true;
   $('config-json').value = JSON.stringify(body, null, 2);
   $('config-editor').hidden = false;
   $('config-json').focus();
@@ -45,6 +50,7 @@ function renderModels(data) {
     ? focusKey(document.activeElement)
     : undefined;
   body.replaceChildren();
+  shownIds = data.map((m) => m.id);
   for (const m of data) {
     const row = body.insertRow();
     row.dataset.model = m.id;
@@ -90,37 +96,54 @@ function addActions(row, m, editedSlots) {
   }
 }
 
-function watchModels() {
+/**
+ * A registration the server takes as it is: flite ships with voxd, so the entry needs no path. The
+ * id is one no model has, so that saving it unchanged registers a model rather than reconfiguring one.
+ */
+function registerTemplate() {
+  let id = 'my-voice';
+  for (let n = 2; shownIds.includes(id); n++) id = `my-voice-${n}`;
+  return { id, family: 'flite_tts', task: 'tts' };
+}
+
+/** Opens the status stream (closing the one before), with the API key the page has now. */
+export function showModels(withManagement) {
+  management = withManagement;
+  source?.close();
   // An EventSource cannot send headers: the key goes in the query, which the server takes on this route only.
   const key = apiKey();
-  const source = new EventSource(
+  const stream = new EventSource(
     key ? `/v1/ui/status/stream?api_key=${encodeURIComponent(key)}` : '/v1/ui/status/stream',
   );
-  source.addEventListener('open', () => {
+  source = stream;
+  $('stream-state').textContent = 'connecting…';
+  stream.addEventListener('open', () => {
     $('stream-state').textContent = 'live';
   });
-  source.addEventListener('message', (event) => {
+  stream.addEventListener('message', (event) => {
     if (event.data === '[DONE]') {
-      source.close();
+      stream.close();
       $('stream-state').textContent = 'server stopped';
       return;
     }
     renderModels(JSON.parse(event.data).data);
   });
-  source.addEventListener('error', () => {
-    $('stream-state').textContent = 'reconnecting…';
+  stream.addEventListener('error', () => {
+    // A refused stream (a 401) is closed for good; a dropped one is retried by the browser.
+    $('stream-state').textContent =
+      stream.readyState === EventSource.CLOSED ? 'not connected: check the API key' : 'reconnecting…';
   });
 }
 
-export function startDashboard(withManagement) {
-  management = withManagement;
+/** Wires the controls once; the stream starts with showModels. */
+export function startDashboard() {
   $('unload-all').addEventListener('click', () => act(() => postJson('/v1/tasks/unload_all_models', {})));
-  $('add-model').addEventListener('click', () =>
-    editConfig('Register a model', { id: '', family: '', task: 'tts', path: '' }),
-  );
+  $('add-model').addEventListener('click', () => {
+    editConfig('Register a model', registerTemplate());
+    $('config-template-hint').hidden = false;
+  });
   $('config-form').addEventListener('submit', (e) => act(() => saveConfig(e)));
   $('config-cancel').addEventListener('click', () => {
     $('config-editor').hidden = true;
   });
-  watchModels();
 }

@@ -5,8 +5,9 @@ import { $, act, button, cell, getJson, labelCells, postJson } from './api.js';
 
 let jobTimer;
 
+/** A size the hub or the catalogue does not give reads "unknown". */
 function formatBytes(n) {
-  if (n === null || n === undefined) return '?';
+  if (n === null || n === undefined) return 'unknown';
   const units = ['B', 'KiB', 'MiB', 'GiB'];
   let i = 0;
   while (n >= 1024 && i < units.length - 1) {
@@ -49,6 +50,19 @@ async function loadPackages() {
   if (sizes.state === 'running' || sizes.state === 'idle') setTimeout(() => act(loadPackages), 2000);
 }
 
+const ACTIVE = ['queued', 'running', 'cancelling'];
+
+/**
+ * One line about a job: its message says the step and how it ended ("download failed: could not
+ * reach ..."), so the state is not said again; the sizes only while it runs.
+ */
+function jobText(job) {
+  const text = `${job.id}: ${job.message}`;
+  if (job.state !== 'running') return text;
+  const total = job.progress_percent >= 0 ? formatBytes(job.total_bytes) : 'unknown';
+  return `${text} (${formatBytes(job.downloaded_bytes)} of ${total})`;
+}
+
 /** Polls one job once a second while it runs, showing its progress. */
 function watchJob(id) {
   clearTimeout(jobTimer);
@@ -63,13 +77,15 @@ function watchJob(id) {
     });
   const poll = async () => {
     const job = await getJson(`/v1/ui/models/install-status?id=${encodeURIComponent(id)}`);
-    $('job-text').textContent =
-      `${job.id}: ${job.state} ${job.message ?? ''} (${formatBytes(job.downloaded_bytes)} of ${formatBytes(job.total_bytes)})`;
+    const running = ACTIVE.includes(job.state);
+    $('job-text').textContent = jobText(job);
     const progress = $('job-progress');
+    // An ended job's bar stands still: a bar without a value is the browser's endless animation.
     if (job.progress_percent >= 0) progress.value = job.progress_percent;
-    else progress.removeAttribute('value');
+    else if (running) progress.removeAttribute('value');
+    else progress.value = 0;
     $('job').dataset.state = job.state;
-    if (['queued', 'running', 'cancelling'].includes(job.state)) {
+    if (running) {
       jobTimer = setTimeout(() => act(poll), 1000);
       return;
     }
@@ -107,9 +123,8 @@ async function browse(path) {
   }
 }
 
-export async function startInstaller(management) {
-  $('installer-off').hidden = management;
-  if (!management) return;
+/** Wires the panel's controls once; what it shows is read by loadInstaller. */
+export function startInstaller() {
   $('root-form').addEventListener('submit', (e) => {
     e.preventDefault();
     act(async () => {
@@ -119,6 +134,11 @@ export async function startInstaller(management) {
     });
   });
   $('browse').addEventListener('click', () => act(() => browse($('root-path').value)));
+}
+
+export async function loadInstaller(management) {
+  $('installer-off').hidden = management;
+  if (!management) return;
   await loadRoot();
   await loadPackages();
 }

@@ -18,7 +18,7 @@ const audio = () => $('asr-audio');
 const chosen = { file: null, buffer: null, url: null, generation: 0 };
 let models = [];
 
-async function refreshModels() {
+export async function refreshModels() {
   models = (await getJson('/v1/models')).data ?? [];
   const options = models
     .filter((m) => LISTEN_TASKS.includes(m.task))
@@ -254,6 +254,4 @@ export function startListen() {
   }).observe($('asr-wave'));
   startRecorder();
   followAudio();
-  // The list is only a convenience; a failure shows when the form is used.
-  refreshModels().catch(() => undefined);
 }

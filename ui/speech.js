@@ -39,7 +39,8 @@ function setStatus(state, text) {
   status.textContent = text;
 }
 
-async function loadModels() {
+/** The model list (and the chosen model's voices), read again when the playground opens or the key changes. */
+export async function loadModels() {
   const list = await getJson('/v1/models');
   const speech = list.data.filter((m) => SPEECH_TASKS.includes(m.task));
   models = new Map(speech.map((m) => [m.id, m]));
@@ -267,5 +268,4 @@ export function startSpeech() {
   // The list follows models registered since the page loaded, each time the playground opens.
   const refresh = () => loadModels().catch((err) => showError(err.message));
   document.querySelector('[data-tab="playground"]')?.addEventListener('click', refresh);
-  refresh();
 }

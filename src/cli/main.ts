@@ -12,28 +12,9 @@ import { createLogger, messageLog } from '../observability/logger.js';
 import { SHUTDOWN_MARGIN_MS } from '../runtime/shutdown-timing.js';
 import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
+import { type CommandName, isCommand, renderUsage } from './commands.js';
 import { runModels } from './models.js';
 import { runOneShot } from './one-shot.js';
-import { ONE_SHOT_COMMANDS, type OneShotCommand } from './one-shot-args.js';
-
-const USAGE = `Usage: voxd <command> [options]
-
-Commands:
-  serve [options]             start the HTTP server
-  speak ["text"] [options]    speak a text into an audio file or stdout
-  transcribe <file|-> [opts]  print the text spoken in an audio file
-  diarize <file|-> [options]  print who speaks when (start end speaker)
-  vad <file|-> [options]      print where the speech is (start end)
-
-Run \`voxd <command> --help\` for a command's flags. speak, transcribe, diarize and vad run in
-this process with the embedded models (no server needed), or on a server with --url.
-
-Options:
-  --version                   print the version and exit
-  -h, --help                  print this help and exit
-
-Exit status: 0 success, 1 failure (engine, server, file), 2 bad usage, 130 interrupted.
-`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
@@ -121,16 +102,23 @@ async function serve(argv: string[]): Promise<void> {
   process.stderr.write(`voxd listening on ${voxd.url}\n`);
 }
 
+/** What runs each command of the help's list (src/cli/commands.ts); nothing else is dispatched. */
+const RUN: Record<CommandName, (argv: string[]) => Promise<unknown>> = {
+  serve,
+  speak: (argv) => runOneShot('speak', argv),
+  transcribe: (argv) => runOneShot('transcribe', argv),
+  diarize: (argv) => runOneShot('diarize', argv),
+  vad: (argv) => runOneShot('vad', argv),
+  models: runModels,
+};
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (command === '--version') return void process.stdout.write(`voxd ${version()}\n`);
   if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
-    return void process.stdout.write(USAGE);
+    return void process.stdout.write(renderUsage());
   }
-  if (command === 'serve') return serve(rest);
-  if (command === 'models') return runModels(rest);
-  if ((ONE_SHOT_COMMANDS as readonly string[]).includes(command))
-    return runOneShot(command as OneShotCommand, rest);
+  if (isCommand(command)) return void (await RUN[command](rest));
   if (command.startsWith('-')) return serve(argv);
   fail(`unknown command "${command}"; run voxd --help`, 2);
 }

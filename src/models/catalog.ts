@@ -86,15 +86,20 @@ export function checkPackageId(id: unknown): string {
   return id;
 }
 
+/** The environment variable that points a source at a mirror (VOXD_GITHUB_BASE_URL, VOXD_HF_BASE_URL). */
+export function sourceEnvName(source: SourceName): string {
+  const spec = catalogFile().sources[source];
+  if (!spec) throw new Error(`unknown catalogue source: ${source}`);
+  return spec.env;
+}
+
 /**
  * The base URL of a source: its environment variable (VOXD_GITHUB_BASE_URL, VOXD_HF_BASE_URL)
  * when set, else the catalogue's. Read at each call, so a test can point it at a local server.
  */
 export function sourceBaseUrl(source: SourceName, env: NodeJS.ProcessEnv = process.env): string {
-  const spec = catalogFile().sources[source];
-  if (!spec) throw new Error(`unknown catalogue source: ${source}`);
-  const override = env[spec.env];
-  return (override && override.trim() !== '' ? override.trim() : spec.base_url).replace(/\/+$/, '');
+  const override = env[sourceEnvName(source)]?.trim();
+  return (override || catalogFile().sources[source].base_url).replace(/\/+$/, '');
 }
 
 /**
@@ -113,6 +118,18 @@ export function mirrorOrigins(env: NodeJS.ProcessEnv = process.env): string[] {
     }
   }
   return origins;
+}
+
+/**
+ * What to tell a person whose download from `source` reached no host: the variable that points the
+ * source at a mirror (which someone offline does not know of), or, when it is set, that the mirror
+ * it names is what could not be reached.
+ */
+export function mirrorHint(source: SourceName, env: NodeJS.ProcessEnv = process.env): string {
+  const name = sourceEnvName(source);
+  return env[name]?.trim()
+    ? `the download goes through the mirror ${name} names`
+    : `to install from a mirror, set ${name} to its base URL`;
 }
 
 /** The absolute URL of an artifact. */

@@ -7,8 +7,10 @@
  * Bounds: a file never grows past `maxBytes`, nor (when its length is unknown) past the free space
  * found when it started, so a server that sends without end cannot fill the disk; past either, or
  * on ENOSPC, the `.part` is deleted (a full disk must not stay full for a resume). Targets are
- * checked by url-guard.ts on every hop, and every failure before an HTTP answer reads the same
- * ("no HTTP response"), so the messages do not tell an open port from a closed one.
+ * checked by url-guard.ts on every hop. A host that cannot be reached is E_HOST_UNREACHABLE, told
+ * apart from an HTTP error status (E_DOWNLOAD): a name that does not resolve says so, and every
+ * other failure before an HTTP answer (refused, reset, timed out, not HTTP) reads the same
+ * ("no HTTP answer"), so the messages do not tell an open port from a closed one.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -55,12 +57,32 @@ export const partialPath = (dest: string) => `${dest}.part`;
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
+/** The installer's step prefix says "download failed"; the cause is told without saying it again. */
 const downloadError = (url: string, what: string, cause?: unknown) =>
-  new VoxdError('E_DOWNLOAD', `download of ${showUrl(url)} failed: ${what}`, { cause });
+  new VoxdError('E_DOWNLOAD', `${showUrl(url)}: ${what}`, { cause });
+
+const unreachable = (url: URL, why: string, cause?: unknown) =>
+  new VoxdError('E_HOST_UNREACHABLE', `could not reach ${url.host}: ${why}`, { cause });
 
 /** One message for every failure before an HTTP answer: refused, reset, filtered, not HTTP. */
-const noAnswer = (original: string, url: URL, cause?: unknown) =>
-  downloadError(original, `no HTTP response from ${url.protocol}//${url.host}`, cause);
+const noAnswer = (url: URL, cause?: unknown) =>
+  unreachable(url, 'no HTTP answer (is this machine offline, or is the host down?)', cause);
+
+/** An HTTP status that is not the file, worded by who is at fault: the URL, the access, the server. */
+function statusError(original: string, final: URL, res: IncomingMessage): VoxdError {
+  const status = res.statusCode ?? 0;
+  const answer = `HTTP ${status}${res.statusMessage ? ` ${res.statusMessage}` : ''}`;
+  const at = final.href === new URL(original).href ? '' : ` (redirected to ${showUrl(final.href)})`;
+  const what =
+    status === 404 || status === 410
+      ? `there is no such file on ${final.host}${at}: ${answer}`
+      : status === 401 || status === 403
+        ? `${final.host} refused to send it${at}: ${answer}`
+        : status >= 500
+          ? `${final.host} could not send it${at}: ${answer}; try again later`
+          : `${final.host} answered ${answer}${at}`;
+  return new VoxdError('E_DOWNLOAD', `${showUrl(original)}: ${what}`);
+}
 
 const tooLarge = (url: string, what: string) =>
   new VoxdError('E_PACKAGE_TOO_LARGE', `download of ${showUrl(url)} refused: ${what}`);
@@ -84,6 +106,8 @@ async function hashFile(path: string, hash: Hash): Promise<void> {
 interface Opened {
   req: ClientRequest;
   res: IncomingMessage;
+  /** The URL that answered (after redirects). */
+  url: URL;
   /** The body, read from the moment the headers arrive (see `collect`). */
   body: AsyncGenerator<Buffer>;
 }
@@ -177,7 +201,7 @@ function open(
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     const detach = () => opts.signal?.removeEventListener('abort', onAbort);
     // No answer within the stall timeout reads like any other missing answer.
-    req.setTimeout(opts.stallMs, () => req.destroy(noAnswer(opts.original, parsed)));
+    req.setTimeout(opts.stallMs, () => req.destroy(noAnswer(parsed)));
     req.on('error', (err: NodeJS.ErrnoException) => {
       detach();
       reject(
@@ -186,8 +210,8 @@ function open(
           : err instanceof VoxdError
             ? err
             : err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN'
-              ? downloadError(opts.original, `host ${parsed.hostname} not found`, err)
-              : noAnswer(opts.original, parsed, err),
+              ? unreachable(parsed, 'its name does not resolve (is this machine offline?)', err)
+              : noAnswer(parsed, err),
       );
     });
     req.on('response', (res) => {
@@ -201,7 +225,7 @@ function open(
         open(next, headers, { ...opts, redirectsLeft: opts.redirectsLeft - 1 }).then(resolve, reject);
         return;
       }
-      resolve({ req, res, body: collect(res) });
+      resolve({ req, res, url: parsed, body: collect(res) });
     });
   });
 }
@@ -214,9 +238,9 @@ class BoundError extends Error {
 }
 
 /**
- * Downloads `url` to `dest` (see the module comment). Errors are VoxdErrors: E_DOWNLOAD (an HTTP
- * status, named; a cut connection; a size or checksum mismatch, after which the partial file is
- * deleted), E_DOWNLOAD_STALLED, E_INSUFFICIENT_STORAGE (not enough free space, ENOSPC),
+ * Downloads `url` to `dest` (see the module comment). Errors are VoxdErrors: E_HOST_UNREACHABLE
+ * (no HTTP answer, or a name that does not resolve), E_DOWNLOAD (an HTTP status, named; a cut
+ * connection; a size or checksum mismatch, after which the partial file is deleted), E_DOWNLOAD_STALLED, E_INSUFFICIENT_STORAGE (not enough free space, ENOSPC),
  * E_PACKAGE_TOO_LARGE (past maxBytes); an abort rejects with the signal's reason. A cut or
  * stalled connection and an abort keep `<dest>.part` for the next attempt; a full disk or a
  * bound passed deletes it.
@@ -249,7 +273,12 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
     have = 0;
   }
   const headers: Record<string, string> = have > 0 ? { range: `bytes=${have}-` } : {};
-  const { req, res, body } = await open(url, headers, {
+  const {
+    req,
+    res,
+    url: answered,
+    body,
+  } = await open(url, headers, {
     signal,
     stallMs,
     redirectsLeft: options.maxRedirects ?? 5,
@@ -288,7 +317,7 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
   } else {
     res.resume();
     req.destroy();
-    throw downloadError(url, `HTTP ${status}${res.statusMessage ? ` ${res.statusMessage}` : ''}`);
+    throw statusError(url, answered, res);
   }
   if (knownLength && total !== null && (append ? have + length : length) !== total) {
     req.destroy();

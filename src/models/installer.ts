@@ -37,8 +37,10 @@ import {
   type CatalogPackage,
   catalogPackages,
   checkPackageId,
+  mirrorHint,
   mirrorOrigins,
   packageSize,
+  type SourceName,
 } from './catalog.js';
 import { detectFamily, type Recognition, recogniseAs } from './detect.js';
 import { type DownloadResult, download } from './download.js';
@@ -154,7 +156,14 @@ interface Plan {
   family: string | undefined;
   task: string | undefined;
   archive: { url: string; artifact: Artifact | undefined } | undefined;
-  files: { url: string; name: string; sha256: string | null; size: number | null }[];
+  files: {
+    url: string;
+    name: string;
+    sha256: string | null;
+    size: number | null;
+    /** The catalogue source it comes from (a mirror can stand in); undefined for a URL install. */
+    source?: SourceName;
+  }[];
   /** A bare URL whose body may be an archive or a single file. */
   bare: boolean;
 }
@@ -452,6 +461,7 @@ export class Installer {
           name: f.name ?? downloadName(f.url),
           sha256: f.sha256,
           size: f.size_bytes,
+          source: f.source,
         })),
         bare: false,
       };
@@ -593,6 +603,7 @@ export class Installer {
               name: downloadName(plan.archive.url),
               sha256: plan.archive.artifact?.sha256 ?? null,
               size: plan.archive.artifact?.size_bytes ?? null,
+              source: plan.archive.artifact?.source,
               archive: true,
             },
           ]
@@ -627,11 +638,20 @@ export class Installer {
             : -1;
           this.#changed(job);
         },
+      }).catch((err: unknown) => {
+        throw this.#withMirrorHint(err, part.source);
       });
       before += result.size;
       fetched.push({ url: part.url, name: part.name, path: result.path, archive: part.archive, result });
     }
     return fetched;
+  }
+
+  /** An unreachable hub's failure gets the way round it (a mirror). */
+  #withMirrorHint(err: unknown, source: SourceName | undefined): unknown {
+    if (!(err instanceof VoxdError) || err.code !== 'E_HOST_UNREACHABLE' || source === undefined) return err;
+    const hint = mirrorHint(source, this.#options.env ?? process.env);
+    return new VoxdError(err.code, `${err.message}; ${hint}`, { cause: err });
   }
 
   /** Unpacks the archive (if any) and places the single files; returns the package folder. */

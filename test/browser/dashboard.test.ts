@@ -118,6 +118,32 @@ test('Apply changes the slots and keeps the rest of the configuration; the edito
   await waitForCell(page, 'added', 'state', 'ready');
 });
 
+test('"Register a model" opens a template the server takes as it is: Save unchanged registers it', async () => {
+  const { page } = await browser.get().openPage(`${s.url}/`);
+  await waitForCell(page, 'tts-fixture', 'state', 'ready');
+  await page.locator('#add-model').click();
+  const template = JSON.parse(await page.locator('#config-json').inputValue()) as Record<string, unknown>;
+  assert.equal(typeof template['id'], 'string');
+  const id = template['id'] as string;
+  assert.equal(
+    s.voxd.runtime.snapshots().find((m) => m.id === id),
+    undefined,
+    'a new id, not a registered one',
+  );
+  await page.locator('#config-form button[type=submit]').click();
+  await page.locator('#config-editor').waitFor({ state: 'hidden' });
+  await waitForCell(page, id, 'state', 'ready');
+  assert.equal(await page.locator('#error').isVisible(), false);
+  const { config } = s.voxd.runtime.get(id);
+  assert.deepEqual([config.family, config.task], [template['family'], template['task']]);
+  // Opened again, the template names another new id, so saving it does not reconfigure the first.
+  await page.locator('#add-model').click();
+  const again = JSON.parse(await page.locator('#config-json').inputValue()) as Record<string, unknown>;
+  assert.notEqual(again['id'], id);
+  await page.locator('#config-cancel').click();
+  assert.equal((await post(s.url, '/v1/models/unload', { id })).status, 200);
+});
+
 test('a slots value being typed, and its focus, survive the table being redrawn by the stream', async () => {
   const { page } = await browser.get().openPage(`${s.url}/`);
   await waitForCell(page, 'redraw-fixture', 'state', 'ready');

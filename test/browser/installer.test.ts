@@ -3,7 +3,8 @@
  * local HTTP server stands in for the model hub (none can be reached here) and serves an archive of
  * a fake NeMo CTC folder. The download is held half-way by a gate, so the progress bar is seen
  * moving, not guessed at; then the package is listed as installed, loaded into the model table and
- * deleted. A second download is stopped from the page and its partial files cleaned.
+ * deleted. A second download is stopped from the page and its partial files cleaned. A third, from a
+ * hub that cannot be reached, fails: its bar stops and its message reads as a person would say it.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -30,8 +31,16 @@ before(async () => {
   hub = await startFileServer();
   work = mkdtempSync(join(tmpdir(), 'voxd-browser-install-'));
   archive = tarOf('fake-nemo-ctc', join(work, 'nemo.tar.bz2'), 'bz2');
-  const packages = [pkg('fake-nemo'), pkg('fake-stopped')];
-  const env = { VOXD_GITHUB_BASE_URL: `${hub.base}/gh`, VOXD_HF_BASE_URL: `${hub.base}/hf` };
+  // One package from a Hugging Face mirror that does not resolve (a reserved name), its size unknown.
+  const offline = fakeNemoPackage('fake-offline', 'x/resolve/main/model.tar.bz2', 0);
+  offline.archive = {
+    source: 'huggingface',
+    url: 'x/resolve/main/model.tar.bz2',
+    size_bytes: null,
+    sha256: null,
+  };
+  const packages = [pkg('fake-nemo'), pkg('fake-stopped'), offline];
+  const env = { VOXD_GITHUB_BASE_URL: `${hub.base}/gh`, VOXD_HF_BASE_URL: 'http://nohub.invalid/hf' };
   s = await startServer(
     { ui: true, ui_management: true, models: [fixtureModel('m')] },
     { installerFor: async (root) => new Installer({ root, packages, env }) },
@@ -46,6 +55,7 @@ after(async () => {
 const row = (page: Page, id: string) => page.locator(`tr[data-package="${id}"]`);
 /** The State column of a package row (Package, Family, Task, Size, State). */
 const stateOf = (page: Page, id: string) => row(page, id).locator('td:nth-child(5)');
+const sizeOf = (page: Page, id: string) => row(page, id).locator('td:nth-child(4)');
 
 async function openInstaller(): Promise<Page> {
   const { page } = await browser.get().openPage(`${s.url}/`);
@@ -160,4 +170,26 @@ test('the folder browser walks the models root and sets a folder it shows as the
   assert.equal((await reread).status(), 200);
   assert.equal(s.voxd.runtime.modelsRoot.root, alt);
   assert.equal(await page.locator('#error').isVisible(), false);
+});
+
+test('a hub that cannot be reached: the job fails in plain words, its bar stops, its size reads "unknown"', async () => {
+  const page = await openInstaller();
+  await stateOf(page, 'fake-offline')
+    .filter({ hasText: /^not installed$/ })
+    .waitFor();
+  assert.equal(await sizeOf(page, 'fake-offline').textContent(), 'unknown');
+  await row(page, 'fake-offline')
+    .locator('button', { hasText: /^Install$/ })
+    .click();
+  await page.locator('#job[data-state="failed"]').waitFor();
+  assert.equal(
+    await page.locator('#job-text').textContent(),
+    'fake-offline: download failed: could not reach nohub.invalid: its name does not resolve (is this machine offline?); the download goes through the mirror VOXD_HF_BASE_URL names',
+  );
+  // A progress element without a value is the browser's endless "working" animation.
+  const bar = await page.evaluate(
+    "(({ position, value, max }) => ({ position, value, max }))(document.getElementById('job-progress'))",
+  );
+  assert.deepEqual(bar, { position: 0, value: 0, max: 100 }, 'the bar stands still at the failure');
+  assert.equal(await page.locator('#job-stop').isVisible(), false, 'nothing left to stop');
 });

@@ -10,6 +10,7 @@ import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { COMMANDS } from '../../src/cli/commands.js';
 import { TASK_TOKENS } from '../../src/config/types.js';
 import { configFolder, DEADLINE_MS, type Exit, LISTENING, VoxdProcess } from '../helpers/cli.js';
 import { fixtureModel, waitUntil, withDeadline } from '../helpers/voxd.js';
@@ -21,6 +22,12 @@ const PACKAGE_VERSION = (
 ).version;
 
 const configs = configFolder('voxd-cli-');
+
+/** The first word of each line of the help's "Commands:" section. */
+function commandsSection(help: string): string[] {
+  const section = /^Commands:\n((?: {2}\S.*\n)+)/m.exec(help)?.[1] ?? '';
+  return section.split('\n').flatMap((line) => /^ {2}(\S+)/.exec(line)?.[1] ?? []);
+}
 
 /** Runs a command that is expected to end by itself, and always reaps it. */
 async function runToExit(args: string[]): Promise<{ exit: Exit; stdout: string; stderr: string[] }> {
@@ -128,6 +135,33 @@ describe('commands and flags', () => {
         assert.ok(stdout.includes(word), `${flag} output lacks ${word}:\n${stdout}`);
       }
     }
+  });
+
+  test('--help lists every command the CLI dispatches (models included), and docs/cli.md does too', async () => {
+    const { stdout: help } = await runToExit(['--help']);
+    const listed = commandsSection(help);
+    const docs = readFileSync(new URL('../../../docs/cli.md', import.meta.url), 'utf8');
+    const synopsis = /^```\n([\s\S]*?)^```$/m.exec(docs)?.[1] ?? '';
+    assert.ok(
+      COMMANDS.some((c) => c.name === 'models'),
+      'the command table has models',
+    );
+    for (const { name } of COMMANDS) {
+      // Dispatched: the command's own help answers, not "unknown command".
+      const own = await runToExit([name, '--help']);
+      assert.equal(own.exit.code, 0, `voxd ${name} --help: ${own.stderr.join('\n')}`);
+      assert.ok(own.stdout.startsWith(`Usage: voxd ${name}`), own.stdout);
+      assert.ok(listed.includes(name), `voxd --help lacks ${name}:\n${help}`);
+      assert.match(synopsis, new RegExp(`^voxd ${name}\\b`, 'm'), `docs/cli.md's synopsis lacks ${name}`);
+    }
+    // The help lists nothing the CLI does not run.
+    assert.deepEqual(
+      listed,
+      COMMANDS.map((c) => c.name),
+    );
+    const unknown = await runToExit(['frobnicate']);
+    assert.equal(unknown.exit.code, 2);
+    assert.deepEqual(unknown.stderr, ['voxd: unknown command "frobnicate"; run voxd --help']);
   });
 
   test('serve --help exits 0 and lists the serve flags', async () => {

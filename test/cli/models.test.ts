@@ -171,6 +171,20 @@ test('a URL whose folder no family recognises is refused: exit 1 naming the step
   assert.equal(ok(await voxd(['models', 'list', '--json', '--models-root', root]), 'list'), '[]\n');
 });
 
+test('a pull from a hub that cannot be reached says so in one plain line, with the mirror variable', async () => {
+  const line = failed(
+    await voxd(['models', 'pull', ID, '--models-root', newRoot()], undefined, {
+      VOXD_GITHUB_BASE_URL: 'http://nohub.invalid/gh',
+    }),
+    1,
+    'pull from an unreachable hub',
+  );
+  assert.equal(
+    line,
+    'voxd: download failed: could not reach nohub.invalid: its name does not resolve (is this machine offline?); the download goes through the mirror VOXD_GITHUB_BASE_URL names\n',
+  );
+});
+
 test('Ctrl-C stops a pull with 130 and keeps the partial download; a second pull resumes it', async () => {
   const gate = deferred();
   const half = Math.floor(nemo.length / 2);

@@ -252,7 +252,10 @@ test('a closed port, a port that speaks no HTTP and one that hangs up read the s
       messages.push(job.message.replaceAll(String(port), 'PORT'));
     }
     assert.deepEqual(messages, Array(3).fill(messages[0]), messages.join('\n'));
-    assert.match(messages[0]!, /no HTTP response from http:\/\/127\.0\.0\.1:PORT$/);
+    assert.match(
+      messages[0]!,
+      /could not reach 127\.0\.0\.1:PORT: no HTTP answer \(is this machine offline, or is the host down\?\)$/,
+    );
   } finally {
     garbage.close();
     hangup.close();
