@@ -20,6 +20,7 @@ import { buildOptions, SPEECH_KNOBS } from '../http/request-options.js';
 import { speedOptions } from '../http/routes/speech.js';
 import { fileAccessOf } from '../http/server-files.js';
 import { encodeSpeech } from '../http/speech-output.js';
+import { modelEntry } from '../http/task-routes.js';
 import { audioSeconds, timedReply, verboseJson } from '../http/transcript-formats.js';
 import { resolveVoice } from '../http/voice.js';
 import type { ModelEntry } from '../runtime/model-entry.js';
@@ -88,8 +89,8 @@ export class InProcessBackend implements Backend {
 
   /**
    * The model `id` (which must serve one of `tasks`), or the config's first model that does. An id
-   * the config does not name may be a package installed in the models root, resolved as a request
-   * to `voxd serve` resolves it.
+   * the config does not name may be a package installed in the models root or a model alias,
+   * resolved as a request to `voxd serve` resolves it.
    */
   async #model(tasks: readonly TaskToken[], id: string | undefined): Promise<ModelEntry> {
     if (id === undefined) {
@@ -101,7 +102,7 @@ export class InProcessBackend implements Backend {
         );
       return this.#runtime.get(first.id);
     }
-    const entry = await this.#runtime.resolve(id);
+    const entry = await modelEntry(this.#runtime, id);
     if (!tasks.includes(entry.config.task))
       throw new VoxdError(
         'E_INVALID_REQUEST',

@@ -104,9 +104,11 @@ const schemas: Obj = {
   Ready: object({ status: { type: 'string', enum: ['ready'] } }, ['status']),
   Model: object(
     {
-      id: str(),
+      id: str('The model id, or for an alias entry the alias.'),
       object: { type: 'string', enum: ['model'] },
+      created: int('When the model was registered, in Unix seconds.'),
       owned_by: str(),
+      alias_of: str('Alias entries only: the id of the model this name stands for (model_aliases).'),
       family: str(),
       task: str(),
       mode: { type: 'string', enum: ['offline', 'streaming'] },
@@ -123,10 +125,11 @@ const schemas: Obj = {
       last_error: str('Why a fault last took the model down.'),
       isolation: { type: 'string', enum: ['model', 'session'] },
       memory_estimate_mb: nullable('number'),
+      aliases: arrayOf(str('Another name a request may use for this model (model_aliases).')),
       session_options: { type: 'object', additionalProperties: true },
       params: arrayOf(object({ name: str(), type: str(), description: str() }, ['name'])),
     },
-    ['id', 'object', 'owned_by', 'family', 'task', 'mode', 'loaded', 'state'],
+    ['id', 'object', 'created', 'owned_by', 'family', 'task', 'mode', 'loaded', 'state', 'aliases'],
   ),
   ModelList: object({ object: { type: 'string', enum: ['list'] }, data: arrayOf(ref('Model')) }, [
     'object',
@@ -770,7 +773,27 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
           "true or 1 adds params, the request options of the model's engine family.",
         ),
       ],
-      responses: { '200': ok('The models, loaded or not.', json(ref('ModelList'))), ...errors('401', '403') },
+      responses: {
+        '200': ok(
+          'The models, loaded or not, then one entry per alias of a registered model (with alias_of).',
+          json(ref('ModelList')),
+        ),
+        ...errors('401', '403'),
+      },
+    },
+  },
+  '/v1/models/{id}': {
+    get: {
+      tags: ['Models'],
+      summary: 'One model',
+      description:
+        "OpenAI's models.retrieve: the entry /v1/models lists under this id, a model's or an alias's. An unknown id is a 404 naming it (for a catalogue package not installed, saying how to install it).",
+      parameters: [
+        { name: 'id', in: 'path', required: true, schema: str(), description: 'A model id or alias.' },
+        query('include_session_options', str(), 'true or 1 adds session_options.'),
+        query('include_params', str(), "true or 1 adds params, the request options of the model's engine family."),
+      ],
+      responses: { '200': ok('The model.', json(ref('Model'))), ...errors('401', '403', '404') },
     },
   },
   '/v1/audio/voices': {

@@ -57,10 +57,71 @@ describe('the official openai SDK against voxd', () => {
   });
   after(() => s?.close());
 
-  test('models.list() lists every configured model', async () => {
+  test('models.list() lists every configured model, then the default aliases of flite and pocketsphinx', async () => {
     const ids: string[] = [];
     for await (const model of client.models.list()) ids.push(model.id);
-    assert.deepEqual(ids.sort(), ['flite', 'held', 'pocketsphinx', 'timed']);
+    assert.deepEqual(ids, [
+      'flite',
+      'pocketsphinx',
+      'held',
+      'timed',
+      'tts-1',
+      'tts-1-hd',
+      'gpt-4o-mini-tts',
+      'whisper-1',
+      'gpt-4o-transcribe',
+      'gpt-4o-mini-transcribe',
+    ]);
+  });
+
+  test("models.retrieve('flite'): OpenAI's model object with voxd's fields; an alias names its model", async () => {
+    const model = await client.models.retrieve('flite');
+    assert.equal(model.id, 'flite');
+    assert.equal(model.object, 'model');
+    assert.ok(Number.isInteger(model.created) && model.created > 1_700_000_000, String(model.created));
+    assert.equal(model.owned_by, 'engine');
+    const extra = model as unknown as Record<string, unknown>;
+    assert.deepEqual([extra['family'], extra['task'], extra['mode']], ['flite_tts', 'tts', 'streaming']);
+    assert.deepEqual(extra['aliases'], ['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts']);
+    const alias = (await client.models.retrieve('whisper-1')) as unknown as Record<string, unknown>;
+    assert.deepEqual(
+      [alias['id'], alias['object'], alias['alias_of'], alias['family'], alias['task']],
+      ['whisper-1', 'model', 'pocketsphinx', 'pocketsphinx_asr', 'asr'],
+    );
+  });
+
+  test('models.retrieve of an unknown id is the SDK NotFoundError naming the id', async () => {
+    const err = await client.models.retrieve('no-such-model').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof NotFoundError, String(err));
+    assert.deepEqual([err.status, err.type, err.code], [404, 'not_found', 'model_not_found']);
+    assert.match(err.message, /unknown model id: "no-such-model"/);
+  });
+
+  test("OpenAI's model names work unconfigured: whisper-1 transcribes with pocketsphinx, tts-1 speaks with flite", async () => {
+    const heard = await client.audio.transcriptions.create({
+      model: 'whisper-1',
+      file: await toFile(spokenWav, 'speech.wav'),
+    });
+    assert.ok(wordsHeard(heard.text) >= 3, `heard "${heard.text}"`);
+    for (const model of ['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts']) {
+      const res = await client.audio.speech.create({
+        model,
+        voice: 'alloy',
+        input: SPOKEN,
+        response_format: 'wav',
+      });
+      const wav = Buffer.from(await res.arrayBuffer());
+      const flite = await client.audio.speech.create({
+        model: 'flite',
+        voice: 'alloy',
+        input: SPOKEN,
+        response_format: 'wav',
+      });
+      assert.ok(wav.equals(Buffer.from(await flite.arrayBuffer())), `${model} speaks as flite does`);
+    }
   });
 
   test('audio.speech.create wav: a WAV that decodes to speech', async () => {

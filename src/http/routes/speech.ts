@@ -56,9 +56,11 @@ export function speedOptions(
 async function speech(ctx: RouteContext) {
   const { runtime, config, signal } = ctx;
   const body = await readJsonObject(ctx);
-  const modelId = requireString(body, 'model');
+  const name = requireString(body, 'model');
   const input = requireString(body, 'input');
-  const entry = await modelEntry(runtime, modelId);
+  const entry = await modelEntry(runtime, name);
+  // The model's own id from here on, whatever alias the request used.
+  const modelId = entry.id;
   requireTask(entry.config, SPEECH_TASKS, '/v1/audio/speech');
   checkInputChars(input, 'input', entry.config, config);
   const streaming = optionalBool(body, 'stream') === true || body['stream_format'] !== undefined;

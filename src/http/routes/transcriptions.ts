@@ -118,8 +118,9 @@ async function parseInput(
   { fields, decode }: TranscriptionInput,
   translation: boolean,
 ): Promise<ParsedTranscription> {
-  const modelId = requireString(fields, 'model');
-  const entry = await modelEntry(ctx.runtime, modelId);
+  const entry = await modelEntry(ctx.runtime, requireString(fields, 'model'));
+  // The model's own id from here on, whatever alias the request used.
+  const modelId = entry.id;
   requireTask(entry.config, translation ? ['asr'] : TRANSCRIPTION_TASKS, route);
   if (translation) requireTranslation(entry.config);
   const stream = optionalBool(fields, 'stream') === true;
@@ -316,8 +317,8 @@ async function batchTranscriptions(ctx: RouteContext) {
 
 async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
   const plain: Fields = Object.fromEntries(fields);
-  const modelId = requireString(plain, 'model');
-  const entry = await modelEntry(ctx.runtime, modelId);
+  const entry = await modelEntry(ctx.runtime, requireString(plain, 'model'));
+  const modelId = entry.id;
   requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/batches/transcriptions');
   const uploads = files.filter((f) => f.field === 'file');
   if (uploads.length === 0)
