@@ -46,8 +46,7 @@ export function parseModelAliases(given: Given, notices: ConfigNotice[]): ModelA
     set(name, target === '' ? null : target, '--model-alias');
 
   const models = new Set(given.modelIds);
-  // No prototype: an alias may be called "__proto__" and still be an ordinary key.
-  const result: Record<string, string> = Object.create(null);
+  const result: [string, string][] = [];
   for (const [name, alias] of aliases) {
     if (alias === null) continue;
     if (models.has(name)) {
@@ -78,9 +77,10 @@ export function parseModelAliases(given: Given, notices: ConfigNotice[]): ModelA
         key: alias.key,
         message: `${alias.key}: ${showValue(name)} names ${showValue(alias.target)}, which is neither a configured model nor installed in the models root; requests naming ${showValue(name)} get a 404 until it is`,
       });
-    result[name] = alias.target;
+    result.push([name, alias.target]);
   }
-  return result;
+  // fromEntries defines own keys: an alias called "__proto__" stays an ordinary one.
+  return Object.fromEntries(result);
 }
 
 /** The model id `name` stands for, if it is an alias (own keys only: "constructor" is no alias). */

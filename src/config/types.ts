@@ -173,8 +173,8 @@ export interface ServerConfig {
   parallel_jobs: boolean;
   models: ModelConfig[];
   /**
-   * Other names a request may give for a model (alias -> model id), the defaults included; a
-   * null-prototype object, read through aliasTarget (src/config/model-aliases.ts).
+   * Other names a request may give for a model (alias -> model id), the defaults included; read
+   * through aliasTarget (src/config/model-aliases.ts), which takes own keys only.
    */
   model_aliases: Readonly<Record<string, string>>;
   /** Keys from every source, merged; empty means no key is asked for (see docs/configuration.md). */
