@@ -21,7 +21,7 @@ import { speedOptions } from '../http/routes/speech.js';
 import { fileAccessOf } from '../http/server-files.js';
 import { encodeSpeech } from '../http/speech-output.js';
 import { modelEntry } from '../http/task-routes.js';
-import { audioSeconds, timedReply, verboseJson } from '../http/transcript-formats.js';
+import { audioSeconds, timedReply, transcriptJson, verboseJson } from '../http/transcript-formats.js';
 import { resolveVoice } from '../http/voice.js';
 import type { ModelEntry } from '../runtime/model-entry.js';
 import { Runtime } from '../runtime/runtime.js';
@@ -168,7 +168,11 @@ export class InProcessBackend implements Backend {
     const text = outcome.result.text;
     if (text === undefined) throw new VoxdError('E_ENGINE', `model '${entry.id}' produced no text`);
     if (job.format === 'text') return text;
-    if (job.format === 'json') return JSON.stringify({ text, timing: timing(outcome.wallMs, audio) });
+    if (job.format === 'json')
+      return JSON.stringify({
+        ...transcriptJson({ outcome, audio, language: job.language }),
+        timing: timing(outcome.wallMs, audio),
+      });
     const answer = {
       outcome,
       audio,

@@ -283,11 +283,16 @@ const schemas: Obj = {
       object(
         {
           text: str(),
+          language: str(
+            'The language heard or asked for, as Whisper names it ("english"); absent when neither.',
+          ),
+          duration: num('The input audio, in seconds.'),
+          usage: ref('DurationUsage'),
           speaker_turns: arrayOf(ref('SpeakerTurn')),
           sample_rate: int(),
           timing: ref('Timing'),
         },
-        ['text', 'timing'],
+        ['text', 'duration', 'usage', 'timing'],
         'response_format json (diarization models add speaker_turns and sample_rate).',
       ),
       object(
@@ -314,9 +319,10 @@ const schemas: Obj = {
             ),
           ),
           words: arrayOf(object({ word: str(), start: num(), end: num() }, ['word', 'start', 'end'])),
+          usage: ref('DurationUsage'),
         },
-        ['task', 'language', 'duration', 'text'],
-        'response_format verbose_json.',
+        ['task', 'language', 'duration', 'text', 'usage'],
+        'response_format verbose_json; language as Whisper names it ("english"), "unknown" when neither heard nor asked for.',
       ),
       object(
         {
@@ -336,16 +342,20 @@ const schemas: Obj = {
               ['type', 'id', 'start', 'end', 'text', 'speaker'],
             ),
           ),
-          usage: object({ type: { type: 'string', enum: ['duration'] }, seconds: int() }, [
-            'type',
-            'seconds',
-          ]),
+          usage: ref('DurationUsage'),
         },
         ['task', 'duration', 'text', 'segments', 'usage'],
         'response_format diarized_json.',
       ),
     ],
   },
+  DurationUsage: object(
+    {
+      type: { type: 'string', enum: ['duration'] },
+      seconds: int('The input audio in whole seconds, rounded up (as OpenAI answers).'),
+    },
+    ['type', 'seconds'],
+  ),
   TranscriptionDetails: object(
     {
       text: str(),
@@ -791,7 +801,11 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       parameters: [
         { name: 'id', in: 'path', required: true, schema: str(), description: 'A model id or alias.' },
         query('include_session_options', str(), 'true or 1 adds session_options.'),
-        query('include_params', str(), "true or 1 adds params, the request options of the model's engine family."),
+        query(
+          'include_params',
+          str(),
+          "true or 1 adds params, the request options of the model's engine family.",
+        ),
       ],
       responses: { '200': ok('The model.', json(ref('Model'))), ...errors('401', '403', '404') },
     },
@@ -827,7 +841,9 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
               schema: { ...binary, description: 'Raw PCM16 (pcm), whole or streamed.' },
             },
             'application/json': { schema: ref('SpeechJson') },
-            ...sse('speech.audio.delta {audio} events, then speech.audio.done {timing: {ttft_ms}}.'),
+            ...sse(
+              "speech.audio.delta {audio} events, then speech.audio.done {usage: {input_tokens (the input's characters), output_tokens (0), total_tokens}, timing: {ttft_ms}}.",
+            ),
           },
           TIMING_HEADERS,
         ),
@@ -875,7 +891,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
           'application/x-subrip': { schema: str('response_format srt.') },
           'text/vtt': { schema: str('response_format vtt.') },
           ...sse(
-            'transcript.text.delta/done events (diarization models: diarization.delta/done with speaker_turns).',
+            'transcript.text.delta events, then transcript.text.done {text, usage: {type: "duration", seconds}, timing} (diarization models: diarization.delta/done with speaker_turns).',
           ),
         }),
         ...errors(...UPLOAD_ERRORS),

@@ -182,11 +182,19 @@ describe('in-process', () => {
       ok(await voxd(['transcribe', speechWav, '--format', 'json']), 'json').stdout.toString(),
     );
     assert.ok(wordsHeard(json.text).length >= 4);
+    // The answer /v1/audio/transcriptions gives: OpenAI's language name, the duration and usage.
+    assert.deepEqual(Object.keys(json), ['text', 'language', 'duration', 'usage', 'timing']);
+    assert.deepEqual(
+      [json.language, json.usage],
+      ['english', { type: 'duration', seconds: Math.ceil(json.duration) }],
+    );
     const verbose = JSON.parse(
       ok(await voxd(['transcribe', speechWav, '--format', 'verbose_json']), 'verbose').stdout.toString(),
     );
     assert.equal(verbose.task, 'transcribe');
     assert.ok(verbose.duration > 1 && verbose.segments.length >= 1);
+    assert.equal(verbose.language, 'english');
+    assert.deepEqual(verbose.usage, json.usage);
   });
 
   test('vad finds the speech on both sides of a 2 s silence', async () => {

@@ -167,6 +167,14 @@ describe('the official openai SDK against voxd', () => {
     assert.equal(events.at(-1), '[DONE]');
     const typed = events.filter((e): e is Exclude<SseEvent, '[DONE]'> => e !== '[DONE]');
     assert.equal(typed.at(-1)?.type, 'speech.audio.done');
+    // OpenAI's usage (the input's characters: voxd's engines have no tokens), then voxd's timing.
+    const done = typed.at(-1) as { usage?: unknown; timing?: unknown };
+    assert.deepEqual(done.usage, {
+      input_tokens: SPOKEN.length,
+      output_tokens: 0,
+      total_tokens: SPOKEN.length,
+    });
+    assert.ok(done.timing, 'timing stays');
     const deltas = typed.filter((e) => e.type === 'speech.audio.delta') as unknown as { audio: string }[];
     assert.ok(deltas.length >= 1);
     const pcm = Buffer.concat(deltas.map((d) => Buffer.from(d.audio, 'base64')));
@@ -194,6 +202,19 @@ describe('the official openai SDK against voxd', () => {
     });
     assert.equal(typeof json.text, 'string');
     assert.ok(wordsHeard(json.text) >= 3, `heard "${json.text}"`);
+    // The SDK's Transcription type: usage in whole seconds of input, rounded up.
+    const wav = decodeWav(spokenWav);
+    assert.deepEqual(json.usage, {
+      type: 'duration',
+      seconds: Math.ceil(wav.samples.length / wav.sampleRate),
+    });
+    const verbose = await client.audio.transcriptions.create({
+      model: 'whisper-1',
+      file: await toFile(spokenWav, 'a.wav'),
+      response_format: 'verbose_json',
+    });
+    assert.equal(verbose.language, 'english');
+    assert.deepEqual(verbose.usage, json.usage);
     const text = await client.audio.transcriptions.create({
       model: 'pocketsphinx',
       file: await toFile(spokenWav, 'a.wav'),
@@ -213,6 +234,10 @@ describe('the official openai SDK against voxd', () => {
     for await (const event of stream) events.push(event);
     const done = events.at(-1);
     assert.ok(done?.type === 'transcript.text.done', JSON.stringify(events));
+    // The SDK types this usage as tokens (gpt-4o-transcribe's); voxd, billing by audio, gives its duration.
+    const usage = done.usage as unknown as { type: string; seconds: number };
+    assert.equal(usage.type, 'duration');
+    assert.ok(Number.isInteger(usage.seconds) && usage.seconds >= 3, JSON.stringify(usage));
     const deltas = events.filter((e) => e.type === 'transcript.text.delta');
     assert.ok(deltas.length >= 1);
     assert.ok(wordsHeard(done.text) >= 3, `heard "${done.text}"`);

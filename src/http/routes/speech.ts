@@ -9,7 +9,7 @@ import { readJsonObject } from '../body.js';
 import { ownedCodec } from '../caller.js';
 import type { EventStream, StreamFormat } from '../event-stream.js';
 import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
-import { checkInputChars, SPEECH_TASKS } from '../input-text.js';
+import { checkInputChars, SPEECH_TASKS, speechUsage } from '../input-text.js';
 import { liveIngestLimits, openLiveBody } from '../live-body.js';
 import { parseLivePcmFormat } from '../live-pcm-format.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
@@ -220,7 +220,11 @@ function streamSpeech(
       stream = out;
       await writer.end();
       if (format === 'sse')
-        await out.event({ type: 'speech.audio.done', timing: { ttft_ms: Math.round(firstMs) } });
+        await out.event({
+          type: 'speech.audio.done',
+          usage: speechUsage(request.text),
+          timing: { ttft_ms: Math.round(firstMs) },
+        });
     },
   });
 }
@@ -338,6 +342,7 @@ async function speechLive(ctx: RouteContext) {
       const gap = firstAudioAt - inputEnd;
       await out.event({
         type: 'speech.audio.done',
+        usage: speechUsage(input),
         timing: {
           // From the end of the input to the first audio; null when audio came before the input ended.
           ttft_ms: gap >= 0 ? Math.round(gap) : null,
