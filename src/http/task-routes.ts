@@ -30,12 +30,17 @@ async function aliasedEntry(runtime: Runtime, name: string, target: string): Pro
     return await runtime.resolve(target);
   } catch (err) {
     if (!notFound(err)) throw err;
-    throw new VoxdError(
-      'E_MODEL_NOT_FOUND',
-      `model: ${showValue(name)} is an alias of ${showValue(target)} (model_aliases), which this server cannot serve: ${(err as Error).message}`,
-      { param: 'model' },
-    );
+    throw missingAliasTarget(name, target, err as VoxdError);
   }
+}
+
+/** The 404 of alias `name` whose model `target` is not here: `why` is the target's own 404. */
+export function missingAliasTarget(name: string, target: string, why: VoxdError): VoxdError {
+  return new VoxdError(
+    'E_MODEL_NOT_FOUND',
+    `model: ${showValue(name)} is an alias of ${showValue(target)} (model_aliases), which this server cannot serve: ${why.message}`,
+    { param: 'model' },
+  );
 }
 
 /** The registered model a route that cannot wait names, by its id or an alias; undefined if none. */

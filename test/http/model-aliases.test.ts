@@ -177,7 +177,12 @@ describe('model aliases', () => {
       [alias.json.id, alias.json.alias_of, alias.json.family],
       ['whisper-1', 'ears', 'fixture'],
     );
-    for (const id of ['nope', 'gone-1', 'a%20b']) {
+    const gone = errorOf(await get(s.url, '/v1/models/gone-1'), 404, 'not_found');
+    assert.match(
+      gone,
+      /"gone-1" is an alias of "no-such-model" \(model_aliases\).*unknown model id: "no-such-model"/,
+    );
+    for (const id of ['nope', 'a%20b']) {
       const res = await get(s.url, `/v1/models/${id}`);
       assert.ok(errorOf(res, 404, 'not_found').includes(`unknown model id: "${id}"`), id);
       assert.equal(res.json.error.code, 'model_not_found');

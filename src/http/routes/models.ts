@@ -2,16 +2,18 @@
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { aliasTarget } from '../../config/model-aliases.js';
 import { MODEL_ID } from '../../config/model-config.js';
 import { voiceAliases } from '../../engines/voice-aliases.js';
 import { showValue, unknownModel, VoxdError } from '../../errors.js';
 import { missingModel } from '../../runtime/reconfiguration.js';
+import type { Runtime } from '../../runtime/runtime.js';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
 import { queryFlag } from '../fields.js';
 import { SPEECH_TASKS } from '../input-text.js';
 import { modelById, modelsWithAliases } from '../model-status.js';
 import type { Route, RouteContext } from '../route.js';
-import { registeredEntry } from '../task-routes.js';
+import { missingAliasTarget, registeredEntry } from '../task-routes.js';
 import { isLibraryVoiceFile } from '../voice.js';
 
 /** 503 once a shutdown began, so a load balancer stops sending work at once. */
@@ -64,15 +66,22 @@ async function model(ctx: RouteContext) {
   const id = ctx.url.pathname.slice(MODEL_PATH.length);
   const found = modelById(runtime, id, listOptions(ctx));
   if (found) return { json: found };
-  if (!MODEL_ID.test(id)) throw unknownModel(id);
+  const target = aliasTarget(runtime.config.model_aliases, id);
+  if (target === undefined) throw await notHere(runtime, id);
+  throw missingAliasTarget(id, target, await notHere(runtime, target));
+}
+
+/** Why `id` is not a registered model: unknown, not installed, or installed and not registered yet. */
+async function notHere(runtime: Runtime, id: string): Promise<VoxdError> {
+  if (!MODEL_ID.test(id)) return unknownModel(id);
   const root = runtime.modelsRoot;
   if (await isDirectory(join(root.root, id)))
-    throw new VoxdError(
+    return new VoxdError(
       'E_MODEL_NOT_FOUND',
       `unknown model id: ${showValue(id)}: it is installed in the models root but not registered yet; its first request (or POST /v1/models/load) registers it`,
       { param: 'model' },
     );
-  throw missingModel(id, root.installer);
+  return missingModel(id, root.installer);
 }
 
 const isDirectory = (path: string) =>
