@@ -85,8 +85,8 @@ function routesOf(path: string): Route[] | undefined {
   return ROUTES_BY_PREFIX.get(path.slice(0, slash + 1));
 }
 
-function findRoute(method: string, path: string): Route | VoxdError {
-  const byPath = routesOf(path);
+/** The route of `method` among `byPath` (the routes of `path`), else the 405 or 404. */
+function findRoute(method: string, path: string, byPath: Route[] | undefined): Route | VoxdError {
   const route = byPath?.find((r) => r.method === method);
   if (route) return route;
   if (byPath) {
@@ -322,7 +322,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         writePreflight(res);
         return;
       }
-      const route = findRoute(method, path);
+      const route = findRoute(method, path, known);
       authorize(req, path, route instanceof VoxdError ? undefined : route, config, () =>
         new URL(target, BASE).searchParams.get('api_key'),
       );
