@@ -126,6 +126,13 @@ export const invalidField = (param: string, message: string) =>
 export const notFound = (message: string) => new VoxdError('E_NOT_FOUND', message);
 export const unknownModel = (id: string) =>
   new VoxdError('E_MODEL_NOT_FOUND', `unknown model id: ${showValue(id)}`, { param: 'model' });
+/** A catalogue package that is not installed: the 404 says how to install it. */
+export const notInstalled = (id: string) =>
+  new VoxdError(
+    'E_MODEL_NOT_FOUND',
+    `unknown model id: ${showValue(id)}: it is in voxd's model catalogue but not installed; run \`voxd models pull ${id}\` (or install it from the web UI's Installer tab), then ask again`,
+    { param: 'model' },
+  );
 export const busy = (message: string) => new VoxdError('E_BUSY', message);
 
 export function isVoxdError(err: unknown): err is VoxdError {

@@ -19,7 +19,8 @@ const chosen = { file: null, buffer: null, url: null, generation: 0 };
 let models = [];
 
 export async function refreshModels() {
-  models = (await getJson('/v1/models')).data ?? [];
+  // Alias entries (whisper-1, ...) repeat a model under another name: the page lists models once.
+  models = ((await getJson('/v1/models')).data ?? []).filter((m) => !m.alias_of);
   const options = models
     .filter((m) => LISTEN_TASKS.includes(m.task))
     .map((m) => new Option(`${m.task}: ${m.family}`, m.id));

@@ -42,7 +42,8 @@ function setStatus(state, text) {
 /** The model list (and the chosen model's voices), read again when the playground opens or the key changes. */
 export async function loadModels() {
   const list = await getJson('/v1/models');
-  const speech = list.data.filter((m) => SPEECH_TASKS.includes(m.task));
+  // Alias entries (tts-1, ...) repeat a model under another name: the page lists models once.
+  const speech = list.data.filter((m) => SPEECH_TASKS.includes(m.task) && !m.alias_of);
   models = new Map(speech.map((m) => [m.id, m]));
   const select = $('speech-model');
   const kept = select.value;

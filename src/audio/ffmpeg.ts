@@ -11,21 +11,60 @@ import { availableParallelism } from 'node:os';
 import { VoxdError } from '../errors.js';
 import { DecodedAudio, type Overrun } from './decoded-audio.js';
 import { ACCEPTED_FORMATS, decodeArgs, lastLine, MAX_DECODE_RATE, refusedFormat } from './ffmpeg-input.js';
+import { flacInput, withStreamInfo } from './flac-streaminfo.js';
 import { type SlotOwner, Slots } from './slots.js';
 import type { Audio } from './types.js';
 
 export const SPEECH_ENCODINGS = ['mp3', 'opus', 'aac', 'flac'] as const;
 export type SpeechEncoding = (typeof SPEECH_ENCODINGS)[number];
 
-/** ffmpeg's encoder, muxer and the answer's Content-Type of each compressed speech format. */
+/** The samples as raw f32le, without a copy. */
+const asFloat32 = (samples: Float32Array) =>
+  Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+
+/**
+ * ffmpeg's encoder, muxer and the answer's Content-Type of each compressed speech format, and the
+ * raw input it is fed. FLAC is fed 24-bit integers voxd made itself, so the samples it decodes to
+ * are known here and its STREAMINFO can be completed (flac-streaminfo.ts).
+ */
 const ENCODINGS: Record<
   SpeechEncoding,
-  { encoder: string; muxer: string; args: string[]; contentType: string }
+  {
+    encoder: string;
+    muxer: string;
+    args: string[];
+    contentType: string;
+    input: { format: 'f32le' | 's32le'; pack: (samples: Float32Array) => Buffer };
+  }
 > = {
-  mp3: { encoder: 'libmp3lame', muxer: 'mp3', args: ['-b:a', '128k'], contentType: 'audio/mpeg' },
-  opus: { encoder: 'libopus', muxer: 'ogg', args: ['-b:a', '64k'], contentType: 'audio/ogg' },
-  aac: { encoder: 'aac', muxer: 'adts', args: ['-b:a', '128k'], contentType: 'audio/aac' },
-  flac: { encoder: 'flac', muxer: 'flac', args: [], contentType: 'audio/flac' },
+  mp3: {
+    encoder: 'libmp3lame',
+    muxer: 'mp3',
+    args: ['-b:a', '128k'],
+    contentType: 'audio/mpeg',
+    input: { format: 'f32le', pack: asFloat32 },
+  },
+  opus: {
+    encoder: 'libopus',
+    muxer: 'ogg',
+    args: ['-b:a', '64k'],
+    contentType: 'audio/ogg',
+    input: { format: 'f32le', pack: asFloat32 },
+  },
+  aac: {
+    encoder: 'aac',
+    muxer: 'adts',
+    args: ['-b:a', '128k'],
+    contentType: 'audio/aac',
+    input: { format: 'f32le', pack: asFloat32 },
+  },
+  flac: {
+    encoder: 'flac',
+    muxer: 'flac',
+    args: [],
+    contentType: 'audio/flac',
+    input: { format: 's32le', pack: flacInput },
+  },
 };
 
 export function contentTypeOf(format: SpeechEncoding): string {
@@ -275,6 +314,7 @@ export class Codec {
   /**
    * Starts an encoder for `format` taking float samples at `rate`/`channels`; its output goes to
    * `onData` as it is made. Write pieces, then `end()` resolves once every byte was delivered.
+   * Made through a pipe, a FLAC stream declares no length (see `encode`).
    */
   async openEncoder(
     format: SpeechEncoding,
@@ -288,23 +328,27 @@ export class Codec {
         `response_format: "${format}" needs ffmpeg with the ${ENCODINGS[format].encoder} encoder, which this server does not have (install ffmpeg or set ffmpeg_path)`,
       );
     const release = await this.#slots.take(this.#owner, signal);
-    const { encoder, muxer, args } = ENCODINGS[format];
+    const { encoder, muxer, args, input: raw } = ENCODINGS[format];
     // Raw input needs no probing (without -probesize/-analyzeduration ffmpeg waits for megabytes
     // before it encodes); -flush_packets sends each packet as it is made, not when 32 KB fill.
-    const rawInput = ['-probesize', '32', '-analyzeduration', '0', '-f', 'f32le'];
+    const rawInput = ['-probesize', '32', '-analyzeduration', '0', '-f', raw.format];
     const rate = ['-ar', String(input.sampleRate), '-ac', String(input.channels)];
     const output = ['-c:a', encoder, ...args, '-flush_packets', '1', '-f', muxer, 'pipe:1'];
     const child = this.#spawn([...rawInput, ...rate, '-i', 'pipe:0', ...output], 'pipe');
-    return new Encoder(child, onData, signal, this.#timeoutMs, release);
+    return new Encoder(child, onData, signal, this.#timeoutMs, release, raw.pack);
   }
 
-  /** The whole audio encoded at once. */
+  /**
+   * The whole audio encoded at once. Held whole, a FLAC gets the sample count and MD5 that ffmpeg,
+   * writing to a pipe, could not go back to write.
+   */
   async encode(format: SpeechEncoding, audio: Audio, signal: AbortSignal): Promise<Buffer> {
     const parts: Buffer[] = [];
     const encoder = await this.openEncoder(format, audio, (chunk) => void parts.push(chunk), signal);
     await encoder.write(audio.samples);
     await encoder.end();
-    return Buffer.concat(parts);
+    const whole = Buffer.concat(parts);
+    return format === 'flac' ? withStreamInfo(whole, audio) : whole;
   }
 }
 
@@ -325,6 +369,8 @@ export class Encoder {
   readonly #child: ChildProcess;
   readonly #done: Promise<void>;
   readonly #release: () => void;
+  /** The samples as the raw input ffmpeg was told to read. */
+  readonly #pack: (samples: Float32Array) => Buffer;
   #stderr = '';
 
   constructor(
@@ -333,9 +379,11 @@ export class Encoder {
     signal: AbortSignal,
     timeoutMs: number,
     release: () => void,
+    pack: (samples: Float32Array) => Buffer,
   ) {
     this.#child = child;
     this.#release = release;
+    this.#pack = pack;
     const kill = () => child.kill('SIGKILL');
     signal.addEventListener('abort', kill, { once: true });
     child.stderr!.setEncoding('utf8').on('data', (d: string) => {
@@ -385,8 +433,7 @@ export class Encoder {
   async write(samples: Float32Array): Promise<void> {
     const stdin = this.#child.stdin!;
     if (stdin.destroyed) return;
-    const bytes = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
-    if (!stdin.write(bytes))
+    if (!stdin.write(this.#pack(samples)))
       await new Promise<void>((resolve) => {
         stdin.once('drain', resolve);
         this.#child.once('close', resolve);

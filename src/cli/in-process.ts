@@ -20,7 +20,8 @@ import { buildOptions, SPEECH_KNOBS } from '../http/request-options.js';
 import { speedOptions } from '../http/routes/speech.js';
 import { fileAccessOf } from '../http/server-files.js';
 import { encodeSpeech } from '../http/speech-output.js';
-import { audioSeconds, timedReply, verboseJson } from '../http/transcript-formats.js';
+import { modelEntry } from '../http/task-routes.js';
+import { audioSeconds, timedReply, transcriptJson, verboseJson } from '../http/transcript-formats.js';
 import { resolveVoice } from '../http/voice.js';
 import type { ModelEntry } from '../runtime/model-entry.js';
 import { Runtime } from '../runtime/runtime.js';
@@ -88,8 +89,8 @@ export class InProcessBackend implements Backend {
 
   /**
    * The model `id` (which must serve one of `tasks`), or the config's first model that does. An id
-   * the config does not name may be a package installed in the models root, resolved as a request
-   * to `voxd serve` resolves it.
+   * the config does not name may be a package installed in the models root or a model alias,
+   * resolved as a request to `voxd serve` resolves it.
    */
   async #model(tasks: readonly TaskToken[], id: string | undefined): Promise<ModelEntry> {
     if (id === undefined) {
@@ -101,7 +102,7 @@ export class InProcessBackend implements Backend {
         );
       return this.#runtime.get(first.id);
     }
-    const entry = await this.#runtime.resolve(id);
+    const entry = await modelEntry(this.#runtime, id);
     if (!tasks.includes(entry.config.task))
       throw new VoxdError(
         'E_INVALID_REQUEST',
@@ -167,7 +168,11 @@ export class InProcessBackend implements Backend {
     const text = outcome.result.text;
     if (text === undefined) throw new VoxdError('E_ENGINE', `model '${entry.id}' produced no text`);
     if (job.format === 'text') return text;
-    if (job.format === 'json') return JSON.stringify({ text, timing: timing(outcome.wallMs, audio) });
+    if (job.format === 'json')
+      return JSON.stringify({
+        ...transcriptJson({ outcome, audio, language: job.language }),
+        timing: timing(outcome.wallMs, audio),
+      });
     const answer = {
       outcome,
       audio,

@@ -12,3 +12,17 @@ export const EMBEDDED_MODELS: readonly Record<string, unknown>[] = [
   { id: 'silero-vad', family: 'silero_vad', task: 'vad' },
   { id: 'diarizer', family: 'classic_diar', task: 'diar', mode: 'streaming' },
 ];
+
+/**
+ * The model names OpenAI clients hard-code (LangChain sends `whisper-1` whatever it is told), each
+ * mapped to the embedded model that does that job, so such a client works against a fresh voxd.
+ * `model_aliases` (src/config/model-aliases.ts) repoints or removes them.
+ */
+export const DEFAULT_MODEL_ALIASES: Readonly<Record<string, string>> = {
+  'whisper-1': 'pocketsphinx',
+  'gpt-4o-transcribe': 'pocketsphinx',
+  'gpt-4o-mini-transcribe': 'pocketsphinx',
+  'tts-1': 'flite',
+  'tts-1-hd': 'flite',
+  'gpt-4o-mini-tts': 'flite',
+};

@@ -10,6 +10,7 @@ import { keysFromConfig, keysFromEnv, keysFromFile, parseOpenEndpoints } from '.
 import { defaultModelsRoot } from './data-dir.js';
 import { EMBEDDED_MODELS } from './embedded-models.js';
 import { ConfigError, expectBoolean, expectOneOf, expectString, isPlainObject, keyPath } from './errors.js';
+import { parseModelAliases } from './model-aliases.js';
 import { keyNotice, LIVE_INGEST_DEFAULTS, parseLiveIngest, parseModelConfig } from './model-config.js';
 import { toOptionMap } from './options.js';
 import { checkRule, FILE_KEYS, type Flag, SETTINGS, setting } from './settings.js';
@@ -62,6 +63,8 @@ export interface CliOverrides {
   model_spec_override?: string;
   frontend_listener?: string;
   frontend_options?: Record<string, string>;
+  /** `--model-alias name=id` flags; an empty id removes the name. */
+  model_aliases?: Record<string, string>;
   /** Relative paths resolve against the process cwd. */
   api_keys_file?: string;
   insecure?: boolean;
@@ -193,6 +196,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     frontend_options: parseFrontendOptions(file['frontend_options'], overrides.frontend_options, notices),
     parallel_jobs: overrides.parallel_jobs === true,
     models: [],
+    model_aliases: {},
     base_dir: baseDir,
     default_models_root: defaultModelsRoot(),
     models_root: '',
@@ -247,6 +251,15 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
   // Without a config file voxd serves the embedded models (lazily); with one, exactly its models.
   const models = configFile === undefined ? [...EMBEDDED_MODELS] : file['models'];
   config.models = parseModels(models, config, opts.knownFamilies, notices);
+  config.model_aliases = parseModelAliases(
+    {
+      file: file['model_aliases'],
+      flags: overrides.model_aliases,
+      modelIds: config.models.map((m) => m.id),
+      modelsRoot: config.models_root,
+    },
+    notices,
+  );
   return { config, notices };
 }
 

@@ -1071,6 +1071,29 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
         },
       },
       {
+        key: 'model_aliases',
+        file: true,
+        flag: {
+          name: '--model-alias',
+          value: 'pair',
+          arg: 'name=id',
+          help: [
+            'another name requests may use for model <id>, repeatable; "name="',
+            'removes a default (whisper-1 and tts-1 name the embedded models)',
+          ],
+          note: 'Repeatable; adds to or overrides `model_aliases` name by name. See [Model aliases](#model-aliases).',
+        },
+        rule: { kind: 'bespoke' },
+        doc: {
+          type: 'object',
+          default:
+            '`whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe` → `pocketsphinx`; `tts-1`, `tts-1-hd`, `gpt-4o-mini-tts` → `flite`',
+          allowed: '`"name": "model id"` pairs; `null` removes a default name',
+          meaning:
+            'Other names a request may give in `model`; they add to and override the defaults. A model id always wins over an alias (see [Model aliases](#model-aliases)).',
+        },
+      },
+      {
         key: 'lazy_load',
         file: true,
         rule: { kind: 'boolean' },

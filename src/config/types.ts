@@ -172,6 +172,11 @@ export interface ServerConfig {
   /** Selects the parallel runtime once at startup (`--parallel-jobs`). */
   parallel_jobs: boolean;
   models: ModelConfig[];
+  /**
+   * Other names a request may give for a model (alias -> model id), the defaults included; read
+   * through aliasTarget (src/config/model-aliases.ts), which takes own keys only.
+   */
+  model_aliases: Readonly<Record<string, string>>;
   /** Keys from every source, merged; empty means no key is asked for (see docs/configuration.md). */
   api_keys: ApiKey[];
   /** Paths among /health, /ready, /metrics that answer without a key. */

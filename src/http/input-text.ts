@@ -32,7 +32,7 @@ export function checkInputChars(
 }
 
 /** Code points of `text`: each surrogate pair is one character. */
-function codePoints(text: string): number {
+export function codePoints(text: string): number {
   let count = text.length;
   for (let i = 0; i < text.length - 1; i++) {
     const unit = text.charCodeAt(i);
@@ -45,4 +45,14 @@ function codePoints(text: string): number {
     }
   }
   return count;
+}
+
+/**
+ * OpenAI's usage of a speech request (`speech.audio.done`). voxd's engines have no tokens, so it
+ * counts what voxd measures: the input's characters, as max_input_chars counts them, in
+ * `input_tokens`; the audio counts nothing (its length is in the audio itself).
+ */
+export function speechUsage(text: string | undefined) {
+  const input = text === undefined ? 0 : codePoints(text);
+  return { input_tokens: input, output_tokens: 0, total_tokens: input };
 }

@@ -104,9 +104,11 @@ const schemas: Obj = {
   Ready: object({ status: { type: 'string', enum: ['ready'] } }, ['status']),
   Model: object(
     {
-      id: str(),
+      id: str('The model id, or for an alias entry the alias.'),
       object: { type: 'string', enum: ['model'] },
+      created: int('When the model was registered, in Unix seconds.'),
       owned_by: str(),
+      alias_of: str('Alias entries only: the id of the model this name stands for (model_aliases).'),
       family: str(),
       task: str(),
       mode: { type: 'string', enum: ['offline', 'streaming'] },
@@ -123,10 +125,11 @@ const schemas: Obj = {
       last_error: str('Why a fault last took the model down.'),
       isolation: { type: 'string', enum: ['model', 'session'] },
       memory_estimate_mb: nullable('number'),
+      aliases: arrayOf(str('Another name a request may use for this model (model_aliases).')),
       session_options: { type: 'object', additionalProperties: true },
       params: arrayOf(object({ name: str(), type: str(), description: str() }, ['name'])),
     },
-    ['id', 'object', 'owned_by', 'family', 'task', 'mode', 'loaded', 'state'],
+    ['id', 'object', 'created', 'owned_by', 'family', 'task', 'mode', 'loaded', 'state', 'aliases'],
   ),
   ModelList: object({ object: { type: 'string', enum: ['list'] }, data: arrayOf(ref('Model')) }, [
     'object',
@@ -280,11 +283,16 @@ const schemas: Obj = {
       object(
         {
           text: str(),
+          language: str(
+            'The language heard or asked for, as Whisper names it ("english"); absent when neither.',
+          ),
+          duration: num('The input audio, in seconds.'),
+          usage: ref('DurationUsage'),
           speaker_turns: arrayOf(ref('SpeakerTurn')),
           sample_rate: int(),
           timing: ref('Timing'),
         },
-        ['text', 'timing'],
+        ['text', 'duration', 'usage', 'timing'],
         'response_format json (diarization models add speaker_turns and sample_rate).',
       ),
       object(
@@ -311,9 +319,10 @@ const schemas: Obj = {
             ),
           ),
           words: arrayOf(object({ word: str(), start: num(), end: num() }, ['word', 'start', 'end'])),
+          usage: ref('DurationUsage'),
         },
-        ['task', 'language', 'duration', 'text'],
-        'response_format verbose_json.',
+        ['task', 'language', 'duration', 'text', 'usage'],
+        'response_format verbose_json; language as Whisper names it ("english"), "unknown" when neither heard nor asked for.',
       ),
       object(
         {
@@ -333,16 +342,20 @@ const schemas: Obj = {
               ['type', 'id', 'start', 'end', 'text', 'speaker'],
             ),
           ),
-          usage: object({ type: { type: 'string', enum: ['duration'] }, seconds: int() }, [
-            'type',
-            'seconds',
-          ]),
+          usage: ref('DurationUsage'),
         },
         ['task', 'duration', 'text', 'segments', 'usage'],
         'response_format diarized_json.',
       ),
     ],
   },
+  DurationUsage: object(
+    {
+      type: { type: 'string', enum: ['duration'] },
+      seconds: int('The input audio in whole seconds, rounded up (as OpenAI answers).'),
+    },
+    ['type', 'seconds'],
+  ),
   TranscriptionDetails: object(
     {
       text: str(),
@@ -770,7 +783,31 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
           "true or 1 adds params, the request options of the model's engine family.",
         ),
       ],
-      responses: { '200': ok('The models, loaded or not.', json(ref('ModelList'))), ...errors('401', '403') },
+      responses: {
+        '200': ok(
+          'The models, loaded or not, then one entry per alias of a registered model (with alias_of).',
+          json(ref('ModelList')),
+        ),
+        ...errors('401', '403'),
+      },
+    },
+  },
+  '/v1/models/{id}': {
+    get: {
+      tags: ['Models'],
+      summary: 'One model',
+      description:
+        "OpenAI's models.retrieve: the entry /v1/models lists under this id, a model's or an alias's. An unknown id is a 404 naming it (for a catalogue package not installed, saying how to install it).",
+      parameters: [
+        { name: 'id', in: 'path', required: true, schema: str(), description: 'A model id or alias.' },
+        query('include_session_options', str(), 'true or 1 adds session_options.'),
+        query(
+          'include_params',
+          str(),
+          "true or 1 adds params, the request options of the model's engine family.",
+        ),
+      ],
+      responses: { '200': ok('The model.', json(ref('Model'))), ...errors('401', '403', '404') },
     },
   },
   '/v1/audio/voices': {
@@ -804,7 +841,9 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
               schema: { ...binary, description: 'Raw PCM16 (pcm), whole or streamed.' },
             },
             'application/json': { schema: ref('SpeechJson') },
-            ...sse('speech.audio.delta {audio} events, then speech.audio.done {timing: {ttft_ms}}.'),
+            ...sse(
+              "speech.audio.delta {audio} events, then speech.audio.done {usage: {input_tokens (the input's characters), output_tokens (0), total_tokens}, timing: {ttft_ms}}.",
+            ),
           },
           TIMING_HEADERS,
         ),
@@ -852,7 +891,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
           'application/x-subrip': { schema: str('response_format srt.') },
           'text/vtt': { schema: str('response_format vtt.') },
           ...sse(
-            'transcript.text.delta/done events (diarization models: diarization.delta/done with speaker_turns).',
+            'transcript.text.delta events, then transcript.text.done {text, usage: {type: "duration", seconds}, timing} (diarization models: diarization.delta/done with speaker_turns).',
           ),
         }),
         ...errors(...UPLOAD_ERRORS),

@@ -60,16 +60,33 @@ export interface HttpOptions {
   memory?: MemoryRelease;
 }
 
+/** A route path whose last segment is a parameter (`/v1/models/{id}`), as OpenAPI writes it. */
+const PARAMETER = /^(.*\/)\{[a-z_]+\}$/;
+
 /** The routes of each path, built once: a request looks its path up rather than scanning ROUTES. */
 const ROUTES_BY_PATH = new Map<string, Route[]>();
+/** Routes ending in a parameter, by the prefix before it; exact paths win over them. */
+const ROUTES_BY_PREFIX = new Map<string, Route[]>();
 for (const route of ROUTES) {
-  const byPath = ROUTES_BY_PATH.get(route.path);
+  const prefix = PARAMETER.exec(route.path)?.[1];
+  const index = prefix === undefined ? ROUTES_BY_PATH : ROUTES_BY_PREFIX;
+  const key = prefix ?? route.path;
+  const byPath = index.get(key);
   if (byPath) byPath.push(route);
-  else ROUTES_BY_PATH.set(route.path, [route]);
+  else index.set(key, [route]);
 }
 
-function findRoute(method: string, path: string): Route | VoxdError {
-  const byPath = ROUTES_BY_PATH.get(path);
+/** The routes of `path`: its own, or those of the parameter route it fills (one plain segment). */
+function routesOf(path: string): Route[] | undefined {
+  const own = ROUTES_BY_PATH.get(path);
+  if (own) return own;
+  const slash = path.lastIndexOf('/');
+  if (slash === path.length - 1) return undefined;
+  return ROUTES_BY_PREFIX.get(path.slice(0, slash + 1));
+}
+
+/** The route of `method` among `byPath` (the routes of `path`), else the 405 or 404. */
+function findRoute(method: string, path: string, byPath: Route[] | undefined): Route | VoxdError {
   const route = byPath?.find((r) => r.method === method);
   if (route) return route;
   if (byPath) {
@@ -296,14 +313,16 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     });
     applyCors(req, res, config);
     let status = 200;
-    if (ROUTES_BY_PATH.has(path)) routeLabel = path;
+    // A parameter route counts under its pattern, so the metric's label set stays bounded.
+    const known = routesOf(path);
+    if (known) routeLabel = known[0]!.path;
     try {
       if (method === 'OPTIONS' && preflightEnabled(config)) {
         status = 204;
         writePreflight(res);
         return;
       }
-      const route = findRoute(method, path);
+      const route = findRoute(method, path, known);
       authorize(req, path, route instanceof VoxdError ? undefined : route, config, () =>
         new URL(target, BASE).searchParams.get('api_key'),
       );

@@ -8,6 +8,7 @@
 import { deflateSync } from 'node:zlib';
 import type { Audio } from '../audio/types.js';
 import type { InferenceOutcome } from '../runtime/runtime.js';
+import { languageName } from './language-names.js';
 import type { Reply } from './route.js';
 import { type Cue, toSrt, toVtt } from './subtitles.js';
 import type { TranscriptRequest } from './transcript-request.js';
@@ -34,6 +35,14 @@ const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
 export function audioSeconds(audio: Audio): number {
   return audio.samples.length / audio.channels / audio.sampleRate;
+}
+
+/**
+ * OpenAI's usage of a transcription: the input audio's length, in whole seconds rounded up, as
+ * OpenAI answers it (its `seconds` is an integer); `duration` has the exact length.
+ */
+export function durationUsage(seconds: number): { type: 'duration'; seconds: number } {
+  return { type: 'duration', seconds: Math.ceil(seconds) };
 }
 
 function wordsOf(outcome: InferenceOutcome): TimedWord[] {
@@ -114,11 +123,33 @@ export interface TranscriptAnswer {
   language: string | undefined;
 }
 
-export function verboseJson({ outcome, audio, request, task, language }: TranscriptAnswer) {
+/** The language heard (the engine's, else the request's), as Whisper names it; undefined if neither. */
+function heardLanguage({ outcome, language }: Pick<TranscriptAnswer, 'outcome' | 'language'>) {
+  const code = outcome.result.language ?? language;
+  return code ? languageName(code) : undefined;
+}
+
+/**
+ * The `json` answer: OpenAI's text and usage, with the language and the duration that verbose_json
+ * gives (clients such as the AI SDK read them from any answer; it asks for json by default).
+ */
+export function transcriptJson(answer: Pick<TranscriptAnswer, 'outcome' | 'audio' | 'language'>) {
+  const duration = audioSeconds(answer.audio);
+  const language = heardLanguage(answer);
+  return {
+    text: answer.outcome.result.text ?? '',
+    ...(language ? { language } : {}),
+    duration: round3(duration),
+    usage: durationUsage(duration),
+  };
+}
+
+export function verboseJson(answer: TranscriptAnswer) {
+  const { outcome, audio, request, task } = answer;
   const duration = audioSeconds(audio);
   const json: Record<string, unknown> = {
     task,
-    language: outcome.result.language ?? language ?? 'unknown',
+    language: heardLanguage(answer) ?? 'unknown',
     duration: round3(duration),
     text: outcome.result.text ?? '',
   };
@@ -137,6 +168,7 @@ export function verboseJson({ outcome, audio, request, task, language }: Transcr
       no_speech_prob: 0,
     }));
   if (request.words) json['words'] = wordsOf(outcome).map(({ word, start, end }) => ({ word, start, end }));
+  json['usage'] = durationUsage(duration);
   return json;
 }
 
@@ -178,7 +210,7 @@ export function diarizedJson({ outcome, audio }: TranscriptAnswer) {
         speaker: labels.get(t.speaker_id)!,
       };
     }),
-    usage: { type: 'duration', seconds: Math.ceil(duration) },
+    usage: durationUsage(duration),
   };
 }
 

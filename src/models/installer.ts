@@ -401,6 +401,11 @@ export class Installer {
     };
   }
 
+  /** Whether `id` is a package of this installer's catalogue (installed or not). */
+  catalogued(id: string): boolean {
+    return this.#packages.some((pkg) => pkg.id === id);
+  }
+
   /** The catalogue's packages with their download size and whether each is installed. */
   async packageSizes(): Promise<PackageSizeRow[]> {
     return Promise.all(

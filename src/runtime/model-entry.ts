@@ -36,6 +36,8 @@ export interface EntryContext {
 
 export class ModelEntry {
   readonly id: string;
+  /** When the id was first registered, in Unix seconds (OpenAI's `created`); a reconfiguration keeps it. */
+  readonly created = Math.floor(Date.now() / 1000);
   readonly scheduler: SlotScheduler;
   #config: ModelConfig;
   #family: EngineFamily;

@@ -9,13 +9,18 @@ import { join } from 'node:path';
 import type { ModelConfig, TaskToken } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
 import type { EngineFamily, LoadedModel } from '../engines/types.js';
-import { invalidRequest, unknownModel } from '../errors.js';
+import { invalidRequest, notInstalled, unknownModel, type VoxdError } from '../errors.js';
 import { PACKAGE_ID } from '../models/catalog.js';
 import type { Installer } from '../models/installer.js';
 import type { ModelsRoot } from '../models/models-root.js';
 import { compareConfigs, sameLoadInputs } from './config-change.js';
 import { defineModel } from './model-definition.js';
 import { type EntryContext, engineFailure, loadSpecOf, ModelEntry } from './model-entry.js';
+
+/** The 404 of an id that is no model here: a catalogue package's says how to install it. */
+export function missingModel(id: string, installer: Pick<Installer, 'catalogued'>): VoxdError {
+  return installer.catalogued(id) ? notInstalled(id) : unknownModel(id);
+}
 
 export interface ReconfigurationDeps {
   /** The runtime's registry, where a registration publishes its new entry. */
@@ -75,12 +80,12 @@ export class Reconfiguration {
     // an unknown model must not make the server scan the models root.
     if (!PACKAGE_ID.test(id)) throw unknownModel(id);
     const folder = await stat(join(modelsRoot.root, id)).catch(() => undefined);
-    if (!folder?.isDirectory()) throw unknownModel(id);
+    if (!folder?.isDirectory()) throw this.#missing(id);
     const installed = (await modelsRoot.installer.list()).find((p) => p.id === id);
     // Registered meanwhile (by a concurrent request for the same package, say).
     const raced = entries.get(id);
     if (raced) return raced;
-    if (!installed) throw unknownModel(id);
+    if (!installed) throw this.#missing(id);
     await this.register({
       id,
       family: installed.family,
@@ -96,6 +101,10 @@ export class Reconfiguration {
     const entry = entries.get(id);
     if (!entry) throw unknownModel(id);
     return entry;
+  }
+
+  #missing(id: string) {
+    return missingModel(id, this.#deps.modelsRoot.installer);
   }
 
   /**

@@ -168,6 +168,16 @@ test('--frontend-option needs key=value', () => {
   assert.equal(Object.getPrototypeOf(proto), Object.prototype);
 });
 
+test('--model-alias name=id is repeatable, the last of a name wins, "name=" keeps the empty id (a removal)', () => {
+  const args = ['--model-alias', 'whisper-1=a', '--model-alias=tts-1=b', '--model-alias', 'whisper-1=c'];
+  assert.deepEqual(parseServeArgs([...args, '--model-alias', 'tts-1-hd=']).overrides.model_aliases, {
+    'whisper-1': 'c',
+    'tts-1': 'b',
+    'tts-1-hd': '',
+  });
+  expectFlagError(['--model-alias', 'whisper-1'], '--model-alias', '"whisper-1"', 'key=value');
+});
+
 test('SERVE_HELP lists every flag', () => {
   const flags = [
     '--config',
@@ -198,6 +208,7 @@ test('SERVE_HELP lists every flag', () => {
     '--model-spec-override',
     '--frontend-listener',
     '--frontend-option',
+    '--model-alias',
     '--version',
     '-h, --help',
   ];

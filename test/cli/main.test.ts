@@ -427,7 +427,21 @@ describe('serving', () => {
       const { url } = await voxd.listening();
       const models = await fetchJson(`${url}/v1/models`);
       const ids = (models.json as { data: { id: string }[] }).data.map((m) => m.id);
-      assert.deepEqual(ids, ['espeak', 'festival', 'flite', 'pocketsphinx', 'silero-vad', 'diarizer']);
+      // The embedded models, then OpenAI's names for flite and pocketsphinx (the default aliases).
+      assert.deepEqual(ids, [
+        'espeak',
+        'festival',
+        'flite',
+        'pocketsphinx',
+        'silero-vad',
+        'diarizer',
+        'tts-1',
+        'tts-1-hd',
+        'gpt-4o-mini-tts',
+        'whisper-1',
+        'gpt-4o-transcribe',
+        'gpt-4o-mini-transcribe',
+      ]);
       for (const model of ['espeak', 'festival', 'flite']) {
         const res = await fetch(`${url}/v1/audio/speech`, {
           method: 'POST',

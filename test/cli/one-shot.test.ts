@@ -182,11 +182,19 @@ describe('in-process', () => {
       ok(await voxd(['transcribe', speechWav, '--format', 'json']), 'json').stdout.toString(),
     );
     assert.ok(wordsHeard(json.text).length >= 4);
+    // The answer /v1/audio/transcriptions gives: OpenAI's language name, the duration and usage.
+    assert.deepEqual(Object.keys(json), ['text', 'language', 'duration', 'usage', 'timing']);
+    assert.deepEqual(
+      [json.language, json.usage],
+      ['english', { type: 'duration', seconds: Math.ceil(json.duration) }],
+    );
     const verbose = JSON.parse(
       ok(await voxd(['transcribe', speechWav, '--format', 'verbose_json']), 'verbose').stdout.toString(),
     );
     assert.equal(verbose.task, 'transcribe');
     assert.ok(verbose.duration > 1 && verbose.segments.length >= 1);
+    assert.equal(verbose.language, 'english');
+    assert.deepEqual(verbose.usage, json.usage);
   });
 
   test('vad finds the speech on both sides of a 2 s silence', async () => {
@@ -341,6 +349,32 @@ describe('usage and failures', () => {
     failed(await voxd(['transcribe', speechWav, '-m', 'flite']), 1, 'wrong task');
     failed(await voxd(['transcribe', '-'], { stdin: 'not audio at all' }), 1, 'not audio');
   });
+
+  test('a catalogue model that is not installed says how to install it', async () => {
+    const message = failed(
+      await voxd(['transcribe', speechWav, '-m', 'whisper-base.en']),
+      1,
+      'not installed',
+    );
+    assert.match(
+      message,
+      /unknown model id: "whisper-base\.en": it is in voxd's model catalogue but not installed/,
+    );
+    assert.match(
+      message,
+      /run `voxd models pull whisper-base\.en` \(or install it from the web UI's Installer tab\)/,
+    );
+  });
+
+  test("OpenAI's model names reach the embedded models: -m whisper-1 transcribes, -m tts-1 speaks", async () => {
+    const heard = ok(await voxd(['transcribe', speechWav, '-m', 'whisper-1']), 'whisper-1');
+    assert.equal(
+      heard.stdout.toString(),
+      ok(await voxd(['transcribe', speechWav]), 'default').stdout.toString(),
+    );
+    const spoken = ok(await voxd(['speak', SENTENCE, '-m', 'tts-1', '-o', '-']), 'tts-1');
+    assert.ok(spoken.stdout.equals(readFileSync(speechWav)), 'tts-1 speaks as flite');
+  });
 });
 
 describe('--models-root', () => {
@@ -386,6 +420,12 @@ describe('--url: on a running server', () => {
       'unknown',
     );
     assert.match(message, /404.*nope/);
+    const notInstalled = failed(
+      await voxd(['transcribe', speechWav, '--url', server.url, '-m', 'whisper-tiny.en']),
+      1,
+      'not installed',
+    );
+    assert.match(notInstalled, /404.*voxd models pull whisper-tiny\.en/);
     failed(await voxd(['vad', speechWav, '--url', 'http://127.0.0.1:9']), 1, 'unreachable');
   });
 

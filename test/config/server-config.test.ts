@@ -5,6 +5,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { defaultModelsRoot } from '../../src/config/data-dir.js';
+import { DEFAULT_MODEL_ALIASES } from '../../src/config/embedded-models.js';
 import { type CliOverrides, loadServerConfig } from '../../src/config/server-config.js';
 import { expectConfigError } from '../helpers/config.js';
 
@@ -98,6 +99,7 @@ test('a minimal config gets every default', () => {
     frontend_listener: '',
     frontend_options: {},
     parallel_jobs: false,
+    model_aliases: DEFAULT_MODEL_ALIASES,
     base_dir: path.dirname(configPath),
     default_models_root: defaultModelsRoot(),
     models_root: defaultModelsRoot(),
@@ -651,5 +653,102 @@ test('per-model max_audio_seconds and max_input_chars', () => {
     () => load({ models: [model('a', { max_audio_seconds: -1 })] }),
     'models[0].max_audio_seconds',
     -1,
+  );
+});
+
+test("model_aliases: OpenAI's names map to the embedded models by default, with or without a config", () => {
+  assert.deepEqual(DEFAULT_MODEL_ALIASES, {
+    'whisper-1': 'pocketsphinx',
+    'gpt-4o-transcribe': 'pocketsphinx',
+    'gpt-4o-mini-transcribe': 'pocketsphinx',
+    'tts-1': 'flite',
+    'tts-1-hd': 'flite',
+    'gpt-4o-mini-tts': 'flite',
+  });
+  const embedded = loadServerConfig({
+    overrides: {},
+    knownFamilies: [
+      'pocketsphinx_asr',
+      'flite_tts',
+      'espeak_tts',
+      'festival_tts',
+      'silero_vad',
+      'classic_diar',
+    ],
+  });
+  assert.deepEqual(embedded.config.model_aliases, DEFAULT_MODEL_ALIASES);
+  // Every default names an embedded model.
+  const ids = new Set(embedded.config.models.map((m) => m.id));
+  for (const target of Object.values(DEFAULT_MODEL_ALIASES)) assert.ok(ids.has(target), target);
+  assert.deepEqual(load({}).notices, []);
+});
+
+test('model_aliases: the file adds and repoints names, null removes one; --model-alias wins name by name, "name=" removes', () => {
+  const { config, notices } = load(
+    { models: [model('a'), model('b')], model_aliases: { 'whisper-1': 'a', fast: 'b', 'tts-1-hd': null } },
+    { model_aliases: { fast: 'a', 'tts-1': '', slow: 'b' } },
+  );
+  assert.deepEqual(config.model_aliases, {
+    'whisper-1': 'a',
+    'gpt-4o-transcribe': 'pocketsphinx',
+    'gpt-4o-mini-transcribe': 'pocketsphinx',
+    'gpt-4o-mini-tts': 'flite',
+    fast: 'a',
+    slow: 'b',
+  });
+  assert.deepEqual(notices, []);
+  // "__proto__" is an ordinary name, not the object's prototype.
+  const proto = load({ model_aliases: JSON.parse('{"__proto__": "a"}') }).config.model_aliases;
+  assert.equal(Object.hasOwn(proto, '__proto__'), true);
+  assert.equal(Object.getPrototypeOf(proto), Object.prototype);
+});
+
+test('model_aliases: a model id always wins; an alias naming it, or another alias, or nothing valid, is an error', () => {
+  // A default whose name a model has is simply not used.
+  const shadowed = load({ models: [model('whisper-1')] }).config.model_aliases;
+  assert.equal(Object.hasOwn(shadowed, 'whisper-1'), false);
+  expectConfigError(
+    () => load({ model_aliases: { a: 'pocketsphinx' } }),
+    'model_aliases.a',
+    'a',
+    'the id of a configured model',
+  );
+  expectConfigError(() => load({}, { model_aliases: { a: 'x' } }), '--model-alias', 'a', 'configured model');
+  expectConfigError(
+    () => load({ model_aliases: { fast: 'tts-1' } }),
+    'model_aliases.fast',
+    'tts-1',
+    'is itself an alias (of "flite")',
+  );
+  expectConfigError(() => load({ model_aliases: ['a'] }), 'model_aliases', ['a'], '"name": "model id"');
+  expectConfigError(() => load({ model_aliases: { x: 3 } }), 'model_aliases.x', 3, 'a model id, or null');
+  expectConfigError(
+    () => load({ model_aliases: { 'x/y': 'a' } }),
+    'model_aliases["x/y"]',
+    'x/y',
+    'a model id holds',
+  );
+  expectConfigError(
+    () => load({ model_aliases: { x: '../a' } }),
+    'model_aliases.x',
+    '../a',
+    'a model id holds',
+  );
+});
+
+test('model_aliases: a name for a model neither configured nor installed is a notice, not an error', () => {
+  const { config, notices } = load({ model_aliases: { 'whisper-1': 'whisper-base.en' } });
+  assert.equal(config.model_aliases['whisper-1'], 'whisper-base.en');
+  assert.deepEqual(
+    notices.map((n) => n.key),
+    ['model_aliases["whisper-1"]'],
+  );
+  assert.match(notices[0]!.message, /neither a configured model nor installed in the models root/);
+  // Installed in the models root: no notice.
+  const root = mkdtempSync(path.join(tmpdir(), 'voxd-root-'));
+  mkdirSync(path.join(root, 'whisper-base.en'));
+  assert.deepEqual(
+    load({ models_root: root, model_aliases: { 'whisper-1': 'whisper-base.en' } }).notices,
+    [],
   );
 });

@@ -63,6 +63,13 @@ export function compileAllResponseSchemas(): number {
   return seen.size;
 }
 
+/** The documented path template (`/v1/models/{id}`) that `path` fills, if any; exact paths win. */
+function templateOf(path: string): string | undefined {
+  return Object.keys(OPENAPI.paths).find(
+    (t) => t.includes('{') && new RegExp(`^${t.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(path),
+  );
+}
+
 /**
  * Throws when the response is not what the document says `method path` answers with `status`.
  * `path` may carry a query string; `body` is the raw body (parsed here when it is JSON).
@@ -77,7 +84,8 @@ export function assertMatchesOpenApi(
   const bare = path.split('?')[0]!;
   const m = method.toLowerCase();
   const what = `${method} ${bare} -> ${status}`;
-  const item = OPENAPI.paths[bare];
+  const template = OPENAPI.paths[bare] ? bare : templateOf(bare);
+  const item = template === undefined ? undefined : OPENAPI.paths[template];
   let found: { response: Json; at: string };
   // OPTIONS is the CORS preflight on any path (a 204 with no body, see the document's description).
   if (m === 'options' && status === 204 && body.length === 0) return;
@@ -96,7 +104,7 @@ export function assertMatchesOpenApi(
       throw new Error(
         `openapi: ${what}: status not documented (documented: ${Object.keys(item[m].responses).join(', ')})`,
       );
-    found = resolveResponse(response, pointer('paths', bare, m, 'responses', String(status)));
+    found = resolveResponse(response, pointer('paths', template!, m, 'responses', String(status)));
   }
   const get = (name: string) =>
     headers instanceof Headers ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()] ?? null);

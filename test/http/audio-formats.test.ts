@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -180,6 +181,40 @@ describe('audio formats through ffmpeg', () => {
         `${format}: ${got.duration} s vs ${reference.duration} s`,
       );
     }
+  });
+
+  test('an offline FLAC declares its exact sample count and the MD5 of what it decodes to; a streamed one declares none', async () => {
+    const wav = await speak({ response_format: 'wav' });
+    const frames = (wav.body.length - 44) / 2;
+    const flac = await speak({ response_format: 'flac' });
+    assert.equal(flac.status, 200);
+    const file = join(work, 'declared.flac');
+    writeFileSync(file, flac.body);
+    const show = ['-show_entries', 'stream=duration_ts,duration,sample_rate', '-of', 'json'];
+    const out = execFileSync('ffprobe', ['-v', 'error', '-select_streams', 'a:0', ...show, file]);
+    const stream = (JSON.parse(out.toString()) as { streams: Record<string, string | number>[] }).streams[0]!;
+    // A FLAC stream's time base is its sample rate: duration_ts is STREAMINFO's total samples.
+    assert.equal(Number(stream['duration_ts']), frames, JSON.stringify(stream));
+    assert.equal(Number(stream['duration']), Number((frames / 24000).toFixed(6)));
+    // The MD5 is FLAC's: of the decoded samples, 24 bits each, little-endian.
+    const decoded = execFileSync('ffmpeg', ['-v', 'error', '-i', file, '-f', 's32le', '-'], {
+      maxBuffer: 1 << 26,
+    });
+    const packed = Buffer.alloc((decoded.length / 4) * 3);
+    for (let i = 0; i < decoded.length / 4; i++) packed.writeIntLE(decoded.readInt32LE(i * 4) >> 8, i * 3, 3);
+    assert.equal(flac.body.subarray(26, 42).toString('hex'), createHash('md5').update(packed).digest('hex'));
+    rmSync(file);
+
+    // A stream's header is sent before its length is known.
+    const streamed = await post(server.url, '/v1/audio/speech', {
+      model: 'tts-stream',
+      input: 'Hello there.',
+      stream_format: 'audio',
+      response_format: 'flac',
+    });
+    assert.equal(streamed.status, 200);
+    assert.equal(streamed.body.toString('latin1', 0, 4), 'fLaC');
+    assert.equal(streamed.body.readUInt32BE(22) + (streamed.body[21]! & 0x0f), 0, 'total samples 0: unknown');
   });
 
   test('sample_rate resamples the answer; pcm without it is the model rate', async () => {

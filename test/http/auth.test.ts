@@ -74,6 +74,8 @@ async function withEnvKeys<T>(value: string, start: () => Promise<T>): Promise<T
 }
 
 const OPEN_PATHS = new Set(['/health', '/ready', '/metrics']);
+/** A route's path as a request sends it: a parameter (`/v1/models/{id}`) filled with a model id. */
+const pathOf = (route: { path: string }) => route.path.replace('{id}', 'm');
 /** Always open: the web UI's files and the API's description, which hold no data. */
 const isOpen = (path: string) =>
   OPEN_PATHS.has(path) || path === '/' || path === '/openapi.json' || path.startsWith('/ui/');
@@ -125,7 +127,7 @@ describe('API keys', () => {
 
   test('every route but the open ones answers 401 missing_api_key without a key, with the Bearer challenge', async () => {
     for (const route of ROUTES) {
-      const res = await statusOf(s.url, route.method, route.path);
+      const res = await statusOf(s.url, route.method, pathOf(route));
       if (isOpen(route.path)) {
         assert.equal(res.status, 200, `${route.method} ${route.path} is open`);
         continue;
@@ -135,13 +137,13 @@ describe('API keys', () => {
       const error = JSON.parse(res.text).error;
       assert.equal(error.type, 'authentication_error');
       assert.equal(error.code, 'missing_api_key');
-      assert.match(error.message, new RegExp(`^${route.path.replace(/\//g, '\\/')} needs an API key`));
+      assert.match(error.message, new RegExp(`^${pathOf(route).replace(/\//g, '\\/')} needs an API key`));
     }
   });
 
   test('a wrong key is 401 invalid_api_key on every keyed route, and the key is not in the message', async () => {
     for (const route of ROUTES.filter((r) => !isOpen(r.path))) {
-      const res = await statusOf(s.url, route.method, route.path, bearer(WRONG));
+      const res = await statusOf(s.url, route.method, pathOf(route), bearer(WRONG));
       assert.equal(res.status, 401, `${route.method} ${route.path}`);
       assert.equal(JSON.parse(res.text).error.code, 'invalid_api_key');
       assert.ok(!res.text.includes(WRONG), res.text);
@@ -158,7 +160,7 @@ describe('API keys', () => {
 
   test('an inference key is refused (403 insufficient_scope) on every admin route and accepted on the rest', async () => {
     for (const route of ROUTES.filter((r) => !isOpen(r.path))) {
-      const res = await statusOf(s.url, route.method, route.path, bearer(CONFIG_INFERENCE));
+      const res = await statusOf(s.url, route.method, pathOf(route), bearer(CONFIG_INFERENCE));
       if (route.scope === 'admin') {
         assert.equal(res.status, 403, `${route.method} ${route.path}`);
         const error = JSON.parse(res.text).error;
@@ -179,7 +181,7 @@ describe('API keys', () => {
 
   test('an admin key reaches every route', async () => {
     for (const route of ROUTES) {
-      const res = await statusOf(s.url, route.method, route.path, bearer(FILE_ADMIN));
+      const res = await statusOf(s.url, route.method, pathOf(route), bearer(FILE_ADMIN));
       assert.ok(![401, 403].includes(res.status), `${route.method} ${route.path}: ${res.status} ${res.text}`);
     }
   });

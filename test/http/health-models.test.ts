@@ -20,10 +20,14 @@ import { smallWav } from './wav-helpers.js';
 /** The fixture family maps no alias: every OpenAI name speaks in the model's default voice. */
 const DEFAULT_ALIASES = Object.fromEntries(OPENAI_VOICES.map((name) => [name, null]));
 
-/** audio.cpp's fields in its order, then voxd's own (how the slots share the engine, the memory estimate). */
+/**
+ * OpenAI's model object (id, object, created, owned_by), audio.cpp's fields in its order, then
+ * voxd's own (how the slots share the engine, the memory estimate, the model's aliases).
+ */
 const ENTRY_KEYS = [
   'id',
   'object',
+  'created',
   'owned_by',
   'family',
   'task',
@@ -33,6 +37,7 @@ const ENTRY_KEYS = [
   'state',
   'isolation',
   'memory_estimate_mb',
+  'aliases',
 ];
 const SLOT_KEYS = ['slots', 'active_slots', 'queued_requests', 'max_parallel_slots'];
 const ORIGIN = 'http://app.example:3000';
@@ -41,7 +46,10 @@ describe('main server (cors "*", voice_dir, three models)', () => {
   let server: TestServer;
   let voiceDir: string;
 
+  let startedAt: number;
+
   before(async () => {
+    startedAt = Math.floor(Date.now() / 1000);
     voiceDir = tempDir('voxd-voices-');
     for (const name of ['zed.wav', 'alpha.wav', 'Bravo.wav', 'shared.wav']) {
       writeFileSync(join(voiceDir, name), smallWav(16));
@@ -87,9 +95,12 @@ describe('main server (cors "*", voice_dir, three models)', () => {
     );
     for (const entry of res.json.data) assert.deepEqual(Object.keys(entry), ENTRY_KEYS, entry.id);
     const [tts, asr] = res.json.data;
+    // `created` is when the model was registered: at this server's start.
+    assert.ok(Number.isInteger(tts.created) && tts.created >= startedAt && tts.created <= Date.now() / 1000);
     assert.deepEqual(tts, {
       id: 'tts-a',
       object: 'model',
+      created: tts.created,
       owned_by: 'engine',
       family: 'fixture',
       task: 'tts',
@@ -99,6 +110,7 @@ describe('main server (cors "*", voice_dir, three models)', () => {
       state: 'ready',
       isolation: 'session',
       memory_estimate_mb: 0,
+      aliases: [],
     });
     assert.equal(asr.task, 'asr');
     assert.equal(asr.loaded, false, 'a lazy model is not loaded before its first request');

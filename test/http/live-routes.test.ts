@@ -309,8 +309,11 @@ for (const parallel of [false, true]) {
         await writeInPieces(client, framed(pcm, [1, 3, 7, 1000, 5, 333]), [37, 1, 500, 2, 1201]);
         await client.end();
         const res = await client.finished();
-        const report = reportOfLive(assertNormal(res, ASR));
+        const events = assertNormal(res, ASR);
+        const report = reportOfLive(events);
         assert.equal(report.audio.samples, frames, format);
+        // All the body brought, 4001 or 3001 frames at 16 kHz: a quarter second and a bit, rounded up.
+        assert.deepEqual((events.at(-2) as { usage: unknown }).usage, { type: 'duration', seconds: 1 });
         assert.equal(report.audio.sample_rate, 16000);
         assert.equal(report.audio.channels, 1);
         assert.ok(Math.abs(report.audio.rms - 0.5 / Math.SQRT2) < 0.005, `rms ${report.audio.rms}`);
@@ -348,6 +351,13 @@ for (const parallel of [false, true]) {
         'speech.audio.done',
         '[DONE]',
       ]);
+      // OpenAI's usage before voxd's timing: the characters of "hello live".
+      assert.deepEqual(Object.keys(events[2] as object), ['type', 'usage', 'timing']);
+      assert.deepEqual((events[2] as { usage: unknown }).usage, {
+        input_tokens: 10,
+        output_tokens: 0,
+        total_tokens: 10,
+      });
       const t = (events[2] as { timing: Record<string, unknown> }).timing;
       assert.deepEqual(Object.keys(t).sort(), [
         'first_audio_before_input_end',

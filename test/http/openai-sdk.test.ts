@@ -57,10 +57,71 @@ describe('the official openai SDK against voxd', () => {
   });
   after(() => s?.close());
 
-  test('models.list() lists every configured model', async () => {
+  test('models.list() lists every configured model, then the default aliases of flite and pocketsphinx', async () => {
     const ids: string[] = [];
     for await (const model of client.models.list()) ids.push(model.id);
-    assert.deepEqual(ids.sort(), ['flite', 'held', 'pocketsphinx', 'timed']);
+    assert.deepEqual(ids, [
+      'flite',
+      'pocketsphinx',
+      'held',
+      'timed',
+      'tts-1',
+      'tts-1-hd',
+      'gpt-4o-mini-tts',
+      'whisper-1',
+      'gpt-4o-transcribe',
+      'gpt-4o-mini-transcribe',
+    ]);
+  });
+
+  test("models.retrieve('flite'): OpenAI's model object with voxd's fields; an alias names its model", async () => {
+    const model = await client.models.retrieve('flite');
+    assert.equal(model.id, 'flite');
+    assert.equal(model.object, 'model');
+    assert.ok(Number.isInteger(model.created) && model.created > 1_700_000_000, String(model.created));
+    assert.equal(model.owned_by, 'engine');
+    const extra = model as unknown as Record<string, unknown>;
+    assert.deepEqual([extra['family'], extra['task'], extra['mode']], ['flite_tts', 'tts', 'streaming']);
+    assert.deepEqual(extra['aliases'], ['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts']);
+    const alias = (await client.models.retrieve('whisper-1')) as unknown as Record<string, unknown>;
+    assert.deepEqual(
+      [alias['id'], alias['object'], alias['alias_of'], alias['family'], alias['task']],
+      ['whisper-1', 'model', 'pocketsphinx', 'pocketsphinx_asr', 'asr'],
+    );
+  });
+
+  test('models.retrieve of an unknown id is the SDK NotFoundError naming the id', async () => {
+    const err = await client.models.retrieve('no-such-model').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof NotFoundError, String(err));
+    assert.deepEqual([err.status, err.type, err.code], [404, 'not_found', 'model_not_found']);
+    assert.match(err.message, /unknown model id: "no-such-model"/);
+  });
+
+  test("OpenAI's model names work unconfigured: whisper-1 transcribes with pocketsphinx, tts-1 speaks with flite", async () => {
+    const heard = await client.audio.transcriptions.create({
+      model: 'whisper-1',
+      file: await toFile(spokenWav, 'speech.wav'),
+    });
+    assert.ok(wordsHeard(heard.text) >= 3, `heard "${heard.text}"`);
+    for (const model of ['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts']) {
+      const res = await client.audio.speech.create({
+        model,
+        voice: 'alloy',
+        input: SPOKEN,
+        response_format: 'wav',
+      });
+      const wav = Buffer.from(await res.arrayBuffer());
+      const flite = await client.audio.speech.create({
+        model: 'flite',
+        voice: 'alloy',
+        input: SPOKEN,
+        response_format: 'wav',
+      });
+      assert.ok(wav.equals(Buffer.from(await flite.arrayBuffer())), `${model} speaks as flite does`);
+    }
   });
 
   test('audio.speech.create wav: a WAV that decodes to speech', async () => {
@@ -106,6 +167,14 @@ describe('the official openai SDK against voxd', () => {
     assert.equal(events.at(-1), '[DONE]');
     const typed = events.filter((e): e is Exclude<SseEvent, '[DONE]'> => e !== '[DONE]');
     assert.equal(typed.at(-1)?.type, 'speech.audio.done');
+    // OpenAI's usage (the input's characters: voxd's engines have no tokens), then voxd's timing.
+    const done = typed.at(-1) as { usage?: unknown; timing?: unknown };
+    assert.deepEqual(done.usage, {
+      input_tokens: SPOKEN.length,
+      output_tokens: 0,
+      total_tokens: SPOKEN.length,
+    });
+    assert.ok(done.timing, 'timing stays');
     const deltas = typed.filter((e) => e.type === 'speech.audio.delta') as unknown as { audio: string }[];
     assert.ok(deltas.length >= 1);
     const pcm = Buffer.concat(deltas.map((d) => Buffer.from(d.audio, 'base64')));
@@ -133,6 +202,19 @@ describe('the official openai SDK against voxd', () => {
     });
     assert.equal(typeof json.text, 'string');
     assert.ok(wordsHeard(json.text) >= 3, `heard "${json.text}"`);
+    // The SDK's Transcription type: usage in whole seconds of input, rounded up.
+    const wav = decodeWav(spokenWav);
+    assert.deepEqual(json.usage, {
+      type: 'duration',
+      seconds: Math.ceil(wav.samples.length / wav.sampleRate),
+    });
+    const verbose = await client.audio.transcriptions.create({
+      model: 'whisper-1',
+      file: await toFile(spokenWav, 'a.wav'),
+      response_format: 'verbose_json',
+    });
+    assert.equal(verbose.language, 'english');
+    assert.deepEqual(verbose.usage, json.usage);
     const text = await client.audio.transcriptions.create({
       model: 'pocketsphinx',
       file: await toFile(spokenWav, 'a.wav'),
@@ -152,6 +234,10 @@ describe('the official openai SDK against voxd', () => {
     for await (const event of stream) events.push(event);
     const done = events.at(-1);
     assert.ok(done?.type === 'transcript.text.done', JSON.stringify(events));
+    // The SDK types this usage as tokens (gpt-4o-transcribe's); voxd, billing by audio, gives its duration.
+    const usage = done.usage as unknown as { type: string; seconds: number };
+    assert.equal(usage.type, 'duration');
+    assert.ok(Number.isInteger(usage.seconds) && usage.seconds >= 3, JSON.stringify(usage));
     const deltas = events.filter((e) => e.type === 'transcript.text.delta');
     assert.ok(deltas.length >= 1);
     assert.ok(wordsHeard(done.text) >= 3, `heard "${done.text}"`);

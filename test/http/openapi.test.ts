@@ -218,7 +218,11 @@ describe('real responses match the document', () => {
     assert.equal((await getOk(s, '/health')).json.status, 'ok');
     await getOk(s, '/ready');
     const models = await getOk(s, '/v1/models?include_params=true&include_session_options=1');
-    assert.equal(models.json.data.length, 7);
+    // The seven models, then flite's default aliases: tts-1, tts-1-hd, gpt-4o-mini-tts.
+    assert.equal(models.json.data.length, 10);
+    await getOk(s, '/v1/models/flite?include_params=1');
+    await getOk(s, '/v1/models/tts-1');
+    await getOk(s, '/v1/models/nope', 404);
     await getOk(s, '/v1/audio/voices?model=flite');
     await getOk(s, '/v1/audio/voices?model=nope');
     const doc = await getOk(s, '/openapi.json');

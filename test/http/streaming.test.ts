@@ -56,8 +56,10 @@ for (const parallel of [false, true]) {
         events.map((e) => (e === '[DONE]' ? e : e.type)),
         ['speech.audio.delta', 'speech.audio.delta', 'speech.audio.delta', 'speech.audio.done', '[DONE]'],
       );
-      const done = events[3] as { timing: { ttft_ms: number } };
+      const done = events[3] as { usage: unknown; timing: { ttft_ms: number } };
       assert.ok(Number.isInteger(done.timing.ttft_ms) && done.timing.ttft_ms >= 0);
+      // OpenAI's usage, counting the input's characters (voxd's engines have no tokens).
+      assert.deepEqual(done.usage, { input_tokens: 14, output_tokens: 0, total_tokens: 14 });
       const pcm = Buffer.concat(
         events.slice(0, 3).map((e) => Buffer.from((e as { audio: string }).audio, 'base64')),
       );
@@ -185,9 +187,16 @@ for (const parallel of [false, true]) {
         delta: string;
       }[];
       assert.equal(deltas.length, 4);
-      const done = events.at(-2) as { type: string; text: string; timing: { ttft_ms: number } };
+      const done = events.at(-2) as {
+        type: string;
+        text: string;
+        usage: unknown;
+        timing: { ttft_ms: number };
+      };
       assert.equal(done.type, 'transcript.text.done');
       assert.equal(deltas.map((d) => d.delta).join(''), done.text);
+      // OpenAI's usage: the 1 s of input audio.
+      assert.deepEqual(done.usage, { type: 'duration', seconds: 1 });
       assert.equal(events.at(-1), '[DONE]');
       // The details route: the same request forms, the text plus every detail the engine gives.
       const details = await request(s.url, 'POST', '/v1/audio/transcriptions/details', { body: form('asr') });

@@ -88,9 +88,10 @@ describe('transcript formats', () => {
       compression_ratio: res.json.segments[id].compression_ratio,
       no_speech_prob: 0,
     });
+    // Whisper's name of the language, as OpenAI answers it; usage in whole seconds.
     assert.deepEqual(res.json, {
       task: 'transcribe',
-      language: 'en',
+      language: 'english',
       duration: 6,
       text: TEXT,
       segments: [
@@ -98,8 +99,32 @@ describe('transcript formats', () => {
         segment(1, 1.8, 2.5, 'how are you?'),
         segment(2, 4.6, 5, 'fine'),
       ],
+      usage: { type: 'duration', seconds: 6 },
     });
     for (const s of res.json.segments) assert.ok(s.compression_ratio > 0, JSON.stringify(s));
+  });
+
+  test('json and verbose_json: the language as Whisper names it, the duration, and usage in whole seconds rounded up', async () => {
+    // 2.5 s of audio: OpenAI's usage counts 3 s.
+    const short = buildWav({
+      sampleRate: 16000,
+      channels: 1,
+      bits: 16,
+      frames: 40000,
+      sample: sine(440, 0.5, 16000),
+    });
+    const json = await transcribe({ language: 'fr' }, short);
+    assert.equal(json.status, 200, json.body.toString());
+    assert.deepEqual(Object.keys(json.json), ['text', 'language', 'duration', 'usage', 'timing']);
+    assert.deepEqual([json.json.language, json.json.duration], ['french', 2.5]);
+    assert.deepEqual(json.json.usage, { type: 'duration', seconds: 3 });
+    const verbose = await transcribe({ language: 'pt-BR', response_format: 'verbose_json' }, short);
+    assert.deepEqual([verbose.json.language, verbose.json.duration], ['portuguese', 2.5]);
+    assert.deepEqual(verbose.json.usage, { type: 'duration', seconds: 3 });
+    // No language heard or asked for: json leaves it out, verbose_json says unknown, as before.
+    const none = await transcribe({}, short);
+    assert.equal('language' in none.json, false);
+    assert.equal((await transcribe({ response_format: 'verbose_json' }, short)).json.language, 'unknown');
   });
 
   test('timestamp_granularities: repeated form fields or a JSON array; word adds words, segment keeps segments', async () => {

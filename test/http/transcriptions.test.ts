@@ -64,7 +64,10 @@ describe('POST /v1/audio/transcriptions', () => {
     const res = await upload(server.url, { model: 'asr' }, wav('a.wav', data));
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
-    assert.deepEqual(Object.keys(res.json), ['text', 'timing']);
+    // OpenAI's text and usage (whole seconds, rounded up), the exact duration, then voxd's timing.
+    assert.deepEqual(Object.keys(res.json), ['text', 'duration', 'usage', 'timing']);
+    assert.equal(res.json.duration, 0.1);
+    assert.deepEqual(res.json.usage, { type: 'duration', seconds: 1 });
     const report = reportOf(res);
     assert.equal(report.task, 'asr');
     assert.deepEqual(

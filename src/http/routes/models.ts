@@ -2,13 +2,18 @@
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { aliasTarget } from '../../config/model-aliases.js';
+import { MODEL_ID } from '../../config/model-config.js';
 import { voiceAliases } from '../../engines/voice-aliases.js';
-import { VoxdError } from '../../errors.js';
+import { showValue, unknownModel, VoxdError } from '../../errors.js';
+import { missingModel } from '../../runtime/reconfiguration.js';
+import type { Runtime } from '../../runtime/runtime.js';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
 import { queryFlag } from '../fields.js';
 import { SPEECH_TASKS } from '../input-text.js';
-import { modelList } from '../model-status.js';
+import { modelById, modelsWithAliases } from '../model-status.js';
 import type { Route, RouteContext } from '../route.js';
+import { missingAliasTarget, registeredEntry } from '../task-routes.js';
 import { isLibraryVoiceFile } from '../voice.js';
 
 /** 503 once a shutdown began, so a load balancer stops sending work at once. */
@@ -40,13 +45,50 @@ async function ready({ runtime, config }: RouteContext) {
   return { json: { status: 'ready' } };
 }
 
+const listOptions = (ctx: RouteContext) => ({
+  sessionOptions: queryFlag(ctx, 'include_session_options'),
+  params: queryFlag(ctx, 'include_params'),
+});
+
 async function models(ctx: RouteContext) {
-  const data = modelList(ctx.runtime, {
-    sessionOptions: queryFlag(ctx, 'include_session_options'),
-    params: queryFlag(ctx, 'include_params'),
-  });
-  return { json: { object: 'list', data } };
+  return { json: { object: 'list', data: modelsWithAliases(ctx.runtime, listOptions(ctx)) } };
 }
+
+const MODEL_PATH = '/v1/models/';
+
+/**
+ * GET /v1/models/{id} (OpenAI's models.retrieve): the entry GET /v1/models lists under that id, a
+ * model's or an alias's. Read-only: an installed package that no request registered yet is not
+ * registered (and loaded) by asking about it, only named in the 404.
+ */
+async function model(ctx: RouteContext) {
+  const { runtime } = ctx;
+  const id = ctx.url.pathname.slice(MODEL_PATH.length);
+  const found = modelById(runtime, id, listOptions(ctx));
+  if (found) return { json: found };
+  const target = aliasTarget(runtime.config.model_aliases, id);
+  if (target === undefined) throw await notHere(runtime, id);
+  throw missingAliasTarget(id, target, await notHere(runtime, target));
+}
+
+/** Why `id` is not a registered model: unknown, not installed, or installed and not registered yet. */
+async function notHere(runtime: Runtime, id: string): Promise<VoxdError> {
+  if (!MODEL_ID.test(id)) return unknownModel(id);
+  const root = runtime.modelsRoot;
+  if (await isDirectory(join(root.root, id)))
+    return new VoxdError(
+      'E_MODEL_NOT_FOUND',
+      `unknown model id: ${showValue(id)}: it is installed in the models root but not registered yet; its first request (or POST /v1/models/load) registers it`,
+      { param: 'model' },
+    );
+  return missingModel(id, root.installer);
+}
+
+const isDirectory = (path: string) =>
+  stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 
 async function voiceDirNames(dir: string | undefined): Promise<string[]> {
   if (!dir) return [];
@@ -78,8 +120,8 @@ async function voices({ runtime, config, url }: RouteContext) {
   if (id === undefined && runtime.size === 1) id = runtime.snapshots()[0]!.id;
   const names = await voiceDirNames(config.voice_dir);
   const json: Record<string, unknown> = {};
-  if (id !== undefined && runtime.has(id)) {
-    const entry = runtime.get(id);
+  const entry = id === undefined ? undefined : registeredEntry(runtime, id);
+  if (entry) {
     for (const name of entry.presets.keys()) if (name !== DEFAULT_PRESET) names.push(name);
     if (SPEECH_TASKS.includes(entry.config.task)) {
       // Each alias with the engine voice it speaks in; null: the model's default voice.
@@ -95,5 +137,6 @@ export const modelRoutes: Route[] = [
   { method: 'GET', path: '/health', scope: 'open', handler: health },
   { method: 'GET', path: '/ready', scope: 'open', handler: ready },
   { method: 'GET', path: '/v1/models', scope: 'inference', handler: models },
+  { method: 'GET', path: `${MODEL_PATH}{id}`, scope: 'inference', handler: model },
   { method: 'GET', path: '/v1/audio/voices', scope: 'inference', handler: voices },
 ];

@@ -9,7 +9,7 @@ import { readJsonObject } from '../body.js';
 import { ownedCodec } from '../caller.js';
 import type { EventStream, StreamFormat } from '../event-stream.js';
 import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
-import { checkInputChars, SPEECH_TASKS } from '../input-text.js';
+import { checkInputChars, SPEECH_TASKS, speechUsage } from '../input-text.js';
 import { liveIngestLimits, openLiveBody } from '../live-body.js';
 import { parseLivePcmFormat } from '../live-pcm-format.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
@@ -56,9 +56,11 @@ export function speedOptions(
 async function speech(ctx: RouteContext) {
   const { runtime, config, signal } = ctx;
   const body = await readJsonObject(ctx);
-  const modelId = requireString(body, 'model');
+  const name = requireString(body, 'model');
   const input = requireString(body, 'input');
-  const entry = await modelEntry(runtime, modelId);
+  const entry = await modelEntry(runtime, name);
+  // The model's own id from here on, whatever alias the request used.
+  const modelId = entry.id;
   requireTask(entry.config, SPEECH_TASKS, '/v1/audio/speech');
   checkInputChars(input, 'input', entry.config, config);
   const streaming = optionalBool(body, 'stream') === true || body['stream_format'] !== undefined;
@@ -218,7 +220,11 @@ function streamSpeech(
       stream = out;
       await writer.end();
       if (format === 'sse')
-        await out.event({ type: 'speech.audio.done', timing: { ttft_ms: Math.round(firstMs) } });
+        await out.event({
+          type: 'speech.audio.done',
+          usage: speechUsage(request.text),
+          timing: { ttft_ms: Math.round(firstMs) },
+        });
     },
   });
 }
@@ -336,6 +342,7 @@ async function speechLive(ctx: RouteContext) {
       const gap = firstAudioAt - inputEnd;
       await out.event({
         type: 'speech.audio.done',
+        usage: speechUsage(input),
         timing: {
           // From the end of the input to the first audio; null when audio came before the input ended.
           ttft_ms: gap >= 0 ? Math.round(gap) : null,

@@ -115,10 +115,12 @@ async function taskRequest(
 /** The body of /v1/tasks/run and /v1/tasks/stream: `{model, request?, busy_timeout_ms?}`. */
 async function readTaskBody(ctx: RouteContext) {
   const body = await readJsonObject(ctx);
-  const modelId = requireString(body, 'model');
+  const name = requireString(body, 'model');
   if (body['request'] !== undefined && !isPlainObject(body['request'])) {
     throw invalidRequest(`request: ${showValue(body['request'])} is invalid; expected an object`);
   }
+  // The model's own id from here on, whatever alias the request used.
+  const modelId = (await modelEntry(ctx.runtime, name)).id;
   const nested = body['request'] as Fields | undefined;
   const fields = nested ?? body;
   const request = await taskRequest(ctx, modelId, fields, nested ? 'request.' : '');
@@ -232,12 +234,13 @@ function finalEvent(outcome: InferenceOutcome): Record<string, unknown> {
  */
 async function batch(ctx: RouteContext) {
   const body = await readJsonObject(ctx);
-  const modelId = requireString(body, 'model');
+  const name = requireString(body, 'model');
   const requests = body['requests'];
   if (!Array.isArray(requests) || requests.length === 0)
     throw invalidRequest(
       `requests: ${showValue(requests)} is invalid; expected a non-empty array of request objects`,
     );
+  const modelId = (await modelEntry(ctx.runtime, name)).id;
   const items: EngineRequest[] = [];
   for (const [i, item] of requests.entries()) {
     if (!isPlainObject(item))

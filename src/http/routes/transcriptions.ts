@@ -22,7 +22,7 @@ import { clientGoneOf, type Route, type RouteContext } from '../route.js';
 import { fileAccessOf } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
 import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../task-routes.js';
-import { timedReply } from '../transcript-formats.js';
+import { audioSeconds, durationUsage, timedReply, transcriptJson } from '../transcript-formats.js';
 import { parseTranscriptRequest, type TranscriptRequest, withListFields } from '../transcript-request.js';
 
 const TRANSCRIPTION_TASKS: readonly TaskToken[] = ['asr', 'diar'];
@@ -118,8 +118,9 @@ async function parseInput(
   { fields, decode }: TranscriptionInput,
   translation: boolean,
 ): Promise<ParsedTranscription> {
-  const modelId = requireString(fields, 'model');
-  const entry = await modelEntry(ctx.runtime, modelId);
+  const entry = await modelEntry(ctx.runtime, requireString(fields, 'model'));
+  // The model's own id from here on, whatever alias the request used.
+  const modelId = entry.id;
   requireTask(entry.config, translation ? ['asr'] : TRANSCRIPTION_TASKS, route);
   if (translation) requireTranslation(entry.config);
   const stream = optionalBool(fields, 'stream') === true;
@@ -204,7 +205,7 @@ async function answer(ctx: RouteContext, parsed: ParsedTranscription, task: 'tra
   if (text === undefined) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no text`);
   if (format === 'text') return { body: Buffer.from(text, 'utf8'), contentType: 'text/plain; charset=utf-8' };
   if (format !== 'json') return timedReply(timed);
-  const json: Record<string, unknown> = { text };
+  const json: Record<string, unknown> = transcriptJson(timed);
   const turns = outcome.result.speakerTurns;
   if (turns) {
     json['speaker_turns'] = turns;
@@ -246,6 +247,9 @@ function streamTranscription(
   busyTimeoutMs: number | undefined,
   live?: { body: LiveBody },
 ) {
+  /** How long the input was: the upload's, or all that the live body brought. */
+  const inputSeconds = () =>
+    live ? liveSeconds(live.body) : request.audio ? audioSeconds(request.audio) : 0;
   const diarization = ctx.runtime.get(modelId).config.task === 'diar';
   let firstMs: number | undefined;
   let streamedText = '';
@@ -296,9 +300,21 @@ function streamTranscription(
         await out.event({ type: 'transcript.text.delta', delta: text });
         ttftMs = Math.round(outcome.wallMs);
       }
-      await out.event({ type: 'transcript.text.done', text, timing: { ttft_ms: ttftMs } });
+      await out.event({
+        type: 'transcript.text.done',
+        text,
+        usage: durationUsage(inputSeconds()),
+        timing: { ttft_ms: ttftMs },
+      });
     },
   });
+}
+
+/** Seconds of audio a live body brought, from its byte count and declared format. */
+function liveSeconds(body: LiveBody): number {
+  const { sampleRate, channels, sampleFormat } = body.format;
+  const bytesPerSample = sampleFormat === 'f32le' ? 4 : 2;
+  return body.bytesReceived / bytesPerSample / channels / sampleRate;
 }
 
 /**
@@ -316,8 +332,8 @@ async function batchTranscriptions(ctx: RouteContext) {
 
 async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
   const plain: Fields = Object.fromEntries(fields);
-  const modelId = requireString(plain, 'model');
-  const entry = await modelEntry(ctx.runtime, modelId);
+  const entry = await modelEntry(ctx.runtime, requireString(plain, 'model'));
+  const modelId = entry.id;
   requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/batches/transcriptions');
   const uploads = files.filter((f) => f.field === 'file');
   if (uploads.length === 0)
