@@ -86,7 +86,7 @@ function upload(model, fields = {}) {
 
 async function transcribe(model) {
   const form = upload(model, { response_format: 'verbose_json' });
-  // Segments too: pocketsphinx times no words, and its segments are the only times it gives.
+  // Segments too: for an engine that times no words, its segments are the only times it gives.
   form.append('timestamp_granularities[]', 'word');
   form.append('timestamp_granularities[]', 'segment');
   const result = await (await api('POST', '/v1/audio/transcriptions', form)).json();

@@ -1,7 +1,7 @@
 // The transcript as one span per word, and the word being heard highlighted while the audio plays.
 
 /**
- * Word times for an engine that times only segments (pocketsphinx): each segment's span shared
+ * Word times for an engine that times only segments (Whisper, Canary): each segment's span shared
  * among its words by their length, since a longer word mostly takes longer to say. Only a guess,
  * which the page says so.
  */

@@ -47,6 +47,16 @@ test('every family but the fixture has its section in engines.md, and every fami
   assert.deepEqual(sorted(headings), sorted(families.filter((name) => name !== 'fixture')));
 });
 
+test("engines.md's word-times table says of every recognition family whether it gives words, and why not", () => {
+  const rows = tableRows(section(ENGINES, 'Word times'), 'family');
+  const asr = families.filter((name) => (catalog.get(name)!.tasks as readonly string[]).includes('asr'));
+  assert.deepEqual(sorted(rows.map((cells) => codeNames(cells[0]!)[0]!)), sorted(asr));
+  for (const [name, words, why] of rows) {
+    assert.match(words!, /^(yes|no|with .*)$/, `${name}: words is yes, no or says when`);
+    assert.ok(why && why.length > 10, `${name}: the table says how or why not`);
+  }
+});
+
 test('the package table of engines.md lists every package of the models catalogue, with its family and task', () => {
   const rows = tableRows(section(ENGINES, 'Packages in the catalogue'), 'package');
   const documented = rows.map((cells) => cells.map((cell) => codeNames(cell).join(',')).join(' '));

@@ -4,10 +4,17 @@
  * whichever of its sessions serves the request. The sherpa adapters run their generated test models.
  * Issue 12: the sherpa ASR and TTS families run their slots concurrently on one shared engine by
  * default (isolation "model"); the last round gives every model a runner per slot ("session").
+ * Issue 23: pocketsphinx answers a clip the same whatever it decoded before, in every order of
+ * requests, offline and streamed, in a worker thread and in a runner process.
  */
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { EngineWorker } from '../../src/engines/engine-worker.js';
+import { DEFAULT_POCKETSPHINX_MODEL } from '../../src/engines/pocketsphinx/pocketsphinx-family.js';
+import type { PsCall, PsReply } from '../../src/engines/pocketsphinx/ps-worker.js';
+import { type ClipId, librivoxSamples } from '../helpers/librivox.js';
 import { post, withServer } from '../helpers/voxd.js';
 
 const fixture = (name: string) =>
@@ -119,5 +126,59 @@ test('every deterministic engine answers the same bytes serially, at 1, 2 and 4 
         Boolean(json.text) || Boolean(json.segments?.length) || Boolean(json.speaker_turns?.length);
       assert.ok(found, `${id} found nothing in speech: ${got}`);
     } else assert.ok(got.length > 1000, `${id}: no audio`);
+  }
+});
+
+const PS_WORKER = new URL('../../src/engines/pocketsphinx/ps-worker.js', import.meta.url);
+const PS_MODEL = {
+  hmm: join(DEFAULT_POCKETSPHINX_MODEL, 'en-us'),
+  lm: join(DEFAULT_POCKETSPHINX_MODEL, 'en-us.lm.bin'),
+  dict: join(DEFAULT_POCKETSPHINX_MODEL, 'cmudict-en-us.dict'),
+};
+
+/** Every order of `items`. */
+function permutations<T>(items: readonly T[]): T[][] {
+  if (items.length <= 1) return [[...items]];
+  return items.flatMap((item, i) =>
+    permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]),
+  );
+}
+
+test('pocketsphinx answers a clip the same first and after other requests, in every order, on a thread and in a process', {
+  timeout: 600_000,
+}, async () => {
+  // Two LibriVox clips, one decoded offline and streamed (in steps, as a streamed request is):
+  // the old decoder answered each of these differently after the others.
+  const requests: { name: string; clip: ClipId; partials: boolean }[] = [
+    { name: '0880 offline', clip: '0880', partials: false },
+    { name: '0880 streamed', clip: '0880', partials: true },
+    { name: '0920 streamed', clip: '0920', partials: true },
+  ];
+  const answers = new Map<string, string>();
+  for (const kind of ['thread', 'process'] as const) {
+    for (const order of permutations(requests)) {
+      // A fresh session for each order: its first request is the one no other came before.
+      const worker = new EngineWorker<PsCall, PsReply>(PS_WORKER, PS_MODEL, kind);
+      try {
+        for (const r of order) {
+          const pcm = Int16Array.from(librivoxSamples(r.clip), (x) => Math.round(x * 32767));
+          const reply = await worker.call(
+            { kind: 'decode', pcm, partials: r.partials },
+            new AbortController().signal,
+            [],
+            () => undefined,
+          );
+          assert.ok(reply.ok, JSON.stringify(reply));
+          assert.ok(reply.text.split(' ').length >= 5 && reply.words!.length >= 5, reply.text);
+          const got = JSON.stringify({ text: reply.text, words: reply.words });
+          const want = answers.get(r.name);
+          const where = `${r.name} (${kind}, order ${order.map((o) => o.name).join(', ')})`;
+          if (want === undefined) answers.set(r.name, got);
+          else assert.equal(got, want, `${where}: another answer than before`);
+        }
+      } finally {
+        await worker.dispose();
+      }
+    }
   }
 });

@@ -1,8 +1,9 @@
 /**
  * `pocketsphinx_asr`: English speech recognition with CMU pocketsphinx and Debian's en-us model
  * (packages libpocketsphinx3 and pocketsphinx-en-us, which voxd's set-up installs). `path` may name
- * another model folder laid out like /usr/share/pocketsphinx/model/en-us. Each session is a worker
- * thread with its own decoder; sessions share the model files on disk.
+ * another model folder laid out like /usr/share/pocketsphinx/model/en-us. Each session is a runner
+ * process with its own decoder; sessions share the model files on disk. Results carry word times
+ * from the decoder's segmentation.
  */
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ import type {
   ParamRow,
   RunContext,
 } from '../types.js';
-import type { PsJob, PsPartial, PsReply, PsSettings } from './ps-worker.js';
+import type { PsCall as Job, PsPartial, PsReply, PsSettings } from './ps-worker.js';
 
 const WORKER_URL = new URL('./ps-worker.js', import.meta.url);
 export const DEFAULT_POCKETSPHINX_MODEL = '/usr/share/pocketsphinx/model/en-us';
@@ -25,14 +26,12 @@ const CAPACITY = 4;
 const INSTALL_HINT =
   'install the Debian packages libpocketsphinx3 and pocketsphinx-en-us (npm start and npm test do this as root)';
 
-type Job = PsJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
-
 class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
   constructor(id: string, settings: PsSettings) {
     super(id, new EngineWorker(WORKER_URL, settings, 'process'));
   }
 
-  /** Starts the thread and loads its decoder now, so a broken model fails the load, not a request. */
+  /** Starts the runner and loads its decoder now, so a broken model fails the load, not a request. */
   async start(signal: AbortSignal): Promise<void> {
     const reply = await this.worker.call({ kind: 'ping' }, signal);
     if (!reply.ok) throw new Error(reply.message);
@@ -52,7 +51,7 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     const reply = await this.worker.call(job, signal, [pcm.buffer], onEvent ? onPartial : undefined);
     if (reply.ok && onEvent) await words.final(reply.text);
     if (!reply.ok) throw new Error(reply.message);
-    return { text: reply.text, language: 'en' };
+    return { text: reply.text, language: 'en', words: reply.words ?? [] };
   }
   /** Live input: one utterance fed piece by piece as the client sends it, guesses streamed back. */
   async runLive(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
@@ -61,7 +60,7 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     const call = async (job: Job, transfer: ArrayBuffer[] = []) => {
       const reply = await this.worker.call(job, signal, transfer, onPartial);
       if (!reply.ok) throw new Error(reply.message);
-      return reply.text;
+      return reply;
     };
     await call({ kind: 'begin' });
     try {
@@ -74,9 +73,9 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
       if (!signal.aborted) await call({ kind: 'end' }).catch(() => undefined);
       throw err;
     }
-    const text = await call({ kind: 'end' });
+    const { text, words: timed = [] } = await call({ kind: 'end' });
     await words.final(text);
-    return { text, language: 'en' };
+    return { text, language: 'en', words: timed };
   }
 }
 

@@ -1,17 +1,16 @@
 /**
  * The engine of one pocketsphinx session, in its runner process: its own decoder (about 110 MB)
- * over the shared model files, driven through koffi. The library calls are synchronous, which is
- * fine off the server's event loop.
+ * over the shared model files (ps-decoder.ts). Every utterance starts from the same state, so the
+ * same audio gives the same words and times whatever the session transcribed before.
  */
-import { createRequire } from 'node:module';
+
 import { engineData, serveJobs } from '../engine-port.js';
 import type { JobFailure } from '../job-error.js';
+import type { Word } from '../types.js';
+import { PsDecoder, type PsModelFiles } from './ps-decoder.js';
+import { segmentWords } from './ps-words.js';
 
-export interface PsSettings {
-  hmm: string;
-  lm: string;
-  dict: string;
-}
+export type PsSettings = PsModelFiles;
 
 export type PsJob =
   | { id: number; kind: 'ping' }
@@ -22,82 +21,83 @@ export type PsJob =
   | { id: number; kind: 'feed'; pcm: Int16Array }
   | { id: number; kind: 'end' };
 
+/** A job as the session sends it (the worker adds the id). */
+export type PsCall = PsJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
+
 /** An event of a decode with partials: the best hypothesis so far. */
 export interface PsPartial {
   hypothesis: string;
 }
-export type PsReply = { id: number; ok: true; text: string } | JobFailure;
+/** A decode's or an utterance's end: its text and its words, timed in samples from its start. */
+export type PsReply = { id: number; ok: true; text: string; words?: Word[] } | JobFailure;
 
-type Fn = (...args: unknown[]) => unknown;
-interface Koffi {
-  load(path: string): { func(signature: string): Fn };
-}
-
-const settings = engineData<PsSettings>();
-const koffi = createRequire(import.meta.url)('koffi') as Koffi;
-const ps = koffi.load('libpocketsphinx.so.3');
-const sphinxbase = koffi.load('libsphinxbase.so.3');
-// The library logs every step to stderr unless told otherwise.
-sphinxbase.func('int err_set_logfile(const char *path)')('/dev/null');
-const argv = ['-hmm', settings.hmm, '-lm', settings.lm, '-dict', settings.dict];
-const config = sphinxbase.func(
-  'void *cmd_ln_parse_r(void *inout, void *defn, int argc, const char **argv, int strict)',
-)(null, ps.func('void *ps_args()')(), argv.length, argv, 1);
-if (!config) throw new Error('pocketsphinx rejected its model configuration');
-const decoder = ps.func('void *ps_init(void *config)')(config);
-if (!decoder) throw new Error(`pocketsphinx could not load the model in ${settings.hmm}`);
-const startUtt = ps.func('int ps_start_utt(void *ps)');
-const processRaw = ps.func(
-  'int ps_process_raw(void *ps, const int16_t *data, size_t n, int no_search, int full_utt)',
-);
-const endUtt = ps.func('int ps_end_utt(void *ps)');
-const getHyp = ps.func('const char *ps_get_hyp(void *ps, _Out_ int *score)');
+const decoder = new PsDecoder(engineData<PsSettings>());
 
 /** A quarter second at 16 kHz: how much audio a decode with partials takes between guesses. */
 const STEP = 4000;
 
-const hypothesis = () => ((getHyp(decoder, [0]) as string | null) ?? '').trim();
-
 let open = false;
 let lastGuess = '';
+/** Samples fed to the open utterance, which bound its words' times. */
+let fed = 0;
+/** The open utterance's samples short of a whole step, decoded with the next piece or at its end. */
+let pending = new Int16Array(0);
 
 function begin(): void {
-  if (open) endUtt(decoder);
-  if ((startUtt(decoder) as number) < 0) throw new Error('pocketsphinx could not start an utterance');
+  if (open) decoder.endUtt();
+  decoder.startFresh();
   open = true;
   lastGuess = '';
+  fed = 0;
+  pending = new Int16Array(0);
+}
+
+function step(pcm: Int16Array): void {
+  decoder.feedPart(pcm);
+  fed += pcm.length;
 }
 
 /**
  * Audio in quarter-second steps, emitting the best guess whenever it changes; each step waits for
  * room in the job's event window (a streamed answer whose client reads slowly pauses the decode).
+ * The steps are whole ones whatever the pieces (a live client's chunks), so that the words depend
+ * on the audio alone and not on how it was cut.
  */
 async function feed(pcm: Int16Array, emit: (partial: PsPartial) => Promise<void>): Promise<void> {
   if (!open) throw new Error('pocketsphinx: audio fed outside an utterance');
-  for (let at = 0; at < pcm.length; at += STEP) {
-    const step = pcm.subarray(at, at + STEP);
-    processRaw(decoder, step, step.length, 0, 0);
-    const now = hypothesis();
+  const audio = new Int16Array(pending.length + pcm.length);
+  audio.set(pending);
+  audio.set(pcm, pending.length);
+  let at = 0;
+  for (; at + STEP <= audio.length; at += STEP) {
+    step(audio.subarray(at, at + STEP));
+    const now = decoder.hypothesis();
     if (now !== lastGuess) {
       lastGuess = now;
       await emit({ hypothesis: now });
     }
   }
+  pending = audio.slice(at);
 }
 
-function end(): string {
-  if (!open) return '';
+function end(): { text: string; words: Word[] } {
+  if (!open) return { text: '', words: [] };
   open = false;
-  endUtt(decoder);
-  return hypothesis();
+  if (pending.length > 0) step(pending);
+  pending = new Int16Array(0);
+  decoder.endUtt();
+  return { text: decoder.hypothesis(), words: segmentWords(decoder.segments(), fed) };
 }
 
-async function decode(pcm: Int16Array, emit?: (partial: PsPartial) => Promise<void>): Promise<string> {
-  if (pcm.length === 0) return '';
+async function decode(pcm: Int16Array, emit?: (partial: PsPartial) => Promise<void>) {
+  if (pcm.length === 0) return { text: '', words: [] };
   begin();
   // Without a listener, the whole utterance at once: the most accurate search (the offline answer).
   if (emit) await feed(pcm, emit);
-  else processRaw(decoder, pcm, pcm.length, 0, 1);
+  else {
+    decoder.decodeWhole(pcm);
+    fed = pcm.length;
+  }
   return end();
 }
 
@@ -106,7 +106,7 @@ serveJobs(async (job: PsJob, emit) => {
     case 'ping':
       return { text: '' };
     case 'decode':
-      return { text: await decode(job.pcm, job.partials ? emit : undefined) };
+      return await decode(job.pcm, job.partials ? emit : undefined);
     case 'begin':
       begin();
       return { text: '' };
@@ -114,6 +114,6 @@ serveJobs(async (job: PsJob, emit) => {
       await feed(job.pcm, emit);
       return { text: '' };
     case 'end':
-      return { text: end() };
+      return end();
   }
 });
