@@ -13,11 +13,18 @@ import { fixtureModel, post, startServer, type TestServer, waitUntil } from '../
 
 const SPOKEN = 'Please bring the blue umbrella when you leave the house.';
 const HEARD = ['bring', 'blue', 'umbrella', 'leave', 'house'];
+/**
+ * For the voices test: pocketsphinx hears SPOKEN in flite's nova voice as "please bring the ball
+ * your umbrella nearly the hounds" on a fresh decoder (it passed before issue 23 only because the
+ * earlier requests' feature mean carried over), and this sentence whole in every voice.
+ */
+const SPOKEN_BY_VOICES = 'Please call me tomorrow morning. The weather is nice today.';
+const HEARD_BY_VOICES = ['call', 'tomorrow', 'morning', 'weather', 'today'];
 
-/** How many of the words in HEARD the transcript holds. */
-const wordsHeard = (text: string) => {
+/** How many of the words in `heard` (HEARD by default) the transcript holds. */
+const wordsHeard = (text: string, heard = HEARD) => {
   const words = text.toLowerCase().split(/\W+/);
-  return HEARD.filter((w) => words.includes(w)).length;
+  return heard.filter((w) => words.includes(w)).length;
 };
 
 describe('the official openai SDK against voxd', () => {
@@ -302,7 +309,7 @@ describe('the official openai SDK against voxd', () => {
       const res = await client.audio.speech.create({
         model: 'flite',
         voice,
-        input: SPOKEN,
+        input: SPOKEN_BY_VOICES,
         response_format: 'mp3',
       });
       assert.equal(res.headers.get('content-type'), 'audio/mpeg');
@@ -312,7 +319,7 @@ describe('the official openai SDK against voxd', () => {
         model: 'pocketsphinx',
         file: await toFile(mp3, 'speech.mp3'),
       });
-      assert.ok(wordsHeard(heard.text) >= 3, `${voice}: heard "${heard.text}"`);
+      assert.ok(wordsHeard(heard.text, HEARD_BY_VOICES) >= 3, `${voice}: heard "${heard.text}"`);
     }
   });
 
