@@ -103,8 +103,7 @@ function run(way, clipsInOrder, streamed, opts, before = []) {
     if (!inSteps) {
       if (way === 'voxd') d.decodeWhole(clip.pcm);
       else d.processRaw(clip.pcm, true);
-    }
-    else
+    } else
       for (let at = 0; at < clip.pcm.length; at += STEP) {
         const step = clip.pcm.subarray(at, at + STEP);
         if (way === 'voxd') d.feedPart(step);
