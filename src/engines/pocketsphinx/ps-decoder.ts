@@ -86,6 +86,12 @@ const CMN = koffi.struct('voxd_ps_cmn_t', {
   nframe: 'int32_t',
   veclen: 'int32_t',
 });
+/** The leading fields of pocketsphinx's ps_decoder_t (pocketsphinx_internal.h), as far as `acmod`. */
+const DECODER = koffi.struct('voxd_ps_decoder_t', {
+  config: 'void *',
+  refcount: 'int',
+  acmod: 'void *',
+});
 const CMN_TYPE_AT = koffi.offsetof(FEAT, 'cmn');
 const NFRAME_AT = koffi.offsetof(CMN, 'nframe');
 
@@ -116,6 +122,7 @@ const lib = {
     'int32_t ps_seg_prob(void *seg, _Out_ int32_t *ascr, _Out_ int32_t *lscr, _Out_ int32_t *lback)',
   ),
   cmnLiveSet: sphinxbase.func('void cmn_live_set(void *cmn, const float *vec)'),
+  streamOffset: ps.func('int32_t acmod_stream_offset(void *acmod)'),
 };
 
 interface CmnFields {
@@ -130,6 +137,7 @@ export class PsDecoder {
   readonly #feat: unknown;
   readonly #cmn: unknown;
   readonly #logmath: unknown;
+  readonly #acmod: unknown;
   readonly #initialType: number;
   readonly #initialCmn: CmnState;
   readonly #times: FrameTimes;
@@ -146,6 +154,7 @@ export class PsDecoder {
     this.#feat = lib.getFeat(this.#ps);
     this.#cmn = (koffi.decode(this.#feat, FEAT) as { cmn_struct: unknown }).cmn_struct;
     this.#logmath = lib.getLogmath(this.#ps);
+    this.#acmod = (koffi.decode(this.#ps, DECODER) as { acmod: unknown }).acmod;
     this.#initialType = this.cmnType;
     this.#initialCmn = this.cmnState();
     this.#times = new FrameTimes(lib.getConfig(this.#ps));
@@ -217,7 +226,8 @@ export class PsDecoder {
 
   /** Frames the decoder searched in the last utterance, and as many the word-time map kept. */
   frameCounts(): { searched: number; mapped: number } {
-    return { searched: lib.nFrames(this.#ps) as number, mapped: this.#times.kept };
+    // ps_get_n_frames answers acmod->output_frame + 1: one more than the frames searched.
+    return { searched: (lib.nFrames(this.#ps) as number) - 1, mapped: this.#times.kept };
   }
 
   hypothesis(): string {
@@ -232,13 +242,17 @@ export class PsDecoder {
     const out: PsSegment[] = [];
     const start = [0];
     const end = [0];
+    // ps_seg_frames adds the "stream offset", which a decode in parts sets, when its frame buffer
+    // wraps, to a frame count that runs on from earlier utterances; the search's own frames are wanted.
+    const offset = lib.streamOffset(this.#acmod) as number;
+    const frame = (f: number) => (this.#timed ? this.#times.input(f - offset) : f - offset);
     for (let seg = lib.segIter(this.#ps); seg; seg = lib.segNext(seg)) {
       lib.segFrames(seg, start, end);
       const logPosterior = lib.segProb(seg, [0], [0], [0]) as number;
       out.push({
         word: lib.segWord(seg) as string,
-        startFrame: this.#timed ? this.#times.input(start[0]!) : start[0]!,
-        endFrame: this.#timed ? this.#times.input(end[0]!) : end[0]!,
+        startFrame: frame(start[0]!),
+        endFrame: frame(end[0]!),
         posterior: Math.min(1, lib.logmathExp(this.#logmath, logPosterior) as number),
       });
     }

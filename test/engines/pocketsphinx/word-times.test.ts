@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { joinedWav, LIBRIVOX_RATE, librivoxSamples, transcribeFile } from '../../helpers/librivox.js';
+import { sseEvents } from '../../helpers/sse.js';
 import { post, startServer, type TestServer } from '../../helpers/voxd.js';
 
 const PAUSE = 1.5;
@@ -24,7 +25,12 @@ interface TimedWord {
 describe('pocketsphinx word times', () => {
   let s: TestServer;
   before(async () => {
-    s = await startServer({ models: [{ id: 'asr', family: 'pocketsphinx_asr', task: 'asr', lazy: true }] });
+    s = await startServer({
+      models: [
+        { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', lazy: true },
+        { id: 'asr-steps', family: 'pocketsphinx_asr', task: 'asr', lazy: true, mode: 'streaming' },
+      ],
+    });
   });
   after(() => s.close());
 
@@ -109,6 +115,42 @@ describe('pocketsphinx word times', () => {
     assert.ok(
       words.some((w) => w.confidence > 0 && w.confidence < 1),
       `posteriors, not a constant: ${words.map((w) => w.confidence).join(' ')}`,
+    );
+  });
+
+  test('/v1/tasks/stream after a long offline request: the words decoded in steps are timed in this audio', async () => {
+    // The library numbers a stepped decode's frames from a count that runs on from earlier
+    // utterances once its frame buffer wraps (about 8 s); this one is 7.8 s, after 31 s offline.
+    const long = joinedWav(['0870', '0920', '0890', '0880', '0930'], 2).wav;
+    const offline = await post(s.url, '/v1/tasks/run', {
+      model: 'asr-steps',
+      audio_base64: long.toString('base64'),
+    });
+    assert.equal(offline.status, 200);
+    const res = await post(s.url, '/v1/tasks/stream', {
+      model: 'asr-steps',
+      audio_base64: wav.toString('base64'),
+      stream_format: 'sse',
+    });
+    assert.equal(res.status, 200, res.body.toString());
+    const done = sseEvents(res.body).find((e) => e !== '[DONE]' && e.type === 'task.stream.done');
+    const words = (
+      done as { result: { words: { word: string; start_sample: number; end_sample: number }[] } }
+    ).result.words;
+    assert.ok(words.length >= 10, JSON.stringify(done));
+    const samples = (wav.length - 44) / 2;
+    words.forEach((w, i) => {
+      assert.ok(w.start_sample < w.end_sample && w.end_sample <= samples, JSON.stringify(w));
+      if (i > 0)
+        assert.ok(words[i - 1]!.end_sample <= w.start_sample, JSON.stringify(words.slice(i - 1, i + 1)));
+    });
+    assert.ok(
+      words[0]!.start_sample < starts[1]!,
+      `the first sentence is heard first: ${JSON.stringify(words[0])}`,
+    );
+    assert.ok(
+      words.some((w) => w.start_sample >= starts[1]!),
+      `the second sentence after the pause: ${JSON.stringify(words)}`,
     );
   });
 });
