@@ -89,9 +89,9 @@ function watchJob(id) {
       jobTimer = setTimeout(() => act(poll), 1000);
       return;
     }
-    // Ended: a stopped or failed download may leave partial files to clean.
+    // Ended: a stopped or failed download may have left partial files to clean.
     $('job-stop').hidden = true;
-    $('job-clean').hidden = job.state === 'complete';
+    $('job-clean').hidden = !job.partial_files;
     await loadPackages();
   };
   act(poll);

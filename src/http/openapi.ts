@@ -527,6 +527,9 @@ const schemas: Obj = {
       progress_percent: num('-1 while the size is unknown.'),
       started_at_ms: num(),
       finished_at_ms: num(),
+      partial_files: bool(
+        'Whether the ended job left partial files (a stopped or failed download, kept for a resume).',
+      ),
     },
     [
       'id',
@@ -538,6 +541,7 @@ const schemas: Obj = {
       'progress_percent',
       'started_at_ms',
       'finished_at_ms',
+      'partial_files',
     ],
   ),
   InstallJobs: object({ data: arrayOf(ref('InstallJob')) }, ['data']),

@@ -72,6 +72,8 @@ export interface InstallJob {
   progress_percent: number;
   started_at_ms: number;
   finished_at_ms: number;
+  /** Whether the ended job left partial files (a stopped or failed download kept for a resume). */
+  partial_files: boolean;
 }
 
 /** A package pulled from a URL outside the catalogue. */
@@ -190,6 +192,7 @@ function newJob(id: string, state: JobState, message: string, startedAtMs: numbe
     progress_percent: 0,
     started_at_ms: startedAtMs,
     finished_at_ms: 0,
+    partial_files: false,
   };
 }
 
@@ -294,6 +297,7 @@ export class Installer {
     const dir = this.#partialDir(id);
     const had = await exists(dir);
     await rm(dir, { recursive: true, force: true });
+    this.#partialGone(id);
     return {
       id,
       cleaned: true,
@@ -321,6 +325,7 @@ export class Installer {
     await rename(dir, trash);
     await rm(trash, { recursive: true, force: true });
     await rm(this.#partialDir(id), { recursive: true, force: true });
+    this.#partialGone(id);
     return { id, removed: true, message: `removed ${id}` };
   }
 
@@ -562,6 +567,7 @@ export class Installer {
       return this.#end(job, 'complete', 0, `installed ${plan.id} (${recognised.family})`);
     } catch (err) {
       await this.#cleanUp(step, downloads, unpacked, partial);
+      job.partial_files = await exists(partial);
       if (signal.aborted)
         return this.#end(
           job,
@@ -593,6 +599,12 @@ export class Installer {
     if (state === 'complete') job.progress_percent = 100;
     this.#changed(job);
     return { ...job };
+  }
+
+  /** The partial files of `id` were deleted: its ended job no longer offers to clean them. */
+  #partialGone(id: string): void {
+    const job = this.#jobs.get(id)?.job;
+    if (job && !ACTIVE.has(job.state)) job.partial_files = false;
   }
 
   #changed(job: InstallJob): void {

@@ -192,4 +192,9 @@ test('a hub that cannot be reached: the job fails in plain words, its bar stops,
   );
   assert.deepEqual(bar, { position: 0, value: 0, max: 100 }, 'the bar stands still at the failure');
   assert.equal(await page.locator('#job-stop').isVisible(), false, 'nothing left to stop');
+  assert.equal(
+    await page.locator('#job-clean').isVisible(),
+    false,
+    'nothing was downloaded, nothing to clean',
+  );
 });

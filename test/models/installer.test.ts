@@ -350,10 +350,12 @@ test('stop mid-download: cancelling at once, then cancelled with the partial kep
   inst.checkIdle();
   assert.throws(() => inst.stop('stop'), { code: 'E_INVALID_REQUEST' });
   assert.ok(existsSync(join(root, '.partial/stop/downloads')), 'partial kept for a resume');
+  assert.equal(job.partial_files, true, 'the job says it left partial files');
   gate.resolve();
   const cleaned = await inst.cleanPartial('stop');
   assert.equal(cleaned.cleaned, true);
   assert.ok(!existsSync(join(root, '.partial/stop')));
+  assert.equal(inst.status('stop').partial_files, false, 'and that they are gone');
   rootHolds(root, ['.partial']);
 });
 
@@ -369,6 +371,7 @@ test('status: a synthetic idle job for an id without one; every job without an i
     progress_percent: 0,
     started_at_ms: 0,
     finished_at_ms: 0,
+    partial_files: false,
   });
   assert.throws(() => inst.install('no-such-package'), { code: 'E_NOT_FOUND' });
   assert.throws(() => inst.install('../etc'), { code: 'E_INVALID_REQUEST' });
