@@ -4,7 +4,7 @@
  * (src/engines/engine-process.ts, what voxd uses) or a worker thread (tests) without knowing which.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { JobError } from './job-error.js';
+import { failureReply } from './job-error.js';
 
 interface Job {
   id: number;
@@ -135,7 +135,7 @@ function send(reply: object): void {
 
 /**
  * Serves the engine's jobs: each reply carries the job's id and `ok: true` with what `run` returned,
- * or `ok: false` with the error's message (and its code, for a JobError). `emit` sends incremental output of the running job
+ * or `ok: false` with the error's message and code (failureReply). `emit` sends incremental output of the running job
  * (partial text, say) ahead of its reply; its promise resolves at once while the job's window of
  * unacknowledged events has room, and otherwise once the main side acknowledged enough of them
  * (it does as each is taken: a streamed answer written to its client). An engine that awaits it
@@ -164,12 +164,7 @@ export function serveJobs<J extends Job>(
     try {
       send({ id: job.id, ok: true, ...(await run(job as J, emit)) });
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      send(
-        err instanceof JobError
-          ? { id: job.id, ok: false, message, code: err.code }
-          : { id: job.id, ok: false, message },
-      );
+      send(failureReply(job.id, err));
     } finally {
       windows.delete(job.id);
     }

@@ -4,8 +4,9 @@
  * published: a failed load disposes what it built, in reverse order, and leaves the entry unloaded.
  */
 import type { ModelConfig, ModelIsolation } from '../config/types.js';
+import { JobError } from '../engines/job-error.js';
 import type { EngineFamily, EngineSession, LoadSpec } from '../engines/types.js';
-import { invalidRequest, VoxdError } from '../errors.js';
+import { invalidField, invalidRequest, VoxdError } from '../errors.js';
 import type { Changes } from '../util/changes.js';
 import type { Clock } from '../util/clock.js';
 import { deferred, raceAbort } from '../util/wait.js';
@@ -349,8 +350,14 @@ function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** Engine faults keep their cause; typed voxd errors (a capacity refusal, say) pass through. */
+/**
+ * The one place an engine's failure meets the error catalogue: typed voxd errors (a capacity
+ * refusal, say) pass through; a job the engine refused for the request's sake (JobError
+ * `invalid_voice`, `no_audio`) is the client's 400; any other fault is E_ENGINE, keeping its cause.
+ */
 export function engineFailure(context: string, err: unknown): VoxdError {
   if (err instanceof VoxdError) return err;
+  if (err instanceof JobError && err.code !== 'engine_failed')
+    return invalidField(err.code === 'invalid_voice' ? 'voice' : 'input', err.message);
   return new VoxdError('E_ENGINE', `${context}: ${describe(err)}`, { cause: err });
 }

@@ -1,5 +1,6 @@
 import { numberOption } from '../engine-options.js';
 import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import { jobFailed } from '../job-error.js';
 import { sileroModel } from '../silero-vad/silero-vad-family.js';
 import type {
   EngineFamily,
@@ -68,7 +69,7 @@ class ClassicDiarSession extends WorkerEngineSession<Omit<DiarJob, 'id'>, DiarRe
       [samples.buffer],
       onEvent ? onTurns : undefined,
     );
-    if (!reply.ok) throw new Error(reply.message);
+    if (!reply.ok) throw jobFailed(reply);
     return { text: '', speakerTurns: reply.turns.map(speakerTurn) };
   }
 }

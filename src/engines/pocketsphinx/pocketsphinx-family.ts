@@ -5,10 +5,12 @@
  * process with its own decoder; sessions share the model files on disk. Results carry word times
  * from the decoder's segmentation.
  */
+
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VoxdError } from '../../errors.js';
 import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import { jobFailed } from '../job-error.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -34,7 +36,7 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
   /** Starts the runner and loads its decoder now, so a broken model fails the load, not a request. */
   async start(signal: AbortSignal): Promise<void> {
     const reply = await this.worker.call({ kind: 'ping' }, signal);
-    if (!reply.ok) throw new Error(reply.message);
+    if (!reply.ok) throw jobFailed(reply);
   }
 
   /**
@@ -50,7 +52,7 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     const job = { kind: 'decode' as const, pcm, partials: onEvent !== undefined };
     const reply = await this.worker.call(job, signal, [pcm.buffer], onEvent ? onPartial : undefined);
     if (reply.ok && onEvent) await words.final(reply.text);
-    if (!reply.ok) throw new Error(reply.message);
+    if (!reply.ok) throw jobFailed(reply);
     return { text: reply.text, language: 'en', words: reply.words ?? [] };
   }
   /** Live input: one utterance fed piece by piece as the client sends it, guesses streamed back. */
@@ -59,7 +61,7 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
     const call = async (job: Job, transfer: ArrayBuffer[] = []) => {
       const reply = await this.worker.call(job, signal, transfer, onPartial);
-      if (!reply.ok) throw new Error(reply.message);
+      if (!reply.ok) throw jobFailed(reply);
       return reply;
     };
     await call({ kind: 'begin' });

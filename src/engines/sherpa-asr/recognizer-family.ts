@@ -5,8 +5,10 @@
  * OfflineRecognizer and its slots' decodes run on it concurrently; isolation "session" gives each
  * slot its own runner and recognizer.
  */
+
 import type { OptionMap } from '../../config/types.js';
 import { type EngineWorker, inputSamples, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
+import { jobFailed } from '../job-error.js';
 import {
   type FileRole,
   type FolderFiles,
@@ -77,7 +79,7 @@ class RecognizerSession extends WorkerEngineSession<Job, RecognizerReply> {
       ...(settings?.stream ? { streamOptions: settings.stream } : {}),
     };
     const reply = await this.worker.call(job, signal, [samples.buffer]);
-    if (!reply.ok) throw new Error(reply.message);
+    if (!reply.ok) throw jobFailed(reply);
     const language = languageCode(reply.lang) ?? settings?.language;
     const words = this.words?.(reply, length);
     return { text: reply.text, ...(language ? { language } : {}), ...(words ? { words } : {}) };

@@ -4,11 +4,13 @@
  * `segmentation.onnx` and `embedding.onnx` unless the load options `segmentation` and `embedding`
  * name other files in it. Each session is a runner process with its own diarizer.
  */
+
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VoxdError } from '../../errors.js';
 import { numberOption } from '../engine-options.js';
 import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import { jobFailed } from '../job-error.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -39,7 +41,7 @@ class PyannoteSession extends WorkerEngineSession<Omit<PyannoteJob, 'id'>, Pyann
       numberOption(request.options, 'num_speakers', { where: 'options.', min: -1, max: 64, integer: true }) ??
       this.defaultSpeakers;
     const reply = await this.worker.call({ samples, numSpeakers }, signal, [samples.buffer]);
-    if (!reply.ok) throw new Error(reply.message);
+    if (!reply.ok) throw jobFailed(reply);
     return {
       text: '',
       speakerTurns: reply.turns.map(({ start, end, speaker }) => ({

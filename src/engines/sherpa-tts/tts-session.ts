@@ -1,7 +1,9 @@
 /** The sherpa-onnx TTS families and their session (any model type): text in, mono audio at the model's rate out. */
+
 import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { type EngineWorker, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
+import { jobFailed } from '../job-error.js';
 import { recogniseSpec } from '../sherpa-model-folder.js';
 import { speakSentences } from '../speak-sentences.js';
 import type {
@@ -62,8 +64,7 @@ export class SherpaTtsSession extends WorkerEngineSession<Job, TtsReply> {
           nothing = reply.message;
           return null;
         }
-        if (reply.code === 'invalid_voice') throw invalidRequest(reply.message);
-        throw new Error(reply.message);
+        throw jobFailed(reply);
       },
       onEvent,
       () => nothing,

@@ -46,13 +46,15 @@ interface Audio {
 /** The audio of one piece of text, or undefined when sherpa made none of it. */
 async function speak(text: string, sid: number, speed: number): Promise<Audio | undefined> {
   // The generationConfig form: the legacy {text, sid, speed} call crashes the process when
-  // sherpa makes no audio (sherpa-onnx-node 1.13.8); this one throws instead.
+  // sherpa makes no audio (sherpa-onnx-node 1.13.8); this one throws instead. The addon's only
+  // errors once its arguments are right (a TypeError otherwise, voxd's bug) are the two it raises
+  // when generation gives nothing: "TTS generation failed" and "TTS generation produced no audio".
   try {
     const audio = await tts.generateAsync({ text, generationConfig: { sid, speed } });
     return audio.samples.length > 0 ? audio : undefined;
   } catch (err) {
-    if (err instanceof Error && /generation failed|no audio/.test(err.message)) return undefined;
-    throw err;
+    if (err instanceof TypeError) throw err;
+    return undefined;
   }
 }
 

@@ -4,12 +4,14 @@
  * is a runner process with its own sherpa Vad (its calls are synchronous, and its model holds the
  * stream's state); sessions share the file.
  */
+
 import { access, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VoxdError } from '../../errors.js';
 import { numberOption } from '../engine-options.js';
 import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import { jobFailed } from '../job-error.js';
 import type {
   EngineFamily,
   EngineRequest,
@@ -42,7 +44,7 @@ class SileroSession extends WorkerEngineSession<Omit<VadJob, 'id'>, VadReply> {
     const minSilenceMs = numberOption(o, 'min_silence_ms', { where: 'options.', min: 0, max: 60_000 });
     if (minSilenceMs !== undefined) job.minSilenceDuration = minSilenceMs / 1000;
     const reply = await this.worker.call(job, signal, [samples.buffer]);
-    if (!reply.ok) throw new Error(reply.message);
+    if (!reply.ok) throw jobFailed(reply);
     return {
       segments: reply.segments.map(({ start, end }) => ({
         start_sample: start,

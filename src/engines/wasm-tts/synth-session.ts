@@ -1,7 +1,9 @@
 /** A TTS session: text and voice checks here, synthesis in its own runner process (EngineWorker). */
+
 import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { EngineWorker, WorkerEngineSession } from '../engine-worker.js';
+import { jobFailed } from '../job-error.js';
 import { speakSentences } from '../speak-sentences.js';
 import type { EngineRequest, EngineResult, RunContext } from '../types.js';
 import type { SynthJob, SynthReply, SynthWorkerData } from './synth-worker.js';
@@ -45,7 +47,7 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
               this.voices.voiceError?.(voice) ??
               invalidRequest(`voice: ${showValue(voice)} is not available in this engine`)
             );
-          throw new Error(reply.message);
+          throw jobFailed(reply);
         }
         // flite reads English only: a sentence in another script (say all CJK) gives no samples.
         return { samples: reply.samples, sampleRate: reply.sampleRate, channels: reply.channels };
