@@ -17,6 +17,13 @@ interface Reply {
   id: number;
 }
 
+/** A call in flight on a runner: where its messages go, and how it fails. */
+interface PendingCall {
+  /** An event of the running job (`event` set) or the job's reply. */
+  message(message: Reply & { event?: unknown; bytes?: number }): void;
+  fail(err: Error): void;
+}
+
 /**
  * Where an engine's code runs. A process costs a Node runtime (about 40-60 MB) and a copy of the
  * audio through a pipe, but a native fault kills only it, a call stuck in native code can be
@@ -63,10 +70,10 @@ interface Runner {
   pid?: number | undefined;
   post(message: object, transfer: ArrayBuffer[]): void;
   stop(): Promise<void>;
-  /** Calls in flight on this runner now, each by the function that fails it. */
-  calls: Set<(err: Error) => void>;
-  /** The calls in flight when the runner was lost (its exit reaches each of them in turn). */
-  lostWith?: number;
+  /** Calls in flight on this runner now, by job id: the runner's one listener set routes to them. */
+  pending: Map<number, PendingCall>;
+  /** Set once the runner is stopped or lost: its exit then fails nothing more. */
+  ended?: boolean;
 }
 
 function startThread(url: URL, data: unknown): Runner {
@@ -77,7 +84,7 @@ function startThread(url: URL, data: unknown): Runner {
     stop: async () => {
       await worker.terminate();
     },
-    calls: new Set(),
+    pending: new Map(),
   };
 }
 
@@ -133,7 +140,7 @@ function startProcess(url: URL, data: unknown): Runner {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await removed;
     },
-    calls: new Set(),
+    pending: new Map(),
   };
 }
 
@@ -172,76 +179,47 @@ export class EngineWorker<J extends object, R extends Reply> {
     const id = this.#nextId++;
     return new Promise<R>((resolve, reject) => {
       let settled = false;
-      const cleanup = () => {
+      const finish = () => {
         settled = true;
-        runner.calls.delete(fail);
-        runner.events.off('message', onMessage);
-        runner.events.off('error', onFailure);
-        runner.events.off('exit', onExit);
+        runner.pending.delete(id);
         signal.removeEventListener('abort', onAbort);
       };
-      const fail = (err: Error) => {
-        cleanup();
-        reject(err);
+      const call: PendingCall = {
+        message: (reply) => {
+          if ('event' in reply) {
+            const taken = onEvent?.(reply.event);
+            const { bytes } = reply;
+            if (bytes === undefined) return;
+            // An ack after the call ended would reach no job (or a runner already gone): dropped.
+            const ack = () => {
+              if (!settled) runner.post({ ack: id, bytes } satisfies EventAck, []);
+            };
+            if (taken instanceof Promise) taken.then(ack, ack);
+            else ack();
+            return;
+          }
+          finish();
+          resolve(reply as unknown as R);
+        },
+        fail: (err) => {
+          finish();
+          reject(err);
+        },
       };
-      const discard = () => {
-        if (this.#runner === runner) this.#runner = undefined;
-        void runner.stop();
-      };
-      const onMessage = (reply: R & { event?: unknown }) => {
-        if (reply.id !== id) return;
-        if ('event' in reply) {
-          const taken = onEvent?.(reply.event);
-          const { bytes } = reply as { bytes?: number };
-          if (bytes === undefined) return;
-          // An ack after the call ended would reach no job (or a runner already gone): dropped.
-          const ack = () => {
-            if (!settled) runner.post({ ack: id, bytes } satisfies EventAck, []);
-          };
-          if (taken instanceof Promise) taken.then(ack, ack);
-          else ack();
-          return;
-        }
-        cleanup();
-        resolve(reply);
-      };
-      // The runner died by itself: this call's fault when it was alone on it, nobody's in
-      // particular when several shared it.
-      const lost = (what: string, cause?: Error) => {
-        const first = runner.lostWith === undefined;
-        runner.lostWith ??= runner.calls.size;
-        const shared = runner.lostWith;
-        discard();
-        fail(
-          shared > 1
-            ? new EngineRestarted(
-                `its engine ${this.kind} ${what} while ${shared} requests ran on it`,
-                true,
-                first,
-              )
-            : new EngineCrashed(`engine ${this.kind} ${what}`, { cause }),
-        );
-      };
-      const onFailure = (err: Error) => lost(`failed: ${err.message}`, err);
-      const onExit = (code: number | null, signalName?: string | null) =>
-        lost(signalName ? `exited on signal ${signalName}` : `exited with code ${code}`);
       const onAbort = () => {
-        cleanup();
+        finish();
         // Work already in native code cannot be interrupted: only ending the runner stops it. The
         // other calls on it are lost with it, and told so at once.
         const why = `its engine runner was stopped because another request on it was cancelled (${describe(signal.reason)})`;
         let first = true;
-        for (const other of [...runner.calls]) {
-          other(new EngineRestarted(why, false, first));
+        for (const other of [...runner.pending.values()]) {
+          other.fail(new EngineRestarted(why, false, first));
           first = false;
         }
-        discard();
+        this.#end(runner);
         reject(signal.reason);
       };
-      runner.calls.add(fail);
-      runner.events.on('message', onMessage);
-      runner.events.on('error', onFailure);
-      runner.events.on('exit', onExit);
+      runner.pending.set(id, call);
       signal.addEventListener('abort', onAbort, { once: true });
       runner.post({ ...job, id }, transfer);
     });
@@ -260,23 +238,50 @@ export class EngineWorker<J extends object, R extends Reply> {
   #start(): Runner {
     const runner =
       this.kind === 'process' ? startProcess(this.url, this.data) : startThread(this.url, this.data);
-    // A runner can fail or end while no call listens: a thread whose engine code throws after its
-    // reply, a runner process killed between calls (the OOM killer), a message sent to a process
-    // whose channel just closed. An 'error' event nobody hears would end the server; here the
-    // runner is dropped instead, and the next call starts a fresh one rather than failing on it.
-    const retire = () => {
-      if (this.#runner !== runner) return;
-      this.#runner = undefined;
-      void runner.stop();
-    };
-    runner.events.on('error', retire);
-    runner.events.on('exit', retire);
+    // One listener set per runner, whatever the number of calls: messages go to their call by id.
+    // A runner can also fail or end while no call runs (a thread whose engine code throws after its
+    // reply, a process killed between calls by the OOM killer, a message sent to a process whose
+    // channel just closed): an 'error' nobody heard would end the server; the runner is dropped
+    // instead, and the next call starts a fresh one rather than failing on it.
+    runner.events.on('message', (message: Reply) => runner.pending.get(message.id)?.message(message));
+    runner.events.on('error', (err: Error) => this.#lost(runner, `failed: ${err.message}`, err));
+    runner.events.on('exit', (code: number | null, signalName?: string | null) =>
+      this.#lost(runner, signalName ? `exited on signal ${signalName}` : `exited with code ${code}`),
+    );
     return runner;
+  }
+
+  /** Stops `runner` (once) and forgets it, so that the next call starts a fresh one. */
+  #end(runner: Runner): void {
+    if (this.#runner === runner) this.#runner = undefined;
+    if (runner.ended) return;
+    runner.ended = true;
+    void runner.stop();
+  }
+
+  /**
+   * The runner died by itself: the calls on it fail, the call's own fault when it was alone on
+   * it (EngineCrashed), nobody's in particular when several shared it (EngineRestarted, counted once).
+   */
+  #lost(runner: Runner, what: string, cause?: Error): void {
+    const calls = [...runner.pending.values()];
+    this.#end(runner);
+    for (const [i, call] of calls.entries())
+      call.fail(
+        calls.length > 1
+          ? new EngineRestarted(
+              `its engine ${this.kind} ${what} while ${calls.length} requests ran on it`,
+              true,
+              i === 0,
+            )
+          : new EngineCrashed(`engine ${this.kind} ${what}`, { cause }),
+      );
   }
 
   async dispose(): Promise<void> {
     const runner = this.#runner;
     this.#runner = undefined;
+    if (runner) runner.ended = true;
     await runner?.stop();
   }
 }

@@ -42,6 +42,33 @@ async function where(worker: ReturnType<typeof start>) {
 
 for (const isolation of ['thread', 'process'] as const) {
   describe(`EngineWorker (${isolation})`, () => {
+    test("many calls in flight share the runner's one listener set: each gets its own reply, no listener leak", async () => {
+      const worker = start(isolation);
+      const warnings: string[] = [];
+      const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+      process.on('warning', onWarning);
+      try {
+        const calls = Array.from({ length: 40 }, (_, i) =>
+          worker.call({ op: 'echo', samples: new Float32Array([i]) }, never()),
+        );
+        const replies = await Promise.all(calls);
+        replies.forEach((reply, i) => {
+          assert.ok(reply.ok && reply.samples, JSON.stringify(reply));
+          assert.deepEqual([...reply.samples], [2 * i]);
+        });
+        // A warning is emitted on a later tick.
+        await new Promise((resolve) => setImmediate(resolve));
+        assert.deepEqual(
+          warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')),
+          [],
+          'one listener set per runner, not three listeners per call',
+        );
+      } finally {
+        process.off('warning', onWarning);
+        await worker.dispose();
+      }
+    });
+
     test('a job sent while the engine is still loading is answered; audio crosses both ways', async () => {
       const worker = start(isolation, 300);
       try {
