@@ -522,6 +522,10 @@ const schemas: Obj = {
       },
       message: str(),
       exit_code: nullable('integer'),
+      error_code: {
+        type: ['string', 'null'],
+        description: "A failed job's error code (host_unreachable, download_failed, ...); null otherwise.",
+      },
       downloaded_bytes: int(),
       total_bytes: int(),
       progress_percent: num('-1 while the size is unknown.'),
@@ -536,6 +540,7 @@ const schemas: Obj = {
       'state',
       'message',
       'exit_code',
+      'error_code',
       'downloaded_bytes',
       'total_bytes',
       'progress_percent',

@@ -44,6 +44,14 @@ import {
 } from './catalog.js';
 import { detectFamily, type Recognition, recogniseAs } from './detect.js';
 import { type DownloadResult, download } from './download.js';
+import {
+  ACTIVE_JOB_STATES,
+  type InstallJob,
+  type JobState,
+  jobErrorCode,
+  moveJob,
+  newJob,
+} from './install-job.js';
 import { detectFormat, unpack } from './unpack.js';
 import { type HostPolicy, isPrivateAddress, scrubUrls, showUrl, withoutUserinfo } from './url-guard.js';
 
@@ -57,24 +65,7 @@ export const FINISHED_JOB_TTL_MS = 60 * 60 * 1000;
 /** A job message is cut to this many characters. */
 const MAX_MESSAGE_CHARS = 500;
 
-export type JobState = 'idle' | 'queued' | 'running' | 'cancelling' | 'cancelled' | 'complete' | 'failed';
-
-/** audio.cpp's install job object. Times are ms since the epoch, 0 while not reached. */
-export interface InstallJob {
-  id: string;
-  state: JobState;
-  message: string;
-  /** null until the job ends; then 0 complete, 1 failed, 2 cancelled. */
-  exit_code: number | null;
-  downloaded_bytes: number;
-  total_bytes: number;
-  /** -1 while the total is unknown, 0 queued or not started, 100 complete. */
-  progress_percent: number;
-  started_at_ms: number;
-  finished_at_ms: number;
-  /** Whether the ended job left partial files (a stopped or failed download kept for a resume). */
-  partial_files: boolean;
-}
+export type { InstallJob, JobState } from './install-job.js';
 
 /** A package pulled from a URL outside the catalogue. */
 export interface UrlSource {
@@ -176,25 +167,7 @@ interface RunningJob {
   done: Promise<InstallJob>;
 }
 
-const ACTIVE: ReadonlySet<JobState> = new Set(['queued', 'running', 'cancelling']);
-
 const active = (id: string) => new VoxdError('E_INSTALL_ACTIVE', `an install job for ${id} is active`);
-
-/** A job that has not moved yet: nothing downloaded, not finished. */
-function newJob(id: string, state: JobState, message: string, startedAtMs: number): InstallJob {
-  return {
-    id,
-    state,
-    message,
-    exit_code: null,
-    downloaded_bytes: 0,
-    total_bytes: 0,
-    progress_percent: 0,
-    started_at_ms: startedAtMs,
-    finished_at_ms: 0,
-    partial_files: false,
-  };
-}
 
 /** The id a bare URL gets: its file name without archive extensions, reduced to [A-Za-z0-9_-]. */
 export function idFromUrl(url: string): string {
@@ -283,7 +256,7 @@ export class Installer {
     if (!entry) throw notFound(`no install job for ${id}`);
     if (entry.job.state !== 'queued' && entry.job.state !== 'running')
       throw invalidRequest(`id: the install job for ${id} is not running (${entry.job.state})`);
-    entry.job.state = 'cancelling';
+    moveJob(entry.job, 'cancelling');
     entry.job.message = 'cancelling';
     this.#changed(entry.job);
     entry.controller.abort(new VoxdError('E_INSTALL_CANCELLED', `install of ${id} stopped`));
@@ -342,7 +315,9 @@ export class Installer {
 
   /** Jobs queued, running or cancelling (a models-root change must wait for none). */
   activeJobs(): InstallJob[] {
-    return [...this.#jobs.values()].filter((e) => ACTIVE.has(e.job.state)).map((e) => ({ ...e.job }));
+    return [...this.#jobs.values()]
+      .filter((e) => ACTIVE_JOB_STATES.has(e.job.state))
+      .map((e) => ({ ...e.job }));
   }
 
   /** Throws E_INSTALL_ACTIVE naming the active jobs, if any (before a models-root change). */
@@ -428,7 +403,7 @@ export class Installer {
   #forget(): void {
     const now = this.#now();
     const finished = [...this.#jobs.values()]
-      .filter((e) => !ACTIVE.has(e.job.state))
+      .filter((e) => !ACTIVE_JOB_STATES.has(e.job.state))
       .sort((a, b) => b.job.finished_at_ms - a.job.finished_at_ms);
     for (const [index, entry] of finished.entries())
       if (index >= MAX_FINISHED_JOBS || now - entry.job.finished_at_ms > FINISHED_JOB_TTL_MS)
@@ -444,7 +419,7 @@ export class Installer {
 
   #isActive(id: string): boolean {
     const entry = this.#jobs.get(id);
-    return entry !== undefined && ACTIVE.has(entry.job.state);
+    return entry !== undefined && ACTIVE_JOB_STATES.has(entry.job.state);
   }
 
   #partialDir(id: string): string {
@@ -521,7 +496,7 @@ export class Installer {
         throw invalidRequest(`${plan.id} is already installed in ${this.root}; remove it first`);
       signal.throwIfAborted();
       step = 'download';
-      job.state = 'running';
+      moveJob(job, 'running');
       job.message = 'downloading';
       job.progress_percent = -1;
       this.#changed(job);
@@ -576,6 +551,7 @@ export class Installer {
           `cancelled during ${step}${step === 'download' ? '; partial downloads kept for a resume' : ''}`,
         );
       const text = err instanceof Error ? err.message : String(err);
+      job.error_code = jobErrorCode(err);
       return this.#end(job, 'failed', 1, `${step} failed: ${text}`);
     }
   }
@@ -592,7 +568,7 @@ export class Installer {
   }
 
   #end(job: InstallJob, state: JobState, code: number, message: string): InstallJob {
-    job.state = state;
+    moveJob(job, state);
     job.exit_code = code;
     job.message = cutText(scrubUrls(message), MAX_MESSAGE_CHARS);
     job.finished_at_ms = this.#now();
@@ -604,7 +580,7 @@ export class Installer {
   /** The partial files of `id` were deleted: its ended job no longer offers to clean them. */
   #partialGone(id: string): void {
     const job = this.#jobs.get(id)?.job;
-    if (job && !ACTIVE.has(job.state)) job.partial_files = false;
+    if (job && !ACTIVE_JOB_STATES.has(job.state)) job.partial_files = false;
   }
 
   #changed(job: InstallJob): void {

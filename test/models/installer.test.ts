@@ -103,11 +103,15 @@ function installer(options: Omit<InstallerOptions, 'root' | 'packages' | 'env'> 
 /** The root holds exactly these names (the partial folder included when given). */
 const rootHolds = (root: string, names: string[]) => assert.deepEqual(readdirSync(root).sort(), names.sort());
 
-function assertFailed(job: InstallJob, message: RegExp) {
+/** A failed job: its message, and its error code (any catalogued one unless `code` is given). */
+function assertFailed(job: InstallJob, message: RegExp, code?: string) {
   assert.equal(job.state, 'failed', job.message);
   assert.equal(job.exit_code, 1);
   assert.match(job.message, message);
   assert.ok(job.finished_at_ms >= job.started_at_ms);
+  if (code) assert.equal(job.error_code, code, job.message);
+  else assert.match(job.error_code ?? '', /^[a-z_]+$/, job.message);
+  assert.notEqual(job.error_code, 'internal_error', `a failure voxd catalogues: ${job.message}`);
 }
 
 test('a catalogue install (tar.bz2): one folder, recognised, with its manifest; the partial folder is gone', async () => {
@@ -116,6 +120,7 @@ test('a catalogue install (tar.bz2): one folder, recognised, with its manifest; 
   assert.deepEqual([first.state, first.progress_percent, first.exit_code], ['queued', 0, null]);
   const job = await inst.whenDone('nemo');
   assert.equal(job.state, 'complete', job.message);
+  assert.equal(job.error_code, null);
   assert.deepEqual(
     [job.progress_percent, job.exit_code, job.downloaded_bytes],
     [100, 0, archives.nemo!.length],
@@ -160,7 +165,7 @@ test('a catalogue install (tar.bz2): one folder, recognised, with its manifest; 
   assert.equal(sizes.find((r) => r.id === 'diar')?.size_bytes, null);
   // A second install of an installed package fails without touching it.
   inst.install('nemo');
-  assertFailed(await inst.whenDone('nemo'), /^prepare failed: .*already installed/);
+  assertFailed(await inst.whenDone('nemo'), /^prepare failed: .*already installed/, 'invalid_request');
   assert.ok(existsSync(join(root, 'nemo', 'model.onnx')));
   const removed = await inst.remove('nemo');
   assert.equal(removed.removed, true);
@@ -205,7 +210,7 @@ test('a cut download fails keeping its bytes; the next install resumes with Rang
   server.routes.set('/any/cut.tar.bz2', { body: archives.nemo!, cutAfter: 300 });
   const { root, installer: inst } = installer();
   inst.install({ url: `${server.base}/any/cut.tar.bz2`, id: 'cut', sha256: sha(archives.nemo!) });
-  assertFailed(await inst.whenDone('cut'), /^download failed: .*connection/);
+  assertFailed(await inst.whenDone('cut'), /^download failed: .*connection/, 'download_failed');
   rootHolds(root, ['.partial']);
   const [part] = readdirSync(join(root, '.partial/cut/downloads'));
   const kept = statSync(join(root, '.partial/cut/downloads', part!)).size;
@@ -366,6 +371,7 @@ test('status: a synthetic idle job for an id without one; every job without an i
     state: 'idle',
     message: 'Not started',
     exit_code: null,
+    error_code: null,
     downloaded_bytes: 0,
     total_bytes: 0,
     progress_percent: 0,
