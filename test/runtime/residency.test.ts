@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import type { ModelEntry } from '../../src/runtime/model-entry.js';
 import type { Pool } from '../../src/runtime/model-state.js';
 import { Residency, type ResidencyOptions } from '../../src/runtime/residency.js';
-import { ManualClock } from '../helpers/voxd.js';
+import { ManualClock, withDeadline } from '../helpers/voxd.js';
 import { deferred, type Script, scriptedEntry } from './scripted-family.js';
 
 const MB = 1024 * 1024;
@@ -126,7 +126,16 @@ test('the idle sweep retires models idle for idle_unload_ms, skips busy and rece
   clock.advance(1000);
   recent.entry.touch();
   const lease = await busy.entry.scheduler.acquire('request', { timeoutMs: 0 });
-  const [first, overlapping] = await Promise.all([residency.sweepIdle(), residency.sweepIdle()]);
+  const sweeps = Promise.all([residency.sweepIdle(), residency.sweepIdle()]);
+  await settle();
+  // A sweep only try-acquires: one that waited in line behind busy's request would hang, and
+  // would keep every later request to busy out behind its barrier meanwhile.
+  assert.equal(busy.entry.scheduler.snapshot().queuedManagers, 0, 'the sweep does not queue on a busy model');
+  const [first, overlapping] = await withDeadline(
+    sweeps,
+    'the sweep, which never waits for a busy model',
+    5000,
+  );
   assert.deepEqual(first, ['idle']);
   assert.deepEqual(overlapping, ['idle'], 'a sweep already running is joined, not doubled');
   assert.deepEqual([idle.entry.loaded, busy.entry.loaded, recent.entry.loaded], [false, true, true]);
