@@ -5,11 +5,11 @@ import { startVoxd, type Voxd } from '../app.js';
 import { ConfigError } from '../config/errors.js';
 import { loadServerConfig } from '../config/server-config.js';
 import { createEngineCatalog, parallelScope } from '../engines/catalog.js';
-import { killRunnerProcesses } from '../engines/engine-worker.js';
+import { endRunnerProcesses, killRunnerProcesses } from '../engines/engine-worker.js';
 import { killFestivalProcesses } from '../engines/festival/festival-process.js';
 import { VoxdError } from '../errors.js';
 import { createLogger, messageLog } from '../observability/logger.js';
-import { SHUTDOWN_MARGIN_MS } from '../runtime/shutdown-timing.js';
+import { RUNNER_EXIT_MS, SHUTDOWN_MARGIN_MS } from '../runtime/shutdown-timing.js';
 import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
 import { type CommandName, isCommand, renderUsage } from './commands.js';
@@ -83,13 +83,13 @@ async function serve(argv: string[]): Promise<void> {
     );
     if (deadline > 0) exitBy(deadline + SHUTDOWN_MARGIN_MS);
     voxd.close().then(
-      () => {
-        // A runner killed for a cancelled request may not have been reaped yet, nor its temporary
-        // folder removed (that waits for its exit); the hard exit must not leave either behind.
-        killRunnerProcesses();
-        output.flush();
-        hardExit(0);
-      },
+      () =>
+        // A runner killed for a cancelled request may not have exited yet, nor its temporary
+        // folder been removed (that waits for its exit); the exit leaves neither behind.
+        void endRunnerProcesses(RUNNER_EXIT_MS).finally(() => {
+          output.flush();
+          hardExit(0);
+        }),
       (err: unknown) =>
         hardExit(1, `voxd: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`),
     );

@@ -5,7 +5,7 @@
  * stops, and the next call starts a fresh one. A runner that crashes fails only its calls.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import type { EventEmitter } from 'node:events';
+import { type EventEmitter, once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { ModelIsolation } from '../config/types.js';
 import { invalidRequest } from '../errors.js';
@@ -98,6 +98,25 @@ const liveRunners = new Set<ChildProcess>();
 export function killRunnerProcesses(): void {
   for (const child of liveRunners) child.kill('SIGKILL');
   removeRunnerTempsNow();
+}
+
+/**
+ * Kills every runner process and waits, `ms` at most, until each has exited, so that a server
+ * ending cleanly leaves no runner behind it: a SIGKILLed process still takes a moment to die (its
+ * memory unmapped), and one that had not when the server exited would run on, orphaned, meanwhile.
+ */
+export async function endRunnerProcesses(ms: number): Promise<void> {
+  const children = [...liveRunners];
+  killRunnerProcesses();
+  if (children.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all(children.map((child) => once(child, 'exit'))),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
 }
 
 /** Runner processes alive now (their pids), so a test or a benchmark can find and measure them. */

@@ -18,3 +18,10 @@ export const TEARDOWN_GRACE_MS = 1500;
  * so a teardown that ends within its grace still ends the shutdown cleanly.
  */
 export const SHUTDOWN_MARGIN_MS = 2000;
+
+/**
+ * How long a clean exit waits for the runner processes it killed to have exited (a SIGKILLed
+ * process takes a moment to die). The teardown grace and this stay inside the margin above, so a
+ * shutdown that ends within them is never cut by the fallback exit.
+ */
+export const RUNNER_EXIT_MS = 200;
