@@ -6,8 +6,8 @@
  * and validates real responses against it).
  */
 import { readFileSync } from 'node:fs';
-import { SPEECH_KNOBS } from './request-options.js';
 import type { Route } from './route.js';
+import { SpeechRequest } from './schemas/speech-request.js';
 
 type Obj = Record<string, unknown>;
 
@@ -146,45 +146,8 @@ const schemas: Obj = {
     },
     ['voices'],
   ),
-  SpeechRequest: {
-    type: 'object',
-    properties: {
-      model: str('Model id (task tts, clon or vdes).'),
-      input: str('Text to speak, at most max_input_chars characters.'),
-      response_format: {
-        type: 'string',
-        enum: ['wav', 'pcm', 'mp3', 'opus', 'aac', 'flac', 'json', 'b64_json'],
-        description:
-          'Default: the server default_speech_format (wav). Streamed: pcm, mp3, opus, aac or flac.',
-      },
-      sample_rate: { type: 'integer', minimum: 1000, maximum: 384000 },
-      voice: {
-        oneOf: [str(), object({ id: str() }, ['id'])],
-        description: 'A preset, a voice_dir voice, an OpenAI voice name or a model-native voice id.',
-      },
-      voice_ref: {
-        oneOf: [
-          str('A server path.'),
-          object({ type: { type: 'string', enum: ['path', 'base64'] }, path: str(), data: str() }, ['type']),
-        ],
-      },
-      reference_text: str(),
-      language: str(),
-      instructions: str(),
-      speed: { type: 'number', exclusiveMinimum: 0 },
-      speaking_rate: { type: 'number', exclusiveMinimum: 0 },
-      ...Object.fromEntries(SPEECH_KNOBS.map((k) => [k, {}])),
-      options: { type: 'object', additionalProperties: true },
-      busy_timeout_ms: busyTimeout,
-      stream: {
-        type: ['boolean', 'string'],
-        description: 'true (or "true"/"1") streams; needs a streaming model.',
-      },
-      stream_format: { type: 'string', enum: ['sse', 'audio'] },
-    },
-    required: ['model', 'input'],
-    additionalProperties: true,
-  },
+  // The route's own schema (TypeBox), as plain JSON: the document is what the route sends.
+  SpeechRequest: JSON.parse(JSON.stringify(SpeechRequest)),
   SpeechJson: object({ audio: str('Base64 WAV.'), format: str(), timing: ref('Timing') }, [
     'audio',
     'format',

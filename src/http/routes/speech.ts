@@ -13,7 +13,9 @@ import { checkInputChars, SPEECH_TASKS, speechUsage } from '../input-text.js';
 import { liveIngestLimits, openLiveBody } from '../live-body.js';
 import { parseLivePcmFormat } from '../live-pcm-format.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
+import { bodyChecker } from '../request-schema.js';
 import type { Reply, Route, RouteContext } from '../route.js';
+import { SpeechRequest, STREAM_FORMATS } from '../schemas/speech-request.js';
 import { fileAccessOf } from '../server-files.js';
 import {
   encodeSpeech,
@@ -25,8 +27,6 @@ import {
 import { streamedInference } from '../streamed-inference.js';
 import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../task-routes.js';
 import { resolveVoice, unalias } from '../voice.js';
-
-const STREAM_FORMATS = ['sse', 'audio'] as const;
 
 /**
  * `speed` (or `speaking_rate`) as the option the model takes; 1.0 is accepted by any model. The
@@ -53,9 +53,11 @@ export function speedOptions(
   throw invalidRequest(`${key}: ${raw} is not supported by this model`);
 }
 
+const checkSpeech = bodyChecker(SpeechRequest);
+
 async function speech(ctx: RouteContext) {
   const { runtime, config, signal } = ctx;
-  const body = await readJsonObject(ctx);
+  const body = checkSpeech(await readJsonObject(ctx));
   const name = requireString(body, 'model');
   const input = requireString(body, 'input');
   const entry = await modelEntry(runtime, name);
