@@ -4,7 +4,7 @@
  * checked before any audio is decoded; a bad one is a 400 naming the field and the value.
  */
 import { invalidRequest, showValue } from '../errors.js';
-import { AUTO_CHUNKING, type ChunkingStrategy } from './chunked-transcription.js';
+import { AUTO_CHUNKING, type ChunkingStrategy } from './chunking-strategy.js';
 import { type Fields, optionalBool, optionalEnum, optionalString } from './fields.js';
 import { parseJsonText } from './json-text.js';
 import type { MultipartBody } from './multipart.js';
