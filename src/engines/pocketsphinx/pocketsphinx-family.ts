@@ -5,7 +5,6 @@
  * process with its own decoder; sessions share the model files on disk. Results carry word times
  * from the decoder's segmentation.
  */
-
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VoxdError } from '../../errors.js';

@@ -3,7 +3,6 @@
  * over the shared model files (ps-decoder.ts). Every utterance starts from the same state, so the
  * same audio gives the same words and times whatever the session transcribed before.
  */
-
 import { engineData, serveJobs } from '../engine-port.js';
 import type { JobFailure } from '../job-error.js';
 import type { Word } from '../types.js';

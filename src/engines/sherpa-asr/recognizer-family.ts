@@ -5,7 +5,6 @@
  * OfflineRecognizer and its slots' decodes run on it concurrently; isolation "session" gives each
  * slot its own runner and recognizer.
  */
-
 import type { OptionMap } from '../../config/types.js';
 import { type EngineWorker, inputSamples, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
 import { jobFailed } from '../job-error.js';

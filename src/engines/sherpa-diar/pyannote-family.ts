@@ -4,7 +4,6 @@
  * `segmentation.onnx` and `embedding.onnx` unless the load options `segmentation` and `embedding`
  * name other files in it. Each session is a runner process with its own diarizer.
  */
-
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VoxdError } from '../../errors.js';

@@ -1,5 +1,4 @@
 /** The sherpa-onnx TTS families and their session (any model type): text in, mono audio at the model's rate out. */
-
 import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { type EngineWorker, ModelRunners, WorkerEngineSession } from '../engine-worker.js';

@@ -4,7 +4,6 @@
  * is a runner process with its own sherpa Vad (its calls are synchronous, and its model holds the
  * stream's state); sessions share the file.
  */
-
 import { access, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

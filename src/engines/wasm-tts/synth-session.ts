@@ -1,5 +1,4 @@
 /** A TTS session: text and voice checks here, synthesis in its own runner process (EngineWorker). */
-
 import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { EngineWorker, WorkerEngineSession } from '../engine-worker.js';
