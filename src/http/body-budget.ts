@@ -52,7 +52,7 @@ export class BodyLease {
 
   constructor(
     private readonly budget: BodyBudget,
-    private readonly clock: Clock,
+    readonly clock: Clock,
     private readonly deadlineMs: number,
     /** The server's memory release, which a body's readers owe what they leave behind. */
     readonly memory: MemoryRelease,

@@ -6,6 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import { isPlainObject } from '../config/errors.js';
 import { invalidRequest, showValue, VoxdError } from '../errors.js';
+import { type Clock, systemClock, type Timer } from '../util/clock.js';
 import { memoryRelease } from '../util/release-memory.js';
 import { bodyLeaseOf } from './body-budget.js';
 import { parseJsonText } from './json-text.js';
@@ -47,17 +48,34 @@ export interface BodyIdleTimer {
  * forever. The server answers the error with `Connection: close`, which drops the rest of the body.
  * `ms` 0 is no limit. The live routes do not use this: their bodies are bounded by live_ingest.
  */
-export function bodyIdleTimer(ms: number, onIdle: (err: VoxdError) => void): BodyIdleTimer {
+export function bodyIdleTimer(
+  ms: number,
+  onIdle: (err: VoxdError) => void,
+  clock: Clock = systemClock,
+): BodyIdleTimer {
   if (ms <= 0) return { touch() {}, stop() {} };
-  const timer = setTimeout(() => {
-    onIdle(
-      new VoxdError(
-        'E_BODY_TIMEOUT',
-        `request body: no data arrived for ${ms} ms (body_timeout_ms=${ms}); send the body without pauses, or raise body_timeout_ms (0 = no limit)`,
-      ),
-    );
-  }, ms);
-  return { touch: () => timer.refresh(), stop: () => clearTimeout(timer) };
+  // A chunk only notes its time: the timer, when it fires, re-arms for what is left of the wait.
+  let last = clock.now();
+  let timer: Timer;
+  const arm = (wait: number) => {
+    timer = clock.after(wait, () => {
+      const idle = clock.now() - last;
+      if (idle < ms) return arm(ms - idle);
+      onIdle(
+        new VoxdError(
+          'E_BODY_TIMEOUT',
+          `request body: no data arrived for ${ms} ms (body_timeout_ms=${ms}); send the body without pauses, or raise body_timeout_ms (0 = no limit)`,
+        ),
+      );
+    });
+  };
+  arm(ms);
+  return {
+    touch: () => {
+      last = clock.now();
+    },
+    stop: () => timer.cancel(),
+  };
 }
 
 /** Where a body reader puts each chunk, and what it makes of them all at the end. */
@@ -102,7 +120,7 @@ function readBodyInto<T>(
       owe(size);
       reject(err);
     };
-    const timer = bodyIdleTimer(idleMs, fail);
+    const timer = bodyIdleTimer(idleMs, fail, lease?.clock);
     const deadline = lease?.watchDeadline(fail);
     const onData = (chunk: Buffer) => {
       timer.touch();

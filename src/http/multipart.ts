@@ -209,7 +209,7 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
     });
     parser.on('error', (err: Error) => fail(malformed(err)));
     parser.on('close', () => resolve());
-    timer = bodyIdleTimer(options.idleMs, fail);
+    timer = bodyIdleTimer(options.idleMs, fail, lease?.clock);
     deadline = lease?.watchDeadline(fail);
     req.on('data', () => timer.touch());
     req.on('end', () => {
