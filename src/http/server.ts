@@ -227,6 +227,27 @@ function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
  */
 const malformed = new WeakMap<Duplex, { code: string; status: number | undefined }>();
 
+/** One request, from its arrival to its log line: what the three phases of handling it share. */
+interface Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly reqId: string;
+  readonly started: number;
+  readonly target: string;
+  /** The parsed target, only when the path needed parsing (PLAIN_PATH). */
+  readonly url: URL | undefined;
+  readonly path: string;
+  readonly method: string;
+  /** The routes of the path, when it has any. */
+  readonly known: Route[] | undefined;
+  /** The path's route pattern for the metrics, else UNKNOWN_ROUTE. */
+  readonly routeLabel: string;
+  readonly clientGone: RequestTrace;
+  status: number;
+  /** Why the connection closed before the response was done, for the request's log line. */
+  cutShort: { status: number; why: string } | undefined;
+}
+
 export interface HttpFrontEnd {
   server: Server;
   /**
@@ -249,7 +270,11 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   // Levels are fixed for the server's life: the check is made once, not per request.
   const requestLevel = options.logRequests ? 'info' : 'debug';
   const logRequests = logger.isLevelEnabled(requestLevel);
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+  /**
+   * A request's arrival: its id, its target, its body's lease, and the listeners that end with its
+   * response (the connection's request count, the client going away, a write after the end).
+   */
+  const start = (req: IncomingMessage, res: ServerResponse): Exchange => {
     const started = performance.now();
     const reqId = requestIdOf(req.headers['x-request-id']);
     // Set before anything is written, so every response carries it: errors, preflights, streams.
@@ -264,17 +289,30 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       path = url.pathname;
     }
     const method = req.method ?? 'GET';
+    // A parameter route counts under its pattern, so the metric's label set stays bounded.
+    const known = routesOf(path);
+    const ex: Exchange = {
+      req,
+      res,
+      reqId,
+      started,
+      target,
+      url,
+      path,
+      method,
+      known,
+      routeLabel: known ? known[0]!.path : UNKNOWN_ROUTE,
+      clientGone: new RequestTrace(),
+      status: 200,
+      cutShort: undefined,
+    };
     // Reads (probes, scrapes, the UI's polling) leave nothing to give back and must not hold off
     // the idle memory release.
     const work = method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS';
     if (work) memory.requestStarted();
     // The body's share of the server-wide budget and its deadline, given back when the response closes.
     if (hasBody(req)) leaseBody(req, res, bodyBudget, runtime.clock, config.body_deadline_ms, memory);
-    const clientGone = new RequestTrace();
-    let routeLabel = UNKNOWN_ROUTE;
     const socket = req.socket;
-    /** Why the connection closed before the response was done, for the request's log line. */
-    let cutShort: { status: number; why: string } | undefined;
     // One 'close' listener per request: the request count of its connection, and, when the
     // response is not finished, the client going away.
     res.on('close', () => {
@@ -289,7 +327,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       }
       if (res.writableFinished) return;
       const broken = malformed.get(socket);
-      cutShort = broken
+      ex.cutShort = broken
         ? { status: broken.status ?? 499, why: `malformed request (${broken.code}); connection closed` }
         : {
             status: 499,
@@ -301,36 +339,42 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
                   : 'while waiting for the response'
             }`,
           };
-      clientGone.abort(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
+      ex.clientGone.abort(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
     });
     // 'close' above is the socket's own (see half-close.ts): a client's FIN alone is probed.
     watchHalfClose(req, res);
     // A write after the response ended is reported as an 'error' event on it, which unhandled would
     // end the process; it means voxd has nothing more to send, so it is logged and dropped.
     res.on('error', (err) => {
-      if (!clientLeft(err, clientGone))
+      if (!clientLeft(err, ex.clientGone))
         logger.error({ req_id: reqId, err }, `${method} ${path} response failed`);
     });
     applyCors(req, res, config);
-    let status = 200;
-    // A parameter route counts under its pattern, so the metric's label set stays bounded.
-    const known = routesOf(path);
-    if (known) routeLabel = known[0]!.path;
+    return ex;
+  };
+
+  /**
+   * The answer: a preflight, or the route's handler with its reply written (a stream to its end);
+   * a failure is answered as the error catalogue maps it, or the connection dropped when the
+   * headers are already out or the client is gone.
+   */
+  const dispatch = async (ex: Exchange): Promise<void> => {
+    const { req, res, method, path, reqId, clientGone } = ex;
     try {
       if (method === 'OPTIONS' && preflightEnabled(config)) {
-        status = 204;
+        ex.status = 204;
         writePreflight(res);
         return;
       }
-      const route = findRoute(method, path, known);
+      const route = findRoute(method, path, ex.known);
       authorize(req, path, route instanceof VoxdError ? undefined : route, config, () =>
-        new URL(target, BASE).searchParams.get('api_key'),
+        new URL(ex.target, BASE).searchParams.get('api_key'),
       );
       if (route instanceof VoxdError) throw route;
       const ctx = new RequestContext(
         req,
         res,
-        url,
+        ex.url,
         runtime,
         config,
         options.log,
@@ -339,7 +383,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         metrics,
       );
       const reply = await route.handler(ctx);
-      status = reply.status ?? 200;
+      ex.status = reply.status ?? 200;
       if (reply.stream) {
         await writeStream(res, reply.stream, config, clientGone.signal, (err) => {
           if (!clientLeft(err, clientGone))
@@ -348,7 +392,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       } else if (!clientGone.aborted) writeReply(res, reply, draining);
     } catch (err) {
       const mapped = toHttp(err);
-      status = mapped.status;
+      ex.status = mapped.status;
       // A body read cut off by the client fails with a bare connection error: the client's doing,
       // told by the request's log line, never a fault with a stack.
       if (mapped.internal && !clientLeft(err, clientGone))
@@ -360,29 +404,41 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       // An unread request body (413, early 4xx) would otherwise be parsed as the next request.
       if (!req.complete && hasBody(req)) res.setHeader('Connection', 'close');
       writeReply(res, { status: mapped.status, json: mapped.body, headers: mapped.headers }, draining);
+    }
+  };
+
+  /** The request's metric and its log line, with what the client got (or why it got nothing). */
+  const finish = (ex: Exchange): void => {
+    const { req, res, method, path, clientGone, cutShort } = ex;
+    const ms = performance.now() - ex.started;
+    const final = cutShort?.status ?? ex.status;
+    metrics.observeHttp(ex.routeLabel, method, final, ms / 1000);
+    if (!logRequests) return;
+    const line = `${method} ${path} ${final} ${ms.toFixed(1)} ms`;
+    logger[requestLevel](
+      {
+        req_id: ex.reqId,
+        method,
+        route: ex.routeLabel,
+        status: final,
+        duration_ms: Math.round(ms * 10) / 10,
+        model: clientGone.model,
+        slot: clientGone.slot,
+        queue_ms: roundMs(clientGone.queueMs),
+        inference_ms: roundMs(clientGone.inferenceMs),
+        bytes_in: byteCount(req.headers['content-length']),
+        bytes_out: byteCount(res.getHeader('content-length')),
+      },
+      cutShort ? `${line}: ${cutShort.why}` : line,
+    );
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const ex = start(req, res);
+    try {
+      await dispatch(ex);
     } finally {
-      const ms = performance.now() - started;
-      const final = cutShort?.status ?? status;
-      metrics.observeHttp(routeLabel, method, final, ms / 1000);
-      if (logRequests) {
-        const line = `${method} ${path} ${final} ${ms.toFixed(1)} ms`;
-        logger[requestLevel](
-          {
-            req_id: reqId,
-            method,
-            route: routeLabel,
-            status: final,
-            duration_ms: Math.round(ms * 10) / 10,
-            model: clientGone.model,
-            slot: clientGone.slot,
-            queue_ms: roundMs(clientGone.queueMs),
-            inference_ms: roundMs(clientGone.inferenceMs),
-            bytes_in: byteCount(req.headers['content-length']),
-            bytes_out: byteCount(res.getHeader('content-length')),
-          },
-          cutShort ? `${line}: ${cutShort.why}` : line,
-        );
-      }
+      finish(ex);
     }
   };
   const listener = (req: IncomingMessage, res: ServerResponse) => {
