@@ -111,7 +111,8 @@ export async function endRunnerProcesses(ms: number): Promise<void> {
   if (children.length === 0) return;
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
-    Promise.all(children.map((child) => once(child, 'exit'))),
+    // A child's 'error' (a signal it could not be sent) is no reason to wait longer, nor to throw.
+    Promise.all(children.map((child) => once(child, 'exit').catch(() => undefined))),
     new Promise((resolve) => {
       timer = setTimeout(resolve, ms);
     }),

@@ -4,7 +4,7 @@
  * may be null, which means absent (audio.cpp's clients send nulls). Fields not listed pass through
  * (clients send OpenAI fields voxd does not use).
  */
-import { type Static, Type } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { SPEECH_KNOBS } from '../request-options.js';
 import { IntegerLike, NumberLike, Optional } from '../request-schema.js';
 import { SPEECH_FORMATS } from '../speech-output.js';
@@ -88,5 +88,3 @@ export const SpeechRequest = Type.Object(
   },
   { additionalProperties: true },
 );
-
-export type SpeechBody = Static<typeof SpeechRequest>;
