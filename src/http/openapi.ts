@@ -1,13 +1,15 @@
 /**
- * The OpenAPI 3.1 description of voxd's HTTP API, served at GET /openapi.json. It is written here as
- * a TypeScript object (not generated from the handlers), so it says what docs/api.md says; the
- * paths come from the routes actually registered, and a route with no description here makes the
- * build throw, so a new route cannot ship undescribed (test/http/openapi.test.ts checks both ways
- * and validates real responses against it).
+ * The OpenAPI 3.1 description of voxd's HTTP API, served at GET /openapi.json. Request bodies come
+ * from the routes: each declares the schema it checks its JSON body with, and its multipart fields
+ * (src/http/schemas), so the document cannot disagree with validation. The rest (summaries,
+ * parameters, responses) is written here to say what docs/api.md says; the paths come from the
+ * routes actually registered, and a route with no description here makes the build throw, so a new
+ * route cannot ship undescribed (test/http/openapi.test.ts checks both ways, the test helpers
+ * validate real requests and responses against it).
  */
 import { readFileSync } from 'node:fs';
+import type { TSchema } from '@sinclair/typebox';
 import type { Route } from './route.js';
-import { SpeechRequest } from './schemas/speech-request.js';
 
 type Obj = Record<string, unknown>;
 
@@ -53,11 +55,6 @@ const TIMING_HEADERS: Obj = {
   'X-AudioCPP-Wall-Ms': { description: 'Milliseconds of the run, 6 decimals.', schema: str() },
   'X-AudioCPP-Audio-Duration-Ms': { description: 'Duration of the output audio.', schema: str() },
   'X-AudioCPP-RTF': { description: 'wall_ms / audio_duration_ms.', schema: str() },
-};
-
-const busyTimeout: Obj = {
-  type: ['integer', 'string'],
-  description: 'An integer >= 0, or a string of digits: how long to wait for a busy model (ms).',
 };
 
 const schemas: Obj = {
@@ -146,82 +143,11 @@ const schemas: Obj = {
     },
     ['voices'],
   ),
-  // The route's own schema (TypeBox), as plain JSON: the document is what the route sends.
-  SpeechRequest: JSON.parse(JSON.stringify(SpeechRequest)),
   SpeechJson: object({ audio: str('Base64 WAV.'), format: str(), timing: ref('Timing') }, [
     'audio',
     'format',
     'timing',
   ]),
-  TranscriptionForm: {
-    type: 'object',
-    properties: {
-      file: {
-        type: 'string',
-        contentMediaType: 'application/octet-stream',
-        description: 'The audio upload.',
-      },
-      model: str(),
-      language: str(),
-      prompt: str(),
-      text: str(),
-      response_format: {
-        type: 'string',
-        enum: ['json', 'text', 'verbose_json', 'srt', 'vtt', 'diarized_json'],
-      },
-      'timestamp_granularities[]': arrayOf({ type: 'string', enum: ['word', 'segment'] }),
-      temperature: { type: 'number', minimum: 0, maximum: 1 },
-      'include[]': arrayOf({ type: 'string', enum: ['logprobs'] }),
-      'known_speaker_names[]': arrayOf(str()),
-      'known_speaker_references[]': arrayOf(str()),
-      chunking_strategy: str('"auto", or a server_vad object as JSON text.'),
-      options: str('A JSON object, as text.'),
-      stream: { type: 'string', enum: ['true', 'True', '1', 'false', 'False', '0'] },
-      busy_timeout_ms: str('Digits.'),
-    },
-    required: ['file', 'model'],
-  },
-  TranscriptionJsonRequest: {
-    type: 'object',
-    description: 'The audio is a server-local path in audio, audio_path or file (the first present).',
-    properties: {
-      model: str(),
-      audio: str(),
-      audio_path: str(),
-      file: str(),
-      language: str(),
-      prompt: str(),
-      text: str(),
-      response_format: {
-        type: 'string',
-        enum: ['json', 'text', 'verbose_json', 'srt', 'vtt', 'diarized_json'],
-      },
-      timestamp_granularities: arrayOf({ type: 'string', enum: ['word', 'segment'] }),
-      temperature: { type: 'number', minimum: 0, maximum: 1 },
-      include: arrayOf(str()),
-      known_speaker_names: arrayOf(str()),
-      known_speaker_references: arrayOf(str()),
-      chunking_strategy: {
-        oneOf: [
-          { type: 'string', enum: ['auto'] },
-          object(
-            {
-              type: { type: 'string', enum: ['server_vad'] },
-              prefix_padding_ms: { type: 'number', minimum: 0 },
-              silence_duration_ms: { type: 'number', minimum: 0 },
-              threshold: { type: 'number', minimum: 0, maximum: 1 },
-            },
-            ['type'],
-          ),
-        ],
-      },
-      options: { type: 'object', additionalProperties: true },
-      stream: { type: ['boolean', 'string'] },
-      busy_timeout_ms: busyTimeout,
-    },
-    required: ['model'],
-    additionalProperties: true,
-  },
   SpeakerTurn: object(
     {
       start_sample: int(),
@@ -331,53 +257,6 @@ const schemas: Obj = {
     },
     ['text', 'timing'],
   ),
-  TaskRequest: {
-    type: 'object',
-    description:
-      'The audio.cpp CLI request fields (text, language, audio, audio_base64, voice_id, voice_ref, reference_text, options and the option knobs of docs/api.md). Unknown fields are ignored.',
-    properties: {
-      text: str(),
-      language: str(),
-      audio: str('The path of a server-local audio file (WAV or any container ffmpeg decodes).'),
-      audio_base64: str('Base64 audio (WAV or any container ffmpeg decodes) or a data: URI.'),
-      voice_id: str(),
-      voice_ref: str('The path of a server-local audio file.'),
-      reference_text: str(),
-      options: { type: 'object', additionalProperties: true },
-      task_route: str(),
-      route: str(),
-      busy_timeout_ms: busyTimeout,
-    },
-    additionalProperties: true,
-  },
-  TaskRunRequest: {
-    type: 'object',
-    description:
-      'Without `request`, the body itself is the request (the TaskRequest fields at the top level).',
-    properties: {
-      model: str(),
-      request: ref('TaskRequest'),
-      busy_timeout_ms: busyTimeout,
-    },
-    required: ['model'],
-    additionalProperties: true,
-  },
-  TaskStreamRequest: {
-    allOf: [ref('TaskRunRequest')],
-    properties: {
-      stream_format: { type: ['string', 'null'], enum: ['sse', null] },
-    },
-  },
-  TaskBatchRequest: {
-    type: 'object',
-    properties: {
-      model: str(),
-      requests: { type: 'array', items: ref('TaskRequest'), minItems: 1 },
-      busy_timeout_ms: busyTimeout,
-    },
-    required: ['model', 'requests'],
-    additionalProperties: true,
-  },
   TaskResult: object(
     {
       text: str(),
@@ -410,47 +289,18 @@ const schemas: Obj = {
     },
     ['events', 'result'],
   ),
-  LoadModelRequest: {
-    type: 'object',
-    description:
-      'One models[i] entry of the server configuration (docs/configuration.md), or {id, package} for an installed package.',
-    properties: {
-      id: str(),
-      family: str(),
-      path: str(),
-      package: str(),
-      task: str(),
-      mode: { type: 'string', enum: ['offline', 'streaming'] },
-      lazy: bool(),
-      slots: int(),
-      load_options: { type: 'object', additionalProperties: true },
-      session_options: { type: 'object', additionalProperties: true },
-      default_request_options: { type: 'object', additionalProperties: true },
-      voice_presets: { type: 'object', additionalProperties: true },
-      busy_timeout_ms: int(),
-    },
-    required: ['id'],
-    additionalProperties: true,
-  },
   ModelConfig: object({ id: str(), family: str() }, ['id', 'family']),
   LoadModelResult: object({ id: str(), loaded: bool(), reconfigured: bool() }, [
     'id',
     'loaded',
     'reconfigured',
   ]),
-  IdRequest: { type: 'object', properties: { id: str() }, required: ['id'] },
   UnloadModelResult: object({ id: str(), loaded: { type: 'boolean', enum: [false] } }, ['id', 'loaded']),
-  UnloadModelsRequest: {
-    type: 'object',
-    properties: { model_ids: arrayOf(str()) },
-    required: ['model_ids'],
-  },
   UnloadModelsResult: object({ unloaded: arrayOf(str()), not_found: arrayOf(str()) }, [
     'unloaded',
     'not_found',
   ]),
   UnloadAllResult: object({ unloaded: arrayOf(str()) }, ['unloaded']),
-  PathRequest: { type: 'object', properties: { path: str() } },
   ModelsRoot: object({ models_root: str(), default_models_root: str(), is_default: bool() }, [
     'models_root',
     'default_models_root',
@@ -471,11 +321,6 @@ const schemas: Obj = {
     'directory',
     'file',
   ]),
-  InstallRequest: {
-    type: 'object',
-    description: '{id} for a catalogue package, or {url, id?, family?, sha256?} for an archive anywhere.',
-    properties: { id: str(), url: str(), family: str(), sha256: str() },
-  },
   InstallJob: object(
     {
       id: str(),
@@ -666,18 +511,6 @@ const busyQuery = query(
   { type: 'string', pattern: '^[0-9]+$' },
   'Used when the body gives none.',
 );
-const jsonBody = (schema: Obj, required = true): Obj => ({ required, content: json(schema) });
-
-const transcriptionBody: Obj = {
-  required: true,
-  content: {
-    'multipart/form-data': {
-      schema: ref('TranscriptionForm'),
-      encoding: { file: { contentType: 'application/octet-stream' } },
-    },
-    'application/json': { schema: ref('TranscriptionJsonRequest') },
-  },
-};
 
 const liveQuery: Obj[] = [
   query('model', str(), 'Model id (a mode: "streaming" model).', true),
@@ -799,7 +632,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       description:
         'For models with task tts, clon or vdes. With stream (or stream_format) the speech streams as SSE or raw audio from a mode "streaming" model; errors after the headers arrive in the stream.',
       parameters: [busyQuery],
-      requestBody: jsonBody(ref('SpeechRequest')),
       responses: {
         '200': ok(
           'The speech: a file in response_format, base64 WAV in JSON, or a stream.',
@@ -855,7 +687,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       description:
         'For models with task asr or diar: a multipart upload (WAV or any container ffmpeg decodes, told by its content), or JSON naming a server-local audio file. stream=true answers SSE (mode "streaming" models).',
       parameters: [busyQuery],
-      requestBody: transcriptionBody,
       responses: {
         '200': ok('The transcript in response_format.', {
           'application/json': { schema: ref('Transcription') },
@@ -876,7 +707,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Everything the engine gives for a transcription',
       description: 'The request of /v1/audio/transcriptions; always JSON; stream=true is a 400.',
       parameters: [busyQuery],
-      requestBody: transcriptionBody,
       responses: {
         '200': ok(
           'Text, segments, speaker turns and words, as the engine gives them.',
@@ -893,7 +723,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       description:
         'For multilingual whisper_asr models; the request of /v1/audio/transcriptions (no stream, no diarized_json).',
       parameters: [busyQuery],
-      requestBody: transcriptionBody,
       responses: {
         '200': ok('The English text in response_format.', {
           'application/json': { schema: ref('Transcription') },
@@ -928,26 +757,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Several audio files on one asr or diar model',
       description: 'Multipart only: one or more file parts. Every file is checked before the stream starts.',
       parameters: [busyQuery],
-      requestBody: {
-        required: true,
-        content: {
-          'multipart/form-data': {
-            schema: {
-              type: 'object',
-              properties: {
-                file: arrayOf({ type: 'string', contentMediaType: 'application/octet-stream' }),
-                model: str(),
-                language: str(),
-                prompt: str(),
-                text: str(),
-                options: str('A JSON object, as text.'),
-                busy_timeout_ms: str(),
-              },
-              required: ['file', 'model'],
-            },
-          },
-        },
-      },
       responses: {
         '200': ok(
           'The results as they complete.',
@@ -964,7 +773,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Tasks'],
       summary: 'Run any task on any model',
       parameters: [busyQuery],
-      requestBody: jsonBody(ref('TaskRunRequest')),
       responses: { '200': ok('The result.', json(ref('TaskResult'))), ...errors(...INFERENCE_ERRORS) },
     },
   },
@@ -975,7 +783,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       description:
         'Without stream_format: one JSON body {events, result} at the end. "stream_format": "sse": events as they happen.',
       parameters: [busyQuery],
-      requestBody: jsonBody(ref('TaskStreamRequest')),
       responses: {
         '200': ok('The events and the result.', {
           ...json(ref('TaskStreamResult')),
@@ -992,7 +799,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       description:
         'Every entry is checked before the stream starts; a failed run is a result event with error.',
       parameters: [busyQuery],
-      requestBody: jsonBody(ref('TaskBatchRequest')),
       responses: {
         '200': ok(
           'The results as they complete.',
@@ -1007,7 +813,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Management'],
       summary: 'Register or reconfigure a model',
       description: 'Needs ui_management. Answers once the model is loaded.',
-      requestBody: jsonBody(ref('LoadModelRequest')),
       responses: {
         '200': ok('The model is ready.', json(ref('LoadModelResult'))),
         ...errors(...MANAGEMENT_ERRORS, '404', '422', '500', '503'),
@@ -1019,7 +824,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Management'],
       summary: 'Unload one model',
       description: 'Needs ui_management. The model stays registered.',
-      requestBody: jsonBody(ref('IdRequest')),
       responses: {
         '200': ok('Unloaded.', json(ref('UnloadModelResult'))),
         ...errors(...MANAGEMENT_ERRORS, '404', '500', '503'),
@@ -1043,7 +847,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Management'],
       summary: 'Unload some models',
       description: 'Not gated by ui_management. Unknown ids go to not_found.',
-      requestBody: jsonBody(ref('UnloadModelsRequest')),
       responses: {
         '200': ok('What was unloaded.', json(ref('UnloadModelsResult'))),
         ...errors(...MANAGEMENT_ERRORS, '500', '503'),
@@ -1072,7 +875,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Installer'],
       summary: 'Move the models root',
       description: 'Needs ui_management. An empty path restores the default; 409 while a download runs.',
-      requestBody: jsonBody(ref('PathRequest')),
       responses: {
         '200': ok('The new models root.', json(ref('ModelsRoot'))),
         ...errors(...MANAGEMENT_ERRORS, '409'),
@@ -1085,7 +887,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'The folder picker',
       description:
         "Needs ui_management. Only under voxd's data folder, the models root and the file roots (else 403).",
-      requestBody: jsonBody(ref('PathRequest')),
       responses: { '200': ok('The subfolders.', json(ref('Directories'))), ...errors(...MANAGEMENT_ERRORS) },
     },
   },
@@ -1094,7 +895,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Installer'],
       summary: 'Whether a path exists, and what it is',
       description: "Needs ui_management. Only under the folder picker's roots (else 403).",
-      requestBody: jsonBody(ref('PathRequest')),
       responses: { '200': ok('The path.', json(ref('PathStatus'))), ...errors(...MANAGEMENT_ERRORS) },
     },
   },
@@ -1103,7 +903,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Installer'],
       summary: 'Start a model download',
       description: 'Needs ui_management. The job runs in the background; its failures are in its message.',
-      requestBody: jsonBody(ref('InstallRequest')),
       responses: {
         '200': ok('The job.', json(ref('InstallJob'))),
         ...errors(...MANAGEMENT_ERRORS, '404', '409'),
@@ -1115,7 +914,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Installer'],
       summary: 'Stop a model download',
       description: 'Needs ui_management. 404 without a job, 400 when it is not running.',
-      requestBody: jsonBody(ref('IdRequest')),
       responses: { '200': ok('The job.', json(ref('InstallJob'))), ...errors(...MANAGEMENT_ERRORS, '404') },
     },
   },
@@ -1124,7 +922,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Installer'],
       summary: "Remove a download's partial files",
       description: 'Needs ui_management. 409 while its job runs.',
-      requestBody: jsonBody(ref('IdRequest')),
       responses: {
         '200': ok('Cleaned.', json(ref('CleanPartialResult'))),
         ...errors(...MANAGEMENT_ERRORS, '409'),
@@ -1137,7 +934,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Remove an installed package',
       description:
         'Needs ui_management. 404 when not installed, 409 while its job runs, 400 while a model loaded from it is loaded.',
-      requestBody: jsonBody(ref('IdRequest')),
       responses: {
         '200': ok('Removed.', json(ref('DeleteResult'))),
         ...errors(...MANAGEMENT_ERRORS, '404', '409'),
@@ -1230,17 +1026,50 @@ function operationObject(path: string, method: string, op: Operation): Obj {
   };
 }
 
+/** A route's schema under components.schemas, by its title: the same object the route checks with. */
+function component(schema: TSchema, into: Obj): Obj {
+  const name = schema.title;
+  if (!name) throw new Error('openapi: a route schema has no title');
+  // Plain JSON: TypeBox marks its schemas with symbols, which a document does not carry.
+  into[name] = JSON.parse(JSON.stringify(schema));
+  return ref(name);
+}
+
+/** The request body a route declares: its multipart form fields and its JSON body. */
+function requestBodyOf(route: Route, into: Obj): Obj | undefined {
+  if (!route.body && !route.form) return undefined;
+  const content: Obj = {};
+  if (route.form) {
+    const uploads = Object.entries(route.form.properties as Record<string, Obj>).filter(
+      ([, field]) => field['contentMediaType'] ?? (field['items'] as Obj | undefined)?.['contentMediaType'],
+    );
+    content['multipart/form-data'] = {
+      schema: component(route.form, into),
+      encoding: Object.fromEntries(
+        uploads.map(([name]) => [name, { contentType: 'application/octet-stream' }]),
+      ),
+    };
+  }
+  if (route.body) content['application/json'] = { schema: component(route.body, into) };
+  return { required: true, content };
+}
+
 /** Builds the document for `routes` (the server's ROUTES); throws when one has no description. */
 export function buildOpenApi(routes: readonly Route[]): Obj {
   const paths: Record<string, Obj> = {};
+  const components: Obj = { ...schemas };
   for (const route of routes) {
     const method = route.method.toLowerCase();
     const op =
       OPERATIONS[route.path]?.[method] ?? (method === 'get' ? uiFileOperation(route.path) : undefined);
     if (!op)
       throw new Error(`openapi: ${route.method} ${route.path} has no description in src/http/openapi.ts`);
+    const requestBody = requestBodyOf(route, components) ?? op.requestBody;
     paths[route.path] ??= {};
-    (paths[route.path] as Obj)[method] = operationObject(route.path, method, op);
+    (paths[route.path] as Obj)[method] = operationObject(route.path, method, {
+      ...op,
+      ...(requestBody ? { requestBody } : {}),
+    });
   }
   return {
     openapi: '3.1.0',
@@ -1274,7 +1103,7 @@ export function buildOpenApi(routes: readonly Route[]): Obj {
     security: [{ bearerAuth: [] }],
     paths,
     components: {
-      schemas,
+      schemas: components,
       responses,
       securitySchemes: {
         bearerAuth: {

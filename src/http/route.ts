@@ -1,5 +1,6 @@
 /** What a route handler gets and gives back; the server writes the reply. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TSchema } from '@sinclair/typebox';
 import type { Codec } from '../audio/ffmpeg.js';
 import type { ServerConfig } from '../config/types.js';
 import { VoxdError } from '../errors.js';
@@ -61,6 +62,13 @@ export interface Route {
   path: string;
   scope: RouteScope;
   handler: RouteHandler;
+  /**
+   * The JSON body the route reads, as its schema (src/http/schemas): the route checks requests
+   * against it and the OpenAPI document publishes it, under the schema's `title`.
+   */
+  body?: TSchema;
+  /** The multipart form fields the route reads (each a string or a file part), for the document. */
+  form?: TSchema;
 }
 
 /** The request's client-gone abort, as cheaply as the context offers it. */

@@ -1,7 +1,9 @@
 /**
- * Checks real responses against voxd's OpenAPI document (src/http/openapi.ts): the status must be
+ * Checks real exchanges against voxd's OpenAPI document (src/http/openapi.ts): the status must be
  * one the operation documents, the Content-Type one of that response's media types, and a JSON body
- * must match its schema (ajv, JSON Schema 2020-12, the dialect of OpenAPI 3.1).
+ * must match its schema (ajv, JSON Schema 2020-12, the dialect of OpenAPI 3.1). A request the server
+ * accepted must match the document's request body: JSON against its schema, multipart fields
+ * against the form's.
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -137,4 +139,59 @@ export function assertMatchesOpenApi(
 
 function describe(errors: ErrorObject[] | null | undefined): string {
   return (errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message}`).join('; ');
+}
+
+/** A multipart body as the form schema sees it: each field a string (a file part: its name), listed fields as arrays. */
+function formObject(form: FormData, schema: Json): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of new Set(form.keys())) {
+    const values = form.getAll(key).map((v) => (typeof v === 'string' ? v : (v as File).name || 'blob'));
+    const listed = resolveSchema(schema.properties?.[key])?.type === 'array' || values.length > 1;
+    out[key] = listed ? values : values[0];
+  }
+  return out;
+}
+
+const resolveSchema = (schema: Json): Json =>
+  schema?.$ref ? OPENAPI.components.schemas[schema.$ref.replace('#/components/schemas/', '')] : schema;
+
+/**
+ * Throws when a request the server answered with a 2xx is not what the document says `method path`
+ * takes: a JSON body must match the documented JSON schema, a multipart body the form's; a body of
+ * a media type the operation does not document is an error too.
+ */
+export function assertRequestMatchesOpenApi(
+  method: string,
+  path: string,
+  sent: { body?: string | Buffer | FormData; headers?: Record<string, string> },
+): void {
+  const bare = path.split('?')[0]!;
+  const template = OPENAPI.paths[bare] ? bare : templateOf(bare);
+  const m = method.toLowerCase();
+  const op = template === undefined ? undefined : OPENAPI.paths[template]?.[m];
+  const content = op?.requestBody?.content as Record<string, Json> | undefined;
+  if (!content || sent.body === undefined) return;
+  const what = `${method} ${bare} request`;
+  const type = sent.body instanceof FormData ? 'multipart/form-data' : contentTypeOf(sent.headers);
+  if (!(type in content))
+    throw new Error(
+      `openapi: ${what}: Content-Type ${type} not documented (documented: ${Object.keys(content).join(', ')})`,
+    );
+  // Raw audio bodies (the live routes): the schema says only that they are bytes.
+  if (type !== 'application/json' && type !== 'multipart/form-data') return;
+  const at = `${pointer('paths', template!, m, 'requestBody', 'content', type, 'schema')}`;
+  const value =
+    sent.body instanceof FormData
+      ? formObject(sent.body, resolveSchema(content[type].schema))
+      : JSON.parse(sent.body.toString());
+  const validate = validatorAt(at);
+  if (!validate(value))
+    throw new Error(
+      `openapi: ${what}: the body does not match the schema: ${describe(validate.errors)}; body: ${JSON.stringify(value).slice(0, 300)}`,
+    );
+}
+
+function contentTypeOf(headers: Record<string, string> | undefined): string {
+  const entry = Object.entries(headers ?? {}).find(([k]) => k.toLowerCase() === 'content-type');
+  return (entry?.[1] ?? 'application/octet-stream').split(';')[0]!.trim().toLowerCase();
 }

@@ -218,7 +218,7 @@ export async function request(
   init: { body?: string | Buffer | FormData; headers?: Record<string, string>; signal?: AbortSignal } = {},
 ): Promise<HttpResult> {
   const result = await toResult(await fetch(`${base}${path}`, { method, ...init }));
-  if (OPENAPI_CHECK) await checkOpenApi(method, path, result);
+  if (OPENAPI_CHECK) await checkOpenApi(method, path, result, init);
   return result;
 }
 
@@ -232,7 +232,7 @@ const openApiChecks = { checked: 0, failures: [] as string[] };
 if (OPENAPI_CHECK)
   process.on('exit', () => {
     process.stderr.write(
-      `openapi check: ${openApiChecks.checked} responses checked, ${openApiChecks.failures.length} failed\n`,
+      `openapi check: ${openApiChecks.checked} exchanges checked (responses, and the requests that succeeded), ${openApiChecks.failures.length} failed\n`,
     );
     for (const failure of openApiChecks.failures) process.stderr.write(`  ${failure}\n`);
   });
@@ -243,11 +243,18 @@ if (OPENAPI_CHECK)
 const openApi = OPENAPI_CHECK ? await import('./openapi.js') : undefined;
 openApi?.compileAllResponseSchemas();
 
-async function checkOpenApi(method: string, path: string, result: HttpResult): Promise<void> {
+async function checkOpenApi(
+  method: string,
+  path: string,
+  result: HttpResult,
+  sent: { body?: string | Buffer | FormData; headers?: Record<string, string> },
+): Promise<void> {
   if (!openApi) return;
   openApiChecks.checked++;
   try {
     openApi.assertMatchesOpenApi(method, path, result.status, result.headers, result.body);
+    // A request the server accepted must be one the document allows (a refused one may be anything).
+    if (result.status >= 200 && result.status < 300) openApi.assertRequestMatchesOpenApi(method, path, sent);
   } catch (err) {
     openApiChecks.failures.push((err as Error).message);
     throw err;

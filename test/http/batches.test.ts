@@ -101,8 +101,8 @@ for (const parallel of [false, true]) {
       assert.equal(typeof done.result.audio, 'string');
       badRequest(
         await post(s.url, '/v1/tasks/stream', { model: 'stream-tts', text: 'x', stream_format: 'audio' }),
-        'stream_format',
-        'must be sse',
+        'stream_format: "audio" is invalid',
+        'expected one of: sse',
       );
       badRequest(
         await post(s.url, '/v1/tasks/stream', { model: 'tts', text: 'x' }),

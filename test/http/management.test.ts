@@ -276,14 +276,12 @@ describe('model management routes', () => {
         ),
         /'model_ids' string array/,
       );
-      assert.match(
-        errorOf(
-          await post(s.url, '/v1/tasks/unload_models', { model_ids: ['a', 3] }),
-          400,
-          'invalid_request_error',
-        ),
-        /each element of 'model_ids' must be a string/,
+      const element = await post(s.url, '/v1/tasks/unload_models', { model_ids: ['a', 3] });
+      assert.equal(
+        errorOf(element, 400, 'invalid_request_error'),
+        'model_ids[1]: 3 is invalid; expected a string',
       );
+      assert.equal(element.json.error.param, 'model_ids[1]');
       assert.equal((await modelStatus(s.url, 'a')).loaded, true);
     });
   });

@@ -5,52 +5,46 @@
  * runs in the background; its object is what `install-status` reports.
  */
 
+import type { Static } from '@sinclair/typebox';
 import { invalidRequest } from '../../errors.js';
 import { checkPackageId } from '../../models/catalog.js';
 import type { InstallJob, UrlSource } from '../../models/installer.js';
-import { readJsonObject } from '../body.js';
-import { optionalString, queryParam, requireString } from '../fields.js';
+import { queryParam, requireString } from '../fields.js';
+import { managedRoute } from '../request-schema.js';
 import { type Route, type RouteContext, requireManagement } from '../route.js';
+import { IdRequest, InstallRequest } from '../schemas/management-request.js';
+
+type IdBody = Static<typeof IdRequest>;
 
 const INSTALL_DISABLED = 'UI model installation is disabled';
 
 /** `{id}` for a catalogue package, or `{url, id?, family?, sha256?}` for an archive anywhere. */
-function installRequest(body: Record<string, unknown>): string | UrlSource {
-  const url = optionalString(body, 'url');
+function installRequest(body: Static<typeof InstallRequest>): string | UrlSource {
+  const url = body.url ?? undefined;
   if (url === undefined) return requireString(body, 'id');
-  const id = optionalString(body, 'id');
-  const family = optionalString(body, 'family');
-  const sha256 = optionalString(body, 'sha256');
+  const { id, family, sha256 } = body;
   return { url, ...(id ? { id } : {}), ...(family ? { family } : {}), ...(sha256 ? { sha256 } : {}) };
 }
 
-async function install(ctx: RouteContext) {
-  requireManagement(ctx, INSTALL_DISABLED);
-  const body = await readJsonObject(ctx);
+async function install(ctx: RouteContext, body: Static<typeof InstallRequest>) {
   const job: InstallJob = ctx.runtime.modelsRoot.installer.install(installRequest(body));
   return { json: job };
 }
 
-async function stop(ctx: RouteContext) {
-  requireManagement(ctx, INSTALL_DISABLED);
-  const body = await readJsonObject(ctx);
-  return { json: ctx.runtime.modelsRoot.installer.stop(requireString(body, 'id')) };
+async function stop(ctx: RouteContext, body: IdBody) {
+  return { json: ctx.runtime.modelsRoot.installer.stop(body.id) };
 }
 
-async function cleanPartial(ctx: RouteContext) {
-  requireManagement(ctx, 'UI model cleanup is disabled');
-  const body = await readJsonObject(ctx);
-  return { json: await ctx.runtime.modelsRoot.installer.cleanPartial(requireString(body, 'id')) };
+async function cleanPartial(ctx: RouteContext, body: IdBody) {
+  return { json: await ctx.runtime.modelsRoot.installer.cleanPartial(body.id) };
 }
 
 /**
  * Removes an installed package. A registered model loaded from it is refused (its engine has the
  * files open or will read them): unload it first.
  */
-async function remove(ctx: RouteContext) {
-  requireManagement(ctx, 'UI model removal is disabled');
-  const body = await readJsonObject(ctx);
-  const id = checkPackageId(requireString(body, 'id'));
+async function remove(ctx: RouteContext, body: IdBody) {
+  const id = checkPackageId(body.id);
   const { runtime } = ctx;
   const installer = runtime.modelsRoot.installer;
   const installed = (await installer.list()).find((p) => p.id === id);
@@ -121,10 +115,10 @@ async function installed(ctx: RouteContext) {
 }
 
 export const installerRoutes: Route[] = [
-  { method: 'POST', path: '/v1/ui/models/install', scope: 'admin', handler: install },
-  { method: 'POST', path: '/v1/ui/models/install/stop', scope: 'admin', handler: stop },
-  { method: 'POST', path: '/v1/ui/models/clean-partial', scope: 'admin', handler: cleanPartial },
-  { method: 'POST', path: '/v1/ui/models/delete', scope: 'admin', handler: remove },
+  managedRoute('/v1/ui/models/install', INSTALL_DISABLED, InstallRequest, install),
+  managedRoute('/v1/ui/models/install/stop', INSTALL_DISABLED, IdRequest, stop),
+  managedRoute('/v1/ui/models/clean-partial', 'UI model cleanup is disabled', IdRequest, cleanPartial),
+  managedRoute('/v1/ui/models/delete', 'UI model removal is disabled', IdRequest, remove),
   { method: 'GET', path: '/v1/ui/models/install-status', scope: 'admin', handler: installStatus },
   { method: 'GET', path: '/v1/ui/models/package-sizes', scope: 'admin', handler: packageSizes },
   { method: 'GET', path: '/v1/ui/models/installed', scope: 'admin', handler: installed },

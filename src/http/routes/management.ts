@@ -2,16 +2,17 @@
  * Model management: register/reconfigure and unload (gated by ui_management) and the bulk unload
  * routes (not gated, as in audio.cpp).
  */
+import type { Static } from '@sinclair/typebox';
 import { parseModelConfig, registrationBody } from '../../config/model-config.js';
 import { invalidRequest } from '../../errors.js';
 import { readJsonObject } from '../body.js';
-import { queryParam, requireString } from '../fields.js';
+import { queryParam } from '../fields.js';
+import { jsonRoute, managedRoute } from '../request-schema.js';
 import { type Route, type RouteContext, requireManagement } from '../route.js';
+import { IdRequest, LoadModelRequest, UnloadModelsRequest } from '../schemas/management-request.js';
 
-async function load(ctx: RouteContext) {
-  requireManagement(ctx);
+async function load(ctx: RouteContext, body: Record<string, unknown>) {
   const { runtime, config, signal } = ctx;
-  const body = await readJsonObject(ctx);
   const { model } = parseModelConfig(body, {
     key: '',
     baseDir: config.base_dir,
@@ -22,10 +23,8 @@ async function load(ctx: RouteContext) {
   return { json: await runtime.register(model, signal) };
 }
 
-async function unload(ctx: RouteContext) {
-  requireManagement(ctx);
-  const body = await readJsonObject(ctx);
-  return { json: await ctx.runtime.unload(requireString(body, 'id'), ctx.signal) };
+async function unload(ctx: RouteContext, body: Static<typeof IdRequest>) {
+  return { json: await ctx.runtime.unload(body.id, ctx.signal) };
 }
 
 /** GET /v1/ui/models/config?id=: the body that registers a model as it is now, to edit and send back. */
@@ -36,15 +35,8 @@ async function modelConfig(ctx: RouteContext) {
   return { json: registrationBody(ctx.runtime.get(id).config) };
 }
 
-async function unloadModels(ctx: RouteContext) {
-  const { runtime, signal } = ctx;
-  const body = await readJsonObject(ctx);
-  const ids = body['model_ids'];
-  if (!Array.isArray(ids)) throw invalidRequest("request requires a 'model_ids' string array");
-  if (!ids.every((id): id is string => typeof id === 'string')) {
-    throw invalidRequest("each element of 'model_ids' must be a string");
-  }
-  return { json: await runtime.bulkUnload(ids, signal) };
+async function unloadModels(ctx: RouteContext, body: Static<typeof UnloadModelsRequest>) {
+  return { json: await ctx.runtime.bulkUnload(body.model_ids, ctx.signal) };
 }
 
 async function unloadAll({ runtime, signal }: RouteContext) {
@@ -53,9 +45,26 @@ async function unloadAll({ runtime, signal }: RouteContext) {
 }
 
 export const managementRoutes: Route[] = [
-  { method: 'POST', path: '/v1/models/load', scope: 'admin', handler: load },
-  { method: 'POST', path: '/v1/models/unload', scope: 'admin', handler: unload },
+  // The configuration reader checks a registration (config/model-config.ts), as it checks the
+  // config file's entries, so both refuse alike (`slots` without --parallel-jobs names the flag).
+  {
+    method: 'POST',
+    path: '/v1/models/load',
+    scope: 'admin',
+    body: LoadModelRequest,
+    handler: async (ctx) => {
+      requireManagement(ctx);
+      return load(ctx, await readJsonObject(ctx));
+    },
+  },
+  managedRoute('/v1/models/unload', undefined, IdRequest, unload),
   { method: 'GET', path: '/v1/ui/models/config', scope: 'admin', handler: modelConfig },
-  { method: 'POST', path: '/v1/tasks/unload_models', scope: 'admin', handler: unloadModels },
+  jsonRoute({
+    method: 'POST',
+    path: '/v1/tasks/unload_models',
+    scope: 'admin',
+    body: UnloadModelsRequest,
+    handler: unloadModels,
+  }),
   { method: 'POST', path: '/v1/tasks/unload_all_models', scope: 'admin', handler: unloadAll },
 ];

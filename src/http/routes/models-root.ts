@@ -12,27 +12,23 @@
 import type { Dirent } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { Static } from '@sinclair/typebox';
 import { VoxdError } from '../../errors.js';
-import { readJsonObject } from '../body.js';
+import { managedRoute } from '../request-schema.js';
 import { type Route, type RouteContext, requireManagement } from '../route.js';
+import { PathRequest } from '../schemas/management-request.js';
 
-/** A `path` field: absent or a string (empty means the default). */
-function pathField(body: Record<string, unknown>): string {
-  const value = body['path'];
-  if (value === undefined || value === null) return '';
-  if (typeof value !== 'string') throw new VoxdError('E_INVALID_REQUEST', 'path: must be a string');
-  if (value.includes('\0')) throw new VoxdError('E_INVALID_REQUEST', 'path: must not contain a NUL byte');
-  return value;
-}
+type PathBody = Static<typeof PathRequest>;
+
+/** The `path` field: absent, null or empty means the default. */
+const pathField = (body: PathBody): string => body.path ?? '';
 
 async function getRoot(ctx: RouteContext) {
   requireManagement(ctx, 'UI model management is disabled');
   return { json: ctx.runtime.modelsRoot.status() };
 }
 
-async function setRoot(ctx: RouteContext) {
-  requireManagement(ctx, 'UI model management is disabled');
-  const body = await readJsonObject(ctx);
+async function setRoot(ctx: RouteContext, body: PathBody) {
   return { json: await ctx.runtime.modelsRoot.change(pathField(body), ctx.config.base_dir) };
 }
 
@@ -77,9 +73,7 @@ async function confine(target: string, roots: readonly string[]): Promise<string
   );
 }
 
-async function browse(ctx: RouteContext) {
-  requireManagement(ctx, 'UI directory browsing is disabled');
-  const body = await readJsonObject(ctx);
+async function browse(ctx: RouteContext, body: PathBody) {
   const requested = pathField(body);
   const roots = await browseRoots(ctx);
   // No path: the current models root; a relative one: against base_dir, like the other routes.
@@ -105,9 +99,7 @@ async function browse(ctx: RouteContext) {
   return { json: { current, parent, roots, directories } };
 }
 
-async function pathStatus(ctx: RouteContext) {
-  requireManagement(ctx, 'UI path inspection is disabled');
-  const body = await readJsonObject(ctx);
+async function pathStatus(ctx: RouteContext, body: PathBody) {
   const requested = pathField(body);
   if (requested === '') throw new VoxdError('E_INVALID_REQUEST', "'path' is required");
   const target = await confine(path.resolve(ctx.config.base_dir, requested), await browseRoots(ctx));
@@ -124,7 +116,7 @@ async function pathStatus(ctx: RouteContext) {
 
 export const modelsRootRoutes: Route[] = [
   { method: 'GET', path: '/v1/ui/models-root', scope: 'admin', handler: getRoot },
-  { method: 'POST', path: '/v1/ui/models-root', scope: 'admin', handler: setRoot },
-  { method: 'POST', path: '/v1/ui/browse-directories', scope: 'admin', handler: browse },
-  { method: 'POST', path: '/v1/ui/path-status', scope: 'admin', handler: pathStatus },
+  managedRoute('/v1/ui/models-root', 'UI model management is disabled', PathRequest, setRoot),
+  managedRoute('/v1/ui/browse-directories', 'UI directory browsing is disabled', PathRequest, browse),
+  managedRoute('/v1/ui/path-status', 'UI path inspection is disabled', PathRequest, pathStatus),
 ];

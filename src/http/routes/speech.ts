@@ -1,21 +1,21 @@
 /** POST /v1/audio/speech: text to speech, as WAV bytes, raw PCM or JSON with base64 WAV. */
+import type { Static } from '@sinclair/typebox';
 import { encodePcm16, wavHeader } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
 import { voiceAliases } from '../../engines/voice-aliases.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { audioLimits, timing, timingFor, timingHeaders } from '../audio-io.js';
-import { readJsonObject } from '../body.js';
 import { ownedCodec } from '../caller.js';
 import type { EventStream, StreamFormat } from '../event-stream.js';
-import { optionalBool, optionalEnum, optionalString, requestBusyTimeout, requireString } from '../fields.js';
+import { optionalBool, requestBusyTimeout } from '../fields.js';
 import { checkInputChars, SPEECH_TASKS, speechUsage } from '../input-text.js';
 import { liveIngestLimits, openLiveBody } from '../live-body.js';
 import { parseLivePcmFormat } from '../live-pcm-format.js';
 import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
-import { bodyChecker } from '../request-schema.js';
+import { jsonRoute } from '../request-schema.js';
 import type { Reply, Route, RouteContext } from '../route.js';
-import { SpeechRequest, STREAM_FORMATS } from '../schemas/speech-request.js';
+import { SpeechRequest } from '../schemas/speech-request.js';
 import { fileAccessOf } from '../server-files.js';
 import {
   encodeSpeech,
@@ -53,29 +53,24 @@ export function speedOptions(
   throw invalidRequest(`${key}: ${raw} is not supported by this model`);
 }
 
-const checkSpeech = bodyChecker(SpeechRequest);
-
-async function speech(ctx: RouteContext) {
+async function speech(ctx: RouteContext, body: Static<typeof SpeechRequest>) {
   const { runtime, config, signal } = ctx;
-  const body = checkSpeech(await readJsonObject(ctx));
-  const name = requireString(body, 'model');
-  const input = requireString(body, 'input');
-  const entry = await modelEntry(runtime, name);
+  const input = body.input;
+  const entry = await modelEntry(runtime, body.model);
   // The model's own id from here on, whatever alias the request used.
   const modelId = entry.id;
   requireTask(entry.config, SPEECH_TASKS, '/v1/audio/speech');
   checkInputChars(input, 'input', entry.config, config);
-  const streaming = optionalBool(body, 'stream') === true || body['stream_format'] !== undefined;
+  const streaming = optionalBool(body, 'stream') === true || (body.stream_format ?? undefined) !== undefined;
   const output = parseSpeechOutput(body, config, ctx.codec, streaming);
-  const streamFormat = optionalEnum(body, 'stream_format', STREAM_FORMATS) ?? 'sse';
+  const streamFormat = body.stream_format ?? 'sse';
   if (streaming) requireStreamingMode(entry.config);
   const accepted = new Set(entry.family.params.map((p) => p.name));
   const options = {
     ...buildOptions(body, entry.config.default_request_options, SPEECH_KNOBS),
     ...speedOptions(body, accepted),
   };
-  const instructions = optionalString(body, 'instructions');
-  if (instructions !== undefined) options['instruction'] = instructions;
+  if (typeof body.instructions === 'string') options['instruction'] = body.instructions;
   const voice = await resolveVoice(
     body,
     entry.config,
@@ -91,7 +86,7 @@ async function speech(ctx: RouteContext) {
   const request = {
     task: entry.config.task,
     text: input,
-    language: optionalString(body, 'language'),
+    language: body.language ?? undefined,
     voiceId: voice.voiceId,
     voiceRef: voice.voiceRef,
     referenceText: voice.referenceText,
@@ -359,6 +354,12 @@ async function speechLive(ctx: RouteContext) {
 }
 
 export const speechRoutes: Route[] = [
-  { method: 'POST', path: '/v1/audio/speech', scope: 'inference', handler: speech },
+  jsonRoute({
+    method: 'POST',
+    path: '/v1/audio/speech',
+    scope: 'inference',
+    body: SpeechRequest,
+    handler: speech,
+  }),
   { method: 'POST', path: '/v1/audio/speech/live', scope: 'inference', handler: speechLive },
 ];

@@ -2,49 +2,45 @@
  * POST /v1/tasks/run, /v1/tasks/stream and /v1/tasks/batch: any task, with the CLI
  * request-sequence fields (reference §1.11-1.13).
  */
+
+import type { Static } from '@sinclair/typebox';
 import type { Audio } from '../../audio/types.js';
 import { encodeWav } from '../../audio/wav-encode.js';
-import { isPlainObject } from '../../config/errors.js';
 import type { EngineEvent, EngineRequest, EngineResult } from '../../engines/types.js';
-import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { invalidRequest, VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { type AudioLimits, audioLimits, decodeBase64Audio, readAudioPath, timing } from '../audio-io.js';
 import { batchInference } from '../batch-inference.js';
-import { readJsonObject } from '../body.js';
-import {
-  type Fields,
-  optionalBusyTimeout,
-  optionalString,
-  requestBusyTimeout,
-  requireString,
-} from '../fields.js';
+import { optionalBusyTimeout, requestBusyTimeout } from '../fields.js';
 import { checkInputChars } from '../input-text.js';
 import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../request-options.js';
+import { jsonRoute } from '../request-schema.js';
 import { clientGoneOf, type Route, type RouteContext } from '../route.js';
+import {
+  PATH_OPTIONS,
+  TaskBatchRequest,
+  type TaskFields,
+  TaskRunRequest,
+  TaskStreamRequest,
+} from '../schemas/task-request.js';
 import { type FileAccess, fileAccessOf, serverFilePath } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
 import { modelEntry, requireStreamingMode } from '../task-routes.js';
 
-/** Options that name server files (under the file roots; relative paths resolve against the config folder). */
-const PATH_OPTIONS = ['source_audio', 'target_voice', 'prosody_ref', 'style_ref'] as const;
+/** A field that may be null (absent). */
+const given = <T>(value: T | null | undefined): T | undefined => value ?? undefined;
 
 async function inputAudio(
-  request: Fields,
+  request: TaskFields,
   access: FileAccess,
   limits: AudioLimits,
 ): Promise<Audio | undefined> {
-  const path = optionalString(request, 'audio');
-  const base64 = request['audio_base64'];
+  const path = given(request.audio);
+  const base64 = given(request.audio_base64);
   if (path !== undefined && base64 !== undefined)
     throw invalidRequest('provide only one of audio or audio_base64');
   if (path !== undefined) return readAudioPath(path, 'audio', access, limits);
-  if (base64 === undefined) return undefined;
-  if (typeof base64 !== 'string' || base64.length === 0) {
-    throw invalidRequest(
-      `audio_base64: ${showValue(base64)} is invalid; expected a non-empty base64 WAV string`,
-    );
-  }
-  return decodeBase64Audio(base64, 'audio_base64', limits);
+  return base64 === undefined ? undefined : decodeBase64Audio(base64, 'audio_base64', limits);
 }
 
 /**
@@ -77,59 +73,54 @@ function resultJson(result: EngineResult, wallMs: number, inputSampleRate?: numb
 async function taskRequest(
   ctx: RouteContext,
   modelId: string,
-  request: Fields,
+  request: TaskFields,
   at: string,
 ): Promise<EngineRequest> {
   const { runtime, config } = ctx;
   const entry = await modelEntry(runtime, modelId);
-  const text = optionalString(request, 'text');
+  const text = given(request.text);
   checkInputChars(text, `${at}text`, entry.config, config);
   const options = buildOptions(request, entry.config.default_request_options, TASK_KNOBS, TASK_RENAMES);
   const access = fileAccessOf(config);
   for (const key of PATH_OPTIONS) {
-    const value = optionalString(request, key);
+    const value = given(request[key]);
     if (value !== undefined) options[key] = await serverFilePath(value, key, access);
   }
-  const voiceRefPath = optionalString(request, 'voice_ref');
+  const voiceRefPath = given(request.voice_ref);
   // Most requests carry no audio: the limits (and the request signal they hold) are made only for one.
   const hasAudio =
-    (request['audio'] ?? undefined) !== undefined ||
-    request['audio_base64'] !== undefined ||
+    given(request.audio) !== undefined ||
+    given(request.audio_base64) !== undefined ||
     voiceRefPath !== undefined;
   const limits = hasAudio ? audioLimits(ctx, entry.config) : undefined;
   return {
     task: entry.config.task,
     text,
-    language: optionalString(request, 'language'),
+    language: given(request.language),
     audio: limits && (await inputAudio(request, access, limits)),
-    voiceId: optionalString(request, 'voice_id'),
+    voiceId: given(request.voice_id),
     voiceRef:
       voiceRefPath === undefined || !limits
         ? undefined
         : await readAudioPath(voiceRefPath, 'voice_ref', access, limits),
-    referenceText: optionalString(request, 'reference_text'),
+    referenceText: given(request.reference_text),
     options,
   };
 }
 
-/** The body of /v1/tasks/run and /v1/tasks/stream: `{model, request?, busy_timeout_ms?}`. */
-async function readTaskBody(ctx: RouteContext) {
-  const body = await readJsonObject(ctx);
-  const name = requireString(body, 'model');
-  if (body['request'] !== undefined && !isPlainObject(body['request'])) {
-    throw invalidRequest(`request: ${showValue(body['request'])} is invalid; expected an object`);
-  }
+/** The engine request of a /v1/tasks/run or /v1/tasks/stream body: `{model, request?, busy_timeout_ms?}`. */
+async function taskBody(ctx: RouteContext, body: Static<typeof TaskRunRequest>) {
   // The model's own id from here on, whatever alias the request used.
-  const modelId = (await modelEntry(ctx.runtime, name)).id;
-  const nested = body['request'] as Fields | undefined;
+  const modelId = (await modelEntry(ctx.runtime, body.model)).id;
+  const nested = given(body.request);
   const fields = nested ?? body;
   const request = await taskRequest(ctx, modelId, fields, nested ? 'request.' : '');
   const busyTimeoutMs = requestBusyTimeout(body, ctx) ?? optionalBusyTimeout(fields);
-  return { body, modelId, request, busyTimeoutMs };
+  return { modelId, request, busyTimeoutMs };
 }
 
-async function run(ctx: RouteContext) {
-  const { modelId, request, busyTimeoutMs } = await readTaskBody(ctx);
+async function run(ctx: RouteContext, body: Static<typeof TaskRunRequest>) {
+  const { modelId, request, busyTimeoutMs } = await taskBody(ctx, body);
   const outcome = await ctx.runtime.infer(modelId, request, { busyTimeoutMs, signal: clientGoneOf(ctx) });
   return { json: resultJson(outcome.result, outcome.wallMs, outcome.inputSampleRate) };
 }
@@ -157,15 +148,10 @@ function streamResult(modelId: string, outcome: InferenceOutcome, ttftMs: number
  * finished, `{events, result}`; with `stream_format: "sse"`, `task.stream.event` events as they
  * happen, then `task.stream.done` with the result.
  */
-async function stream(ctx: RouteContext) {
-  const { body, modelId, request, busyTimeoutMs } = await readTaskBody(ctx);
+async function stream(ctx: RouteContext, body: Static<typeof TaskStreamRequest>) {
+  const { modelId, request, busyTimeoutMs } = await taskBody(ctx, body);
   requireStreamingMode(ctx.runtime.get(modelId).config);
-  const sse = body['stream_format'];
-  if (sse !== undefined && sse !== null && sse !== 'sse')
-    throw invalidRequest(
-      `stream_format: ${showValue(sse)} is invalid; task stream stream_format must be sse`,
-    );
-  if (sse !== 'sse') {
+  if (body.stream_format !== 'sse') {
     const events: Record<string, unknown>[] = [];
     const started = performance.now();
     let firstMs: number | null = null;
@@ -232,21 +218,11 @@ function finalEvent(outcome: InferenceOutcome): Record<string, unknown> {
  * POST /v1/tasks/batch: `{model, requests: [...]}` on an offline model, each result as an SSE
  * `task.batch.result` in completion order, then `task.batch.done` with the counts and timing.
  */
-async function batch(ctx: RouteContext) {
-  const body = await readJsonObject(ctx);
-  const name = requireString(body, 'model');
-  const requests = body['requests'];
-  if (!Array.isArray(requests) || requests.length === 0)
-    throw invalidRequest(
-      `requests: ${showValue(requests)} is invalid; expected a non-empty array of request objects`,
-    );
-  const modelId = (await modelEntry(ctx.runtime, name)).id;
+async function batch(ctx: RouteContext, body: Static<typeof TaskBatchRequest>) {
+  const modelId = (await modelEntry(ctx.runtime, body.model)).id;
   const items: EngineRequest[] = [];
-  for (const [i, item] of requests.entries()) {
-    if (!isPlainObject(item))
-      throw invalidRequest(`requests[${i}]: ${showValue(item)} is invalid; expected an object`);
-    items.push(await taskRequest(ctx, modelId, item as Fields, `requests[${i}].`));
-  }
+  for (const [i, item] of body.requests.entries())
+    items.push(await taskRequest(ctx, modelId, item, `requests[${i}].`));
   return batchInference(ctx, {
     modelId,
     items,
@@ -272,7 +248,25 @@ async function batch(ctx: RouteContext) {
 }
 
 export const taskRoutes: Route[] = [
-  { method: 'POST', path: '/v1/tasks/run', scope: 'inference', handler: run },
-  { method: 'POST', path: '/v1/tasks/stream', scope: 'inference', handler: stream },
-  { method: 'POST', path: '/v1/tasks/batch', scope: 'inference', handler: batch },
+  jsonRoute({
+    method: 'POST',
+    path: '/v1/tasks/run',
+    scope: 'inference',
+    body: TaskRunRequest,
+    handler: run,
+  }),
+  jsonRoute({
+    method: 'POST',
+    path: '/v1/tasks/stream',
+    scope: 'inference',
+    body: TaskStreamRequest,
+    handler: stream,
+  }),
+  jsonRoute({
+    method: 'POST',
+    path: '/v1/tasks/batch',
+    scope: 'inference',
+    body: TaskBatchRequest,
+    handler: batch,
+  }),
 ];

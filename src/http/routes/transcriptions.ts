@@ -18,7 +18,13 @@ import { type LiveBody, liveIngestLimits, openLiveBody } from '../live-body.js';
 import { parseLivePcmFormat } from '../live-pcm-format.js';
 import { isMultipart, type MultipartBody, readMultipart } from '../multipart.js';
 import { buildOptions } from '../request-options.js';
+import { bodyChecker } from '../request-schema.js';
 import { clientGoneOf, type Route, type RouteContext } from '../route.js';
+import {
+  BatchTranscriptionForm,
+  TranscriptionForm,
+  TranscriptionJsonRequest,
+} from '../schemas/transcription-request.js';
 import { fileAccessOf } from '../server-files.js';
 import { streamedInference } from '../streamed-inference.js';
 import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../task-routes.js';
@@ -68,9 +74,13 @@ function fromMultipart({ fields, files }: MultipartBody): TranscriptionInput {
   return { fields: Object.fromEntries(fields), decode: (limits) => decodeAudio(file.source, 'file', limits) };
 }
 
+const checkTranscriptionJson = bodyChecker(TranscriptionJsonRequest);
+
 async function fromJson(ctx: RouteContext): Promise<TranscriptionInput> {
-  const body = await readJsonObject(ctx);
-  const key = ['audio', 'audio_path', 'file'].find((k) => body[k] !== undefined);
+  const body = checkTranscriptionJson(await readJsonObject(ctx));
+  const key = (['audio', 'audio_path', 'file'] as const).find(
+    (k) => body[k] !== undefined && body[k] !== null,
+  );
   if (!key)
     throw invalidRequest(
       `'audio' is required: expected a server-local WAV path in "audio", "audio_path" or "file"`,
@@ -404,9 +414,28 @@ async function transcriptionsLive(ctx: RouteContext) {
 }
 
 export const transcriptionRoutes: Route[] = [
-  { method: 'POST', path: '/v1/audio/transcriptions', scope: 'inference', handler: transcriptions },
-  { method: 'POST', path: '/v1/audio/transcriptions/details', scope: 'inference', handler: details },
-  { method: 'POST', path: '/v1/audio/translations', scope: 'inference', handler: translations },
-  { method: 'POST', path: '/v1/batches/transcriptions', scope: 'inference', handler: batchTranscriptions },
+  ...(
+    [
+      ['/v1/audio/transcriptions', transcriptions],
+      ['/v1/audio/transcriptions/details', details],
+      ['/v1/audio/translations', translations],
+    ] as const
+  ).map(
+    ([path, handler]): Route => ({
+      method: 'POST',
+      path,
+      scope: 'inference',
+      handler,
+      body: TranscriptionJsonRequest,
+      form: TranscriptionForm,
+    }),
+  ),
+  {
+    method: 'POST',
+    path: '/v1/batches/transcriptions',
+    scope: 'inference',
+    handler: batchTranscriptions,
+    form: BatchTranscriptionForm,
+  },
   { method: 'POST', path: '/v1/audio/transcriptions/live', scope: 'inference', handler: transcriptionsLive },
 ];

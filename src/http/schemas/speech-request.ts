@@ -6,16 +6,25 @@
  */
 import { Type } from '@sinclair/typebox';
 import { SPEECH_KNOBS } from '../request-options.js';
-import { IntegerLike, NumberLike, Optional } from '../request-schema.js';
+import {
+  BoolLike,
+  BusyTimeout,
+  IntegerLike,
+  NumberLike,
+  OneOf,
+  Optional,
+  OptionObject,
+  Text,
+} from '../request-schema.js';
 import { SPEECH_FORMATS } from '../speech-output.js';
 
 export const STREAM_FORMATS = ['sse', 'audio'] as const;
 
-const text = (description: string) =>
-  Type.String({ minLength: 1, 'x-expected': 'a non-empty string', description });
-
 /** The kind of number each generation knob (SPEECH_KNOBS, copied into the engine's options) is. */
-const KNOB_KINDS: Record<(typeof SPEECH_KNOBS)[number], typeof IntegerLike | typeof NumberLike> = {
+export const SPEECH_KNOB_KINDS: Record<
+  (typeof SPEECH_KNOBS)[number],
+  typeof IntegerLike | typeof NumberLike
+> = {
   seed: IntegerLike,
   temperature: NumberLike,
   top_k: IntegerLike,
@@ -27,19 +36,20 @@ const KNOB_KINDS: Record<(typeof SPEECH_KNOBS)[number], typeof IntegerLike | typ
   num_inference_steps: IntegerLike,
 };
 const KNOBS = Object.fromEntries(
-  SPEECH_KNOBS.map((name) => [name, Optional(KNOB_KINDS[name]('Copied into options.'))]),
+  SPEECH_KNOBS.map((name) => [name, Optional(SPEECH_KNOB_KINDS[name]('Copied into options.'))]),
 );
+
+const positive = () => Type.Number({ exclusiveMinimum: 0, 'x-expected': 'a positive number' });
 
 export const SpeechRequest = Type.Object(
   {
-    model: text('Model id (task tts, clon or vdes), or one of its aliases.'),
-    input: text('Text to speak, at most max_input_chars characters.'),
+    model: Text('Model id (task tts, clon or vdes), or one of its aliases.'),
+    input: Text('Text to speak, at most max_input_chars characters.'),
     response_format: Optional(
-      Type.String({
-        enum: [...SPEECH_FORMATS],
-        description:
-          'Default: the server default_speech_format (wav). Streamed: pcm, mp3, opus, aac or flac.',
-      }),
+      OneOf(
+        SPEECH_FORMATS,
+        'Default: the server default_speech_format (wav). Streamed: pcm, mp3, opus, aac or flac.',
+      ),
     ),
     sample_rate: Optional(
       Type.Integer({ minimum: 1000, maximum: 384000, 'x-expected': 'an integer in 1000..384000' }),
@@ -55,7 +65,7 @@ export const SpeechRequest = Type.Object(
         [
           Type.String({ description: 'A server path.' }),
           Type.Object({
-            type: Type.String({ enum: ['path', 'base64'] }),
+            type: OneOf(['path', 'base64']),
             path: Type.Optional(Type.String()),
             data: Type.Optional(Type.String()),
           }),
@@ -66,25 +76,13 @@ export const SpeechRequest = Type.Object(
     reference_text: Optional(Type.String()),
     language: Optional(Type.String()),
     instructions: Optional(Type.String()),
-    speed: Optional(Type.Number({ exclusiveMinimum: 0, 'x-expected': 'a positive number' })),
-    speaking_rate: Optional(Type.Number({ exclusiveMinimum: 0, 'x-expected': 'a positive number' })),
+    speed: Optional(positive()),
+    speaking_rate: Optional(positive()),
     ...KNOBS,
-    options: Optional(
-      Type.Object({}, { additionalProperties: true, 'x-expected': 'an object of option values' }),
-    ),
-    busy_timeout_ms: Optional(
-      Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^\\d+$' })], {
-        'x-expected': 'an integer >= 0 (0 waits without limit)',
-        description: 'An integer >= 0, or a string of digits: how long to wait for a busy model (ms).',
-      }),
-    ),
-    stream: Optional(
-      Type.Union([Type.Boolean(), Type.String({ enum: ['true', 'True', '1', 'false', 'False', '0'] })], {
-        'x-expected': 'true or false',
-        description: 'true (or "true"/"1") streams; needs a streaming model.',
-      }),
-    ),
-    stream_format: Optional(Type.String({ enum: [...STREAM_FORMATS] })),
+    options: Optional(OptionObject()),
+    busy_timeout_ms: Optional(BusyTimeout()),
+    stream: Optional(BoolLike('true (or "true"/"1") streams; needs a streaming model.')),
+    stream_format: Optional(OneOf(STREAM_FORMATS)),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, title: 'SpeechRequest' },
 );

@@ -1,0 +1,114 @@
+/**
+ * The bodies of POST /v1/tasks/run, /v1/tasks/stream and /v1/tasks/batch: the audio.cpp CLI's
+ * request fields (reference §1.11-1.13), checked by the routes and published by the document.
+ * Every field may be null (absent); unknown fields pass through.
+ */
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { SPEECH_KNOBS, TASK_KNOBS, TASK_RENAMES } from '../request-options.js';
+import {
+  BoolLike,
+  BusyTimeout,
+  IntegerLike,
+  NumberLike,
+  OneOf,
+  Optional,
+  OptionObject,
+  Scalar,
+  Text,
+} from '../request-schema.js';
+import { SPEECH_KNOB_KINDS } from './speech-request.js';
+
+/** Options that name server files (under the file roots; relative paths resolve against the config folder). */
+export const PATH_OPTIONS = ['source_audio', 'target_voice', 'prosody_ref', 'style_ref'] as const;
+
+/** The kind of value of each knob beyond the speech ones; anything else is text or a number. */
+const TASK_KNOB_KINDS: Partial<Record<(typeof TASK_KNOBS)[number], (description?: string) => TSchema>> = {
+  do_sample: BoolLike,
+  return_timestamps: BoolLike,
+  num_beams: IntegerLike,
+  text_chunk_size: IntegerLike,
+  audio_chunk_seconds: NumberLike,
+  duration_seconds: NumberLike,
+  repaint_strength: NumberLike,
+  speaking_rate: NumberLike,
+  pitch_shift: NumberLike,
+  energy_scale: NumberLike,
+};
+
+const knobKind = (name: (typeof TASK_KNOBS)[number]) =>
+  (SPEECH_KNOBS as readonly string[]).includes(name)
+    ? SPEECH_KNOB_KINDS[name as (typeof SPEECH_KNOBS)[number]]
+    : (TASK_KNOB_KINDS[name] ?? Scalar);
+
+const KNOBS = Object.fromEntries([
+  ...TASK_KNOBS.map((name) => [name, Optional(knobKind(name)(`Copied into options.${name}.`))]),
+  ...Object.entries(TASK_RENAMES).map(([field, option]) => [
+    field,
+    Optional(
+      field.startsWith('repaint_')
+        ? NumberLike(`Copied into options.${option}.`)
+        : Scalar(`Copied into options.${option}.`),
+    ),
+  ]),
+]);
+
+const PATHS = Object.fromEntries(
+  PATH_OPTIONS.map((name) => [name, Optional(Type.String({ description: 'A server-local file path.' }))]),
+);
+
+/** The request fields, on their own (`request`, `requests[i]`) or at the top of a run body. */
+const REQUEST_FIELDS = {
+  ...KNOBS,
+  text: Optional(Type.String()),
+  language: Optional(Type.String()),
+  audio: Optional(
+    Type.String({
+      description: 'The path of a server-local audio file (WAV or any container ffmpeg decodes).',
+    }),
+  ),
+  audio_base64: Optional(Text('Base64 audio (WAV or any container ffmpeg decodes) or a data: URI.')),
+  voice_id: Optional(Type.String()),
+  voice_ref: Optional(Type.String({ description: 'The path of a server-local audio file.' })),
+  reference_text: Optional(Type.String()),
+  options: Optional(OptionObject()),
+  ...PATHS,
+  busy_timeout_ms: Optional(BusyTimeout()),
+};
+
+export const TaskRequest = Type.Object(REQUEST_FIELDS, {
+  additionalProperties: true,
+  title: 'TaskRequest',
+  description:
+    'The audio.cpp CLI request fields (text, language, audio, audio_base64, voice_id, voice_ref, reference_text, options and the option knobs of docs/api.md). Unknown fields are ignored.',
+});
+
+const RUN_FIELDS = {
+  ...REQUEST_FIELDS,
+  model: Text('Model id, or one of its aliases.'),
+  request: Optional(TaskRequest),
+};
+
+export const TaskRunRequest = Type.Object(RUN_FIELDS, {
+  additionalProperties: true,
+  title: 'TaskRunRequest',
+  description: 'Without `request`, the body itself is the request (the TaskRequest fields at the top level).',
+});
+
+export const TaskStreamRequest = Type.Object(
+  { ...RUN_FIELDS, stream_format: Optional(OneOf(['sse'])) },
+  { additionalProperties: true, title: 'TaskStreamRequest', description: TaskRunRequest.description },
+);
+
+export const TaskBatchRequest = Type.Object(
+  {
+    model: Text('Model id, or one of its aliases.'),
+    requests: Type.Array(TaskRequest, {
+      minItems: 1,
+      'x-expected': 'a non-empty array of request objects',
+    }),
+    busy_timeout_ms: Optional(BusyTimeout()),
+  },
+  { additionalProperties: true, title: 'TaskBatchRequest' },
+);
+
+export type TaskFields = Static<typeof TaskRequest>;
