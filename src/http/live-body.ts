@@ -23,10 +23,11 @@
  *   the client declares.
  * - Memory: the reader queues payload until the consumer pulls it, and pauses the request as soon
  *   as its queue holds LIVE_BODY_HIGH_WATER_BYTES (1 MiB), so it never holds more than that plus one
- *   piece (bytesBuffered). A paused request buffers at most its readableHighWaterMark plus the rest
- *   of the socket read in progress before node:http stops reading the socket; the rest waits in
- *   the kernel and, past its buffers, in the client. A huge chunk, or a fast stream to a slow
- *   consumer, costs the server about 1 MiB plus two socket reads, never more.
+ *   piece (bytesBuffered). A paused request buffers at most its readableHighWaterMark (16 KiB on
+ *   node 20, 64 KiB from node 22) plus the rest of the socket read in progress before node:http
+ *   stops reading the socket; the rest waits in the kernel and, past its buffers, in the client.
+ *   A huge chunk, or a fast stream to a slow consumer, costs the server about 1.2 MiB at most
+ *   (test/http/live-body.test.ts, "memory stays bounded", checks this bound).
  * - Malformed framing fails with the reason of node:http's parse error (code HPE_*): seen on the
  *   socket's 'error' when node:http destroys the connection with it (its default clientError
  *   handling), or passed in by reportClientError() from a server's own 'clientError' handler that
