@@ -1,38 +1,45 @@
 /**
  * The request body of a live-ingest route (POST /v1/audio/transcriptions/live and /v1/audio/speech/live):
  * raw PCM sent with `Transfer-Encoding: chunked`, read as it arrives and bounded by `live_ingest`.
- * The PCM format comes from live-pcm-format.ts; the chunked framing is followed by chunk-framing.ts.
+ * The PCM format comes from live-pcm-format.ts. The bytes come from the request's public Readable
+ * (its 'data' events, with pause()/resume() for backpressure): node:http de-chunks the body and stays
+ * the only judge of its framing; nothing here reads the raw socket or node:http's parser.
  *
  * What is enforced, and how:
- * - `idle_timeout_ms`: the longest gap between bytes received from the client while the reader is
- *   taking data. While the consumer lags and the reader holds the body paused (backpressure), the
- *   gap is not counted: the client cannot send then, through no fault of its own.
+ * - `idle_timeout_ms`: the longest gap between payload bytes received from the client while the
+ *   reader is taking data (framing alone, a size line or an extension sent byte by byte, does not
+ *   count as data). While the consumer lags and the reader holds the body paused (backpressure),
+ *   the gap is not counted: the client cannot send then, through no fault of its own.
  * - `total_timeout_ms`: time from openLiveBody() to the terminating chunk, whatever the cause.
  *   Both timeouts run on the Clock passed in (the server's, so a test can move time itself).
  * - `max_body_bytes`: payload bytes (after de-chunking); one byte more fails.
- * - `max_chunk_bytes`: the size a chunk *declares* in its size line, checked as soon as the size line
- *   has arrived (before the chunk's data). Node's parser does not expose chunk sizes, so the reader
- *   feeds the raw socket bytes to its own framing parser (ChunkFraming), through a `data` listener
- *   on the socket (which node:http supports by switching its parser to JS-fed mode), starting from
- *   the request's current read buffer (the parser's getCurrentBuffer(), the read that ended the
- *   headers; bodyStart finds the body in it). That needs openLiveBody() to run synchronously in the
- *   'request' event, before any `await`; then `exactChunkLimit` is true. Opened later, the raw
- *   bytes already parsed are out of reach, and the limit falls back to each contiguous run of one
- *   chunk's bytes that Node delivers at once (at most one socket read, 64 KiB): a run over the
- *   limit still fails, but a larger chunk that arrives over several reads passes. Node's parser
- *   stays the authority on the data; the reader cross-checks its own byte count against Node's and
- *   fails with an internal error if they ever disagree.
- * - Malformed framing fails with the framing parser's description when it sees it first, else with
- *   the reason of Node's parse error (the socket's 'error', code HPE_*). node:http then destroys
- *   the connection (its default clientError handling), so no SSE error event can follow.
+ * - `max_chunk_bytes`: checked on each piece of payload node:http hands over at once (one 'data'
+ *   event): a piece larger than the limit fails. node:http does not tell the size a chunk declares
+ *   and delivers a chunk in pieces, each within one chunk and one socket read (at most 64 KiB on
+ *   node 20), so this is a looser bound than the size line: a chunk over the limit that arrives
+ *   over several reads passes, piece by piece, and a declared size is never refused before its
+ *   data arrives (node:http refuses a size that does not fit in 64 bits as malformed). With the
+ *   default (8 MiB) it never fires; what bounds memory is the backpressure below, whatever sizes
+ *   the client declares.
+ * - Memory: the reader queues payload until the consumer pulls it, and pauses the request as soon
+ *   as its queue holds LIVE_BODY_HIGH_WATER_BYTES (1 MiB), so it never holds more than that plus one
+ *   piece (bytesBuffered). A paused request buffers at most its readableHighWaterMark (16 KiB on
+ *   node 20, 64 KiB from node 22) plus the rest of the socket read in progress before node:http
+ *   stops reading the socket; the rest waits in the kernel and, past its buffers, in the client.
+ *   A huge chunk, or a fast stream to a slow consumer, costs the server about 1.2 MiB at most
+ *   (test/http/live-body.test.ts, "memory stays bounded", checks this bound).
+ * - Malformed framing fails with the reason of node:http's parse error (code HPE_*): seen on the
+ *   socket's 'error' when node:http destroys the connection with it (its default clientError
+ *   handling), or passed in by reportClientError() from a server's own 'clientError' handler that
+ *   keeps the connection open to report it (voxd's does, for a streamed answer).
  * - A body cut off before the terminating zero-length chunk (half-close, close, reset) fails: a
  *   truncated body never ends the iteration normally.
  * - The AbortSignal (the client-gone signal of the route) fails the iteration with its reason.
  * Every failure is a VoxdError naming the limit and its value: 400 E_INVALID_REQUEST (timeouts,
  * malformed framing, truncation, a partial last frame), 413 E_BODY_TOO_LARGE (max_body_bytes,
- * max_chunk_bytes), 499 E_CLIENT_GONE (the client left after a whole body), 500 E_INTERNAL (the
- * framing check lost track), or the signal's own reason. A failure is reported at the next pull,
- * at once: audio received but not yet yielded is dropped. All listeners and timers are removed on
+ * max_chunk_bytes), 413 E_AUDIO_TOO_LONG (max_audio_seconds), 499 E_CLIENT_GONE (the client left
+ * after a whole body), or the signal's own reason. A failure is reported at the next pull, at
+ * once: audio received but not yet yielded is dropped. All listeners and timers are removed on
  * every path (end, failure, close()); the request is paused after a failure, and close() resumes
  * it with no reader, so that what the client still sends is dropped rather than left unread (the
  * connection then closes lingering: src/http/lingering-close.ts).
@@ -52,7 +59,6 @@ import type { Audio } from '../audio/types.js';
 import type { LiveIngestConfig } from '../config/types.js';
 import { invalidRequest, showValue, VoxdError } from '../errors.js';
 import { type Clock, systemClock, type Timer } from '../util/clock.js';
-import { bodyStart, ChunkFraming, type FramingIssue } from './chunk-framing.js';
 import { lingerOnClose } from './lingering-close.js';
 import type { LivePcmFormat, LiveSampleFormat } from './live-pcm-format.js';
 
@@ -111,8 +117,11 @@ export interface LiveBody extends AsyncIterable<Audio> {
   readonly format: LivePcmFormat;
   /** Payload bytes received so far (after de-chunking), including any not yet yielded. */
   readonly bytesReceived: number;
-  /** True when max_chunk_bytes is checked against declared chunk sizes (see the module comment). */
-  readonly exactChunkLimit: boolean;
+  /**
+   * Payload bytes held now: received but not yet yielded (queued, plus a partial frame carried to
+   * the next yield). Below LIVE_BODY_HIGH_WATER_BYTES plus one delivered piece (module comment).
+   */
+  readonly bytesBuffered: number;
   /** The clock's now() when the body completed (terminating chunk), undefined before. */
   readonly completedAt: number | undefined;
   /**
@@ -124,9 +133,9 @@ export interface LiveBody extends AsyncIterable<Audio> {
 
 /**
  * Starts reading a live body. Throws the 400 of requireChunkedBody at once; every other failure
- * comes out of the iteration. Call it synchronously in the request handler, before any `await`,
- * for exact max_chunk_bytes enforcement. One consumer: each [Symbol.asyncIterator]() call returns
- * the same iterator. Whatever happens, call close() (or finish the iteration) when done.
+ * comes out of the iteration. It may be called in the request handler or later (the request holds
+ * what arrives meanwhile, paused). One consumer: each [Symbol.asyncIterator]() call returns the
+ * same iterator. Whatever happens, call close() (or finish the iteration) when done.
  */
 export function openLiveBody(req: IncomingMessage, options: LiveBodyOptions): LiveBody {
   requireChunkedBody(req, options.label);
@@ -135,22 +144,34 @@ export function openLiveBody(req: IncomingMessage, options: LiveBodyOptions): Li
   return new LiveBodyReader(req, options);
 }
 
-/** Queued payload above which the request is paused until the consumer pulls (backpressure). */
-const HIGH_WATER_BYTES = 1 << 20;
+/**
+ * Queued payload at which the reader pauses the request until the consumer pulls (backpressure):
+ * the reader never holds more than this plus one piece node:http delivered.
+ */
+export const LIVE_BODY_HIGH_WATER_BYTES = 1 << 20;
+
+/** The handler of the live body being read on a socket, for node:http's parse errors. */
+const clientErrorSinks = new WeakMap<object, (err: Error) => void>();
+
+/**
+ * node:http's parser failed on `socket` (the server's 'clientError' event): the live body being
+ * read on it, if any, fails at once with the parse error's reason (a 400 naming the HPE_ code).
+ * A 'clientError' handler that does not destroy the socket with the error (one that keeps the
+ * connection so that a streamed answer can report the problem) must call this, or the reader
+ * learns of the error only when the connection closes, as a truncated body. Does nothing for a
+ * socket with no live body in progress.
+ */
+export function reportClientError(socket: object, err: Error): void {
+  clientErrorSinks.get(socket)?.(err);
+}
 
 interface Waiter {
   resolve(result: IteratorResult<Audio>): void;
   reject(err: unknown): void;
 }
 
-interface ParserLike {
-  incoming?: unknown;
-  getCurrentBuffer?: () => unknown;
-}
-
 class LiveBodyReader implements LiveBody {
   readonly format: LivePcmFormat;
-  readonly exactChunkLimit: boolean;
   bytesReceived = 0;
   completedAt: number | undefined;
 
@@ -161,7 +182,6 @@ class LiveBodyReader implements LiveBody {
   readonly #clock: Clock;
   readonly #bytesPerSample: number;
   readonly #frameBytes: number;
-  readonly #framing: ChunkFraming | undefined;
   readonly #maxAudioSeconds: number;
   /** Payload bytes that hold max_audio_seconds of audio (infinite without a limit). */
   readonly #maxAudioBytes: number;
@@ -204,23 +224,12 @@ class LiveBodyReader implements LiveBody {
       },
     };
 
-    // The part of the body already read from the socket (the rest of the read that ended the
-    // headers), taken before the raw listener below changes how the socket is read.
-    const initial = initialBodyBytes(req);
-    const maxChunk =
-      this.#limits.max_chunk_bytes > 0 ? this.#limits.max_chunk_bytes : Number.POSITIVE_INFINITY;
-    this.#framing = initial ? new ChunkFraming(maxChunk) : undefined;
-    this.exactChunkLimit = this.#framing !== undefined;
-
     this.#attach();
-    if (this.#signal?.aborted) {
-      this.#fail(abortReason(this.#signal));
-      return;
-    }
-    if (this.#framing && initial) {
-      const { issue } = this.#framing.feed(initial);
-      if (issue) this.#fail(this.#framingError(issue));
-    }
+    if (this.#signal?.aborted) this.#fail(abortReason(this.#signal));
+  }
+
+  get bytesBuffered(): number {
+    return this.#carry.length + this.#queuedBytes;
   }
 
   [Symbol.asyncIterator](): AsyncIterableIterator<Audio> {
@@ -250,8 +259,7 @@ class LiveBodyReader implements LiveBody {
     req.on('close', this.#onRequestGone);
     const socket = this.#socket;
     if (socket) {
-      // Prepended: the raw bytes are seen before node:http's parser consumes them.
-      if (this.#framing) socket.prependListener('data', this.#onRaw);
+      clientErrorSinks.set(socket, this.#onSocketError);
       socket.on('error', this.#onSocketError);
       socket.on('end', this.#onSocketEnd);
       socket.on('close', this.#onSocketEnd);
@@ -282,7 +290,7 @@ class LiveBodyReader implements LiveBody {
     req.off('close', this.#onRequestGone);
     const socket = this.#socket;
     if (socket) {
-      socket.off('data', this.#onRaw);
+      if (clientErrorSinks.get(socket) === this.#onSocketError) clientErrorSinks.delete(socket);
       socket.off('error', this.#onSocketError);
       socket.off('end', this.#onSocketEnd);
       socket.off('close', this.#onSocketEnd);
@@ -306,37 +314,23 @@ class LiveBodyReader implements LiveBody {
 
   // ---- events ----
 
-  /** Raw socket bytes, before node:http parses them (exact mode only). */
-  readonly #onRaw = (raw: Buffer): void => {
-    this.#armIdle();
-    const framing = this.#framing;
-    if (!framing || framing.done) return;
-    const { issue } = framing.feed(raw);
-    if (issue) this.#fail(this.#framingError(issue));
-  };
-
-  /** Payload bytes, as node:http decoded them. */
-  readonly #onData = (chunk: Buffer): void => {
+  /**
+   * A piece of payload, as node:http decoded it: part of one chunk, from one socket read (its
+   * size is what max_chunk_bytes can be checked on; see the module comment).
+   */
+  readonly #onData = (piece: Buffer): void => {
     if (!this.#attached) return;
-    this.bytesReceived += chunk.length;
-    const framing = this.#framing;
-    if (framing) {
-      if (this.bytesReceived > framing.dataBytes) {
-        this.#fail(desync(this.bytesReceived, framing.dataBytes));
-        return;
-      }
-    } else {
-      this.#armIdle();
-      const maxChunk = this.#limits.max_chunk_bytes;
-      if (maxChunk > 0 && chunk.length > maxChunk) {
-        this.#fail(
-          new VoxdError(
-            'E_BODY_TOO_LARGE',
-            `live body: a chunk of at least ${chunk.length} bytes is larger than ${maxChunk} (live_ingest.max_chunk_bytes)`,
-          ),
-        );
-        return;
-      }
+    this.#armIdle();
+    this.bytesReceived += piece.length;
+    const maxChunk = this.#limits.max_chunk_bytes;
+    if (maxChunk > 0 && piece.length > maxChunk) {
+      this.#fail(
+        new VoxdError(
+          'E_BODY_TOO_LARGE',
+          `live body: a chunk of at least ${piece.length} bytes is larger than ${maxChunk} (live_ingest.max_chunk_bytes)`,
+        ),
+      );
+      return;
     }
     const maxBody = this.#limits.max_body_bytes;
     if (maxBody > 0 && this.bytesReceived > maxBody) {
@@ -357,9 +351,9 @@ class LiveBodyReader implements LiveBody {
       );
       return;
     }
-    this.#queue.push(chunk);
-    this.#queuedBytes += chunk.length;
-    if (this.#queuedBytes >= HIGH_WATER_BYTES && !this.#paused) {
+    this.#queue.push(piece);
+    this.#queuedBytes += piece.length;
+    if (this.#queuedBytes >= LIVE_BODY_HIGH_WATER_BYTES && !this.#paused) {
       this.#paused = true;
       this.#idleTimer?.cancel();
       this.#idleTimer = undefined;
@@ -371,11 +365,6 @@ class LiveBodyReader implements LiveBody {
   /** node:http saw the terminating chunk (and any trailers): the body is whole. */
   readonly #onEnd = (): void => {
     if (!this.#attached) return;
-    const framing = this.#framing;
-    if (framing && (!framing.done || framing.dataBytes !== this.bytesReceived)) {
-      this.#fail(desync(this.bytesReceived, framing.dataBytes));
-      return;
-    }
     this.#complete = true;
     this.completedAt = this.#clock.now();
     this.#detach();
@@ -417,16 +406,6 @@ class LiveBodyReader implements LiveBody {
     return invalidRequest(
       `live body: the connection closed before the terminating zero-length chunk` +
         ` (${this.bytesReceived} bytes received${code ? `, ${code}` : ''})`,
-    );
-  }
-
-  #framingError(issue: FramingIssue): VoxdError {
-    if (issue.kind === 'malformed')
-      return invalidRequest(`live body: malformed chunked framing: ${issue.detail}`);
-    return new VoxdError(
-      'E_BODY_TOO_LARGE',
-      `live body: a chunk declares ${issue.declared} bytes, more than ${this.#limits.max_chunk_bytes}` +
-        ' (live_ingest.max_chunk_bytes)',
     );
   }
 
@@ -523,13 +502,6 @@ function abortReason(signal: AbortSignal): unknown {
   return new VoxdError('E_CLIENT_GONE', 'live body: aborted', { cause: reason });
 }
 
-function desync(node: number, own: number): VoxdError {
-  return new VoxdError(
-    'E_INTERNAL',
-    `live body: lost track of the chunked framing (node:http decoded ${node} bytes, the framing check ${own})`,
-  );
-}
-
 /** Decodes the first `length` bytes (whole samples) of little-endian PCM to floats in [-1, 1]. */
 function decodePcm(bytes: Buffer, length: number, format: LiveSampleFormat): Float32Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, length);
@@ -545,26 +517,4 @@ function decodePcm(bytes: Buffer, length: number, format: LiveSampleFormat): Flo
     out[i] = v > 1 ? 1 : v >= -1 ? v : v < -1 ? -1 : 0;
   }
   return out;
-}
-
-// ---- where the raw framing check starts ----
-
-/**
- * The body part of the parser's current read buffer, when openLiveBody runs inside the 'request'
- * event (the read that ended the headers is still being parsed); undefined otherwise.
- */
-function initialBodyBytes(req: IncomingMessage): Buffer | undefined {
-  const parser = (req.socket as unknown as { parser?: ParserLike } | null)?.parser;
-  if (!parser || parser.incoming !== req || typeof parser.getCurrentBuffer !== 'function') return undefined;
-  // Node has not pushed any body yet while the headers' read is still being parsed.
-  if (req.readableDidRead || req.readableLength > 0 || req.complete) return undefined;
-  let current: unknown;
-  try {
-    current = parser.getCurrentBuffer();
-  } catch {
-    return undefined;
-  }
-  if (!Buffer.isBuffer(current) || current.length === 0) return undefined;
-  const start = bodyStart(current, `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`);
-  return start === undefined ? undefined : current.subarray(start);
 }

@@ -23,6 +23,7 @@ import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
 import { EventStream } from './event-stream.js';
 import { allowHalfOpen, watchHalfClose } from './half-close.js';
+import { reportClientError } from './live-body.js';
 import type { Reply, Route, RouteContext, StreamReply } from './route.js';
 import { installerRoutes } from './routes/installer.js';
 import { managementRoutes } from './routes/management.js';
@@ -199,11 +200,13 @@ const CLIENT_ERROR_RESPONSES: Record<string, string> = {
 /**
  * node:http's parser failed on a connection (malformed request, or a live body with broken chunk
  * framing or cut off). By default node destroys the connection at once, so a live stream could
- * not report why; here a connection whose response is a stream is left to the stream, which sees
- * the same error through its body reader, writes the SSE error event and closes the connection
- * (dropped anyway after a grace period). Other connections get node's default answer.
+ * not report why; here a connection whose response is a stream is left to the stream, which is
+ * handed the same error through its body reader (reportClientError), writes the SSE error event
+ * and closes the connection (dropped anyway after a grace period). Other connections get node's
+ * default answer.
  */
 function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  reportClientError(socket, err);
   if (streamingSockets.has(socket as Socket)) {
     setTimeout(() => socket.destroy(), STREAM_ERROR_GRACE_MS).unref();
     return;
