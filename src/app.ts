@@ -10,7 +10,7 @@ import { ConfigError } from './config/errors.js';
 import { FIXTURE_FAMILY, FIXTURE_OFF } from './config/model-config.js';
 import type { ServerConfig } from './config/types.js';
 import { createEngineCatalog, type EngineCatalog } from './engines/catalog.js';
-import { createHttpServer } from './http/server.js';
+import { createHttpServer } from './http/transport/server.js';
 import { Installer } from './models/installer.js';
 import { ModelsRoot } from './models/models-root.js';
 import { createLogger, type Logger, messageLog } from './observability/logger.js';

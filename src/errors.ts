@@ -1,7 +1,7 @@
 /**
  * The one catalogue of voxd errors. Every error that can reach a client carries a stable `code`;
  * the HTTP status, the wire `type` and the wire `code` (`apiCode`, the OpenAI-style
- * machine-readable string) of each code live here and nowhere else (src/http/errors.ts turns them
+ * machine-readable string) of each code live here and nowhere else (src/http/transport/errors.ts turns them
  * into responses).
  */
 
@@ -93,7 +93,7 @@ export interface VoxdErrorOptions {
   cause?: unknown;
   /**
    * The request field at fault (`seed`, `options.x`, `requests[0].input`), sent as `error.param`.
-   * When it is not set, src/http/errors.ts reads it from the message's leading `name:`.
+   * When it is not set, src/http/transport/errors.ts reads it from the message's leading `name:`.
    */
   param?: string;
   /** Seconds a client should wait before retrying, sent as the Retry-After header. */

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { WavError } from '../src/audio/wav-decode.js';
 import { ConfigError } from '../src/config/errors.js';
 import { ERROR_CODES, invalidRequest, notFound, unknownModel, VoxdError } from '../src/errors.js';
-import { MAX_ERROR_MESSAGE_CHARS, toHttp } from '../src/http/errors.js';
+import { MAX_ERROR_MESSAGE_CHARS, toHttp } from '../src/http/transport/errors.js';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 

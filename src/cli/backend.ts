@@ -2,7 +2,7 @@
  * What a one-shot command asks of where it runs: in this process (in-process.ts) or on a voxd
  * server (remote.ts). Both answer in the same shapes, so the command prints the same either way.
  */
-import type { AudioSource } from '../http/audio-io.js';
+import type { AudioSource } from '../audio/input.js';
 import type { SpeakFormat, TranscribeFormat } from './one-shot-args.js';
 
 /** The audio a command reads: a file's handle, or stdin's bytes; `name` is what messages call it. */

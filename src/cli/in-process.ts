@@ -4,8 +4,18 @@
  * routes' own (voice resolution, speed, options, input decoding, response formats), so a command
  * answers what the same request to `voxd serve` would.
  */
+
+import type { Fields } from '../api/fields.js';
+import { modelEntry } from '../api/model-lookup.js';
+import { buildOptions, SPEECH_KNOBS } from '../api/request-options.js';
+import { checkInputChars, SPEECH_TASKS } from '../api/speech/input-text.js';
+import { encodeSpeech } from '../api/speech/output.js';
+import { resolveVoice } from '../api/speech/voice.js';
+import { timing } from '../api/timing.js';
+import { audioSeconds, timedReply, transcriptJson, verboseJson } from '../api/transcription/formats.js';
 import { openModelsRoot } from '../app.js';
 import { Codec, probeFfmpeg } from '../audio/ffmpeg.js';
+import { decodeAudio } from '../audio/input.js';
 import type { Audio } from '../audio/types.js';
 import { type CliOverrides, loadServerConfig } from '../config/server-config.js';
 import type { ServerConfig, TaskToken } from '../config/types.js';
@@ -13,18 +23,11 @@ import { createEngineCatalog } from '../engines/catalog.js';
 import { killRunnerProcesses } from '../engines/engine-worker.js';
 import { voiceAliases } from '../engines/voice-aliases.js';
 import { VoxdError } from '../errors.js';
-import { audioLimits, decodeAudio, timing } from '../http/audio-io.js';
-import type { Fields } from '../http/fields.js';
-import { checkInputChars, SPEECH_TASKS } from '../http/input-text.js';
-import { buildOptions, SPEECH_KNOBS } from '../http/request-options.js';
+import { audioLimits } from '../http/request/audio-limits.js';
 import { speedOptions } from '../http/routes/speech.js';
-import { fileAccessOf } from '../http/server-files.js';
-import { encodeSpeech } from '../http/speech-output.js';
-import { modelEntry } from '../http/task-routes.js';
-import { audioSeconds, timedReply, transcriptJson, verboseJson } from '../http/transcript-formats.js';
-import { resolveVoice } from '../http/voice.js';
 import type { ModelEntry } from '../runtime/model-entry.js';
 import { Runtime } from '../runtime/runtime.js';
+import { fileAccessOf } from '../util/server-files.js';
 import {
   type AudioInput,
   type Backend,
@@ -189,7 +192,7 @@ export class InProcessBackend implements Backend {
     };
     if (job.format === 'verbose_json') return JSON.stringify(verboseJson(answer));
     const reply = timedReply(answer);
-    return reply.body ? reply.body.toString('utf8') : JSON.stringify(reply.json);
+    return 'body' in reply ? reply.body.toString('utf8') : JSON.stringify(reply.json);
   }
 
   async spans(

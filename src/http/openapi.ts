@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { TSchema } from '@sinclair/typebox';
-import type { Route } from './route.js';
+import type { Route } from './transport/route.js';
 
 type Obj = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 /**
  * What a model is doing now, as plain data: the source of GET /v1/models and the UI's status
- * stream (src/http/model-status.ts turns it into their JSON) and of the per-model metrics.
+ * stream (src/api/model-status.ts turns it into their JSON) and of the per-model metrics.
  */
 import type { ModelIsolation } from '../config/types.js';
 import type { ModelSample } from '../observability/metrics.js';

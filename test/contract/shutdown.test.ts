@@ -19,10 +19,10 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
+import { modelStatus } from '../../src/api/model-status.js';
 import type { ModelConfig } from '../../src/config/types.js';
-import { modelStatus } from '../../src/http/model-status.js';
-import type { RouteContext } from '../../src/http/route.js';
-import { ROUTES } from '../../src/http/server.js';
+import type { RouteContext } from '../../src/http/transport/route.js';
+import { ROUTES } from '../../src/http/transport/server.js';
 import { CUT_GRACE_MS } from '../../src/runtime/shutdown-timing.js';
 import { RawClient, type RawResponse } from '../helpers/raw-http.js';
 import {

@@ -164,7 +164,7 @@ describe('input audio limits', () => {
 });
 
 test('decoding from a file, piece by piece on a worker, gives exactly the samples of decoding the bytes', async () => {
-  const { decodeAudio } = await import('../../src/http/audio-io.js');
+  const { decodeAudio } = await import('../../src/audio/input.js');
   const { decodeWav } = await import('../../src/audio/wav-decode.js');
   const { open, rm, writeFile } = await import('node:fs/promises');
   const { tempDir } = await import('../helpers/voxd.js');

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { VoxdError } from '../../src/errors.js';
-import { bodyIdleTimer } from '../../src/http/body.js';
+import { bodyIdleTimer } from '../../src/http/request/body.js';
 import { ManualClock } from '../helpers/voxd.js';
 
 test('the idle wait restarts at each chunk and ends in E_BODY_TIMEOUT once', () => {

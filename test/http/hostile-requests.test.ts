@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { MAX_JSON_DEPTH } from '../../src/http/json-text.js';
+import { MAX_JSON_DEPTH } from '../../src/util/json-text.js';
 import { RawClient } from '../helpers/raw-http.js';
 import { sseEvents, typeOf } from '../helpers/sse.js';
 import {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { test } from 'node:test';
-import { SPOOL_THRESHOLD } from '../../src/http/multipart.js';
+import { SPOOL_THRESHOLD } from '../../src/http/request/multipart.js';
 import { mountTmpfs } from '../helpers/tmpfs.js';
 import { errorOf, fixtureModel, transcribe, withServer } from '../helpers/voxd.js';
 import { smallWav } from './wav-helpers.js';

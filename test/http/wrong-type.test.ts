@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { buildOpenApi } from '../../src/http/openapi.js';
-import { ROUTES } from '../../src/http/server.js';
+import { ROUTES } from '../../src/http/transport/server.js';
 import { errorOf, fixtureModel, post, startServer, type TestServer } from '../helpers/voxd.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON

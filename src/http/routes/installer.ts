@@ -6,13 +6,13 @@
  */
 
 import type { Static } from '@sinclair/typebox';
+import { queryParam, requireString } from '../../api/fields.js';
 import { invalidRequest } from '../../errors.js';
 import { checkPackageId } from '../../models/catalog.js';
 import type { InstallJob, UrlSource } from '../../models/installer.js';
-import { queryParam, requireString } from '../fields.js';
-import { managedRoute } from '../request-schema.js';
-import { type Route, type RouteContext, requireManagement } from '../route.js';
+import { managedRoute } from '../request/schema.js';
 import { IdRequest, InstallRequest } from '../schemas/management-request.js';
+import { type Route, type RouteContext, requireManagement } from '../transport/route.js';
 
 type IdBody = Static<typeof IdRequest>;
 

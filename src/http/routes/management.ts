@@ -3,13 +3,13 @@
  * routes (not gated, as in audio.cpp).
  */
 import type { Static } from '@sinclair/typebox';
+import { queryParam } from '../../api/fields.js';
 import { parseModelConfig, registrationBody } from '../../config/model-config.js';
 import { invalidRequest } from '../../errors.js';
-import { readJsonObject } from '../body.js';
-import { queryParam } from '../fields.js';
-import { jsonRoute, managedRoute } from '../request-schema.js';
-import { type Route, type RouteContext, requireManagement } from '../route.js';
+import { readJsonObject } from '../request/body.js';
+import { jsonRoute, managedRoute } from '../request/schema.js';
 import { IdRequest, LoadModelRequest, UnloadModelsRequest } from '../schemas/management-request.js';
+import { type Route, type RouteContext, requireManagement } from '../transport/route.js';
 
 async function load(ctx: RouteContext, body: Record<string, unknown>) {
   const { runtime, config, signal } = ctx;

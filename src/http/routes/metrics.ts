@@ -1,6 +1,6 @@
 /** GET /metrics: the Prometheus scrape (docs/observability.md lists every metric). */
 import { notFound } from '../../errors.js';
-import type { Route } from '../route.js';
+import type { Route } from '../transport/route.js';
 
 export const metricsRoutes: Route[] = [
   {

@@ -14,9 +14,9 @@ import { readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Static } from '@sinclair/typebox';
 import { VoxdError } from '../../errors.js';
-import { managedRoute } from '../request-schema.js';
-import { type Route, type RouteContext, requireManagement } from '../route.js';
+import { managedRoute } from '../request/schema.js';
 import { PathRequest } from '../schemas/management-request.js';
+import { type Route, type RouteContext, requireManagement } from '../transport/route.js';
 
 type PathBody = Static<typeof PathRequest>;
 

@@ -2,6 +2,11 @@
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { queryFlag } from '../../api/fields.js';
+import { missingAliasTarget, registeredEntry } from '../../api/model-lookup.js';
+import { modelById, modelsWithAliases } from '../../api/model-status.js';
+import { SPEECH_TASKS } from '../../api/speech/input-text.js';
+import { isLibraryVoiceFile } from '../../api/speech/voice.js';
 import { aliasTarget } from '../../config/model-aliases.js';
 import { MODEL_ID } from '../../config/model-config.js';
 import { voiceAliases } from '../../engines/voice-aliases.js';
@@ -9,12 +14,7 @@ import { showValue, unknownModel, VoxdError } from '../../errors.js';
 import { missingModel } from '../../runtime/reconfiguration.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
-import { queryFlag } from '../fields.js';
-import { SPEECH_TASKS } from '../input-text.js';
-import { modelById, modelsWithAliases } from '../model-status.js';
-import type { Route, RouteContext } from '../route.js';
-import { missingAliasTarget, registeredEntry } from '../task-routes.js';
-import { isLibraryVoiceFile } from '../voice.js';
+import type { Route, RouteContext } from '../transport/route.js';
 
 /** 503 once a shutdown began, so a load balancer stops sending work at once. */
 async function health({ runtime, config }: RouteContext) {
@@ -100,7 +100,7 @@ async function voiceDirNames(dir: string | undefined): Promise<string[]> {
   }
   const names: string[] = [];
   for (const entry of entries) {
-    // List only names that `voice` can select (src/http/voice.ts looks up `<name>.wav`, plain names only).
+    // List only names that `voice` can select (src/api/speech/voice.ts looks up `<name>.wav`, plain names only).
     if (!isLibraryVoiceFile(entry.name)) continue;
     // A folder named `x.wav` is not a voice; a link counts when it leads to a file.
     const file =

@@ -1,6 +1,6 @@
 /** GET /openapi.json: the OpenAPI 3.1 description of the routes this server registered. */
 import { buildOpenApi } from '../openapi.js';
-import type { Route } from '../route.js';
+import type { Route } from '../transport/route.js';
 
 /**
  * The route, given the server's route list as a function: the list includes this route, so it is

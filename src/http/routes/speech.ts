@@ -1,32 +1,33 @@
 /** POST /v1/audio/speech: text to speech, as WAV bytes, raw PCM or JSON with base64 WAV. */
 import type { Static } from '@sinclair/typebox';
-import { encodePcm16, wavHeader } from '../../audio/wav-encode.js';
-import type { TaskToken } from '../../config/types.js';
-import type { EngineRequest } from '../../engines/types.js';
-import { voiceAliases } from '../../engines/voice-aliases.js';
-import { invalidRequest, showValue, VoxdError } from '../../errors.js';
-import { audioLimits, timing, timingFor, timingHeaders } from '../audio-io.js';
-import { ownedCodec } from '../caller.js';
-import type { EventStream, StreamFormat } from '../event-stream.js';
-import { optionalBool, requestBusyTimeout } from '../fields.js';
-import { checkInputChars, SPEECH_TASKS, speechUsage } from '../input-text.js';
-import { liveIngestLimits, openLiveBody } from '../live-body.js';
-import { parseLivePcmFormat } from '../live-pcm-format.js';
-import { buildOptions, SPEECH_KNOBS } from '../request-options.js';
-import { jsonRoute } from '../request-schema.js';
-import type { Reply, Route, RouteContext } from '../route.js';
-import { SpeechRequest } from '../schemas/speech-request.js';
-import { fileAccessOf } from '../server-files.js';
+import { optionalBool, requestBusyTimeout } from '../../api/fields.js';
+import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../../api/model-lookup.js';
+import { buildOptions, SPEECH_KNOBS } from '../../api/request-options.js';
+import { checkInputChars, SPEECH_TASKS, speechUsage } from '../../api/speech/input-text.js';
 import {
   encodeSpeech,
   parseSpeechOutput,
   type SpeechOutput,
   SpeechStreamWriter,
   streamContentType,
-} from '../speech-output.js';
-import { streamedInference } from '../streamed-inference.js';
-import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../task-routes.js';
-import { resolveVoice, unalias } from '../voice.js';
+} from '../../api/speech/output.js';
+import { resolveVoice, unalias } from '../../api/speech/voice.js';
+import { timing, timingFor, timingHeaders } from '../../api/timing.js';
+import { encodePcm16, wavHeader } from '../../audio/wav-encode.js';
+import type { TaskToken } from '../../config/types.js';
+import type { EngineRequest } from '../../engines/types.js';
+import { voiceAliases } from '../../engines/voice-aliases.js';
+import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { fileAccessOf } from '../../util/server-files.js';
+import { liveIngestLimits, openLiveBody } from '../live/body.js';
+import { parseLivePcmFormat } from '../live/pcm-format.js';
+import { audioLimits } from '../request/audio-limits.js';
+import { jsonRoute } from '../request/schema.js';
+import { SpeechRequest } from '../schemas/speech-request.js';
+import type { EventStream, StreamFormat } from '../stream/event-stream.js';
+import { streamedInference } from '../stream/streamed-inference.js';
+import { ownedCodec } from '../transport/caller.js';
+import type { Reply, Route, RouteContext } from '../transport/route.js';
 
 /**
  * `speed` (or `speaking_rate`) as the option the model takes; 1.0 is accepted by any model. The

@@ -4,18 +4,20 @@
  */
 
 import type { Static } from '@sinclair/typebox';
+import { optionalBusyTimeout, requestBusyTimeout } from '../../api/fields.js';
+import { modelEntry, requireStreamingMode } from '../../api/model-lookup.js';
+import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../../api/request-options.js';
+import { checkInputChars } from '../../api/speech/input-text.js';
+import { timing } from '../../api/timing.js';
+import { type AudioLimits, decodeBase64Audio, readAudioPath } from '../../audio/input.js';
 import type { Audio } from '../../audio/types.js';
 import { encodeWav } from '../../audio/wav-encode.js';
 import type { EngineEvent, EngineRequest, EngineResult } from '../../engines/types.js';
 import { invalidRequest, VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
-import { type AudioLimits, audioLimits, decodeBase64Audio, readAudioPath, timing } from '../audio-io.js';
-import { batchInference } from '../batch-inference.js';
-import { optionalBusyTimeout, requestBusyTimeout } from '../fields.js';
-import { checkInputChars } from '../input-text.js';
-import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../request-options.js';
-import { jsonRoute } from '../request-schema.js';
-import { clientGoneOf, type Route, type RouteContext } from '../route.js';
+import { type FileAccess, fileAccessOf, serverFilePath } from '../../util/server-files.js';
+import { audioLimits } from '../request/audio-limits.js';
+import { jsonRoute } from '../request/schema.js';
 import {
   PATH_OPTIONS,
   TaskBatchRequest,
@@ -23,9 +25,9 @@ import {
   TaskRunRequest,
   TaskStreamRequest,
 } from '../schemas/task-request.js';
-import { type FileAccess, fileAccessOf, serverFilePath } from '../server-files.js';
-import { streamedInference } from '../streamed-inference.js';
-import { modelEntry, requireStreamingMode } from '../task-routes.js';
+import { batchInference } from '../stream/batch-inference.js';
+import { streamedInference } from '../stream/streamed-inference.js';
+import { clientGoneOf, type Route, type RouteContext } from '../transport/route.js';
 
 /** A field that may be null (absent). */
 const given = <T>(value: T | null | undefined): T | undefined => value ?? undefined;

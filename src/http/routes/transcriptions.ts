@@ -3,33 +3,46 @@
  * /v1/audio/transcriptions/details: speech recognition, translation and diarization of a WAV, sent
  * either as a multipart upload or as JSON naming a server-local path.
  */
+
+import {
+  type Fields,
+  optionalBool,
+  optionalString,
+  requestBusyTimeout,
+  requireString,
+} from '../../api/fields.js';
+import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../../api/model-lookup.js';
+import { buildOptions } from '../../api/request-options.js';
+import { timing } from '../../api/timing.js';
+import { requireChunkingVad, runChunked } from '../../api/transcription/chunked.js';
+import { audioSeconds, durationUsage, timedReply, transcriptJson } from '../../api/transcription/formats.js';
+import {
+  parseTranscriptRequest,
+  type TranscriptRequest,
+  withListFields,
+} from '../../api/transcription/request.js';
+import { type AudioLimits, decodeAudio, readAudioPath } from '../../audio/input.js';
 import type { Audio } from '../../audio/types.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
-import { type AudioLimits, audioLimits, decodeAudio, readAudioPath, timing } from '../audio-io.js';
-import { batchInference } from '../batch-inference.js';
-import { readJsonObject } from '../body.js';
-import { requireChunkingVad, runChunked } from '../chunked-transcription.js';
-import { type Fields, optionalBool, optionalString, requestBusyTimeout, requireString } from '../fields.js';
-import { parseJsonText } from '../json-text.js';
-import { type LiveBody, liveIngestLimits, openLiveBody } from '../live-body.js';
-import { parseLivePcmFormat } from '../live-pcm-format.js';
-import { isMultipart, type MultipartBody, readMultipart } from '../multipart.js';
-import { buildOptions } from '../request-options.js';
-import { bodyChecker } from '../request-schema.js';
-import { clientGoneOf, type Route, type RouteContext } from '../route.js';
+import { parseJsonText } from '../../util/json-text.js';
+import { fileAccessOf } from '../../util/server-files.js';
+import { type LiveBody, liveIngestLimits, openLiveBody } from '../live/body.js';
+import { parseLivePcmFormat } from '../live/pcm-format.js';
+import { audioLimits } from '../request/audio-limits.js';
+import { readJsonObject } from '../request/body.js';
+import { isMultipart, type MultipartBody, readMultipart } from '../request/multipart.js';
+import { bodyChecker } from '../request/schema.js';
 import {
   BatchTranscriptionForm,
   TranscriptionForm,
   TranscriptionJsonRequest,
 } from '../schemas/transcription-request.js';
-import { fileAccessOf } from '../server-files.js';
-import { streamedInference } from '../streamed-inference.js';
-import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../task-routes.js';
-import { audioSeconds, durationUsage, timedReply, transcriptJson } from '../transcript-formats.js';
-import { parseTranscriptRequest, type TranscriptRequest, withListFields } from '../transcript-request.js';
+import { batchInference } from '../stream/batch-inference.js';
+import { streamedInference } from '../stream/streamed-inference.js';
+import { clientGoneOf, type Route, type RouteContext } from '../transport/route.js';
 
 const TRANSCRIPTION_TASKS: readonly TaskToken[] = ['asr', 'diar'];
 

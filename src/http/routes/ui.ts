@@ -5,11 +5,11 @@
 import { readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { modelList } from '../../api/model-status.js';
 import { notFound } from '../../errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
-import { modelList } from '../model-status.js';
-import type { Reply, Route, RouteContext } from '../route.js';
-import { StatusFeed } from '../status-feed.js';
+import type { Reply, Route, RouteContext } from '../transport/route.js';
+import { StatusFeed } from '../transport/status-feed.js';
 
 /** `ui/` at the package root: this file is dist/src/http/routes/ui.js once built. */
 export const UI_DIR = fileURLToPath(new URL('../../../../ui/', import.meta.url));

@@ -6,7 +6,7 @@
  * entries, so that both refuse alike; its fields are absent rather than null.
  */
 import { Type } from '@sinclair/typebox';
-import { OneOf, Optional, OptionObject, Text } from '../request-schema.js';
+import { OneOf, Optional, OptionObject, Text } from '../request/schema.js';
 
 export const LoadModelRequest = Type.Object(
   {

@@ -5,7 +5,8 @@
  * (clients send OpenAI fields voxd does not use).
  */
 import { Type } from '@sinclair/typebox';
-import { SPEECH_KNOBS } from '../request-options.js';
+import { SPEECH_KNOBS } from '../../api/request-options.js';
+import { SPEECH_FORMATS } from '../../api/speech/output.js';
 import {
   BoolLike,
   BusyTimeout,
@@ -15,8 +16,7 @@ import {
   Optional,
   OptionObject,
   Text,
-} from '../request-schema.js';
-import { SPEECH_FORMATS } from '../speech-output.js';
+} from '../request/schema.js';
 
 export const STREAM_FORMATS = ['sse', 'audio'] as const;
 

@@ -4,7 +4,7 @@
  * Every field may be null (absent); unknown fields pass through.
  */
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { SPEECH_KNOBS, TASK_KNOBS, TASK_RENAMES } from '../request-options.js';
+import { SPEECH_KNOBS, TASK_KNOBS, TASK_RENAMES } from '../../api/request-options.js';
 import {
   BoolLike,
   BusyTimeout,
@@ -15,7 +15,7 @@ import {
   OptionObject,
   Scalar,
   Text,
-} from '../request-schema.js';
+} from '../request/schema.js';
 import { SPEECH_KNOB_KINDS } from './speech-request.js';
 
 /** Options that name server files (under the file roots; relative paths resolve against the config folder). */

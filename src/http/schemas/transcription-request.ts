@@ -2,11 +2,11 @@
  * The bodies of the transcription routes: JSON naming a server-local file, and the multipart
  * upload's fields (each a string, as forms send them). The JSON body is checked against its schema
  * and both are published by the document; what depends on the model (diarized_json, translation,
- * chunking with a diarizer) is the route's check (src/http/transcript-request.ts).
+ * chunking with a diarizer) is the route's check (src/api/transcription/request.ts).
  */
 import { type TSchema, Type } from '@sinclair/typebox';
-import { BoolLike, BusyTimeout, NumberLike, OneOf, Optional, OptionObject, Text } from '../request-schema.js';
-import { RESPONSE_FORMATS } from '../transcript-request.js';
+import { RESPONSE_FORMATS } from '../../api/transcription/request.js';
+import { BoolLike, BusyTimeout, NumberLike, OneOf, Optional, OptionObject, Text } from '../request/schema.js';
 
 const UPLOAD = Type.String({
   contentMediaType: 'application/octet-stream',

@@ -1,0 +1,228 @@
+/**
+ * The timed OpenAI response formats of a transcription or translation: verbose_json, srt, vtt and
+ * diarized_json. Engines give positions in samples at the input rate (words, segments, speaker
+ * turns, each when they have them); these answers count in seconds, and build what an engine does
+ * not give: segments from words split at pauses and sentence ends, or one segment for the whole
+ * audio when there are no timings at all.
+ */
+import { deflateSync } from 'node:zlib';
+import type { Audio } from '../../audio/types.js';
+import type { InferenceOutcome } from '../../runtime/runtime.js';
+import { languageName } from './language-names.js';
+import type { TranscriptRequest } from './request.js';
+import { type Cue, toSrt, toVtt } from './subtitles.js';
+
+/** A silence longer than this between two words starts a new segment. */
+export const PAUSE_SECONDS = 0.5;
+/** A word that ends a sentence ends its segment (closing quotes and brackets may follow). */
+const SENTENCE_END = /[.!?\u3002\uff01\uff1f]["')\]\u201d]*$/;
+
+export interface TimedWord {
+  word: string;
+  start: number;
+  end: number;
+  confidence: number;
+}
+
+export interface TimedSegment extends Cue {
+  /** 0..1 when the engine gives one; 0 = unknown. */
+  confidence: number;
+}
+
+/** Milliseconds are as fine as any engine's timing; more digits would be noise. */
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+export function audioSeconds(audio: Audio): number {
+  return audio.samples.length / audio.channels / audio.sampleRate;
+}
+
+/**
+ * OpenAI's usage of a transcription: the input audio's length, in whole seconds rounded up, as
+ * OpenAI answers it (its `seconds` is an integer); `duration` has the exact length.
+ */
+export function durationUsage(seconds: number): { type: 'duration'; seconds: number } {
+  return { type: 'duration', seconds: Math.ceil(seconds) };
+}
+
+function wordsOf(outcome: InferenceOutcome): TimedWord[] {
+  const rate = outcome.inputSampleRate;
+  return (outcome.result.words ?? []).map((w) => ({
+    word: w.word,
+    start: round3(w.start_sample / rate),
+    end: round3(w.end_sample / rate),
+    confidence: w.confidence,
+  }));
+}
+
+const meanConfidence = (words: readonly TimedWord[]) =>
+  words.length === 0 ? 0 : words.reduce((sum, w) => sum + w.confidence, 0) / words.length;
+
+/** Words grouped into segments: a new one after a pause over PAUSE_SECONDS or a sentence end. */
+export function segmentsFromWords(words: readonly TimedWord[]): TimedSegment[] {
+  const segments: TimedSegment[] = [];
+  let current: TimedWord[] = [];
+  const close = () => {
+    if (current.length === 0) return;
+    segments.push({
+      start: current[0]!.start,
+      end: current.at(-1)!.end,
+      text: current.map((w) => w.word).join(' '),
+      confidence: meanConfidence(current),
+    });
+    current = [];
+  };
+  for (const word of words) {
+    const last = current.at(-1);
+    if (last && (word.start - last.end > PAUSE_SECONDS || SENTENCE_END.test(last.word))) close();
+    current.push(word);
+  }
+  close();
+  return segments;
+}
+
+/** The words whose middle falls within [start, end), joined. */
+function wordsWithin(words: readonly TimedWord[], start: number, end: number): TimedWord[] {
+  return words.filter((w) => {
+    const middle = (w.start + w.end) / 2;
+    return middle >= start && middle < end;
+  });
+}
+
+/** The engine's segments, else segments from its words, else the whole text as one segment. */
+export function textSegments(outcome: InferenceOutcome, duration: number): TimedSegment[] {
+  const rate = outcome.inputSampleRate;
+  const text = outcome.result.text ?? '';
+  const words = wordsOf(outcome);
+  const given = outcome.result.segments ?? [];
+  if (given.length > 0)
+    return given.map((s, _, all) => {
+      const start = round3(s.start_sample / rate);
+      const end = round3(s.end_sample / rate);
+      const inside = wordsWithin(words, start, end);
+      // A segment without text takes its words, or the whole text when it is the only one.
+      const fallback = inside.length > 0 || all.length > 1 ? inside.map((w) => w.word).join(' ') : text;
+      return { start, end, text: s.text ?? fallback, confidence: s.confidence };
+    });
+  if (words.length > 0) return segmentsFromWords(words);
+  return text.trim() === '' ? [] : [{ start: 0, end: round3(duration), text, confidence: 0 }];
+}
+
+/** OpenAI's zlib ratio: how repetitive a segment's text is (Whisper's hallucination check). */
+function compressionRatio(text: string): number {
+  const bytes = Buffer.from(text, 'utf8');
+  return bytes.length === 0 ? 0 : round3(bytes.length / deflateSync(bytes).length);
+}
+
+export interface TranscriptAnswer {
+  outcome: InferenceOutcome;
+  audio: Audio;
+  request: TranscriptRequest;
+  task: 'transcribe' | 'translate';
+  /** The language the request named, used when the engine reports none. */
+  language: string | undefined;
+}
+
+/** The language heard (the engine's, else the request's), as Whisper names it; undefined if neither. */
+function heardLanguage({ outcome, language }: Pick<TranscriptAnswer, 'outcome' | 'language'>) {
+  const code = outcome.result.language ?? language;
+  return code ? languageName(code) : undefined;
+}
+
+/**
+ * The `json` answer: OpenAI's text and usage, with the language and the duration that verbose_json
+ * gives (clients such as the AI SDK read them from any answer; it asks for json by default).
+ */
+export function transcriptJson(answer: Pick<TranscriptAnswer, 'outcome' | 'audio' | 'language'>) {
+  const duration = audioSeconds(answer.audio);
+  const language = heardLanguage(answer);
+  return {
+    text: answer.outcome.result.text ?? '',
+    ...(language ? { language } : {}),
+    duration: round3(duration),
+    usage: durationUsage(duration),
+  };
+}
+
+export function verboseJson(answer: TranscriptAnswer) {
+  const { outcome, audio, request, task } = answer;
+  const duration = audioSeconds(audio);
+  const json: Record<string, unknown> = {
+    task,
+    language: heardLanguage(answer) ?? 'unknown',
+    duration: round3(duration),
+    text: outcome.result.text ?? '',
+  };
+  if (request.segments)
+    json['segments'] = textSegments(outcome, duration).map((s, id) => ({
+      id,
+      // voxd decodes the audio whole: the segment start in 10 ms frames, as Whisper's seek counts.
+      seek: Math.floor(s.start * 100),
+      start: s.start,
+      end: s.end,
+      text: s.text,
+      tokens: [],
+      temperature: request.temperature ?? 0,
+      avg_logprob: s.confidence > 0 && s.confidence <= 1 ? round3(Math.log(s.confidence)) : 0,
+      compression_ratio: compressionRatio(s.text),
+      no_speech_prob: 0,
+    }));
+  if (request.words) json['words'] = wordsOf(outcome).map(({ word, start, end }) => ({ word, start, end }));
+  json['usage'] = durationUsage(duration);
+  return json;
+}
+
+/** Speakers as letters in order of first appearance (A, B, ...), as OpenAI labels unknown speakers. */
+function speakerLabels(ids: readonly number[]): Map<number, string> {
+  const labels = new Map<number, string>();
+  for (const id of ids) {
+    if (labels.has(id)) continue;
+    const n = labels.size;
+    labels.set(id, n < 26 ? String.fromCharCode(65 + n) : `S${n + 1}`);
+  }
+  return labels;
+}
+
+/** OpenAI's diarized_json: speaker turns as segments, each with the words spoken in it. */
+export function diarizedJson({ outcome, audio }: TranscriptAnswer) {
+  const rate = outcome.inputSampleRate;
+  const turns = outcome.result.speakerTurns ?? [];
+  const words = wordsOf(outcome);
+  const labels = speakerLabels(turns.map((t) => t.speaker_id));
+  const duration = audioSeconds(audio);
+  return {
+    task: 'transcribe',
+    duration: round3(duration),
+    text: outcome.result.text ?? '',
+    segments: turns.map((t, i) => {
+      const start = round3(t.start_sample / rate);
+      const end = round3(t.end_sample / rate);
+      return {
+        type: 'transcript.text.segment',
+        id: `seg_${i}`,
+        start,
+        end,
+        text:
+          t.text ??
+          wordsWithin(words, start, end)
+            .map((w) => w.word)
+            .join(' '),
+        speaker: labels.get(t.speaker_id)!,
+      };
+    }),
+    usage: durationUsage(duration),
+  };
+}
+
+/** An answer as JSON or as text of a media type: what a route sends and the CLI writes. */
+export type FormattedAnswer = { json: unknown } | { body: Buffer; contentType: string };
+
+/** The answer for verbose_json, srt, vtt or diarized_json (json and text stay with the route). */
+export function timedReply(answer: TranscriptAnswer): FormattedAnswer {
+  const { format } = answer.request;
+  if (format === 'diarized_json') return { json: diarizedJson(answer) };
+  if (format === 'verbose_json') return { json: verboseJson(answer) };
+  const segments = textSegments(answer.outcome, audioSeconds(answer.audio));
+  if (format === 'srt')
+    return { body: Buffer.from(toSrt(segments), 'utf8'), contentType: 'application/x-subrip; charset=utf-8' };
+  return { body: Buffer.from(toVtt(segments), 'utf8'), contentType: 'text/vtt; charset=utf-8' };
+}

@@ -1,0 +1,183 @@
+/**
+ * Input audio from any source a request can give (an upload's bytes or spooled file, a server-local
+ * path, base64) within the request's limits, in one call per source: the WAV header is read first
+ * (rate, max_audio_seconds) and WAV decoded on the audio worker; anything else goes through ffmpeg
+ * when there is one.
+ */
+import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { invalidRequest, VoxdError } from '../errors.js';
+import { type FileAccess, openServerFile } from '../util/server-files.js';
+import { storageFull } from '../util/storage-full.js';
+import { decodeWavAsync, decodeWavFileAsync, INLINE_LIMIT } from './audio-pool.js';
+import { type Codec, missingFfmpeg } from './ffmpeg.js';
+import type { SlotOwner } from './slots.js';
+import type { Audio } from './types.js';
+import { decodeSamples, HEADER_WINDOW, parseWavLayout, WavError, type WavLayout } from './wav-decode.js';
+
+/**
+ * What one request's input audio may be, checked from the header before any sample is decoded, and
+ * how audio other than WAV is decoded (ffmpeg, stopped when the request's signal aborts).
+ */
+export interface AudioLimits {
+  /** Longest audio in seconds; 0 = no limit. */
+  maxSeconds: number;
+  /** Largest file or decoded payload in bytes; also the most a compressed input's samples may take. */
+  maxBytes: number;
+  /** Decodes compressed formats; without it (or without ffmpeg) only WAV is taken. */
+  codec?: Codec;
+  signal?: AbortSignal;
+  /** Who waits for an ffmpeg child (the request's API key or address), for their fair share. */
+  owner?: SlotOwner;
+}
+
+/** Whether `head` (a file's first bytes) starts a RIFF/WAVE or RF64 file, which voxd reads itself. */
+function isWav(head: Uint8Array): boolean {
+  const magic = Buffer.from(head.subarray(0, 4)).toString('latin1');
+  return magic === 'RIFF' || magic === 'RF64' || head.byteLength === 0;
+}
+
+/** A full temporary folder (or quota) is the server's trouble, a 507, not the client's. */
+function storageError(err: unknown, field: string): unknown {
+  return storageFull(err, `${field}: the audio could not be stored for ffmpeg`) ?? err;
+}
+
+/**
+ * Compressed audio decoded by ffmpeg, to mono samples within the limits. A file is read by ffmpeg
+ * from its descriptor; bytes in memory go through a temporary file (removed whatever happens),
+ * since MP4 and M4A keep their index at the end and cannot be read from a pipe.
+ */
+async function transcode(source: AudioSource, field: string, limits: AudioLimits): Promise<Audio> {
+  const codec = limits.codec;
+  if (!codec?.available) throw missingFfmpeg(field);
+  const signal = limits.signal ?? new AbortController().signal;
+  const decodeLimits = { maxSeconds: limits.maxSeconds, maxBytes: limits.maxBytes, owner: limits.owner };
+  if ('file' in source) return codec.decode(source.file.fd, field, decodeLimits, signal);
+  let dir: string;
+  try {
+    dir = await mkdtemp(join(tmpdir(), 'voxd-decode-'));
+  } catch (err) {
+    throw storageError(err, field);
+  }
+  try {
+    const file = await open(join(dir, 'input'), 'w+', 0o600).catch((err: unknown) => {
+      throw storageError(err, field);
+    });
+    try {
+      try {
+        await file.writeFile(source.bytes);
+      } catch (err) {
+        throw storageError(err, field);
+      }
+      return await codec.decode(file.fd, field, decodeLimits, signal);
+    } finally {
+      await file.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Input audio not decoded yet: bytes in memory, or an open file (a server file, a spooled upload). */
+export type AudioSource = { bytes: Uint8Array } | { file: FileHandle; size: number };
+
+function checkDuration(layout: WavLayout, field: string, maxSeconds: number): void {
+  const seconds = layout.frames / layout.format.sampleRate;
+  if (maxSeconds > 0 && seconds > maxSeconds) {
+    throw new VoxdError(
+      'E_AUDIO_TOO_LONG',
+      `${field}: the audio is ${Math.ceil(seconds)} s long; the limit is max_audio_seconds=${maxSeconds} (server or model)`,
+    );
+  }
+}
+
+/** Reads up to `length` bytes at `position`; fewer only at the end of the file. */
+async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(length);
+  let got = 0;
+  while (got < length) {
+    const { bytesRead } = await file.read(buffer, got, length - got, position + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return buffer.subarray(0, got);
+}
+
+/**
+ * Decodes WAV input within `limits`; a bad file is a 400 naming the field it came in. The header
+ * is parsed and the length checked first; long inputs are decoded on a worker thread, and a file's
+ * samples are read there piece by piece, so the file is never held in memory whole.
+ */
+export async function decodeAudio(source: AudioSource, field: string, limits: AudioLimits): Promise<Audio> {
+  try {
+    const magic = 'bytes' in source ? source.bytes : await readAt(source.file, 0, 12);
+    if (!isWav(magic)) return await transcode(source, field, limits);
+    if ('bytes' in source) {
+      checkDuration(parseWavLayout(source.bytes, source.bytes.byteLength), field, limits.maxSeconds);
+      return await decodeWavAsync(source.bytes);
+    }
+    const head = await readAt(source.file, 0, Math.min(source.size, HEADER_WINDOW));
+    const layout = parseWavLayout(head, source.size);
+    checkDuration(layout, field, limits.maxSeconds);
+    if (layout.dataBytes >= INLINE_LIMIT) return await decodeWavFileAsync(source.file.fd, layout);
+    const data = await readAt(source.file, layout.dataStart, layout.dataBytes);
+    if (data.length < layout.dataBytes) throw new WavError('the WAV file ended before its data');
+    return decodeSamples(data, layout.format);
+  } catch (err) {
+    if (err instanceof WavError) throw invalidRequest(`${field}: ${err.message}`, err);
+    throw err;
+  }
+}
+
+/**
+ * A server-local WAV named by a request: relative paths resolve against the config folder, and
+ * only regular files under the file roots are read (see server-files.ts). `access` undefined: a
+ * path the operator configured.
+ */
+export async function readAudioPath(
+  path: string,
+  field: string,
+  access: FileAccess | undefined,
+  limits: AudioLimits,
+): Promise<Audio> {
+  const { handle, size } = await openServerFile(path, field, access);
+  try {
+    if (size > limits.maxBytes)
+      throw new VoxdError(
+        'E_BODY_TOO_LARGE',
+        `${field}: the file is ${size} bytes; the limit is max_request_body_bytes=${limits.maxBytes}`,
+      );
+    return await decodeAudio({ file: handle, size }, field, limits);
+  } finally {
+    await handle.close();
+  }
+}
+
+const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
+const PADDING = /=+$/;
+
+/**
+ * Whether `payload` is the base64 of `bytes` (Node's decoder skips what is not base64 instead of
+ * failing). Re-encoding and comparing costs a third of the pattern test on a large payload, so the
+ * pattern only decides the rare payload that differs: one with line breaks, or one that is invalid.
+ */
+function isBase64Of(payload: string, bytes: Buffer): boolean {
+  const encoded = bytes.toString('base64');
+  if (encoded === payload || encoded.replace(PADDING, '') === payload) return true;
+  return BASE64.test(payload);
+}
+
+/** Base64 WAV, optionally as a `data:` URI, at most `limits.maxBytes` once decoded. */
+export async function decodeBase64Audio(data: string, field: string, limits: AudioLimits): Promise<Audio> {
+  const payload = data.startsWith('data:') ? data.slice(data.indexOf(',') + 1) : data;
+  if (payload.trim().length === 0) throw invalidRequest(`${field}: the base64 payload is empty`);
+  // Three bytes for every four characters: refuse before allocating.
+  if (Math.floor((payload.length * 3) / 4) > limits.maxBytes + 3)
+    throw invalidRequest(`${field}: decoded audio is larger than the limit of ${limits.maxBytes} bytes`);
+  const bytes = Buffer.from(payload, 'base64');
+  if (!isBase64Of(payload, bytes)) throw invalidRequest(`${field}: not valid base64`);
+  if (bytes.length > limits.maxBytes)
+    throw invalidRequest(`${field}: decoded audio is ${bytes.length} bytes; the limit is ${limits.maxBytes}`);
+  return decodeAudio({ bytes }, field, limits);
+}

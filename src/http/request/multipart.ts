@@ -1,0 +1,236 @@
+/**
+ * multipart/form-data bodies within max_request_body_bytes. Small files stay in memory; a file
+ * part past SPOOL_THRESHOLD is written to a temporary file instead, so an upload of hundreds of
+ * megabytes costs disk, not memory. Every failure (a body cut inside a part, malformed framing, a
+ * limit, the client gone) rejects with one error and removes what was spooled; on success the
+ * caller owns the body and must call dispose(). The bytes held in memory (file parts below the
+ * threshold, fields) are taken from the request's share of the body budget as they arrive, and a
+ * part's bytes go back to it once they are written to its spool file (body-budget.ts). A temporary
+ * folder that fills up (ENOSPC, EDQUOT) is a 507, the server's condition, not a malformed request.
+ */
+
+import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import busboy from 'busboy';
+import type { AudioSource } from '../../audio/input.js';
+import { invalidField, invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { memoryRelease } from '../../util/release-memory.js';
+import { storageFull } from '../../util/storage-full.js';
+import { bodyIdleTimer, checkDeclaredLength } from './body.js';
+import { bodyLeaseOf } from './body-budget.js';
+
+/** Larger file parts go to disk. */
+export const SPOOL_THRESHOLD = 1 << 20;
+/** Plain fields (model, language, options...) are short; a longer one is refused, not truncated. */
+const MAX_FIELD_BYTES = 1 << 20;
+
+export interface UploadedFile {
+  field: string;
+  filename: string;
+  size: number;
+  /** The content: in memory, or an open temporary file that dispose() removes. */
+  source: AudioSource;
+}
+
+export interface MultipartBody {
+  fields: Map<string, string>;
+  /** Every value of every field, in order: `fields` keeps only the last of a repeated name (`include[]`). */
+  lists: Map<string, string[]>;
+  files: UploadedFile[];
+  /** Closes and removes the spooled files. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+export interface MultipartOptions {
+  /** max_request_body_bytes */
+  limit: number;
+  /** body_timeout_ms: the body may pause this long between chunks; 0 = no limit. */
+  idleMs: number;
+}
+
+export function isMultipart(req: IncomingMessage): boolean {
+  return /^multipart\/form-data/i.test(req.headers['content-type'] ?? '');
+}
+
+/** The temporary folder of one request's spooled parts, made on first use. */
+class Spool {
+  #dir: Promise<string> | undefined;
+  readonly #handles: FileHandle[] = [];
+  #disposed = false;
+
+  async create(): Promise<FileHandle> {
+    this.#dir ??= mkdtemp(join(tmpdir(), 'voxd-upload-'));
+    const dir = await this.#dir;
+    const handle = await open(join(dir, String(this.#handles.length)), 'w+', 0o600);
+    this.#handles.push(handle);
+    // A dispose that ran while the file was being created must not miss it.
+    if (this.#disposed) await this.dispose();
+    return handle;
+  }
+
+  async dispose(): Promise<void> {
+    this.#disposed = true;
+    const handles = this.#handles.splice(0);
+    await Promise.all(handles.map((h) => h.close().catch(() => {})));
+    if (this.#dir) await rm(await this.#dir.catch(() => ''), { recursive: true, force: true });
+  }
+}
+
+/** A write may take fewer bytes than given; the rest follows at the file's position. */
+async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
+  for (let done = 0; done < bytes.length; ) {
+    done += (await handle.write(bytes, done, bytes.length - done)).bytesWritten;
+  }
+}
+
+function malformed(err: Error): VoxdError {
+  const detail = /unexpected end of form/i.test(err.message) ? 'the body ended inside a part' : err.message;
+  return invalidRequest(`malformed multipart request: ${detail}`);
+}
+
+export async function readMultipart(req: IncomingMessage, options: MultipartOptions): Promise<MultipartBody> {
+  const { limit } = options;
+  checkDeclaredLength(req, limit);
+  const lease = bodyLeaseOf(req);
+  const memory = lease?.memory ?? memoryRelease;
+  const owe = (bytes: number) => memory.noteLargeBuffer(bytes);
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({
+      headers: req.headers,
+      limits: { fieldSize: MAX_FIELD_BYTES, fileSize: limit + 1 },
+    });
+  } catch (err) {
+    throw invalidRequest(`malformed multipart request: ${(err as Error).message}`);
+  }
+  const spool = new Spool();
+  const fields = new Map<string, string>();
+  const lists = new Map<string, string[]>();
+  const files: UploadedFile[] = [];
+  const receiving: Promise<void>[] = [];
+  const open = new Set<Readable>();
+  let size = 0;
+  let failure: unknown;
+
+  let timer = bodyIdleTimer(0, () => {});
+  let deadline: { stop(): void } | undefined;
+  const body = new Promise<void>((resolve, reject) => {
+    const fail = (err: unknown) => {
+      if (failure !== undefined) return;
+      failure = err;
+      timer.stop();
+      deadline?.stop();
+      // Everything read so far is garbage now, spooled or not (the socket's chunks die too).
+      owe(size);
+      req.unpipe(parser);
+      // The rest of the body is read and dropped, so the error answer can still be delivered.
+      req.resume();
+      // Parts still being received end now: their parser gets no more input.
+      for (const stream of open) stream.destroy();
+      reject(err);
+    };
+    const count = (bytes: number) => {
+      size += bytes;
+      if (size > limit)
+        throw new VoxdError('E_BODY_TOO_LARGE', `request body exceeds max_request_body_bytes=${limit}`);
+    };
+
+    /** One file part, into memory and past the threshold into a spooled file; backpressure through for-await. */
+    const receive = async (index: number, field: string, filename: string, stream: Readable) => {
+      const chunks: Buffer[] = [];
+      let fileSize = 0;
+      let handle: FileHandle | undefined;
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        count(chunk.length);
+        fileSize += chunk.length;
+        if (handle) {
+          await writeAll(handle, chunk);
+          continue;
+        }
+        lease?.hold(chunk.length);
+        chunks.push(chunk);
+        if (fileSize > SPOOL_THRESHOLD) {
+          handle = await spool.create();
+          await writeAll(handle, Buffer.concat(chunks));
+          chunks.length = 0;
+          lease?.free(fileSize);
+        }
+      }
+      const source: AudioSource = handle
+        ? { file: handle, size: fileSize }
+        : { bytes: Buffer.concat(chunks) };
+      files[index] = { field, filename, size: fileSize, source };
+    };
+
+    // busboy gives a part without a name (or with name="") an undefined name; such a part is one
+    // more field no route reads, so it goes under '' rather than break code that expects a string.
+    parser.on('field', (rawName: string | undefined, value, info) => {
+      const name = rawName ?? '';
+      if (failure !== undefined) return;
+      try {
+        if (info.valueTruncated)
+          throw invalidField(
+            name,
+            `${showValue(name)}: a form field may hold at most ${MAX_FIELD_BYTES} bytes`,
+          );
+        const bytes = Buffer.byteLength(value);
+        count(bytes);
+        lease?.hold(bytes);
+        fields.set(name, value);
+        const list = lists.get(name);
+        if (list) list.push(value);
+        else lists.set(name, [value]);
+      } catch (err) {
+        fail(err);
+      }
+    });
+    parser.on('file', (rawField: string | undefined, stream, info) => {
+      const field = rawField ?? '';
+      if (failure !== undefined) return void stream.resume();
+      open.add(stream);
+      receiving.push(
+        // Parts keep their order in the body whichever finishes first.
+        receive(receiving.length, field, info.filename ?? '', stream)
+          // A stream error is busboy's verdict on the framing (a body cut inside this part); a full
+          // temporary folder is the server's.
+          .catch((err: unknown) =>
+            fail(
+              err instanceof VoxdError
+                ? err
+                : (storageFull(err, `the upload of field ${showValue(field)} could not be spooled`) ??
+                    malformed(err as Error)),
+            ),
+          )
+          .finally(() => open.delete(stream)),
+      );
+    });
+    parser.on('error', (err: Error) => fail(malformed(err)));
+    parser.on('close', () => resolve());
+    timer = bodyIdleTimer(options.idleMs, fail, lease?.clock);
+    deadline = lease?.watchDeadline(fail);
+    req.on('data', () => timer.touch());
+    req.on('end', () => {
+      timer.stop();
+      deadline?.stop();
+    });
+    req.on('error', fail);
+    req.on('close', () => {
+      if (!req.complete) fail(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
+    });
+    req.pipe(parser);
+  });
+
+  try {
+    await body;
+    await Promise.all(receiving);
+    if (failure !== undefined) throw failure;
+  } catch (err) {
+    await Promise.allSettled(receiving);
+    await spool.dispose();
+    throw failure ?? err;
+  }
+  return { fields, lists, files, dispose: () => spool.dispose() };
+}

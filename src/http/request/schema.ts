@@ -1,0 +1,233 @@
+/**
+ * Request bodies checked against their route's schema, the same TypeBox schema the OpenAPI
+ * document publishes (src/http/openapi.ts), compiled once by ajv (JSON Schema 2020-12, the dialect
+ * of OpenAPI 3.1). A body that does not match is a 400 naming the failing field by its path
+ * (`voice`, `request.seed`, `requests[0].input`) and showing its value, in the words the
+ * hand-written checks use (`seed: "x" is invalid; expected an integer`). What a schema cannot say
+ * stays in the handlers: which model serves the task, text length against the model, ranges that
+ * depend on the engine.
+ */
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import type { ErrorObject } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { invalidField, showValue } from '../../errors.js';
+import { type Reply, type Route, type RouteContext, requireManagement } from '../transport/route.js';
+import { readJsonObject } from './body.js';
+
+/** The words of a field's expectation in an error message (`expected <this>`). */
+const EXPECTED = 'x-expected';
+
+const ajv = new Ajv2020({ strict: false, allErrors: false });
+ajv.addKeyword(EXPECTED);
+
+/** A number, or a string that spells one: options reach engines as text (audio.cpp's option maps). */
+export const NumberLike = (description?: string) =>
+  Type.Union(
+    [Type.Number(), Type.String({ pattern: '^\\s*[-+]?(\\d+\\.?\\d*|\\.\\d+)([eE][-+]?\\d+)?\\s*$' })],
+    {
+      [EXPECTED]: 'a number',
+      ...(description ? { description } : {}),
+    },
+  );
+
+/** An integer, or a string that spells one. */
+export const IntegerLike = (description?: string) =>
+  Type.Union([Type.Integer(), Type.String({ pattern: '^\\s*[-+]?\\d+\\s*$' })], {
+    [EXPECTED]: 'an integer',
+    ...(description ? { description } : {}),
+  });
+
+/** true/false, or the words a form field spells them with (true, True, 1, false, False, 0). */
+export const BoolLike = (description?: string) =>
+  Type.Union([Type.Boolean(), Type.String({ enum: ['true', 'True', '1', 'false', 'False', '0'] })], {
+    [EXPECTED]: 'true or false',
+    ...(description ? { description } : {}),
+  });
+
+/** An option value copied into the engine's options as text: a string, a number or a boolean. */
+export const Scalar = (description?: string) =>
+  Type.Union([Type.String(), Type.Number(), Type.Boolean()], {
+    [EXPECTED]: 'a string, number or boolean',
+    ...(description ? { description } : {}),
+  });
+
+/** busy_timeout_ms: an integer >= 0 in JSON, or the digits a form field or query sends. */
+export const BusyTimeout = () =>
+  Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^\\d+$' })], {
+    [EXPECTED]: 'an integer >= 0 (0 waits without limit)',
+    description: 'An integer >= 0, or a string of digits: how long to wait for a busy model (ms).',
+  });
+
+/** One of a closed set of strings, typed as that set. */
+export const OneOf = <T extends string>(values: readonly T[], description?: string) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
+
+/** A non-empty string. */
+export const Text = (description?: string) =>
+  Type.String({ minLength: 1, [EXPECTED]: 'a non-empty string', ...(description ? { description } : {}) });
+
+/** An object of option values (flattened to text for the engine: config/options.ts). */
+export const OptionObject = (description?: string) =>
+  Type.Object(
+    {},
+    {
+      additionalProperties: true,
+      [EXPECTED]: 'an object of option values',
+      ...(description ? { description } : {}),
+    },
+  );
+
+/**
+ * An optional field that may also be null (absent, to voxd), keeping the words of what it expects.
+ */
+export function Optional<T extends TSchema>(schema: T) {
+  const words = typeof schema[EXPECTED] === 'string' ? schema[EXPECTED] : typeWords(schema);
+  return Type.Optional(
+    Type.Union([schema, Type.Null()], {
+      [EXPECTED]: words,
+      ...(schema['description'] ? { description: schema['description'] as string } : {}),
+    }),
+  );
+}
+
+/** `/requests/0/input` as a client writes it: `requests[0].input`. */
+function fieldPath(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
+}
+
+const TYPE_WORDS: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  integer: 'an integer',
+  boolean: 'true or false',
+  object: 'an object',
+  array: 'an array',
+  null: 'null',
+};
+
+/** A schema's enum or type, in words. */
+function typeWords(schema: TSchema): string {
+  if (Array.isArray(schema['enum'])) return `one of: ${(schema['enum'] as unknown[]).join(', ')}`;
+  const type = schema['type'];
+  const types = (Array.isArray(type) ? type : [type]).filter((t): t is string => typeof t === 'string');
+  return types.length ? types.map((t) => TYPE_WORDS[t] ?? t).join(' or ') : 'a valid value';
+}
+
+/** The schema at an ajv schema path (`#/properties/request/anyOf/0`) inside `root`. */
+function schemaAt(root: TSchema, schemaPath: string): TSchema | undefined {
+  let schema: unknown = root;
+  for (const part of schemaPath.split('/').slice(1))
+    schema = (schema as Record<string, unknown> | undefined)?.[
+      part.replaceAll('~1', '/').replaceAll('~0', '~')
+    ];
+  return schema as TSchema | undefined;
+}
+
+/** The schema an error's keyword belongs to: its schema path without the keyword. */
+const ownerOf = (root: TSchema, error: ErrorObject) =>
+  schemaAt(root, error.schemaPath.slice(0, error.schemaPath.lastIndexOf('/')));
+
+const wordsOf = (schema: TSchema | undefined) =>
+  !schema ? 'a valid value' : typeof schema[EXPECTED] === 'string' ? schema[EXPECTED] : typeWords(schema);
+
+/** The value at `pointer` in `body`. */
+function valueAt(body: unknown, pointer: string): unknown {
+  let value = body;
+  for (const part of pointer.split('/').slice(1))
+    value = (value as Record<string, unknown> | undefined)?.[
+      part.replaceAll('~1', '/').replaceAll('~0', '~')
+    ];
+  return value;
+}
+
+const isUnion = (e: ErrorObject) => e.keyword === 'anyOf' || e.keyword === 'oneOf';
+
+/**
+ * The error to report. Validation stops at the first failing keyword, which ajv lists last, after
+ * the errors of its branches when it is a union. A union of one kind of value and null (an
+ * optional field) is looked into, so that `request.seed` is named rather than `request`; a union
+ * of several kinds (a voice name or `{"id"}`) is reported as a whole: a voice that is neither is a
+ * bad `voice`, not a bad `voice.id`.
+ */
+function reported(root: TSchema, body: unknown, errors: readonly ErrorObject[]): ErrorObject {
+  const last = errors[errors.length - 1]!;
+  if (!isUnion(last) || valueAt(body, last.instancePath) === null) return last;
+  const branches = (schemaAt(root, last.schemaPath) ?? []) as TSchema[];
+  const kinds = branches.flatMap((branch, i) => (branch['type'] === 'null' ? [] : [i]));
+  if (kinds.length !== 1) return last;
+  const inner = errors.filter((e) => e.schemaPath.startsWith(`${last.schemaPath}/${kinds[0]}/`));
+  return inner.length ? reported(root, body, inner) : last;
+}
+
+/** The 400 of the first mismatch, naming the field by its path and showing its value. */
+function mismatch(root: TSchema, body: unknown, errors: readonly ErrorObject[]) {
+  const error = reported(root, body, errors);
+  if (error.keyword === 'required') {
+    const missing = (error.params as { missingProperty: string }).missingProperty;
+    const path = fieldPath(`${error.instancePath}/${missing}`);
+    const properties = ownerOf(root, error)?.['properties'] as Record<string, TSchema> | undefined;
+    return invalidField(path, `'${path}' is required: expected ${wordsOf(properties?.[missing])}`);
+  }
+  const path = fieldPath(error.instancePath);
+  const schema = ownerOf(root, error);
+  return invalidField(
+    path,
+    `${path || 'request body'}: ${showValue(valueAt(body, error.instancePath))} is invalid; expected ${wordsOf(schema)}`,
+  );
+}
+
+/** A checker of bodies against `schema`, compiled now: it returns the body typed, or throws the 400. */
+export function bodyChecker<T extends TSchema>(schema: T): (body: Record<string, unknown>) => Static<T> {
+  const validate = ajv.compile(schema);
+  return (body) => {
+    if (!validate(body)) throw mismatch(schema, body, validate.errors ?? []);
+    return body as Static<T>;
+  };
+}
+
+/**
+ * A route whose JSON body is `body`: the body is read, checked and handed to the handler typed, and
+ * the document publishes the same schema (src/http/openapi.ts).
+ */
+export function jsonRoute<S extends TSchema>(
+  route: Omit<Route, 'handler' | 'body'> & {
+    body: S;
+    /** What is refused before the body is read (a disabled feature is a 403 whatever the body). */
+    guard?: (ctx: RouteContext) => void;
+    handler: (ctx: RouteContext, body: Static<S>) => Promise<Reply>;
+  },
+): Route {
+  const check = bodyChecker(route.body);
+  const { handler, guard, ...rest } = route;
+  return {
+    ...rest,
+    handler: async (ctx) => {
+      guard?.(ctx);
+      return handler(ctx, check(await readJsonObject(ctx)));
+    },
+  };
+}
+
+/**
+ * A management POST with a JSON body: without ui_management it is refused with `disabled` (a 403),
+ * whatever its body.
+ */
+export function managedRoute<S extends TSchema>(
+  path: string,
+  disabled: string | undefined,
+  body: S,
+  handler: (ctx: RouteContext, body: Static<S>) => Promise<Reply>,
+): Route {
+  return jsonRoute({
+    method: 'POST',
+    path,
+    scope: 'admin',
+    body,
+    guard: (ctx) => requireManagement(ctx, disabled),
+    handler,
+  });
+}

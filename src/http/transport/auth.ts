@@ -1,0 +1,86 @@
+/**
+ * The API-key check, made once per request by the server after routing and before the handler.
+ * Without keys it does nothing (voxd answers as audio.cpp does). With keys, every path but the open
+ * ones needs a key, unknown paths included, so that nothing, not even which routes exist, is learnt
+ * without one: a 404 or 405 is only told to a caller with a valid key.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { type ApiKey, type ApiScope, keyDigest, OPENABLE_PATHS } from '../../config/api-keys.js';
+import type { ServerConfig } from '../../config/types.js';
+import { VoxdError } from '../../errors.js';
+import type { Route } from './route.js';
+
+/** An EventSource cannot send headers, so this route also takes the key as `?api_key=`. */
+export const STATUS_STREAM_PATH = '/v1/ui/status/stream';
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+/** The scope a request needs: `open` takes no key. `route` is undefined for a 404 or 405. */
+function requiredScope(route: Route | undefined, path: string, config: ServerConfig): 'open' | ApiScope {
+  if (config.open_endpoints.includes(path)) return 'open';
+  if (route === undefined) return 'inference';
+  if (route.scope === 'open')
+    return (OPENABLE_PATHS as readonly string[]).includes(path) ? 'inference' : 'open';
+  return route.scope;
+}
+
+/**
+ * The caller's key: `Authorization: Bearer <key>` (what the OpenAI SDKs send), else `X-Api-Key`,
+ * else, on the status stream only, the `api_key` query parameter.
+ */
+export function presentedKey(
+  req: IncomingMessage,
+  route: Route | undefined,
+  queryKey: () => string | null,
+): string | undefined {
+  const header = req.headers.authorization;
+  if (header !== undefined) {
+    const match = BEARER.exec(header);
+    if (!match) throw new VoxdError('E_INVALID_API_KEY', 'the Authorization header must be "Bearer <key>"');
+    return match[1];
+  }
+  const apiKey = req.headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey !== '') return apiKey;
+  if (route?.path === STATUS_STREAM_PATH) return queryKey() || undefined;
+  return undefined;
+}
+
+/**
+ * The widest scope of the keys that match. Every stored digest is compared, in constant time and
+ * without stopping at a match, so neither the key's length nor its place in the list shows in timing.
+ */
+function scopeOf(key: string, keys: readonly ApiKey[]): ApiScope | undefined {
+  const digest = keyDigest(key);
+  let scope: ApiScope | undefined;
+  for (const stored of keys) {
+    if (timingSafeEqual(stored.digest, digest) && scope !== 'admin') scope = stored.scope;
+  }
+  return scope;
+}
+
+/** Throws the 401 or 403 for a request that may not reach `route` (undefined: no such route). */
+export function authorize(
+  req: IncomingMessage,
+  path: string,
+  route: Route | undefined,
+  config: ServerConfig,
+  queryKey: () => string | null,
+): void {
+  if (config.api_keys.length === 0) return;
+  const needed = requiredScope(route, path, config);
+  if (needed === 'open') return;
+  const key = presentedKey(req, route, queryKey);
+  if (key === undefined) {
+    throw new VoxdError('E_MISSING_API_KEY', `${path} needs an API key; send "Authorization: Bearer <key>"`);
+  }
+  // The key is never part of a message: a mistyped key is still close to a real one.
+  const scope = scopeOf(key, config.api_keys);
+  if (scope === undefined) throw new VoxdError('E_INVALID_API_KEY', 'the API key is not valid');
+  if (needed === 'admin' && scope !== 'admin') {
+    throw new VoxdError(
+      'E_INSUFFICIENT_SCOPE',
+      `${route?.method} ${path} needs an API key with the admin scope; this key's scope is ${scope}`,
+    );
+  }
+}
