@@ -240,16 +240,31 @@ async function readTar(
   visit: (entry: ArchiveEntry, data: EntryData) => void | Promise<void>,
 ): Promise<void> {
   let failure: unknown;
-  let rejectFailed: (err: unknown) => void = () => {};
-  const failed = new Promise<never>((_, reject) => {
-    rejectFailed = reject;
-  });
-  failed.catch(() => {});
+  // Waits that the first failure must end. Not a race against one long-lived promise: each race
+  // would add a reaction to it that keeps its result (a chunk of data) alive until the end.
+  const waiting = new Set<(err: unknown) => void>();
   const fail = (err: unknown) => {
     if (failure !== undefined) return;
     failure = err;
-    rejectFailed(err);
+    for (const stop of waiting) stop(err);
+    waiting.clear();
   };
+  const unlessFailed = <T>(promise: Promise<T>): Promise<T> =>
+    failure !== undefined
+      ? Promise.reject(failure)
+      : new Promise<T>((resolve, reject) => {
+          waiting.add(reject);
+          promise.then(
+            (value) => {
+              waiting.delete(reject);
+              resolve(value);
+            },
+            (err: unknown) => {
+              waiting.delete(reject);
+              reject(err);
+            },
+          );
+        });
   let atEnd = false;
   let sawEnd: () => void = () => {};
   const ended = new Promise<void>((resolve) => {
@@ -263,7 +278,7 @@ async function readTar(
     async function* () {
       const chunks = entry[Symbol.asyncIterator]();
       for (;;) {
-        const next = await Promise.race([chunks.next(), failed]);
+        const next = await unlessFailed(chunks.next());
         if (next.done) return;
         yield next.value as Buffer;
       }
@@ -308,8 +323,7 @@ async function readTar(
   try {
     for await (const chunk of source.stream as AsyncIterable<Buffer>) {
       if (failure !== undefined || atEnd) break;
-      if (!parser.write(chunk))
-        await Promise.race([new Promise((resolve) => parser.once('drain', resolve)), failed]);
+      if (!parser.write(chunk)) await unlessFailed(new Promise((resolve) => parser.once('drain', resolve)));
       if (failure !== undefined || atEnd) break;
     }
     // A failed bzip2 fails the archive even when what it wrote looked whole.
@@ -321,7 +335,7 @@ async function readTar(
   }
   if (failure === undefined) {
     parser.end();
-    await Promise.race([ended, failed]).catch(() => {});
+    await unlessFailed(ended).catch(() => {});
   }
   await chain;
   if (failure !== undefined) throw failure;
