@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { listTar, unpack } from '../../src/models/unpack.js';
+import { mountTmpfs } from '../helpers/tmpfs.js';
 import {
   hasZip,
   paxRecord,
@@ -260,6 +261,37 @@ test('files get sane modes: no setuid, never unreadable to their owner, executab
   assert.equal(setuid & 0o7000, 0, `setuid: ${setuid.toString(8)}`);
   assert.equal(setuid & 0o700, 0o700, `setuid: ${setuid.toString(8)}`);
   assert.equal(locked & 0o700, 0o600, `locked: ${locked.toString(8)}`);
+});
+
+test('a disk that fills while extracting (a 2 MiB tmpfs) fails E_INSUFFICIENT_STORAGE and is left empty', async (t) => {
+  const disk = mountTmpfs(2 * 1024 * 1024);
+  if (typeof disk === 'string') return t.skip(disk);
+  try {
+    const out = join(disk.dir, 'out');
+    mkdirSync(out);
+    const archive = join(dir, 'fills.tar.gz');
+    writeFileSync(
+      archive,
+      rawTarGz([
+        { name: 'pkg/', type: '5' },
+        { name: 'pkg/a.bin', content: 'a'.repeat(1536 * 1024) },
+        { name: 'pkg/b.bin', content: 'b'.repeat(1536 * 1024) },
+      ]),
+    );
+    // The free space looks ample (as when another writer fills the disk meanwhile).
+    await assert.rejects(
+      unpack(archive, out, { freeSpace: async () => 1024 * 1024 * 1024 }),
+      (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'E_INSUFFICIENT_STORAGE', err.message);
+        assert.match(err.message, /the disk filled while extracting \(ENOSPC\)/);
+        return true;
+      },
+    );
+    assert.deepEqual(readdirSync(out), []);
+    assert.ok(disk.free() > disk.size * 0.9, `${disk.free()} bytes free`);
+  } finally {
+    disk.unmount();
+  }
 });
 
 const hostileZips: [string, RawZipEntry[], string, RegExp][] = [
