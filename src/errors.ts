@@ -68,8 +68,8 @@ export const ERROR_CODES = {
   /** A download sent no byte for the stall timeout. */
   E_DOWNLOAD_STALLED: { status: 504, type: 'timeout_error', apiCode: 'download_stalled' },
   /**
-   * Not enough free disk space for a download, or the disk filled during one; the temporary folder
-   * filled while an upload was spooled to it.
+   * Not enough free disk space for a download, or the disk filled during one or while an archive
+   * was extracted; the temporary folder filled while an upload was spooled to it.
    */
   E_INSUFFICIENT_STORAGE: { status: 507, type: 'server_error', apiCode: 'insufficient_storage' },
   /**
@@ -77,7 +77,11 @@ export const ERROR_CODES = {
    * max_package_bytes or holds more entries than the installer unpacks (refused before extraction).
    */
   E_PACKAGE_TOO_LARGE: { status: 413, type: 'invalid_request_error', apiCode: 'package_too_large' },
-  /** An archive entry would land outside the package folder, or is a link or device file. */
+  /**
+   * An archive entry would land outside the package folder (or through a symbolic link), is a link
+   * pointing outside, a device file or another type voxd does not extract, or holds more bytes than
+   * it declares.
+   */
   E_UNSAFE_ARCHIVE: { status: 502, type: 'server_error', apiCode: 'unsafe_archive' },
   /** An installed folder that no engine family (or not the package's family) recognises. */
   E_PACKAGE_UNRECOGNISED: { status: 422, type: 'invalid_request_error', apiCode: 'package_unrecognised' },

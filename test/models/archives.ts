@@ -2,7 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { crc32, deflateRawSync, gzipSync } from 'node:zlib';
 import type { CatalogPackage } from '../../src/models/catalog.js';
 
 export const FIXTURES = new URL('../../../test/fixtures/models/', import.meta.url).pathname;
@@ -13,10 +13,10 @@ export function tarOf(fixture: string, out: string, compress: 'gz' | 'bz2'): Buf
   return readFileSync(out);
 }
 
+/** Whether Info-ZIP's zip is here to make test zips (voxd reads zips itself, with yauzl). */
 export function hasZip(): boolean {
   try {
     execFileSync('zip', ['-v'], { stdio: 'ignore' });
-    execFileSync('unzip', ['-v'], { stdio: 'ignore' });
     return true;
   } catch {
     return false;
@@ -35,13 +35,24 @@ export interface RawEntry {
   type?: string;
   content?: string;
   link?: string;
+  /** Octal mode bits. @default '644' */
+  mode?: string;
+}
+
+/** One pax extended header record (`<length> key=value\n`, the length counting itself). */
+export function paxRecord(key: string, value: string): string {
+  const body = ` ${key}=${value}\n`;
+  let length = Buffer.byteLength(body) + 1;
+  while (String(length).length + Buffer.byteLength(body) !== length)
+    length = String(length).length + Buffer.byteLength(body);
+  return `${length}${body}`;
 }
 
 function header(entry: RawEntry, size: number): Buffer {
   const h = Buffer.alloc(512);
   const put = (text: string, at: number, len: number) => h.write(text, at, len, 'utf8');
   put(entry.name, 0, 100);
-  put('0000644\0', 100, 8);
+  put(`${(entry.mode ?? '644').padStart(7, '0')}\0`, 100, 8);
   put('0000000\0', 108, 8);
   put('0000000\0', 116, 8);
   put(`${size.toString(8).padStart(11, '0')}\0`, 124, 12);
@@ -66,6 +77,68 @@ export function rawTarGz(entries: RawEntry[]): Buffer {
   }
   parts.push(Buffer.alloc(1024));
   return gzipSync(Buffer.concat(parts));
+}
+
+export interface RawZipEntry {
+  name: string;
+  content?: string;
+  /** The Unix mode, file-type bits included (0o120777 a symlink). @default 0o100644 */
+  mode?: number;
+  /** Deflated rather than stored. */
+  deflate?: boolean;
+  /** The uncompressed size the headers declare. @default the content's length */
+  declaredSize?: number;
+  /** The CRC-32 the headers declare. @default the content's */
+  crc?: number;
+}
+
+/** A zip (made on Unix, UTF-8 names) with exactly these entries, sizes and modes as given. */
+export function rawZip(entries: RawZipEntry[]): Buffer {
+  const parts: Buffer[] = [];
+  const central: Buffer[] = [];
+  let offset = 0;
+  for (const entry of entries) {
+    const data = Buffer.from(entry.content ?? '');
+    const stored = entry.deflate ? deflateRawSync(data) : data;
+    const crc = (entry.crc ?? crc32(data)) >>> 0;
+    const size = entry.declaredSize ?? data.length;
+    const method = entry.deflate ? 8 : 0;
+    const name = Buffer.from(entry.name);
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(0x800, 6);
+    local.writeUInt16LE(method, 8);
+    local.writeUInt16LE(0x21, 12); // 1980-01-01
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(stored.length, 18);
+    local.writeUInt32LE(size, 22);
+    local.writeUInt16LE(name.length, 26);
+    const header = Buffer.alloc(46);
+    header.writeUInt32LE(0x02014b50, 0);
+    header.writeUInt16LE((3 << 8) | 20, 4); // made on Unix
+    header.writeUInt16LE(20, 6);
+    header.writeUInt16LE(0x800, 8);
+    header.writeUInt16LE(method, 10);
+    header.writeUInt16LE(0x21, 14);
+    header.writeUInt32LE(crc, 16);
+    header.writeUInt32LE(stored.length, 20);
+    header.writeUInt32LE(size, 24);
+    header.writeUInt16LE(name.length, 28);
+    header.writeUInt32LE(((entry.mode ?? 0o100644) << 16) >>> 0, 38);
+    header.writeUInt32LE(offset, 42);
+    parts.push(local, name, stored);
+    central.push(header, name);
+    offset += local.length + name.length + stored.length;
+  }
+  const directory = Buffer.concat(central);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(entries.length, 8);
+  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...parts, directory, end]);
 }
 
 /** A catalogue entry for the fake NeMo CTC folder, served by a test's hub at `url` (GitHub-style). */

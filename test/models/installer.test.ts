@@ -197,7 +197,7 @@ test('a bare URL (tar.gz): the id comes from the file name and the family is det
 });
 
 test('a bare URL (zip, files at the top level) is unpacked and detected', async (t) => {
-  if (!hasZip()) return t.skip('zip/unzip not installed');
+  if (!hasZip()) return t.skip('zip not installed');
   server.routes.set('/any/voice.zip', { body: zipOf('fake-piper', join(work, 'voice.zip')) });
   const { installer: inst } = installer();
   inst.install({ url: `${server.base}/any/voice.zip`, id: 'voice' });
