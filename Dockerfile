@@ -25,6 +25,7 @@ RUN apt-get update \
        pocketsphinx-en-us \
        espeak-ng-data \
        ffmpeg \
+       bzip2 \
        festival \
        festvox-us-slt-hts \
     && rm -rf /var/lib/apt/lists/*

@@ -11,6 +11,8 @@ export const RUNTIME_PACKAGES = {
   'espeak-ng-data': '/usr/lib/x86_64-linux-gnu/espeak-ng-data/phontab',
   // Audio formats other than WAV and PCM, in and out (mp3, opus, aac, flac, m4a, webm, ...).
   ffmpeg: '/usr/bin/ffmpeg',
+  // Decompresses .tar.bz2 packages (src/models/unpack.ts pipes `bzip2 -dc` into node-tar).
+  bzip2: '/usr/bin/bzip2',
   // The festival_tts engine and its one voice (HTS, US English, female).
   festival: '/usr/bin/festival',
   'festvox-us-slt-hts':
