@@ -8,7 +8,7 @@
  * depend on the engine.
  */
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import type { ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { invalidField, showValue } from '../../errors.js';
 import { type Reply, type Route, type RouteContext, requireManagement } from '../transport/route.js';
@@ -180,13 +180,31 @@ function mismatch(root: TSchema, body: unknown, errors: readonly ErrorObject[]) 
   );
 }
 
-/** A checker of bodies against `schema`, compiled now: it returns the body typed, or throws the 400. */
+/** A checker of bodies against `schema`: it returns the body typed, or throws the 400. */
 export function bodyChecker<T extends TSchema>(schema: T): (body: Record<string, unknown>) => Static<T> {
-  const validate = ajv.compile(schema);
+  let validate: ValidateFunction | undefined;
+  const compile = () => {
+    validate ??= ajv.compile(schema);
+    return validate;
+  };
+  uncompiled.add(compile);
   return (body) => {
-    if (!validate(body)) throw mismatch(schema, body, validate.errors ?? []);
+    const valid = compile();
+    if (!valid(body)) throw mismatch(schema, body, valid.errors ?? []);
     return body as Static<T>;
   };
+}
+
+/**
+ * The checkers not compiled yet. Compiling every route's schema takes about a second of CPU, which
+ * a one-shot CLI command that never serves should not pay at import: the server compiles them all
+ * when it is created (compileSchemas), so no request pays for it either.
+ */
+const uncompiled = new Set<() => unknown>();
+
+export function compileSchemas(): void {
+  for (const compile of uncompiled) compile();
+  uncompiled.clear();
 }
 
 /**

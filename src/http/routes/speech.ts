@@ -19,8 +19,7 @@ import type { EngineRequest } from '../../engines/types.js';
 import { voiceAliases } from '../../engines/voice-aliases.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { fileAccessOf } from '../../util/server-files.js';
-import { liveIngestLimits, openLiveBody } from '../live/body.js';
-import { parseLivePcmFormat } from '../live/pcm-format.js';
+import { openLiveRequest } from '../live/request.js';
 import { audioLimits } from '../request/audio-limits.js';
 import { jsonRoute } from '../request/schema.js';
 import { SpeechRequest } from '../schemas/speech-request.js';
@@ -257,7 +256,7 @@ function queryFlagValue(query: URLSearchParams, name: string): boolean | undefin
  * chunk sizes are checked from the first byte.
  */
 async function speechLive(ctx: RouteContext) {
-  const { req, url, runtime, config } = ctx;
+  const { url, runtime, config } = ctx;
   const query = url.searchParams;
   const entry = liveModel(runtime, query, [...SPEECH_TASKS, ...AUDIO_DRIVEN], '/v1/audio/speech/live');
   const modelId = entry.config.id;
@@ -276,19 +275,11 @@ async function speechLive(ctx: RouteContext) {
   const returnText = queryFlagValue(query, 'return_text') ?? false;
   if (returnText && streamFormat !== 'sse')
     throw invalidRequest('return_text: text can only be returned with stream_format sse');
-  const format = parseLivePcmFormat(query);
   const busyTimeoutMs = requestBusyTimeout({}, ctx);
   // The body's completedAt comes from this clock: the timing below must too.
   const { clock } = runtime;
   const started = clock.now();
-  const body = openLiveBody(req, {
-    format,
-    limits: liveIngestLimits(config.live_ingest, entry.config.live_ingest),
-    signal: ctx.signal,
-    maxAudioSeconds: audioLimits(ctx, entry.config).maxSeconds,
-    label: 'live speech',
-    clock,
-  });
+  const body = openLiveRequest(ctx, entry, 'live speech');
   const options: Record<string, string> = { ...entry.config.default_request_options };
   for (const key of LIVE_SPEECH_OPTIONS) {
     const value = query.get(key);

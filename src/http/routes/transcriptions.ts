@@ -29,8 +29,8 @@ import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { parseJsonText } from '../../util/json-text.js';
 import { fileAccessOf } from '../../util/server-files.js';
-import { type LiveBody, liveIngestLimits, openLiveBody } from '../live/body.js';
-import { parseLivePcmFormat } from '../live/pcm-format.js';
+import type { LiveBody } from '../live/body.js';
+import { openLiveRequest } from '../live/request.js';
 import { audioLimits } from '../request/audio-limits.js';
 import { readJsonObject } from '../request/body.js';
 import { isMultipart, type MultipartBody, readMultipart } from '../request/multipart.js';
@@ -400,20 +400,12 @@ async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
  * body is opened before anything is awaited, so its chunk sizes are checked from the first byte.
  */
 async function transcriptionsLive(ctx: RouteContext) {
-  const { req, url, runtime, config } = ctx;
+  const { url, runtime } = ctx;
   const query = url.searchParams;
   const entry = liveModel(runtime, query, TRANSCRIPTION_TASKS, '/v1/audio/transcriptions/live');
   const modelId = entry.config.id;
-  const format = parseLivePcmFormat(query);
   const busyTimeoutMs = requestBusyTimeout({}, ctx);
-  const body = openLiveBody(req, {
-    format,
-    limits: liveIngestLimits(config.live_ingest, entry.config.live_ingest),
-    signal: ctx.signal,
-    maxAudioSeconds: audioLimits(ctx, entry.config).maxSeconds,
-    label: 'live transcription',
-    clock: runtime.clock,
-  });
+  const body = openLiveRequest(ctx, entry, 'live transcription');
   const language = query.get('language') || undefined;
   const options = { ...entry.config.default_request_options, ...(language ? { language } : {}) };
   const request: EngineRequest = {

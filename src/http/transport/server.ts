@@ -2,6 +2,7 @@
  * The HTTP front end: routing, CORS, the client-gone signal, error mapping and request logging.
  * Handlers return a Reply; this module writes it, so every response takes the same path.
  */
+
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
@@ -18,6 +19,7 @@ import type { LazyAbort } from '../../util/lazy-abort.js';
 import { type MemoryRelease, memoryRelease } from '../../util/release-memory.js';
 import { reportClientError } from '../live/body.js';
 import { BodyBudget, leaseBody, setBodyBudgetOf } from '../request/body-budget.js';
+import { compileSchemas } from '../request/schema.js';
 import { installerRoutes } from '../routes/installer.js';
 import { managementRoutes } from '../routes/management.js';
 import { metricsRoutes } from '../routes/metrics.js';
@@ -264,6 +266,7 @@ export interface HttpFrontEnd {
 }
 
 export function createHttpServer(runtime: Runtime, config: ServerConfig, options: HttpOptions): HttpFrontEnd {
+  compileSchemas();
   let draining = false;
   // Connections and whether a request is in progress on them, so a drain can drop the others.
   const connections = new Map<Socket, number>();

@@ -1,0 +1,21 @@
+/** A live route's body, opened for its model: the PCM format of the query, the limits of both configs. */
+import type { ModelEntry } from '../../runtime/model-entry.js';
+import { audioLimits } from '../request/audio-limits.js';
+import type { RouteContext } from '../transport/route.js';
+import { type LiveBody, liveIngestLimits, openLiveBody } from './body.js';
+import { parseLivePcmFormat } from './pcm-format.js';
+
+/**
+ * Opens the body of a live request to `entry` (before anything is awaited: see openLiveBody); its
+ * timeouts and `completedAt` run on the runtime's clock.
+ */
+export function openLiveRequest(ctx: RouteContext, entry: ModelEntry, label: string): LiveBody {
+  return openLiveBody(ctx.req, {
+    format: parseLivePcmFormat(ctx.url.searchParams),
+    limits: liveIngestLimits(ctx.config.live_ingest, entry.config.live_ingest),
+    signal: ctx.signal,
+    maxAudioSeconds: audioLimits(ctx, entry.config).maxSeconds,
+    label,
+    clock: ctx.runtime.clock,
+  });
+}
