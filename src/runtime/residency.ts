@@ -125,7 +125,7 @@ export class Residency {
     if (min <= 0) return;
     const bytes = await target.estimateFootprint();
     if (bytes === undefined) {
-      target.log(`model '${target.id}': footprint unknown, memory guard skipped`);
+      this.#options.log(`model '${target.id}': footprint unknown, memory guard skipped`);
       return;
     }
     const free = await this.#options.freeMemoryMb();
