@@ -59,31 +59,25 @@ export type Rule =
 /** The ServerConfig value of a setting with this rule. */
 export type RuleValue<R> = R extends Typed<infer T> ? T : never;
 
+type RuleOf<K extends Rule['kind']> = Extract<Rule, { kind: K }>;
+
 // The rules, each typed with the value it lets through; the table builds its rules with these.
-const count = (): { kind: 'count' } & Typed<number> => ({ kind: 'count' });
-const integer = (min: number, max?: number, expected?: string) =>
-  ({
-    kind: 'integer',
-    min,
-    ...(max === undefined ? {} : { max }),
-    ...(expected === undefined ? {} : { expected }),
-  }) as {
-    kind: 'integer';
-    min: number;
-  } & Typed<number>;
-const boolean = (): { kind: 'boolean' } & Typed<boolean> => ({ kind: 'boolean' });
-const oneOf = <const V extends readonly string[]>(values: V, expected?: string) =>
-  ({ kind: 'oneOf', values, ...(expected === undefined ? {} : { expected }) }) as {
-    kind: 'oneOf';
-    values: V;
-  } & Typed<V[number]>;
-const string = (nonEmpty: boolean): { kind: 'string'; nonEmpty: boolean } & Typed<string> => ({
-  kind: 'string',
-  nonEmpty,
+const count = (): RuleOf<'count'> & Typed<number> => ({ kind: 'count' });
+const integer = (min: number, max?: number, expected?: string): RuleOf<'integer'> & Typed<number> => ({
+  kind: 'integer',
+  min,
+  max,
+  expected,
 });
-const ip = (): { kind: 'ip' } & Typed<string> => ({ kind: 'ip' });
+const boolean = (): RuleOf<'boolean'> & Typed<boolean> => ({ kind: 'boolean' });
+const oneOf = <const V extends readonly string[]>(
+  values: V,
+  expected?: string,
+): RuleOf<'oneOf'> & { values: V } & Typed<V[number]> => ({ kind: 'oneOf', values, expected });
+const string = (nonEmpty: boolean): RuleOf<'string'> & Typed<string> => ({ kind: 'string', nonEmpty });
+const ip = (): RuleOf<'ip'> & Typed<string> => ({ kind: 'ip' });
 /** A rule of the setting's own code, which makes a T of what it is given. */
-const bespoke = <T>(): { kind: 'bespoke' } & Typed<T> => ({ kind: 'bespoke' });
+const bespoke = <T>(): RuleOf<'bespoke'> & Typed<T> => ({ kind: 'bespoke' });
 
 export interface Flag {
   name: string;
@@ -791,7 +785,7 @@ const GROUPS = [
         file: false,
         flag: {
           value: 'switch',
-          help: ['serve the fixture test engine (also VOXD_ENABLE_FIXTURE=1)'],
+          help: ['serve the fixture test engine, also VOXD_ENABLE_FIXTURE=1'],
           note: 'Flag only (or `VOXD_ENABLE_FIXTURE=1`). Serves the `fixture` test engine, off otherwise ([fixture-engine.md](fixture-engine.md)).',
         },
         default: false,
