@@ -136,7 +136,6 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     stallMs: config.ffmpeg_decode_stall_ms,
   });
   const http = createHttpServer(runtime, config, {
-    log,
     logger,
     metrics,
     logRequests: config.log,

@@ -8,7 +8,7 @@ import { createEngineCatalog, parallelScope } from '../engines/catalog.js';
 import { endRunnerProcesses, killRunnerProcesses } from '../engines/engine-worker.js';
 import { killFestivalProcesses } from '../engines/festival/festival-process.js';
 import { VoxdError } from '../errors.js';
-import { createLogger, messageLog } from '../observability/logger.js';
+import { createLogger, type LogOutput, messageLog } from '../observability/logger.js';
 import { RUNNER_EXIT_MS, SHUTDOWN_MARGIN_MS } from '../runtime/shutdown-timing.js';
 import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
@@ -23,7 +23,11 @@ function version(): string {
   return pkg.version;
 }
 
+/** `voxd serve`'s log once it is made: a failure writes out its lines before saying why it stops. */
+let serveLog: LogOutput | undefined;
+
 function fail(message: string, code: number): never {
+  serveLog?.flush();
   process.stderr.write(`voxd: ${message}\n`);
   process.exit(code);
 }
@@ -39,6 +43,7 @@ async function serve(argv: string[]): Promise<void> {
     knownFamilies: [...catalog.keys()],
   });
   const output = createLogger({ level: config.log_level, file: config.log_file });
+  serveLog = output;
   const { logger } = output;
   const log = messageLog(logger);
   for (const notice of notices) log(`notice: ${notice.message}`);
@@ -86,18 +91,25 @@ async function serve(argv: string[]): Promise<void> {
       () =>
         // A runner killed for a cancelled request may not have exited yet, nor its temporary
         // folder been removed (that waits for its exit); the exit leaves neither behind.
-        void endRunnerProcesses(RUNNER_EXIT_MS).finally(() => {
-          output.flush();
-          hardExit(0);
-        }),
-      (err: unknown) =>
-        hardExit(1, `voxd: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`),
+        // The log's last lines ('stopped') may still be in a write: let it end, then write the rest.
+        void endRunnerProcesses(RUNNER_EXIT_MS)
+          .then(() => output.drained())
+          .finally(() => {
+            output.flush();
+            hardExit(0);
+          }),
+      (err: unknown) => {
+        output.flush();
+        hardExit(1, `voxd: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      },
     );
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   voxd = await startVoxd({ config, catalog, logger });
   log(voxd.codec.describe());
+  // The log's lines so far come first: whoever reads up to this line has read them too.
+  await output.drained();
   // Announce only once the handlers are in place: a supervisor may send SIGTERM as soon as it reads this.
   process.stderr.write(`voxd listening on ${voxd.url}\n`);
 }

@@ -13,63 +13,25 @@ import { ConfigError, expectBoolean, expectOneOf, expectString, isPlainObject, k
 import { parseModelAliases } from './model-aliases.js';
 import { keyNotice, LIVE_INGEST_DEFAULTS, parseLiveIngest, parseModelConfig } from './model-config.js';
 import { toOptionMap } from './options.js';
-import { checkRule, FILE_KEYS, type Flag, SETTINGS, setting } from './settings.js';
+import {
+  type ConfigKey,
+  checkRule,
+  FILE_KEYS,
+  type Flag,
+  type OverridesOf,
+  SETTINGS,
+  type SettingEntry,
+  setting,
+} from './settings.js';
 import type { Backend, ConfigNotice, ModelConfig, OptionMap, ServerConfig } from './types.js';
 
-/** Values given on the command line; anything set here wins over server.json. */
-export interface CliOverrides {
-  host?: string;
-  port?: number;
-  busy_timeout_ms?: number;
-  max_queued_requests?: number;
-  ready_when_saturated?: boolean;
-  max_loaded_models?: number;
-  idle_unload_ms?: number;
-  shutdown_timeout_ms?: number;
-  max_inference_ms?: number;
-  min_free_memory_mb?: number;
-  max_request_body_bytes?: number;
-  body_timeout_ms?: number;
-  max_json_body_bytes?: number;
-  max_inflight_body_bytes?: number;
-  body_deadline_ms?: number;
-  max_connections?: number;
-  max_audio_seconds?: number;
-  max_input_chars?: number;
-  /** Comma-separated folders; relative ones resolve against the process cwd. */
-  file_roots?: string;
-  ffmpeg_path?: string;
-  ffmpeg_timeout_ms?: number;
-  ffmpeg_decode_stall_ms?: number;
-  default_speech_format?: string;
-  ui?: boolean;
-  ui_management?: boolean;
-  cors_origins?: string;
-  parallel_jobs?: boolean;
-  log?: boolean;
-  log_level?: string;
-  /** Relative paths resolve against the process cwd, not the config folder. */
-  log_file?: string;
-  backend?: string;
-  device?: number;
-  threads?: number;
-  voice_dir?: string;
-  models_root?: string;
-  max_download_bytes?: number;
-  max_package_bytes?: number;
-  installer_allow_private_hosts?: boolean;
-  tls_cert_file?: string;
-  tls_key_file?: string;
-  model_spec_override?: string;
-  frontend_listener?: string;
-  frontend_options?: Record<string, string>;
-  /** `--model-alias name=id` flags; an empty id removes the name. */
-  model_aliases?: Record<string, string>;
-  /** Relative paths resolve against the process cwd. */
-  api_keys_file?: string;
-  insecure?: boolean;
-  enable_fixture?: boolean;
-}
+/**
+ * Values given on the command line; anything set here wins over server.json. One field per
+ * setting of the table (settings.ts) with a flag, of the type its flag's parser makes: `--port`
+ * a number, `--file-roots` the comma-separated text, `--model-alias` a map (an empty id removes the
+ * name). Relative paths in them resolve against the process cwd, not the config folder.
+ */
+export type CliOverrides = OverridesOf<SettingEntry>;
 
 export interface LoadServerConfigOptions {
   configPath?: string;
@@ -123,7 +85,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     return s.value === undefined ? fallback : parse(s);
   };
   /** A setting the table's rule checks, with the table's default. */
-  const ruled = <K extends keyof ServerConfig>(name: K): ServerConfig[K] => {
+  const ruled = <K extends ConfigKey>(name: K): ServerConfig[K] => {
     const { rule, default: fallback } = setting(name);
     return read(name, fallback, (s) => checkRule(rule!, s.value, s.key)) as ServerConfig[K];
   };
@@ -134,8 +96,8 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     cors_origins: ruled('cors_origins'),
     ui: ruled('ui'),
     ui_management: ruled('ui_management'),
-    backend: read('backend', setting('backend').default as Backend, (s) => parseBackend(s, notices)),
-    device: read('device', setting('device').default as number, (s) => {
+    backend: read('backend', setting('backend').default!, (s) => parseBackend(s, notices)),
+    device: read('device', setting('device').default!, (s) => {
       const device = checkRule(setting('device').rule!, s.value, s.key) as number;
       if (device !== 0) {
         notices.push({
@@ -149,7 +111,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     // Without a config file every model arrives by registration, so nothing should load eagerly.
     lazy_load: read('lazy_load', configFile === undefined, (s) => expectBoolean(s.value, s.key)),
     log: overrides.log === true,
-    log_request_body: read('log_request_body', setting('log_request_body').default as boolean, (s) => {
+    log_request_body: read('log_request_body', setting('log_request_body').default!, (s) => {
       const on = expectBoolean(s.value, s.key);
       if (on && overrides.log !== true) {
         notices.push({ key: s.key, message: `${s.key}: request bodies are logged only with --log` });
@@ -186,7 +148,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
       ...LIVE_INGEST_DEFAULTS,
       ...read('live_ingest', {}, (s) => parseLiveIngest(s.value, s.key)),
     },
-    frontend_listener: read('frontend_listener', setting('frontend_listener').default as string, (s) => {
+    frontend_listener: read('frontend_listener', setting('frontend_listener').default!, (s) => {
       const listener = expectString(s.value, s.key);
       if (listener !== '') {
         throw ConfigError.rejected(s.key, listener, 'voxd has no frontend listeners; leave it empty');

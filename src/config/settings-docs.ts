@@ -5,7 +5,7 @@
  * rewrites them and test/docs/settings-docs.test.ts fails when the doc differs from what it writes.
  */
 import { LIVE_INGEST_DEFAULTS } from './model-config.js';
-import { type Flag, SETTINGS, type Setting } from './settings.js';
+import { defaultSize, type Flag, SETTINGS, type Setting } from './settings.js';
 
 const code = (text: string) => `\`${text}\``;
 
@@ -22,12 +22,13 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
   return [row(header), row(header.map(() => '---')).replaceAll(' ', ''), ...rows.map(row)].join('\n');
 }
 
-/** A default as the key table shows it: the JSON value, or `none` when the key has none. */
+/** A default as the key table shows it: the JSON value (a byte count's size beside it), or `none` when the key has none. */
 function defaultCell(setting: Setting): string {
   if (setting.doc?.default !== undefined) return setting.doc.default;
-  return setting.default === undefined
-    ? 'none'
-    : code(JSON.stringify(setting.default, null, 1).replace(/\n\s*/g, ''));
+  if (setting.default === undefined) return 'none';
+  const value = code(JSON.stringify(setting.default, null, 1).replace(/\n\s*/g, ''));
+  const size = defaultSize(setting);
+  return size === undefined ? value : `${value} (${size})`;
 }
 
 function keyTable(): string {

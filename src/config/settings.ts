@@ -1,13 +1,16 @@
 /**
  * The server settings, each listed once: its server.json key, its `voxd serve` flag, its default,
  * the rule the config loader checks it by, its --help lines and its docs/configuration.md rows. The
- * flag parser (src/cli/args.ts), the --help text, the config loader (server-config.ts) and the
- * generated tables of the docs (settings-docs.ts) are all read off this table, so a setting cannot
- * be added to one of them and forgotten in another.
+ * flag parser (src/cli/args.ts), the --help text, the config loader (server-config.ts), the
+ * generated tables of the docs (settings-docs.ts) and the types ServerConfig (types.ts) and
+ * CliOverrides (server-config.ts) are all read off this table, so a setting cannot be added to one
+ * of them and forgotten in another.
  */
 import { isIP } from 'node:net';
 import { LOG_LEVELS } from '../observability/log-levels.js';
+import type { ApiKey } from './api-keys.js';
 import { ConfigError, expectBoolean, expectInteger, expectOneOf, expectString } from './errors.js';
+import type { Backend, LiveIngestConfig, ModelConfig, OptionMap } from './model-types.js';
 
 /** How a flag's text becomes a value: the parser checks the syntax, the loader the range. */
 export type FlagValue =
@@ -22,6 +25,24 @@ export type FlagValue =
   /** key=value, repeatable, collected into a map. */
   | 'pair';
 
+/** What the parser makes of each kind of flag: the value of its CliOverrides field. */
+interface FlagValues {
+  integer: number;
+  text: string;
+  path: string;
+  switch: boolean;
+  pair: Record<string, string>;
+}
+
+/** Types only: the value a setting has in ServerConfig, carried by its rule. Never set. */
+declare const VALUE: unique symbol;
+/** Types only: what the types read off a table entry (see Entry). Never set. */
+declare const SHAPE: unique symbol;
+
+interface Typed<T> {
+  readonly [VALUE]?: T;
+}
+
 /**
  * What the loader accepts for a setting. `bespoke` settings (nested objects, paths read at startup,
  * values with notices) are checked by their own code in server-config.ts; the others by checkRule.
@@ -35,6 +56,29 @@ export type Rule =
   | { kind: 'ip' }
   | { kind: 'bespoke' };
 
+/** The ServerConfig value of a setting with this rule. */
+export type RuleValue<R> = R extends Typed<infer T> ? T : never;
+
+type RuleOf<K extends Rule['kind']> = Extract<Rule, { kind: K }>;
+
+// The rules, each typed with the value it lets through; the table builds its rules with these.
+const count = (): RuleOf<'count'> & Typed<number> => ({ kind: 'count' });
+const integer = (min: number, max?: number, expected?: string): RuleOf<'integer'> & Typed<number> => ({
+  kind: 'integer',
+  min,
+  max,
+  expected,
+});
+const boolean = (): RuleOf<'boolean'> & Typed<boolean> => ({ kind: 'boolean' });
+const oneOf = <const V extends readonly string[]>(
+  values: V,
+  expected?: string,
+): RuleOf<'oneOf'> & { values: V } & Typed<V[number]> => ({ kind: 'oneOf', values, expected });
+const string = (nonEmpty: boolean): RuleOf<'string'> & Typed<string> => ({ kind: 'string', nonEmpty });
+const ip = (): RuleOf<'ip'> & Typed<string> => ({ kind: 'ip' });
+/** A rule of the setting's own code, which makes a T of what it is given. */
+const bespoke = <T>(): RuleOf<'bespoke'> & Typed<T> => ({ kind: 'bespoke' });
+
 export interface Flag {
   name: string;
   value: FlagValue;
@@ -46,8 +90,13 @@ export interface Flag {
   aliases?: readonly string[];
   /** A switch that turns the setting off (`--no-ui`). */
   negation?: { name: string; help: readonly string[] };
-  /** --help's description, one string per line of the help text. */
+  /**
+   * --help's description, one string per line of the help text. The help adds the setting's
+   * default to it (`(default 8080)`), so it never says the default itself.
+   */
   help: readonly string[];
+  /** The default as --help words it, for a setting whose default the table cannot hold (it is computed). */
+  helpDefault?: string;
   /** The Notes cell of the docs flag table. */
   note?: string;
 }
@@ -60,6 +109,12 @@ export interface KeyDoc {
   meaning: string;
 }
 
+/**
+ * How a setting is in ServerConfig: under its key (`optional`: only when it is set), or not at all
+ * (`none`: another field is made of it, as `tls` of tls_cert_file and tls_key_file).
+ */
+export type Presence = 'required' | 'optional' | 'none';
+
 export interface Setting {
   /** The server.json key, or for a flag-only setting the CliOverrides field; none for --config and the like. */
   key?: string;
@@ -69,7 +124,41 @@ export interface Setting {
   default?: unknown;
   rule?: Rule;
   doc?: KeyDoc;
+  /** How a keyed setting is in ServerConfig. */
+  config?: Presence;
 }
+
+/**
+ * A keyed table entry as the types see it: `value` its ServerConfig field's type, `presence` how
+ * the field is there, `cli` its CliOverrides field's type (never: it has no flag).
+ */
+export interface Entry<K extends string, V, P extends Presence, C> extends Setting {
+  key: K;
+  default?: V;
+  readonly [SHAPE]?: { value: V; presence: P; cli: C };
+}
+
+interface EntryShape {
+  value: unknown;
+  presence: Presence;
+  cli: unknown;
+}
+type ShapeOf<E> = E extends { key: string; readonly [SHAPE]?: infer S extends EntryShape } ? S : never;
+type KeyOf<E> = E extends { key: infer K extends string } ? K : never;
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+
+/** The ServerConfig fields of the entries in union E that are there as P says. */
+type Fields<E, P extends Presence> = {
+  [S in E as ShapeOf<S> extends { presence: P } ? KeyOf<S> : never]: ShapeOf<S>['value'];
+};
+
+/** The ServerConfig fields of a union of entries: one per key, optional where the entry says so. */
+export type ConfigOf<E> = Simplify<Fields<E, 'required'> & Partial<Fields<E, 'optional'>>>;
+
+/** The CliOverrides fields of a union of entries: one per setting a flag sets, each optional. */
+export type OverridesOf<E> = Simplify<{
+  [S in E as [ShapeOf<S>['cli']] extends [never] ? never : KeyOf<S>]?: ShapeOf<S>['cli'];
+}>;
 
 export interface SettingGroup {
   /** The --help heading of the group's flags; empty for the closing --version and --help. */
@@ -77,484 +166,334 @@ export interface SettingGroup {
   settings: readonly Setting[];
 }
 
+/** A setting's flag as the table writes it: the name is `--` and the key in kebab case unless given. */
+type FlagSpec<F extends FlagValue> = Omit<Flag, 'name' | 'value'> & { name?: string; value: F };
+
+/** A setting's key-table row as the table writes it: the type follows from the rule unless given. */
+type DocSpec = Omit<KeyDoc, 'type'> & { type?: string };
+
+interface SettingSpec<R extends Rule, F extends FlagValue, P extends Presence> {
+  /** Whether server.json has the key. @default true */
+  file?: boolean;
+  flag?: FlagSpec<F>;
+  default?: RuleValue<R>;
+  doc?: DocSpec;
+  config?: P;
+}
+
+const DOC_TYPES: Partial<Record<Rule['kind'], string>> = {
+  count: 'integer',
+  integer: 'integer',
+  boolean: 'boolean',
+  oneOf: 'string',
+  string: 'string',
+  ip: 'string',
+};
+
+/** One keyed setting; its rule gives the type of its default and of its ServerConfig field. */
+function define<
+  const K extends string,
+  R extends Rule,
+  F extends FlagValue = never,
+  P extends Presence = 'required',
+>(key: K, rule: R, spec: SettingSpec<R, F, P>): Entry<K, RuleValue<R>, P, FlagValues[F]> {
+  const { flag, doc, file = true, config = 'required', ...rest } = spec;
+  const out: Setting = { key, file, ...rest, rule, config };
+  if (flag !== undefined) out.flag = { ...flag, name: flag.name ?? `--${key.replaceAll('_', '-')}` };
+  if (doc !== undefined) {
+    const type = doc.type ?? DOC_TYPES[rule.kind];
+    if (type === undefined) throw new Error(`setting ${key}: a bespoke rule's docs row needs its type`);
+    out.doc = { ...doc, type };
+  }
+  return out as Entry<K, RuleValue<R>, P, FlagValues[F]>;
+}
+
+/** What a count's docs row and flag add: what `0` means, the docs' meaning, the flag table's note. */
+interface CountSpec {
+  zero?: string;
+  meaning: string;
+  note?: string;
+}
+
+/** The argument --help shows for a count, after its key's unit. */
+function countArg(key: string): string {
+  if (key.endsWith('_ms')) return '<ms>';
+  if (key.endsWith('_mb')) return '<mb>';
+  if (key.endsWith('_seconds')) return '<s>';
+  return '<n>';
+}
+
+/** A count (an integer >= 0) that server.json and a flag both set: most of the limits. */
+function countSetting<const K extends string>(
+  key: K,
+  fallback: number,
+  help: readonly string[],
+  spec: CountSpec,
+) {
+  const { zero, meaning, note } = spec;
+  return define(key, count(), {
+    flag: { value: 'integer', arg: countArg(key), help, ...(note === undefined ? {} : { note }) },
+    default: fallback,
+    doc: { allowed: zero === undefined ? '>= 0' : `>= 0, \`0\` = ${zero}`, meaning },
+  });
+}
+
+/** A boolean that server.json and a switch both set. */
+function switchSetting<const K extends string>(
+  key: K,
+  fallback: boolean,
+  help: readonly string[],
+  spec: { meaning: string } & Pick<Flag, 'note' | 'negation'>,
+) {
+  const { meaning, ...flag } = spec;
+  return define(key, boolean(), {
+    flag: { value: 'switch', help, ...flag },
+    default: fallback,
+    doc: { allowed: '', meaning },
+  });
+}
+
+/** A flag of `voxd serve` that is no setting (--config, --version, --help). */
+const command = (flag: Flag): { file: false; flag: Flag } => ({ file: false, flag });
+
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+
+/**
+ * A byte count's default as people read it (`256 MiB`, `16 GiB`), which --help and the docs show
+ * beside the number; undefined for other settings and for sizes that are no whole MiB.
+ */
+export function defaultSize(setting: Setting): string | undefined {
+  const bytes = setting.default;
+  if (!setting.key?.endsWith('_bytes') || typeof bytes !== 'number') return undefined;
+  if (bytes >= GiB && bytes % GiB === 0) return `${bytes / GiB} GiB`;
+  if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB`;
+  return undefined;
+}
+
 /**
  * Fits hours of compressed audio or about two hours of 16 kHz WAV; multipart uploads past a
  * megabyte are spooled to disk, so this bounds disk use more than memory.
  */
-const DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024;
+const DEFAULT_MAX_BODY_BYTES = 256 * MiB;
 
 /**
  * A JSON body is held whole and parsed: 32 MiB is about 13 minutes of 16 kHz mono 16-bit WAV as
  * base64, and at 2-3 times its size while parsed, twenty such bodies at once stay in a few GB.
  */
-const DEFAULT_MAX_JSON_BODY_BYTES = 32 * 1024 * 1024;
+const DEFAULT_MAX_JSON_BODY_BYTES = 32 * MiB;
 
 /** Sixteen default-sized JSON bodies at once: about 1.5 GB at their peak, which a 2-core 24 GiB machine survives. */
-const DEFAULT_MAX_INFLIGHT_BODY_BYTES = 512 * 1024 * 1024;
+const DEFAULT_MAX_INFLIGHT_BODY_BYTES = 512 * MiB;
 
 export const SPEECH_FORMATS = ['wav', 'pcm', 'mp3', 'opus', 'aac', 'flac'] as const;
 
-/** In --help order; the docs tables follow the same order. */
-export const SETTING_GROUPS: readonly SettingGroup[] = [
+/** In --help order; the docs tables follow the same order. Typed entry by entry: types.ts reads them. */
+const GROUPS = [
   {
     heading: 'Config:',
     settings: [
-      {
-        file: false,
-        flag: {
-          name: '--config',
-          value: 'path',
-          to: 'configPath',
-          arg: '<file>',
-          help: [
-            'server.json; without it voxd serves its embedded models',
-            '(relative paths inside it resolve against its folder)',
-          ],
-          note: 'Optional: without it voxd serves the embedded models. Resolved against the cwd.',
-        },
-      },
+      command({
+        name: '--config',
+        value: 'path',
+        to: 'configPath',
+        arg: '<file>',
+        help: [
+          'server.json; without it voxd serves its embedded models',
+          '(relative paths inside it resolve against its folder)',
+        ],
+        note: 'Optional: without it voxd serves the embedded models. Resolved against the cwd.',
+      }),
     ],
   },
   {
     heading: 'Bind:',
     settings: [
-      {
-        key: 'host',
-        file: true,
-        flag: {
-          name: '--host',
-          value: 'text',
-          arg: '<ip>',
-          help: ['address to listen on (default 127.0.0.1)'],
-        },
+      define('host', ip(), {
+        flag: { value: 'text', arg: '<ip>', help: ['address to listen on'] },
         default: '127.0.0.1',
-        rule: { kind: 'ip' },
         doc: {
-          type: 'string',
           allowed: 'an IPv4 or IPv6 address literal',
           meaning: 'Address to listen on. Host names are refused.',
         },
-      },
-      {
-        key: 'port',
-        file: true,
-        flag: {
-          name: '--port',
-          value: 'integer',
-          arg: '<n>',
-          help: ['port, 0 picks a free one (default 8080)'],
-        },
+      }),
+      define('port', integer(0, 65535, 'an integer in 0..65535 (0 picks a free port)'), {
+        flag: { value: 'integer', arg: '<n>', help: ['port, 0 picks a free one'] },
         default: 8080,
-        rule: {
-          kind: 'integer',
-          min: 0,
-          max: 65535,
-          expected: 'an integer in 0..65535 (0 picks a free port)',
-        },
-        doc: {
-          type: 'integer',
-          allowed: '0..65535',
-          meaning: 'Port; `0` picks a free port (the chosen one is printed).',
-        },
-      },
+        doc: { allowed: '0..65535', meaning: 'Port; `0` picks a free port (the chosen one is printed).' },
+      }),
     ],
   },
   {
     heading: 'UI and management:',
     settings: [
-      {
-        key: 'ui',
-        file: true,
-        flag: {
-          name: '--ui',
-          value: 'switch',
-          help: ['serve the web UI (default on)'],
-          negation: { name: '--no-ui', help: ['do not serve the web UI'] },
-        },
-        default: true,
-        rule: { kind: 'boolean' },
-        doc: {
-          type: 'boolean',
-          allowed: '',
-          meaning:
-            'Serves the web UI (`GET /`, `/ui/*`) and its status stream (`GET /v1/ui/status/stream`); false (`--no-ui`): those answer 404. While true, `OPTIONS` preflights are answered. See [api.md](api.md#web-ui).',
-        },
-      },
-      {
-        key: 'ui_management',
-        file: true,
-        flag: {
-          name: '--ui-management',
-          value: 'switch',
-          help: ['enable model management routes (default off)'],
-          note: 'Can only turn management on.',
-        },
-        default: false,
-        rule: { kind: 'boolean' },
-        doc: {
-          type: 'boolean',
-          allowed: '',
-          meaning:
-            'Enables `POST /v1/models/load` and `POST /v1/models/unload`; also allows an absent or empty `models`.',
-        },
-      },
-      {
-        key: 'cors_origins',
-        file: true,
-        flag: {
-          name: '--cors-origins',
-          value: 'text',
-          arg: '<"" | "*">',
-          help: ['CORS: "" off or "*" any origin (default "")'],
-        },
+      switchSetting('ui', true, ['serve the web UI'], {
+        negation: { name: '--no-ui', help: ['do not serve the web UI'] },
+        meaning:
+          'Serves the web UI (`GET /`, `/ui/*`) and its status stream (`GET /v1/ui/status/stream`); false (`--no-ui`): those answer 404. While true, `OPTIONS` preflights are answered. See [api.md](api.md#web-ui).',
+      }),
+      switchSetting('ui_management', false, ['enable model management routes'], {
+        note: 'Can only turn management on.',
+        meaning:
+          'Enables `POST /v1/models/load` and `POST /v1/models/unload`; also allows an absent or empty `models`.',
+      }),
+      define('cors_origins', oneOf(['', '*'], '"" (off) or "*"'), {
+        flag: { value: 'text', arg: '<"" | "*">', help: ['CORS: "" off or "*" any origin'] },
         default: '',
-        rule: { kind: 'oneOf', values: ['', '*'], expected: '"" (off) or "*"' },
         doc: {
-          type: 'string',
           allowed: '`""` or `"*"`',
           meaning: '`"*"` echoes the request\'s `Origin` on every response (see api.md, CORS).',
         },
-      },
+      }),
     ],
   },
   {
     heading: 'Backend (accepted for audio.cpp compatibility; voxd engines run on the CPU):',
     settings: [
-      {
-        key: 'backend',
-        file: true,
-        flag: {
-          name: '--backend',
-          value: 'text',
-          arg: '<name>',
-          help: ['cpu|cuda|hip|rocm|vulkan|metal (default cpu)'],
-        },
+      define('backend', bespoke<Backend>(), {
+        flag: { value: 'text', arg: '<name>', help: ['cpu|cuda|hip|rocm|vulkan|metal'] },
         default: 'cpu',
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'string',
           allowed: '`cpu`, `cuda`, `hip`, `rocm` (= `hip`), `vulkan`, `metal`; `best` is refused',
           meaning:
             'voxd engines run on the CPU. Any other value is accepted, ignored, and logged as a notice.',
         },
-      },
-      {
-        key: 'device',
-        file: true,
-        flag: { name: '--device', value: 'integer', arg: '<n>', help: ['device index (default 0)'] },
-        default: 0,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0',
-          meaning: 'Passed to engines; a non-zero value is logged as ignored.',
-        },
-      },
-      {
-        key: 'threads',
-        file: true,
-        flag: {
-          name: '--threads',
-          value: 'integer',
-          arg: '<n>',
-          help: ['compute threads per session, > 0 (default 1)'],
-        },
+      }),
+      countSetting('device', 0, ['device index'], {
+        meaning: 'Passed to engines; a non-zero value is logged as ignored.',
+      }),
+      define('threads', integer(1), {
+        flag: { value: 'integer', arg: '<n>', help: ['compute threads per session, > 0'] },
         default: 1,
-        rule: { kind: 'integer', min: 1 },
         doc: {
-          type: 'integer',
           allowed: '>= 1',
           meaning:
             "Compute threads per session (audio.cpp's key). Checked and passed in each engine's load spec, but voxd's engines use one compute thread per session today (sherpa-onnx `num_threads` 1): run more slots for more parallelism.",
         },
-      },
+      }),
     ],
   },
   {
     heading: 'Timeouts and residency:',
     settings: [
-      {
-        key: 'busy_timeout_ms',
-        file: true,
-        flag: {
-          name: '--busy-timeout-ms',
-          value: 'integer',
-          arg: '<ms>',
-          help: ['max wait for a busy model, 0 = unbounded (default 300000)'],
-        },
-        default: 300_000,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = wait without limit',
-          meaning:
-            'Server-wide ceiling on how long a request waits for a busy model. See [Busy timeout](#busy-timeout).',
-        },
-      },
-      {
-        key: 'max_queued_requests',
-        file: true,
-        flag: {
-          name: '--max-queued-requests',
-          value: 'integer',
-          arg: '<n>',
-          help: ['requests that may wait per model, 0 = unbounded (default 0)'],
-        },
-        // Unbounded, as audio.cpp: busy_timeout_ms already limits each wait (docs/configuration.md).
-        default: 0,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = unbounded',
-          meaning:
-            "How many requests may wait for each model's slots; one more is refused at once with 503 `queue_full`. See [Queue bound](#queue-bound).",
-        },
-      },
-      {
-        key: 'ready_when_saturated',
-        file: true,
-        flag: {
-          name: '--ready-when-saturated',
-          value: 'switch',
-          help: ["/ready answers 503 while every loaded model's queue is full"],
+      countSetting('busy_timeout_ms', 300_000, ['max wait for a busy model, 0 = unbounded'], {
+        zero: 'wait without limit',
+        meaning:
+          'Server-wide ceiling on how long a request waits for a busy model. See [Busy timeout](#busy-timeout).',
+      }),
+      // Unbounded, as audio.cpp: busy_timeout_ms already limits each wait (docs/configuration.md).
+      countSetting('max_queued_requests', 0, ['requests that may wait per model, 0 = unbounded'], {
+        zero: 'unbounded',
+        meaning:
+          "How many requests may wait for each model's slots; one more is refused at once with 503 `queue_full`. See [Queue bound](#queue-bound).",
+      }),
+      switchSetting(
+        'ready_when_saturated',
+        false,
+        ["/ready answers 503 while every loaded model's queue is full"],
+        {
           note: 'Can only turn it on.',
-        },
-        default: false,
-        rule: { kind: 'boolean' },
-        doc: {
-          type: 'boolean',
-          allowed: '',
           meaning:
             "`/ready` answers 503 while every loaded model's queue is full. See [Queue bound](#queue-bound).",
         },
-      },
-      {
-        key: 'max_loaded_models',
-        file: true,
-        flag: {
-          name: '--max-loaded-models',
-          value: 'integer',
-          arg: '<n>',
-          help: ['LRU limit on resident models, 0 = no limit (default 0)'],
-        },
-        default: 0,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = no limit',
-          meaning: 'Most models resident at once. See [Residency](#residency).',
-        },
-      },
-      {
-        key: 'idle_unload_ms',
-        file: true,
-        flag: {
-          name: '--idle-unload-ms',
-          value: 'integer',
-          arg: '<ms>',
-          help: ['unload idle models after this long, 0 = off (default 0)'],
-        },
-        default: 0,
-        rule: { kind: 'count' },
-        doc: { type: 'integer', allowed: '>= 0, `0` = off', meaning: 'Unload a model idle this long.' },
-      },
-      {
-        key: 'shutdown_timeout_ms',
-        file: true,
-        flag: {
-          name: '--shutdown-timeout-ms',
-          value: 'integer',
-          arg: '<ms>',
-          help: [
-            'on SIGTERM/SIGINT, how long running requests may finish before they',
-            'are cancelled, 0 = no limit (default 30000)',
-          ],
-        },
-        default: 30_000,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = no limit',
+      ),
+      countSetting('max_loaded_models', 0, ['LRU limit on resident models, 0 = no limit'], {
+        zero: 'no limit',
+        meaning: 'Most models resident at once. See [Residency](#residency).',
+      }),
+      countSetting('idle_unload_ms', 0, ['unload idle models after this long, 0 = off'], {
+        zero: 'off',
+        meaning: 'Unload a model idle this long.',
+      }),
+      countSetting(
+        'shutdown_timeout_ms',
+        30_000,
+        [
+          'on SIGTERM/SIGINT, how long running requests may finish before they',
+          'are cancelled, 0 = no limit',
+        ],
+        {
+          zero: 'no limit',
           meaning:
             'On SIGTERM/SIGINT, how long running requests may finish before they are cancelled (see Shutdown below).',
         },
-      },
-      {
-        key: 'max_inference_ms',
-        file: true,
-        flag: {
-          name: '--max-inference-ms',
-          value: 'integer',
-          arg: '<ms>',
-          help: ['cancel (504) a request running longer, 0 = off (default 0)'],
-        },
-        default: 0,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = off',
-          meaning:
-            "The inference watchdog: a request running longer is cancelled for real (its worker thread terminated, its runner process killed; the session is replaced on the next request) and answered 504 `timeout_error`. The time counts from when the model is ready: a cold load the request waits for first (after an eviction, an idle retirement, a reconfiguration) is not counted; starting a session's runner process is. A model's own `max_inference_ms` wins.",
-        },
-      },
-      {
-        key: 'min_free_memory_mb',
-        file: true,
-        flag: {
-          name: '--min-free-memory-mb',
-          value: 'integer',
-          arg: '<mb>',
-          help: ['refuse loads below this free memory, 0 = off (default 0)'],
-        },
-        default: 0,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = off',
-          meaning: 'Refuse a load that would leave less free memory than this.',
-        },
-      },
-      {
-        key: 'parallel_jobs',
+      ),
+      countSetting('max_inference_ms', 0, ['cancel (504) a request running longer, 0 = off'], {
+        zero: 'off',
+        meaning:
+          "The inference watchdog: a request running longer is cancelled for real (its worker thread terminated, its runner process killed; the session is replaced on the next request) and answered 504 `timeout_error`. The time counts from when the model is ready: a cold load the request waits for first (after an eviction, an idle retirement, a reconfiguration) is not counted; starting a session's runner process is. A model's own `max_inference_ms` wins.",
+      }),
+      countSetting('min_free_memory_mb', 0, ['refuse loads below this free memory, 0 = off'], {
+        zero: 'off',
+        meaning: 'Refuse a load that would leave less free memory than this.',
+      }),
+      define('parallel_jobs', bespoke<boolean>(), {
         file: false,
         flag: {
-          name: '--parallel-jobs',
           value: 'switch',
-          help: ['experimental parallel runtime; enables per-model slots (default off)'],
+          help: ['experimental parallel runtime; enables per-model slots'],
           note: 'Flag only. Selects the parallel runtime and allows `slots`. Logged at startup.',
         },
         default: false,
-        rule: { kind: 'bespoke' },
-      },
+      }),
     ],
   },
   {
     heading: 'Request limits:',
     settings: [
-      {
-        key: 'max_request_body_bytes',
-        file: true,
-        flag: {
-          name: '--max-request-body-bytes',
-          value: 'integer',
-          arg: '<n>',
-          help: ['largest request body (default 268435456, 256 MiB)'],
-        },
-        default: DEFAULT_MAX_BODY_BYTES,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          default: '`268435456` (256 MiB)',
-          allowed: '>= 0',
-          meaning:
-            "Largest request body (multipart, and JSON up to `max_json_body_bytes`), and largest server-local file a request may name. Larger get 413. Multipart file parts past 1 MiB are spooled to a temporary file rather than held in memory (audio.cpp's default is 2 GiB, all buffered).",
-        },
-      },
-      {
-        key: 'body_timeout_ms',
-        file: true,
-        flag: {
-          name: '--body-timeout-ms',
-          value: 'integer',
-          arg: '<ms>',
-          help: [
-            'answer 408 when a body sends nothing for this long, 0 = off',
-            '(default 30000; live routes keep their live_ingest limits)',
-          ],
-        },
-        default: 30_000,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = no limit',
+      countSetting('max_request_body_bytes', DEFAULT_MAX_BODY_BYTES, ['largest request body'], {
+        meaning:
+          "Largest request body (multipart, and JSON up to `max_json_body_bytes`), and largest server-local file a request may name. Larger get 413. Multipart file parts past 1 MiB are spooled to a temporary file rather than held in memory (audio.cpp's default is 2 GiB, all buffered).",
+      }),
+      countSetting(
+        'body_timeout_ms',
+        30_000,
+        [
+          'answer 408 when a body sends nothing for this long, 0 = off;',
+          'live routes keep their live_ingest limits',
+        ],
+        {
+          zero: 'no limit',
           meaning:
             'A JSON or multipart request body that sends nothing for this long (the timer starts over with every chunk) is answered 408 `timeout_error` and its connection closed, so a client that stops half-way through a body cannot hold a connection and its handler forever. The live routes are bounded by `live_ingest` instead.',
         },
-      },
-      {
-        key: 'max_json_body_bytes',
-        file: true,
-        flag: {
-          name: '--max-json-body-bytes',
-          value: 'integer',
-          arg: '<n>',
-          help: ['largest JSON request body (default 33554432, 32 MiB)'],
-        },
-        default: DEFAULT_MAX_JSON_BODY_BYTES,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          default: '`33554432` (32 MiB)',
-          allowed: '>= 0',
-          meaning:
-            'Largest JSON request body; larger gets 413 (a declared Content-Length before any byte is read). Lower than `max_request_body_bytes` because a JSON body is held whole and parsed (about 2-3 times its size in memory while it is), where a multipart upload is spooled to disk. 32 MiB holds about 13 minutes of 16 kHz mono 16-bit WAV as base64 (`audio_base64` of `/v1/tasks/run`). `max_request_body_bytes` still applies when it is lower.',
-        },
-      },
-      {
-        key: 'max_inflight_body_bytes',
-        file: true,
-        flag: {
-          name: '--max-inflight-body-bytes',
-          value: 'integer',
-          arg: '<n>',
-          help: [
-            'request body bytes held at once over all requests, past it 503,',
-            '0 = no limit (default 536870912, 512 MiB)',
-          ],
-        },
-        default: DEFAULT_MAX_INFLIGHT_BODY_BYTES,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          default: '`536870912` (512 MiB)',
-          allowed: '>= 0, `0` = no limit',
+      ),
+      countSetting('max_json_body_bytes', DEFAULT_MAX_JSON_BODY_BYTES, ['largest JSON request body'], {
+        meaning:
+          'Largest JSON request body; larger gets 413 (a declared Content-Length before any byte is read). Lower than `max_request_body_bytes` because a JSON body is held whole and parsed (about 2-3 times its size in memory while it is), where a multipart upload is spooled to disk. 32 MiB holds about 13 minutes of 16 kHz mono 16-bit WAV as base64 (`audio_base64` of `/v1/tasks/run`). `max_request_body_bytes` still applies when it is lower.',
+      }),
+      countSetting(
+        'max_inflight_body_bytes',
+        DEFAULT_MAX_INFLIGHT_BODY_BYTES,
+        ['request body bytes held at once over all requests, past it 503,', '0 = no limit'],
+        {
+          zero: 'no limit',
           meaning:
             "The server-wide budget of request body bytes held in memory at once, over every request. A JSON body's declared Content-Length is taken from it when its reading starts (a chunked body's bytes as they arrive; a multipart upload's bytes while they are in memory, not the parts spooled to disk) and given back when its response ends, however it ends. A body that does not fit is answered 503 `server_busy` (code `body_budget`) with `Retry-After`, before it is read. The default keeps the bodies of 16 default-sized JSON requests in memory at once, a peak of about 1.5 GB.",
         },
-      },
-      {
-        key: 'body_deadline_ms',
-        file: true,
-        flag: {
-          name: '--body-deadline-ms',
-          value: 'integer',
-          arg: '<ms>',
-          help: [
-            'answer 408 when a whole body takes longer, 0 = off',
-            '(default 300000; live routes keep their live_ingest limits)',
-          ],
-        },
-        default: 300_000,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = no limit',
+      ),
+      countSetting(
+        'body_deadline_ms',
+        300_000,
+        ['answer 408 when a whole body takes longer, 0 = off;', 'live routes keep their live_ingest limits'],
+        {
+          zero: 'no limit',
           meaning:
             "The whole JSON or multipart request body must have arrived this long after the request's headers did; later is answered 408 `timeout_error` and the connection closed, so a client trickling a byte at a time (which `body_timeout_ms` never catches) cannot hold a connection for good. 300000 is node's own default `requestTimeout`, which voxd lifts for the sake of the live routes; those are bounded by `live_ingest` instead. At the default a 256 MiB upload needs about 1 MB/s.",
         },
-      },
-      {
-        key: 'max_connections',
-        file: true,
-        flag: {
-          name: '--max-connections',
-          value: 'integer',
-          arg: '<n>',
-          help: ['open client connections at most, past it 503 and close, 0 = no limit (default 512)'],
-        },
-        default: 512,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = no limit',
+      ),
+      countSetting(
+        'max_connections',
+        512,
+        ['open client connections at most, past it 503 and close, 0 = no limit'],
+        {
+          zero: 'no limit',
           meaning:
             'Client connections the server keeps open at once (idle keep-alive ones included). A connection past it is answered at once with 503 `server_busy` (code `too_many_connections`, `Retry-After: 1`, `Connection: close`) and closed, without reading its request.',
         },
-      },
-      {
-        key: 'live_ingest',
-        file: true,
-        rule: { kind: 'bespoke' },
+      ),
+      define('live_ingest', bespoke<LiveIngestConfig>(), {
         doc: {
           type: 'object',
           default: 'see below',
@@ -562,156 +501,90 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           meaning:
             "Limits of the live routes' chunked request bodies ([api.md](api.md#live-routes-post-v1audiotranscriptionslive-and-v1audiospeechlive)); `send_timeout_ms` also bounds how long any streamed response waits for a client that stops reading.",
         },
-      },
-      {
-        key: 'max_audio_seconds',
-        file: true,
-        flag: {
-          name: '--max-audio-seconds',
-          value: 'integer',
-          arg: '<s>',
-          help: ['longest input audio, 0 = no limit (default 10800)'],
-          note: "Server-wide; a model's own `max_audio_seconds` still wins.",
-        },
-        default: 10_800,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = no limit',
-          meaning:
-            "Longest input audio a request may carry (upload, base64, server file, each batch item, a live body), checked from the WAV header before any sample is decoded: longer is a 413. A model's own `max_audio_seconds` wins.",
-        },
-      },
-      {
-        key: 'max_input_chars',
-        file: true,
-        flag: {
-          name: '--max-input-chars',
-          value: 'integer',
-          arg: '<n>',
-          help: ['longest speech input text, 0 = no limit (default 100000)'],
-          note: "Server-wide; a model's own `max_input_chars` still wins.",
-        },
-        default: 100_000,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = no limit',
-          meaning:
-            "Longest text a speech model (task `tts`, `clon`, `vdes`) is asked to speak, in characters (code points): `input` of `/v1/audio/speech` and `/v1/audio/speech/live`, `text` of the `/v1/tasks/*` routes. Longer text is a 400 naming the field and the limit. A model's own `max_input_chars` wins.",
-        },
-      },
-      {
-        key: 'chunking_vad_model',
-        file: true,
+      }),
+      countSetting('max_audio_seconds', 10_800, ['longest input audio, 0 = no limit'], {
+        zero: 'no limit',
+        note: "Server-wide; a model's own `max_audio_seconds` still wins.",
+        meaning:
+          "Longest input audio a request may carry (upload, base64, server file, each batch item, a live body), checked from the WAV header before any sample is decoded: longer is a 413. A model's own `max_audio_seconds` wins.",
+      }),
+      countSetting('max_input_chars', 100_000, ['longest speech input text, 0 = no limit'], {
+        zero: 'no limit',
+        note: "Server-wide; a model's own `max_input_chars` still wins.",
+        meaning:
+          "Longest text a speech model (task `tts`, `clon`, `vdes`) is asked to speak, in characters (code points): `input` of `/v1/audio/speech` and `/v1/audio/speech/live`, `text` of the `/v1/tasks/*` routes. Longer text is a 400 naming the field and the limit. A model's own `max_input_chars` wins.",
+      }),
+      define('chunking_vad_model', string(true), {
         default: 'silero-vad',
-        rule: { kind: 'string', nonEmpty: true },
         doc: {
-          type: 'string',
           allowed: 'a model id',
           meaning:
             'The model (family `silero_vad`) that finds the silences where a transcription\'s `chunking_strategy` cuts long audio (see [api.md](api.md), POST /v1/audio/transcriptions). Without a config file the embedded `silero-vad` model serves; with one, register it (`{ "id": "silero-vad", "family": "silero_vad", "task": "vad" }`). A request with `chunking_strategy` when no such model is registered is a 400 naming this key.',
         },
-      },
+      }),
     ],
   },
   {
     heading: 'Audio formats:',
     settings: [
-      {
-        key: 'ffmpeg_path',
-        file: true,
-        flag: {
-          name: '--ffmpeg-path',
-          value: 'text',
-          arg: '<path>',
-          help: ['the ffmpeg binary for formats other than WAV/PCM (default ffmpeg)'],
-        },
+      define('ffmpeg_path', string(true), {
+        flag: { value: 'text', arg: '<path>', help: ['the ffmpeg binary for formats other than WAV/PCM'] },
         default: 'ffmpeg',
-        rule: { kind: 'string', nonEmpty: true },
         doc: {
-          type: 'string',
           default: '`ffmpeg` (looked up on `PATH`)',
           allowed: 'a binary',
           meaning:
             "The ffmpeg that decodes uploads other than WAV and encodes speech as mp3, opus, aac and flac. Checked at startup (`ffmpeg -encoders`), which logs one line saying what the server can serve; without it WAV and PCM keep working and other formats are 400s naming ffmpeg. The set-up installs Debian's ffmpeg when run as root.",
         },
-      },
-      {
-        key: 'ffmpeg_timeout_ms',
-        file: true,
-        flag: {
-          name: '--ffmpeg-timeout-ms',
-          value: 'integer',
-          arg: '<ms>',
-          help: ['stop an ffmpeg decode or encode running longer, 0 = no limit', '(default 120000)'],
-        },
-        default: 120_000,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = no limit',
+      }),
+      countSetting(
+        'ffmpeg_timeout_ms',
+        120_000,
+        ['stop an ffmpeg decode or encode running longer, 0 = no limit'],
+        {
+          zero: 'no limit',
           meaning: 'An ffmpeg decode or encode running longer is killed and the request answered 503.',
         },
-      },
-      {
-        key: 'ffmpeg_decode_stall_ms',
-        file: true,
-        flag: {
-          name: '--ffmpeg-decode-stall-ms',
-          value: 'integer',
-          arg: '<ms>',
-          help: ['stop an ffmpeg decode that makes no audio for this long, 0 = no limit', '(default 10000)'],
-        },
-        default: 10_000,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          allowed: '>= 0, `0` = no limit',
+      ),
+      countSetting(
+        'ffmpeg_decode_stall_ms',
+        10_000,
+        ['stop an ffmpeg decode that makes no audio for this long, 0 = no limit'],
+        {
+          zero: 'no limit',
           meaning:
             'An ffmpeg decode that writes no decoded audio for this long (at its start or later) is killed and the request answered 400: an input that makes no audio gives its child back long before `ffmpeg_timeout_ms`. Real audio decodes within milliseconds.',
         },
-      },
-      {
-        key: 'default_speech_format',
-        file: true,
+      ),
+      define('default_speech_format', oneOf(SPEECH_FORMATS), {
         flag: {
-          name: '--default-speech-format',
           value: 'text',
           arg: '<f>',
           help: [
-            'speech format when a request names none: wav|pcm|mp3|opus|aac|flac',
-            '(default wav; mp3 answers as the OpenAI API does)',
+            'speech format when a request names none: wav|pcm|mp3|opus|aac|flac;',
+            'mp3 answers as the OpenAI API does',
           ],
         },
         default: 'wav',
-        rule: { kind: 'oneOf', values: SPEECH_FORMATS },
         doc: {
-          type: 'string',
           allowed: '`wav`, `pcm`, `mp3`, `opus`, `aac`, `flac`',
           meaning:
             'The `/v1/audio/speech` format when a request names none. `wav` keeps audio.cpp clients as they are; `mp3` answers as the OpenAI API does.',
         },
-      },
+      }),
     ],
   },
   {
     heading: 'Paths (relative to the current directory):',
     settings: [
-      {
-        key: 'file_roots',
-        file: true,
+      define('file_roots', bespoke<string[]>(), {
         flag: {
-          name: '--file-roots',
           value: 'text',
           arg: '<dir,...>',
-          help: [
-            'folders requests may name server files in (default: the config',
-            "file's folder and --voice-dir; none without a config)",
-          ],
+          help: ['folders requests may name server files in'],
+          helpDefault: "the config file's folder and --voice-dir; none without a config",
           note: 'Comma-separated; relative to the cwd; each must exist. Replaces the default roots.',
         },
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'array of folders',
           default: "the config file's folder and `voice_dir`; none without `--config`",
@@ -719,56 +592,44 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           meaning:
             'The only folders under which a request may name a server-local file (`audio`, `voice_ref`, path options), compared after symlinks are resolved. Anything else is a 403 that names the roots. `[]` turns server paths off.',
         },
-      },
-      {
-        key: 'model_spec_override',
-        file: true,
+      }),
+      define('model_spec_override', bespoke<string>(), {
+        config: 'optional',
         flag: {
-          name: '--model-spec-override',
           value: 'text',
           arg: '<path>',
           help: ['model spec JSON file or folder of <family>.json'],
           note: 'Relative to the cwd.',
         },
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'string',
           allowed: 'non-empty path',
           meaning: 'Resolved and kept; engines do not read model specs yet (logged as a notice).',
         },
-      },
-      {
-        key: 'voice_dir',
-        file: true,
+      }),
+      define('voice_dir', bespoke<string>(), {
+        config: 'optional',
         flag: {
-          name: '--voice-dir',
           value: 'text',
           arg: '<dir>',
           help: ['voice library folder of *.wav files'],
           note: 'Relative to the cwd; must exist.',
         },
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'string',
           allowed: 'an existing folder',
           meaning:
             'Voice library: `<name>.wav` files plus an optional `prompt_text` file of `name\\|transcript` lines.',
         },
-      },
-      {
-        key: 'models_root',
-        file: true,
+      }),
+      define('models_root', bespoke<string>(), {
         flag: {
-          name: '--models-root',
           value: 'text',
           arg: '<dir>',
-          help: [
-            'installed model packages (default: $VOXD_DATA_DIR/models, else',
-            '~/.local/share/voxd/models; created at startup)',
-          ],
+          help: ['installed model packages, made at startup'],
+          helpDefault: '$VOXD_DATA_DIR/models, else ~/.local/share/voxd/models',
           note: 'Relative to the cwd; made when missing.',
         },
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'string',
           default:
@@ -777,133 +638,92 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           meaning:
             'Where installed model packages live; made at startup (a root that cannot be made stops startup with exit 2). Changeable at run time with `POST /v1/ui/models-root` (api.md).',
         },
-      },
-      {
-        key: 'tls_cert_file',
-        file: true,
+      }),
+      // Read into ServerConfig's `tls`, with tls_key_file.
+      define('tls_cert_file', bespoke<string>(), {
+        config: 'none',
         flag: {
           name: '--tls-cert',
           value: 'text',
           arg: '<file>',
           help: ['serve HTTPS with this PEM certificate chain (with --tls-key)'],
         },
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'string',
           allowed: 'a readable PEM file; both or neither',
           meaning:
             'Serve HTTPS instead of HTTP with this certificate chain and private key (read at startup). The HTTPS listener takes the same routes, limits, streams and shutdown as the plain one.',
         },
-      },
-      {
-        key: 'tls_key_file',
-        file: true,
+      }),
+      define('tls_key_file', bespoke<string>(), {
+        config: 'none',
         flag: {
           name: '--tls-key',
           value: 'text',
           arg: '<file>',
           help: ['the PEM private key of --tls-cert'],
         },
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'string',
           allowed: 'a readable PEM file; both or neither',
           meaning: "The private key of `tls_cert_file`'s certificate (read at startup).",
         },
-      },
+      }),
     ],
   },
   {
     heading: 'Model installer (docs/models.md):',
     settings: [
-      {
-        key: 'max_download_bytes',
-        file: true,
-        flag: {
-          name: '--max-download-bytes',
-          value: 'integer',
-          arg: '<n>',
-          help: [
-            'largest file one package download may bring, 0 = no limit',
-            '(default 17179869184, 16 GiB)',
-          ],
-        },
-        default: 16 * 1024 ** 3,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          default: '`17179869184` (16 GiB)',
-          allowed: '>= 0, `0` = no limit',
+      countSetting(
+        'max_download_bytes',
+        16 * GiB,
+        ['largest file one package download may bring, 0 = no limit'],
+        {
+          zero: 'no limit',
           meaning:
             'Largest file one install download may bring: a larger declared size is refused before a byte is written, and a body without Content-Length is cut (its `.part` deleted) once it passes this or the free space found when it started. The job fails with `E_PACKAGE_TOO_LARGE`.',
         },
-      },
-      {
-        key: 'max_package_bytes',
-        file: true,
-        flag: {
-          name: '--max-package-bytes',
-          value: 'integer',
-          arg: '<n>',
-          help: [
-            'most bytes one package archive may expand to, 0 = no limit',
-            '(default 34359738368, 32 GiB)',
-          ],
-        },
-        default: 32 * 1024 ** 3,
-        rule: { kind: 'count' },
-        doc: {
-          type: 'integer',
-          default: '`34359738368` (32 GiB)',
-          allowed: '>= 0, `0` = no limit',
+      ),
+      countSetting(
+        'max_package_bytes',
+        32 * GiB,
+        ['most bytes one package archive may expand to, 0 = no limit'],
+        {
+          zero: 'no limit',
           meaning:
             'Most bytes one package archive may expand to, summed from its listing before anything is extracted (the free space of the models root is checked the same way); an archive of more than 20,000 entries is refused too. The job fails with `E_PACKAGE_TOO_LARGE` (or `E_INSUFFICIENT_STORAGE`) and nothing is left behind.',
         },
-      },
-      {
-        key: 'installer_allow_private_hosts',
-        file: true,
-        flag: {
-          name: '--installer-allow-private-hosts',
-          value: 'switch',
-          help: ['let installs download from loopback, link-local and private', 'addresses (default off)'],
+      ),
+      switchSetting(
+        'installer_allow_private_hosts',
+        false,
+        ['let installs download from loopback, link-local and private', 'addresses'],
+        {
           note: 'Can only turn it on.',
-        },
-        default: false,
-        rule: { kind: 'boolean' },
-        doc: {
-          type: 'boolean',
-          allowed: '',
           meaning:
             'Lets install downloads target loopback, link-local, private, shared and reserved addresses (by IP in the URL, by name once resolved, on every redirect). Off: such a URL is a 400, and a name or redirect leading there fails the job. The origins of `VOXD_GITHUB_BASE_URL` and `VOXD_HF_BASE_URL` (operator-set mirrors) are always allowed; their redirects elsewhere are checked. See [models.md](models.md#download-targets).',
         },
-      },
+      ),
     ],
   },
   {
     heading: 'Frontends (not supported by voxd; any non-empty value is an error):',
     settings: [
-      {
-        key: 'frontend_listener',
-        file: true,
+      define('frontend_listener', bespoke<string>(), {
         flag: {
-          name: '--frontend-listener',
           value: 'text',
           arg: '<name>',
-          help: ['frontend listener name (default "")'],
+          help: ['frontend listener name'],
           note: 'Any non-empty value is an error.',
         },
         default: '',
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'string',
           allowed: 'only `""`',
           meaning: 'voxd has no frontend listeners; any other value is an error.',
         },
-      },
-      {
-        key: 'frontend_options',
-        file: true,
+      }),
+      define('frontend_options', bespoke<OptionMap>(), {
         flag: {
           name: '--frontend-option',
           value: 'pair',
@@ -912,34 +732,29 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           note: 'Repeatable; always an error (needs a listener, and voxd has none).',
         },
         default: {},
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'object',
           allowed: 'option map',
           meaning: 'Accepted; a non-empty map is ignored with a notice.',
         },
-      },
+      }),
     ],
   },
   {
     heading: 'Security (docs/configuration.md#api-keys):',
     settings: [
-      {
-        key: 'api_keys',
-        file: true,
+      define('api_keys', bespoke<ApiKey[]>(), {
         default: [],
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'array',
           allowed: '`{"key": "...", "scope": "inference" \\| "admin"}` objects',
           meaning: 'API keys; see [API keys](#api-keys).',
         },
-      },
-      {
-        key: 'api_keys_file',
-        file: true,
+      }),
+      // Read into ServerConfig's `api_keys`, with api_keys and $VOXD_API_KEYS.
+      define('api_keys_file', bespoke<string>(), {
+        config: 'none',
         flag: {
-          name: '--api-keys-file',
           value: 'text',
           arg: '<file>',
           help: [
@@ -948,131 +763,93 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           ],
           note: 'Relative to the cwd. See [API keys](#api-keys).',
         },
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'string',
           allowed: "a readable file, relative to the config file's folder",
           meaning: 'More keys, one `KEY SCOPE` a line (see [API keys](#api-keys)).',
         },
-      },
-      {
-        key: 'open_endpoints',
-        file: true,
-        rule: { kind: 'bespoke' },
+      }),
+      define('open_endpoints', bespoke<string[]>(), {
         doc: {
           type: 'array',
           default: '`["/health", "/ready", "/metrics"]`',
           allowed: 'paths among those three',
           meaning: 'Answered without a key when keys are set; `[]` closes them too.',
         },
-      },
-      {
-        key: 'insecure',
-        file: true,
-        flag: {
-          name: '--insecure',
-          value: 'switch',
-          help: ['serve without keys on a non-loopback host (refused otherwise)'],
-          note: 'Can only turn it on.',
-        },
-        default: false,
-        rule: { kind: 'boolean' },
-        doc: {
-          type: 'boolean',
-          allowed: '',
-          meaning: 'Serve without keys on a host other than loopback (see [API keys](#api-keys)).',
-        },
-      },
-      {
-        key: 'enable_fixture',
+      }),
+      switchSetting('insecure', false, ['serve without keys on a non-loopback host, refused otherwise'], {
+        note: 'Can only turn it on.',
+        meaning: 'Serve without keys on a host other than loopback (see [API keys](#api-keys)).',
+      }),
+      define('enable_fixture', bespoke<boolean>(), {
         file: false,
         flag: {
-          name: '--enable-fixture',
           value: 'switch',
-          help: ['serve the fixture test engine (also VOXD_ENABLE_FIXTURE=1)'],
+          help: ['serve the fixture test engine, also VOXD_ENABLE_FIXTURE=1'],
           note: 'Flag only (or `VOXD_ENABLE_FIXTURE=1`). Serves the `fixture` test engine, off otherwise ([fixture-engine.md](fixture-engine.md)).',
         },
         default: false,
-        rule: { kind: 'bespoke' },
-      },
+      }),
     ],
   },
   {
     heading: 'Logging:',
     settings: [
-      {
-        key: 'log',
+      define('log', bespoke<boolean>(), {
         file: false,
         flag: {
-          name: '--log',
           value: 'switch',
-          help: ['log requests to stderr (default off)'],
+          help: ['log requests to stderr'],
           note: 'Flag only. Logs one line per request at `info` (without it request lines are `debug`), with `msg` `POST /v1/tasks/run 200 50.6 ms` and the fields of [observability.md](observability.md#logs). A client that left is 499 and says when: `POST /v1/tasks/run 499 12.0 ms: client closed the connection while sending the request body` (or `while waiting for the response`, `while receiving the response`); a body whose chunked framing broke says `malformed request (HPE_...)` with the status sent. A client leaving is never logged as a fault (no stack trace), with or without `--log`; engine and internal faults are logged with their stack either way.',
         },
         default: false,
-        rule: { kind: 'bespoke' },
-      },
-      {
-        key: 'log_file',
+      }),
+      define('log_file', bespoke<string>(), {
         file: false,
+        config: 'optional',
         flag: {
-          name: '--log-file',
           value: 'path',
           arg: '<path>',
           help: ['write the log to this file instead of stderr'],
           note: 'Flag only. Relative to the cwd. All log lines (notices, request lines, errors) then go to this file, as JSON lines, instead of stderr.',
         },
-        rule: { kind: 'bespoke' },
-      },
-      {
-        key: 'log_level',
-        file: true,
+      }),
+      define('log_level', oneOf(LOG_LEVELS), {
         flag: {
-          name: '--log-level',
           value: 'text',
           arg: '<level>',
-          help: ['trace, debug, info, warn, error, fatal or silent (default info)'],
+          help: ['trace, debug, info, warn, error, fatal or silent'],
         },
         default: 'info',
-        rule: { kind: 'oneOf', values: LOG_LEVELS },
         doc: {
-          type: 'string',
           allowed: '`trace`, `debug`, `info`, `warn`, `error`, `fatal`, `silent`',
           meaning:
             'The least severe log line written (`--log-level`). Request lines are `info` with `--log`, else `debug`; faults are `error`. See [observability.md](observability.md#logs).',
         },
-      },
-      {
-        key: 'log_request_body',
-        file: true,
+      }),
+      define('log_request_body', bespoke<boolean>(), {
         default: false,
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'boolean',
           allowed: '',
           meaning:
             'With `--log`, also log each JSON request body (never audio uploads, never any header); without `--log` a notice says it has no effect.',
         },
-      },
+      }),
     ],
   },
   {
     heading: 'Models:',
     settings: [
-      {
-        key: 'models',
-        file: true,
-        rule: { kind: 'bespoke' },
+      define('models', bespoke<ModelConfig[]>(), {
         doc: {
           type: 'array',
           default: '',
           allowed: 'model objects',
           meaning: 'Required and non-empty, unless `ui_management` is true (then it may be absent or `[]`).',
         },
-      },
-      {
-        key: 'model_aliases',
-        file: true,
+      }),
+      define('model_aliases', bespoke<Readonly<Record<string, string>>>(), {
         flag: {
           name: '--model-alias',
           value: 'pair',
@@ -1083,7 +860,6 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           ],
           note: 'Repeatable; adds to or overrides `model_aliases` name by name. See [Model aliases](#model-aliases).',
         },
-        rule: { kind: 'bespoke' },
         doc: {
           type: 'object',
           default:
@@ -1092,57 +868,59 @@ export const SETTING_GROUPS: readonly SettingGroup[] = [
           meaning:
             'Other names a request may give in `model`; they add to and override the defaults. A model id always wins over an alias (see [Model aliases](#model-aliases)).',
         },
-      },
-      {
-        key: 'lazy_load',
-        file: true,
-        rule: { kind: 'boolean' },
+      }),
+      define('lazy_load', boolean(), {
         doc: {
-          type: 'boolean',
           default: '`false` with a config file, `true` without',
           allowed: '',
           meaning: "Default for each model's `lazy`.",
         },
-      },
+      }),
     ],
   },
   {
     heading: '',
     settings: [
-      {
-        file: false,
-        flag: {
-          name: '--version',
-          value: 'switch',
-          to: 'version',
-          help: ['print the version and exit'],
-          note: 'Prints `voxd 0.1.0`.',
-        },
-      },
-      {
-        file: false,
-        flag: {
-          name: '--help',
-          value: 'switch',
-          to: 'help',
-          aliases: ['-h'],
-          help: ['print this help and exit'],
-          note: 'Prints the flag list.',
-        },
-      },
+      command({
+        name: '--version',
+        value: 'switch',
+        to: 'version',
+        help: ['print the version and exit'],
+        note: 'Prints `voxd 0.1.0`.',
+      }),
+      command({
+        name: '--help',
+        value: 'switch',
+        to: 'help',
+        aliases: ['-h'],
+        help: ['print this help and exit'],
+        note: 'Prints the flag list.',
+      }),
     ],
   },
-];
+] satisfies readonly SettingGroup[];
+
+/** In --help order; the docs tables follow the same order. */
+export const SETTING_GROUPS: readonly SettingGroup[] = GROUPS;
+
+/** Every keyed entry of the table, each with its own type: what ServerConfig and CliOverrides are made of. */
+export type SettingEntry = Extract<(typeof GROUPS)[number]['settings'][number], { key: string }>;
+
+type EntryByKey = { [E in SettingEntry as E['key']]: E };
+
+/** A key of ServerConfig that the table holds. */
+export type ConfigKey = keyof ConfigOf<SettingEntry>;
 
 export const SETTINGS: readonly Setting[] = SETTING_GROUPS.flatMap((group) => group.settings);
 
 const BY_KEY = new Map(SETTINGS.filter((s) => s.key !== undefined).map((s) => [s.key!, s]));
 
-/** The setting of a key; a name the table lacks is a programming error. */
-export function setting(key: string): Setting {
+/** The setting of a key, typed as its entry (its default is its ServerConfig field's type). */
+export function setting<K extends keyof EntryByKey>(key: K): EntryByKey[K] {
   const found = BY_KEY.get(key);
+  // The type allows only the table's keys; a name from elsewhere (a cast) is a programming error.
   if (found === undefined) throw new Error(`no setting named ${key}`);
-  return found;
+  return found as EntryByKey[K];
 }
 
 /** Every top-level key of server.json. */

@@ -1,6 +1,10 @@
 /**
  * The server's log: pino JSON lines (one object a line, `time`, `level` as a name, `msg`), to a
- * file, to stderr, or to a caller's sink; readable lines instead when stderr is a terminal.
+ * file, to stderr, or to a caller's sink; readable lines instead when stderr is a terminal. Lines
+ * for a file or a non-terminal stderr are batched: they wait in memory until 4 KiB have gathered
+ * or the event loop's turn ends, and are written asynchronously, a batch a write. An exit writes
+ * out what is left (flush, drained); a model's and a request's lines come from child loggers
+ * (modelLogger, requestLogger) that carry their id.
  */
 import { type DestinationStream, type Logger, pino } from 'pino';
 import type { LogLevel } from './log-levels.js';
@@ -18,31 +22,136 @@ export interface LoggerOptions {
 
 export interface LogOutput {
   logger: Logger;
-  /** Writes out what is buffered, synchronously: for an exit that cannot wait. */
+  /**
+   * Writes out what is buffered, synchronously: for an exit that cannot wait (hardExit ends the
+   * process without the exit handlers that would write it otherwise). A batch already being written
+   * asynchronously is left to that write; drained() waits for it.
+   */
   flush(): void;
+  /**
+   * Resolves once every line logged so far has been written, or after `ms` (a stalled write): for
+   * an exit that can wait, before flush(), and before a line written to stderr around the logger.
+   */
+  drained(ms?: number): Promise<void>;
+}
+
+/** Lines wait in memory until this many bytes have gathered, or the event loop's turn ends. */
+const BATCH_BYTES = 4096;
+
+/** How long drained() waits by default for the writes in progress. */
+const DRAIN_MS = 1000;
+
+/** How many times an exit's flush retries a write that would block (100 ms apart) before giving up. */
+const FLUSH_RETRIES = 10;
+
+/**
+ * pino's asynchronous destination (sonic-boom, `sync: false`) for a file or a descriptor, with its
+ * batches bounded in time too: sonic-boom alone writes only once `minLength` bytes are buffered, so
+ * a quiet server's last lines would wait for the next 4 KiB. Each turn that logs schedules a flush.
+ */
+function batchedDestination(
+  dest: string | number,
+  onError: (err: Error) => void,
+): Omit<LogOutput, 'logger'> & { stream: DestinationStream } {
+  let flushing = false;
+  let retries = 0;
+  const boom = pino.destination({
+    dest,
+    append: true,
+    sync: false,
+    minLength: BATCH_BYTES,
+    // A reader that stops reading must not hold an exit for good; otherwise writes wait for it.
+    retryEAGAIN: () => !flushing || ++retries <= FLUSH_RETRIES,
+  });
+  // Bytes handed to the destination and bytes it has written: what is left is buffered or in flight.
+  let given = 0;
+  let written = 0;
+  let broken = false;
+  let scheduled = false;
+  const waiters = new Set<() => void>();
+  const kick = () => {
+    scheduled = false;
+    // flush() does nothing while a write is in flight; its end ('drain') kicks again.
+    if (!broken && given > written) boom.flush();
+  };
+  const schedule = () => {
+    if (scheduled || broken) return;
+    scheduled = true;
+    setImmediate(kick).unref();
+  };
+  boom.on('write', (n: number) => {
+    written += n;
+    if (written >= given) for (const wake of waiters) wake();
+  });
+  boom.on('drain', () => {
+    if (given > written) schedule();
+  });
+  // A file's lines logged before it opened wait for this.
+  boom.on('ready', schedule);
+  boom.on('error', (err: Error) => {
+    broken = true;
+    for (const wake of waiters) wake();
+    onError(err);
+  });
+  const stream: DestinationStream = {
+    write(line: string) {
+      given += Buffer.byteLength(line);
+      boom.write(line);
+      schedule();
+    },
+  };
+  const flush = () => {
+    if (broken || given <= written) return;
+    flushing = true;
+    retries = 0;
+    try {
+      boom.flushSync();
+      // flushSync tells no 'write' events; what it wrote is written (an in-flight batch counts twice, harmlessly).
+      written = given;
+    } catch {
+      // Not open yet, already broken, or a reader that stays full: nothing more can be saved.
+    } finally {
+      flushing = false;
+    }
+  };
+  const drained = (ms = DRAIN_MS) =>
+    new Promise<void>((resolve) => {
+      if (broken || given <= written) return resolve();
+      const target = given;
+      const timer = setTimeout(done, ms).unref();
+      function done() {
+        clearTimeout(timer);
+        waiters.delete(check);
+        resolve();
+      }
+      function check() {
+        if (broken || written >= target) done();
+      }
+      waiters.add(check);
+      kick();
+    });
+  return { stream, flush, drained };
 }
 
 export function createLogger(options: LoggerOptions): LogOutput {
-  let flush = () => {};
+  let output: Omit<LogOutput, 'logger'> = { flush: () => {}, drained: async () => {} };
   let destination: DestinationStream;
   if (options.sink) destination = options.sink;
   else if (options.file) {
-    // Asynchronous appends keep file I/O off the event loop; an exit flushes what is left.
-    const file = pino.destination({ dest: options.file, append: true, sync: false });
-    file.on('error', (err: Error) =>
+    const file = batchedDestination(options.file, (err) =>
       process.stderr.write(`voxd: log file ${options.file}: ${err.message}\n`),
     );
-    flush = () => {
-      try {
-        file.flushSync();
-      } catch {
-        // Not open yet or already broken: nothing can be saved.
-      }
-    };
-    destination = file;
-  } else if (process.stderr.isTTY)
+    destination = file.stream;
+    output = file;
+  } else if (process.stderr.isTTY) {
+    // A person reads these as they come: one line a write, pretty-printed.
     destination = { write: (line: string) => process.stderr.write(readable(line)) };
-  else destination = { write: (line: string) => process.stderr.write(line) };
+  } else {
+    // stderr closed under voxd (EPIPE and the like): there is nowhere left to say so.
+    const stderr = batchedDestination(2, () => {});
+    destination = stderr.stream;
+    output = stderr;
+  }
   const logger = pino(
     {
       level: options.level,
@@ -52,7 +161,17 @@ export function createLogger(options: LoggerOptions): LogOutput {
     },
     destination,
   );
-  return { logger, flush };
+  return { logger, ...output };
+}
+
+/** The log of one model: every line carries `model` (its id), as docs/observability.md names it. */
+export function modelLogger(logger: Logger, id: string): Logger {
+  return logger.child({ model: id });
+}
+
+/** The log of one request: every line carries `req_id`, the id of its X-Request-Id header. */
+export function requestLogger(logger: Logger, reqId: string): Logger {
+  return logger.child({ req_id: reqId });
 }
 
 /** The string-message log the runtime and the engines take: info lines on `logger`. */

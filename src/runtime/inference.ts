@@ -76,7 +76,6 @@ export interface InferenceDeps {
   config: Pick<ServerConfig, 'busy_timeout_ms' | 'max_inference_ms'>;
   clock: Clock;
   metrics: Metrics | undefined;
-  log(message: string): void;
   /** The registered model of that id; throws 404 for an unknown one. */
   entry(id: string): ModelEntry;
   /** Throws E_SHUTTING_DOWN once a shutdown began. */
@@ -87,7 +86,6 @@ export class Inference {
   readonly #config: InferenceDeps['config'];
   readonly #clock: Clock;
   readonly #metrics: Metrics | undefined;
-  readonly #log: (message: string) => void;
   readonly #entry: (id: string) => ModelEntry;
   readonly #refuseWhenClosing: () => void;
   /** Aborted when a shutdown gives up on running requests, as is each run in #running. */
@@ -99,7 +97,6 @@ export class Inference {
     this.#config = deps.config;
     this.#clock = deps.clock;
     this.#metrics = deps.metrics;
-    this.#log = deps.log;
     this.#entry = deps.entry;
     this.#refuseWhenClosing = deps.refuseWhenClosing;
   }
@@ -272,12 +269,12 @@ export class Inference {
         if (run.aborted) throw run.reason;
         if (err instanceof EngineCrashed) {
           this.#metrics?.runnerRestarted(entry.id);
-          retireCrashed(entry, err.message, this.#log);
+          retireCrashed(entry, err.message);
         }
         if (err instanceof EngineRestarted) {
           // Every call lost with a shared runner hears of it; the first one counts the restart.
           if (err.firstOfRunner) this.#metrics?.runnerRestarted(entry.id);
-          if (err.crashed) retireCrashed(entry, err.message, this.#log);
+          if (err.crashed) retireCrashed(entry, err.message);
           throw new VoxdError(
             'E_ENGINE_RESTARTED',
             `model '${entry.config.id}': ${err.message}; this request was lost with it and can be retried`,

@@ -7,6 +7,7 @@ import type { ModelConfig, ModelIsolation } from '../config/types.js';
 import { JobError } from '../engines/job-error.js';
 import type { EngineFamily, EngineSession, LoadSpec } from '../engines/types.js';
 import { invalidField, invalidRequest, VoxdError } from '../errors.js';
+import { type Logger, messageLog, modelLogger } from '../observability/logger.js';
 import type { Changes } from '../util/changes.js';
 import type { Clock } from '../util/clock.js';
 import { deferred, raceAbort } from '../util/wait.js';
@@ -30,9 +31,10 @@ export interface EntryContext {
   admitLoad(entry: ModelEntry, build: () => Promise<Pool>): Promise<Pool>;
   /** Aborted at shutdown; loads stop waiting on their gates. */
   readonly shutdownSignal: AbortSignal;
+  /** The runtime's message log, for a model whose lines have no logger to go to. */
   warn(message: string): void;
-  /** A load or unload, as a log line with the model id as a field. */
-  event?(fields: { model: string; [key: string]: unknown }, message: string): void;
+  /** The server's log; each entry logs through a child of it that carries the model id. */
+  readonly logger?: Logger;
 }
 
 export class ModelEntry {
@@ -40,6 +42,10 @@ export class ModelEntry {
   /** When the id was first registered, in Unix seconds (OpenAI's `created`); a reconfiguration keeps it. */
   readonly created = Math.floor(Date.now() / 1000);
   readonly scheduler: SlotScheduler;
+  /** A line on behalf of this model: with the `model` field (its id) when the server has a logger. */
+  readonly log: (message: string) => void;
+  /** This model's child of the server's logger (modelLogger): its loads and unloads go here. */
+  readonly #logger: Logger | undefined;
   #config: ModelConfig;
   #family: EngineFamily;
   #presets: ReadonlyMap<string, ResolvedPreset>;
@@ -64,6 +70,8 @@ export class ModelEntry {
     this.#family = family;
     this.#presets = presets;
     this.#ctx = ctx;
+    this.#logger = ctx.logger && modelLogger(ctx.logger, config.id);
+    this.log = this.#logger ? messageLog(this.#logger) : ctx.warn;
     this.#lastUsedAt = ctx.clock.now();
     this.scheduler = new SlotScheduler(config.id, config.slots ?? 1, ctx.clock, ctx.changes);
     this.scheduler.bound.max = config.max_queued_requests ?? ctx.maxQueuedRequests;
@@ -196,7 +204,7 @@ export class ModelEntry {
     } finally {
       this.#transition({ kind: 'unloaded' });
     }
-    this.#ctx.event?.({ model: this.id }, 'model unloaded');
+    this.#logger?.info('model unloaded');
     return true;
   }
 
@@ -228,9 +236,8 @@ export class ModelEntry {
       .admitLoad(this, async () => {
         const started = performance.now();
         const pool = await this.#build();
-        this.#ctx.event?.(
+        this.#logger?.info(
           {
-            model: this.id,
             slots: pool.sessions.length,
             generation: pool.generation,
             load_ms: Math.round(performance.now() - started),
@@ -298,13 +305,13 @@ export class ModelEntry {
       try {
         await session.dispose();
       } catch (err) {
-        this.#ctx.warn(`model '${this.id}': disposing a session failed: ${describe(err)}`);
+        this.log(`model '${this.id}': disposing a session failed: ${describe(err)}`);
       }
     }
     try {
       await weights.dispose();
     } catch (err) {
-      this.#ctx.warn(`model '${this.id}': disposing weights failed: ${describe(err)}`);
+      this.log(`model '${this.id}': disposing weights failed: ${describe(err)}`);
     }
   }
 

@@ -214,11 +214,11 @@ export async function unloadEntry(entry: ModelEntry, signal?: AbortSignal): Prom
  * A session's engine died: the model is unloaded (after the work still running on its other
  * slots) with the reason shown as `last_error`, and the next request loads it afresh.
  */
-export function retireCrashed(entry: ModelEntry, reason: string, log: (message: string) => void): void {
+export function retireCrashed(entry: ModelEntry, reason: string): void {
   entry.fail(reason);
-  log(`model '${entry.id}': ${reason}; unloading it (the next request reloads it)`);
+  entry.log(`model '${entry.id}': ${reason}; unloading it (the next request reloads it)`);
   void unloadEntry(entry).catch((err: unknown) =>
-    log(
+    entry.log(
       `model '${entry.id}': unloading after a crash failed: ${err instanceof Error ? err.message : String(err)}`,
     ),
   );

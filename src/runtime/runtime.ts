@@ -41,7 +41,7 @@ export interface RuntimeDeps {
   log?: (message: string) => void;
   /** Where runs, waits and outcomes are counted. */
   metrics?: Metrics;
-  /** Model loads and unloads are logged here, with the model id as a field. */
+  /** Each model logs through a child of it (its loads and unloads, its faults), with the model id as a field. */
   logger?: Logger;
 }
 
@@ -74,7 +74,6 @@ export class Runtime {
       config,
       clock,
       metrics: deps.metrics,
-      log,
       entry: (id) => this.get(id),
       refuseWhenClosing,
     });
@@ -107,7 +106,7 @@ export class Runtime {
         admitLoad: (entry, build) => this.residency.admitLoad(entry, build),
         shutdownSignal: this.#shutdown.signal,
         warn: log,
-        event: deps.logger ? (fields, message) => deps.logger!.info(fields, message) : undefined,
+        logger: deps.logger,
       },
       catalog: this.catalog,
       modelsRoot: this.modelsRoot,

@@ -8,7 +8,7 @@
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, resolve, sep } from 'node:path';
 import { VoxdError } from '../errors.js';
-import { openRegularFile, type RegularFile } from '../util/regular-file.js';
+import { openRegularFile, type RegularFile } from './regular-file.js';
 
 export interface FileAccess {
   /** What a relative path resolves against (the config file's folder). */

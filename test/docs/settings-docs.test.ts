@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SERVE_HELP, serveFlags } from '../../src/cli/args.js';
+import { flagDescription } from '../../src/cli/serve-help.js';
 import { FILE_KEYS } from '../../src/config/server-config.js';
 import { checkRule, SETTINGS } from '../../src/config/settings.js';
 import { writeSettingsDoc } from '../../src/config/settings-docs.js';
@@ -31,9 +32,10 @@ test('the defaults --help states are the defaults of the settings table', () => 
     typeof value === 'boolean' ? (value ? 'on' : 'off') : value === '' ? '""' : String(value);
   let checked = 0;
   for (const s of SETTINGS) {
-    const stated = /\(default ([^,;)]+)/.exec(s.flag?.help.join(' ') ?? '');
+    if (s.flag === undefined) continue;
+    const stated = /\(default ([^,;)]+)/.exec(flagDescription(s).join(' '));
     if (stated === null) continue;
-    assert.equal(stated[1], shown(s.default), s.flag!.name);
+    assert.equal(stated[1], shown(s.default), s.flag.name);
     checked++;
   }
   // Most flags state their default; a help that stopped doing so would pass with nothing checked.

@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { Codec } from '../../audio/ffmpeg.js';
 import type { ServerConfig } from '../../config/types.js';
 import { notFound, VoxdError } from '../../errors.js';
-import type { Logger } from '../../observability/logger.js';
+import { type Logger, requestLogger } from '../../observability/logger.js';
 import { type Metrics, UNKNOWN_ROUTE } from '../../observability/metrics.js';
 import { requestIdOf } from '../../observability/request-id.js';
 import { RequestTrace } from '../../observability/request-trace.js';
@@ -52,8 +52,7 @@ export const ROUTES: readonly Route[] = [
 ];
 
 export interface HttpOptions {
-  /** The runtime's message log, handed to routes. */
-  log: (message: string) => void;
+  /** The server's log; each request logs through a child of it that carries its req_id. */
   logger: Logger;
   metrics: Metrics;
   codec: Codec;
@@ -251,6 +250,8 @@ interface Exchange {
   status: number;
   /** Why the connection closed before the response was done, for the request's log line. */
   cutShort: { status: number; why: string } | undefined;
+  /** The request's child logger (requestLogger), made when it first logs (most requests never do). */
+  log: Logger | undefined;
 }
 
 export interface HttpFrontEnd {
@@ -276,6 +277,11 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   // Levels are fixed for the server's life: the check is made once, not per request.
   const requestLevel = options.logRequests ? 'info' : 'debug';
   const logRequests = logger.isLevelEnabled(requestLevel);
+  /** The log of one request: its lines carry its `req_id`. */
+  const logOf = (ex: Exchange): Logger => {
+    ex.log ??= requestLogger(logger, ex.reqId);
+    return ex.log;
+  };
   /**
    * A request's arrival: its id, its target, its body's lease, and the listeners that end with its
    * response (the connection's request count, the client going away, a write after the end).
@@ -311,6 +317,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       clientGone: new RequestTrace(),
       status: 200,
       cutShort: undefined,
+      log: undefined,
     };
     // Reads (probes, scrapes, the UI's polling) leave nothing to give back and must not hold off
     // the idle memory release.
@@ -352,8 +359,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     // A write after the response ended is reported as an 'error' event on it, which unhandled would
     // end the process; it means voxd has nothing more to send, so it is logged and dropped.
     res.on('error', (err) => {
-      if (!clientLeft(err, ex.clientGone))
-        logger.error({ req_id: reqId, err }, `${method} ${path} response failed`);
+      if (!clientLeft(err, ex.clientGone)) logOf(ex).error({ err }, `${method} ${path} response failed`);
     });
     applyCors(req, res, config);
     return ex;
@@ -365,7 +371,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
    * headers are already out or the client is gone.
    */
   const dispatch = async (ex: Exchange): Promise<void> => {
-    const { req, res, method, path, reqId, clientGone } = ex;
+    const { req, res, method, path, clientGone } = ex;
     try {
       if (method === 'OPTIONS' && preflightEnabled(config)) {
         ex.status = 204;
@@ -383,7 +389,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         ex.url,
         runtime,
         config,
-        options.log,
+        // What a handler logs (the JSON body with log_request_body) is the request's.
+        (message) => logOf(ex).info(message),
         clientGone,
         options.codec,
         metrics,
@@ -392,8 +399,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       ex.status = reply.status ?? 200;
       if (reply.stream) {
         await writeStream(res, reply.stream, config, clientGone.signal, (err) => {
-          if (!clientLeft(err, clientGone))
-            logger.error({ req_id: reqId, err }, `${method} ${path} stream failed`);
+          if (!clientLeft(err, clientGone)) logOf(ex).error({ err }, `${method} ${path} stream failed`);
         });
       } else if (!clientGone.aborted) writeReply(res, reply, draining);
     } catch (err) {
@@ -402,7 +408,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       // A body read cut off by the client fails with a bare connection error: the client's doing,
       // told by the request's log line, never a fault with a stack.
       if (mapped.internal && !clientLeft(err, clientGone))
-        logger.error({ req_id: reqId, err }, `${method} ${path} failed`);
+        logOf(ex).error({ err }, `${method} ${path} failed`);
       if (clientGone.aborted || res.headersSent) {
         res.destroy();
         return;
@@ -421,9 +427,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     metrics.observeHttp(ex.routeLabel, method, final, ms / 1000);
     if (!logRequests) return;
     const line = `${method} ${path} ${final} ${ms.toFixed(1)} ms`;
-    logger[requestLevel](
+    logOf(ex)[requestLevel](
       {
-        req_id: ex.reqId,
         method,
         route: ex.routeLabel,
         status: final,
