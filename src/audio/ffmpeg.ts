@@ -18,9 +18,11 @@ import type { Audio } from './types.js';
 export const SPEECH_ENCODINGS = ['mp3', 'opus', 'aac', 'flac'] as const;
 export type SpeechEncoding = (typeof SPEECH_ENCODINGS)[number];
 
-/** The samples as raw f32le, without a copy. */
-const asFloat32 = (samples: Float32Array) =>
-  Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+/** The samples as raw f32le, without a copy: what every encoder but FLAC is fed. */
+const F32LE = {
+  format: 'f32le',
+  pack: (samples: Float32Array) => Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength),
+} as const;
 
 /**
  * ffmpeg's encoder, muxer and the answer's Content-Type of each compressed speech format, and the
@@ -42,22 +44,10 @@ const ENCODINGS: Record<
     muxer: 'mp3',
     args: ['-b:a', '128k'],
     contentType: 'audio/mpeg',
-    input: { format: 'f32le', pack: asFloat32 },
+    input: F32LE,
   },
-  opus: {
-    encoder: 'libopus',
-    muxer: 'ogg',
-    args: ['-b:a', '64k'],
-    contentType: 'audio/ogg',
-    input: { format: 'f32le', pack: asFloat32 },
-  },
-  aac: {
-    encoder: 'aac',
-    muxer: 'adts',
-    args: ['-b:a', '128k'],
-    contentType: 'audio/aac',
-    input: { format: 'f32le', pack: asFloat32 },
-  },
+  opus: { encoder: 'libopus', muxer: 'ogg', args: ['-b:a', '64k'], contentType: 'audio/ogg', input: F32LE },
+  aac: { encoder: 'aac', muxer: 'adts', args: ['-b:a', '128k'], contentType: 'audio/aac', input: F32LE },
   flac: {
     encoder: 'flac',
     muxer: 'flac',

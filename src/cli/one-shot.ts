@@ -107,6 +107,16 @@ async function openInput(name: string): Promise<{ input: AudioInput; close: () =
   return { input: { name, source: { file, size: stat.size } }, close: () => file.close() };
 }
 
+/** Runs `use` on the input named on the command line, and closes it after, whatever `use` did. */
+async function withInput(name: string, use: (input: AudioInput) => Promise<void>): Promise<void> {
+  const { input, close } = await openInput(name);
+  try {
+    await use(input);
+  } finally {
+    await close();
+  }
+}
+
 function spanLines(spans: readonly TimedSpan[]): string {
   return spans
     .map(
@@ -141,19 +151,16 @@ async function transcribe(
   backend: () => Promise<Backend>,
   progress: Progress,
 ): Promise<void> {
-  const { input, close } = await openInput(args.input!);
-  try {
-    const job = {
-      model: args.model,
-      language: args.language,
-      format: (args.format ?? 'text') as TranscribeFormat,
-    };
+  const job = {
+    model: args.model,
+    language: args.language,
+    format: (args.format ?? 'text') as TranscribeFormat,
+  };
+  await withInput(args.input!, async (input) => {
     const text = await (await backend()).transcribe(input, job, progress);
     progress.stop();
     await writeStdout(withNewline(text));
-  } finally {
-    await close();
-  }
+  });
 }
 
 async function spans(
@@ -162,15 +169,12 @@ async function spans(
   backend: () => Promise<Backend>,
   progress: Progress,
 ): Promise<void> {
-  const { input, close } = await openInput(args.input!);
-  try {
+  await withInput(args.input!, async (input) => {
     const found = await (await backend()).spans(kind, input, args.model, progress);
     progress.stop();
     const key = kind === 'diar' ? 'turns' : 'segments';
     await writeStdout(args.format === 'json' ? `${JSON.stringify({ [key]: found })}\n` : spanLines(found));
-  } finally {
-    await close();
-  }
+  });
 }
 
 /** One line, whatever the error: what a script greps and a person reads. */

@@ -10,6 +10,7 @@ import { Worker } from 'node:worker_threads';
 import type { ModelIsolation } from '../config/types.js';
 import { invalidRequest } from '../errors.js';
 import type { EventAck, ProcessInit } from './engine-port.js';
+import { type JobFailure, type JobReply, jobFailed } from './job-error.js';
 import { makeRunnerTemp, removeRunnerTemp, removeRunnerTempsNow } from './runner-temp.js';
 import type { EngineRequest, EngineResult, EngineSession, RunContext } from './types.js';
 
@@ -306,26 +307,50 @@ export class EngineWorker<J extends object, R extends Reply> {
   }
 }
 
+/** A session's runner and whether the session owns it (it does unless the model shares one runner). */
+export type SessionRunner<J extends object, R extends Reply> = [worker: EngineWorker<J, R>, owned: boolean];
+
 /**
  * Base of the engine sessions whose work runs in an EngineWorker: the session's own (isolation
  * "session"), which it disposes, or its model's shared runner (isolation "model"), which the
- * loaded model disposes after its sessions.
+ * loaded model disposes after its sessions. `S` is what the loaded model gives each session for
+ * its requests (defaults, voices), beyond what the runner was started with.
  */
-export abstract class WorkerEngineSession<J extends object, R extends Reply> implements EngineSession {
+export abstract class WorkerEngineSession<J extends object, R extends JobReply, S = void>
+  implements EngineSession
+{
+  protected readonly worker: EngineWorker<J, R>;
+  readonly #ownsWorker: boolean;
+
   constructor(
     readonly id: string,
-    protected readonly worker: EngineWorker<J, R>,
-    private readonly ownsWorker = true,
-  ) {}
+    [worker, owned]: SessionRunner<J, R>,
+    protected readonly settings: S,
+  ) {
+    this.worker = worker;
+    this.#ownsWorker = owned;
+  }
 
   abstract run(request: EngineRequest, context: RunContext): Promise<EngineResult>;
+
+  /** Runs `job` on the runner and resolves with its reply; a failed job throws its JobError. */
+  protected async job(
+    job: J,
+    signal: AbortSignal,
+    transfer?: ArrayBuffer[],
+    onEvent?: (event: unknown) => unknown,
+  ): Promise<Exclude<R, JobFailure>> {
+    const reply = await this.worker.call(job, signal, transfer, onEvent);
+    if (!reply.ok) throw jobFailed(reply);
+    return reply as Exclude<R, JobFailure>;
+  }
 
   processId(): number | undefined {
     return this.worker.processId;
   }
 
   async dispose(): Promise<void> {
-    if (this.ownsWorker) await this.worker.dispose();
+    if (this.#ownsWorker) await this.worker.dispose();
   }
 }
 
@@ -345,8 +370,8 @@ export class ModelRunners<J extends object, R extends Reply> {
     if (isolation === 'model') this.#shared = new EngineWorker(url, data, 'process');
   }
 
-  /** The worker for a new session, and whether the session owns it. */
-  forSession(): [EngineWorker<J, R>, boolean] {
+  /** The runner for a new session. */
+  forSession(): SessionRunner<J, R> {
     return this.#shared ? [this.#shared, false] : [new EngineWorker(this.url, this.data, 'process'), true];
   }
 

@@ -30,6 +30,9 @@ export interface JobFailure {
   code: JobErrorCode;
 }
 
+/** A job's reply: its result (`ok`), or its failure. */
+export type JobReply = { id: number; ok: true } | JobFailure;
+
 /** The reply of a job whose engine threw `err`. */
 export function failureReply(id: number, err: unknown): JobFailure {
   const message = err instanceof Error ? err.message : String(err);

@@ -66,59 +66,53 @@ export class Metrics {
   constructor(version: string, samples: () => Iterable<ModelSample>) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.#httpRequests = new Counter({
-      name: 'voxd_http_requests_total',
-      help: 'HTTP requests answered, by route template, method and status',
-      labelNames: ['route', 'method', 'status'],
-      registers,
-    });
-    this.#httpDuration = new Histogram({
-      name: 'voxd_http_request_duration_seconds',
-      help: 'Time from a request arriving to its response (or stream) ending',
-      labelNames: ['route', 'method'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
-    this.#modelRequests = new Counter({
-      name: 'voxd_model_requests_total',
-      help: 'Model runs and admissions, by outcome: ok, error, cancelled (client left, shutdown), rejected (not admitted)',
-      labelNames: ['model', 'task', 'outcome'],
-      registers,
-    });
-    this.#queueWait = new Histogram({
-      name: 'voxd_queue_wait_seconds',
-      help: 'Time a request waited for a slot of its model',
-      labelNames: ['model'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
-    this.#inference = new Histogram({
-      name: 'voxd_inference_duration_seconds',
-      help: 'Time a model spent on a run, once it had its slot',
-      labelNames: ['model', 'task'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
-    this.#rtf = new Histogram({
-      name: 'voxd_realtime_factor',
-      help: 'Run time over the duration of the audio it took or made (below 1: faster than real time)',
-      labelNames: ['model', 'task'],
-      buckets: RTF_BUCKETS,
-      registers,
-    });
-    this.#firstOutput = new Histogram({
-      name: 'voxd_stream_first_output_seconds',
-      help: "Time from a streamed run's start (after admission) to its first audio or text, as ttft_ms",
-      labelNames: ['model', 'route'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
-    this.#restarts = new Counter({
-      name: 'voxd_runner_restarts_total',
-      help: 'Engine runners lost under requests: crashed, or killed to stop one request while others ran on it',
-      labelNames: ['model'],
-      registers,
-    });
+    const counter = <L extends string>(name: string, help: string, labelNames: L[]) =>
+      new Counter({ name, help, labelNames, registers });
+    const histogram = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: L[],
+      buckets = LATENCY_BUCKETS,
+    ) => new Histogram({ name, help, labelNames, buckets, registers });
+    this.#httpRequests = counter(
+      'voxd_http_requests_total',
+      'HTTP requests answered, by route template, method and status',
+      ['route', 'method', 'status'],
+    );
+    this.#httpDuration = histogram(
+      'voxd_http_request_duration_seconds',
+      'Time from a request arriving to its response (or stream) ending',
+      ['route', 'method'],
+    );
+    this.#modelRequests = counter(
+      'voxd_model_requests_total',
+      'Model runs and admissions, by outcome: ok, error, cancelled (client left, shutdown), rejected (not admitted)',
+      ['model', 'task', 'outcome'],
+    );
+    this.#queueWait = histogram('voxd_queue_wait_seconds', 'Time a request waited for a slot of its model', [
+      'model',
+    ]);
+    this.#inference = histogram(
+      'voxd_inference_duration_seconds',
+      'Time a model spent on a run, once it had its slot',
+      ['model', 'task'],
+    );
+    this.#rtf = histogram(
+      'voxd_realtime_factor',
+      'Run time over the duration of the audio it took or made (below 1: faster than real time)',
+      ['model', 'task'],
+      RTF_BUCKETS,
+    );
+    this.#firstOutput = histogram(
+      'voxd_stream_first_output_seconds',
+      "Time from a streamed run's start (after admission) to its first audio or text, as ttft_ms",
+      ['model', 'route'],
+    );
+    this.#restarts = counter(
+      'voxd_runner_restarts_total',
+      'Engine runners lost under requests: crashed, or killed to stop one request while others ran on it',
+      ['model'],
+    );
     const gauge = (name: string, help: string, read: (s: ModelSample) => number | null) =>
       new Gauge({
         name,
@@ -158,51 +152,46 @@ export class Metrics {
           if (totals[i]! > 0) this.labels(sample.id).set(totals[i]!);
       },
     });
-    new Gauge({
-      name: 'voxd_models_loaded',
-      help: 'Models loaded now',
-      registers,
-      collect() {
-        let loaded = 0;
-        for (const sample of samples()) if (sample.loaded) loaded++;
-        this.set(loaded);
-      },
+    /** A gauge without labels, read when scraped. */
+    const reading = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
+    reading('voxd_models_loaded', 'Models loaded now', () => {
+      let loaded = 0;
+      for (const sample of samples()) if (sample.loaded) loaded++;
+      return loaded;
     });
-    new Gauge({
-      name: 'voxd_heap_code_bytes',
-      help: 'V8 heap bytes that are compiled code and bytecode (part of nodejs_heap_size_used_bytes): grows as code paths are first run and optimised, and stops',
-      registers,
-      collect() {
+    reading(
+      'voxd_heap_code_bytes',
+      'V8 heap bytes that are compiled code and bytecode (part of nodejs_heap_size_used_bytes): grows as code paths are first run and optimised, and stops',
+      () => {
         const code = getHeapCodeStatistics();
-        this.set(code.code_and_metadata_size + code.bytecode_and_metadata_size);
+        return code.code_and_metadata_size + code.bytecode_and_metadata_size;
       },
-    });
-    new Gauge({
-      name: 'voxd_heap_resident_bytes',
-      help: 'V8 heap bytes resident in memory (total_physical_size): RSS less this is the memory outside the JS heap',
-      registers,
-      collect() {
-        this.set(getHeapStatistics().total_physical_size);
-      },
-    });
+    );
+    reading(
+      'voxd_heap_resident_bytes',
+      'V8 heap bytes resident in memory (total_physical_size): RSS less this is the memory outside the JS heap',
+      () => getHeapStatistics().total_physical_size,
+    );
     // glibc only: elsewhere the allocator cannot be asked, and the gauges are left out.
     if (mallocStats()) {
-      new Gauge({
-        name: 'voxd_malloc_in_use_bytes',
-        help: 'Bytes the C allocator has handed out and not had back: native allocations alive now, ArrayBuffer contents among them',
-        registers,
-        collect() {
-          this.set(mallocStats()?.inUse ?? 0);
-        },
-      });
-      new Gauge({
-        name: 'voxd_malloc_free_bytes',
-        help: 'Bytes freed and kept by the C allocator for reuse: part of RSS that holds nothing',
-        registers,
-        collect() {
-          this.set(mallocStats()?.free ?? 0);
-        },
-      });
+      reading(
+        'voxd_malloc_in_use_bytes',
+        'Bytes the C allocator has handed out and not had back: native allocations alive now, ArrayBuffer contents among them',
+        () => mallocStats()?.inUse ?? 0,
+      );
+      reading(
+        'voxd_malloc_free_bytes',
+        'Bytes freed and kept by the C allocator for reuse: part of RSS that holds nothing',
+        () => mallocStats()?.free ?? 0,
+      );
     }
     new Gauge({
       name: 'voxd_info',

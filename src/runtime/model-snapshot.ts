@@ -6,20 +6,16 @@ import type { ModelIsolation } from '../config/types.js';
 import type { ModelSample } from '../observability/metrics.js';
 import { isolationOf, type ModelEntry } from './model-entry.js';
 
+/** What the metrics sample (id, loaded, slots, activity, memory, runners), and the rest of the status. */
 export interface ModelSnapshot extends ModelSample {
-  id: string;
   family: string;
   task: string;
   mode: string;
   path: string;
-  loaded: boolean;
   /** The manager's activity while it holds the model (registering, ...), else the model's state. */
   state: string;
   /** Why the model was last unloaded by a fault (its engine crashed); gone once it loads again. */
   lastError: string | undefined;
-  slots: number;
-  activeSlots: number;
-  queuedRequests: number;
   /** Sessions in the published pool; null while none is published. */
   poolSize: number | null;
   /** How the slots share the engine: "model" (one shared runner and weights) or "session". */

@@ -1,23 +1,12 @@
+import { CpuFamily, INPUT_RATE } from '../cpu-family.js';
 import { numberOption } from '../engine-options.js';
-import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
-import { jobFailed } from '../job-error.js';
+import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import { sileroModel } from '../silero-vad/silero-vad-family.js';
-import type {
-  EngineFamily,
-  EngineRequest,
-  EngineResult,
-  LoadedModel,
-  LoadSpec,
-  ParamRow,
-  RunContext,
-  SpeakerTurn,
-} from '../types.js';
+import type { EngineRequest, EngineResult, LoadSpec, ParamRow, RunContext, SpeakerTurn } from '../types.js';
 import type { DiarJob, DiarReply, DiarWorkerData } from './diar-worker.js';
 import type { Turn } from './diarize.js';
 
 const WORKER_URL = new URL('./diar-worker.js', import.meta.url);
-const CAPACITY = 4;
-const SAMPLE_RATE = 16000;
 const MAX_SPEAKERS = 64;
 /** Measured: within-speaker similarity 0.90-0.94, between distinct voices at most 0.72 (engines.md §4). */
 export const DEFAULT_THRESHOLD = 0.72;
@@ -36,14 +25,7 @@ const speakerTurn = ({ start, end, speaker, confidence }: Turn): SpeakerTurn => 
   confidence,
 });
 
-class ClassicDiarSession extends WorkerEngineSession<Omit<DiarJob, 'id'>, DiarReply> {
-  constructor(
-    id: string,
-    private readonly settings: SessionSettings,
-  ) {
-    super(id, new EngineWorker(WORKER_URL, settings.worker, 'process'));
-  }
-
+class ClassicDiarSession extends WorkerEngineSession<Omit<DiarJob, 'id'>, DiarReply, SessionSettings> {
   /**
    * With a listener (a streamed response), the streaming variant: each speech segment's turns are
    * sent as soon as it is decided (see diarizeOnline), and the result is those turns.
@@ -61,24 +43,21 @@ class ClassicDiarSession extends WorkerEngineSession<Omit<DiarJob, 'id'>, DiarRe
       onEvent?.({
         type: 'turns',
         turns: (event as { turns: Turn[] }).turns.map(speakerTurn),
-        sampleRate: SAMPLE_RATE,
+        sampleRate: INPUT_RATE,
       });
-    const reply = await this.worker.call(
+    const reply = await this.job(
       { samples, numSpeakers, threshold: this.settings.threshold, online: onEvent !== undefined },
       signal,
       [samples.buffer],
       onEvent ? onTurns : undefined,
     );
-    if (!reply.ok) throw jobFailed(reply);
     return { text: '', speakerTurns: reply.turns.map(speakerTurn) };
   }
 }
 
-export class ClassicDiarFamily implements EngineFamily {
+export class ClassicDiarFamily extends CpuFamily {
   readonly name = 'classic_diar';
   readonly tasks = ['diar'] as const;
-  readonly backends = ['cpu'] as const;
-  readonly maxCapacity = CAPACITY;
   readonly params: readonly ParamRow[] = [
     {
       name: 'num_speakers',
@@ -86,13 +65,12 @@ export class ClassicDiarFamily implements EngineFamily {
       description: `number of speakers when known (1..${MAX_SPEAKERS}); otherwise clustering stops at the similarity threshold`,
     },
   ];
-  #sessions = 0;
 
   async estimateFootprint(): Promise<number> {
     return 30 * 1024 * 1024;
   }
 
-  async load(spec: LoadSpec): Promise<LoadedModel> {
+  async load(spec: LoadSpec) {
     const model = await sileroModel(spec);
     const o = spec.loadOptions;
     const load = (key: string, min: number, max: number, integer = false) =>
@@ -106,16 +84,11 @@ export class ClassicDiarFamily implements EngineFamily {
           minSpeechDuration: (load('min_speech_ms', 0, 60_000) ?? 250) / 1000,
           maxSpeechDuration: (load('max_speech_ms', 1000, 600_000) ?? 20_000) / 1000,
         },
-        maxWindow: Math.round(((load('window_ms', 500, 600_000) ?? DEFAULT_WINDOW_MS) * SAMPLE_RATE) / 1000),
+        maxWindow: Math.round(((load('window_ms', 500, 600_000) ?? DEFAULT_WINDOW_MS) * INPUT_RATE) / 1000),
       },
       threshold: load('threshold', -1, 1) ?? DEFAULT_THRESHOLD,
       numSpeakers: load('num_speakers', 1, MAX_SPEAKERS, true),
     };
-    return {
-      capacity: CAPACITY,
-      audioInput: { sampleRate: SAMPLE_RATE, channels: 1 },
-      createSession: async () => new ClassicDiarSession(`${spec.modelId}#${++this.#sessions}`, settings),
-      dispose: async () => {},
-    };
+    return this.loadedOnRunners(spec, WORKER_URL, settings.worker, ClassicDiarSession, settings);
   }
 }

@@ -7,26 +7,17 @@
 import { access } from 'node:fs/promises';
 import { decodeWav } from '../../audio/wav-decode.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { CpuFamily } from '../cpu-family.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { speakSentences } from '../speak-sentences.js';
-import type {
-  EngineFamily,
-  EngineRequest,
-  EngineResult,
-  EngineSession,
-  LoadedModel,
-  LoadSpec,
-  ParamRow,
-  RunContext,
-} from '../types.js';
+import type { EngineRequest, EngineResult, EngineSession, LoadSpec, ParamRow, RunContext } from '../types.js';
 import { ALIAS_HINT, OPENAI_VOICES, type VoiceAliasMap } from '../voice-aliases.js';
 import { FESTIVAL_BINARY, FESTIVAL_VOICE_FILE, FestivalProcess } from './festival-process.js';
 
 /**
- * Sessions per model, as for the other embedded voices. Each is a Festival process holding about
- * 330 MB (its RSS with the voice loaded, 320 MB of it its own heap: measured), counted per slot.
+ * Each session is a Festival process holding about 330 MB (its RSS with the voice loaded, 320 MB of
+ * it its own heap: measured), counted per slot.
  */
-const CAPACITY = 4;
 const PROCESS_BYTES = 340 * 1024 * 1024;
 const INSTALL_HINT =
   'install the Debian packages festival and festvox-us-slt-hts (npm start and npm test do this as root)';
@@ -82,11 +73,9 @@ class FestivalSession implements EngineSession {
   }
 }
 
-export class FestivalFamily implements EngineFamily {
+export class FestivalFamily extends CpuFamily {
   readonly name = 'festival_tts';
   readonly tasks = ['tts'] as const;
-  readonly backends = ['cpu'] as const;
-  readonly maxCapacity = CAPACITY;
   readonly voiceAliases = FESTIVAL_ALIASES;
   readonly params: readonly ParamRow[] = [
     { name: 'speed', type: 'float', description: 'speaking rate, 0.25..4', default: '1' },
@@ -98,13 +87,12 @@ export class FestivalFamily implements EngineFamily {
       values: [...FESTIVAL_VOICES],
     },
   ];
-  #sessions = 0;
 
   async estimateFootprint(_spec: LoadSpec, slots: number): Promise<number> {
     return Math.max(1, slots) * PROCESS_BYTES;
   }
 
-  async load(spec: LoadSpec): Promise<LoadedModel> {
+  async load(spec: LoadSpec) {
     for (const file of [FESTIVAL_BINARY, FESTIVAL_VOICE_FILE]) {
       try {
         await access(file);
@@ -117,12 +105,6 @@ export class FestivalFamily implements EngineFamily {
     }
     const defaultVoice = spec.loadOptions['voice'] ?? 'slt';
     checkVoice(defaultVoice);
-    return {
-      capacity: CAPACITY,
-      audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async (): Promise<EngineSession> =>
-        new FestivalSession(`${spec.modelId}#${++this.#sessions}`, defaultVoice),
-      dispose: async () => {},
-    };
+    return this.loaded(spec, async (id) => new FestivalSession(id, defaultVoice));
   }
 }

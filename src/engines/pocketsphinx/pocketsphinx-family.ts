@@ -8,34 +8,20 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VoxdError } from '../../errors.js';
-import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
-import { jobFailed } from '../job-error.js';
-import type {
-  EngineFamily,
-  EngineRequest,
-  EngineResult,
-  LoadedModel,
-  LoadSpec,
-  ParamRow,
-  RunContext,
-} from '../types.js';
+import { CpuFamily } from '../cpu-family.js';
+import { inputSamples, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
+import type { EngineRequest, EngineResult, LoadSpec, ParamRow, RunContext } from '../types.js';
 import type { PsCall as Job, PsPartial, PsReply, PsSettings } from './ps-worker.js';
 
 const WORKER_URL = new URL('./ps-worker.js', import.meta.url);
 export const DEFAULT_POCKETSPHINX_MODEL = '/usr/share/pocketsphinx/model/en-us';
-const CAPACITY = 4;
 const INSTALL_HINT =
   'install the Debian packages libpocketsphinx3 and pocketsphinx-en-us (npm start and npm test do this as root)';
 
 class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
-  constructor(id: string, settings: PsSettings) {
-    super(id, new EngineWorker(WORKER_URL, settings, 'process'));
-  }
-
   /** Starts the runner and loads its decoder now, so a broken model fails the load, not a request. */
   async start(signal: AbortSignal): Promise<void> {
-    const reply = await this.worker.call({ kind: 'ping' }, signal);
-    if (!reply.ok) throw jobFailed(reply);
+    await this.job({ kind: 'ping' }, signal);
   }
 
   /**
@@ -49,20 +35,15 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     const words = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
     const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
     const job = { kind: 'decode' as const, pcm, partials: onEvent !== undefined };
-    const reply = await this.worker.call(job, signal, [pcm.buffer], onEvent ? onPartial : undefined);
-    if (reply.ok && onEvent) await words.final(reply.text);
-    if (!reply.ok) throw jobFailed(reply);
+    const reply = await this.job(job, signal, [pcm.buffer], onEvent ? onPartial : undefined);
+    if (onEvent) await words.final(reply.text);
     return { text: reply.text, language: 'en', words: reply.words ?? [] };
   }
   /** Live input: one utterance fed piece by piece as the client sends it, guesses streamed back. */
   async runLive(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
     const words = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
     const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
-    const call = async (job: Job, transfer: ArrayBuffer[] = []) => {
-      const reply = await this.worker.call(job, signal, transfer, onPartial);
-      if (!reply.ok) throw jobFailed(reply);
-      return reply;
-    };
+    const call = (job: Job, transfer: ArrayBuffer[] = []) => this.job(job, signal, transfer, onPartial);
     await call({ kind: 'begin' });
     try {
       for await (const piece of request.liveAudio ?? []) {
@@ -119,19 +100,16 @@ export class SettledWords {
   }
 }
 
-export class PocketsphinxFamily implements EngineFamily {
+export class PocketsphinxFamily extends CpuFamily {
   readonly name = 'pocketsphinx_asr';
   readonly tasks = ['asr'] as const;
-  readonly backends = ['cpu'] as const;
-  readonly maxCapacity = CAPACITY;
   readonly params: readonly ParamRow[] = [];
-  #sessions = 0;
 
   async estimateFootprint(): Promise<number> {
     return 120 * 1024 * 1024;
   }
 
-  async load(spec: LoadSpec, signal: AbortSignal): Promise<LoadedModel> {
+  async load(spec: LoadSpec, signal: AbortSignal) {
     const dir = spec.path || DEFAULT_POCKETSPHINX_MODEL;
     const settings: PsSettings = {
       hmm: join(dir, 'en-us'),
@@ -148,20 +126,16 @@ export class PocketsphinxFamily implements EngineFamily {
         );
       }
     }
-    return {
-      capacity: CAPACITY,
-      audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async () => {
-        const session = new PocketsphinxSession(`${spec.modelId}#${++this.#sessions}`, settings);
-        try {
-          await session.start(signal);
-        } catch (err) {
-          await session.dispose();
-          throw err;
-        }
-        return session;
-      },
-      dispose: async () => {},
-    };
+    const runners = new ModelRunners<Job, PsReply>('session', WORKER_URL, settings);
+    return this.loaded(spec, async (id) => {
+      const session = new PocketsphinxSession(id, runners.forSession());
+      try {
+        await session.start(signal);
+      } catch (err) {
+        await session.dispose();
+        throw err;
+      }
+      return session;
+    });
   }
 }

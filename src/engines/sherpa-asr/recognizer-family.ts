@@ -6,8 +6,8 @@
  * slot its own runner and recognizer.
  */
 import type { OptionMap } from '../../config/types.js';
-import { type EngineWorker, inputSamples, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
-import { jobFailed } from '../job-error.js';
+import { CpuFamily, INPUT_RATE } from '../cpu-family.js';
+import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
 import {
   type FileRole,
   type FolderFiles,
@@ -15,21 +15,10 @@ import {
   precisionOption,
   recogniseSpec,
 } from '../sherpa-model-folder.js';
-import type {
-  EngineFamily,
-  EngineRequest,
-  EngineResult,
-  LoadedModel,
-  LoadSpec,
-  ParamRow,
-  RunContext,
-  Word,
-} from '../types.js';
+import type { EngineRequest, EngineResult, LoadSpec, ParamRow, RunContext, Word } from '../types.js';
 import type { RecognizerJob, RecognizerReply, RecognizerTokens } from './recognizer-worker.js';
 
 const WORKER_URL = new URL('./recognizer-worker.js', import.meta.url);
-const CAPACITY = 4;
-const SAMPLE_RATE = 16000;
 
 /** modelConfig entries to change for one request, merged one level deep (`{ canary: { srcLang } }`). */
 export type ConfigPatch = Record<string, Record<string, unknown>>;
@@ -54,33 +43,30 @@ interface RecognizerConfig {
 
 type Job = Omit<RecognizerJob, 'id'>;
 
-class RecognizerSession extends WorkerEngineSession<Job, RecognizerReply> {
-  constructor(
-    id: string,
-    [worker, owned]: [EngineWorker<Job, RecognizerReply>, boolean],
-    private readonly config: RecognizerConfig,
-    private readonly settingsOf: (request: EngineRequest) => RequestSettings | undefined,
-    private readonly words: RecognizerType<string>['words'],
-    private readonly limits: AudioLimits,
-  ) {
-    super(id, worker, owned);
-  }
+/** What a model's sessions share: its recognizer config, and how a request changes it. */
+interface SessionSettings {
+  config: RecognizerConfig;
+  requestSettings: (request: EngineRequest) => RequestSettings | undefined;
+  words: RecognizerType<string>['words'];
+  limits: AudioLimits;
+}
 
+class RecognizerSession extends WorkerEngineSession<Job, RecognizerReply, SessionSettings> {
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
     // Settings first, so a bad option is a 400 before the audio is copied or any engine work.
-    const settings = this.settingsOf(request);
+    const { config, requestSettings, words: wordsOf, limits } = this.settings;
+    const settings = requestSettings(request);
     const samples = inputSamples(request, 'speech recognition');
     const length = samples.length; // the buffer is transferred to the thread
     const job = {
       samples,
-      ...this.limits,
-      ...(settings?.config ? { config: patched(this.config, settings.config) } : {}),
+      ...limits,
+      ...(settings?.config ? { config: patched(config, settings.config) } : {}),
       ...(settings?.stream ? { streamOptions: settings.stream } : {}),
     };
-    const reply = await this.worker.call(job, signal, [samples.buffer]);
-    if (!reply.ok) throw jobFailed(reply);
+    const reply = await this.job(job, signal, [samples.buffer]);
     const language = languageCode(reply.lang) ?? settings?.language;
-    const words = this.words?.(reply, length);
+    const words = wordsOf?.(reply, length);
     return { text: reply.text, ...(language ? { language } : {}), ...(words ? { words } : {}) };
   }
 }
@@ -138,16 +124,14 @@ export interface RecognizerType<R extends string, M = void> {
   params?: readonly ParamRow[];
 }
 
-export class SherpaRecognizerFamily<R extends string, M = void> implements EngineFamily {
+export class SherpaRecognizerFamily<R extends string, M = void> extends CpuFamily {
   readonly tasks = ['asr'] as const;
-  readonly backends = ['cpu'] as const;
-  readonly maxCapacity = CAPACITY;
-  readonly isolations = ['model', 'session'] as const;
+  override readonly isolations = ['model', 'session'] as const;
   readonly name: string;
   readonly params: readonly ParamRow[];
-  #sessions = 0;
 
   constructor(private readonly type: RecognizerType<R | 'tokens', M>) {
+    super();
     this.name = type.name;
     this.params = type.params ?? [];
   }
@@ -159,7 +143,7 @@ export class SherpaRecognizerFamily<R extends string, M = void> implements Engin
     return dir;
   }
 
-  async load(spec: LoadSpec): Promise<LoadedModel> {
+  async load(spec: LoadSpec) {
     const files = await findModelFiles(
       spec.modelId,
       this.name,
@@ -169,7 +153,7 @@ export class SherpaRecognizerFamily<R extends string, M = void> implements Engin
     );
     const prepared = (await this.type.prepare?.(files, spec.loadOptions, spec.modelId)) as M;
     const config = {
-      featConfig: { sampleRate: SAMPLE_RATE, featureDim: 80 },
+      featConfig: { sampleRate: INPUT_RATE, featureDim: 80 },
       modelConfig: {
         ...this.type.modelConfig(files, spec.loadOptions, spec.modelId, prepared),
         tokens: files.tokens,
@@ -180,23 +164,16 @@ export class SherpaRecognizerFamily<R extends string, M = void> implements Engin
     };
     const { windowSeconds, minSamples } = this.type;
     const limits: AudioLimits = {
-      ...(windowSeconds ? { windowSamples: Math.round(windowSeconds * SAMPLE_RATE) } : {}),
+      ...(windowSeconds ? { windowSamples: Math.round(windowSeconds * INPUT_RATE) } : {}),
       ...(minSamples ? { minSamples } : {}),
     };
-    const runners = new ModelRunners<Job, RecognizerReply>(spec.isolation, WORKER_URL, config);
-    return {
-      capacity: CAPACITY,
-      audioInput: { sampleRate: SAMPLE_RATE, channels: 1 },
-      createSession: async () =>
-        new RecognizerSession(
-          `${spec.modelId}#${++this.#sessions}`,
-          runners.forSession(),
-          config,
-          (request) => this.type.requestSettings?.(request, spec.loadOptions, spec.modelId, prepared),
-          this.type.words,
-          limits,
-        ),
-      dispose: () => runners.dispose(),
+    const settings: SessionSettings = {
+      config,
+      requestSettings: (request) =>
+        this.type.requestSettings?.(request, spec.loadOptions, spec.modelId, prepared),
+      words: this.type.words,
+      limits,
     };
+    return this.loadedOnRunners(spec, WORKER_URL, config, RecognizerSession, settings);
   }
 }

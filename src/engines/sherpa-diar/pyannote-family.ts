@@ -7,45 +7,29 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VoxdError } from '../../errors.js';
+import { CpuFamily, INPUT_RATE } from '../cpu-family.js';
 import { numberOption } from '../engine-options.js';
-import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
-import { jobFailed } from '../job-error.js';
-import type {
-  EngineFamily,
-  EngineRequest,
-  EngineResult,
-  LoadedModel,
-  LoadSpec,
-  ParamRow,
-  RunContext,
-} from '../types.js';
+import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import type { EngineRequest, EngineResult, LoadSpec, ParamRow, RunContext } from '../types.js';
 import type { PyannoteJob, PyannoteReply, PyannoteSettings } from './pyannote-worker.js';
 
 const WORKER_URL = new URL('./pyannote-worker.js', import.meta.url);
-const CAPACITY = 4;
-const RATE = 16000;
 
-class PyannoteSession extends WorkerEngineSession<Omit<PyannoteJob, 'id'>, PyannoteReply> {
-  constructor(
-    id: string,
-    settings: PyannoteSettings,
-    private readonly defaultSpeakers: number,
-  ) {
-    super(id, new EngineWorker(WORKER_URL, settings, 'process'));
-  }
+/** The speaker count of a request that gives none (-1: the clustering threshold finds it). */
+type Speakers = { defaultSpeakers: number };
 
+class PyannoteSession extends WorkerEngineSession<Omit<PyannoteJob, 'id'>, PyannoteReply, Speakers> {
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
     const samples = inputSamples(request, 'diarization');
     const numSpeakers =
       numberOption(request.options, 'num_speakers', { where: 'options.', min: -1, max: 64, integer: true }) ??
-      this.defaultSpeakers;
-    const reply = await this.worker.call({ samples, numSpeakers }, signal, [samples.buffer]);
-    if (!reply.ok) throw jobFailed(reply);
+      this.settings.defaultSpeakers;
+    const reply = await this.job({ samples, numSpeakers }, signal, [samples.buffer]);
     return {
       text: '',
       speakerTurns: reply.turns.map(({ start, end, speaker }) => ({
-        start_sample: Math.round(start * RATE),
-        end_sample: Math.round(end * RATE),
+        start_sample: Math.round(start * INPUT_RATE),
+        end_sample: Math.round(end * INPUT_RATE),
         speaker_id: speaker,
         confidence: 1,
       })),
@@ -53,11 +37,9 @@ class PyannoteSession extends WorkerEngineSession<Omit<PyannoteJob, 'id'>, Pyann
   }
 }
 
-export class PyannoteFamily implements EngineFamily {
+export class PyannoteFamily extends CpuFamily {
   readonly name = 'pyannote_diar';
   readonly tasks = ['diar'] as const;
-  readonly backends = ['cpu'] as const;
-  readonly maxCapacity = CAPACITY;
   readonly params: readonly ParamRow[] = [
     {
       name: 'num_speakers',
@@ -66,7 +48,6 @@ export class PyannoteFamily implements EngineFamily {
       default: '-1',
     },
   ];
-  #sessions = 0;
 
   /** A folder with segmentation.onnx and embedding.onnx (the names load uses by default). */
   async recognise(dir: string): Promise<string> {
@@ -80,7 +61,7 @@ export class PyannoteFamily implements EngineFamily {
     return dir;
   }
 
-  async load(spec: LoadSpec): Promise<LoadedModel> {
+  async load(spec: LoadSpec) {
     const o = spec.loadOptions;
     const fail = (what: string) => new VoxdError('E_INVALID_REQUEST', `model '${spec.modelId}': ${what}`);
     if (!spec.path)
@@ -105,12 +86,6 @@ export class PyannoteFamily implements EngineFamily {
     }
     const defaultSpeakers =
       numberOption(o, 'num_speakers', { where: 'load_options.', min: -1, max: 64, integer: true }) ?? -1;
-    return {
-      capacity: CAPACITY,
-      audioInput: { sampleRate: RATE, channels: 1 },
-      createSession: async () =>
-        new PyannoteSession(`${spec.modelId}#${++this.#sessions}`, settings, defaultSpeakers),
-      dispose: async () => {},
-    };
+    return this.loadedOnRunners(spec, WORKER_URL, settings, PyannoteSession, { defaultSpeakers });
   }
 }

@@ -39,27 +39,35 @@ function cost(text: string): number {
 /** Where a text may be cut, coarsest first: after sentences, after clauses, between words. */
 const CUTS = [/(?<=[.!?;…]\s+|[。！？；])(?=\S)/u, /(?<=[,:—]\s+|[，、：])(?=\S)/u, /(?<=\s)(?=\S)/u];
 
+/**
+ * `items` in order, joined into runs: each run takes the next item while its cost stays within
+ * `budget`; an item over the budget alone is a run of its own.
+ */
+function pack(items: Iterable<string>, costOf: (item: string) => number, budget: number): string[] {
+  const runs: string[] = [];
+  let run = '';
+  let used = 0;
+  for (const item of items) {
+    const c = costOf(item);
+    if (run && used + c > budget) {
+      runs.push(run);
+      run = '';
+      used = 0;
+    }
+    run += item;
+    used += c;
+  }
+  if (run) runs.push(run);
+  return runs;
+}
+
 /** Parts of `text`, each within `budget` where a cut allows, else single characters' runs. */
 function parts(text: string, budget: number, level = 0): string[] {
   if (cost(text) <= budget) return [text];
   const cut = CUTS[level];
   if (cut) return text.split(cut).flatMap((part) => parts(part, budget, level + 1));
   // One "word" over the budget: cut it between characters.
-  const out: string[] = [];
-  let run = '';
-  let used = 0;
-  for (const ch of text) {
-    const w = weight(ch);
-    if (run && used + w > budget) {
-      out.push(run);
-      run = '';
-      used = 0;
-    }
-    run += ch;
-    used += w;
-  }
-  if (run) out.push(run);
-  return out;
+  return pack(text, weight, budget);
 }
 
 /**
@@ -69,19 +77,5 @@ function parts(text: string, budget: number, level = 0): string[] {
  */
 export function textPieces(text: string, maxTokens: number): string[] {
   const budget = Math.max(1, maxTokens - MARGIN);
-  const pieces: string[] = [];
-  let current = '';
-  let used = 0;
-  for (const part of parts(text, budget)) {
-    const c = cost(part);
-    if (current && used + c > budget) {
-      pieces.push(current);
-      current = '';
-      used = 0;
-    }
-    current += part;
-    used += c;
-  }
-  if (current) pieces.push(current);
-  return pieces;
+  return pack(parts(text, budget), cost, budget);
 }

@@ -1,19 +1,12 @@
 /** The sherpa-onnx TTS families and their session (any model type): text in, mono audio at the model's rate out. */
 import { invalidRequest, showValue } from '../../errors.js';
+import { CpuFamily } from '../cpu-family.js';
 import { speakableText, speedOption } from '../engine-options.js';
-import { type EngineWorker, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
+import { WorkerEngineSession } from '../engine-worker.js';
 import { jobFailed } from '../job-error.js';
 import { recogniseSpec } from '../sherpa-model-folder.js';
 import { speakSentences } from '../speak-sentences.js';
-import type {
-  EngineFamily,
-  EngineRequest,
-  EngineResult,
-  LoadedModel,
-  LoadSpec,
-  ParamRow,
-  RunContext,
-} from '../types.js';
+import type { EngineRequest, EngineResult, LoadSpec, ParamRow, RunContext } from '../types.js';
 import type { TtsJob, TtsReply } from './tts-worker.js';
 
 const WORKER_URL = new URL('./tts-worker.js', import.meta.url);
@@ -33,30 +26,26 @@ export const speakerNumber: VoiceResolver = (voice = '0') => {
 
 type Job = Omit<TtsJob, 'id'>;
 
-export class SherpaTtsSession extends WorkerEngineSession<Job, TtsReply> {
-  /** `worker` runs an OfflineTts built from the family's whole config (its own, or the model's shared one). */
-  constructor(
-    id: string,
-    [worker, owned]: [EngineWorker<Job, TtsReply>, boolean],
-    private readonly resolveVoice: VoiceResolver = speakerNumber,
-    /** The most tokens the model takes at once, when exceeding it ends the process (Kokoro). */
-    private readonly maxTokens?: number,
-  ) {
-    super(id, worker, owned);
-  }
+/** What a model's sessions share beyond its OfflineTts config. */
+interface TtsSettings {
+  /** Speaker numbers unless the model names its voices. */
+  voices?: VoiceResolver;
+  /** The most tokens the model takes at once, when exceeding it ends the process (Kokoro). */
+  maxTokens?: number;
+}
 
+/** Its runner holds an OfflineTts built from the family's whole config (its own, or the model's shared one). */
+export class SherpaTtsSession extends WorkerEngineSession<Job, TtsReply, TtsSettings> {
   async run(request: EngineRequest, { signal, onEvent, eventsOnly }: RunContext): Promise<EngineResult> {
     const text = speakableText(request);
-    const sid = this.resolveVoice(request.voiceId);
+    const { voices = speakerNumber, maxTokens } = this.settings;
+    const sid = voices(request.voiceId);
     const speed = speedOption(request.options);
     let nothing = NO_AUDIO_MESSAGE;
     const audio = await speakSentences(
       text,
       async (sentence) => {
-        const reply = await this.worker.call(
-          { text: sentence, sid, speed, maxTokens: this.maxTokens },
-          signal,
-        );
+        const reply = await this.worker.call({ text: sentence, sid, speed, maxTokens }, signal);
         if (reply.ok) return { samples: reply.samples, sampleRate: reply.sampleRate, channels: 1 };
         // A sentence the model can say nothing of is skipped; the request fails only if all are.
         if (reply.code === 'no_audio') {
@@ -79,7 +68,7 @@ export interface TtsType {
   name: string;
   params: readonly ParamRow[];
   /** Finds and checks the folder's files (a 400 naming each problem) and builds the config. */
-  setup(spec: LoadSpec): Promise<{ config: unknown; voices?: VoiceResolver; maxTokens?: number }>;
+  setup(spec: LoadSpec): Promise<{ config: unknown } & TtsSettings>;
 }
 
 const SPEED_PARAM: ParamRow = {
@@ -88,23 +77,20 @@ const SPEED_PARAM: ParamRow = {
   description: 'speaking rate, 0.25..4',
   default: '1',
 };
-const CAPACITY = 4;
 
 /**
  * The sherpa-onnx TTS families (Piper, Kokoro, Matcha). By default (isolation "model") one runner
  * holds the model's one OfflineTts and its slots' generateAsync calls run on it concurrently;
  * isolation "session" gives each slot its own runner and OfflineTts.
  */
-export class SherpaTtsFamily implements EngineFamily {
+export class SherpaTtsFamily extends CpuFamily {
   readonly tasks = ['tts'] as const;
-  readonly backends = ['cpu'] as const;
-  readonly maxCapacity = CAPACITY;
-  readonly isolations = ['model', 'session'] as const;
+  override readonly isolations = ['model', 'session'] as const;
   readonly name: string;
   readonly params: readonly ParamRow[];
-  #sessions = 0;
 
   constructor(private readonly type: TtsType) {
+    super();
     this.name = type.name;
     this.params = [SPEED_PARAM, ...type.params];
   }
@@ -115,15 +101,8 @@ export class SherpaTtsFamily implements EngineFamily {
     return dir;
   }
 
-  async load(spec: LoadSpec): Promise<LoadedModel> {
-    const { config, voices, maxTokens } = await this.type.setup(spec);
-    const runners = new ModelRunners<Job, TtsReply>(spec.isolation, WORKER_URL, config);
-    return {
-      capacity: CAPACITY,
-      audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async () =>
-        new SherpaTtsSession(`${spec.modelId}#${++this.#sessions}`, runners.forSession(), voices, maxTokens),
-      dispose: () => runners.dispose(),
-    };
+  async load(spec: LoadSpec) {
+    const { config, ...settings } = await this.type.setup(spec);
+    return this.loadedOnRunners(spec, WORKER_URL, config, SherpaTtsSession, settings);
   }
 }

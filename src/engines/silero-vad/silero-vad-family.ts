@@ -8,32 +8,18 @@ import { access, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VoxdError } from '../../errors.js';
+import { CpuFamily } from '../cpu-family.js';
 import { numberOption } from '../engine-options.js';
-import { EngineWorker, inputSamples, WorkerEngineSession } from '../engine-worker.js';
-import { jobFailed } from '../job-error.js';
-import type {
-  EngineFamily,
-  EngineRequest,
-  EngineResult,
-  LoadedModel,
-  LoadSpec,
-  ParamRow,
-  RunContext,
-} from '../types.js';
+import { inputSamples, WorkerEngineSession } from '../engine-worker.js';
+import type { EngineRequest, EngineResult, LoadSpec, ParamRow, RunContext } from '../types.js';
 import type { VadJob, VadReply, VadSettings } from './vad-worker.js';
 
 const WORKER_URL = new URL('./vad-worker.js', import.meta.url);
 export const DEFAULT_SILERO_MODEL = fileURLToPath(
   new URL('../../../../assets/silero/silero_vad.onnx', import.meta.url),
 );
-const CAPACITY = 4;
-const SAMPLE_RATE = 16000;
 
 class SileroSession extends WorkerEngineSession<Omit<VadJob, 'id'>, VadReply> {
-  constructor(id: string, settings: VadSettings) {
-    super(id, new EngineWorker(WORKER_URL, settings, 'process'));
-  }
-
   async run(request: EngineRequest, { signal }: RunContext): Promise<EngineResult> {
     const samples = inputSamples(request, 'voice activity detection');
     const o = request.options;
@@ -42,8 +28,7 @@ class SileroSession extends WorkerEngineSession<Omit<VadJob, 'id'>, VadReply> {
     if (threshold !== undefined) job.threshold = threshold;
     const minSilenceMs = numberOption(o, 'min_silence_ms', { where: 'options.', min: 0, max: 60_000 });
     if (minSilenceMs !== undefined) job.minSilenceDuration = minSilenceMs / 1000;
-    const reply = await this.worker.call(job, signal, [samples.buffer]);
-    if (!reply.ok) throw jobFailed(reply);
+    const reply = await this.job(job, signal, [samples.buffer]);
     return {
       segments: reply.segments.map(({ start, end }) => ({
         start_sample: start,
@@ -68,11 +53,9 @@ export async function sileroModel(spec: LoadSpec): Promise<string> {
   return model;
 }
 
-export class SileroVadFamily implements EngineFamily {
+export class SileroVadFamily extends CpuFamily {
   readonly name = 'silero_vad';
   readonly tasks = ['vad'] as const;
-  readonly backends = ['cpu'] as const;
-  readonly maxCapacity = CAPACITY;
   readonly params: readonly ParamRow[] = [
     {
       name: 'threshold',
@@ -87,7 +70,6 @@ export class SileroVadFamily implements EngineFamily {
       default: '200',
     },
   ];
-  #sessions = 0;
 
   async estimateFootprint(): Promise<number> {
     return 30 * 1024 * 1024;
@@ -105,7 +87,7 @@ export class SileroVadFamily implements EngineFamily {
     return join(dir, models[0]!);
   }
 
-  async load(spec: LoadSpec): Promise<LoadedModel> {
+  async load(spec: LoadSpec) {
     const model = await sileroModel(spec);
     const o = spec.loadOptions;
     const settings: VadSettings = {
@@ -119,11 +101,6 @@ export class SileroVadFamily implements EngineFamily {
         (numberOption(o, 'max_speech_ms', { where: 'load_options.', min: 1000, max: 600_000 }) ?? 20_000) /
         1000,
     };
-    return {
-      capacity: CAPACITY,
-      audioInput: { sampleRate: SAMPLE_RATE, channels: 1 },
-      createSession: async () => new SileroSession(`${spec.modelId}#${++this.#sessions}`, settings),
-      dispose: async () => {},
-    };
+    return this.loadedOnRunners(spec, WORKER_URL, settings, SileroSession, undefined);
   }
 }

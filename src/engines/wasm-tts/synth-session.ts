@@ -1,11 +1,11 @@
 /** A TTS session: text and voice checks here, synthesis in its own runner process (EngineWorker). */
 import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
-import { EngineWorker, WorkerEngineSession } from '../engine-worker.js';
+import { WorkerEngineSession } from '../engine-worker.js';
 import { jobFailed } from '../job-error.js';
 import { speakSentences } from '../speak-sentences.js';
 import type { EngineRequest, EngineResult, RunContext } from '../types.js';
-import type { SynthJob, SynthReply, SynthWorkerData } from './synth-worker.js';
+import type { SynthJob, SynthReply } from './synth-worker.js';
 
 export interface VoicePolicy {
   defaultVoice: string;
@@ -15,26 +15,19 @@ export interface VoicePolicy {
   voiceError?(voice: string): Error;
 }
 
-const WORKER_URL = new URL('./synth-worker.js', import.meta.url);
+export const SYNTH_WORKER_URL = new URL('./synth-worker.js', import.meta.url);
 
 /**
  * Each session runs in a runner process rather than a thread: every request instantiates a 17-34 MB
  * module, and two threads of one process doing that scaled 1.3-1.7x on 2 cores where two processes
  * scaled 1.8-1.9x (measured; see docs/performance.md).
  */
-export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, SynthReply> {
-  constructor(
-    id: string,
-    workerData: SynthWorkerData,
-    private readonly voices: VoicePolicy,
-  ) {
-    super(id, new EngineWorker(WORKER_URL, workerData, 'process'));
-  }
-
+export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, SynthReply, VoicePolicy> {
   async run(request: EngineRequest, { signal, onEvent, eventsOnly }: RunContext): Promise<EngineResult> {
     const text = speakableText(request);
-    const voice = request.voiceId ?? this.voices.defaultVoice;
-    this.voices.check(voice);
+    const voices = this.settings;
+    const voice = request.voiceId ?? voices.defaultVoice;
+    voices.check(voice);
     const speed = speedOption(request.options);
     const audio = await speakSentences(
       text,
@@ -43,7 +36,7 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
         if (!reply.ok) {
           if (reply.code === 'invalid_voice')
             throw (
-              this.voices.voiceError?.(voice) ??
+              voices.voiceError?.(voice) ??
               invalidRequest(`voice: ${showValue(voice)} is not available in this engine`)
             );
           throw jobFailed(reply);

@@ -8,15 +8,13 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { invalidRequest, showValue } from '../../errors.js';
-import type { EngineFamily, EngineSession, LoadedModel, LoadSpec, ParamRow } from '../types.js';
+import { CpuFamily } from '../cpu-family.js';
+import type { EngineFamily, LoadSpec, ParamRow } from '../types.js';
 import { ALIAS_HINT, type VoiceAliasMap } from '../voice-aliases.js';
-import { SynthSession, type VoicePolicy } from './synth-session.js';
+import { SYNTH_WORKER_URL, SynthSession, type VoicePolicy } from './synth-session.js';
 import type { SynthWorkerData } from './synth-worker.js';
 
 const require = createRequire(import.meta.url);
-
-/** Sessions per model: each is a thread, and the measured scaling flattens past the 2 cores here. */
-const CAPACITY = 4;
 
 const SPEED: ParamRow = { name: 'speed', type: 'float', description: 'speaking rate, 0.25..4', default: '1' };
 
@@ -30,16 +28,14 @@ interface WasmTtsSpec {
   params: ParamRow[];
 }
 
-class WasmTtsFamily implements EngineFamily {
+class WasmTtsFamily extends CpuFamily {
   readonly tasks = ['tts'] as const;
-  readonly backends = ['cpu'] as const;
-  readonly maxCapacity = CAPACITY;
   readonly name: string;
   readonly params: readonly ParamRow[];
   readonly voiceAliases: VoiceAliasMap;
-  #sessions = 0;
 
   constructor(private readonly spec: WasmTtsSpec) {
+    super();
     this.name = spec.name;
     this.params = spec.params;
     this.voiceAliases = spec.voiceAliases;
@@ -50,7 +46,7 @@ class WasmTtsFamily implements EngineFamily {
     return 40 * 1024 * 1024;
   }
 
-  async load(spec: LoadSpec): Promise<LoadedModel> {
+  async load(spec: LoadSpec) {
     const voices = this.spec.voices(spec.loadOptions);
     voices.check(voices.defaultVoice);
     const workerData: SynthWorkerData = {
@@ -58,13 +54,7 @@ class WasmTtsFamily implements EngineFamily {
       wasmPath: this.spec.wasmPath(),
       loaderUrl: this.spec.loaderUrl?.(),
     };
-    return {
-      capacity: CAPACITY,
-      audioInput: { sampleRate: 16000, channels: 1 },
-      createSession: async (): Promise<EngineSession> =>
-        new SynthSession(`${spec.modelId}#${++this.#sessions}`, workerData, voices),
-      dispose: async () => {},
-    };
+    return this.loadedOnRunners(spec, SYNTH_WORKER_URL, workerData, SynthSession, voices);
   }
 }
 
