@@ -177,8 +177,10 @@ export function assertRequestMatchesOpenApi(
     throw new Error(
       `openapi: ${what}: Content-Type ${type} not documented (documented: ${Object.keys(content).join(', ')})`,
     );
-  // Raw audio bodies (the live routes): the schema says only that they are bytes.
-  if (type !== 'application/json' && type !== 'multipart/form-data') return;
+  // Raw audio bodies (the live routes) are bytes to the schema; a multipart body built by hand (the
+  // tests of cut and malformed bodies) is checked by the route's own tests, not re-parsed here.
+  const form = sent.body instanceof FormData;
+  if (type !== 'application/json' && !form) return;
   const at = `${pointer('paths', template!, m, 'requestBody', 'content', type, 'schema')}`;
   const value =
     sent.body instanceof FormData

@@ -5,17 +5,7 @@
  */
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { SPEECH_KNOBS, TASK_KNOBS, TASK_RENAMES } from '../../api/request-options.js';
-import {
-  BoolLike,
-  BusyTimeout,
-  IntegerLike,
-  NumberLike,
-  OneOf,
-  Optional,
-  OptionObject,
-  Scalar,
-  Text,
-} from '../request/schema.js';
+import * as Field from '../request/schema.js';
 import { SPEECH_KNOB_KINDS } from './speech-request.js';
 
 /** Options that name server files (under the file roots; relative paths resolve against the config folder). */
@@ -23,56 +13,61 @@ export const PATH_OPTIONS = ['source_audio', 'target_voice', 'prosody_ref', 'sty
 
 /** The kind of value of each knob beyond the speech ones; anything else is text or a number. */
 const TASK_KNOB_KINDS: Partial<Record<(typeof TASK_KNOBS)[number], (description?: string) => TSchema>> = {
-  do_sample: BoolLike,
-  return_timestamps: BoolLike,
-  num_beams: IntegerLike,
-  text_chunk_size: IntegerLike,
-  audio_chunk_seconds: NumberLike,
-  duration_seconds: NumberLike,
-  repaint_strength: NumberLike,
-  speaking_rate: NumberLike,
-  pitch_shift: NumberLike,
-  energy_scale: NumberLike,
+  do_sample: Field.BoolLike,
+  return_timestamps: Field.BoolLike,
+  num_beams: Field.IntegerLike,
+  text_chunk_size: Field.IntegerLike,
+  audio_chunk_seconds: Field.NumberLike,
+  duration_seconds: Field.NumberLike,
+  repaint_strength: Field.NumberLike,
+  speaking_rate: Field.NumberLike,
+  pitch_shift: Field.NumberLike,
+  energy_scale: Field.NumberLike,
 };
 
 const knobKind = (name: (typeof TASK_KNOBS)[number]) =>
   (SPEECH_KNOBS as readonly string[]).includes(name)
     ? SPEECH_KNOB_KINDS[name as (typeof SPEECH_KNOBS)[number]]
-    : (TASK_KNOB_KINDS[name] ?? Scalar);
+    : (TASK_KNOB_KINDS[name] ?? Field.Scalar);
 
 const KNOBS = Object.fromEntries([
-  ...TASK_KNOBS.map((name) => [name, Optional(knobKind(name)(`Copied into options.${name}.`))]),
+  ...TASK_KNOBS.map((name) => [name, Field.Optional(knobKind(name)(`Copied into options.${name}.`))]),
   ...Object.entries(TASK_RENAMES).map(([field, option]) => [
     field,
-    Optional(
+    Field.Optional(
       field.startsWith('repaint_')
-        ? NumberLike(`Copied into options.${option}.`)
-        : Scalar(`Copied into options.${option}.`),
+        ? Field.NumberLike(`Copied into options.${option}.`)
+        : Field.Scalar(`Copied into options.${option}.`),
     ),
   ]),
 ]);
 
 const PATHS = Object.fromEntries(
-  PATH_OPTIONS.map((name) => [name, Optional(Type.String({ description: 'A server-local file path.' }))]),
+  PATH_OPTIONS.map((name) => [
+    name,
+    Field.Optional(Type.String({ description: 'A server-local file path.' })),
+  ]),
 );
 
 /** The request fields, on their own (`request`, `requests[i]`) or at the top of a run body. */
 const REQUEST_FIELDS = {
   ...KNOBS,
-  text: Optional(Type.String()),
-  language: Optional(Type.String()),
-  audio: Optional(
+  text: Field.Optional(Type.String()),
+  language: Field.Optional(Type.String()),
+  audio: Field.Optional(
     Type.String({
       description: 'The path of a server-local audio file (WAV or any container ffmpeg decodes).',
     }),
   ),
-  audio_base64: Optional(Text('Base64 audio (WAV or any container ffmpeg decodes) or a data: URI.')),
-  voice_id: Optional(Type.String()),
-  voice_ref: Optional(Type.String({ description: 'The path of a server-local audio file.' })),
-  reference_text: Optional(Type.String()),
-  options: Optional(OptionObject()),
+  audio_base64: Field.Optional(
+    Field.Text('Base64 audio (WAV or any container ffmpeg decodes) or a data: URI.'),
+  ),
+  voice_id: Field.Optional(Type.String()),
+  voice_ref: Field.Optional(Type.String({ description: 'The path of a server-local audio file.' })),
+  reference_text: Field.Optional(Type.String()),
+  options: Field.Optional(Field.OptionObject()),
   ...PATHS,
-  busy_timeout_ms: Optional(BusyTimeout()),
+  busy_timeout_ms: Field.Optional(Field.BusyTimeout()),
 };
 
 export const TaskRequest = Type.Object(REQUEST_FIELDS, {
@@ -84,8 +79,8 @@ export const TaskRequest = Type.Object(REQUEST_FIELDS, {
 
 const RUN_FIELDS = {
   ...REQUEST_FIELDS,
-  model: Text('Model id, or one of its aliases.'),
-  request: Optional(TaskRequest),
+  model: Field.Text('Model id, or one of its aliases.'),
+  request: Field.Optional(TaskRequest),
 };
 
 export const TaskRunRequest = Type.Object(RUN_FIELDS, {
@@ -95,18 +90,18 @@ export const TaskRunRequest = Type.Object(RUN_FIELDS, {
 });
 
 export const TaskStreamRequest = Type.Object(
-  { ...RUN_FIELDS, stream_format: Optional(OneOf(['sse'])) },
+  { ...RUN_FIELDS, stream_format: Field.Optional(Field.OneOf(['sse'])) },
   { additionalProperties: true, title: 'TaskStreamRequest', description: TaskRunRequest.description },
 );
 
 export const TaskBatchRequest = Type.Object(
   {
-    model: Text('Model id, or one of its aliases.'),
+    model: Field.Text('Model id, or one of its aliases.'),
     requests: Type.Array(TaskRequest, {
       minItems: 1,
       'x-expected': 'a non-empty array of request objects',
     }),
-    busy_timeout_ms: Optional(BusyTimeout()),
+    busy_timeout_ms: Field.Optional(Field.BusyTimeout()),
   },
   { additionalProperties: true, title: 'TaskBatchRequest' },
 );
