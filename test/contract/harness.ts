@@ -292,13 +292,18 @@ export function withContractServer<T>(
 }
 
 /**
- * A starting situation for tests: `setUp` puts a fresh contract server with `models(n)` into it.
- * Each test runs its body in the situation, given the server and what `setUp` returned, and the
- * server is closed however the body ends.
+ * A starting situation for tests: `setUp` puts a fresh contract server with `models(n)` (started
+ * with `options`, when a test gives them) into it. Each test runs its body in the situation, given
+ * the server and what `setUp` returned, and the server is closed however the body ends.
  */
 export function contractSituation<S extends object>(
   models: (n: number) => ContractModel[],
   setUp: (c: ContractServer, n: number) => Promise<S>,
-): (n: number, body: (situation: S & { c: ContractServer }) => Promise<void>) => Promise<void> {
-  return (n, body) => withContractServer(models(n), async (c) => body({ ...(await setUp(c, n)), c }));
+): (
+  n: number,
+  body: (situation: S & { c: ContractServer }) => Promise<void>,
+  options?: ContractOptions,
+) => Promise<void> {
+  return (n, body, options = {}) =>
+    withContractServer(models(n), options, async (c) => body({ ...(await setUp(c, n)), c }));
 }
