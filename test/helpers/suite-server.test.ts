@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { suiteServer } from './suite-server.js';
 import { fixtureModel, get } from './voxd.js';
@@ -53,5 +55,26 @@ describe('suiteServer closed by a test', () => {
     assert.equal(s.close(), first, 'a second close is the same close');
     await first;
     assert.equal(await answers(url), false);
+  });
+});
+
+describe('suiteServer with a scratch folder', () => {
+  let scratch = '';
+  const s = suiteServer(
+    (dir) => {
+      scratch = dir;
+      writeFileSync(join(dir, 'made-before-the-start'), '');
+      return { models: [fixtureModel('m')] };
+    },
+    { scratch: 'voxd-suite-scratch-' },
+  );
+  after(() => {
+    assert.equal(existsSync(scratch), false, 'the scratch folder is gone after the close');
+  });
+
+  test('the config function gets a folder made before the start', async () => {
+    assert.ok(scratch.includes('voxd-suite-scratch-'));
+    assert.equal(existsSync(join(scratch, 'made-before-the-start')), true);
+    assert.equal(await answers(s.url), true);
   });
 });

@@ -1,18 +1,11 @@
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import {
-  badRequest,
-  get,
-  post,
-  startServer,
-  type TestServer,
-  tempDir,
-  transcribe as transcribeAt,
-} from '../../helpers/voxd.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { badRequest, get, post, transcribe as transcribeAt } from '../../helpers/voxd.js';
 
 // A tiny ONNX in SenseVoice's real inputs and metadata (scripts/test-models/sense_voice.py): loud
 // audio decodes to "<|en|><|NEUTRAL|><|Speech|><|woitn|> hello world" (the language tag follows a
@@ -31,29 +24,25 @@ const tone = (rate = 16000, channels = 1) =>
 const silence = () => wav(new Float32Array(16000));
 
 describe('sense_voice_asr (sherpa-onnx adapter)', () => {
-  let s: TestServer;
-  let dirs: string;
-  before(async () => {
-    dirs = tempDir('voxd-sense-voice-');
-    for (const [name, files] of [
-      ['no-tokens', ['model.onnx']],
-      ['empty', []],
-      ['int8-only', ['model.int8.onnx', 'tokens.txt']],
-    ] as const) {
-      mkdirSync(join(dirs, name));
-      for (const file of files) cpSync(join(FAKE, file), join(dirs, name, file));
-    }
-    const model = (id: string, extra: Record<string, unknown> = {}) => ({
-      id,
-      family: 'sense_voice_asr',
-      task: 'asr',
-      path: FAKE,
-      lazy: true,
-      ...extra,
-    });
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
+  const s = engineSuiteServer(
+    (dirs) => {
+      for (const [name, files] of [
+        ['no-tokens', ['model.onnx']],
+        ['empty', []],
+        ['int8-only', ['model.int8.onnx', 'tokens.txt']],
+      ] as const) {
+        mkdirSync(join(dirs, name));
+        for (const file of files) cpSync(join(FAKE, file), join(dirs, name, file));
+      }
+      const model = (id: string, extra: Record<string, unknown> = {}) => ({
+        id,
+        family: 'sense_voice_asr',
+        task: 'asr',
+        path: FAKE,
+        lazy: true,
+        ...extra,
+      });
+      return [
         model('sv'),
         model('sv-itn', { load_options: { use_itn: true } }),
         model('sv-zh', { load_options: { language: 'zh' } }),
@@ -65,13 +54,10 @@ describe('sense_voice_asr (sherpa-onnx adapter)', () => {
         model('no-tokens', { path: join(dirs, 'no-tokens') }),
         model('empty', { path: join(dirs, 'empty') }),
         model('nopath', { path: undefined }),
-      ],
-    });
-  });
-  after(async () => {
-    await s.close();
-    rmSync(dirs, { recursive: true, force: true });
-  });
+      ];
+    },
+    { scratch: 'voxd-sense-voice-' },
+  );
 
   const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) =>
     transcribeAt(s.url, model, wav, fields);
