@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { suiteServer } from '../helpers/suite-server.js';
 import {
   badRequest,
   errorOf,
@@ -309,14 +310,10 @@ function postChunked(base: string, path: string, pieces: string[]): Promise<Http
 
 describe('max_request_body_bytes on /v1/audio/speech', () => {
   const LIMIT = 200;
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({
-      max_request_body_bytes: LIMIT,
-      models: [fixtureModel('tts', { task: 'tts' })],
-    });
+  const server = suiteServer({
+    max_request_body_bytes: LIMIT,
+    models: [fixtureModel('tts', { task: 'tts' })],
   });
-  after(() => server?.close());
 
   /** A speech body of exactly `size` bytes. */
   function bodyOf(size: number): string {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { suiteServer } from '../helpers/suite-server.js';
 import {
   badRequest,
   errorOf,
@@ -330,11 +331,7 @@ describe('POST /v1/audio/transcriptions', () => {
 });
 
 describe('max_request_body_bytes on uploads', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ max_request_body_bytes: 2000, models: [fixtureModel('asr')] });
-  });
-  after(() => server?.close());
+  const server = suiteServer({ max_request_body_bytes: 2000, models: [fixtureModel('asr')] });
 
   test('an upload within the limit is served; one over it is 413', async () => {
     assert.equal(
