@@ -53,28 +53,10 @@ export function suiteServer(
       if (scratch) rmSync(scratch, { recursive: true, force: true });
     }
   });
-  return {
-    get voxd() {
-      return started().voxd;
-    },
-    get url() {
-      return started().url;
-    },
-    get dir() {
-      return started().dir;
-    },
-    get fixture() {
-      return started().fixture;
-    },
-    get logs() {
-      return started().logs;
-    },
-    get records() {
-      return started().records;
-    },
-    gate: (name) => started().gate(name),
-    close,
-  };
+  // Every other property is read from the started server when a test reads it.
+  return new Proxy({} as TestServer, {
+    get: (_, key) => (key === 'close' ? close : Reflect.get(started(), key)),
+  });
 }
 
 /**
