@@ -3,9 +3,10 @@ import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { encodeWav } from '../../../src/audio/wav-encode.js';
+import { silenceWav as silence, toneWav as tone, wavOf as wav } from '../../helpers/samples.js';
 import { engineSuiteServer } from '../../helpers/suite-server.js';
 import { badRequest, post, transcribe as transcribeAt } from '../../helpers/voxd.js';
+import { expectHelloWorld } from '../asr-checks.js';
 
 // A tiny ONNX in the real NeMo CTC shape and metadata (scripts/test-models/nemo_ctc.py): loud audio
 // makes it emit a fixed character-level CTC path, with repeats and a blank between the two l's, that
@@ -15,16 +16,6 @@ const FAKE = fileURLToPath(new URL('../../../../test/fixtures/models/fake-nemo-c
 const SENSE_VOICE = fileURLToPath(
   new URL('../../../../test/fixtures/models/fake-sense-voice', import.meta.url),
 );
-
-const wav = (samples: Float32Array, sampleRate = 16000, channels = 1) =>
-  encodeWav({ samples, sampleRate, channels });
-const tone = (rate = 16000, channels = 1, amplitude = 0.3) =>
-  wav(
-    Float32Array.from({ length: rate * channels }, (_, i) => amplitude * Math.sin(i / 7)),
-    rate,
-    channels,
-  );
-const silence = () => wav(new Float32Array(16000));
 
 describe('nemo_ctc_asr (sherpa-onnx adapter)', () => {
   const s = engineSuiteServer(
@@ -82,13 +73,7 @@ describe('nemo_ctc_asr (sherpa-onnx adapter)', () => {
   const textOf = async (model: string, audio: Buffer) => (await ok(transcribe(model, audio))).text;
 
   test('loud audio decodes to the known words, 16 kHz mono or converted 44.1 kHz stereo', async () => {
-    for (const audio of [tone(), tone(44100, 2)]) {
-      const json = await ok(transcribe('ctc', audio));
-      assert.equal(json.text, 'hello world');
-      assert.equal(json.timing.audio_duration_ms, 1000);
-    }
-    const text = await transcribe('ctc', tone(), { response_format: 'text' });
-    assert.equal(text.body.toString(), 'hello world');
+    await expectHelloWorld(s.url, 'ctc');
     const run = await ok(
       post(s.url, '/v1/tasks/run', { model: 'ctc', audio_base64: tone().toString('base64') }),
     );
