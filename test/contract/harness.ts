@@ -208,6 +208,10 @@ export class ContractServer {
   }
 }
 
+/** Models with these ids and slot counts, in this order (one entry per key). */
+export const slotted = (slots: Record<string, number>): ContractModel[] =>
+  Object.entries(slots).map(([id, n]) => ({ id, slots: n }));
+
 export interface ContractOptions {
   busy_timeout_ms?: number;
   max_loaded_models?: number;

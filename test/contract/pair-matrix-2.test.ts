@@ -7,7 +7,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type HttpResult, reportOf } from '../helpers/voxd.js';
 import { track } from './assertions.js';
-import { type ContractServer, contractSituation, type ToggleGate, withContractServer } from './harness.js';
+import {
+  type ContractServer,
+  contractSituation,
+  slotted,
+  type ToggleGate,
+  withContractServer,
+} from './harness.js';
 import {
   A_UNLOADED,
   aAndB,
@@ -55,10 +61,7 @@ describe('pair: A reconfiguring, B running', () => {
    * slots) runs one request held by a gate (`releaseB`).
    */
   const situation = contractSituation(
-    (m) => [
-      { id: 'A', slots: 1 },
-      { id: 'B', slots: m },
-    ],
+    (m) => slotted({ A: 1, B: m }),
     async (c, m) => {
       await c.ready('A');
       await c.ready('B');
@@ -319,10 +322,7 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
    * request's report); B (n slots) runs n requests held by a gate (`releaseB`).
    */
   const situation = contractSituation(
-    (n) => [
-      { id: 'A', slots: n },
-      { id: 'B', slots: n },
-    ],
+    (n) => slotted({ A: n, B: n }),
     async (c, n) => {
       await c.ready('B');
       const { gate, requests: bHeld } = await c.running('B', n);
@@ -434,33 +434,26 @@ describe('pair: A and B both busy (A loading, B running; or both loading)', () =
       `[pair.ab-busy.unload-ab] slots=${n}, A and B both in a cold load under the cold-load guard: a reversed bulk publishes both barriers, then unloads each after its own load and request`,
       LIMIT,
       async () => {
-        await withContractServer(
-          [
-            { id: 'A', slots: n },
-            { id: 'B', slots: n },
-          ],
-          { max_loaded_models: 2 },
-          async (c) => {
-            const { request: aFirst } = await c.loading('A');
-            const { request: bFirst } = await c.loading('B');
-            for (const id of ['A', 'B'])
-              await expectModel(c, id, poolless('loading', n, 1, 0), NEVER_LOADED, 'at the start');
-            const bulk = track(c.bulkUnload(['B', 'A']));
-            await waitUntilBoth(c);
-            await c.load('A').open();
-            await expectReports([aFirst], 1);
-            await c.waitCount('A', 'weights-disposed', 1);
-            await expectFreed(c, 'A', n, 'while B is still loading');
-            assert.equal(c.entry('B').state.kind, 'loading');
-            await expectFields(c, 'B', poolless('loading', n, 1, 0), 'after A was unloaded');
-            assert.equal(c.count('B', 'load'), 0);
-            assert.equal(bulk.settled, false);
-            await c.load('B').open();
-            await expectReports([bFirst], 1);
-            await expectJson(bulk.promise, { unloaded: ['B', 'A'], not_found: [] });
-            for (const id of ['A', 'B']) await expectFreed(c, id, n);
-          },
-        );
+        await withContractServer(slotted({ A: n, B: n }), { max_loaded_models: 2 }, async (c) => {
+          const { request: aFirst } = await c.loading('A');
+          const { request: bFirst } = await c.loading('B');
+          for (const id of ['A', 'B'])
+            await expectModel(c, id, poolless('loading', n, 1, 0), NEVER_LOADED, 'at the start');
+          const bulk = track(c.bulkUnload(['B', 'A']));
+          await waitUntilBoth(c);
+          await c.load('A').open();
+          await expectReports([aFirst], 1);
+          await c.waitCount('A', 'weights-disposed', 1);
+          await expectFreed(c, 'A', n, 'while B is still loading');
+          assert.equal(c.entry('B').state.kind, 'loading');
+          await expectFields(c, 'B', poolless('loading', n, 1, 0), 'after A was unloaded');
+          assert.equal(c.count('B', 'load'), 0);
+          assert.equal(bulk.settled, false);
+          await c.load('B').open();
+          await expectReports([bFirst], 1);
+          await expectJson(bulk.promise, { unloaded: ['B', 'A'], not_found: [] });
+          for (const id of ['A', 'B']) await expectFreed(c, id, n);
+        });
       },
     );
   }
