@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { COMMANDS } from '../../src/cli/commands.js';
 import { TASK_TOKENS } from '../../src/config/types.js';
 import { configFolder, DEADLINE_MS, type Exit, LISTENING, VoxdProcess } from '../helpers/cli.js';
+import { DEFAULT_ALIAS_IDS } from '../helpers/models.js';
 import { fixtureModel, waitUntil, withDeadline } from '../helpers/voxd.js';
 import { smallWav } from '../http/wav-helpers.js';
 
@@ -435,12 +436,7 @@ describe('serving', () => {
         'pocketsphinx',
         'silero-vad',
         'diarizer',
-        'tts-1',
-        'tts-1-hd',
-        'gpt-4o-mini-tts',
-        'whisper-1',
-        'gpt-4o-transcribe',
-        'gpt-4o-mini-transcribe',
+        ...DEFAULT_ALIAS_IDS,
       ]);
       for (const model of ['espeak', 'festival', 'flite']) {
         const res = await fetch(`${url}/v1/audio/speech`, {

@@ -51,30 +51,19 @@ export async function view(c: ContractServer, id: string): Promise<View> {
   return pick(st);
 }
 
+/** The fields of an idle model: no slot in use, nothing queued. */
+function idleView(slots: number, loaded: boolean, state: string, max_parallel_slots: number | null): View {
+  return { loaded, state, slots, active_slots: 0, queued_requests: 0, max_parallel_slots };
+}
+
 /** A model without a published pool: idle and unloaded unless `extra` says otherwise. */
 export function unloadedView(slots: number, extra: Partial<View> = {}): View {
-  return {
-    loaded: false,
-    state: 'unloaded',
-    slots,
-    active_slots: 0,
-    queued_requests: 0,
-    max_parallel_slots: null,
-    ...extra,
-  };
+  return { ...idleView(slots, false, 'unloaded', null), ...extra };
 }
 
 /** A model with a published pool: idle and ready unless `extra` says otherwise. */
 export function readyView(slots: number, extra: Partial<View> = {}): View {
-  return {
-    loaded: true,
-    state: 'ready',
-    slots,
-    active_slots: 0,
-    queued_requests: 0,
-    max_parallel_slots: slots,
-    ...extra,
-  };
+  return { ...idleView(slots, true, 'ready', slots), ...extra };
 }
 
 /** The ids GET /v1/models lists, in order. */

@@ -36,7 +36,7 @@ import {
   view,
   within,
 } from './assertions.js';
-import { contractServer, withContractServer } from './harness.js';
+import { contractServer, slotted, withContractServer } from './harness.js';
 
 type Failure = { option: 'fail_load' | 'null_primary' } | { option: 'fail_clone_at'; at: number };
 
@@ -517,36 +517,29 @@ describe('failure: publication faults', () => {
 describe('failure: residency, teardown', () => {
   for (const n of COUNTS) {
     test(`[fail.residency] slots=${n}: max_loaded_models with every loaded model busy is 503 server_busy, nothing built`, async () => {
-      await withContractServer(
-        [
-          { id: 'A', slots: 1 },
-          { id: 'B', slots: n },
-        ],
-        { max_loaded_models: 1 },
-        async (c) => {
-          await c.ready('A');
-          const { gate, requests } = await c.running('A', 1);
-          const refused = await within(c.infer('B'), 'the refused load');
-          assert.match(errorOf(refused, 503, 'server_busy'), /max_loaded_models=1/);
-          assert.deepEqual(await view(c, 'B'), unloadedView(n));
-          assert.equal(c.events('B').length, 0, 'no weights or sessions were built for B');
-          // A new registration is refused the same way and stays registered, unloaded.
-          const reg = await within(
-            post(c.url, '/v1/models/load', { ...c.body('B'), id: 'C' }),
-            'registering C',
-          );
-          errorOf(reg, 503, 'server_busy');
-          assert.deepEqual(await view(c, 'C'), unloadedView(n));
-          assert.equal(c.events('C').length, 0);
-          assert.deepEqual(await view(c, 'A'), { ...readyView(1), active_slots: 1 }, 'A keeps running');
-          await gate.open();
-          assert.equal((await requests[0]!).status, 200);
-          // Once A is idle it is evicted and B loads.
-          assert.equal(reportOf(await c.infer('B')).generation, 1);
-          assert.deepEqual(await view(c, 'B'), readyView(n));
-          assert.deepEqual(await view(c, 'A'), unloadedView(1));
-        },
-      );
+      await withContractServer(slotted({ A: 1, B: n }), { max_loaded_models: 1 }, async (c) => {
+        await c.ready('A');
+        const { gate, requests } = await c.running('A', 1);
+        const refused = await within(c.infer('B'), 'the refused load');
+        assert.match(errorOf(refused, 503, 'server_busy'), /max_loaded_models=1/);
+        assert.deepEqual(await view(c, 'B'), unloadedView(n));
+        assert.equal(c.events('B').length, 0, 'no weights or sessions were built for B');
+        // A new registration is refused the same way and stays registered, unloaded.
+        const reg = await within(
+          post(c.url, '/v1/models/load', { ...c.body('B'), id: 'C' }),
+          'registering C',
+        );
+        errorOf(reg, 503, 'server_busy');
+        assert.deepEqual(await view(c, 'C'), unloadedView(n));
+        assert.equal(c.events('C').length, 0);
+        assert.deepEqual(await view(c, 'A'), { ...readyView(1), active_slots: 1 }, 'A keeps running');
+        await gate.open();
+        assert.equal((await requests[0]!).status, 200);
+        // Once A is idle it is evicted and B loads.
+        assert.equal(reportOf(await c.infer('B')).generation, 1);
+        assert.deepEqual(await view(c, 'B'), readyView(n));
+        assert.deepEqual(await view(c, 'A'), unloadedView(1));
+      });
     });
 
     test(`[fail.residency] slots=${n}: min_free_memory_mb refuses a load with 503 insufficient_memory, no partial pool`, async () => {
@@ -601,58 +594,48 @@ describe('failure: residency, teardown', () => {
 
   for (const n of COUNTS) {
     test(`[fail.slow-teardown] slots=${n}: logical unload first, exclusive ownership kept, unrelated warm B runs`, async () => {
-      await withContractServer(
-        [
-          { id: 'A', slots: n },
-          { id: 'B', slots: 2 },
-        ],
-        async (c) => {
-          await Promise.all([c.ready('A'), c.ready('B')]);
-          const { request: unload } = await c.unloading('A');
-          await waitUntil('the sessions are disposed', () => c.count('A', 'session-disposed') === n);
-          assert.deepEqual(await view(c, 'A'), { ...unloadedView(n), state: 'unloading' });
-          assert.deepEqual(
-            lifecycle(c, 'A'),
-            [...loadOf(1, n), ...disposeSessions(1, n)],
-            'weights still held',
-          );
-          const request = c.infer('A', { tag: 'waits' });
-          await whenRuntime(
-            c.s.voxd.runtime,
-            'the request queues',
-            () => c.snapshot('A').queuedRequests === 1,
-          );
-          const second = c.unload('A');
-          await whenRuntime(
-            c.s.voxd.runtime,
-            'the second unload queues',
-            () => c.snapshot('A').queuedManagers === 1,
-          );
-          assert.deepEqual(await view(c, 'A'), {
-            ...unloadedView(n),
-            state: 'unloading',
-            queued_requests: 1,
-          });
+      await withContractServer(slotted({ A: n, B: 2 }), async (c) => {
+        await Promise.all([c.ready('A'), c.ready('B')]);
+        const { request: unload } = await c.unloading('A');
+        await waitUntil('the sessions are disposed', () => c.count('A', 'session-disposed') === n);
+        assert.deepEqual(await view(c, 'A'), { ...unloadedView(n), state: 'unloading' });
+        assert.deepEqual(
+          lifecycle(c, 'A'),
+          [...loadOf(1, n), ...disposeSessions(1, n)],
+          'weights still held',
+        );
+        const request = c.infer('A', { tag: 'waits' });
+        await whenRuntime(c.s.voxd.runtime, 'the request queues', () => c.snapshot('A').queuedRequests === 1);
+        const second = c.unload('A');
+        await whenRuntime(
+          c.s.voxd.runtime,
+          'the second unload queues',
+          () => c.snapshot('A').queuedManagers === 1,
+        );
+        assert.deepEqual(await view(c, 'A'), {
+          ...unloadedView(n),
+          state: 'unloading',
+          queued_requests: 1,
+        });
 
-          // B is not held up by A's teardown.
-          assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
-          assert.deepEqual((await within(c.unload('B'), 'unloading B')).json, { id: 'B', loaded: false });
-          assert.equal(reportOf(await within(c.infer('B'), 'reloading B')).generation, 2);
-          assert.deepEqual(lifecycle(c, 'A'), [...loadOf(1, n), ...disposeSessions(1, n)], 'A unchanged');
+        // B is not held up by A's teardown.
+        assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
+        assert.deepEqual((await within(c.unload('B'), 'unloading B')).json, { id: 'B', loaded: false });
+        assert.equal(reportOf(await within(c.infer('B'), 'reloading B')).generation, 2);
+        assert.deepEqual(lifecycle(c, 'A'), [...loadOf(1, n), ...disposeSessions(1, n)], 'A unchanged');
 
-          await c.teardown('A').open();
-          assert.deepEqual((await unload).json, { id: 'A', loaded: false });
-          assert.equal(reportOf(await request).generation, 2, 'the queued request reloads after teardown');
-          assert.deepEqual((await second).json, { id: 'A', loaded: false });
-          assert.deepEqual(lifecycle(c, 'A'), [
-            ...loadOf(1, n),
-            ...teardownOf(1, n),
-            ...loadOf(2, n),
-            ...teardownOf(2, n),
-          ]);
-          assert.deepEqual(await view(c, 'A'), unloadedView(n));
-        },
-      );
+        await c.teardown('A').open();
+        assert.deepEqual((await unload).json, { id: 'A', loaded: false });
+        assert.equal(reportOf(await request).generation, 2, 'the queued request reloads after teardown');
+        assert.deepEqual((await second).json, { id: 'A', loaded: false });
+        assert.deepEqual(lifecycle(c, 'A'), [
+          ...loadOf(1, n),
+          ...teardownOf(1, n),
+          ...loadOf(2, n),
+          ...teardownOf(2, n),
+        ]);
+        assert.deepEqual(await view(c, 'A'), unloadedView(n));
+      });
     });
 
     test(`[fail.slow-teardown] slots=${n}: a session dispose that never returns fails only its model: A stays owned, unloaded, and answers 503 busy; warm B serves and reloads; the shutdown gives A up`, async () => {

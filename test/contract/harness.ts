@@ -208,6 +208,10 @@ export class ContractServer {
   }
 }
 
+/** Models with these ids and slot counts, in this order (one entry per key). */
+export const slotted = (slots: Record<string, number>): ContractModel[] =>
+  Object.entries(slots).map(([id, n]) => ({ id, slots: n }));
+
 export interface ContractOptions {
   busy_timeout_ms?: number;
   max_loaded_models?: number;
@@ -292,13 +296,18 @@ export function withContractServer<T>(
 }
 
 /**
- * A starting situation for tests: `setUp` puts a fresh contract server with `models(n)` into it.
- * Each test runs its body in the situation, given the server and what `setUp` returned, and the
- * server is closed however the body ends.
+ * A starting situation for tests: `setUp` puts a fresh contract server with `models(n)` (started
+ * with `options`, when a test gives them) into it. Each test runs its body in the situation, given
+ * the server and what `setUp` returned, and the server is closed however the body ends.
  */
 export function contractSituation<S extends object>(
   models: (n: number) => ContractModel[],
   setUp: (c: ContractServer, n: number) => Promise<S>,
-): (n: number, body: (situation: S & { c: ContractServer }) => Promise<void>) => Promise<void> {
-  return (n, body) => withContractServer(models(n), async (c) => body({ ...(await setUp(c, n)), c }));
+): (
+  n: number,
+  body: (situation: S & { c: ContractServer }) => Promise<void>,
+  options?: ContractOptions,
+) => Promise<void> {
+  return (n, body, options = {}) =>
+    withContractServer(models(n), options, async (c) => body({ ...(await setUp(c, n)), c }));
 }

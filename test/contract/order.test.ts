@@ -21,7 +21,13 @@ import {
   view,
   within,
 } from './assertions.js';
-import { type ContractServer, type ToggleGate, withContractServer } from './harness.js';
+import {
+  type ContractModel,
+  type ContractServer,
+  slotted,
+  type ToggleGate,
+  withContractServer,
+} from './harness.js';
 
 /**
  * What the fixture record of one model must show for a sequence of operations: generations count
@@ -405,147 +411,142 @@ describe('arrival order: different models', () => {
   for (const held of ['loading', 'reconfiguring', 'unloading', 'full'] as Held[]) {
     for (const n of COUNTS) {
       test(`[order.cross-model] slots=${n}: while A is ${held}, B's requests and managers proceed`, async () => {
-        await withContractServer(
-          [
-            { id: 'A', slots: n },
-            { id: 'B', slots: 2 },
-          ],
-          async (c) => {
-            await c.ready('B');
-            if (held !== 'loading') await c.ready('A');
-            const pending: Promise<HttpResult>[] = [];
-            let runGate: ToggleGate | undefined;
-            if (held === 'loading') pending.push((await c.loading('A')).request);
-            else if (held === 'reconfiguring')
-              pending.push((await holdManager(c, 'A', 'reconfigure', n)).request);
-            else if (held === 'unloading') pending.push((await c.unloading('A')).request);
-            else {
-              const running = await c.running('A', n);
-              runGate = running.gate;
-              pending.push(...running.requests);
-              pending.push(c.infer('A'));
-              await queued(c, 'A', 1);
-              pending.push(c.unload('A'));
-              await queued(c, 'A', 1, 1);
-            }
-            const aFields = await view(c, 'A');
-            const aEvents = c.events('A').length;
+        await withContractServer(slotted({ A: n, B: 2 }), async (c) => {
+          await c.ready('B');
+          if (held !== 'loading') await c.ready('A');
+          const pending: Promise<HttpResult>[] = [];
+          let runGate: ToggleGate | undefined;
+          if (held === 'loading') pending.push((await c.loading('A')).request);
+          else if (held === 'reconfiguring')
+            pending.push((await holdManager(c, 'A', 'reconfigure', n)).request);
+          else if (held === 'unloading') pending.push((await c.unloading('A')).request);
+          else {
+            const running = await c.running('A', n);
+            runGate = running.gate;
+            pending.push(...running.requests);
+            pending.push(c.infer('A'));
+            await queued(c, 'A', 1);
+            pending.push(c.unload('A'));
+            await queued(c, 'A', 1, 1);
+          }
+          const aFields = await view(c, 'A');
+          const aEvents = c.events('A').length;
 
-            assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
-            assert.deepEqual((await within(c.unload('B'), 'unload B')).json, { id: 'B', loaded: false });
-            const reg = await within(c.register('B', { load_options: { variant: 'b2' } }), 'reconfigure B');
-            assert.deepEqual(reg.json, { id: 'B', loaded: true, reconfigured: true });
-            assert.equal(reportOf(await within(c.infer('B'), 'B after reload')).load_options.variant, 'b2');
-            assert.deepEqual((await within(c.bulkUnload(['B']), 'bulk unload of B')).json, {
-              unloaded: ['B'],
-              not_found: [],
-            });
-            assert.deepEqual(await view(c, 'B'), unloadedView(2));
-            assert.deepEqual(await view(c, 'A'), aFields, 'A is still held where it was');
-            assert.equal(c.events('A').length, aEvents);
+          assert.equal(reportOf(await within(c.infer('B'), 'a warm B request')).generation, 1);
+          assert.deepEqual((await within(c.unload('B'), 'unload B')).json, { id: 'B', loaded: false });
+          const reg = await within(c.register('B', { load_options: { variant: 'b2' } }), 'reconfigure B');
+          assert.deepEqual(reg.json, { id: 'B', loaded: true, reconfigured: true });
+          assert.equal(reportOf(await within(c.infer('B'), 'B after reload')).load_options.variant, 'b2');
+          assert.deepEqual((await within(c.bulkUnload(['B']), 'bulk unload of B')).json, {
+            unloaded: ['B'],
+            not_found: [],
+          });
+          assert.deepEqual(await view(c, 'B'), unloadedView(2));
+          assert.deepEqual(await view(c, 'A'), aFields, 'A is still held where it was');
+          assert.equal(c.events('A').length, aEvents);
 
-            await openAll(c, 'A');
-            await runGate?.open();
-            for (const res of await Promise.all(pending)) assert.equal(res.status, 200, res.body.toString());
-            assert.deepEqual(
-              await view(c, 'A'),
-              held === 'unloading' || held === 'full' ? unloadedView(n) : readyView(n),
-            );
-          },
-        );
+          await openAll(c, 'A');
+          await runGate?.open();
+          for (const res of await Promise.all(pending)) assert.equal(res.status, 200, res.body.toString());
+          assert.deepEqual(
+            await view(c, 'A'),
+            held === 'unloading' || held === 'full' ? unloadedView(n) : readyView(n),
+          );
+        });
       });
     }
   }
 
   test('[order.cross-model] while B is full with a queued manager, A loads, reconfigures and unloads', async () => {
-    await withContractServer(
-      [
-        { id: 'A', slots: 2 },
-        { id: 'B', slots: 2 },
-      ],
-      async (c) => {
-        await c.ready('B');
-        const { gate, requests } = await c.running('B', 2);
-        const bQueued = c.infer('B');
-        await queued(c, 'B', 1);
-        const bUnload = c.unload('B');
-        await queued(c, 'B', 1, 1);
-        const bFields = await view(c, 'B');
+    await withContractServer(slotted({ A: 2, B: 2 }), async (c) => {
+      await c.ready('B');
+      const { gate, requests } = await c.running('B', 2);
+      const bQueued = c.infer('B');
+      await queued(c, 'B', 1);
+      const bUnload = c.unload('B');
+      await queued(c, 'B', 1, 1);
+      const bFields = await view(c, 'B');
 
-        assert.equal(reportOf(await within(c.infer('A'), 'a cold A request')).generation, 1);
-        const reg = await within(c.register('A', { load_options: { variant: 'a2' } }), 'reconfigure A');
-        assert.equal(reg.status, 200, reg.body.toString());
-        assert.equal(
-          reportOf(await within(c.infer('A'), 'A after reconfiguring')).load_options.variant,
-          'a2',
-        );
-        assert.deepEqual((await within(c.unload('A'), 'unload A')).json, { id: 'A', loaded: false });
-        assert.deepEqual(await view(c, 'A'), unloadedView(2));
-        assert.deepEqual(await view(c, 'B'), bFields, 'B is still held');
+      assert.equal(reportOf(await within(c.infer('A'), 'a cold A request')).generation, 1);
+      const reg = await within(c.register('A', { load_options: { variant: 'a2' } }), 'reconfigure A');
+      assert.equal(reg.status, 200, reg.body.toString());
+      assert.equal(reportOf(await within(c.infer('A'), 'A after reconfiguring')).load_options.variant, 'a2');
+      assert.deepEqual((await within(c.unload('A'), 'unload A')).json, { id: 'A', loaded: false });
+      assert.deepEqual(await view(c, 'A'), unloadedView(2));
+      assert.deepEqual(await view(c, 'B'), bFields, 'B is still held');
 
-        await gate.open();
-        for (const res of await Promise.all([...requests, bQueued, bUnload])) assert.equal(res.status, 200);
-        assert.deepEqual(await view(c, 'B'), unloadedView(2));
-      },
-    );
+      await gate.open();
+      for (const res of await Promise.all([...requests, bQueued, bUnload])) assert.equal(res.status, 200);
+      assert.deepEqual(await view(c, 'B'), unloadedView(2));
+    });
   });
 });
+
+/** A with n slots, B (one slot unless `b` says otherwise) and C with one. */
+const threeModels = (n: number, b: Partial<ContractModel> = {}): ContractModel[] => [
+  { id: 'A', slots: n },
+  { id: 'B', slots: 1, ...b },
+  { id: 'C', slots: 1 },
+];
+
+/**
+ * A bulk unload of A, B and C midway: its barrier queued on busy A, B held in its teardown (its
+ * gate closed) and C already unloaded.
+ */
+async function bulkMidway(c: ContractServer): Promise<void> {
+  await queued(c, 'A', 0, 1);
+  await whenRuntime(c.s.voxd.runtime, 'B is unloading', () => c.entry('B').state.kind === 'unloading');
+  await waitUntil('C is unloaded', () => c.count('C', 'weights-disposed') === 1);
+}
 
 describe('arrival order: bulk unloads', () => {
   for (const n of COUNTS) {
     test(`[order.bulk-bulk] slots=${n}: overlapping bulks in reversed order serialise per model and both finish`, async () => {
-      await withContractServer(
-        [
-          { id: 'A', slots: n },
-          { id: 'B', slots: 1 },
-          { id: 'C', slots: 1 },
-        ],
-        async (c) => {
-          await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
-          const a = await c.running('A', n);
-          const b = await c.running('B', 1);
-          const bulk1 = c.bulkUnload(['A', 'B']);
-          await queued(c, 'A', 0, 1);
-          await queued(c, 'B', 0, 1);
-          const between = c.infer('A', { tag: 'between' });
-          await queued(c, 'A', 1, 1);
-          const bulk2 = c.bulkUnload(['B', 'A', 'A', 'nope']);
-          await queued(c, 'A', 1, 2);
-          await queued(c, 'B', 0, 2);
+      await withContractServer(threeModels(n), async (c) => {
+        await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
+        const a = await c.running('A', n);
+        const b = await c.running('B', 1);
+        const bulk1 = c.bulkUnload(['A', 'B']);
+        await queued(c, 'A', 0, 1);
+        await queued(c, 'B', 0, 1);
+        const between = c.infer('A', { tag: 'between' });
+        await queued(c, 'A', 1, 1);
+        const bulk2 = c.bulkUnload(['B', 'A', 'A', 'nope']);
+        await queued(c, 'A', 1, 2);
+        await queued(c, 'B', 0, 2);
 
-          // A model outside both selections is neither blocked by them nor by their publication.
-          assert.equal(reportOf(await within(c.infer('C'), 'a request to C')).generation, 1);
-          assert.deepEqual((await within(c.bulkUnload(['C']), 'a third bulk on C only')).json, {
-            unloaded: ['C'],
-            not_found: [],
-          });
+        // A model outside both selections is neither blocked by them nor by their publication.
+        assert.equal(reportOf(await within(c.infer('C'), 'a request to C')).generation, 1);
+        assert.deepEqual((await within(c.bulkUnload(['C']), 'a third bulk on C only')).json, {
+          unloaded: ['C'],
+          not_found: [],
+        });
 
-          // B drains: the first bulk unloads it, the second finds it unloaded.
-          await b.gate.open();
-          await whenRuntime(c.s.voxd.runtime, 'B is unloaded', () => c.entry('B').scheduler.idle);
-          assert.deepEqual(await view(c, 'B'), unloadedView(1));
-          assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
+        // B drains: the first bulk unloads it, the second finds it unloaded.
+        await b.gate.open();
+        await whenRuntime(c.s.voxd.runtime, 'B is unloaded', () => c.entry('B').scheduler.idle);
+        assert.deepEqual(await view(c, 'B'), unloadedView(1));
+        assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
 
-          await a.gate.open();
-          for (const res of await Promise.all(a.requests)) assert.equal(reportOf(res).generation, 1);
-          assert.equal(
-            reportOf(await between).generation,
-            2,
-            'the request between the bulks reloads after the first',
-          );
-          assert.deepEqual((await within(bulk1, 'the first bulk')).json, {
-            unloaded: ['A', 'B'],
-            not_found: [],
-          });
-          assert.deepEqual((await within(bulk2, 'the second bulk')).json, {
-            unloaded: ['B', 'A'],
-            not_found: ['nope'],
-          });
-          assert.deepEqual(lifecycle(c, 'A'), new Expected(n).load().unload().load().unload().events);
-          assert.deepEqual(await view(c, 'A'), unloadedView(n));
-          assert.ok(c.entry('A').scheduler.idle, 'no lease left on A');
-        },
-      );
+        await a.gate.open();
+        for (const res of await Promise.all(a.requests)) assert.equal(reportOf(res).generation, 1);
+        assert.equal(
+          reportOf(await between).generation,
+          2,
+          'the request between the bulks reloads after the first',
+        );
+        assert.deepEqual((await within(bulk1, 'the first bulk')).json, {
+          unloaded: ['A', 'B'],
+          not_found: [],
+        });
+        assert.deepEqual((await within(bulk2, 'the second bulk')).json, {
+          unloaded: ['B', 'A'],
+          not_found: ['nope'],
+        });
+        assert.deepEqual(lifecycle(c, 'A'), new Expected(n).load().unload().load().unload().events);
+        assert.deepEqual(await view(c, 'A'), unloadedView(n));
+        assert.ok(c.entry('A').scheduler.idle, 'no lease left on A');
+      });
     });
   }
 
@@ -581,35 +582,29 @@ describe('arrival order: bulk unloads', () => {
   for (const kind of ['unload', 'reconfigure'] as const) {
     test(`[order.bulk-single] a bulk after a slow ${kind} of A frees ready B first, then waits for A`, async () => {
       const n = 2;
-      await withContractServer(
-        [
-          { id: 'A', slots: n },
-          { id: 'B', slots: 2 },
-        ],
-        async (c) => {
-          await Promise.all([c.ready('A'), c.ready('B')]);
-          const single =
-            kind === 'unload'
-              ? (await c.unloading('A')).request
-              : (await holdManager(c, 'A', 'reconfigure', n)).request;
-          const bulk = c.bulkUnload(['A', 'B']);
-          await queued(c, 'A', 0, 1);
-          await waitUntil('B is freed', () => c.count('B', 'weights-disposed') === 1);
-          await whenRuntime(c.s.voxd.runtime, 'B is idle', () => c.entry('B').scheduler.idle);
-          assert.deepEqual(await view(c, 'B'), unloadedView(2));
-          assert.equal((await view(c, 'A')).state, ACTIVITY[kind]);
+      await withContractServer(slotted({ A: n, B: 2 }), async (c) => {
+        await Promise.all([c.ready('A'), c.ready('B')]);
+        const single =
+          kind === 'unload'
+            ? (await c.unloading('A')).request
+            : (await holdManager(c, 'A', 'reconfigure', n)).request;
+        const bulk = c.bulkUnload(['A', 'B']);
+        await queued(c, 'A', 0, 1);
+        await waitUntil('B is freed', () => c.count('B', 'weights-disposed') === 1);
+        await whenRuntime(c.s.voxd.runtime, 'B is idle', () => c.entry('B').scheduler.idle);
+        assert.deepEqual(await view(c, 'B'), unloadedView(2));
+        assert.equal((await view(c, 'A')).state, ACTIVITY[kind]);
 
-          await openAll(c, 'A');
-          assertManagerResult(await single, kind, 'A');
-          assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['A', 'B'], not_found: [] });
-          const expected = new Expected(n).load();
-          if (kind === 'reconfigure') expected.reconfigure();
-          assert.deepEqual(lifecycle(c, 'A'), expected.unload().events, 'the bulk retires what A ended with');
-          assert.deepEqual(await view(c, 'A'), unloadedView(n));
-          const report = reportOf(await c.infer('A'));
-          assert.equal(report.load_options.variant, kind === 'reconfigure' ? 'next' : undefined);
-        },
-      );
+        await openAll(c, 'A');
+        assertManagerResult(await single, kind, 'A');
+        assert.deepEqual((await within(bulk, 'the bulk')).json, { unloaded: ['A', 'B'], not_found: [] });
+        const expected = new Expected(n).load();
+        if (kind === 'reconfigure') expected.reconfigure();
+        assert.deepEqual(lifecycle(c, 'A'), expected.unload().events, 'the bulk retires what A ended with');
+        assert.deepEqual(await view(c, 'A'), unloadedView(n));
+        const report = reportOf(await c.infer('A'));
+        assert.equal(report.load_options.variant, kind === 'reconfigure' ? 'next' : undefined);
+      });
     });
   }
 
@@ -638,116 +633,90 @@ describe('arrival order: bulk unloads', () => {
 describe('arrival order: bulk cancellation', () => {
   for (const n of COUNTS) {
     test(`[order.bulk-cancel] slots=${n}: a teardown that faults in the middle of a bulk still releases its grant; the bulk finishes and every model loads and unloads afterwards`, async () => {
-      await withContractServer(
-        [
-          { id: 'A', slots: n },
-          { id: 'B', slots: 2, load_options: FAULTY_TEARDOWN },
-          { id: 'C', slots: 1 },
-        ],
-        async (c) => {
-          await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
-          const { gate, requests } = await c.running('A', n);
-          await c.teardown('B').close();
-          const bulk = c.bulkUnload(['A', 'B', 'C']);
-          await queued(c, 'A', 0, 1);
-          await whenRuntime(
-            c.s.voxd.runtime,
-            'B is unloading',
-            () => c.entry('B').state.kind === 'unloading',
-          );
-          await waitUntil('C is unloaded', () => c.count('C', 'weights-disposed') === 1);
+      await withContractServer(threeModels(n, { slots: 2, load_options: FAULTY_TEARDOWN }), async (c) => {
+        await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
+        const { gate, requests } = await c.running('A', n);
+        await c.teardown('B').close();
+        const bulk = c.bulkUnload(['A', 'B', 'C']);
+        await bulkMidway(c);
 
-          // B's teardown faults (its primary's dispose threw; now its weights' fails) while A's
-          // barrier is still pending.
-          await c.teardown('B').open();
-          await whenRuntime(c.s.voxd.runtime, 'B is idle', () => c.entry('B').scheduler.idle);
-          assert.deepEqual(lifecycle(c, 'B'), [...loadOf(1, 2), ...faultyTeardownOf(1, 2)]);
-          assert.deepEqual(await view(c, 'B'), unloadedView(2));
-          assert.equal(c.snapshot('A').queuedManagers, 1, "A's barrier is still queued");
-          assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n });
+        // B's teardown faults (its primary's dispose threw; now its weights' fails) while A's
+        // barrier is still pending.
+        await c.teardown('B').open();
+        await whenRuntime(c.s.voxd.runtime, 'B is idle', () => c.entry('B').scheduler.idle);
+        assert.deepEqual(lifecycle(c, 'B'), [...loadOf(1, 2), ...faultyTeardownOf(1, 2)]);
+        assert.deepEqual(await view(c, 'B'), unloadedView(2));
+        assert.equal(c.snapshot('A').queuedManagers, 1, "A's barrier is still queued");
+        assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n });
 
-          await gate.open();
-          for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
-          assert.deepEqual((await within(bulk, 'the bulk')).json, {
-            unloaded: ['A', 'B', 'C'],
-            not_found: [],
-          });
-          assert.deepEqual(lifecycle(c, 'A'), [...loadOf(1, n), ...teardownOf(1, n)]);
-          // No stranded management ownership: each model loads, serves and unloads again.
-          for (const [id, slots] of [
-            ['A', n],
-            ['B', 2],
-            ['C', 1],
-          ] as const) {
-            assert.deepEqual(await view(c, id), unloadedView(slots));
-            assert.ok(c.entry(id).scheduler.idle, `no lease left on ${id}`);
-            assert.equal(reportOf(await within(c.infer(id), `a request to ${id}`)).generation, 2);
-            assert.deepEqual((await within(c.unload(id), `unloading ${id}`)).json, { id, loaded: false });
-            assert.deepEqual(await view(c, id), unloadedView(slots));
-            assert.ok(c.entry(id).scheduler.idle, `no lease left on ${id} after its unload`);
-          }
-          assert.deepEqual(lifecycle(c, 'B'), [
-            ...loadOf(1, 2),
-            ...faultyTeardownOf(1, 2),
-            ...loadOf(2, 2),
-            ...faultyTeardownOf(2, 2),
-          ]);
-        },
-      );
+        await gate.open();
+        for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
+        assert.deepEqual((await within(bulk, 'the bulk')).json, {
+          unloaded: ['A', 'B', 'C'],
+          not_found: [],
+        });
+        assert.deepEqual(lifecycle(c, 'A'), [...loadOf(1, n), ...teardownOf(1, n)]);
+        // No stranded management ownership: each model loads, serves and unloads again.
+        for (const [id, slots] of [
+          ['A', n],
+          ['B', 2],
+          ['C', 1],
+        ] as const) {
+          assert.deepEqual(await view(c, id), unloadedView(slots));
+          assert.ok(c.entry(id).scheduler.idle, `no lease left on ${id}`);
+          assert.equal(reportOf(await within(c.infer(id), `a request to ${id}`)).generation, 2);
+          assert.deepEqual((await within(c.unload(id), `unloading ${id}`)).json, { id, loaded: false });
+          assert.deepEqual(await view(c, id), unloadedView(slots));
+          assert.ok(c.entry(id).scheduler.idle, `no lease left on ${id} after its unload`);
+        }
+        assert.deepEqual(lifecycle(c, 'B'), [
+          ...loadOf(1, 2),
+          ...faultyTeardownOf(1, 2),
+          ...loadOf(2, 2),
+          ...faultyTeardownOf(2, 2),
+        ]);
+      });
     });
 
     test(`[order.bulk-cancel] slots=${n}: a bulk whose client leaves unwinds pending barriers and finishes granted unloads`, async () => {
-      await withContractServer(
-        [
-          { id: 'A', slots: n },
-          { id: 'B', slots: 1 },
-          { id: 'C', slots: 1 },
-        ],
-        async (c) => {
-          await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
-          const { gate, requests } = await c.running('A', n);
-          await c.teardown('B').close();
-          const client = new AbortController();
-          const bulk = post(c.url, '/v1/tasks/unload_models', { model_ids: ['A', 'B', 'C'] }, client.signal);
-          bulk.catch(() => {});
-          await queued(c, 'A', 0, 1);
-          await whenRuntime(
-            c.s.voxd.runtime,
-            'B is unloading',
-            () => c.entry('B').state.kind === 'unloading',
-          );
-          await waitUntil('C is unloaded', () => c.count('C', 'weights-disposed') === 1);
-          const behind = c.infer('A', { tag: 'behind-the-barrier' });
-          await queued(c, 'A', 1, 1);
+      await withContractServer(threeModels(n), async (c) => {
+        await Promise.all(['A', 'B', 'C'].map((id) => c.ready(id)));
+        const { gate, requests } = await c.running('A', n);
+        await c.teardown('B').close();
+        const client = new AbortController();
+        const bulk = post(c.url, '/v1/tasks/unload_models', { model_ids: ['A', 'B', 'C'] }, client.signal);
+        bulk.catch(() => {});
+        await bulkMidway(c);
+        const behind = c.infer('A', { tag: 'behind-the-barrier' });
+        await queued(c, 'A', 1, 1);
 
-          client.abort();
-          await assert.rejects(bulk);
-          await whenRuntime(
-            c.s.voxd.runtime,
-            "A's pending barrier left its queue",
-            () => c.snapshot('A').queuedManagers === 0,
-          );
-          assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n, queued_requests: 1 });
-          // B's unload was granted before the client left: it completes and releases its lease.
-          assert.equal((await view(c, 'B')).state, 'unloading');
-          await c.teardown('B').open();
-          await whenRuntime(c.s.voxd.runtime, 'B is idle', () => c.entry('B').scheduler.idle);
-          assert.deepEqual(await view(c, 'B'), unloadedView(1));
-          assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
-          assert.deepEqual(await view(c, 'C'), unloadedView(1));
+        client.abort();
+        await assert.rejects(bulk);
+        await whenRuntime(
+          c.s.voxd.runtime,
+          "A's pending barrier left its queue",
+          () => c.snapshot('A').queuedManagers === 0,
+        );
+        assert.deepEqual(await view(c, 'A'), { ...readyView(n), active_slots: n, queued_requests: 1 });
+        // B's unload was granted before the client left: it completes and releases its lease.
+        assert.equal((await view(c, 'B')).state, 'unloading');
+        await c.teardown('B').open();
+        await whenRuntime(c.s.voxd.runtime, 'B is idle', () => c.entry('B').scheduler.idle);
+        assert.deepEqual(await view(c, 'B'), unloadedView(1));
+        assert.deepEqual(lifecycle(c, 'B'), new Expected(1).load().unload().events);
+        assert.deepEqual(await view(c, 'C'), unloadedView(1));
 
-          await gate.open();
-          for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
-          assert.equal(reportOf(await behind).generation, 1, 'A was never unloaded');
-          assert.deepEqual(lifecycle(c, 'A'), loadOf(1, n));
-          assert.deepEqual(await view(c, 'A'), readyView(n));
-          assert.ok(c.entry('A').scheduler.idle, 'no stranded manager lease on A');
-          // Every model accepts work and management afterwards.
-          assert.equal(reportOf(await within(c.infer('A'), 'a request to A')).generation, 1);
-          assert.equal(reportOf(await within(c.infer('B'), 'a request to B')).generation, 2);
-          assert.deepEqual((await within(c.unload('A'), 'unloading A')).json, { id: 'A', loaded: false });
-        },
-      );
+        await gate.open();
+        for (const res of await Promise.all(requests)) assert.equal(reportOf(res).generation, 1);
+        assert.equal(reportOf(await behind).generation, 1, 'A was never unloaded');
+        assert.deepEqual(lifecycle(c, 'A'), loadOf(1, n));
+        assert.deepEqual(await view(c, 'A'), readyView(n));
+        assert.ok(c.entry('A').scheduler.idle, 'no stranded manager lease on A');
+        // Every model accepts work and management afterwards.
+        assert.equal(reportOf(await within(c.infer('A'), 'a request to A')).generation, 1);
+        assert.equal(reportOf(await within(c.infer('B'), 'a request to B')).generation, 2);
+        assert.deepEqual((await within(c.unload('A'), 'unloading A')).json, { id: 'A', loaded: false });
+      });
     });
   }
 });

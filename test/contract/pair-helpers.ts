@@ -1,12 +1,13 @@
 /**
  * Assertions shared by the two-model situation tests (pair-matrix*.test.ts): the GET /v1/models
- * fields of one model, a summary of the fixture's record for one model and event order. What every
- * contract file shares (track among it) is in assertions.ts.
+ * fields of one model, a summary of the fixture's record for one model, event order, and the steps
+ * the situations' operations share (a manager operation queued behind older work, the outcome of a
+ * reconfiguration). What every contract file shares (track among it) is in assertions.ts.
  */
 import assert from 'node:assert/strict';
 import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
 import { type HttpResult, reportOf, whenRuntime } from '../helpers/voxd.js';
-import { readyView, unloadedView, type View, view } from './assertions.js';
+import { readyView, type Tracked, track, unloadedView, type View, view } from './assertions.js';
 import type { ContractServer, ToggleGate } from './harness.js';
 
 /** Per-test limit: a deadlock fails the test instead of hanging the file. */
@@ -51,7 +52,51 @@ export function expectRecord(c: ContractServer, id: string, want: RecordSummary,
   assert.deepEqual(summary(c, id), want, `fixture record of ${id}${when ? ` ${when}` : ''}`);
 }
 
-type Match = Partial<FixtureEvent> & { type: FixtureEvent['type']; model: string };
+/** The record of a model never loaded. */
+export const NEVER_LOADED: RecordSummary = {
+  loads: [],
+  sessions: 0,
+  sessionsDisposed: 0,
+  weightsDisposed: [],
+};
+
+/** The record of a model loaded once with `sessions` sessions and still loaded. */
+export const loadedOnce = (sessions: number): RecordSummary => ({
+  loads: [1],
+  sessions,
+  sessionsDisposed: 0,
+  weightsDisposed: [],
+});
+
+/** The record of a model loaded once and torn down: every session and the weights disposed. */
+export const freedOnce = (sessions: number): RecordSummary => ({
+  loads: [1],
+  sessions,
+  sessionsDisposed: sessions,
+  weightsDisposed: [1],
+});
+
+/** Asserts the model's GET /v1/models fields, then its fixture record. */
+export async function expectModel(
+  c: ContractServer,
+  id: string,
+  fields: View,
+  record: RecordSummary,
+  when = '',
+): Promise<void> {
+  await expectFields(c, id, fields, when);
+  expectRecord(c, id, record, when);
+}
+
+/** The model is ready and idle, loaded once with `slots` sessions and never torn down. */
+export const expectIdle = (c: ContractServer, id: string, slots: number, when = ''): Promise<void> =>
+  expectModel(c, id, readyFields(slots), loadedOnce(slots), when);
+
+/** The model is unloaded after one load: every session and the weights disposed. */
+export const expectFreed = (c: ContractServer, id: string, slots: number, when = ''): Promise<void> =>
+  expectModel(c, id, poolless('unloaded', slots), freedOnce(slots), when);
+
+export type Match = Partial<FixtureEvent> & { type: FixtureEvent['type']; model: string };
 
 function matches(e: FixtureEvent, m: Match): boolean {
   return Object.entries(m).every(([k, v]) => (e as unknown as Record<string, unknown>)[k] === v);
@@ -133,3 +178,101 @@ export function reconfigLoads(prior: number, slots: number): { probe: number | n
 }
 
 export const NEXT = { load_options: { variant: 'next' } };
+
+/** The models of most situations: A with n slots, B with one. */
+export const aAndB = (n: number) => [
+  { id: 'A', slots: n },
+  { id: 'B', slots: 1 },
+];
+
+/** Every run on A's first load ended before that load's weights were disposed. */
+export const OLD_RUNS_FIRST: [Match, Match] = [
+  { type: 'run-end', model: 'A', generation: 1 },
+  { type: 'weights-disposed', model: 'A', generation: 1 },
+];
+
+/**
+ * A's record after one load and a reconfiguration to a changed load_options (see reconfigLoads).
+ * With a capacity probe, `disposal` says which weights went first: 'probe-first' when the old pool
+ * still served while the probe ran, 'old-first' when the old weights were already going.
+ */
+export function reconfiguredRecord(slots: number, disposal: 'probe-first' | 'old-first'): RecordSummary {
+  const { probe, replacement } = reconfigLoads(1, slots);
+  if (!probe)
+    return { loads: [1, replacement], sessions: 2 * slots, sessionsDisposed: slots, weightsDisposed: [1] };
+  return {
+    loads: [1, probe, replacement],
+    sessions: 2 * slots,
+    sessionsDisposed: slots,
+    weightsDisposed: disposal === 'probe-first' ? [probe, 1] : [1, probe],
+  };
+}
+
+/**
+ * Asserts the reconfiguration's 200, then A ready with `reconfiguredRecord`; returns the
+ * generation of the replacement pool.
+ */
+export async function expectReconfigured(
+  c: ContractServer,
+  response: Promise<HttpResult>,
+  slots: number,
+  disposal: 'probe-first' | 'old-first',
+): Promise<number> {
+  await expectJson(response, RECONFIGURED);
+  await expectModel(c, 'A', readyFields(slots), reconfiguredRecord(slots, disposal));
+  return reconfigLoads(1, slots).replacement;
+}
+
+/** After a reconfiguration to NEXT: a request runs on the replacement pool with the new options. */
+export async function expectReplacement(c: ContractServer, generation: number): Promise<void> {
+  const report = reportOf(await c.infer('A'));
+  assert.equal(report.generation, generation, 'served by the replacement pool');
+  assert.equal(report.load_options.variant, 'next', 'bound to the new configuration');
+}
+
+/**
+ * Sends a manager operation on `id` (a reconfiguration, an unload) and waits until the model has
+ * `managers` manager leases queued; then asserts the model's fields (when given) and that the
+ * operation has not been answered.
+ */
+export async function queueManager(
+  c: ContractServer,
+  id: string,
+  send: Promise<HttpResult>,
+  what: string,
+  fields?: View,
+  managers = 1,
+): Promise<Tracked> {
+  const operation = track(send);
+  await waitScheduler(c, id, `${what} queued`, (s) => s.queuedManagers === managers);
+  if (fields) await expectFields(c, id, fields, `with the ${what} queued`);
+  assert.equal(operation.settled, false, `the ${what} waits`);
+  return operation;
+}
+
+/**
+ * An unload of A (`slots` slots) queued behind A's older work: asserts that it waits (with A's
+ * `fields` meanwhile, when given) until `release` lets that work finish, then its 200, A freed,
+ * and that every run of A ended before A's first `disposal` event.
+ */
+export async function expectUnloadAfterOlderWork(
+  c: ContractServer,
+  slots: number,
+  release: () => Promise<unknown>,
+  disposal: 'session-disposed' | 'weights-disposed',
+  fields?: View,
+): Promise<void> {
+  const unload = await queueManager(c, 'A', c.unload('A'), 'unload', fields);
+  await release();
+  await expectJson(unload.promise, A_UNLOADED);
+  await expectFreed(c, 'A', slots);
+  expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: disposal, model: 'A' });
+}
+
+/** Sends a bulk unload of A and B and waits until idle B (one slot) is freed; returns the bulk. */
+export async function bulkFreeingB(c: ContractServer): Promise<Tracked> {
+  const bulk = track(c.bulkUnload(['A', 'B']));
+  await c.waitCount('B', 'weights-disposed', 1);
+  await expectFreed(c, 'B', 1);
+  return bulk;
+}

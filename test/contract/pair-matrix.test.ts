@@ -7,75 +7,63 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { closeAfter, errorOf, ManualClock, reportOf, waitUntil } from '../helpers/voxd.js';
+import { errorOf, ManualClock, waitUntil } from '../helpers/voxd.js';
 import { track } from './assertions.js';
-import { type ContractServer, contractServer } from './harness.js';
+import { type ContractServer, contractSituation } from './harness.js';
 import {
   A_UNLOADED,
+  aAndB,
   BOTH,
+  bulkFreeingB,
   eventIndex,
   expectAllBefore,
   expectFields,
+  expectFreed,
+  expectIdle,
   expectJson,
-  expectRecord,
+  expectModel,
+  expectReconfigured,
+  expectReplacement,
   expectReports,
+  expectUnloadAfterOlderWork,
   LIMIT,
+  loadedOnce,
+  NEVER_LOADED,
   NEXT,
+  OLD_RUNS_FIRST,
   poolless,
+  queueManager,
   RECONFIGURED,
   readyFields,
   reconfigLoads,
+  reconfiguredRecord,
   runEach,
   waitScheduler,
 } from './pair-helpers.js';
 
 /** B was loaded once, is idle and was never torn down. */
-async function expectBIdle(c: ContractServer, when: string): Promise<void> {
-  await expectFields(c, 'B', readyFields(1), when);
-  expectRecord(c, 'B', { loads: [1], sessions: 1, sessionsDisposed: 0, weightsDisposed: [] }, when);
-}
+const expectBIdle = (c: ContractServer, when: string) => expectIdle(c, 'B', 1, when);
 
-async function expectBFreed(c: ContractServer): Promise<void> {
-  await expectFields(c, 'B', poolless('unloaded', 1));
-  expectRecord(c, 'B', { loads: [1], sessions: 1, sessionsDisposed: 1, weightsDisposed: [1] });
-}
-
-/** After a reconfiguration to NEXT: a request runs on the replacement pool with the new options. */
-async function expectReplacement(c: ContractServer, generation: number): Promise<void> {
-  const report = reportOf(await c.infer('A'));
-  assert.equal(report.generation, generation, 'served by the replacement pool');
-  assert.equal(report.load_options.variant, 'next', 'bound to the new configuration');
-}
+const expectBFreed = (c: ContractServer) => expectFreed(c, 'B', 1);
 
 // ---------------------------------------------------------------------------------------------
 describe('pair: A unloaded, B ready', () => {
-  async function situation(n: number): Promise<ContractServer> {
-    const c = await contractServer([
-      { id: 'A', slots: n },
-      { id: 'B', slots: 1 },
-    ]);
+  const situation = contractSituation(aAndB, async (c, n) => {
     await c.ready('B');
-    await expectFields(c, 'A', poolless('unloaded', n), 'at the start');
-    expectRecord(
-      c,
-      'A',
-      { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] },
-      'at the start',
-    );
+    await expectModel(c, 'A', poolless('unloaded', n), NEVER_LOADED, 'at the start');
     await expectBIdle(c, 'at the start');
-    return c;
-  }
+    return {};
+  });
 
   for (const n of [1, 2, 4]) {
     test(
       `[pair.a-unloaded-b-ready.request-a] slots=${n}: A initialises its whole pool and runs; B untouched`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async (c) => {
+        await situation(n, async ({ c }) => {
           const [report] = await expectReports([c.infer('A')], 1);
           assert.equal(report.load_options.variant, undefined);
-          await expectFields(c, 'A', readyFields(n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectIdle(c, 'A', n);
           assert.equal(c.count('A', 'run-end'), 1);
           await expectBIdle(c, 'after A ran');
         });
@@ -86,12 +74,10 @@ describe('pair: A unloaded, B ready', () => {
       `[pair.a-unloaded-b-ready.request-b] slots=${n}: warm B runs; A stays unloaded and is not loaded`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async (c) => {
+        await situation(n, async ({ c }) => {
           await expectReports([c.infer('B')], 1);
-          await expectFields(c, 'B', readyFields(1));
-          expectRecord(c, 'B', { loads: [1], sessions: 1, sessionsDisposed: 0, weightsDisposed: [] });
-          await expectFields(c, 'A', poolless('unloaded', n));
-          expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectIdle(c, 'B', 1);
+          await expectModel(c, 'A', poolless('unloaded', n), NEVER_LOADED);
         });
       },
     );
@@ -100,11 +86,10 @@ describe('pair: A unloaded, B ready', () => {
       `[pair.a-unloaded-b-ready.reconfigure-a] slots=${n}: A validates and loads the replacement exclusively; B untouched`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async (c) => {
+        await situation(n, async ({ c }) => {
           await expectJson(c.register('A', NEXT), RECONFIGURED);
           const { probe, replacement } = reconfigLoads(0, n);
-          await expectFields(c, 'A', readyFields(n));
-          expectRecord(c, 'A', {
+          await expectModel(c, 'A', readyFields(n), {
             loads: probe ? [probe, replacement] : [replacement],
             sessions: n,
             sessionsDisposed: 0,
@@ -120,10 +105,9 @@ describe('pair: A unloaded, B ready', () => {
       `[pair.a-unloaded-b-ready.unload-a] slots=${n}: idempotent unload of A; B untouched`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async (c) => {
+        await situation(n, async ({ c }) => {
           await expectJson(c.unload('A'), A_UNLOADED);
-          await expectFields(c, 'A', poolless('unloaded', n));
-          expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectModel(c, 'A', poolless('unloaded', n), NEVER_LOADED);
           await expectBIdle(c, 'after A was unloaded');
         });
       },
@@ -133,10 +117,9 @@ describe('pair: A unloaded, B ready', () => {
       `[pair.a-unloaded-b-ready.unload-ab] slots=${n}: bulk frees idle B, A already unloaded; both listed once`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async (c) => {
+        await situation(n, async ({ c }) => {
           await expectJson(c.bulkUnload(['A', 'B', 'A']), BOTH);
-          await expectFields(c, 'A', poolless('unloaded', n));
-          expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectModel(c, 'A', poolless('unloaded', n), NEVER_LOADED);
           await expectBFreed(c);
         });
       },
@@ -146,33 +129,25 @@ describe('pair: A unloaded, B ready', () => {
 
 // ---------------------------------------------------------------------------------------------
 describe('pair: A loading, B ready', () => {
-  async function situation(n: number, max_loaded_models = 0) {
-    const c = await contractServer(
-      [
-        { id: 'A', slots: n },
-        { id: 'B', slots: 1 },
-      ],
-      { max_loaded_models },
-    );
+  /** A's first request is in its cold load, held by A's closed load gate; `release` lets it finish. */
+  const situation = contractSituation(aAndB, async (c, n) => {
     await c.ready('B');
     const { request: first } = await c.loading('A');
-    await expectFields(c, 'A', poolless('loading', n, 1, 0), 'at the start');
-    expectRecord(
-      c,
-      'A',
-      { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] },
-      'at the start',
-    );
+    await expectModel(c, 'A', poolless('loading', n, 1, 0), NEVER_LOADED, 'at the start');
     await expectBIdle(c, 'at the start');
-    return { c, first, close: () => c.close() };
-  }
+    const release = async () => {
+      await c.load('A').open();
+      return expectReports([first], 1);
+    };
+    return { first, release };
+  });
 
   for (const n of [1, 2, 4]) {
     test(
       `[pair.a-loading-b-ready.request-a] slots=${n}: ${n > 1 ? 'a spare slot admits and waits for the shared initialisation' : 'the full pool queues the request'}; both run on the published pool`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, first }) => {
+        await situation(n, async ({ c, first }) => {
           const second = c.infer('A');
           if (n > 1) await waitScheduler(c, 'A', 'second request admitted', (s) => s.activeRequests === 2);
           else await waitScheduler(c, 'A', 'second request queued', (s) => s.queuedRequests === 1);
@@ -181,8 +156,7 @@ describe('pair: A loading, B ready', () => {
           await c.load('A').open();
           const reports = await expectReports([first, second], 1);
           if (n > 1) assert.notEqual(reports[0].slot, reports[1].slot, 'two independent sessions');
-          await expectFields(c, 'A', readyFields(n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectIdle(c, 'A', n);
           await expectBIdle(c, 'after A loaded');
         });
       },
@@ -193,18 +167,20 @@ describe('pair: A loading, B ready', () => {
         `[pair.a-loading-b-ready.request-b] slots=${n}, max_loaded_models=${guard}: warm B completes while A's load is still held${guard ? ' (and holds the cold-load guard)' : ''}`,
         LIMIT,
         async () => {
-          await closeAfter(situation(n, guard), async ({ c, first }) => {
-            await expectReports([c.infer('B')], 1);
-            // B answered while A is still in its cold load, held by the closed load gate.
-            assert.equal(c.entry('A').state.kind, 'loading');
-            await expectFields(c, 'A', poolless('loading', n, 1, 0), 'after B ran');
-            expectRecord(c, 'A', { loads: [], sessions: 0, sessionsDisposed: 0, weightsDisposed: [] });
-            await expectBIdle(c, 'after B ran');
-            assert.equal(c.count('B', 'run-end'), 1);
-            await c.load('A').open();
-            await expectReports([first], 1);
-            await expectFields(c, 'A', readyFields(n));
-          });
+          await situation(
+            n,
+            async ({ c, release }) => {
+              await expectReports([c.infer('B')], 1);
+              // B answered while A is still in its cold load, held by the closed load gate.
+              assert.equal(c.entry('A').state.kind, 'loading');
+              await expectModel(c, 'A', poolless('loading', n, 1, 0), NEVER_LOADED, 'after B ran');
+              await expectBIdle(c, 'after B ran');
+              assert.equal(c.count('B', 'run-end'), 1);
+              await release();
+              await expectFields(c, 'A', readyFields(n));
+            },
+            { max_loaded_models: guard },
+          );
         },
       );
     }
@@ -213,32 +189,17 @@ describe('pair: A loading, B ready', () => {
       `[pair.a-loading-b-ready.reconfigure-a] slots=${n}: the reconfiguration waits for the first load and the request that started it`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, first }) => {
-          const reconfigure = track(c.register('A', NEXT));
-          await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
-          await expectFields(c, 'A', poolless('loading', n, 1, 0), 'with the reconfiguration queued');
-          assert.equal(reconfigure.settled, false);
-          await c.load('A').open();
-          const [report] = await expectReports([first], 1);
+        await situation(n, async ({ c, release }) => {
+          const loading = poolless('loading', n, 1, 0);
+          const reconfigure = await queueManager(c, 'A', c.register('A', NEXT), 'reconfiguration', loading);
+          const [report] = await release();
           assert.equal(
             report.load_options.variant,
             undefined,
             'the older request ran on the old configuration',
           );
-          await expectJson(reconfigure.promise, RECONFIGURED);
-          const { probe, replacement } = reconfigLoads(1, n);
-          await expectFields(c, 'A', readyFields(n));
-          expectRecord(c, 'A', {
-            loads: probe ? [1, probe, replacement] : [1, replacement],
-            sessions: 2 * n,
-            sessionsDisposed: n,
-            weightsDisposed: probe ? [probe, 1] : [1],
-          });
-          expectAllBefore(
-            c,
-            { type: 'run-end', model: 'A', generation: 1 },
-            { type: 'weights-disposed', model: 'A', generation: 1 },
-          );
+          const replacement = await expectReconfigured(c, reconfigure.promise, n, 'probe-first');
+          expectAllBefore(c, ...OLD_RUNS_FIRST);
           await expectBIdle(c, 'after A was reconfigured');
           await expectReplacement(c, replacement);
         });
@@ -249,17 +210,9 @@ describe('pair: A loading, B ready', () => {
       `[pair.a-loading-b-ready.unload-a] slots=${n}: the unload waits for the first load and older work, then A is unloaded`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, first }) => {
-          const unload = track(c.unload('A'));
-          await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
-          await expectFields(c, 'A', poolless('loading', n, 1, 0), 'with the unload queued');
-          assert.equal(unload.settled, false);
-          await c.load('A').open();
-          await expectReports([first], 1);
-          await expectJson(unload.promise, A_UNLOADED);
-          await expectFields(c, 'A', poolless('unloaded', n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
-          expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'weights-disposed', model: 'A' });
+        await situation(n, async ({ c, release }) => {
+          const loading = poolless('loading', n, 1, 0);
+          await expectUnloadAfterOlderWork(c, n, release, 'weights-disposed', loading);
           await expectBIdle(c, 'after A was unloaded');
         });
       },
@@ -269,7 +222,7 @@ describe('pair: A loading, B ready', () => {
       `[pair.a-loading-b-ready.unload-ab] slots=${n}: bulk frees idle B while A is still loading, then A; both listed once`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, first }) => {
+        await situation(n, async ({ c, release }) => {
           const bulk = track(c.bulkUnload(['A', 'B', 'A']));
           await c.waitCount('B', 'weights-disposed', 1);
           // B is gone while A's first load is still held by its gate, with A's barrier queued.
@@ -279,11 +232,9 @@ describe('pair: A loading, B ready', () => {
           await expectBFreed(c);
           assert.equal(c.count('A', 'load'), 0);
           assert.equal(bulk.settled, false);
-          await c.load('A').open();
-          await expectReports([first], 1);
+          await release();
           await expectJson(bulk.promise, BOTH);
-          await expectFields(c, 'A', poolless('unloaded', n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+          await expectFreed(c, 'A', n);
           assert.ok(
             eventIndex(c, { type: 'weights-disposed', model: 'B' }) <
               eventIndex(c, { type: 'load', model: 'A' }),
@@ -298,40 +249,33 @@ describe('pair: A loading, B ready', () => {
 
 // ---------------------------------------------------------------------------------------------
 describe('pair: A running with spare slots, B ready', () => {
-  async function situation(n: number) {
-    const c = await contractServer([
-      { id: 'A', slots: n },
-      { id: 'B', slots: 1 },
-    ]);
+  /** n - 1 of A's n slots run requests held by one gate; `release` opens it and checks their reports. */
+  const situation = contractSituation(aAndB, async (c, n) => {
     await c.ready('A');
     await c.ready('B');
     const { gate, requests: held } = await c.running('A', n - 1);
-    await expectFields(c, 'A', readyFields(n, n - 1, 0), 'at the start');
-    expectRecord(
-      c,
-      'A',
-      { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] },
-      'at the start',
-    );
+    await expectModel(c, 'A', readyFields(n, n - 1, 0), loadedOnce(n), 'at the start');
     await expectBIdle(c, 'at the start');
-    return { c, gate, held, close: () => c.close() };
-  }
+    const release = async () => {
+      await gate.open();
+      return expectReports(held, 1);
+    };
+    return { release };
+  });
 
   for (const n of [2, 4]) {
     test(
       `[pair.a-spare-b-ready.request-a] slots=${n}: a spare slot admits A's request while ${n - 1} run`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, gate, held }) => {
+        await situation(n, async ({ c, release }) => {
           const heldSlots = c.events('A', 'run-start').map((e) => (e as { slot: number }).slot);
           const [report] = await expectReports([c.infer('A')], 1);
           assert.ok(!heldSlots.includes(report.slot), `slot ${report.slot} is a spare one, not ${heldSlots}`);
           assert.equal(c.count('A', 'run-end'), 1, 'the older runs are still held');
           await expectFields(c, 'A', readyFields(n, n - 1, 0), 'after the spare-slot request');
-          await gate.open();
-          await expectReports(held, 1);
-          await expectFields(c, 'A', readyFields(n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
+          await release();
+          await expectIdle(c, 'A', n);
           await expectBIdle(c, 'after A ran');
         });
       },
@@ -341,13 +285,12 @@ describe('pair: A running with spare slots, B ready', () => {
       `[pair.a-spare-b-ready.request-b] slots=${n}: B runs independently while A's runs are held`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, gate, held }) => {
+        await situation(n, async ({ c, release }) => {
           await expectReports([c.infer('B')], 1);
           await expectBIdle(c, 'after B ran');
           await expectFields(c, 'A', readyFields(n, n - 1, 0), 'after B ran');
           assert.equal(c.count('A', 'run-end'), 0);
-          await gate.open();
-          await expectReports(held, 1);
+          await release();
           await expectFields(c, 'A', readyFields(n));
         });
       },
@@ -357,7 +300,7 @@ describe('pair: A running with spare slots, B ready', () => {
       `[pair.a-spare-b-ready.reconfigure-a] slots=${n}: the reconfiguration waits for all older A work despite spare slots, and a later request queues behind it`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, gate, held }) => {
+        await situation(n, async ({ c, release }) => {
           const reconfigure = track(c.register('A', NEXT));
           await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
           const later = c.infer('A');
@@ -366,25 +309,14 @@ describe('pair: A running with spare slots, B ready', () => {
           await expectFields(c, 'A', readyFields(n, n - 1, 1), 'with the reconfiguration queued');
           assert.equal(c.count('A', 'run-start'), n - 1, 'the later request did not take a spare slot');
           assert.equal(reconfigure.settled, false);
-          await gate.open();
-          const old = await expectReports(held, 1);
+          const old = await release();
           for (const r of old) assert.equal(r.load_options.variant, undefined);
           await expectJson(reconfigure.promise, RECONFIGURED);
-          const { probe, replacement } = reconfigLoads(1, n);
+          const { replacement } = reconfigLoads(1, n);
           const [report] = await expectReports([later], replacement);
           assert.equal(report.load_options.variant, 'next', 'the later request bound the new configuration');
-          await expectFields(c, 'A', readyFields(n));
-          expectRecord(c, 'A', {
-            loads: [1, probe!, replacement],
-            sessions: 2 * n,
-            sessionsDisposed: n,
-            weightsDisposed: [probe!, 1],
-          });
-          expectAllBefore(
-            c,
-            { type: 'run-end', model: 'A', generation: 1 },
-            { type: 'weights-disposed', model: 'A', generation: 1 },
-          );
+          await expectModel(c, 'A', readyFields(n), reconfiguredRecord(n, 'probe-first'));
+          expectAllBefore(c, ...OLD_RUNS_FIRST);
           await expectBIdle(c, 'after A was reconfigured');
         });
       },
@@ -394,18 +326,18 @@ describe('pair: A running with spare slots, B ready', () => {
       `[pair.a-spare-b-ready.unload-a] slots=${n}: the unload waits for all older A work despite spare slots`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, gate, held }) => {
-          const unload = track(c.unload('A'));
-          await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
-          await expectFields(c, 'A', readyFields(n, n - 1, 0), 'with the unload queued');
-          assert.equal(unload.settled, false);
-          assert.equal(c.count('A', 'weights-disposed'), 0);
-          await gate.open();
-          await expectReports(held, 1);
-          await expectJson(unload.promise, A_UNLOADED);
-          await expectFields(c, 'A', poolless('unloaded', n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
-          expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'session-disposed', model: 'A' });
+        await situation(n, async ({ c, release }) => {
+          const releaseAfterCheck = () => {
+            assert.equal(c.count('A', 'weights-disposed'), 0);
+            return release();
+          };
+          await expectUnloadAfterOlderWork(
+            c,
+            n,
+            releaseAfterCheck,
+            'session-disposed',
+            readyFields(n, n - 1, 0),
+          );
           await expectBIdle(c, 'after A was unloaded');
         });
       },
@@ -415,19 +347,15 @@ describe('pair: A running with spare slots, B ready', () => {
       `[pair.a-spare-b-ready.unload-ab] slots=${n}: bulk frees idle B at once, then drains A`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, gate, held }) => {
-          const bulk = track(c.bulkUnload(['A', 'B']));
-          await c.waitCount('B', 'weights-disposed', 1);
-          await expectBFreed(c);
+        await situation(n, async ({ c, release }) => {
+          const bulk = await bulkFreeingB(c);
           assert.equal(c.snapshot('A').queuedManagers, 1, "A's barrier waits");
           await expectFields(c, 'A', readyFields(n, n - 1, 0), 'after B was freed');
           assert.equal(c.count('A', 'run-end'), 0, "A's runs are still held");
           assert.equal(bulk.settled, false);
-          await gate.open();
-          await expectReports(held, 1);
+          await release();
           await expectJson(bulk.promise, BOTH);
-          await expectFields(c, 'A', poolless('unloaded', n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+          await expectFreed(c, 'A', n);
           expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'weights-disposed', model: 'A' });
           await expectBFreed(c);
         });
@@ -438,39 +366,33 @@ describe('pair: A running with spare slots, B ready', () => {
 
 // ---------------------------------------------------------------------------------------------
 describe('pair: A full with a queued request, B ready', () => {
-  /** A's n slots each held by their own gate, and one more request `queued` (held by its own gate once it runs). */
-  async function situation(n: number, clock?: ManualClock) {
-    const c = await contractServer(
-      [
-        { id: 'A', slots: n },
-        { id: 'B', slots: 1 },
-      ],
-      { clock },
-    );
+  /**
+   * A's n slots each held by their own gate, and one more request `queued` (held by its own gate
+   * once it runs); `release` opens every gate and checks all their reports.
+   */
+  const situation = contractSituation(aAndB, async (c, n) => {
     await c.ready('A');
     await c.ready('B');
     const { gates, requests: held } = await runEach(c, 'A', n);
     const queuedGate = await c.runGate();
     const queued = track(c.infer('A', { run_gate: queuedGate.path }));
     await waitScheduler(c, 'A', 'one request queued', (s) => s.queuedRequests === 1);
-    await expectFields(c, 'A', readyFields(n, n, 1), 'at the start');
-    expectRecord(
-      c,
-      'A',
-      { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] },
-      'at the start',
-    );
+    await expectModel(c, 'A', readyFields(n, n, 1), loadedOnce(n), 'at the start');
     await expectBIdle(c, 'at the start');
     const openAll = () => Promise.all([...gates, queuedGate].map((g) => g.open()));
-    return { c, gates, held, queued, queuedGate, openAll, close: () => c.close() };
-  }
+    const release = async () => {
+      await openAll();
+      return expectReports([...held, queued.promise], 1);
+    };
+    return { gates, held, queued, queuedGate, openAll, release };
+  });
 
   for (const n of [1, 2, 4]) {
     test(
       `[pair.a-full-b-ready.request-a] slots=${n}: a new A request queues FIFO behind the older queued one`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, gates, held, queued, queuedGate, openAll }) => {
+        await situation(n, async ({ c, gates, held, queued, queuedGate, openAll }) => {
           const laterGate = await c.runGate();
           const later = track(c.infer('A', { run_gate: laterGate.path }));
           await waitScheduler(c, 'A', 'two requests queued', (s) => s.queuedRequests === 2);
@@ -489,8 +411,7 @@ describe('pair: A full with a queued request, B ready', () => {
           const [second] = await expectReports([later.promise], 1);
           assert.equal(second.options.run_gate, laterGate.path);
           await expectReports(held, 1);
-          await expectFields(c, 'A', readyFields(n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
+          await expectIdle(c, 'A', n);
           assert.equal(c.count('A', 'run-end'), n + 2);
           await expectBIdle(c, 'after A ran');
         });
@@ -504,23 +425,25 @@ describe('pair: A full with a queued request, B ready', () => {
         // The server runs on a manual clock: the running slots become overdue only when the test
         // moves it, so the request queues (no fail-fast) and waits exactly its 100 ms.
         const clock = new ManualClock();
-        await closeAfter(situation(n, clock), async ({ c, held, queued, openAll }) => {
-          const pending = c.infer('A', {}, { busy_timeout_ms: 100 });
-          await waitScheduler(c, 'A', 'the bounded request queued', (s) => s.queuedRequests === 2);
-          clock.advance(99);
-          assert.equal(c.snapshot('A').queuedRequests, 2, 'still queued 1 ms before its timeout');
-          clock.advance(1);
-          const res = await pending;
-          assert.match(errorOf(res, 503, 'server_busy'), /timed out after 100 ms waiting for a slot/);
-          await expectFields(c, 'A', readyFields(n, n, 1), 'after the timeout');
-          assert.equal(c.count('A', 'run-start'), n, 'the timed-out request never ran');
-          await openAll();
-          await expectReports([...held, queued.promise], 1);
-          await expectFields(c, 'A', readyFields(n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: 0, weightsDisposed: [] });
-          assert.equal(c.count('A', 'run-end'), n + 1);
-          await expectBIdle(c, 'after A ran');
-        });
+        await situation(
+          n,
+          async ({ c, release }) => {
+            const pending = c.infer('A', {}, { busy_timeout_ms: 100 });
+            await waitScheduler(c, 'A', 'the bounded request queued', (s) => s.queuedRequests === 2);
+            clock.advance(99);
+            assert.equal(c.snapshot('A').queuedRequests, 2, 'still queued 1 ms before its timeout');
+            clock.advance(1);
+            const res = await pending;
+            assert.match(errorOf(res, 503, 'server_busy'), /timed out after 100 ms waiting for a slot/);
+            await expectFields(c, 'A', readyFields(n, n, 1), 'after the timeout');
+            assert.equal(c.count('A', 'run-start'), n, 'the timed-out request never ran');
+            await release();
+            await expectIdle(c, 'A', n);
+            assert.equal(c.count('A', 'run-end'), n + 1);
+            await expectBIdle(c, 'after A ran');
+          },
+          { clock },
+        );
       },
     );
 
@@ -528,13 +451,12 @@ describe('pair: A full with a queued request, B ready', () => {
       `[pair.a-full-b-ready.request-b] slots=${n}: B runs independently of A's full queue`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, held, queued, openAll }) => {
+        await situation(n, async ({ c, release }) => {
           await expectReports([c.infer('B')], 1);
           await expectBIdle(c, 'after B ran');
           await expectFields(c, 'A', readyFields(n, n, 1), 'after B ran');
           assert.equal(c.count('A', 'run-end'), 0);
-          await openAll();
-          await expectReports([...held, queued.promise], 1);
+          await release();
           await expectFields(c, 'A', readyFields(n));
         });
       },
@@ -544,29 +466,14 @@ describe('pair: A full with a queued request, B ready', () => {
       `[pair.a-full-b-ready.reconfigure-a] slots=${n}: older running and queued A requests run on the old pool first`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, held, queued, openAll }) => {
-          const reconfigure = track(c.register('A', NEXT));
-          await waitScheduler(c, 'A', 'reconfiguration queued', (s) => s.queuedManagers === 1);
-          await expectFields(c, 'A', readyFields(n, n, 1), 'with the reconfiguration queued');
-          assert.equal(reconfigure.settled, false);
-          await openAll();
-          const old = await expectReports([...held, queued.promise], 1);
+        await situation(n, async ({ c, release }) => {
+          const full = readyFields(n, n, 1);
+          const reconfigure = await queueManager(c, 'A', c.register('A', NEXT), 'reconfiguration', full);
+          const old = await release();
           for (const r of old)
             assert.equal(r.load_options.variant, undefined, 'older work used the old configuration');
-          await expectJson(reconfigure.promise, RECONFIGURED);
-          const { probe, replacement } = reconfigLoads(1, n);
-          await expectFields(c, 'A', readyFields(n));
-          expectRecord(c, 'A', {
-            loads: probe ? [1, probe, replacement] : [1, replacement],
-            sessions: 2 * n,
-            sessionsDisposed: n,
-            weightsDisposed: probe ? [probe, 1] : [1],
-          });
-          expectAllBefore(
-            c,
-            { type: 'run-end', model: 'A', generation: 1 },
-            { type: 'weights-disposed', model: 'A', generation: 1 },
-          );
+          const replacement = await expectReconfigured(c, reconfigure.promise, n, 'probe-first');
+          expectAllBefore(c, ...OLD_RUNS_FIRST);
           await expectBIdle(c, 'after A was reconfigured');
           await expectReplacement(c, replacement);
         });
@@ -577,18 +484,9 @@ describe('pair: A full with a queued request, B ready', () => {
       `[pair.a-full-b-ready.unload-a] slots=${n}: older running and queued A requests run first, then A unloads`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, held, queued, openAll }) => {
-          const unload = track(c.unload('A'));
-          await waitScheduler(c, 'A', 'unload queued', (s) => s.queuedManagers === 1);
-          await expectFields(c, 'A', readyFields(n, n, 1), 'with the unload queued');
-          assert.equal(unload.settled, false);
-          await openAll();
-          await expectReports([...held, queued.promise], 1);
-          await expectJson(unload.promise, A_UNLOADED);
-          await expectFields(c, 'A', poolless('unloaded', n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+        await situation(n, async ({ c, release }) => {
+          await expectUnloadAfterOlderWork(c, n, release, 'session-disposed', readyFields(n, n, 1));
           assert.equal(c.count('A', 'run-end'), n + 1);
-          expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'session-disposed', model: 'A' });
           await expectBIdle(c, 'after A was unloaded');
         });
       },
@@ -598,20 +496,16 @@ describe('pair: A full with a queued request, B ready', () => {
       `[pair.a-full-b-ready.unload-ab] slots=${n}: bulk publishes both barriers, frees idle B, then drains A's running and queued work`,
       LIMIT,
       async () => {
-        await closeAfter(situation(n), async ({ c, held, queued, openAll }) => {
-          const bulk = track(c.bulkUnload(['A', 'B']));
-          await c.waitCount('B', 'weights-disposed', 1);
-          await expectBFreed(c);
+        await situation(n, async ({ c, release }) => {
+          const bulk = await bulkFreeingB(c);
           const a = c.snapshot('A');
           assert.equal(a.queuedManagers, 1, "A's barrier is queued behind the queued request");
           await expectFields(c, 'A', readyFields(n, n, 1), 'after B was freed');
           assert.equal(c.count('A', 'run-end'), 0);
           assert.equal(bulk.settled, false);
-          await openAll();
-          await expectReports([...held, queued.promise], 1);
+          await release();
           await expectJson(bulk.promise, BOTH);
-          await expectFields(c, 'A', poolless('unloaded', n));
-          expectRecord(c, 'A', { loads: [1], sessions: n, sessionsDisposed: n, weightsDisposed: [1] });
+          await expectFreed(c, 'A', n);
           assert.equal(c.count('A', 'run-end'), n + 1);
           expectAllBefore(c, { type: 'run-end', model: 'A' }, { type: 'session-disposed', model: 'A' });
           await expectBFreed(c);

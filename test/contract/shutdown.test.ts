@@ -50,7 +50,7 @@ import {
   view,
   within,
 } from './assertions.js';
-import { type ContractServer, withContractServer } from './harness.js';
+import { type ContractServer, slotted, type ToggleGate, withContractServer } from './harness.js';
 
 /** The shutdown_timeout_ms of the tests about the deadline. */
 const DEADLINE_MS = 500;
@@ -63,6 +63,23 @@ function statusNow(c: ContractServer, id: string): View {
   const st = runtime.snapshots().find((m) => m.id === id);
   assert.ok(st, `${id} is registered`);
   return pick(modelStatus(st, runtime.parallel));
+}
+
+/**
+ * Runs `body` with a server of one model M (n slots) on a manual clock, whose shutdown gives
+ * running work DEADLINE_MS.
+ */
+function withDeadlineServer(n: number, body: (c: ContractServer, clock: ManualClock) => Promise<void>) {
+  const clock = new ManualClock();
+  return withContractServer([{ id: 'M', slots: n }], { shutdown_timeout_ms: DEADLINE_MS, clock }, (c) =>
+    body(c, clock),
+  );
+}
+
+/** The model (n slots) is unloaded, after one load and one teardown. */
+function expectTornDown(c: ContractServer, id: string, n: number): void {
+  assert.deepEqual(statusNow(c, id), unloadedView(n));
+  assert.deepEqual(lifecycle(c, id), [...loadOf(1, n), ...teardownOf(1, n)]);
 }
 
 interface Shutdown {
@@ -251,37 +268,50 @@ function configOf(c: ContractServer, id: string, change: Partial<ModelConfig> = 
 
 // ---- a shutdown arriving in each model state ----
 
+/**
+ * Starts the shutdown with a request queued on M: the request is answered 503 at once and new
+ * connections are refused. Returns the shutdown.
+ */
+async function shutdownRefusingQueued(c: ContractServer): Promise<Shutdown> {
+  const waiting = track(c.infer('M'));
+  await queued(c, 'M', 1);
+  const closing = shutdown(c);
+  shuttingDown(await within(waiting.promise, 'the queued request to be refused'), /not started/);
+  await refused(c.url);
+  return closing;
+}
+
+/** Opens the gate the running `requests` wait on and asserts that each is delivered. */
+async function deliverRunning(gate: ToggleGate, requests: Promise<HttpResult>[]): Promise<void> {
+  await gate.open();
+  for (const r of requests) delivered(await within(r, 'a running request'));
+}
+
 describe('shutdown x model state', () => {
   for (const n of COUNTS) {
     test(`[state.unloaded.shutdown] slots=${n}: an unloaded model stays unloaded; the shutdown loads nothing, takes no new work and resolves at once`, async () => {
-      await withContractServer(
-        [
-          { id: 'M', slots: n },
-          { id: 'B', slots: n },
-        ],
-        async (c) => {
-          await c.ready('B');
-          assert.deepEqual(await view(c, 'M'), unloadedView(n));
-          await within(c.s.voxd.close(), 'the shutdown of an idle server');
-          await refused(c.url);
-          assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-          assert.deepEqual(statusNow(c, 'B'), unloadedView(n));
-          // Nothing that comes later can load it.
-          const runtime = c.s.voxd.runtime;
-          await assert.rejects(
-            runtime.infer(
-              'M',
-              { task: 'asr', text: 'x', options: {} },
-              { signal: new AbortController().signal },
-            ),
-            { code: 'E_SHUTTING_DOWN' },
-          );
-          await assert.rejects(runtime.register(configOf(c, 'M')), { code: 'E_SHUTTING_DOWN' });
-          assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-          assert.deepEqual(lifecycle(c, 'M'), []);
-          assert.deepEqual(lifecycle(c, 'B'), [...loadOf(1, n), ...teardownOf(1, n)]);
-        },
-      );
+      await withContractServer(slotted({ M: n, B: n }), async (c) => {
+        await c.ready('B');
+        assert.deepEqual(await view(c, 'M'), unloadedView(n));
+        await within(c.s.voxd.close(), 'the shutdown of an idle server');
+        await refused(c.url);
+        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
+        assert.deepEqual(statusNow(c, 'B'), unloadedView(n));
+        // Nothing that comes later can load it.
+        const runtime = c.s.voxd.runtime;
+        await assert.rejects(
+          runtime.infer(
+            'M',
+            { task: 'asr', text: 'x', options: {} },
+            { signal: new AbortController().signal },
+          ),
+          { code: 'E_SHUTTING_DOWN' },
+        );
+        await assert.rejects(runtime.register(configOf(c, 'M')), { code: 'E_SHUTTING_DOWN' });
+        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
+        assert.deepEqual(lifecycle(c, 'M'), []);
+        assert.deepEqual(lifecycle(c, 'B'), [...loadOf(1, n), ...teardownOf(1, n)]);
+      });
     });
 
     test(`[state.loading.shutdown] slots=${n}: requests admitted into the load wait for it and run; queued ones get 503 at once; the pool is destroyed after them`, async () => {
@@ -304,45 +334,39 @@ describe('shutdown x model state', () => {
         for (const a of admitted)
           assert.equal(reportOf(delivered(await within(a.promise, 'an admitted request'))).generation, 1);
         await within(closing.promise, 'the shutdown');
-        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
+        expectTornDown(c, 'M', n);
         assert.deepEqual(outcomes(c, 'M'), Array(n).fill('ok'));
         assertDrainedBeforeDisposal(c, 'M');
       });
     });
 
     test(`[state.loading.shutdown] [time.shutdown-queued-hung] slots=${n}: a cold load that never finishes is abandoned at shutdown_timeout_ms; its requests get 503 and close() resolves`, async () => {
-      const clock = new ManualClock();
-      await withContractServer(
-        [{ id: 'M', slots: n }],
-        { shutdown_timeout_ms: DEADLINE_MS, clock },
-        async (c) => {
-          const { request } = await c.loading('M');
-          const admitted = [request, ...range(n - 1).map(() => c.infer('M'))].map(track);
-          await whenRuntime(
-            c.s.voxd.runtime,
-            'every slot is admitted',
-            () => c.snapshot('M').activeRequests === n,
+      await withDeadlineServer(n, async (c, clock) => {
+        const { request } = await c.loading('M');
+        const admitted = [request, ...range(n - 1).map(() => c.infer('M'))].map(track);
+        await whenRuntime(
+          c.s.voxd.runtime,
+          'every slot is admitted',
+          () => c.snapshot('M').activeRequests === n,
+        );
+        const closing = shutdown(c);
+        await justBefore(clock, DEADLINE_MS, () => {
+          assert.equal(statusNow(c, 'M').state, 'loading', 'the load is given until the deadline');
+          assert.equal(closing.settled || admitted.some((a) => a.settled), false);
+          assert.deepEqual(lifecycle(c, 'M'), []);
+        });
+        for (const a of admitted) {
+          shuttingDown(
+            await within(a.promise, 'a request waiting on the hung load'),
+            /shutdown_timeout_ms=500/,
           );
-          const closing = shutdown(c);
-          await justBefore(clock, DEADLINE_MS, () => {
-            assert.equal(statusNow(c, 'M').state, 'loading', 'the load is given until the deadline');
-            assert.equal(closing.settled || admitted.some((a) => a.settled), false);
-            assert.deepEqual(lifecycle(c, 'M'), []);
-          });
-          for (const a of admitted) {
-            shuttingDown(
-              await within(a.promise, 'a request waiting on the hung load'),
-              /shutdown_timeout_ms=500/,
-            );
-          }
-          await within(closing.promise, 'the shutdown');
-          assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-          // The load stopped waiting on its gate: it failed and published nothing.
-          assert.deepEqual(lifecycle(c, 'M'), ['load-failed:1']);
-          assert.equal(c.count('M', 'run-start'), 0);
-        },
-      );
+        }
+        await within(closing.promise, 'the shutdown');
+        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
+        // The load stopped waiting on its gate: it failed and published nothing.
+        assert.deepEqual(lifecycle(c, 'M'), ['load-failed:1']);
+        assert.equal(c.count('M', 'run-start'), 0);
+      });
     });
 
     test(`[state.ready.shutdown] slots=${n}: running requests finish and are answered; queued requests and a waiting manager get 503 at once; then the pool is destroyed`, async () => {
@@ -376,11 +400,7 @@ describe('shutdown x model state', () => {
         await c.ready('M');
         const { request } = await c.reconfiguring('M');
         const reg = track(request);
-        const waiting = track(c.infer('M'));
-        await queued(c, 'M', 1);
-        const closing = shutdown(c);
-        shuttingDown(await within(waiting.promise, 'the queued request to be refused'), /not started/);
-        await refused(c.url);
+        const closing = await shutdownRefusingQueued(c);
         assert.equal(closing.settled || reg.settled, false, 'the finite management is joined');
         assert.equal(statusNow(c, 'M').state, 'reconfiguring');
         await c.load('M').open();
@@ -400,32 +420,27 @@ describe('shutdown x model state', () => {
     });
 
     test(`[state.reconfiguring.shutdown] slots=${n}: a reconfiguration whose load never finishes is cancelled at shutdown_timeout_ms and answered 503; close() resolves`, async () => {
-      const clock = new ManualClock();
-      await withContractServer(
-        [{ id: 'M', slots: n }],
-        { shutdown_timeout_ms: DEADLINE_MS, clock },
-        async (c) => {
-          await c.ready('M');
-          const { request } = await c.reconfiguring('M');
-          const reg = track(request);
-          const closing = shutdown(c);
-          await justBefore(clock, DEADLINE_MS, () => {
-            assert.equal(statusNow(c, 'M').state, 'reconfiguring', 'the load is given until the deadline');
-            assert.equal(closing.settled || reg.settled, false);
-          });
-          shuttingDown(await within(reg.promise, 'the hung reconfiguration'), /shutdown_timeout_ms=500/);
-          await within(closing.promise, 'the shutdown');
-          assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-          // One slot: the old pool went first, the replacement's load failed. More: the private
-          // probe failed, the old pool stayed until the shutdown unloaded it.
-          assert.deepEqual(
-            lifecycle(c, 'M'),
-            n === 1
-              ? [...loadOf(1, 1), ...teardownOf(1, 1), 'load-failed:2']
-              : [...loadOf(1, n), 'load-failed:2', ...teardownOf(1, n)],
-          );
-        },
-      );
+      await withDeadlineServer(n, async (c, clock) => {
+        await c.ready('M');
+        const { request } = await c.reconfiguring('M');
+        const reg = track(request);
+        const closing = shutdown(c);
+        await justBefore(clock, DEADLINE_MS, () => {
+          assert.equal(statusNow(c, 'M').state, 'reconfiguring', 'the load is given until the deadline');
+          assert.equal(closing.settled || reg.settled, false);
+        });
+        shuttingDown(await within(reg.promise, 'the hung reconfiguration'), /shutdown_timeout_ms=500/);
+        await within(closing.promise, 'the shutdown');
+        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
+        // One slot: the old pool went first, the replacement's load failed. More: the private
+        // probe failed, the old pool stayed until the shutdown unloaded it.
+        assert.deepEqual(
+          lifecycle(c, 'M'),
+          n === 1
+            ? [...loadOf(1, 1), ...teardownOf(1, 1), 'load-failed:2']
+            : [...loadOf(1, n), 'load-failed:2', ...teardownOf(1, n)],
+        );
+      });
     });
 
     test(`[state.unloading.shutdown] slots=${n}: the unload in progress finishes its finite teardown and is answered; a queued request gets 503 at once; the model is torn down once`, async () => {
@@ -433,11 +448,7 @@ describe('shutdown x model state', () => {
         await c.ready('M');
         const { request } = await c.unloading('M');
         const unload = track(request);
-        const waiting = track(c.infer('M'));
-        await queued(c, 'M', 1);
-        const closing = shutdown(c);
-        shuttingDown(await within(waiting.promise, 'the queued request to be refused'), /not started/);
-        await refused(c.url);
+        const closing = await shutdownRefusingQueued(c);
         assert.deepEqual(statusNow(c, 'M'), unloadedView(n, { state: 'unloading' }));
         assert.equal(closing.settled || unload.settled, false, 'the finite teardown is joined');
         await c.teardown('M').open();
@@ -446,8 +457,7 @@ describe('shutdown x model state', () => {
           loaded: false,
         });
         await within(closing.promise, 'the shutdown');
-        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
+        expectTornDown(c, 'M', n);
       });
     });
   }
@@ -476,8 +486,7 @@ describe('operations while shutting down', () => {
         });
         assert.deepEqual(statusNow(c, 'M'), readyView(n, { active_slots: n }));
         assert.equal(c.count('M', 'run-start'), n, 'the late request never ran');
-        await gate.open();
-        for (const r of requests) delivered(await within(r, 'a running request'));
+        await deliverRunning(gate, requests);
         await within(closing.promise, 'the shutdown');
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
         assertDrainedBeforeDisposal(c, 'M');
@@ -523,87 +532,70 @@ describe('operations while shutting down', () => {
         // It queues behind the shutdown's own unload, which waits for the running requests.
         await queued(c, 'M', 0, 2);
         assert.equal(answer.settled || closing.settled, false);
-        await gate.open();
-        for (const r of requests) delivered(await within(r, 'a running request'));
+        await deliverRunning(gate, requests);
         assert.deepEqual(delivered(await within(answer.promise, 'the accepted unload')).json, {
           id: 'M',
           loaded: false,
         });
         await within(closing.promise, 'the shutdown');
-        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
+        expectTornDown(c, 'M', n);
         assertDrainedBeforeDisposal(c, 'M');
       });
     });
 
     test(`[state.shutting-down.bulk-unload] slots=${n}: a bulk unload whose barrier waits at the shutdown gets 503 at once; one accepted before it is answered 200 after the drain`, async () => {
-      await withContractServer(
-        [
-          { id: 'M', slots: n },
-          { id: 'B', slots: n },
-        ],
-        async (c) => {
-          await c.ready('M');
-          await c.ready('B');
-          const { gate, requests } = await c.running('M', n);
-          const bulk = track(c.bulkUnload(['B', 'M']));
-          // Idle B is freed at once; M's barrier waits for the running requests.
-          await c.waitCount('B', 'weights-disposed', 1);
-          await queued(c, 'M', 0, 1);
-          const late = await preAccepted(c, '/v1/tasks/unload_models', { model_ids: ['M', 'B', 'X'] });
-          const closing = shutdown(c);
-          shuttingDown(await within(bulk.promise, 'the waiting bulk unload to be refused'), /not started/);
-          await refused(c.url);
-          assert.deepEqual(statusNow(c, 'M'), readyView(n, { active_slots: n }));
-          const answer = track(late.finish());
-          await queued(c, 'M', 0, 2);
-          assert.equal(answer.settled || closing.settled, false);
-          await gate.open();
-          for (const r of requests) delivered(await within(r, 'a running request'));
-          assert.deepEqual(delivered(await within(answer.promise, 'the accepted bulk unload')).json, {
-            unloaded: ['M', 'B'],
-            not_found: ['X'],
-          });
-          await within(closing.promise, 'the shutdown');
-          for (const id of ['M', 'B']) {
-            assert.deepEqual(statusNow(c, id), unloadedView(n));
-            assert.deepEqual(lifecycle(c, id), [...loadOf(1, n), ...teardownOf(1, n)]);
-          }
-          assertDrainedBeforeDisposal(c, 'M');
-        },
-      );
+      await withContractServer(slotted({ M: n, B: n }), async (c) => {
+        await c.ready('M');
+        await c.ready('B');
+        const { gate, requests } = await c.running('M', n);
+        const bulk = track(c.bulkUnload(['B', 'M']));
+        // Idle B is freed at once; M's barrier waits for the running requests.
+        await c.waitCount('B', 'weights-disposed', 1);
+        await queued(c, 'M', 0, 1);
+        const late = await preAccepted(c, '/v1/tasks/unload_models', { model_ids: ['M', 'B', 'X'] });
+        const closing = shutdown(c);
+        shuttingDown(await within(bulk.promise, 'the waiting bulk unload to be refused'), /not started/);
+        await refused(c.url);
+        assert.deepEqual(statusNow(c, 'M'), readyView(n, { active_slots: n }));
+        const answer = track(late.finish());
+        await queued(c, 'M', 0, 2);
+        assert.equal(answer.settled || closing.settled, false);
+        await deliverRunning(gate, requests);
+        assert.deepEqual(delivered(await within(answer.promise, 'the accepted bulk unload')).json, {
+          unloaded: ['M', 'B'],
+          not_found: ['X'],
+        });
+        await within(closing.promise, 'the shutdown');
+        for (const id of ['M', 'B']) {
+          assert.deepEqual(statusNow(c, id), unloadedView(n));
+          assert.deepEqual(lifecycle(c, id), [...loadOf(1, n), ...teardownOf(1, n)]);
+        }
+        assertDrainedBeforeDisposal(c, 'M');
+      });
     });
 
     test(`[state.shutting-down.evict] slots=${n}: idle retirement stops; a sweep during the shutdown skips the busy model, which is destroyed only after its runs`, async () => {
       const clock = new ManualClock();
-      await withContractServer(
-        [
-          { id: 'M', slots: n },
-          { id: 'I', slots: 1 },
-        ],
-        { idle_unload_ms: 1000, clock },
-        async (c) => {
-          await c.ready('M');
-          await c.ready('I');
-          const { gate, requests } = await c.running('M', n);
-          const closing = shutdown(c);
-          // The idle model is unloaded by the shutdown itself, at once.
-          await waitUntil('the idle model is unloaded', () => c.count('I', 'weights-disposed') === 1);
-          clock.advance(10_000);
-          // Everything is overdue now; a sweep (what the idle timer runs) must still skip M.
-          assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), []);
-          assert.deepEqual(statusNow(c, 'M'), readyView(n, { active_slots: n }));
-          assert.equal(c.count('M', 'session-disposed'), 0, 'nothing of M is destroyed in use');
-          await gate.open();
-          for (const r of requests) delivered(await within(r, 'a running request'));
-          await within(closing.promise, 'the shutdown');
-          assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), []);
-          assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
-          assert.deepEqual(lifecycle(c, 'I'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
-          assert.equal(c.s.logs.filter((l) => l.startsWith('idle ')).length, 0, 'no idle retirement ran');
-          assertDrainedBeforeDisposal(c, 'M');
-        },
-      );
+      await withContractServer(slotted({ M: n, I: 1 }), { idle_unload_ms: 1000, clock }, async (c) => {
+        await c.ready('M');
+        await c.ready('I');
+        const { gate, requests } = await c.running('M', n);
+        const closing = shutdown(c);
+        // The idle model is unloaded by the shutdown itself, at once.
+        await waitUntil('the idle model is unloaded', () => c.count('I', 'weights-disposed') === 1);
+        clock.advance(10_000);
+        // Everything is overdue now; a sweep (what the idle timer runs) must still skip M.
+        assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), []);
+        assert.deepEqual(statusNow(c, 'M'), readyView(n, { active_slots: n }));
+        assert.equal(c.count('M', 'session-disposed'), 0, 'nothing of M is destroyed in use');
+        await deliverRunning(gate, requests);
+        await within(closing.promise, 'the shutdown');
+        assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), []);
+        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
+        assert.deepEqual(lifecycle(c, 'I'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
+        assert.equal(c.s.logs.filter((l) => l.startsWith('idle ')).length, 0, 'no idle retirement ran');
+        assertDrainedBeforeDisposal(c, 'M');
+      });
     });
   }
 
@@ -630,33 +622,26 @@ describe('operations while shutting down', () => {
   });
 
   test('[state.shutting-down.status] status stays readable in process and reports the drain; probes answer 503; new connections are refused', async () => {
-    await withContractServer(
-      [
-        { id: 'M', slots: 2 },
-        { id: 'B', slots: 1 },
-      ],
-      async (c) => {
-        await c.ready('M');
-        const { gate, requests } = await c.running('M', 2);
-        const closing = shutdown(c);
-        await refused(c.url);
-        const health = await callRoute(c, 'GET', '/health');
-        assert.equal(health.status, 503);
-        assert.equal((health.json as { status: string }).status, 'shutting_down');
-        await assert.rejects(callRoute(c, 'GET', '/ready'), { code: 'E_SHUTTING_DOWN' });
-        // biome-ignore lint/suspicious/noExplicitAny: a GET /v1/models body
-        const models = async () => ((await callRoute(c, 'GET', '/v1/models')).json as any).data.map(pick);
-        // M's running requests hold it; the shutdown's unload waits behind them; B was never loaded.
-        assert.deepEqual(await models(), [readyView(2, { active_slots: 2 }), unloadedView(1)]);
-        assert.equal(c.snapshot('M').queuedManagers, 1);
-        await gate.open();
-        for (const r of requests) delivered(await within(r, 'a running request'));
-        await within(closing.promise, 'the shutdown');
-        // After it, still a consistent answer: every model unloaded.
-        assert.deepEqual(await models(), [unloadedView(2), unloadedView(1)]);
-        assert.equal((await callRoute(c, 'GET', '/health')).status, 503);
-      },
-    );
+    await withContractServer(slotted({ M: 2, B: 1 }), async (c) => {
+      await c.ready('M');
+      const { gate, requests } = await c.running('M', 2);
+      const closing = shutdown(c);
+      await refused(c.url);
+      const health = await callRoute(c, 'GET', '/health');
+      assert.equal(health.status, 503);
+      assert.equal((health.json as { status: string }).status, 'shutting_down');
+      await assert.rejects(callRoute(c, 'GET', '/ready'), { code: 'E_SHUTTING_DOWN' });
+      // biome-ignore lint/suspicious/noExplicitAny: a GET /v1/models body
+      const models = async () => ((await callRoute(c, 'GET', '/v1/models')).json as any).data.map(pick);
+      // M's running requests hold it; the shutdown's unload waits behind them; B was never loaded.
+      assert.deepEqual(await models(), [readyView(2, { active_slots: 2 }), unloadedView(1)]);
+      assert.equal(c.snapshot('M').queuedManagers, 1);
+      await deliverRunning(gate, requests);
+      await within(closing.promise, 'the shutdown');
+      // After it, still a consistent answer: every model unloaded.
+      assert.deepEqual(await models(), [unloadedView(2), unloadedView(1)]);
+      assert.equal((await callRoute(c, 'GET', '/health')).status, 503);
+    });
   });
 
   for (const n of COUNTS) {
@@ -671,8 +656,7 @@ describe('operations while shutting down', () => {
         assert.equal(runtime.close(), runtime.close());
         await refused(c.url);
         assert.equal(first.settled || second.settled, false);
-        await gate.open();
-        for (const r of requests) delivered(await within(r, 'a running request'));
+        await deliverRunning(gate, requests);
         await within(Promise.all([first.promise, second.promise]), 'both closes');
         assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
         assertDrainedBeforeDisposal(c, 'M');
@@ -692,8 +676,7 @@ describe('operations while shutting down', () => {
           shuttingDown(await within(h.promise, 'a hung request to be cancelled'), /a second SIGTERM/);
         await within(closing.promise, 'the shutdown after the second signal');
         assert.deepEqual(outcomes(c, 'M'), Array(n).fill('aborted'));
-        assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
+        expectTornDown(c, 'M', n);
         assertDrainedBeforeDisposal(c, 'M');
       });
     });
@@ -747,47 +730,35 @@ describe('shutdown: active, queued and hung work', () => {
     });
 
     test(`[time.shutdown-queued-hung] slots=${n}: queued requests and a waiting manager get 503 at once; hung runs are cancelled at shutdown_timeout_ms and answered 503; close() resolves within the deadline`, async () => {
-      const clock = new ManualClock();
-      await withContractServer(
-        [{ id: 'M', slots: n }],
-        { shutdown_timeout_ms: DEADLINE_MS, clock },
-        async (c) => {
-          await c.ready('M');
-          const hung = range(n).map(() => track(c.infer('M', { hang: 'true' })));
-          await c.waitCount('M', 'run-start', n);
-          const waiting = range(2).map(() => track(c.infer('M')));
-          await queued(c, 'M', 2);
-          const manager = track(c.unload('M'));
-          await queued(c, 'M', 2, 1);
-          const closing = shutdown(c);
-          // Refused at once: the server's clock has not moved.
-          for (const w of [...waiting, manager]) {
-            shuttingDown(
-              await within(w.promise, 'a waiting request or manager to be refused'),
-              /not started/,
-            );
-          }
-          await justBefore(clock, DEADLINE_MS, () => {
-            assert.equal(
-              hung.some((h) => h.settled),
-              false,
-              'hung runs are given until the deadline',
-            );
-            assert.equal(c.snapshot('M').activeRequests, n);
-          });
-          for (const h of hung) {
-            shuttingDown(
-              await within(h.promise, 'a hung request to be cancelled'),
-              /shutdown_timeout_ms=500/,
-            );
-          }
-          await within(closing.promise, 'the shutdown');
-          assert.deepEqual(outcomes(c, 'M'), Array(n).fill('aborted'));
-          assert.deepEqual(statusNow(c, 'M'), unloadedView(n));
-          assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, n), ...teardownOf(1, n)]);
-          assertDrainedBeforeDisposal(c, 'M');
-        },
-      );
+      await withDeadlineServer(n, async (c, clock) => {
+        await c.ready('M');
+        const hung = range(n).map(() => track(c.infer('M', { hang: 'true' })));
+        await c.waitCount('M', 'run-start', n);
+        const waiting = range(2).map(() => track(c.infer('M')));
+        await queued(c, 'M', 2);
+        const manager = track(c.unload('M'));
+        await queued(c, 'M', 2, 1);
+        const closing = shutdown(c);
+        // Refused at once: the server's clock has not moved.
+        for (const w of [...waiting, manager]) {
+          shuttingDown(await within(w.promise, 'a waiting request or manager to be refused'), /not started/);
+        }
+        await justBefore(clock, DEADLINE_MS, () => {
+          assert.equal(
+            hung.some((h) => h.settled),
+            false,
+            'hung runs are given until the deadline',
+          );
+          assert.equal(c.snapshot('M').activeRequests, n);
+        });
+        for (const h of hung) {
+          shuttingDown(await within(h.promise, 'a hung request to be cancelled'), /shutdown_timeout_ms=500/);
+        }
+        await within(closing.promise, 'the shutdown');
+        assert.deepEqual(outcomes(c, 'M'), Array(n).fill('aborted'));
+        expectTornDown(c, 'M', n);
+        assertDrainedBeforeDisposal(c, 'M');
+      });
     });
   }
 });
@@ -864,8 +835,7 @@ describe('shutdown: stalled I/O', () => {
         const res = client.response;
         assert.equal(res?.status, 200);
         assert.equal(res?.complete, false, 'the stalled response was cut short');
-        assert.deepEqual(statusNow(c, 'M'), unloadedView(1));
-        assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
+        expectTornDown(c, 'M', 1);
       },
     );
   });
@@ -914,8 +884,7 @@ describe('shutdown: stalled I/O', () => {
             assert.equal(res.status, 200);
             assert.ok(!res.body.toString().includes('[DONE]'), 'the stream did not end normally');
           }
-          assert.deepEqual(statusNow(c, 'L'), unloadedView(n));
-          assert.deepEqual(lifecycle(c, 'L'), [...loadOf(1, n), ...teardownOf(1, n)]);
+          expectTornDown(c, 'L', n);
           assertDrainedBeforeDisposal(c, 'L');
         },
       );

@@ -7,16 +7,24 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { errorOf, ManualClock } from '../helpers/voxd.js';
-import { COUNTS, pick, readyView, track, unloadedView, view } from './assertions.js';
-import { withContractServer } from './harness.js';
+import { COUNTS, pick, readyView, type Tracked, track, unloadedView, view } from './assertions.js';
+import { type ContractServer, withContractServer } from './harness.js';
 import {
   abortable,
+  assertAllUnloaded,
   assertBefore,
+  assertBulk,
   assertRegistered,
   assertUnloaded,
   disposedSlots,
+  freedTally,
+  leases,
+  loadedTally,
+  mAndB,
+  NONE,
   pollStatus,
   rep,
+  replacedTally,
   report,
   reverseSlots,
   statusOf,
@@ -25,20 +33,36 @@ import {
   waitSnapshot,
 } from './state-matrix-helpers.js';
 
-const NONE = { load: [], loadFailed: [], created: [], disposed: [], weights: [], runs: [] };
+/**
+ * With a manager (`reg`) sent behind M's cold load: a later request queues behind the manager and
+ * does not take a spare slot ahead of it; asserts the queues, the GET /v1/models fields and that
+ * the manager waits. Returns the later request.
+ */
+async function requestBehindManager(c: ContractServer, slots: number, reg: Tracked): Promise<Tracked> {
+  await waitSnapshot(c, 'M', { queuedManagers: 1 });
+  const later = track(c.infer('M'));
+  await waitSnapshot(c, 'M', { queuedManagers: 1, queuedRequests: 1, activeRequests: 1 });
+  assert.deepEqual(
+    await view(c, 'M'),
+    unloadedView(slots, { state: 'loading', active_slots: 1, queued_requests: 1 }),
+  );
+  assert.equal(reg.settled, false);
+  return later;
+}
 
-/** Scheduler fields that a status read must leave as they were. */
-const leases = (s: {
-  activeRequests: number;
-  queuedRequests: number;
-  queuedManagers: number;
-  managerActive: boolean;
-}) => ({
-  activeRequests: s.activeRequests,
-  queuedRequests: s.queuedRequests,
-  queuedManagers: s.queuedManagers,
-  managerActive: s.managerActive,
-});
+/**
+ * M's cold load is held by its closed load gate for a request that will then be held in its run
+ * by `gate`; a request on X follows and waits to load. Returns the gate and both requests.
+ */
+async function coldLoadBehindLoadingM(c: ContractServer) {
+  const gate = await c.runGate();
+  await c.load('M').close();
+  const first = track(c.infer('M', { run_gate: gate.path }));
+  await waitFor('M loads', () => c.entry('M').state.kind === 'loading');
+  const x = track(c.infer('X'));
+  await waitFor('X waits to load', () => c.entry('X').state.kind === 'loading');
+  return { gate, first, x };
+}
 
 describe('state x operation: M unloaded', () => {
   for (const slots of COUNTS) {
@@ -55,7 +79,7 @@ describe('state x operation: M unloaded', () => {
         assert.equal(r.generation, 1);
         assert.ok(r.slot >= 0 && r.slot < slots);
         assert.deepEqual(await view(c, 'M'), readyView(slots));
-        assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
+        assert.deepEqual(tally(c, 'M'), loadedTally(slots, [1]));
         assertBefore(
           c,
           ['M', 'session-created', 1],
@@ -82,7 +106,7 @@ describe('state x operation: M unloaded', () => {
         await assertRegistered(reg, 'M', false);
         assert.equal(report(await later.promise).generation, 1);
         assert.deepEqual(await view(c, 'M'), readyView(slots));
-        assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
+        assert.deepEqual(tally(c, 'M'), loadedTally(slots, [1]));
       });
     });
 
@@ -137,10 +161,7 @@ describe('state x operation: M unloaded', () => {
     test(`[state.unloaded.evict] slots=${slots}: eviction and idle retirement find no resident M and skip it`, async () => {
       const clock = new ManualClock();
       await withContractServer(
-        [
-          { id: 'M', slots },
-          { id: 'B', slots },
-        ],
+        mAndB(slots),
         { max_loaded_models: 1, idle_unload_ms: 1000, clock },
         async (c) => {
           c.s.voxd.runtime.residency.stopIdleTimer();
@@ -197,12 +218,7 @@ describe('state x operation: M loading', () => {
         await c.load('M').open();
         const reports = (await Promise.all([first, ...more])).map(report);
         for (const r of reports) assert.equal(r.generation, 1);
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: [1],
-          created: rep(1, slots),
-          runs: rep(1, slots + 1),
-        });
+        assert.deepEqual(tally(c, 'M'), loadedTally(slots, rep(1, slots + 1)));
         assertBefore(
           c,
           ['M', 'session-created', 1],
@@ -217,20 +233,13 @@ describe('state x operation: M loading', () => {
       await withContractServer([{ id: 'M', slots }], async (c) => {
         const { request: first } = await c.loading('M');
         const reg = track(c.register('M'));
-        await waitSnapshot(c, 'M', { queuedManagers: 1 });
-        const later = track(c.infer('M'));
-        await waitSnapshot(c, 'M', { queuedManagers: 1, queuedRequests: 1, activeRequests: 1 });
-        assert.deepEqual(
-          await view(c, 'M'),
-          unloadedView(slots, { state: 'loading', active_slots: 1, queued_requests: 1 }),
-        );
-        assert.equal(reg.settled, false);
+        const later = await requestBehindManager(c, slots, reg);
         await c.load('M').open();
         assert.equal(report(await first).generation, 1);
         await assertRegistered(reg, 'M', false);
         assert.equal(report(await later.promise).generation, 1);
         assert.deepEqual(await view(c, 'M'), readyView(slots));
-        assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1, 1] });
+        assert.deepEqual(tally(c, 'M'), loadedTally(slots, [1, 1]));
       });
     });
 
@@ -238,15 +247,7 @@ describe('state x operation: M loading', () => {
       await withContractServer([{ id: 'M', slots }], async (c) => {
         const { request: first } = await c.loading('M');
         const reg = track(c.register('M', { load_options: { variant: 'next' } }));
-        await waitSnapshot(c, 'M', { queuedManagers: 1 });
-        const later = track(c.infer('M'));
-        await waitSnapshot(c, 'M', { queuedManagers: 1, queuedRequests: 1, activeRequests: 1 });
-        // The later request does not take a spare slot ahead of the manager.
-        assert.deepEqual(
-          await view(c, 'M'),
-          unloadedView(slots, { state: 'loading', active_slots: 1, queued_requests: 1 }),
-        );
-        assert.equal(reg.settled, false);
+        const later = await requestBehindManager(c, slots, reg);
         await c.load('M').open();
         const r0 = report(await first);
         assert.equal(r0.generation, 1);
@@ -256,14 +257,7 @@ describe('state x operation: M loading', () => {
         const r = report(await later.promise);
         assert.equal(r.generation, g);
         assert.equal(r.load_options.variant, 'next');
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: slots > 1 ? [1, 2, 3] : [1, 2],
-          created: [...rep(1, slots), ...rep(g, slots)],
-          disposed: rep(1, slots),
-          weights: slots > 1 ? [2, 1] : [1],
-          runs: [1, g],
-        });
+        assert.deepEqual(tally(c, 'M'), replacedTally(slots, g));
         assertBefore(
           c,
           ['M', 'run-end', 1],
@@ -291,14 +285,7 @@ describe('state x operation: M loading', () => {
         await c.load('M').open();
         assert.equal(report(await first).generation, 1);
         await assertUnloaded(unload, 'M');
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: [1],
-          created: rep(1, slots),
-          disposed: rep(1, slots),
-          weights: [1],
-          runs: [1],
-        });
+        assert.deepEqual(tally(c, 'M'), freedTally(slots, [1]));
         assertBefore(c, ['M', 'run-end', 1], ['M', 'session-disposed', 1], 'the first request drains first');
         assert.deepEqual(disposedSlots(c, 'M', 1), reverseSlots(slots), 'clones before the primary');
         assert.deepEqual(await view(c, 'M'), unloadedView(slots));
@@ -306,69 +293,46 @@ describe('state x operation: M loading', () => {
     });
 
     test(`[state.loading.bulk-unload] slots=${slots}: the barrier is published before the pool exists, ready B is freed first, then M; 200 unloaded`, async () => {
-      await withContractServer(
-        [
-          { id: 'M', slots },
-          { id: 'B', slots },
-        ],
-        async (c) => {
-          await c.ready('B');
-          const { request: first } = await c.loading('M');
-          const bulk = track(c.bulkUnload(['M', 'B', 'ghost', 'M']));
-          await c.waitCount('B', 'weights-disposed', 1);
-          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-          await waitSnapshot(c, 'M', { queuedManagers: 1, activeRequests: 1 });
-          assert.equal(c.entry('M').state.kind, 'loading', 'M is still loading');
-          assert.deepEqual(tally(c, 'M'), NONE);
-          assert.equal(bulk.settled, false);
-          await c.load('M').open();
-          assert.equal(report(await first).generation, 1);
-          const res = await bulk.promise;
-          assert.equal(res.status, 200);
-          assert.deepEqual(res.json, { unloaded: ['M', 'B'], not_found: ['ghost'] });
-          assert.deepEqual(tally(c, 'M'), {
-            ...NONE,
-            load: [1],
-            created: rep(1, slots),
-            disposed: rep(1, slots),
-            weights: [1],
-            runs: [1],
-          });
-          assertBefore(
-            c,
-            ['B', 'weights-disposed', 1],
-            ['M', 'load', 1],
-            'B is freed before M finishes loading',
-          );
-          assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-        },
-      );
+      await withContractServer(mAndB(slots), async (c) => {
+        await c.ready('B');
+        const { request: first } = await c.loading('M');
+        const bulk = track(c.bulkUnload(['M', 'B', 'ghost', 'M']));
+        await c.waitCount('B', 'weights-disposed', 1);
+        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+        await waitSnapshot(c, 'M', { queuedManagers: 1, activeRequests: 1 });
+        assert.equal(c.entry('M').state.kind, 'loading', 'M is still loading');
+        assert.deepEqual(tally(c, 'M'), NONE);
+        assert.equal(bulk.settled, false);
+        await c.load('M').open();
+        assert.equal(report(await first).generation, 1);
+        await assertBulk(bulk, { unloaded: ['M', 'B'], not_found: ['ghost'] });
+        assert.deepEqual(tally(c, 'M'), freedTally(slots, [1]));
+        assertBefore(
+          c,
+          ['B', 'weights-disposed', 1],
+          ['M', 'load', 1],
+          'B is freed before M finishes loading',
+        );
+        await assertAllUnloaded(c, slots, ['M', 'B']);
+      });
     });
 
     test(`[state.loading.evict] slots=${slots}: idle retirement skips a loading M and retires idle B; M goes on loading`, async () => {
       const clock = new ManualClock();
-      await withContractServer(
-        [
-          { id: 'M', slots },
-          { id: 'B', slots },
-        ],
-        { idle_unload_ms: 1000, clock },
-        async (c) => {
-          c.s.voxd.runtime.residency.stopIdleTimer();
-          await c.ready('B');
-          const { request: first } = await c.loading('M');
-          clock.advance(5000);
-          assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['B']);
-          assert.equal(c.entry('M').state.kind, 'loading');
-          assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'loading', active_slots: 1 }));
-          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-          await c.load('M').open();
-          assert.equal(report(await first).generation, 1);
-          assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
-          assert.deepEqual(await view(c, 'M'), readyView(slots));
-        },
-      );
+      await withContractServer(mAndB(slots), { idle_unload_ms: 1000, clock }, async (c) => {
+        c.s.voxd.runtime.residency.stopIdleTimer();
+        await c.ready('B');
+        const { request: first } = await c.loading('M');
+        clock.advance(5000);
+        assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['B']);
+        assert.equal(c.entry('M').state.kind, 'loading');
+        assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'loading', active_slots: 1 }));
+        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+        await c.load('M').open();
+        assert.equal(report(await first).generation, 1);
+        assert.deepEqual(tally(c, 'M'), loadedTally(slots, [1]));
+        assert.deepEqual(await view(c, 'M'), readyView(slots));
+      });
     });
 
     test(`[state.loading.evict] slots=${slots}: max_loaded_models: a cold load behind loading M never disturbs it, skips busy M and evicts idle B`, async () => {
@@ -381,13 +345,8 @@ describe('state x operation: M loading', () => {
         { max_loaded_models: 2 },
         async (c) => {
           await c.ready('B');
-          const gate = await c.runGate();
-          await c.load('M').close();
-          const first = track(c.infer('M', { run_gate: gate.path }));
-          await waitFor('M loads', () => c.entry('M').state.kind === 'loading');
-          const x = track(c.infer('X'));
           // Guarded cold loads are serialised: X waits for M's load; nothing is evicted meanwhile.
-          await waitFor('X waits to load', () => c.entry('X').state.kind === 'loading');
+          const { gate, first, x } = await coldLoadBehindLoadingM(c);
           assert.deepEqual(tally(c, 'X'), NONE);
           assert.deepEqual(tally(c, 'B').weights, []);
           assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'loading', active_slots: 1 }));
@@ -401,7 +360,7 @@ describe('state x operation: M loading', () => {
           assert.equal(first.settled, false);
           await gate.open();
           assert.equal(report(await first.promise).generation, 1);
-          assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
+          assert.deepEqual(tally(c, 'M'), loadedTally(slots, [1]));
           assert.deepEqual(await view(c, 'X'), readyView(slots));
         },
       );
@@ -415,12 +374,7 @@ describe('state x operation: M loading', () => {
         ],
         { max_loaded_models: 1 },
         async (c) => {
-          const gate = await c.runGate();
-          await c.load('M').close();
-          const first = track(c.infer('M', { run_gate: gate.path }));
-          await waitFor('M loads', () => c.entry('M').state.kind === 'loading');
-          const x = track(c.infer('X'));
-          await waitFor('X waits to load', () => c.entry('X').state.kind === 'loading');
+          const { gate, first, x } = await coldLoadBehindLoadingM(c);
           await c.load('M').open();
           assert.match(errorOf(await x.promise, 503, 'server_busy'), /every loaded model is busy/);
           assert.deepEqual(tally(c, 'X'), NONE, 'nothing of X was built');
@@ -429,7 +383,7 @@ describe('state x operation: M loading', () => {
           assert.deepEqual(await view(c, 'M'), readyView(slots, { active_slots: 1 }));
           await gate.open();
           assert.equal(report(await first.promise).generation, 1);
-          assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
+          assert.deepEqual(tally(c, 'M'), loadedTally(slots, [1]));
         },
       );
     });
@@ -456,7 +410,7 @@ describe('state x operation: M loading', () => {
           assert.equal(v.slots, slots);
         }
         assert.deepEqual(await view(c, 'M'), readyView(slots));
-        assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1] });
+        assert.deepEqual(tally(c, 'M'), loadedTally(slots, [1]));
       });
     });
   }
@@ -486,12 +440,7 @@ describe('state x operation: M ready', () => {
         );
         for (const r of reports) assert.equal(r.generation, 1);
         assert.equal(report(await extra.promise).generation, 1);
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: [1],
-          created: rep(1, slots),
-          runs: rep(1, slots + 1),
-        });
+        assert.deepEqual(tally(c, 'M'), loadedTally(slots, rep(1, slots + 1)));
         assert.deepEqual(await view(c, 'M'), readyView(slots));
       });
     });
@@ -518,17 +467,10 @@ describe('state x operation: M ready', () => {
           assert.equal(r.load_options.variant, changed ? 'next' : undefined);
           assert.deepEqual(await view(c, 'M'), readyView(slots));
           if (!changed) {
-            assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1, 1] });
+            assert.deepEqual(tally(c, 'M'), loadedTally(slots, [1, 1]));
             return;
           }
-          assert.deepEqual(tally(c, 'M'), {
-            ...NONE,
-            load: slots > 1 ? [1, 2, 3] : [1, 2],
-            created: [...rep(1, slots), ...rep(g, slots)],
-            disposed: rep(1, slots),
-            weights: slots > 1 ? [2, 1] : [1],
-            runs: [1, g],
-          });
+          assert.deepEqual(tally(c, 'M'), replacedTally(slots, g));
           assertBefore(c, ['M', 'run-end', 1], ['M', 'session-disposed', 1], 'earlier work drains first');
           if (slots > 1) {
             assertBefore(c, ['M', 'run-end', 1], ['M', 'load', 2], 'the probe waits for earlier work');
@@ -555,14 +497,7 @@ describe('state x operation: M ready', () => {
         await gate.open();
         assert.equal(report(await requests[0]!).generation, 1);
         await assertUnloaded(unload, 'M');
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: [1],
-          created: rep(1, slots),
-          disposed: rep(1, slots),
-          weights: [1],
-          runs: [1],
-        });
+        assert.deepEqual(tally(c, 'M'), freedTally(slots, [1]));
         assertBefore(c, ['M', 'run-end', 1], ['M', 'session-disposed', 1], 'earlier work drains first');
         assertBefore(
           c,
@@ -576,39 +511,26 @@ describe('state x operation: M ready', () => {
     });
 
     test(`[state.ready.bulk-unload] slots=${slots}: per-model barriers; ready-idle M is freed first while busy B drains; 200 unloaded`, async () => {
-      await withContractServer(
-        [
-          { id: 'M', slots },
-          { id: 'B', slots },
-        ],
-        async (c) => {
-          await c.ready('M');
-          await c.ready('B');
-          const { gate, requests } = await c.running('B', 1);
-          const bulk = track(c.bulkUnload(['B', 'M']));
-          await c.waitCount('M', 'weights-disposed', 1);
-          assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-          await waitSnapshot(c, 'B', { queuedManagers: 1, activeRequests: 1 });
-          assert.deepEqual(await view(c, 'B'), readyView(slots, { active_slots: 1 }));
-          assert.equal(bulk.settled, false);
-          await gate.open();
-          assert.equal(report(await requests[0]!).generation, 1);
-          const res = await bulk.promise;
-          assert.equal(res.status, 200);
-          assert.deepEqual(res.json, { unloaded: ['B', 'M'], not_found: [] });
-          for (const id of ['M', 'B']) {
-            assert.deepEqual(tally(c, id).weights, [1]);
-            assert.deepEqual(tally(c, id).disposed, rep(1, slots));
-            assert.deepEqual(await view(c, id), unloadedView(slots));
-          }
-          assertBefore(
-            c,
-            ['M', 'weights-disposed', 1],
-            ['B', 'run-end', 1],
-            'idle M is freed before B drains',
-          );
-        },
-      );
+      await withContractServer(mAndB(slots), async (c) => {
+        await c.ready('M');
+        await c.ready('B');
+        const { gate, requests } = await c.running('B', 1);
+        const bulk = track(c.bulkUnload(['B', 'M']));
+        await c.waitCount('M', 'weights-disposed', 1);
+        assert.deepEqual(await view(c, 'M'), unloadedView(slots));
+        await waitSnapshot(c, 'B', { queuedManagers: 1, activeRequests: 1 });
+        assert.deepEqual(await view(c, 'B'), readyView(slots, { active_slots: 1 }));
+        assert.equal(bulk.settled, false);
+        await gate.open();
+        assert.equal(report(await requests[0]!).generation, 1);
+        await assertBulk(bulk, { unloaded: ['B', 'M'], not_found: [] });
+        for (const id of ['M', 'B']) {
+          assert.deepEqual(tally(c, id).weights, [1]);
+          assert.deepEqual(tally(c, id).disposed, rep(1, slots));
+          assert.deepEqual(await view(c, id), unloadedView(slots));
+        }
+        assertBefore(c, ['M', 'weights-disposed', 1], ['B', 'run-end', 1], 'idle M is freed before B drains');
+      });
     });
 
     test(`[state.ready.evict] slots=${slots}: idle retirement takes M only when idle and queue-free for idle_unload_ms; no client sees it`, async () => {
@@ -631,14 +553,7 @@ describe('state x operation: M ready', () => {
         clock.advance(1);
         assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['M']);
         assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: [1],
-          created: rep(1, slots),
-          disposed: rep(1, slots),
-          weights: [1],
-          runs: rep(1, queued ? 2 : 1),
-        });
+        assert.deepEqual(tally(c, 'M'), freedTally(slots, rep(1, queued ? 2 : 1)));
         assert.deepEqual(disposedSlots(c, 'M', 1), reverseSlots(slots));
       });
     });
@@ -662,14 +577,7 @@ describe('state x operation: M ready', () => {
           assert.match(c.s.logs.join('\n'), /evicted model 'M' to load 'X'/);
           assert.deepEqual(await view(c, 'M'), unloadedView(slots));
           assert.deepEqual(await view(c, 'X'), readyView(slots));
-          assert.deepEqual(tally(c, 'M'), {
-            ...NONE,
-            load: [1],
-            created: rep(1, slots),
-            disposed: rep(1, slots),
-            weights: [1],
-            runs: [1],
-          });
+          assert.deepEqual(tally(c, 'M'), freedTally(slots, [1]));
         },
       );
     });
@@ -698,7 +606,7 @@ describe('state x operation: M ready', () => {
         assert.equal(report(await requests[0]!).generation, 1);
         assert.equal(report(await next.promise).generation, 1);
         assert.deepEqual(await view(c, 'M'), readyView(slots));
-        assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots), runs: [1, 1] });
+        assert.deepEqual(tally(c, 'M'), loadedTally(slots, [1, 1]));
       });
     });
   }

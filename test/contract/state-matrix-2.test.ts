@@ -14,11 +14,18 @@ import { COUNTS, pick, readyView, track, unloadedView, view } from './assertions
 import { withContractServer } from './harness.js';
 import {
   abortable,
+  assertAllUnloaded,
   assertBefore,
+  assertBulk,
   assertRegistered,
   assertUnloaded,
   disposedSlots,
+  freedTally,
   holdReconfiguring,
+  leases,
+  loadedTally,
+  mAndB,
+  NONE,
   nextSlots,
   pollStatus,
   rep,
@@ -30,7 +37,6 @@ import {
   waitSnapshot,
 } from './state-matrix-helpers.js';
 
-const NONE = { load: [], loadFailed: [], created: [], disposed: [], weights: [], runs: [] };
 const NEW_SESSION_OPTIONS = { tag: 'new' };
 
 /** The record of M after a completed reconfiguration from `slots` to `next` (no request run). */
@@ -40,18 +46,6 @@ const reconfigured = (slots: number, next: number) => ({
   created: [...rep(1, slots), ...rep(3, next)],
   disposed: rep(1, slots),
   weights: [2, 1],
-});
-
-const leases = (s: {
-  activeRequests: number;
-  queuedRequests: number;
-  queuedManagers: number;
-  managerActive: boolean;
-}) => ({
-  activeRequests: s.activeRequests,
-  queuedRequests: s.queuedRequests,
-  queuedManagers: s.queuedManagers,
-  managerActive: s.managerActive,
 });
 
 describe('state x operation: M reconfiguring', () => {
@@ -189,66 +183,47 @@ describe('state x operation: M reconfiguring', () => {
     });
 
     test(`[state.reconfiguring.bulk-unload] slots=${slots}->${next}: the barrier queues behind the manager while ready B retires; 200 unloaded`, async () => {
-      await withContractServer(
-        [
-          { id: 'M', slots },
-          { id: 'B', slots },
-        ],
-        async (c) => {
-          await c.ready('M');
-          await c.ready('B');
-          const held = await holdReconfiguring(c, 'M', next, 'loading');
-          const bulk = track(c.bulkUnload(['M', 'B']));
-          await c.waitCount('B', 'weights-disposed', 1);
-          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-          await waitSnapshot(c, 'M', { managerActive: true, queuedManagers: 1 });
-          assert.deepEqual(await view(c, 'M'), unloadedView(next, { state: 'reconfiguring' }));
-          assert.equal(bulk.settled, false);
-          await held.gate.open();
-          await assertRegistered(held.request, 'M', true);
-          const res = await bulk.promise;
-          assert.equal(res.status, 200);
-          assert.deepEqual(res.json, { unloaded: ['M', 'B'], not_found: [] });
-          assert.deepEqual(tally(c, 'M'), {
-            ...reconfigured(slots, next),
-            disposed: [...rep(1, slots), ...rep(3, next)],
-            weights: [2, 1, 3],
-          });
-          assertBefore(c, ['B', 'weights-disposed', 1], ['M', 'load', 3], 'B retires before M is published');
-          assert.deepEqual(await view(c, 'M'), unloadedView(next));
-          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-        },
-      );
+      await withContractServer(mAndB(slots), async (c) => {
+        await c.ready('M');
+        await c.ready('B');
+        const held = await holdReconfiguring(c, 'M', next, 'loading');
+        const bulk = track(c.bulkUnload(['M', 'B']));
+        await c.waitCount('B', 'weights-disposed', 1);
+        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+        await waitSnapshot(c, 'M', { managerActive: true, queuedManagers: 1 });
+        assert.deepEqual(await view(c, 'M'), unloadedView(next, { state: 'reconfiguring' }));
+        assert.equal(bulk.settled, false);
+        await held.gate.open();
+        await assertRegistered(held.request, 'M', true);
+        await assertBulk(bulk, { unloaded: ['M', 'B'], not_found: [] });
+        assert.deepEqual(tally(c, 'M'), {
+          ...reconfigured(slots, next),
+          disposed: [...rep(1, slots), ...rep(3, next)],
+          weights: [2, 1, 3],
+        });
+        assertBefore(c, ['B', 'weights-disposed', 1], ['M', 'load', 3], 'B retires before M is published');
+        assert.deepEqual(await view(c, 'M'), unloadedView(next));
+        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+      });
     });
 
     test(`[state.reconfiguring.evict] slots=${slots}->${next}: idle retirement skips M whose old pool is held by the manager, retires idle B; the reconfiguration continues`, async () => {
       const clock = new ManualClock();
-      await withContractServer(
-        [
-          { id: 'M', slots },
-          { id: 'B', slots },
-        ],
-        { idle_unload_ms: 1000, clock },
-        async (c) => {
-          c.s.voxd.runtime.residency.stopIdleTimer();
-          await c.ready('M');
-          await c.ready('B');
-          const held = await holdReconfiguring(c, 'M', next, 'validating');
-          clock.advance(5000);
-          assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['B']);
-          assert.deepEqual(await view(c, 'M'), readyView(slots, { state: 'reconfiguring' }));
-          assert.deepEqual(
-            tally(c, 'M'),
-            { ...NONE, load: [1], created: rep(1, slots) },
-            'the old pool is intact',
-          );
-          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-          await held.gate.open();
-          await assertRegistered(held.request, 'M', true);
-          assert.deepEqual(tally(c, 'M'), reconfigured(slots, next));
-          assert.deepEqual(await view(c, 'M'), readyView(next));
-        },
-      );
+      await withContractServer(mAndB(slots), { idle_unload_ms: 1000, clock }, async (c) => {
+        c.s.voxd.runtime.residency.stopIdleTimer();
+        await c.ready('M');
+        await c.ready('B');
+        const held = await holdReconfiguring(c, 'M', next, 'validating');
+        clock.advance(5000);
+        assert.deepEqual(await c.s.voxd.runtime.residency.sweepIdle(), ['B']);
+        assert.deepEqual(await view(c, 'M'), readyView(slots, { state: 'reconfiguring' }));
+        assert.deepEqual(tally(c, 'M'), loadedTally(slots, []), 'the old pool is intact');
+        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+        await held.gate.open();
+        await assertRegistered(held.request, 'M', true);
+        assert.deepEqual(tally(c, 'M'), reconfigured(slots, next));
+        assert.deepEqual(await view(c, 'M'), readyView(next));
+      });
     });
 
     test(`[state.reconfiguring.evict] slots=${slots}->${next}: max_loaded_models: eviction skips the least recently used M under its manager and evicts idle B; the reconfiguration continues`, async () => {
@@ -269,7 +244,7 @@ describe('state x operation: M reconfiguring', () => {
           assert.equal(report(await c.infer('X')).generation, 1);
           assert.match(c.s.logs.join('\n'), /evicted model 'B' to load 'X'/);
           assert.doesNotMatch(c.s.logs.join('\n'), /evicted model 'M'/);
-          assert.deepEqual(tally(c, 'M'), { ...NONE, load: [1], created: rep(1, slots) });
+          assert.deepEqual(tally(c, 'M'), loadedTally(slots, []));
           assert.deepEqual(await view(c, 'M'), readyView(slots, { state: 'reconfiguring' }));
           assert.deepEqual(await view(c, 'B'), unloadedView(slots));
           await held.gate.open();
@@ -435,57 +410,36 @@ describe('state x operation: M unloading', () => {
         await assertUnloaded(first, 'M');
         await assertUnloaded(second, 'M');
         assert.ok(first.order < second.order, 'in scheduler order');
-        assert.deepEqual(tally(c, 'M'), {
-          ...NONE,
-          load: [1],
-          created: rep(1, slots),
-          disposed: rep(1, slots),
-          weights: [1],
-        });
+        assert.deepEqual(tally(c, 'M'), freedTally(slots));
         assert.deepEqual(await view(c, 'M'), unloadedView(slots));
       });
     });
 
     test(`[state.unloading.bulk-unload] slots=${slots}: the barrier queues on unloading M while ready B is freed first; 200 unloaded`, async () => {
-      await withContractServer(
-        [
-          { id: 'M', slots },
-          { id: 'B', slots },
-        ],
-        async (c) => {
-          await c.ready('M');
-          await c.ready('B');
-          const { request } = await c.unloading('M');
-          const unload = track(request);
-          const bulk = track(c.bulkUnload(['M', 'B']));
-          await c.waitCount('B', 'weights-disposed', 1);
-          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-          await waitSnapshot(c, 'M', { managerActive: true, queuedManagers: 1 });
-          assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'unloading' }));
-          assert.deepEqual(tally(c, 'M').weights, []);
-          assert.equal(bulk.settled, false);
-          await c.teardown('M').open();
-          await assertUnloaded(unload, 'M');
-          const res = await bulk.promise;
-          assert.equal(res.status, 200);
-          assert.deepEqual(res.json, { unloaded: ['M', 'B'], not_found: [] });
-          assert.deepEqual(tally(c, 'M'), {
-            ...NONE,
-            load: [1],
-            created: rep(1, slots),
-            disposed: rep(1, slots),
-            weights: [1],
-          });
-          assertBefore(
-            c,
-            ['B', 'weights-disposed', 1],
-            ['M', 'weights-disposed', 1],
-            'B is freed before M finishes',
-          );
-          assert.deepEqual(await view(c, 'M'), unloadedView(slots));
-          assert.deepEqual(await view(c, 'B'), unloadedView(slots));
-        },
-      );
+      await withContractServer(mAndB(slots), async (c) => {
+        await c.ready('M');
+        await c.ready('B');
+        const { request } = await c.unloading('M');
+        const unload = track(request);
+        const bulk = track(c.bulkUnload(['M', 'B']));
+        await c.waitCount('B', 'weights-disposed', 1);
+        assert.deepEqual(await view(c, 'B'), unloadedView(slots));
+        await waitSnapshot(c, 'M', { managerActive: true, queuedManagers: 1 });
+        assert.deepEqual(await view(c, 'M'), unloadedView(slots, { state: 'unloading' }));
+        assert.deepEqual(tally(c, 'M').weights, []);
+        assert.equal(bulk.settled, false);
+        await c.teardown('M').open();
+        await assertUnloaded(unload, 'M');
+        await assertBulk(bulk, { unloaded: ['M', 'B'], not_found: [] });
+        assert.deepEqual(tally(c, 'M'), freedTally(slots));
+        assertBefore(
+          c,
+          ['B', 'weights-disposed', 1],
+          ['M', 'weights-disposed', 1],
+          'B is freed before M finishes',
+        );
+        await assertAllUnloaded(c, slots, ['M', 'B']);
+      });
     });
 
     test(`[state.unloading.evict] slots=${slots}: a retiring M is no resident victim; other idle victims are evicted or retired independently`, async () => {
@@ -516,13 +470,7 @@ describe('state x operation: M unloading', () => {
           assert.equal(unload.settled, false);
           await c.teardown('M').open();
           await assertUnloaded(unload, 'M');
-          assert.deepEqual(tally(c, 'M'), {
-            ...NONE,
-            load: [1],
-            created: rep(1, slots),
-            disposed: rep(1, slots),
-            weights: [1],
-          });
+          assert.deepEqual(tally(c, 'M'), freedTally(slots));
           for (const id of ['M', 'B', 'X']) assert.deepEqual(await view(c, id), unloadedView(slots));
         },
       );

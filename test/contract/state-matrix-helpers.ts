@@ -6,13 +6,63 @@
 import assert from 'node:assert/strict';
 import type { FixtureEvent } from '../../src/engines/fixture/fixture-record.js';
 import { get, type HttpResult, post, reportOf, waitUntil, whenRuntime } from '../helpers/voxd.js';
-import { type Tracked, track } from './assertions.js';
+import { type Tracked, track, unloadedView, view } from './assertions.js';
 import type { ContractServer, ToggleGate } from './harness.js';
 
 /** The slot count a reconfiguration changes to (always above 1, so a capacity probe runs). */
 export const nextSlots = (slots: number): number => (slots === 4 ? 2 : slots * 2);
 
 export const rep = <T>(value: T, n: number): T[] => Array.from({ length: n }, () => value);
+
+/** A `tally` with nothing recorded. */
+export const NONE = { load: [], loadFailed: [], created: [], disposed: [], weights: [], runs: [] };
+
+/** The tally of one pool (generation 1, `slots` sessions) loaded and still published, with `runs`. */
+export const loadedTally = (slots: number, runs: number[]) => ({
+  ...NONE,
+  load: [1],
+  created: rep(1, slots),
+  runs,
+});
+
+/** The tally of one pool (generation 1, `slots` sessions) loaded and torn down whole, with `runs`. */
+export const freedTally = (slots: number, runs: number[] = []) => ({
+  ...loadedTally(slots, runs),
+  disposed: rep(1, slots),
+  weights: [1],
+});
+
+/**
+ * The tally after a pool of `slots` (generation 1) ran a request and was replaced by generation
+ * `g` with the same slots, which ran one: with more than one slot a capacity probe (2) came first.
+ */
+export const replacedTally = (slots: number, g: number) => ({
+  ...NONE,
+  load: slots > 1 ? [1, 2, 3] : [1, 2],
+  created: [...rep(1, slots), ...rep(g, slots)],
+  disposed: rep(1, slots),
+  weights: slots > 1 ? [2, 1] : [1],
+  runs: [1, g],
+});
+
+/** The models of the two-model rows: M and B with the same slots. */
+export const mAndB = (slots: number) => [
+  { id: 'M', slots },
+  { id: 'B', slots },
+];
+
+/** Scheduler fields that a status read must leave as they were. */
+export const leases = (s: {
+  activeRequests: number;
+  queuedRequests: number;
+  queuedManagers: number;
+  managerActive: boolean;
+}) => ({
+  activeRequests: s.activeRequests,
+  queuedRequests: s.queuedRequests,
+  queuedManagers: s.queuedManagers,
+  managerActive: s.managerActive,
+});
 
 /** The GET /v1/models entry of one model, session options included. */
 // biome-ignore lint/suspicious/noExplicitAny: a GET /v1/models entry
@@ -196,6 +246,21 @@ export async function assertRegistered(t: Tracked, id: string, reconfigured: boo
   const res = await t.promise;
   assert.equal(res.status, 200, res.body.toString());
   assert.deepEqual(res.json, { id, loaded: true, reconfigured });
+}
+
+/** Asserts a bulk unload's 200 and its body. */
+export async function assertBulk(
+  bulk: Tracked,
+  body: { unloaded: string[]; not_found: string[] },
+): Promise<void> {
+  const res = await bulk.promise;
+  assert.equal(res.status, 200, res.body.toString());
+  assert.deepEqual(res.json, body);
+}
+
+/** Asserts that every one of `ids` is listed unloaded and idle by GET /v1/models. */
+export async function assertAllUnloaded(c: ContractServer, slots: number, ids: string[]): Promise<void> {
+  for (const id of ids) assert.deepEqual(await view(c, id), unloadedView(slots), `${id} is unloaded`);
 }
 
 export async function assertUnloaded(t: Tracked | Promise<HttpResult>, id: string): Promise<void> {

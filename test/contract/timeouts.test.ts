@@ -26,6 +26,23 @@ async function expire(c: ContractServer, clock: ManualClock, id: string, ms: num
 /** Fails when `promise` has not settled within 2 s (a deadline, never a sleep). */
 const within = <T>(promise: Promise<T>, what: string): Promise<T> => withDeadline(promise, what, 2000);
 
+/**
+ * With M's n slots held by requests running until `gate` opens, a request tagged `tag` queues, and
+ * one with busy_timeout_ms `ms` behind it: that one is answered 503 once the clock passed its wait,
+ * not a millisecond before. Returns the gate, the running requests and the first queued request.
+ */
+async function timeOutBehind(c: ContractServer, clock: ManualClock, n: number, tag: string, ms: number) {
+  const { gate, requests } = await c.running('M', n);
+  const first = c.infer('M', { tag });
+  await queued(c, 'M', 1);
+  const pending = c.infer('M', {}, { busy_timeout_ms: ms });
+  await queued(c, 'M', 2);
+  await expire(c, clock, 'M', ms, 2);
+  const res = await within(pending, `the ${ms} ms admission timeout`);
+  assert.match(errorOf(res, 503, 'server_busy'), new RegExp(`timed out after ${ms} ms`));
+  return { gate, requests, first };
+}
+
 /** A request whose client can go away. */
 function abortable(c: ContractServer, id: string, options: Record<string, string> = {}) {
   const client = new AbortController();
@@ -40,14 +57,7 @@ describe('timeouts: admission', () => {
       const clock = new ManualClock();
       await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: LONG_MS, clock }, async (c) => {
         await c.ready('M');
-        const { gate, requests } = await c.running('M', n);
-        const patient = c.infer('M', { tag: 'patient' });
-        await queued(c, 'M', 1);
-        const pending = c.infer('M', {}, { busy_timeout_ms: 100 });
-        await queued(c, 'M', 2);
-        await expire(c, clock, 'M', 100, 2);
-        const res = await within(pending, 'the 100 ms admission timeout');
-        assert.match(errorOf(res, 503, 'server_busy'), /timed out after 100 ms/);
+        const { gate, requests, first: patient } = await timeOutBehind(c, clock, n, 'patient', 100);
         assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         assert.equal(c.count('M', 'run-start'), n, 'the timed-out request never ran');
         await gate.open();
@@ -221,16 +231,9 @@ describe('timeouts: zero means unbounded', () => {
       const clock = new ManualClock();
       await withContractServer([{ id: 'M', slots: n }], { busy_timeout_ms: 0, clock }, async (c) => {
         await c.ready('M');
-        const { gate, requests } = await c.running('M', n);
-        const unbounded = c.infer('M', { tag: 'unbounded' });
-        await queued(c, 'M', 1);
-        // A bounded request behind it times out while the unbounded one keeps waiting, for as long
-        // as the clock moves.
-        const pending = c.infer('M', {}, { busy_timeout_ms: 50 });
-        await queued(c, 'M', 2);
-        await expire(c, clock, 'M', 50, 2);
-        const bounded = await within(pending, 'the bounded request');
-        assert.match(errorOf(bounded, 503, 'server_busy'), /timed out after 50 ms/);
+        // A bounded request behind an unbounded one times out while the unbounded one keeps
+        // waiting, for as long as the clock moves.
+        const { gate, requests, first: unbounded } = await timeOutBehind(c, clock, n, 'unbounded', 50);
         clock.advance(1e9);
         assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
         await gate.open();
@@ -275,16 +278,7 @@ describe('timeouts: zero means unbounded (model ceiling)', () => {
       await c.ready('M');
       const reg = await post(c.url, '/v1/models/load', { ...c.body('M'), busy_timeout_ms: 0 });
       assert.deepEqual(reg.json, { id: 'M', loaded: true, reconfigured: true });
-      const { gate, requests } = await c.running('M', n);
-      const unbounded = c.infer('M', { tag: 'unbounded' });
-      await queued(c, 'M', 1);
-      const pending = c.infer('M', {}, { busy_timeout_ms: 50 });
-      await queued(c, 'M', 2);
-      await expire(c, clock, 'M', 50, 2);
-      assert.match(
-        errorOf(await within(pending, 'a bounded request'), 503, 'server_busy'),
-        /timed out after 50 ms/,
-      );
+      const { gate, requests, first: unbounded } = await timeOutBehind(c, clock, n, 'unbounded', 50);
       clock.advance(1e9);
       assert.deepEqual(await view(c, 'M'), { ...readyView(n), active_slots: n, queued_requests: 1 });
       await gate.open();

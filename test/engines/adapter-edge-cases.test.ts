@@ -9,11 +9,12 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Audio } from '../../src/audio/types.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
-import { type HttpResult, post, startServer, type TestServer } from '../helpers/voxd.js';
+import { post, startServer, type TestServer } from '../helpers/voxd.js';
 import {
   type AudioEngine,
   audioEdgeCases,
-  RATE,
+  diarization,
+  type TtsSubject,
   taskRun,
   transcript,
   transcription,
@@ -60,44 +61,35 @@ const fakeTokens =
     assert.equal(audio.samples.length % perToken, 0, `${what}: ${audio.samples.length} samples`);
   };
 
+/**
+ * The edge cases of a fake TTS model: every 200 is mono at `sampleRate`, a whole number of tokens of
+ * `perToken` samples; `texts` replaces the English texts for a model that reads only its lexicon.
+ */
+const fakeTts = (
+  label: string,
+  model: string,
+  sampleRate: number,
+  perToken: number,
+  texts: Pick<TtsSubject, 'normal' | 'sentence' | 'mixed' | 'foreign'> = {},
+) => ttsEdgeCases({ label, model, start: startAll, check: fakeTokens(sampleRate, perToken), ...texts });
+
 // piper.py: 256 samples a token at 22050 Hz (espeak-ng phonemes).
-ttsEdgeCases({
-  label: 'piper_tts (fake-piper)',
-  model: 'piper',
-  start: startAll,
-  check: fakeTokens(22050, 256),
-});
+fakeTts('piper_tts (fake-piper)', 'piper', 22050, 256);
 // kokoro.py: 240 samples a token, the two pads included, at 24 kHz (espeak-ng phonemes).
-ttsEdgeCases({
-  label: 'kokoro_tts (fake-kokoro)',
-  model: 'kokoro',
-  start: startAll,
-  check: fakeTokens(24000, 240),
-});
+fakeTts('kokoro_tts (fake-kokoro)', 'kokoro', 24000, 240);
+// matcha.py with vocos: 256 * (4 frames a token - 1) samples a sentence at 22050 Hz.
+fakeTts('matcha_tts (fake-matcha, vocos)', 'matcha', 22050, 256);
+
+// The fakes with a lexicon read only its words, in the texts given here.
 // The multi-lingual Kokoro reads its two-word lexicons: every sentence of the long text is the same.
-ttsEdgeCases({
-  label: 'kokoro_tts (fake-kokoro-multi-lang, lexicons)',
-  model: 'kokoro-multi',
-  start: startAll,
-  check: fakeTokens(24000, 240),
+fakeTts('kokoro_tts (fake-kokoro-multi-lang, lexicons)', 'kokoro-multi', 24000, 240, {
   normal: 'hello',
   sentence: () => 'hello world.',
   mixed: '你好, hello world! 😀',
   foreign: ['東京タワー', 'Привет, мир', 'Café'],
 });
-// matcha.py with vocos: 256 * (4 frames a token - 1) samples a sentence at 22050 Hz.
-ttsEdgeCases({
-  label: 'matcha_tts (fake-matcha, vocos)',
-  model: 'matcha',
-  start: startAll,
-  check: fakeTokens(22050, 256),
-});
 // matcha.py with hifigan: 1024 samples a token; the Chinese front end reads lexicon.txt.
-ttsEdgeCases({
-  label: 'matcha_tts (fake-matcha-zh, lexicon, hifigan)',
-  model: 'matcha-zh',
-  start: startAll,
-  check: fakeTokens(22050, 1024),
+fakeTts('matcha_tts (fake-matcha-zh, lexicon, hifigan)', 'matcha-zh', 22050, 1024, {
   normal: '你好',
   sentence: () => '你好世界。',
   mixed: '你好，世界！😀 Café',
@@ -107,59 +99,31 @@ ttsEdgeCases({
 // ---------------------------------------------------------------------------------------------------
 // Audio in: each ASR fake's known sentence for loud audio, "" for silence
 
-const ok = (res: HttpResult) => assert.equal(res.status, 200, res.body.toString('utf8'));
+/** An ASR fake that hears `text` in loud audio and nothing in silence; the WAV travels in `field`. */
+const asr = (label: string, send: AudioEngine['send'], text: string, field = 'file'): AudioEngine => ({
+  label,
+  field,
+  send,
+  ...transcript(text),
+});
 
 const ENGINES: AudioEngine[] = [
   // whisper.py: auto-detection hears German in loud audio.
-  {
-    label: 'whisper_asr (fake-whisper)',
-    field: 'file',
-    send: transcription('whisper'),
-    ...transcript('hallo welt'),
-  },
-  {
-    label: 'canary_asr (fake-canary)',
-    field: 'file',
-    send: transcription('canary'),
-    ...transcript('hello world.'),
-  },
-  {
-    label: 'parakeet_tdt (fake-parakeet-tdt)',
-    field: 'file',
-    send: transcription('parakeet'),
-    ...transcript('parakeet says hello'),
-  },
-  {
-    label: 'nemo_ctc_asr (fake-nemo-ctc)',
-    field: 'audio_base64',
-    send: taskRun('nemo-ctc'),
-    ...transcript('hello world'),
-  },
-  {
-    label: 'sense_voice_asr (fake-sense-voice)',
-    field: 'file',
-    send: transcription('sense-voice'),
-    ...transcript('hello world'),
-  },
+  asr('whisper_asr (fake-whisper)', transcription('whisper'), 'hallo welt'),
+  asr('canary_asr (fake-canary)', transcription('canary'), 'hello world.'),
+  asr('parakeet_tdt (fake-parakeet-tdt)', transcription('parakeet'), 'parakeet says hello'),
+  asr('nemo_ctc_asr (fake-nemo-ctc)', taskRun('nemo-ctc'), 'hello world', 'audio_base64'),
+  asr('sense_voice_asr (fake-sense-voice)', transcription('sense-voice'), 'hello world'),
   // pyannote.py: energy decides speech, so the sentence is turns of speaker 0, silence none.
   {
     label: 'pyannote_diar (fake-pyannote)',
     field: 'file',
     send: transcription('pyannote'),
-    nothing(res) {
-      ok(res);
-      assert.equal(res.json.text, '');
-      assert.deepEqual(res.json.speaker_turns, []);
-      assert.equal(res.json.sample_rate, RATE);
-    },
-    found(res) {
-      ok(res);
-      const turns = res.json.speaker_turns as { speaker_id: number }[];
-      assert.ok(turns.length >= 1, JSON.stringify(res.json));
+    ...diarization((turns) => {
       const speakers = [...new Set(turns.map((t) => t.speaker_id))];
       assert.deepEqual(speakers, [0], JSON.stringify(turns));
       return speakers;
-    },
+    }),
   },
 ];
 

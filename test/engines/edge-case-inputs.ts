@@ -247,6 +247,27 @@ export const transcript = (text: string): Pick<AudioEngine, 'nothing' | 'found'>
   },
 });
 
+/**
+ * A diarizer's answers: no text and no turns, at the input's rate, for silence; at least one turn
+ * for speech, whose speakers `speakers` checks and summarises.
+ */
+export const diarization = (
+  speakers: (turns: { speaker_id: number }[]) => unknown,
+): Pick<AudioEngine, 'nothing' | 'found'> => ({
+  nothing(res) {
+    ok(res);
+    assert.equal(res.json.text, '');
+    assert.deepEqual(res.json.speaker_turns, []);
+    assert.equal(res.json.sample_rate, RATE);
+  },
+  found(res) {
+    ok(res);
+    const turns = res.json.speaker_turns as { speaker_id: number }[];
+    assert.ok(turns.length >= 1, JSON.stringify(res.json));
+    return speakers(turns);
+  },
+});
+
 /** A sentence spoken by flite kal16 (16 kHz): the server must have flite loaded as `flite`. */
 export async function fliteSpeech(s: TestServer): Promise<Float32Array> {
   const res = await post(s.url, '/v1/audio/speech', {

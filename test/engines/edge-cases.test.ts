@@ -4,12 +4,13 @@
  * odd-rate WAVs for pocketsphinx_asr, classic_diar and silero_vad.
  */
 import assert from 'node:assert/strict';
+import { FLITE, lazyModel } from '../helpers/models.js';
 import type { HttpResult } from '../helpers/voxd.js';
 import { startServer } from '../helpers/voxd.js';
 import {
   type AudioEngine,
   audioEdgeCases,
-  RATE,
+  diarization,
   taskRun,
   transcription,
   ttsEdgeCases,
@@ -17,12 +18,12 @@ import {
 
 /** Every embedded family, as `voxd serve` would load them: lazily. */
 const MODELS = [
-  { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
-  { id: 'espeak', family: 'espeak_tts', task: 'tts', lazy: true },
-  { id: 'festival', family: 'festival_tts', task: 'tts', lazy: true },
-  { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', lazy: true },
-  { id: 'vad', family: 'silero_vad', task: 'vad', lazy: true },
-  { id: 'diar', family: 'classic_diar', task: 'diar', lazy: true },
+  FLITE,
+  lazyModel('espeak', 'espeak_tts', 'tts'),
+  lazyModel('festival', 'festival_tts', 'tts'),
+  lazyModel('asr', 'pocketsphinx_asr', 'asr'),
+  lazyModel('vad', 'silero_vad', 'vad'),
+  lazyModel('diar', 'classic_diar', 'diar'),
 ];
 
 const startAll = () => startServer({ busy_timeout_ms: 0, models: MODELS });
@@ -60,18 +61,7 @@ const ENGINES: AudioEngine[] = [
     label: 'classic_diar',
     field: 'file',
     send: transcription('diar'),
-    nothing(res) {
-      ok(res);
-      assert.equal(res.json.text, '');
-      assert.deepEqual(res.json.speaker_turns, []);
-      assert.equal(res.json.sample_rate, RATE);
-    },
-    found(res) {
-      ok(res);
-      const turns = res.json.speaker_turns as { speaker_id: number }[];
-      assert.ok(turns.length >= 1, JSON.stringify(res.json));
-      return new Set(turns.map((t) => t.speaker_id)).size;
-    },
+    ...diarization((turns) => new Set(turns.map((t) => t.speaker_id)).size),
   },
   {
     label: 'silero_vad',

@@ -1,4 +1,5 @@
-/** Small helpers for audio samples that tests build from synthesised speech. */
+/** Small helpers for audio samples that tests build from synthesised speech, and test tones. */
+import { encodeWav } from '../../src/audio/wav-encode.js';
 
 /** First and last sample above a small amplitude: where the synthesised speech really is. */
 export function speechBounds(samples: Float32Array): [number, number] {
@@ -35,3 +36,18 @@ export const SENTENCES = [
 ];
 /** Pauses between turns, 0.3-0.7 s. */
 export const GAPS = [0.45, 0.6, 0.3, 0.7, 0.5, 0.35, 0.65, 0.4, 0.55, 0.5];
+
+/** `samples` as a WAV file, 16 kHz mono unless said otherwise. */
+export const wavOf = (samples: Float32Array, sampleRate = 16000, channels = 1): Buffer =>
+  encodeWav({ samples, sampleRate, channels });
+
+/** One second of a tone as WAV: loud enough that the fake ASR models hear "hello world" in it. */
+export const toneWav = (rate = 16000, channels = 1, amplitude = 0.3): Buffer =>
+  wavOf(
+    Float32Array.from({ length: rate * channels }, (_, i) => amplitude * Math.sin(i / 7)),
+    rate,
+    channels,
+  );
+
+/** One second of silence at 16 kHz mono, as WAV. */
+export const silenceWav = (): Buffer => wavOf(new Float32Array(16000));

@@ -11,7 +11,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { RawClient } from '../helpers/raw-http.js';
-import { standInFfmpeg } from '../helpers/stand-in-ffmpeg.js';
+import { childrenNamed, suiteStandInFfmpeg } from '../helpers/stand-in-ffmpeg.js';
 import {
   errorOf,
   fixtureModel,
@@ -80,20 +80,7 @@ function upload(base: string, model: string, bytes: Buffer, filename: string) {
 }
 
 /** ffmpeg children of this process (the server runs in it). */
-function ffmpegChildren(): number {
-  let count = 0;
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === process.pid && (comm === 'ffmpeg' || comm === 'sleep' || comm === 'sh')) count++;
-    } catch {
-      // the process ended while being read
-    }
-  }
-  return count;
-}
+const ffmpegChildren = () => childrenNamed(['ffmpeg', 'sleep', 'sh']);
 
 const TWO_SECONDS = buildWav({
   sampleRate: 44_100,
@@ -157,6 +144,9 @@ describe('audio formats through ffmpeg', () => {
 
   const speak = (body: Record<string, unknown>) =>
     post(server.url, '/v1/audio/speech', { model: 'tts', input: 'Hello there. How are you?', ...body });
+  /** "Hello there." from the streaming model. */
+  const speakStreaming = (body: Record<string, unknown>) =>
+    post(server.url, '/v1/audio/speech', { model: 'tts-stream', input: 'Hello there.', ...body });
 
   test('speech in every format: the right Content-Type, codec, rate and duration (within a frame of the WAV)', async () => {
     const wav = await speak({ response_format: 'wav' });
@@ -206,12 +196,7 @@ describe('audio formats through ffmpeg', () => {
     rmSync(file);
 
     // A stream's header is sent before its length is known.
-    const streamed = await post(server.url, '/v1/audio/speech', {
-      model: 'tts-stream',
-      input: 'Hello there.',
-      stream_format: 'audio',
-      response_format: 'flac',
-    });
+    const streamed = await speakStreaming({ stream_format: 'audio', response_format: 'flac' });
     assert.equal(streamed.status, 200);
     assert.equal(streamed.body.toString('latin1', 0, 4), 'fLaC');
     assert.equal(streamed.body.readUInt32BE(22) + (streamed.body[21]! & 0x0f), 0, 'total samples 0: unknown');
@@ -232,29 +217,15 @@ describe('audio formats through ffmpeg', () => {
   });
 
   test('streamed mp3 (raw and SSE) is valid mp3 of the whole speech; the first bytes come before the synthesis ends', async () => {
-    const raw = await post(server.url, '/v1/audio/speech', {
-      model: 'tts-stream',
-      input: 'Hello there.',
-      stream_format: 'audio',
-      response_format: 'mp3',
-    });
+    const raw = await speakStreaming({ stream_format: 'audio', response_format: 'mp3' });
     assert.equal(raw.status, 200);
     assert.equal(raw.headers.get('content-type'), 'audio/mpeg');
-    const whole = await post(server.url, '/v1/audio/speech', {
-      model: 'tts-stream',
-      input: 'Hello there.',
-      response_format: 'wav',
-    });
+    const whole = await speakStreaming({ response_format: 'wav' });
     const streamed = probe(raw.body, work);
     assert.equal(streamed.codec, 'mp3');
     assert.ok(Math.abs(streamed.duration - probe(whole.body, work).duration) < 0.08);
 
-    const sse = await post(server.url, '/v1/audio/speech', {
-      model: 'tts-stream',
-      input: 'Hello there.',
-      stream: true,
-      response_format: 'mp3',
-    });
+    const sse = await speakStreaming({ stream: true, response_format: 'mp3' });
     const deltas = sse.body
       .toString()
       .split('\n\n')
@@ -393,20 +364,15 @@ describe('audio formats through ffmpeg', () => {
 });
 
 describe('without a working ffmpeg', () => {
-  let dir: string;
-  before(() => {
-    dir = tempDir('voxd-noffmpeg-');
-    // A binary that answers the startup probe, then hangs on any real work.
-    standInFfmpeg(dir, 'hanging-ffmpeg', 'exec sleep 60');
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  // A binary that answers the startup probe, then hangs on any real work.
+  const standIn = suiteStandInFfmpeg('voxd-noffmpeg-', 'hanging-ffmpeg', 'exec sleep 60');
 
   test('missing: WAV and PCM work; any other format is a 400 naming ffmpeg', async () => {
     await withServer(
       { models: [fixtureModel('asr'), fixtureModel('tts', { task: 'tts' })] },
-      { overrides: { ffmpeg_path: join(dir, 'no-such-ffmpeg') } },
+      { overrides: { ffmpeg_path: join(standIn.dir, 'no-such-ffmpeg') } },
       async (server) => {
-        const mp3 = convert(TWO_SECONDS, dir, 'x.mp3', ['-c:a', 'libmp3lame']);
+        const mp3 = convert(TWO_SECONDS, standIn.dir, 'x.mp3', ['-c:a', 'libmp3lame']);
         const message = errorOf(await upload(server.url, 'asr', mp3, 'x.mp3'), 400, 'invalid_request_error');
         assert.ok(message.includes('needs ffmpeg'), message);
         const speech = await post(server.url, '/v1/audio/speech', {
@@ -428,7 +394,7 @@ describe('without a working ffmpeg', () => {
   test('hanging: stopped at ffmpeg_timeout_ms with a 503, the child killed', async () => {
     await withServer(
       { ffmpeg_timeout_ms: 300, models: [fixtureModel('asr')] },
-      { overrides: { ffmpeg_path: join(dir, 'hanging-ffmpeg') } },
+      { overrides: { ffmpeg_path: join(standIn.dir, 'hanging-ffmpeg') } },
       async (server) => {
         const res = await withDeadline(
           upload(server.url, 'asr', Buffer.from('ID3 not really'), 'x.mp3'),

@@ -8,8 +8,9 @@
 import assert from 'node:assert/strict';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { runInNewContext } from 'node:vm';
+import { suiteServer } from '../helpers/suite-server.js';
 import {
   errorOf,
   fixtureModel,
@@ -18,8 +19,6 @@ import {
   post,
   reportOf,
   request,
-  startServer,
-  type TestServer,
   waitUntil,
   withDeadline,
 } from '../helpers/voxd.js';
@@ -45,21 +44,16 @@ function upload(base: string, model: string, wav: Buffer): Promise<HttpResult> {
 }
 
 describe('input audio limits', () => {
-  let server: TestServer;
+  const server = suiteServer({
+    max_audio_seconds: 600,
+    models: [
+      fixtureModel('asr'),
+      fixtureModel('short', { max_audio_seconds: 1 }),
+      fixtureModel('long', { max_audio_seconds: 3600 }),
+    ],
+  });
   const run = (model: string, request: Record<string, unknown>) =>
     post(server.url, '/v1/tasks/run', { model, request });
-
-  before(async () => {
-    server = await startServer({
-      max_audio_seconds: 600,
-      models: [
-        fixtureModel('asr'),
-        fixtureModel('short', { max_audio_seconds: 1 }),
-        fixtureModel('long', { max_audio_seconds: 3600 }),
-      ],
-    });
-  });
-  after(() => server?.close());
 
   async function assertHealthy(): Promise<void> {
     assert.equal((await get(server.url, '/health')).status, 200);

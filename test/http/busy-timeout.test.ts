@@ -12,6 +12,7 @@ import {
   waitUntil,
   withServer,
 } from '../helpers/voxd.js';
+import { wavHeader } from './wav-helpers.js';
 
 const run = (s: TestServer, options: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
   post(s.url, '/v1/tasks/run', { model: 'm', request: { text: 'x', options }, ...extra });
@@ -32,68 +33,63 @@ async function timesOutAt(s: TestServer, clock: ManualClock, ms: number, send: (
   return answer;
 }
 
+/**
+ * Runs `body` on a server with `config` on a manual clock, once a holder request runs on model 'm'
+ * held by a gate; `release` opens the gate and asserts the holder's 200.
+ */
+async function withHolder(
+  config: Record<string, unknown>,
+  body: (s: TestServer, clock: ManualClock, release: () => Promise<void>) => Promise<void>,
+): Promise<void> {
+  const clock = new ManualClock();
+  await withServer(config, { clock }, async (s) => {
+    const gate = s.gate('hold');
+    const holder = run(s, { run_gate: gate.path });
+    await waitUntil('the holder runs', () => runStarts(s) === 1);
+    await body(s, clock, async () => {
+      await gate.open();
+      assert.equal((await holder).status, 200);
+    });
+  });
+}
+
 describe('busy timeout (serial runtime)', () => {
   test('a request that finds the holder already running longer than its timeout fails at once', async () => {
-    const clock = new ManualClock();
-    await withServer({ busy_timeout_ms: 1000, models: [fixtureModel('m')] }, { clock }, async (s) => {
-      const gate = s.gate('hold');
-      const holder = run(s, { run_gate: gate.path });
-      await waitUntil('the holder runs', () => runStarts(s) === 1);
+    await withHolder({ busy_timeout_ms: 1000, models: [fixtureModel('m')] }, async (s, clock, release) => {
       clock.advance(1500);
       const refused = await run(s);
       const message = errorOf(refused, 503, 'server_busy');
       assert.match(message, /model 'm' is busy: current inference has run 1500 ms \(busy_timeout_ms=1000\)/);
       assert.equal(queued(s), 0, 'the refused request never queued');
-      await gate.open();
-      assert.equal((await holder).status, 200);
+      await release();
       assert.equal(runStarts(s), 1, 'the refused request never ran');
     });
   });
 
   test('a request that waits longer than its timeout gets 503 and leaves the queue', async () => {
-    const clock = new ManualClock();
-    await withServer({ busy_timeout_ms: 60, models: [fixtureModel('m')] }, { clock }, async (s) => {
-      const gate = s.gate('hold');
-      const holder = run(s, { run_gate: gate.path });
-      await waitUntil('the holder runs', () => runStarts(s) === 1);
+    await withHolder({ busy_timeout_ms: 60, models: [fixtureModel('m')] }, async (s, clock, release) => {
       const waited = await timesOutAt(s, clock, 60, () => run(s));
       assert.match(errorOf(waited, 503, 'server_busy'), /timed out after 60 ms waiting for a slot/);
       assert.equal(queued(s), 0);
-      await gate.open();
-      assert.equal((await holder).status, 200);
+      await release();
       assert.equal(runStarts(s), 1);
     });
   });
 
   test('a request value shortens the model ceiling but can not lengthen it', async () => {
-    const clock = new ManualClock();
-    await withServer(
-      {
-        busy_timeout_ms: 0,
-        models: [fixtureModel('m', { busy_timeout_ms: 80 })],
-      },
-      { clock },
-      async (s) => {
-        const gate = s.gate('hold');
-        const holder = run(s, { run_gate: gate.path });
-        await waitUntil('the holder runs', () => runStarts(s) === 1);
-        const shorter = await timesOutAt(s, clock, 30, () => run(s, {}, { busy_timeout_ms: 30 }));
-        assert.match(errorOf(shorter, 503, 'server_busy'), /timed out after 30 ms/);
-        // The holder has now run 30 ms, under the 80 ms ceiling: the next request queues again.
-        const longer = await timesOutAt(s, clock, 80, () => run(s, {}, { busy_timeout_ms: 600_000 }));
-        assert.match(errorOf(longer, 503, 'server_busy'), /timed out after 80 ms/, 'the ceiling wins');
-        await gate.open();
-        assert.equal((await holder).status, 200);
-      },
-    );
+    const config = { busy_timeout_ms: 0, models: [fixtureModel('m', { busy_timeout_ms: 80 })] };
+    await withHolder(config, async (s, clock, release) => {
+      const shorter = await timesOutAt(s, clock, 30, () => run(s, {}, { busy_timeout_ms: 30 }));
+      assert.match(errorOf(shorter, 503, 'server_busy'), /timed out after 30 ms/);
+      // The holder has now run 30 ms, under the 80 ms ceiling: the next request queues again.
+      const longer = await timesOutAt(s, clock, 80, () => run(s, {}, { busy_timeout_ms: 600_000 }));
+      assert.match(errorOf(longer, 503, 'server_busy'), /timed out after 80 ms/, 'the ceiling wins');
+      await release();
+    });
   });
 
   test('the request value comes from the JSON body, a multipart field or the query string', async () => {
-    const clock = new ManualClock();
-    await withServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, { clock }, async (s) => {
-      const gate = s.gate('hold');
-      const holder = run(s, { run_gate: gate.path });
-      await waitUntil('the holder runs', () => runStarts(s) === 1);
+    await withHolder({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, async (s, clock, release) => {
       const viaQuery = await timesOutAt(s, clock, 25, () =>
         request(s.url, 'POST', '/v1/tasks/run?busy_timeout_ms=25', {
           body: JSON.stringify({ model: 'm', text: 'x' }),
@@ -110,22 +106,16 @@ describe('busy timeout (serial runtime)', () => {
         request(s.url, 'POST', '/v1/audio/transcriptions', { body: form }),
       );
       assert.match(errorOf(viaForm, 503, 'server_busy'), /timed out after 35 ms/);
-      await gate.open();
-      assert.equal((await holder).status, 200);
+      await release();
     });
   });
 
   test('0 waits without limit on both sides, even behind a holder that ran for hours', async () => {
-    const clock = new ManualClock();
-    await withServer({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, { clock }, async (s) => {
-      const gate = s.gate('hold');
-      const holder = run(s, { run_gate: gate.path });
-      await waitUntil('the holder runs', () => runStarts(s) === 1);
+    await withHolder({ busy_timeout_ms: 0, models: [fixtureModel('m')] }, async (s, clock, release) => {
       clock.advance(5 * 3600_000);
       const waiter = run(s, {}, { busy_timeout_ms: 0 });
       await waitUntil('the second request queues', () => queued(s) === 1);
-      await gate.open();
-      assert.equal((await holder).status, 200);
+      await release();
       assert.equal((await waiter).status, 200);
     });
   });
@@ -157,18 +147,8 @@ describe('busy timeout (serial runtime)', () => {
 /** 10 ms of 16 kHz mono silence as a WAV. */
 function silentWav(): Buffer {
   const frames = 160;
-  const buffer = Buffer.alloc(44 + frames * 2);
-  buffer.write('RIFF', 0);
-  buffer.writeUInt32LE(36 + frames * 2, 4);
-  buffer.write('WAVEfmt ', 8);
-  buffer.writeUInt32LE(16, 16);
-  buffer.writeUInt16LE(1, 20);
-  buffer.writeUInt16LE(1, 22);
-  buffer.writeUInt32LE(16000, 24);
-  buffer.writeUInt32LE(32000, 28);
-  buffer.writeUInt16LE(2, 32);
-  buffer.writeUInt16LE(16, 34);
-  buffer.write('data', 36);
-  buffer.writeUInt32LE(frames * 2, 40);
-  return buffer;
+  return Buffer.concat([
+    wavHeader({ sampleRate: 16000, channels: 1, bits: 16 }, frames * 2),
+    Buffer.alloc(frames * 2),
+  ]);
 }

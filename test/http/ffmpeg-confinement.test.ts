@@ -8,20 +8,18 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { standInFfmpeg } from '../helpers/stand-in-ffmpeg.js';
+import { describe, test } from 'node:test';
+import { childrenNamed, suiteStandInFfmpeg } from '../helpers/stand-in-ffmpeg.js';
+import { suiteServer } from '../helpers/suite-server.js';
 import {
   errorOf,
   fixtureModel,
   type HttpResult,
   reportOf,
   request,
-  startServer,
-  type TestServer,
-  tempDir,
   waitUntil,
   withDeadline,
   withServer,
@@ -37,20 +35,7 @@ function ffmpeg(args: string[]): void {
 }
 
 /** ffmpeg children of this process (the server runs in it). */
-function ffmpegChildren(): number {
-  let count = 0;
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === process.pid && (comm === 'ffmpeg' || comm === 'sleep')) count++;
-    } catch {
-      // the process ended while being read
-    }
-  }
-  return count;
-}
+const ffmpegChildren = () => childrenNamed(['ffmpeg', 'sleep']);
 
 function upload(base: string, bytes: Buffer, filename: string): Promise<HttpResult> {
   const form = new FormData();
@@ -79,32 +64,26 @@ function assertRefused(res: HttpResult, field: string, format: string, what: str
 describe('ffmpeg reads audio containers only', () => {
   let work: string;
   let secret: string;
-  let server: TestServer;
-
-  before(async () => {
-    work = tempDir('voxd-confine-');
-    // A readable folder that is not a file root, holding real speech.
-    secret = join(work, 'private');
-    const roots = join(work, 'roots');
-    mkdirSync(secret);
-    mkdirSync(roots);
-    const speech = ['-f', 'lavfi', '-i', 'flite=text=the quarterly numbers are confidential'];
-    ffmpeg([...speech, '-c:a', 'libmp3lame', join(secret, 'meeting.mp3')]);
-    ffmpeg([...speech, '-c:a', 'aac', join(secret, 'meeting.m4a')]);
-    server = await startServer(
-      {
+  const server = suiteServer(
+    (scratch) => {
+      work = scratch;
+      // A readable folder that is not a file root, holding real speech.
+      secret = join(work, 'private');
+      const roots = join(work, 'roots');
+      mkdirSync(secret);
+      mkdirSync(roots);
+      const speech = ['-f', 'lavfi', '-i', 'flite=text=the quarterly numbers are confidential'];
+      ffmpeg([...speech, '-c:a', 'libmp3lame', join(secret, 'meeting.mp3')]);
+      ffmpeg([...speech, '-c:a', 'aac', join(secret, 'meeting.m4a')]);
+      return {
         api_keys: [{ key: KEY, scope: 'inference' }],
         file_roots: [roots],
         ffmpeg_timeout_ms: FFMPEG_TIMEOUT_MS,
         models: [fixtureModel('asr')],
-      },
-      { parallel: true },
-    );
-  });
-  after(async () => {
-    await server?.close();
-    rmSync(work, { recursive: true, force: true });
-  });
+      };
+    },
+    { scratch: 'voxd-confine-', parallel: true },
+  );
 
   const playlists = () => ({
     hls: `#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:5.0,\n${secret}/meeting.mp3\n#EXT-X-ENDLIST\n`,
@@ -182,18 +161,13 @@ describe('ffmpeg reads audio containers only', () => {
 });
 
 describe('a decode that makes no audio', () => {
-  let dir: string;
-  before(() => {
-    dir = tempDir('voxd-stall-');
-    // Answers the startup probe, then makes nothing of any input, for as long as it is let.
-    standInFfmpeg(dir, 'silent-ffmpeg', 'exec sleep 600');
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  // Answers the startup probe, then makes nothing of any input, for as long as it is let.
+  const standIn = suiteStandInFfmpeg('voxd-stall-', 'silent-ffmpeg', 'exec sleep 600');
 
   test('is stopped at ffmpeg_decode_stall_ms, long before ffmpeg_timeout_ms: a 400 naming it, the child gone', async () => {
     await withServer(
       { ffmpeg_timeout_ms: FFMPEG_TIMEOUT_MS, ffmpeg_decode_stall_ms: 200, models: [fixtureModel('asr')] },
-      { overrides: { ffmpeg_path: join(dir, 'silent-ffmpeg') } },
+      { overrides: { ffmpeg_path: join(standIn.dir, 'silent-ffmpeg') } },
       async (server) => {
         const form = new FormData();
         form.set('model', 'asr');

@@ -4,6 +4,7 @@ import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { OPENAI_VOICES } from '../../src/engines/voice-aliases.js';
+import { suiteServer } from '../helpers/suite-server.js';
 import {
   errorOf,
   fixtureModel,
@@ -280,20 +281,16 @@ describe('main server (cors "*", voice_dir, three models)', () => {
 });
 
 describe('single-model server without voice_dir', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({
-      models: [
-        fixtureModel('only', {
-          task: 'tts',
-          lazy: true,
-          voice_presets: { zoe: { voice_id: 'z' }, adam: { voice_id: 'a' } },
-          default_voice_preset: 'zoe',
-        }),
-      ],
-    });
+  const server = suiteServer({
+    models: [
+      fixtureModel('only', {
+        task: 'tts',
+        lazy: true,
+        voice_presets: { zoe: { voice_id: 'z' }, adam: { voice_id: 'a' } },
+        default_voice_preset: 'zoe',
+      }),
+    ],
   });
-  after(() => server?.close());
 
   test('voices without ?model uses the only registered model', async () => {
     const res = await get(server.url, '/v1/audio/voices');
@@ -331,11 +328,7 @@ describe('single-model server without voice_dir', () => {
 });
 
 describe('ui + ui_management server with no models', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ ui: true, ui_management: true, models: [] });
-  });
-  after(() => server?.close());
+  const server = suiteServer({ ui: true, ui_management: true, models: [] });
 
   test('GET /health reports the ui flags and zero models', async () => {
     const res = await get(server.url, '/health');

@@ -5,10 +5,12 @@
  * error, and a normal request is served after it.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { MAX_JSON_DEPTH } from '../../src/util/json-text.js';
+import { FLITE } from '../helpers/models.js';
 import { RawClient } from '../helpers/raw-http.js';
 import { sseEvents, typeOf } from '../helpers/sse.js';
+import { suiteServer } from '../helpers/suite-server.js';
 import {
   badRequest,
   errorOf,
@@ -16,7 +18,6 @@ import {
   type HttpResult,
   post,
   request,
-  startServer,
   type TestServer,
   transcribe,
 } from '../helpers/voxd.js';
@@ -47,19 +48,15 @@ async function openLive(s: TestServer, path: string): Promise<RawClient> {
 }
 
 describe('hostile request bodies and values', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({
-      ui_management: true,
-      models: [
-        fixtureModel('asr'),
-        fixtureModel('tts', { task: 'tts' }),
-        fixtureModel('tts-stream', { task: 'tts', mode: 'streaming' }),
-        { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
-      ],
-    });
+  const s = suiteServer({
+    ui_management: true,
+    models: [
+      fixtureModel('asr'),
+      fixtureModel('tts', { task: 'tts' }),
+      fixtureModel('tts-stream', { task: 'tts', mode: 'streaming' }),
+      FLITE,
+    ],
   });
-  after(() => s?.close());
 
   /** The server still answers a plain request, and logged no fault. */
   async function served(): Promise<void> {
@@ -174,20 +171,16 @@ describe('hostile request bodies and values', () => {
 });
 
 describe('max_input_chars', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({
-      max_input_chars: 8,
-      models: [
-        fixtureModel('tts', { task: 'tts', mode: 'streaming' }),
-        fixtureModel('tts5', { task: 'tts', mode: 'streaming', max_input_chars: 5 }),
-        fixtureModel('tts-free', { task: 'tts', max_input_chars: 0 }),
-        fixtureModel('clone5', { task: 'clon', max_input_chars: 5 }),
-        fixtureModel('asr5', { task: 'asr', max_input_chars: 5 }),
-      ],
-    });
+  const s = suiteServer({
+    max_input_chars: 8,
+    models: [
+      fixtureModel('tts', { task: 'tts', mode: 'streaming' }),
+      fixtureModel('tts5', { task: 'tts', mode: 'streaming', max_input_chars: 5 }),
+      fixtureModel('tts-free', { task: 'tts', max_input_chars: 0 }),
+      fixtureModel('clone5', { task: 'clon', max_input_chars: 5 }),
+      fixtureModel('asr5', { task: 'asr', max_input_chars: 5 }),
+    ],
   });
-  after(() => s?.close());
 
   const speak = (model: string, input: string) => post(s.url, '/v1/audio/speech', { model, input });
 
@@ -247,14 +240,10 @@ describe('max_input_chars', () => {
 
 describe('body_timeout_ms', () => {
   const LIMIT_MS = 400;
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({
-      body_timeout_ms: LIMIT_MS,
-      models: [fixtureModel('asr'), fixtureModel('asr-live', { mode: 'streaming' })],
-    });
+  const s = suiteServer({
+    body_timeout_ms: LIMIT_MS,
+    models: [fixtureModel('asr'), fixtureModel('asr-live', { mode: 'streaming' })],
   });
-  after(() => s?.close());
 
   const BODY = '{"model":"asr","text":"stalled"}';
 

@@ -3,30 +3,18 @@
  * id kept when valid and replaced when not, no secrets, and log_level filtering.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { readable } from '../../src/observability/logger.js';
-import {
-  fixtureModel,
-  get,
-  post,
-  request,
-  startServer,
-  type TestServer,
-  waitUntil,
-  withServer,
-} from '../helpers/voxd.js';
+import { suiteServer } from '../helpers/suite-server.js';
+import { fixtureModel, get, post, request, startServer, waitUntil, withServer } from '../helpers/voxd.js';
 
 const ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 describe('request log lines (--log)', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer(
-      { models: [fixtureModel('m'), fixtureModel('live', { mode: 'streaming' })] },
-      { overrides: { log: true }, parallel: true },
-    );
-  });
-  after(() => s.close());
+  const s = suiteServer(
+    { models: [fixtureModel('m'), fixtureModel('live', { mode: 'streaming' })] },
+    { overrides: { log: true }, parallel: true },
+  );
 
   /** The request line of `id`, once written (a response can reach the client before its line). */
   async function lineOf(id: string) {

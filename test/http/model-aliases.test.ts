@@ -6,23 +6,32 @@
  * speak in model ids only.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { sseEvents } from '../helpers/sse.js';
-import {
-  errorOf,
-  fixtureModel,
-  get,
-  post,
-  request,
-  startServer,
-  type TestServer,
-  transcribe,
-} from '../helpers/voxd.js';
+import { suiteServer } from '../helpers/suite-server.js';
+import { errorOf, fixtureModel, get, post, request, startServer, transcribe } from '../helpers/voxd.js';
 import { smallWav } from './wav-helpers.js';
 
 describe('model aliases', () => {
-  let s: TestServer;
   const streaming = { mode: 'streaming' };
+  const s = suiteServer(
+    {
+      ui_management: true,
+      model_aliases: {
+        'whisper-1': 'ears',
+        'tts-1': 'voice',
+        speaker: 'voice',
+        'gone-1': 'no-such-model',
+        'pull-me': 'whisper-tiny.en',
+      },
+      models: [
+        fixtureModel('ears', streaming),
+        fixtureModel('voice', { task: 'tts', ...streaming }),
+        fixtureModel('other', { task: 'tts' }),
+      ],
+    },
+    { overrides: { model_aliases: { 'tts-1-hd': 'other', 'gpt-4o-mini-tts': '' } } },
+  );
   const runs = (id: string) => s.fixture.record.of(id, 'run-start').length;
   /** Runs `call` and asserts it ran once on model `id`. */
   async function ranOn<T>(id: string, call: () => Promise<T>): Promise<T> {
@@ -31,28 +40,6 @@ describe('model aliases', () => {
     assert.equal(runs(id), before + 1, `one run on ${id}`);
     return result;
   }
-
-  before(async () => {
-    s = await startServer(
-      {
-        ui_management: true,
-        model_aliases: {
-          'whisper-1': 'ears',
-          'tts-1': 'voice',
-          speaker: 'voice',
-          'gone-1': 'no-such-model',
-          'pull-me': 'whisper-tiny.en',
-        },
-        models: [
-          fixtureModel('ears', streaming),
-          fixtureModel('voice', { task: 'tts', ...streaming }),
-          fixtureModel('other', { task: 'tts' }),
-        ],
-      },
-      { overrides: { model_aliases: { 'tts-1-hd': 'other', 'gpt-4o-mini-tts': '' } } },
-    );
-  });
-  after(() => s?.close());
 
   test('the config refuses an alias that a model id would hide', async () => {
     await assert.rejects(

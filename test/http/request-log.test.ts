@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import { RawClient } from '../helpers/raw-http.js';
-import { fixtureModel, post, startServer, type TestServer, waitUntil, withServer } from '../helpers/voxd.js';
+import { suiteServer } from '../helpers/suite-server.js';
+import { fixtureModel, post, waitUntil, withServer } from '../helpers/voxd.js';
 
 test('--log logs one line per request; log_request_body adds JSON bodies', async () => {
   await withServer(
@@ -30,14 +31,10 @@ test('without --log nothing is logged per request', async () => {
  * left in, and never a stack trace (`    at ` lines), whatever it was doing.
  */
 describe('a client that closes its connection is logged in one line, without a stack', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer(
-      { models: [fixtureModel('m'), fixtureModel('live', { mode: 'streaming' })] },
-      { overrides: { log: true } },
-    );
-  });
-  after(() => s.close());
+  const s = suiteServer(
+    { models: [fixtureModel('m'), fixtureModel('live', { mode: 'streaming' })] },
+    { overrides: { log: true } },
+  );
   // Each case reads only its own lines.
   beforeEach(() => {
     s.logs.length = 0;
@@ -57,16 +54,24 @@ describe('a client that closes its connection is logged in one line, without a s
 
   const runStarts = (model: string) => s.fixture.record.of(model, 'run-start').length;
 
-  test('while sending a JSON body', async () => {
+  /**
+   * Sends the head of a POST to `path` announcing `length` bytes of `contentType` with Expect:
+   * 100-continue, waits for node's 100 (it answers as it hands the request to voxd, which then reads
+   * the body), writes `start` of the body and closes the connection.
+   */
+  async function leaveWhileSending(path: string, contentType: string, length: number, start: string) {
     const client = new RawClient(s.url);
-    // Expect: 100-continue: node answers 100 as it hands the request to voxd, which then reads the body.
     await client.write(
-      'POST /v1/tasks/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n',
-      'Content-Length: 100\r\nExpect: 100-continue\r\n\r\n',
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: ${contentType}\r\n`,
+      `Content-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`,
     );
     await client.until('100 Continue', () => client.raw.includes('100 Continue'));
-    await client.write('{"model":"m",');
+    await client.write(start);
     client.socket.destroy();
+  }
+
+  test('while sending a JSON body', async () => {
+    await leaveWhileSending('/v1/tasks/run', 'application/json', 100, '{"model":"m",');
     assert.match(
       await onlyLine('/v1/tasks/run'),
       /^POST \/v1\/tasks\/run 499 [\d.]+ ms: client closed the connection while sending the request body$/,
@@ -74,14 +79,8 @@ describe('a client that closes its connection is logged in one line, without a s
   });
 
   test('while sending a multipart upload', async () => {
-    const client = new RawClient(s.url);
-    await client.write(
-      'POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=XX\r\n',
-      'Content-Length: 10000\r\nExpect: 100-continue\r\n\r\n',
-    );
-    await client.until('100 Continue', () => client.raw.includes('100 Continue'));
-    await client.write('--XX\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\nRIFF');
-    client.socket.destroy();
+    const part = '--XX\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\nRIFF';
+    await leaveWhileSending('/v1/audio/transcriptions', 'multipart/form-data; boundary=XX', 10000, part);
     assert.match(
       await onlyLine('/v1/audio/transcriptions'),
       /^POST \/v1\/audio\/transcriptions 499 [\d.]+ ms: client closed the connection while sending the request body$/,

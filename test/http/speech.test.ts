@@ -1,7 +1,8 @@
 /** POST /v1/audio/speech over real HTTP: WAV/PCM/JSON output, determinism, option merging and errors. */
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
+import { suiteServer } from '../helpers/suite-server.js';
 import {
   badRequest,
   errorOf,
@@ -10,8 +11,6 @@ import {
   post,
   reportOf,
   request,
-  startServer,
-  type TestServer,
 } from '../helpers/voxd.js';
 import { readWavHeader } from './wav-helpers.js';
 
@@ -22,23 +21,18 @@ const SIX_DECIMALS = /^\d+\.\d{6}$/;
 const toneSamples = (text: string, rate = RATE) => Math.round((rate * (120 + 40 * [...text].length)) / 1000);
 
 describe('POST /v1/audio/speech', () => {
-  let server: TestServer;
-  const speech = (body: unknown, query = '') => post(server.url, `/v1/audio/speech${query}`, body);
-
-  before(async () => {
-    server = await startServer({
-      models: [
-        fixtureModel('tts', { task: 'tts', load_options: { sample_rate: RATE } }),
-        fixtureModel('tts-def', {
-          task: 'tts',
-          load_options: { sample_rate: RATE },
-          default_request_options: { seed: 7 },
-        }),
-        fixtureModel('asr', { default_request_options: { alpha: '1', beta: '2' } }),
-      ],
-    });
+  const server = suiteServer({
+    models: [
+      fixtureModel('tts', { task: 'tts', load_options: { sample_rate: RATE } }),
+      fixtureModel('tts-def', {
+        task: 'tts',
+        load_options: { sample_rate: RATE },
+        default_request_options: { seed: 7 },
+      }),
+      fixtureModel('asr', { default_request_options: { alpha: '1', beta: '2' } }),
+    ],
   });
-  after(() => server?.close());
+  const speech = (body: unknown, query = '') => post(server.url, `/v1/audio/speech${query}`, body);
 
   test('answers a PCM16 WAV at the model sample rate with timing headers', async () => {
     const res = await speech({ model: 'tts', input: 'hello' });
@@ -309,14 +303,10 @@ function postChunked(base: string, path: string, pieces: string[]): Promise<Http
 
 describe('max_request_body_bytes on /v1/audio/speech', () => {
   const LIMIT = 200;
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({
-      max_request_body_bytes: LIMIT,
-      models: [fixtureModel('tts', { task: 'tts' })],
-    });
+  const server = suiteServer({
+    max_request_body_bytes: LIMIT,
+    models: [fixtureModel('tts', { task: 'tts' })],
   });
-  after(() => server?.close());
 
   /** A speech body of exactly `size` bytes. */
   function bodyOf(size: number): string {

@@ -5,10 +5,11 @@
  * clients that go away mid-stream.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { sseEvents } from '../helpers/sse.js';
+import { suiteServer } from '../helpers/suite-server.js';
 import {
   assertErrorShape,
   badRequest,
@@ -16,7 +17,6 @@ import {
   modelStatus,
   post,
   request,
-  startServer,
   type TestServer,
   transcribe,
   waitUntil,
@@ -38,11 +38,7 @@ const MODELS = [
 
 for (const parallel of [false, true]) {
   describe(`streaming (${parallel ? 'parallel' : 'serial'} runtime)`, () => {
-    let s: TestServer;
-    before(async () => {
-      s = await startServer({ busy_timeout_ms: 0, models: MODELS }, { parallel });
-    });
-    after(() => s.close());
+    const s = suiteServer({ busy_timeout_ms: 0, models: MODELS }, { parallel });
 
     const speech = (body: Record<string, unknown>) => post(s.url, '/v1/audio/speech', body);
 

@@ -12,7 +12,7 @@ import {
   startServer,
   type TestServer,
 } from '../helpers/voxd.js';
-import { buildWav, readWavHeader, sine, smallWav } from './wav-helpers.js';
+import { buildWav, readWavHeader, sineWav, smallWav } from './wav-helpers.js';
 
 const PATH = '/v1/tasks/run';
 
@@ -46,13 +46,8 @@ describe('POST /v1/tasks/run', () => {
   });
 
   test('positions without an audio output come with the sample_rate they count in', async () => {
-    const audio_base64 = buildWav({
-      sampleRate: 8000,
-      channels: 1,
-      bits: 16,
-      frames: 8000,
-      sample: () => 0,
-    }).toString('base64');
+    const silence = buildWav({ sampleRate: 8000, channels: 1, bits: 16, frames: 8000, sample: () => 0 });
+    const audio_base64 = silence.toString('base64');
     const res = await run({ model: 'asr', request: { audio_base64, options: { words: 'hi@0.25-0.5' } } });
     assert.equal(res.status, 200, res.body.toString());
     assert.deepEqual(Object.keys(res.json), ['text', 'words', 'sample_rate', 'timing']);
@@ -76,13 +71,7 @@ describe('POST /v1/tasks/run', () => {
   });
 
   test('audio_base64 WAV (plain or data: URI) is decoded and converted for the model', async () => {
-    const data = buildWav({
-      sampleRate: 48000,
-      channels: 2,
-      bits: 16,
-      frames: 4800,
-      sample: sine(300, 0.5, 48000),
-    });
+    const data = sineWav(48000, 2, 16, 4800, 300);
     const b64 = data.toString('base64');
     // Plain, as a data: URI, in MIME lines of 76 characters, and without its padding.
     const variants = [

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
+import { suiteServer } from '../helpers/suite-server.js';
 import {
   badRequest,
   errorOf,
@@ -11,10 +12,8 @@ import {
   post,
   reportOf,
   request,
-  startServer,
-  type TestServer,
 } from '../helpers/voxd.js';
-import { buildWav, sine, smallWav } from './wav-helpers.js';
+import { buildWav, sine, sineWav, smallWav } from './wav-helpers.js';
 
 const PATH = '/v1/audio/transcriptions';
 const SINE_RMS = (amplitude: number) => amplitude / Math.SQRT2;
@@ -37,30 +36,19 @@ function upload(
 }
 
 describe('POST /v1/audio/transcriptions', () => {
-  let server: TestServer;
-  const wav = (name = 'a.wav', data = smallWav()): Upload => ({ data, name });
-
-  before(async () => {
-    server = await startServer({
-      models: [
-        fixtureModel('asr'),
-        fixtureModel('diar', { task: 'diar', lazy: true }),
-        fixtureModel('asr-def', { lazy: true, default_request_options: { beam: 5, lang_hint: 'de' } }),
-        fixtureModel('tts', { task: 'tts', lazy: true }),
-      ],
-    });
+  const server = suiteServer({
+    models: [
+      fixtureModel('asr'),
+      fixtureModel('diar', { task: 'diar', lazy: true }),
+      fixtureModel('asr-def', { lazy: true, default_request_options: { beam: 5, lang_hint: 'de' } }),
+      fixtureModel('tts', { task: 'tts', lazy: true }),
+    ],
   });
-  after(() => server?.close());
+  const wav = (name = 'a.wav', data = smallWav()): Upload => ({ data, name });
 
   test('a stereo 44.1 kHz 24-bit upload reaches the model as mono 16 kHz; timing is the input duration', async () => {
     const frames = 4411;
-    const data = buildWav({
-      sampleRate: 44100,
-      channels: 2,
-      bits: 24,
-      frames,
-      sample: sine(440, 0.5, 44100),
-    });
+    const data = sineWav(44100, 2, 24, frames);
     const res = await upload(server.url, { model: 'asr' }, wav('a.wav', data));
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
@@ -99,13 +87,7 @@ describe('POST /v1/audio/transcriptions', () => {
   });
 
   test('8-bit unsigned PCM at 8 kHz is decoded and upsampled', async () => {
-    const data = buildWav({
-      sampleRate: 8000,
-      channels: 1,
-      bits: 8,
-      frames: 800,
-      sample: sine(300, 0.5, 8000),
-    });
+    const data = sineWav(8000, 1, 8, 800, 300);
     const res = await upload(server.url, { model: 'asr' }, wav('a.wav', data));
     const report = reportOf(res);
     assert.deepEqual(
@@ -330,11 +312,7 @@ describe('POST /v1/audio/transcriptions', () => {
 });
 
 describe('max_request_body_bytes on uploads', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ max_request_body_bytes: 2000, models: [fixtureModel('asr')] });
-  });
-  after(() => server?.close());
+  const server = suiteServer({ max_request_body_bytes: 2000, models: [fixtureModel('asr')] });
 
   test('an upload within the limit is served; one over it is 413', async () => {
     assert.equal(

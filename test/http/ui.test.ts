@@ -3,19 +3,10 @@ import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { openStatusStreams } from '../../src/http/routes/ui.js';
-import {
-  fixtureModel,
-  get,
-  runTask,
-  startServer,
-  type TestServer,
-  tempDir,
-  waitUntil,
-  withDeadline,
-  withServer,
-} from '../helpers/voxd.js';
+import { suiteServer } from '../helpers/suite-server.js';
+import { fixtureModel, get, runTask, tempDir, waitUntil, withDeadline, withServer } from '../helpers/voxd.js';
 
 const CSP_PARTS = [
   "default-src 'self'",
@@ -83,11 +74,7 @@ class StreamReader {
 const stateOf = (event: any, id: string) => event.data.find((m: { id: string }) => m.id === id)?.state;
 
 describe('ui on', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({ ui: true, models: [fixtureModel('m')] });
-  });
-  after(() => s.close());
+  const s = suiteServer({ ui: true, models: [fixtureModel('m')] });
 
   test('GET / serves the page with the UI headers and Clear-Site-Data', async () => {
     const res = await get(s.url, '/');
@@ -155,11 +142,7 @@ describe('ui on', () => {
 });
 
 describe('ui off', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({ ui: false, models: [fixtureModel('m')] });
-  });
-  after(() => s.close());
+  const s = suiteServer({ ui: false, models: [fixtureModel('m')] });
 
   test('GET /, the assets and the status stream answer 404', async () => {
     for (const path of ['/', '/ui/app.js', '/ui/style.css', '/v1/ui/status/stream']) {

@@ -1,32 +1,21 @@
 /** OpenAI voice names on the embedded engines, over real HTTP: aliases, overrides, voice objects. */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { OPENAI_VOICES } from '../../src/engines/voice-aliases.js';
 import { ESPEAK_ALIASES, FLITE_ALIASES } from '../../src/engines/wasm-tts/wasm-tts-family.js';
-import { badRequest, get, post, startServer, type TestServer } from '../helpers/voxd.js';
+import { FLITE, lazyModel } from '../helpers/models.js';
+import { engineSuiteServer } from '../helpers/suite-server.js';
+import { badRequest, get, post } from '../helpers/voxd.js';
 
 const INPUT = 'Hello there.';
 
 describe('voice aliases (flite_tts, espeak_tts)', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
-        { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
-        { id: 'espeak', family: 'espeak_tts', task: 'tts', lazy: true },
-        {
-          id: 'flite-custom',
-          family: 'flite_tts',
-          task: 'tts',
-          lazy: true,
-          voice_aliases: { alloy: 'awb', narrator: 'rms' },
-        },
-      ],
-    });
-  });
-  after(() => s.close());
+  const s = engineSuiteServer([
+    FLITE,
+    lazyModel('espeak', 'espeak_tts', 'tts'),
+    lazyModel('flite-custom', 'flite_tts', 'tts', { voice_aliases: { alloy: 'awb', narrator: 'rms' } }),
+  ]);
 
   const speak = (body: Record<string, unknown>) => post(s.url, '/v1/audio/speech', { input: INPUT, ...body });
 

@@ -61,6 +61,18 @@ export function sine(frequency: number, amplitude: number, sampleRate: number) {
   return (frame: number) => amplitude * Math.sin((2 * Math.PI * frequency * frame) / sampleRate);
 }
 
+/** A PCM WAV of a sine of `frequency` Hz at `amplitude`, the same on every channel. */
+export function sineWav(
+  sampleRate: number,
+  channels: number,
+  bits: number,
+  frames: number,
+  frequency = 440,
+  amplitude = 0.5,
+): Buffer {
+  return buildWav({ sampleRate, channels, bits, frames, sample: sine(frequency, amplitude, sampleRate) });
+}
+
 /** A 16-bit mono WAV of `frames` frames: the shortest way to get a valid upload. */
 export function smallWav(frames = 1600, sampleRate = 16000): Buffer {
   return buildWav({ sampleRate, channels: 1, bits: 16, frames, sample: sine(440, 0.5, sampleRate) });

@@ -2,30 +2,18 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import {
-  badRequest,
-  fixtureModel,
-  post,
-  reportOf,
-  request,
-  startServer,
-  type TestServer,
-} from '../../helpers/voxd.js';
-import { buildWav, sine } from '../../http/wav-helpers.js';
+import { lazyModel } from '../../helpers/models.js';
+import { suiteServer } from '../../helpers/suite-server.js';
+import { badRequest, fixtureModel, post, reportOf, request } from '../../helpers/voxd.js';
+import { sineWav } from '../../http/wav-helpers.js';
 
 const FIXTURES = fileURLToPath(new URL('../../../../test/fixtures/models', import.meta.url));
 
 /** Six seconds of tone: the fixture's timings are what its `words` option says, not what it hears. */
-const SIX_SECONDS = buildWav({
-  sampleRate: 16000,
-  channels: 1,
-  bits: 16,
-  frames: 96000,
-  sample: sine(440, 0.5, 16000),
-});
+const SIX_SECONDS = sineWav(16000, 1, 16, 96000);
 /** A pause of 0.8 s after "world", a sentence end after "you?", a pause before "fine". */
 const WORDS = 'Hello@0.1-0.5 world@0.6-1.0 how@1.8-2.0 are@2.05-2.2 you?@2.2-2.5 fine@4.6-5.0';
 const TEXT = 'Hello world how are you? fine';
@@ -45,33 +33,28 @@ function form(
 }
 
 describe('transcript formats', () => {
-  let s: TestServer;
+  const whisper = (id: string, folder: string) => ({
+    id,
+    family: 'whisper_asr',
+    task: 'asr',
+    lazy: true,
+    path: join(FIXTURES, folder),
+  });
+  const s = suiteServer({
+    busy_timeout_ms: 0,
+    models: [
+      fixtureModel('asr'),
+      fixtureModel('diar', { task: 'diar', default_request_options: { chunks: 3 } }),
+      whisper('whisper', 'fake-whisper'),
+      whisper('whisper-en', 'fake-whisper-en'),
+      // The VAD that chunking_strategy needs registered (the audio here is within one chunk).
+      lazyModel('silero-vad', 'silero_vad', 'vad'),
+    ],
+  });
   const transcribe = (fields: Record<string, string | string[]>, wav?: Buffer) =>
     form(s.url, '/v1/audio/transcriptions', { model: 'asr', ...fields }, wav);
   const withWords = (fields: Record<string, string | string[]> = {}) =>
     transcribe({ options: JSON.stringify({ words: WORDS }), ...fields });
-
-  before(async () => {
-    const whisper = (id: string, folder: string) => ({
-      id,
-      family: 'whisper_asr',
-      task: 'asr',
-      lazy: true,
-      path: join(FIXTURES, folder),
-    });
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
-        fixtureModel('asr'),
-        fixtureModel('diar', { task: 'diar', default_request_options: { chunks: 3 } }),
-        whisper('whisper', 'fake-whisper'),
-        whisper('whisper-en', 'fake-whisper-en'),
-        // The VAD that chunking_strategy needs registered (the audio here is within one chunk).
-        { id: 'silero-vad', family: 'silero_vad', task: 'vad', lazy: true },
-      ],
-    });
-  });
-  after(() => s.close());
 
   test('verbose_json: segments split at pauses and sentence ends, in seconds, in the OpenAI shape', async () => {
     const res = await withWords({ response_format: 'verbose_json', language: 'en', temperature: '0.2' });
@@ -106,13 +89,7 @@ describe('transcript formats', () => {
 
   test('json and verbose_json: the language as Whisper names it, the duration, and usage in whole seconds rounded up', async () => {
     // 2.5 s of audio: OpenAI's usage counts 3 s.
-    const short = buildWav({
-      sampleRate: 16000,
-      channels: 1,
-      bits: 16,
-      frames: 40000,
-      sample: sine(440, 0.5, 16000),
-    });
+    const short = sineWav(16000, 1, 16, 40000);
     const json = await transcribe({ language: 'fr' }, short);
     assert.equal(json.status, 200, json.body.toString());
     assert.deepEqual(Object.keys(json.json), ['text', 'language', 'duration', 'usage', 'timing']);

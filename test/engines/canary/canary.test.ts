@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import {
-  badRequest,
-  get,
-  startServer,
-  type TestServer,
-  tempDir,
-  transcribe as transcribeAt,
-} from '../../helpers/voxd.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { badRequest, get, transcribe as transcribeAt } from '../../helpers/voxd.js';
 
 // Tiny ONNX files in the real Canary shapes (scripts/test-models/canary.py). The fake decoder reads
 // sherpa's prompt back: for sound it says "<greeting in the source language> <world in the target
@@ -28,33 +22,29 @@ const tone = (rate = 16000, channels = 1, seconds = 1) => {
 const silence = () => encodeWav({ samples: new Float32Array(16000), sampleRate: 16000, channels: 1 });
 
 describe('canary_asr (sherpa-onnx adapter)', () => {
-  let s: TestServer;
-  let dirs: string;
-  before(async () => {
-    dirs = tempDir('voxd-canary-');
-    // Both precisions in one folder, as a user may unpack them; the fp32 decoder greets in the target language.
-    const both = join(dirs, 'both');
-    mkdirSync(both);
-    cpSync(FAKE_CANARY, both, { recursive: true });
-    cpSync(join(FIXTURES, 'fake-canary-fp32'), both, { recursive: true });
-    const partial = join(dirs, 'partial');
-    mkdirSync(partial);
-    cpSync(join(FAKE_CANARY, 'decoder.int8.onnx'), join(partial, 'decoder.int8.onnx'));
-    const badTokens = join(dirs, 'bad-tokens');
-    mkdirSync(badTokens);
-    cpSync(FAKE_CANARY, badTokens, { recursive: true });
-    writeFileSync(join(badTokens, 'tokens.txt'), '<unk> 0\n<|endoftext|> 1\n<|en|> 2\n');
-    const canary = (id: string, extra: Record<string, unknown> = {}) => ({
-      id,
-      family: 'canary_asr',
-      task: 'asr',
-      path: FAKE_CANARY,
-      lazy: true,
-      ...extra,
-    });
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
+  const s = engineSuiteServer(
+    (dirs) => {
+      // Both precisions in one folder, as a user may unpack them; the fp32 decoder greets in the target language.
+      const both = join(dirs, 'both');
+      mkdirSync(both);
+      cpSync(FAKE_CANARY, both, { recursive: true });
+      cpSync(join(FIXTURES, 'fake-canary-fp32'), both, { recursive: true });
+      const partial = join(dirs, 'partial');
+      mkdirSync(partial);
+      cpSync(join(FAKE_CANARY, 'decoder.int8.onnx'), join(partial, 'decoder.int8.onnx'));
+      const badTokens = join(dirs, 'bad-tokens');
+      mkdirSync(badTokens);
+      cpSync(FAKE_CANARY, badTokens, { recursive: true });
+      writeFileSync(join(badTokens, 'tokens.txt'), '<unk> 0\n<|endoftext|> 1\n<|en|> 2\n');
+      const canary = (id: string, extra: Record<string, unknown> = {}) => ({
+        id,
+        family: 'canary_asr',
+        task: 'asr',
+        path: FAKE_CANARY,
+        lazy: true,
+        ...extra,
+      });
+      return [
         canary('canary'),
         canary('de-to-en', { load_options: { src_lang: 'de', tgt_lang: 'EN', use_pnc: false } }),
         canary('both', { path: both, load_options: { src_lang: 'de', tgt_lang: 'en' } }),
@@ -69,13 +59,10 @@ describe('canary_asr (sherpa-onnx adapter)', () => {
         canary('partial', { path: partial }),
         canary('bad-tokens', { path: badTokens }),
         { id: 'nopath', family: 'canary_asr', task: 'asr', lazy: true },
-      ],
-    });
-  });
-  after(async () => {
-    await s.close();
-    rmSync(dirs, { recursive: true, force: true });
-  });
+      ];
+    },
+    { scratch: 'voxd-canary-' },
+  );
 
   const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) =>
     transcribeAt(s.url, model, wav, fields);

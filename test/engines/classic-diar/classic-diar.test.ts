@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
+import { FLITE, lazyModel } from '../../helpers/models.js';
 import { concat, GAPS, SENTENCES, speechBounds } from '../../helpers/samples.js';
 import { sseEvents } from '../../helpers/sse.js';
-import { errorOf, type HttpResult, post, request, startServer, type TestServer } from '../../helpers/voxd.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { errorOf, type HttpResult, post, request } from '../../helpers/voxd.js';
 import { diarizationError, type RefTurn } from './der.js';
 
 const RATE = 16000;
@@ -38,19 +40,12 @@ function checkTurns(turns: Turn[], length: number): void {
 }
 
 describe('classic_diar', () => {
-  let s: TestServer;
+  const s = engineSuiteServer([
+    FLITE,
+    lazyModel('diar', 'classic_diar', 'diar'),
+    lazyModel('diar-stream', 'classic_diar', 'diar', { mode: 'streaming' }),
+  ]);
   const voices = new Map<string, Float32Array>();
-  before(async () => {
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
-        { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
-        { id: 'diar', family: 'classic_diar', task: 'diar', lazy: true },
-        { id: 'diar-stream', family: 'classic_diar', task: 'diar', mode: 'streaming', lazy: true },
-      ],
-    });
-  });
-  after(() => s.close());
 
   const speak = async (input: string, voice: string) => {
     const key = `${voice}:${input}`;

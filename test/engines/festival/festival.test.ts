@@ -8,21 +8,14 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { durationMs } from '../../../src/audio/types.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { FESTIVAL_ALIASES } from '../../../src/engines/festival/festival-family.js';
 import { festivalProcessIds, speakCommand } from '../../../src/engines/festival/festival-process.js';
-import {
-  badRequest,
-  get,
-  post,
-  startServer,
-  type TestServer,
-  tempDir,
-  waitUntil,
-  whenRuntime,
-} from '../../helpers/voxd.js';
+import { lazyModel } from '../../helpers/models.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { badRequest, get, post, tempDir, waitUntil, whenRuntime } from '../../helpers/voxd.js';
 
 const SENTENCE = 'Please bring the blue umbrella when you leave the house.';
 
@@ -48,23 +41,16 @@ test('the command sent to Festival holds only our paths, quoted, and the rate', 
 });
 
 describe('festival_tts', () => {
-  let s: TestServer;
+  const s = engineSuiteServer([lazyModel('festival', 'festival_tts', 'tts')]);
   const speak = (body: Record<string, unknown>, signal?: AbortSignal) =>
     post(s.url, '/v1/audio/speech', { model: 'festival', ...body }, signal);
 
-  before(async () => {
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [{ id: 'festival', family: 'festival_tts', task: 'tts', lazy: true }],
-    });
-  });
   const dirs: string[] = [];
   const scratch = (prefix: string) => {
     dirs.push(tempDir(prefix));
     return dirs.at(-1)!;
   };
-  after(async () => {
-    await s.close();
+  after(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
-import { errorOf, post, startServer, type TestServer, tempDir } from '../../helpers/voxd.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { errorOf, post } from '../../helpers/voxd.js';
 
 // Tiny ONNX files in Kokoro's real I/O names, shapes and metadata (scripts/test-models/kokoro.py):
 // every token (the two 0 pads included) becomes floor(240 / speed) samples of a 300 Hz sine whose
@@ -22,38 +23,34 @@ function copy(from: string, to: string, files: Record<string, string>): void {
 const peak = (samples: Float32Array) => samples.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
 
 describe('kokoro_tts (sherpa-onnx adapter)', () => {
-  let s: TestServer;
-  let dir: string;
-  before(async () => {
-    dir = tempDir('voxd-kokoro-');
-    const enFiles = { 'model.onnx': 'model.onnx', 'voices.bin': 'voices.bin', 'tokens.txt': 'tokens.txt' };
-    copy(EN, join(dir, 'only-model'), { 'model.onnx': 'model.onnx' });
-    mkdirSync(join(dir, 'empty'));
-    copy(MULTI, join(dir, 'multi-no-lexicon'), enFiles);
-    copy(EN, join(dir, 'short-voices'), enFiles);
-    writeFileSync(join(dir, 'short-voices', 'voices.bin'), Buffer.alloc(100));
-    copy(EN, join(dir, 'bad-tokens'), enFiles);
-    writeFileSync(join(dir, 'bad-tokens', 'tokens.txt'), '$ 0\nab 1\n');
-    copy(join(FIXTURES, 'fake-piper'), join(dir, 'not-kokoro'), { 'model.onnx': 'model.onnx' });
-    copy(EN, join(dir, 'not-kokoro'), { 'voices.bin': 'voices.bin', 'tokens.txt': 'tokens.txt' });
-    // Two precisions that differ visibly: fp32 is the English model, int8 the multi-lingual one.
-    copy(EN, join(dir, 'both'), { 'model.onnx': 'model.onnx', 'voices.bin': 'voices.bin' });
-    copy(MULTI, join(dir, 'both'), {
-      'model.int8.onnx': 'model.onnx',
-      'tokens.txt': 'tokens.txt',
-      'lexicon-zh.txt': 'lexicon-zh.txt',
-    });
-    const tts = (id: string, path: string | undefined, load_options?: Record<string, string>) => ({
-      id,
-      family: 'kokoro_tts',
-      task: 'tts',
-      lazy: true,
-      ...(path === undefined ? {} : { path }),
-      ...(load_options ? { load_options } : {}),
-    });
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
+  const s = engineSuiteServer(
+    (dir) => {
+      const enFiles = { 'model.onnx': 'model.onnx', 'voices.bin': 'voices.bin', 'tokens.txt': 'tokens.txt' };
+      copy(EN, join(dir, 'only-model'), { 'model.onnx': 'model.onnx' });
+      mkdirSync(join(dir, 'empty'));
+      copy(MULTI, join(dir, 'multi-no-lexicon'), enFiles);
+      copy(EN, join(dir, 'short-voices'), enFiles);
+      writeFileSync(join(dir, 'short-voices', 'voices.bin'), Buffer.alloc(100));
+      copy(EN, join(dir, 'bad-tokens'), enFiles);
+      writeFileSync(join(dir, 'bad-tokens', 'tokens.txt'), '$ 0\nab 1\n');
+      copy(join(FIXTURES, 'fake-piper'), join(dir, 'not-kokoro'), { 'model.onnx': 'model.onnx' });
+      copy(EN, join(dir, 'not-kokoro'), { 'voices.bin': 'voices.bin', 'tokens.txt': 'tokens.txt' });
+      // Two precisions that differ visibly: fp32 is the English model, int8 the multi-lingual one.
+      copy(EN, join(dir, 'both'), { 'model.onnx': 'model.onnx', 'voices.bin': 'voices.bin' });
+      copy(MULTI, join(dir, 'both'), {
+        'model.int8.onnx': 'model.onnx',
+        'tokens.txt': 'tokens.txt',
+        'lexicon-zh.txt': 'lexicon-zh.txt',
+      });
+      const tts = (id: string, path: string | undefined, load_options?: Record<string, string>) => ({
+        id,
+        family: 'kokoro_tts',
+        task: 'tts',
+        lazy: true,
+        ...(path === undefined ? {} : { path }),
+        ...(load_options ? { load_options } : {}),
+      });
+      return [
         tts('en', EN),
         tts('multi', MULTI),
         tts('multi-us-only', MULTI, { lexicon: 'lexicon-us-en.txt' }),
@@ -70,13 +67,10 @@ describe('kokoro_tts (sherpa-onnx adapter)', () => {
         tts('not-kokoro', join(dir, 'not-kokoro')),
         tts('fp32', join(dir, 'both')),
         tts('int8', join(dir, 'both'), { precision: 'int8' }),
-      ],
-    });
-  });
-  after(async () => {
-    await s.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+      ];
+    },
+    { scratch: 'voxd-kokoro-' },
+  );
 
   const speak = (body: Record<string, unknown>) => post(s.url, '/v1/audio/speech', body);
   const audioOf = async (body: Record<string, unknown>) => {

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
-import { badRequest, post, startServer, type TestServer, tempDir } from '../../helpers/voxd.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { badRequest, post } from '../../helpers/voxd.js';
 
 // Tiny ONNX files in the real Matcha and vocoder shapes (scripts/test-models/matcha.py). The
 // acoustic model gives every token ceil(4 / speed) flat mel frames valued 1 + speaker; the vocoders
@@ -39,50 +40,46 @@ function folder(root: string, name: string, files: [string, string][]): string {
 }
 
 describe('matcha_tts (sherpa-onnx adapter)', () => {
-  let s: TestServer;
-  let root: string;
-  before(async () => {
-    root = tempDir('voxd-matcha-');
-    const en = (name: string) => join(EN, name);
-    const enNoVocoder = folder(root, 'en-no-vocoder', [
-      [en('model-steps-3.onnx'), 'model-steps-3.onnx'],
-      [en('tokens.txt'), 'tokens.txt'],
-    ]);
-    const steps = folder(root, 'steps', [
-      [en('model-steps-3.onnx'), 'model-steps-2.onnx'],
-      [en('model-steps-3.onnx'), 'model-steps-3.onnx'],
-      [en('tokens.txt'), 'tokens.txt'],
-      [en('vocos-22khz-univ.onnx'), 'vocos-22khz-univ.onnx'],
-    ]);
-    // A broken int8 copy: loading it proves which precision was chosen.
-    const int8 = folder(root, 'int8', [
-      [en('model-steps-3.onnx'), 'model-steps-3.onnx'],
-      [en('tokens.txt'), 'tokens.txt'],
-      [en('vocos-22khz-univ.onnx'), 'vocos-22khz-univ.onnx'],
-    ]);
-    writeFileSync(join(int8, 'model-steps-3.int8.onnx'), 'not a model\n');
-    const notMatcha = folder(root, 'not-matcha', [
-      [join(MODELS, 'fake-piper', 'model.onnx'), 'model-steps-3.onnx'],
-      [en('tokens.txt'), 'tokens.txt'],
-      [en('vocos-22khz-univ.onnx'), 'vocos-22khz-univ.onnx'],
-    ]);
-    const zhNoLexicon = folder(root, 'zh-no-lexicon', [
-      [join(ZH, 'model-steps-3.onnx'), 'model-steps-3.onnx'],
-      [join(ZH, 'tokens.txt'), 'tokens.txt'],
-      [HIFIGAN, 'hifigan_v2.onnx'],
-    ]);
-    mkdirSync(join(root, 'empty'));
-    const model = (id: string, path?: string, load_options?: Record<string, string>) => ({
-      id,
-      family: 'matcha_tts',
-      task: 'tts',
-      lazy: true,
-      ...(path ? { path } : {}),
-      ...(load_options ? { load_options } : {}),
-    });
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
+  const s = engineSuiteServer(
+    (root) => {
+      const en = (name: string) => join(EN, name);
+      const enNoVocoder = folder(root, 'en-no-vocoder', [
+        [en('model-steps-3.onnx'), 'model-steps-3.onnx'],
+        [en('tokens.txt'), 'tokens.txt'],
+      ]);
+      const steps = folder(root, 'steps', [
+        [en('model-steps-3.onnx'), 'model-steps-2.onnx'],
+        [en('model-steps-3.onnx'), 'model-steps-3.onnx'],
+        [en('tokens.txt'), 'tokens.txt'],
+        [en('vocos-22khz-univ.onnx'), 'vocos-22khz-univ.onnx'],
+      ]);
+      // A broken int8 copy: loading it proves which precision was chosen.
+      const int8 = folder(root, 'int8', [
+        [en('model-steps-3.onnx'), 'model-steps-3.onnx'],
+        [en('tokens.txt'), 'tokens.txt'],
+        [en('vocos-22khz-univ.onnx'), 'vocos-22khz-univ.onnx'],
+      ]);
+      writeFileSync(join(int8, 'model-steps-3.int8.onnx'), 'not a model\n');
+      const notMatcha = folder(root, 'not-matcha', [
+        [join(MODELS, 'fake-piper', 'model.onnx'), 'model-steps-3.onnx'],
+        [en('tokens.txt'), 'tokens.txt'],
+        [en('vocos-22khz-univ.onnx'), 'vocos-22khz-univ.onnx'],
+      ]);
+      const zhNoLexicon = folder(root, 'zh-no-lexicon', [
+        [join(ZH, 'model-steps-3.onnx'), 'model-steps-3.onnx'],
+        [join(ZH, 'tokens.txt'), 'tokens.txt'],
+        [HIFIGAN, 'hifigan_v2.onnx'],
+      ]);
+      mkdirSync(join(root, 'empty'));
+      const model = (id: string, path?: string, load_options?: Record<string, string>) => ({
+        id,
+        family: 'matcha_tts',
+        task: 'tts',
+        lazy: true,
+        ...(path ? { path } : {}),
+        ...(load_options ? { load_options } : {}),
+      });
+      return [
         model('en', EN),
         model('zh', ZH),
         model('builtin', BUILTIN),
@@ -101,13 +98,14 @@ describe('matcha_tts (sherpa-onnx adapter)', () => {
         model('empty', join(root, 'empty')),
         model('gone', join(root, 'gone')),
         model('nopath'),
-      ],
-    });
-  });
-  after(async () => {
-    await s.close();
-    rmSync(root, { recursive: true, force: true });
-  });
+      ];
+    },
+    { scratch: 'voxd-matcha-' },
+  );
+
+  /** Asserts that speaking `input` with `model` is a 400 whose message holds every one of `parts`. */
+  const refused = async (model: string, input: string, ...parts: string[]) =>
+    badRequest(await post(s.url, '/v1/audio/speech', tts(model, input)), ...parts);
 
   async function speak(body: Record<string, unknown>) {
     const res = await post(s.url, '/v1/audio/speech', body);
@@ -152,8 +150,8 @@ describe('matcha_tts (sherpa-onnx adapter)', () => {
     );
     badRequest(await post(s.url, '/v1/audio/speech', tts('en', 'hi', { voice: 'alice' })), 'voice: "alice"');
     badRequest(await post(s.url, '/v1/audio/speech', tts('en', 'hi', { speed: 9 })), 'speed', '"9"');
-    badRequest(await post(s.url, '/v1/audio/speech', tts('en', ' ?! ')), 'no letters or digits');
-    badRequest(await post(s.url, '/v1/audio/speech', tts('en', '')), 'input');
+    await refused('en', ' ?! ', 'no letters or digits');
+    await refused('en', '', 'input');
   });
 
   test('Chinese (lexicon.txt) with a hifigan vocoder in the folder: exact lengths', async () => {
@@ -173,8 +171,8 @@ describe('matcha_tts (sherpa-onnx adapter)', () => {
 
   test('text the model makes no audio from is a 400, and the server keeps serving', async () => {
     // sherpa makes no tokens from words outside the lexicon; its legacy generate call crashed here.
-    badRequest(await post(s.url, '/v1/audio/speech', tts('zh', '猫')), 'produced no audio');
-    badRequest(await post(s.url, '/v1/audio/speech', tts('zh', 'abc')), 'produced no audio');
+    await refused('zh', '猫', 'produced no audio');
+    await refused('zh', 'abc', 'produced no audio');
     assert.equal((await speak(tts('zh', '你好'))).samples.length, 9 * 4 * 256);
   });
 
@@ -197,70 +195,48 @@ describe('matcha_tts (sherpa-onnx adapter)', () => {
   });
 
   test('a missing or wrong vocoder is a 400 that says how to supply one', async () => {
-    badRequest(
-      await post(s.url, '/v1/audio/speech', tts('no-vocoder', 'hi')),
+    // The message names vocoders to get and both ways to supply one.
+    const vocoders = ['vocos-22khz-univ.onnx', 'hifigan_v2.onnx'];
+    await refused(
+      'no-vocoder',
+      'hi',
       'is missing: vocoder (',
-      'vocos-22khz-univ.onnx',
-      'hifigan_v2.onnx',
+      ...vocoders,
       'put it in the folder',
       'load_options.vocoder',
     );
-    badRequest(
-      await post(s.url, '/v1/audio/speech', tts('vocoder-missing', 'hi')),
-      'load_options.vocoder: "nowhere/vocos.onnx" is not a file',
-    );
+    await refused('vocoder-missing', 'hi', 'load_options.vocoder: "nowhere/vocos.onnx" is not a file');
     // sherpa itself crashes on a vocoder without a known model_type: voxd refuses it first.
-    badRequest(
-      await post(s.url, '/v1/audio/speech', tts('vocoder-not-vocoder', 'hi')),
-      'is not a vocoder sherpa-onnx can run',
-      '"matcha-tts"',
-    );
+    await refused('vocoder-not-vocoder', 'hi', 'is not a vocoder sherpa-onnx can run', '"matcha-tts"');
   });
 
   test('several acoustic models: load_options.steps picks one', async () => {
-    badRequest(
-      await post(s.url, '/v1/audio/speech', tts('steps-unset', 'hi')),
+    await refused(
+      'steps-unset',
+      'hi',
       'several files for acousticModel (model-steps-2.onnx, model-steps-3.onnx)',
     );
     await speak(tts('steps-3', 'hi'));
-    badRequest(
-      await post(s.url, '/v1/audio/speech', tts('steps-5', 'hi')),
-      'is missing: acousticModel (model-steps-5.onnx)',
-    );
-    badRequest(
-      await post(s.url, '/v1/audio/speech', tts('steps-bad', 'hi')),
-      'load_options.steps: "three" is invalid',
-    );
+    await refused('steps-5', 'hi', 'is missing: acousticModel (model-steps-5.onnx)');
+    await refused('steps-bad', 'hi', 'load_options.steps: "three" is invalid');
   });
 
   test('precision picks the int8 copy of the acoustic model when asked', async () => {
     await speak(tts('fp32', 'hi'));
-    badRequest(
-      await post(s.url, '/v1/audio/speech', tts('int8', 'hi')),
-      'model-steps-3.int8.onnx cannot be read',
-      'not an ONNX model',
-    );
+    await refused('int8', 'hi', 'model-steps-3.int8.onnx cannot be read', 'not an ONNX model');
   });
 
   test('folders missing files, or holding something else, are 400s naming what is wrong', async () => {
-    badRequest(
-      await post(s.url, '/v1/audio/speech', tts('empty', 'hi')),
-      'matcha_tts model folder',
+    const everyFile = [
       'is missing: acousticModel (the acoustic model, e.g. model-steps-3.onnx',
       'tokens (tokens.txt)',
       'vocoder (a vocoder such as vocos-22khz-univ.onnx',
-    );
-    badRequest(
-      await post(s.url, '/v1/audio/speech', tts('zh-no-lexicon', '你好')),
-      'is missing: lexicon (lexicon.txt)',
-    );
-    badRequest(
-      await post(s.url, '/v1/audio/speech', tts('not-matcha', 'hi')),
-      'is not a Matcha acoustic model',
-      'lacks pad_id, use_eos_bos',
-    );
-    badRequest(await post(s.url, '/v1/audio/speech', tts('gone', 'hi')), 'model folder not found');
-    badRequest(await post(s.url, '/v1/audio/speech', tts('nopath', 'hi')), 'matcha_tts needs "path"');
+    ];
+    await refused('empty', 'hi', 'matcha_tts model folder', ...everyFile);
+    await refused('zh-no-lexicon', '你好', 'is missing: lexicon (lexicon.txt)');
+    await refused('not-matcha', 'hi', 'is not a Matcha acoustic model', 'lacks pad_id, use_eos_bos');
+    await refused('gone', 'hi', 'model folder not found');
+    await refused('nopath', 'hi', 'matcha_tts needs "path"');
     assert.equal((await post(s.url, '/v1/audio/speech', tts('en', 'still serving'))).status, 200);
   });
 });

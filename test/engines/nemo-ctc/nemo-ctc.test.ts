@@ -1,17 +1,12 @@
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { encodeWav } from '../../../src/audio/wav-encode.js';
-import {
-  badRequest,
-  post,
-  startServer,
-  type TestServer,
-  tempDir,
-  transcribe as transcribeAt,
-} from '../../helpers/voxd.js';
+import { silenceWav as silence, toneWav as tone, wavOf as wav } from '../../helpers/samples.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { badRequest, post, transcribe as transcribeAt } from '../../helpers/voxd.js';
+import { expectHelloWorld } from '../asr-checks.js';
 
 // A tiny ONNX in the real NeMo CTC shape and metadata (scripts/test-models/nemo_ctc.py): loud audio
 // makes it emit a fixed character-level CTC path, with repeats and a blank between the two l's, that
@@ -22,48 +17,34 @@ const SENSE_VOICE = fileURLToPath(
   new URL('../../../../test/fixtures/models/fake-sense-voice', import.meta.url),
 );
 
-const wav = (samples: Float32Array, sampleRate = 16000, channels = 1) =>
-  encodeWav({ samples, sampleRate, channels });
-const tone = (rate = 16000, channels = 1, amplitude = 0.3) =>
-  wav(
-    Float32Array.from({ length: rate * channels }, (_, i) => amplitude * Math.sin(i / 7)),
-    rate,
-    channels,
-  );
-const silence = () => wav(new Float32Array(16000));
-
 describe('nemo_ctc_asr (sherpa-onnx adapter)', () => {
-  let s: TestServer;
-  let dirs: string;
-  before(async () => {
-    dirs = tempDir('voxd-nemo-ctc-');
-    const folder = (name: string, files: [string, string][]) => {
-      mkdirSync(join(dirs, name));
-      for (const [from, to] of files) cpSync(from, join(dirs, name, to));
-    };
-    const tokens: [string, string] = [join(FAKE, 'tokens.txt'), 'tokens.txt'];
-    folder('int8-only', [[join(FAKE, 'model.int8.onnx'), 'model.int8.onnx'], tokens]);
-    folder('no-tokens', [[join(FAKE, 'model.onnx'), 'model.onnx']]);
-    folder('empty', []);
-    // A CTC model without NeMo's metadata (subsampling_factor): sherpa would end the process.
-    folder('not-nemo', [[join(SENSE_VOICE, 'model.onnx'), 'model.onnx'], tokens]);
-    folder('garbage', [tokens]);
-    writeFileSync(join(dirs, 'garbage', 'model.onnx'), 'not a model');
-    // A tokens.txt without <blk>: sherpa's CTC decoder would end the process.
-    folder('no-blank', [[join(FAKE, 'model.onnx'), 'model.onnx']]);
-    writeFileSync(join(dirs, 'no-blank', 'tokens.txt'), 'a 0\nb 1\n');
-    const model = (id: string, extra: Record<string, unknown> = {}) => ({
-      id,
-      family: 'nemo_ctc_asr',
-      task: 'asr',
-      path: FAKE,
-      lazy: true,
-      ...extra,
-    });
-    const at = (name: string) => ({ path: join(dirs, name) });
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
+  const s = engineSuiteServer(
+    (dirs) => {
+      const folder = (name: string, files: [string, string][]) => {
+        mkdirSync(join(dirs, name));
+        for (const [from, to] of files) cpSync(from, join(dirs, name, to));
+      };
+      const tokens: [string, string] = [join(FAKE, 'tokens.txt'), 'tokens.txt'];
+      folder('int8-only', [[join(FAKE, 'model.int8.onnx'), 'model.int8.onnx'], tokens]);
+      folder('no-tokens', [[join(FAKE, 'model.onnx'), 'model.onnx']]);
+      folder('empty', []);
+      // A CTC model without NeMo's metadata (subsampling_factor): sherpa would end the process.
+      folder('not-nemo', [[join(SENSE_VOICE, 'model.onnx'), 'model.onnx'], tokens]);
+      folder('garbage', [tokens]);
+      writeFileSync(join(dirs, 'garbage', 'model.onnx'), 'not a model');
+      // A tokens.txt without <blk>: sherpa's CTC decoder would end the process.
+      folder('no-blank', [[join(FAKE, 'model.onnx'), 'model.onnx']]);
+      writeFileSync(join(dirs, 'no-blank', 'tokens.txt'), 'a 0\nb 1\n');
+      const model = (id: string, extra: Record<string, unknown> = {}) => ({
+        id,
+        family: 'nemo_ctc_asr',
+        task: 'asr',
+        path: FAKE,
+        lazy: true,
+        ...extra,
+      });
+      const at = (name: string) => ({ path: join(dirs, name) });
+      return [
         model('ctc'),
         model('ctc-fp32', { load_options: { precision: 'fp32' } }),
         model('ctc-int8', { load_options: { precision: 'int8' } }),
@@ -76,13 +57,10 @@ describe('nemo_ctc_asr (sherpa-onnx adapter)', () => {
         model('not-nemo', at('not-nemo')),
         model('garbage', at('garbage')),
         model('no-blank', at('no-blank')),
-      ],
-    });
-  });
-  after(async () => {
-    await s.close();
-    rmSync(dirs, { recursive: true, force: true });
-  });
+      ];
+    },
+    { scratch: 'voxd-nemo-ctc-' },
+  );
 
   const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) =>
     transcribeAt(s.url, model, wav, fields);
@@ -95,13 +73,7 @@ describe('nemo_ctc_asr (sherpa-onnx adapter)', () => {
   const textOf = async (model: string, audio: Buffer) => (await ok(transcribe(model, audio))).text;
 
   test('loud audio decodes to the known words, 16 kHz mono or converted 44.1 kHz stereo', async () => {
-    for (const audio of [tone(), tone(44100, 2)]) {
-      const json = await ok(transcribe('ctc', audio));
-      assert.equal(json.text, 'hello world');
-      assert.equal(json.timing.audio_duration_ms, 1000);
-    }
-    const text = await transcribe('ctc', tone(), { response_format: 'text' });
-    assert.equal(text.body.toString(), 'hello world');
+    await expectHelloWorld(s.url, 'ctc');
     const run = await ok(
       post(s.url, '/v1/tasks/run', { model: 'ctc', audio_base64: tone().toString('base64') }),
     );

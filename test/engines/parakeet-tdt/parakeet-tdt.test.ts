@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import {
-  badRequest,
-  post,
-  startServer,
-  type TestServer,
-  tempDir,
-  transcribe as transcribeAt,
-} from '../../helpers/voxd.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { badRequest, post, transcribe as transcribeAt } from '../../helpers/voxd.js';
 
 // Tiny ONNX files in the real NeMo TDT shapes and metadata (scripts/test-models/parakeet_tdt.py):
 // every loud 80 ms encoder frame emits the next token of "parakeet says hello" (BPE pieces ▁par ake
@@ -30,42 +24,38 @@ function wav(quiet: number, loud: number, rate = RATE, channels = 1): Buffer {
 }
 
 describe('parakeet_tdt (sherpa-onnx NeMo transducer adapter)', () => {
-  let s: TestServer;
-  let dirs: string;
-  before(async () => {
-    dirs = tempDir('voxd-parakeet-');
-    const folder = (name: string, files: string[], from = FAKE) => {
-      mkdirSync(join(dirs, name));
-      for (const file of files) copyFileSync(join(from, file), join(dirs, name, file));
-      return join(dirs, name);
-    };
-    // As sherpa-onnx-nemo-parakeet-tdt-0.6b-v2-int8 ships: only the int8 files.
-    const int8Only = folder('int8-only', [
-      'encoder.int8.onnx',
-      'decoder.int8.onnx',
-      'joiner.int8.onnx',
-      'tokens.txt',
-    ]);
-    const encoderOnly = folder('encoder-only', ['encoder.onnx']);
-    const noBlank = folder('no-blank', ['encoder.onnx', 'decoder.onnx', 'joiner.onnx']);
-    writeFileSync(join(noBlank, 'tokens.txt'), '<unk> 0\n\u2581par 1\nake 2\n');
-    const ctcEncoder = folder('ctc-encoder', ['decoder.onnx', 'joiner.onnx', 'tokens.txt']);
-    copyFileSync(join(FAKE_CTC, 'model.onnx'), join(ctcEncoder, 'encoder.onnx'));
-    const notOnnx = folder('not-onnx', ['encoder.onnx', 'decoder.onnx', 'tokens.txt']);
-    writeFileSync(join(notOnnx, 'joiner.onnx'), 'this is not a model\n');
-    const emptyDecoder = folder('empty-decoder', ['encoder.onnx', 'joiner.onnx', 'tokens.txt']);
-    writeFileSync(join(emptyDecoder, 'decoder.onnx'), '');
-    const model = (id: string, path: string | undefined, load_options: Record<string, string> = {}) => ({
-      id,
-      family: 'parakeet_tdt',
-      task: 'asr',
-      lazy: true,
-      ...(path === undefined ? {} : { path }),
-      load_options,
-    });
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
+  const s = engineSuiteServer(
+    (dirs) => {
+      const folder = (name: string, files: string[], from = FAKE) => {
+        mkdirSync(join(dirs, name));
+        for (const file of files) copyFileSync(join(from, file), join(dirs, name, file));
+        return join(dirs, name);
+      };
+      // As sherpa-onnx-nemo-parakeet-tdt-0.6b-v2-int8 ships: only the int8 files.
+      const int8Only = folder('int8-only', [
+        'encoder.int8.onnx',
+        'decoder.int8.onnx',
+        'joiner.int8.onnx',
+        'tokens.txt',
+      ]);
+      const encoderOnly = folder('encoder-only', ['encoder.onnx']);
+      const noBlank = folder('no-blank', ['encoder.onnx', 'decoder.onnx', 'joiner.onnx']);
+      writeFileSync(join(noBlank, 'tokens.txt'), '<unk> 0\n\u2581par 1\nake 2\n');
+      const ctcEncoder = folder('ctc-encoder', ['decoder.onnx', 'joiner.onnx', 'tokens.txt']);
+      copyFileSync(join(FAKE_CTC, 'model.onnx'), join(ctcEncoder, 'encoder.onnx'));
+      const notOnnx = folder('not-onnx', ['encoder.onnx', 'decoder.onnx', 'tokens.txt']);
+      writeFileSync(join(notOnnx, 'joiner.onnx'), 'this is not a model\n');
+      const emptyDecoder = folder('empty-decoder', ['encoder.onnx', 'joiner.onnx', 'tokens.txt']);
+      writeFileSync(join(emptyDecoder, 'decoder.onnx'), '');
+      const model = (id: string, path: string | undefined, load_options: Record<string, string> = {}) => ({
+        id,
+        family: 'parakeet_tdt',
+        task: 'asr',
+        lazy: true,
+        ...(path === undefined ? {} : { path }),
+        load_options,
+      });
+      return [
         model('tdt', FAKE),
         model('tdt-int8', FAKE, { precision: 'int8' }),
         model('tdt-fp32', FAKE, { precision: 'fp32' }),
@@ -81,13 +71,10 @@ describe('parakeet_tdt (sherpa-onnx NeMo transducer adapter)', () => {
         model('ctc-encoder', ctcEncoder),
         model('not-onnx', notOnnx),
         model('empty-decoder', emptyDecoder),
-      ],
-    });
-  });
-  after(async () => {
-    await s.close();
-    rmSync(dirs, { recursive: true, force: true });
-  });
+      ];
+    },
+    { scratch: 'voxd-parakeet-' },
+  );
 
   const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) =>
     transcribeAt(s.url, model, wav, fields);

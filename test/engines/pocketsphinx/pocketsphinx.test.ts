@@ -3,12 +3,14 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { resample } from '../../../src/audio/convert.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
+import { lazyModel } from '../../helpers/models.js';
 import { sseEvents } from '../../helpers/sse.js';
-import { errorOf, post, request, startServer, type TestServer, withServer } from '../../helpers/voxd.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { errorOf, post, request, withServer } from '../../helpers/voxd.js';
 
 const SENTENCES = [
   'Please bring the blue umbrella when you leave the house.',
@@ -61,21 +63,14 @@ function convert(wav: Buffer, container: string, i: number): Buffer {
 }
 
 describe('pocketsphinx_asr', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer(
-      {
-        busy_timeout_ms: 0,
-        models: [
-          { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true, slots: 2 },
-          { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', lazy: true, slots: 2 },
-          { id: 'asr-stream', family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming', lazy: true },
-        ],
-      },
-      { parallel: true },
-    );
-  });
-  after(() => s.close());
+  const s = engineSuiteServer(
+    [
+      lazyModel('flite', 'flite_tts', 'tts', { slots: 2 }),
+      lazyModel('asr', 'pocketsphinx_asr', 'asr', { slots: 2 }),
+      lazyModel('asr-stream', 'pocketsphinx_asr', 'asr', { mode: 'streaming' }),
+    ],
+    { parallel: true },
+  );
 
   const transcribe = async (wav: Buffer, filename = 'a.wav') => {
     const form = new FormData();

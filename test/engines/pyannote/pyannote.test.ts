@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import { errorOf, request, startServer, type TestServer } from '../../helpers/voxd.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { errorOf, request } from '../../helpers/voxd.js';
 
 // Tiny ONNX files in the real pyannote-segmentation and speaker-embedding shapes and metadata
 // (scripts/gen-test-models.py): energy decides speech, fbank statistics stand in for the embedding.
@@ -12,24 +13,17 @@ const FAKE_PYANNOTE = fileURLToPath(
 const RATE = 16000;
 
 describe('pyannote_diar (sherpa-onnx adapter)', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
-        { id: 'diar', family: 'pyannote_diar', task: 'diar', path: FAKE_PYANNOTE, lazy: true },
-        {
-          id: 'missing',
-          family: 'pyannote_diar',
-          task: 'diar',
-          path: FAKE_PYANNOTE,
-          lazy: true,
-          load_options: { embedding: 'nope.onnx' },
-        },
-      ],
-    });
-  });
-  after(() => s.close());
+  const s = engineSuiteServer([
+    { id: 'diar', family: 'pyannote_diar', task: 'diar', path: FAKE_PYANNOTE, lazy: true },
+    {
+      id: 'missing',
+      family: 'pyannote_diar',
+      task: 'diar',
+      path: FAKE_PYANNOTE,
+      lazy: true,
+      load_options: { embedding: 'nope.onnx' },
+    },
+  ]);
 
   const diarize = (model: string, samples: Float32Array, extra: Record<string, string> = {}) => {
     const form = new FormData();

@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { encodeWav } from '../../../src/audio/wav-encode.js';
-import {
-  badRequest,
-  get,
-  post,
-  startServer,
-  type TestServer,
-  tempDir,
-  transcribe as transcribeAt,
-} from '../../helpers/voxd.js';
+import { silenceWav as silence, toneWav as tone, wavOf as wav } from '../../helpers/samples.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { badRequest, get, post, transcribe as transcribeAt } from '../../helpers/voxd.js';
+import { expectHelloWorld } from '../asr-checks.js';
 
 // A tiny ONNX in SenseVoice's real inputs and metadata (scripts/test-models/sense_voice.py): loud
 // audio decodes to "<|en|><|NEUTRAL|><|Speech|><|woitn|> hello world" (the language tag follows a
@@ -20,40 +14,26 @@ import {
 // words; model.int8.onnx says "hello quantized world", so precision selection shows in the text.
 const FAKE = fileURLToPath(new URL('../../../../test/fixtures/models/fake-sense-voice', import.meta.url));
 
-const wav = (samples: Float32Array, sampleRate = 16000, channels = 1) =>
-  encodeWav({ samples, sampleRate, channels });
-const tone = (rate = 16000, channels = 1) =>
-  wav(
-    Float32Array.from({ length: rate * channels }, (_, i) => 0.3 * Math.sin(i / 7)),
-    rate,
-    channels,
-  );
-const silence = () => wav(new Float32Array(16000));
-
 describe('sense_voice_asr (sherpa-onnx adapter)', () => {
-  let s: TestServer;
-  let dirs: string;
-  before(async () => {
-    dirs = tempDir('voxd-sense-voice-');
-    for (const [name, files] of [
-      ['no-tokens', ['model.onnx']],
-      ['empty', []],
-      ['int8-only', ['model.int8.onnx', 'tokens.txt']],
-    ] as const) {
-      mkdirSync(join(dirs, name));
-      for (const file of files) cpSync(join(FAKE, file), join(dirs, name, file));
-    }
-    const model = (id: string, extra: Record<string, unknown> = {}) => ({
-      id,
-      family: 'sense_voice_asr',
-      task: 'asr',
-      path: FAKE,
-      lazy: true,
-      ...extra,
-    });
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
+  const s = engineSuiteServer(
+    (dirs) => {
+      for (const [name, files] of [
+        ['no-tokens', ['model.onnx']],
+        ['empty', []],
+        ['int8-only', ['model.int8.onnx', 'tokens.txt']],
+      ] as const) {
+        mkdirSync(join(dirs, name));
+        for (const file of files) cpSync(join(FAKE, file), join(dirs, name, file));
+      }
+      const model = (id: string, extra: Record<string, unknown> = {}) => ({
+        id,
+        family: 'sense_voice_asr',
+        task: 'asr',
+        path: FAKE,
+        lazy: true,
+        ...extra,
+      });
+      return [
         model('sv'),
         model('sv-itn', { load_options: { use_itn: true } }),
         model('sv-zh', { load_options: { language: 'zh' } }),
@@ -65,13 +45,10 @@ describe('sense_voice_asr (sherpa-onnx adapter)', () => {
         model('no-tokens', { path: join(dirs, 'no-tokens') }),
         model('empty', { path: join(dirs, 'empty') }),
         model('nopath', { path: undefined }),
-      ],
-    });
-  });
-  after(async () => {
-    await s.close();
-    rmSync(dirs, { recursive: true, force: true });
-  });
+      ];
+    },
+    { scratch: 'voxd-sense-voice-' },
+  );
 
   const transcribe = (model: string, wav: Buffer, fields: Record<string, string> = {}) =>
     transcribeAt(s.url, model, wav, fields);
@@ -86,13 +63,7 @@ describe('sense_voice_asr (sherpa-onnx adapter)', () => {
   };
 
   test('loud audio decodes to the known words, 16 kHz mono or converted 44.1 kHz stereo', async () => {
-    for (const audio of [tone(), tone(44100, 2)]) {
-      const json = await ok(transcribe('sv', audio));
-      assert.equal(json.text, 'hello world');
-      assert.equal(json.timing.audio_duration_ms, 1000);
-    }
-    const text = await transcribe('sv', tone(), { response_format: 'text' });
-    assert.equal(text.body.toString(), 'hello world');
+    await expectHelloWorld(s.url, 'sv');
   });
 
   test('the detected language comes back as a plain code; silence has no words and no language', async () => {

@@ -1,27 +1,19 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { resample } from '../../../src/audio/convert.js';
 import type { Audio } from '../../../src/audio/types.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
+import { FLITE, lazyModel } from '../../helpers/models.js';
 import { speechBounds } from '../../helpers/samples.js';
-import { errorOf, post, startServer, type TestServer } from '../../helpers/voxd.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { errorOf, post } from '../../helpers/voxd.js';
 
 const RATE = 16000;
 const TOLERANCE = 0.1 * RATE; // 100 ms
 
 describe('silero_vad', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
-        { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
-        { id: 'vad', family: 'silero_vad', task: 'vad', lazy: true },
-      ],
-    });
-  });
-  after(() => s.close());
+  const s = engineSuiteServer([FLITE, lazyModel('vad', 'silero_vad', 'vad')]);
 
   const speak = async (input: string, voice: string) => {
     const res = await post(s.url, '/v1/audio/speech', { model: 'flite', input, voice });

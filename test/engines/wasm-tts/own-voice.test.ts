@@ -3,27 +3,19 @@
  * engines do on their own (same samples), and speed scales each voice's own rate.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { durationMs } from '../../../src/audio/types.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { FLITE_DURATION_STRETCH } from '../../../src/engines/wasm-tts/synth-args.js';
-import { post, startServer, type TestServer } from '../../helpers/voxd.js';
+import { FLITE, lazyModel } from '../../helpers/models.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { post } from '../../helpers/voxd.js';
 import { espeakDirect, fliteDirect } from './engine-direct.js';
 
 const TEXT = 'The quick brown fox jumps over the lazy dog.';
 
 describe('flite and espeak-ng voices as their authors tuned them', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
-        { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
-        { id: 'espeak', family: 'espeak_tts', task: 'tts', lazy: true },
-      ],
-    });
-  });
-  after(() => s.close());
+  const s = engineSuiteServer([FLITE, lazyModel('espeak', 'espeak_tts', 'tts')]);
 
   async function voxd(model: string, voice: string, speed?: number) {
     const res = await post(s.url, '/v1/audio/speech', { model, input: TEXT, voice, speed });

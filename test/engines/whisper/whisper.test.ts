@@ -1,18 +1,11 @@
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
-import {
-  badRequest,
-  get,
-  post,
-  startServer,
-  type TestServer,
-  tempDir,
-  transcribe as transcribeAt,
-} from '../../helpers/voxd.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { badRequest, get, post, tempDir, transcribe as transcribeAt } from '../../helpers/voxd.js';
 
 // Tiny ONNX pairs in the real Whisper shapes (scripts/test-models/whisper.py). Through sherpa's
 // greedy search they say, for speech-level audio: en "hello world", de "hallo welt", fr "bonjour le
@@ -46,7 +39,6 @@ function folderWith(name: string, files: Record<string, string | null>): string 
 }
 
 describe('whisper_asr (sherpa-onnx adapter)', () => {
-  let s: TestServer;
   const noTokens = folderWith('no-tokens', { 'tiny-decoder.onnx': join(MULTI, 'tiny-decoder.onnx') });
   const notWhisper = folderWith('not-whisper', {
     'x-encoder.onnx': join(FIXTURES, 'fake-nemo-ctc', 'model.onnx'),
@@ -59,36 +51,30 @@ describe('whisper_asr (sherpa-onnx adapter)', () => {
     'x-tokens.txt': join(MULTI, 'tiny-tokens.txt'),
   });
 
-  before(async () => {
-    const whisper = (id: string, path: string | undefined, load_options: Record<string, string> = {}) => ({
-      id,
-      family: 'whisper_asr',
-      task: 'asr',
-      lazy: true,
-      load_options,
-      ...(path === undefined ? {} : { path }),
-    });
-    s = await startServer({
-      busy_timeout_ms: 0,
-      models: [
-        whisper('multi', MULTI),
-        whisper('multi-int8', MULTI, { precision: 'int8' }),
-        whisper('multi-fr', MULTI, { language: 'fr' }),
-        whisper('multi-translate', MULTI, { language: 'de', task: 'translate' }),
-        whisper('english', ENGLISH),
-        whisper('bad-language', MULTI, { language: 'klingon' }),
-        whisper('bad-task', MULTI, { task: 'summarize' }),
-        whisper('english-translate', ENGLISH, { task: 'translate' }),
-        whisper('missing', '/nonexistent/whisper'),
-        whisper('no-tokens', noTokens),
-        whisper('not-whisper', notWhisper),
-        whisper('not-onnx', notOnnx),
-        whisper('no-path', undefined),
-      ],
-    });
+  const whisper = (id: string, path: string | undefined, load_options: Record<string, string> = {}) => ({
+    id,
+    family: 'whisper_asr',
+    task: 'asr',
+    lazy: true,
+    load_options,
+    ...(path === undefined ? {} : { path }),
   });
-  after(async () => {
-    await s.close();
+  const s = engineSuiteServer([
+    whisper('multi', MULTI),
+    whisper('multi-int8', MULTI, { precision: 'int8' }),
+    whisper('multi-fr', MULTI, { language: 'fr' }),
+    whisper('multi-translate', MULTI, { language: 'de', task: 'translate' }),
+    whisper('english', ENGLISH),
+    whisper('bad-language', MULTI, { language: 'klingon' }),
+    whisper('bad-task', MULTI, { task: 'summarize' }),
+    whisper('english-translate', ENGLISH, { task: 'translate' }),
+    whisper('missing', '/nonexistent/whisper'),
+    whisper('no-tokens', noTokens),
+    whisper('not-whisper', notWhisper),
+    whisper('not-onnx', notOnnx),
+    whisper('no-path', undefined),
+  ]);
+  after(() => {
     for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
   });
 

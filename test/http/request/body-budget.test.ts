@@ -13,6 +13,7 @@ import { releasesAfter } from '../../helpers/memory-release.js';
 import { RawClient, type RawResponse } from '../../helpers/raw-http.js';
 import { sseEvents, typeOf } from '../../helpers/sse.js';
 import { fixtureModel, get, ManualClock, transcribe, waitUntil, withServer } from '../../helpers/voxd.js';
+import { wavHeader } from '../wav-helpers.js';
 
 const MIB = 1024 * 1024;
 
@@ -134,18 +135,7 @@ describe('max_json_body_bytes', () => {
       assert.equal(errorBody(res).message, 'request body exceeds max_json_body_bytes=33554432');
       // An upload larger than the JSON limit is still taken (the WAV header comes first).
       const wav = Buffer.alloc(34 * MIB);
-      wav.write('RIFF', 0);
-      wav.writeUInt32LE(wav.length - 8, 4);
-      wav.write('WAVEfmt ', 8);
-      wav.writeUInt32LE(16, 16);
-      wav.writeUInt16LE(1, 20);
-      wav.writeUInt16LE(1, 22);
-      wav.writeUInt32LE(16000, 24);
-      wav.writeUInt32LE(32000, 28);
-      wav.writeUInt16LE(2, 32);
-      wav.writeUInt16LE(16, 34);
-      wav.write('data', 36);
-      wav.writeUInt32LE(wav.length - 44, 40);
+      wavHeader({ sampleRate: 16000, channels: 1, bits: 16 }, wav.length - 44).copy(wav);
       const upload = await transcribe(s.url, 'asr', wav);
       assert.equal(upload.status, 200, upload.body.toString().slice(0, 300));
     });
