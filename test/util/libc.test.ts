@@ -33,9 +33,12 @@ test('memory in use follows a Buffer from allocation to its release', async () =
   assert.equal(buffer![size - 1], 1);
   buffer = undefined;
   // A full collection frees it (V8 may sweep array buffers on a helper thread: wait for that).
+  // Freed means back near the first reading: less than half the buffer above it. Requiring the
+  // whole 8 MiB off the second reading failed under load, when the process had allocated a few
+  // KiB elsewhere in between; a buffer still held stays a whole 8 MiB above.
   gc();
   await waitUntil('the buffer is freed', () => {
     gc();
-    return during - mallocStats()!.inUse >= size;
+    return mallocStats()!.inUse - before < size / 2;
   });
 });
