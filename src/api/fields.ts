@@ -82,9 +82,3 @@ export function requestBusyTimeout(body: Fields, source: QuerySource): number | 
   const query = queryParam(source, 'busy_timeout_ms');
   return query === null ? undefined : optionalBusyTimeout({ busy_timeout_ms: query });
 }
-
-/** `?name=true|1` */
-export function queryFlag(source: QuerySource, name: string): boolean {
-  const value = queryParam(source, name);
-  return value === 'true' || value === '1';
-}

@@ -1,7 +1,7 @@
 /** Which model a request names, and which task tokens and modes each inference route serves. */
 import { aliasTarget } from '../config/model-aliases.js';
 import type { ModelConfig, TaskToken } from '../config/types.js';
-import { invalidRequest, isVoxdError, showValue, VoxdError } from '../errors.js';
+import { invalidField, invalidRequest, isVoxdError, showValue, VoxdError } from '../errors.js';
 import type { ModelEntry } from '../runtime/model-entry.js';
 import type { Runtime } from '../runtime/runtime.js';
 
@@ -73,16 +73,14 @@ export function requireStreamingMode(model: ModelConfig): void {
  */
 export function liveModel(
   runtime: Runtime,
-  query: URLSearchParams,
+  modelId: string,
   tasks: readonly TaskToken[],
   route: string,
 ): ModelEntry {
-  const modelId = query.get('model');
-  if (!modelId) throw invalidRequest("model: the 'model' query parameter is required");
   // Registered models only: the live body must be opened before anything is awaited (an
   // installed package is registered by its first other request, or by /v1/models/load).
   const entry = registeredEntry(runtime, modelId);
-  if (!entry) throw invalidRequest(`model: unknown model id: ${showValue(modelId)}`);
+  if (!entry) throw invalidField('model', `model: unknown model id: ${showValue(modelId)}`);
   requireTask(entry.config, tasks, route);
   requireStreamingMode(entry.config);
   return entry;

@@ -6,7 +6,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { memoryRelease } from '../util/release-memory.js';
-import type { AudioJob, AudioReply } from './audio-worker.js';
+import type { AudioFailure, AudioJob, AudioReply } from './audio-worker.js';
 import { conformAudio } from './convert.js';
 import type { Audio } from './types.js';
 import { decodeWav, WavError, type WavLayout } from './wav-decode.js';
@@ -17,6 +17,12 @@ export const INLINE_LIMIT = 1 << 20;
 type Need = { sampleRate: number; channels: number };
 type Pending = { resolve(audio: Audio): void; reject(err: Error): void };
 type Job = AudioJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
+
+/** The error each failure code of the worker stands for, so a bad WAV stays a WavError (a 400). */
+const FAILURES: Record<AudioFailure, (message: string) => Error> = {
+  wav_invalid: (message) => new WavError(message),
+  audio_failed: (message) => new Error(`audio worker: ${message}`),
+};
 
 /** Offloaded jobs are the large ones: their results die with their request (release-memory.ts). */
 function resolved(audio: Audio, resolve: (audio: Audio) => void): void {
@@ -67,7 +73,7 @@ class AudioPool {
       worker.unref();
       this.#idle.push(worker);
       if (reply.ok) pending?.resolve(reply.audio);
-      else pending?.reject(reply.wav ? new WavError(reply.message) : new Error(reply.message));
+      else pending?.reject(FAILURES[reply.code](reply.message));
       this.#dispatch();
     });
     worker.on('error', (err) => this.#lose(worker, err));

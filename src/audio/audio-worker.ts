@@ -12,7 +12,14 @@ export type AudioJob =
 
 export type AudioReply =
   | { id: number; ok: true; audio: Audio }
-  | { id: number; ok: false; wav: boolean; message: string };
+  | { id: number; ok: false; code: AudioFailure; message: string };
+
+/**
+ * What a failed job means, carried across the thread boundary so that the main thread rebuilds the
+ * same kind of error (audio-pool.ts) instead of reading the message: `wav_invalid`, the input is not
+ * a WAV file voxd can read (a 400 to the client); `audio_failed`, anything else (a server fault).
+ */
+export type AudioFailure = 'wav_invalid' | 'audio_failed';
 
 /** Sample bytes read per step: the file is never held whole, only its decoded samples. */
 const PIECE_BYTES = 1 << 20;
@@ -69,7 +76,7 @@ parentPort?.on('message', (job: AudioJob) => {
     parentPort!.postMessage({
       id: job.id,
       ok: false,
-      wav: err instanceof WavError,
+      code: err instanceof WavError ? 'wav_invalid' : 'audio_failed',
       message,
     } satisfies AudioReply);
   }

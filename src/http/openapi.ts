@@ -1,8 +1,8 @@
 /**
- * The OpenAPI 3.1 description of voxd's HTTP API, served at GET /openapi.json. Request bodies come
- * from the routes: each declares the schema it checks its JSON body with, and its multipart fields
- * (src/http/schemas), so the document cannot disagree with validation. The rest (summaries,
- * parameters, responses) is written here to say what docs/api.md says; the paths come from the
+ * The OpenAPI 3.1 description of voxd's HTTP API, served at GET /openapi.json. Request bodies and
+ * query parameters come from the routes: each declares the schemas it checks its JSON body and its
+ * query with, and its multipart fields (src/http/schemas), so the document cannot disagree with
+ * validation. The rest (summaries, path parameters, responses) is written here to say what docs/api.md says; the paths come from the
  * routes actually registered, and a route with no description here makes the build throw, so a new
  * route cannot ship undescribed (test/http/openapi.test.ts checks both ways, the test helpers
  * validate real requests and responses against it).
@@ -499,27 +499,6 @@ interface Operation {
   secured?: boolean | 'optional';
 }
 
-const query = (name: string, schema: Obj, description: string, required = false): Obj => ({
-  name,
-  in: 'query',
-  required,
-  schema,
-  description,
-});
-const busyQuery = query(
-  'busy_timeout_ms',
-  { type: 'string', pattern: '^[0-9]+$' },
-  'Used when the body gives none.',
-);
-
-const liveQuery: Obj[] = [
-  query('model', str(), 'Model id (a mode: "streaming" model).', true),
-  query('sample_rate', { type: 'string', pattern: '^[0-9]+$' }, 'Input rate, 1000..384000 (default 16000).'),
-  query('channels', { type: 'string', pattern: '^[0-9]+$' }, 'Interleaved channels, 1..16 (default 1).'),
-  query('sample_format', { type: 'string', enum: ['s16le', 'f32le'] }, 'Default s16le.'),
-  query('language', str(), 'Passed to the engine.'),
-  { ...busyQuery, description: 'As on the other routes.' },
-];
 const liveBody: Obj = {
   required: true,
   description: 'Raw PCM sent with Transfer-Encoding: chunked, read as it arrives (bounded by live_ingest).',
@@ -580,14 +559,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
     get: {
       tags: ['Models'],
       summary: 'Registered models',
-      parameters: [
-        query('include_session_options', str(), 'true or 1 adds session_options.'),
-        query(
-          'include_params',
-          str(),
-          "true or 1 adds params, the request options of the model's engine family.",
-        ),
-      ],
       responses: {
         '200': ok(
           'The models, loaded or not, then one entry per alias of a registered model (with alias_of).',
@@ -605,12 +576,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
         "OpenAI's models.retrieve: the entry /v1/models lists under this id, a model's or an alias's. An unknown id is a 404 naming it (for a catalogue package not installed, saying how to install it).",
       parameters: [
         { name: 'id', in: 'path', required: true, schema: str(), description: 'A model id or alias.' },
-        query('include_session_options', str(), 'true or 1 adds session_options.'),
-        query(
-          'include_params',
-          str(),
-          "true or 1 adds params, the request options of the model's engine family.",
-        ),
       ],
       responses: { '200': ok('The model.', json(ref('Model'))), ...errors('401', '403', '404') },
     },
@@ -621,7 +586,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Voice names',
       description:
         "The voice_dir voices, the model's presets and, for a speech model, its voice aliases. An unknown model gives the voice_dir list only, never an error.",
-      parameters: [query('model', str(), 'Model id; optional when exactly one model is registered.')],
       responses: { '200': ok('The voices.', json(ref('Voices'))), ...errors('401', '403') },
     },
   },
@@ -631,7 +595,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Text to speech',
       description:
         'For models with task tts, clon or vdes. With stream (or stream_format) the speech streams as SSE or raw audio from a mode "streaming" model; errors after the headers arrive in the stream.',
-      parameters: [busyQuery],
       responses: {
         '200': ok(
           'The speech: a file in response_format, base64 WAV in JSON, or a stream.',
@@ -661,15 +624,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Live speech: streamed input audio, streamed speech',
       description:
         'Reads the chunked raw PCM body to its end, then speaks `input` as a streamed speech response (mode "streaming" models).',
-      parameters: [
-        ...liveQuery,
-        query('input', str(), 'The text; required unless the task is s2s, vc or svc.'),
-        query('voice', str(), 'Voice, mapped as on /v1/audio/speech.'),
-        query('response_format', { type: 'string', enum: ['pcm'] }, 'pcm only.'),
-        query('stream_format', { type: 'string', enum: ['sse', 'audio'] }, 'Default sse.'),
-        query('return_text', { type: 'string', enum: ['true', '1', 'false', '0'] }, 'Needs sse.'),
-        query('instructions', str(), 'Option system_prompt.'),
-      ],
       requestBody: liveBody,
       responses: {
         '200': ok('The speech stream.', {
@@ -686,7 +640,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Speech recognition or diarization',
       description:
         'For models with task asr or diar: a multipart upload (WAV or any container ffmpeg decodes, told by its content), or JSON naming a server-local audio file. stream=true answers SSE (mode "streaming" models).',
-      parameters: [busyQuery],
       responses: {
         '200': ok('The transcript in response_format.', {
           'application/json': { schema: ref('Transcription') },
@@ -706,7 +659,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Audio'],
       summary: 'Everything the engine gives for a transcription',
       description: 'The request of /v1/audio/transcriptions; always JSON; stream=true is a 400.',
-      parameters: [busyQuery],
       responses: {
         '200': ok(
           'Text, segments, speaker turns and words, as the engine gives them.',
@@ -722,7 +674,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Translation into English',
       description:
         'For multilingual whisper_asr models; the request of /v1/audio/transcriptions (no stream, no diarized_json).',
-      parameters: [busyQuery],
       responses: {
         '200': ok('The English text in response_format.', {
           'application/json': { schema: ref('Transcription') },
@@ -740,7 +691,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Live transcription of streamed input audio',
       description:
         'A chunked raw PCM body read as it arrives; the events of a streamed transcription come back on the same connection.',
-      parameters: [...liveQuery, query('prompt', str(), 'Context text.')],
       requestBody: liveBody,
       responses: {
         '200': ok(
@@ -756,7 +706,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Audio'],
       summary: 'Several audio files on one asr or diar model',
       description: 'Multipart only: one or more file parts. Every file is checked before the stream starts.',
-      parameters: [busyQuery],
       responses: {
         '200': ok(
           'The results as they complete.',
@@ -772,7 +721,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
     post: {
       tags: ['Tasks'],
       summary: 'Run any task on any model',
-      parameters: [busyQuery],
       responses: { '200': ok('The result.', json(ref('TaskResult'))), ...errors(...INFERENCE_ERRORS) },
     },
   },
@@ -782,7 +730,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: "Run any task on a streaming model, with the run's events",
       description:
         'Without stream_format: one JSON body {events, result} at the end. "stream_format": "sse": events as they happen.',
-      parameters: [busyQuery],
       responses: {
         '200': ok('The events and the result.', {
           ...json(ref('TaskStreamResult')),
@@ -798,7 +745,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Run several requests on one model',
       description:
         'Every entry is checked before the stream starts; a failed run is a result event with error.',
-      parameters: [busyQuery],
       responses: {
         '200': ok(
           'The results as they complete.',
@@ -835,7 +781,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Management'],
       summary: "A model's registration body",
       description: 'Needs ui_management. Sent back to /v1/models/load unchanged, it reconfigures nothing.',
-      parameters: [query('id', str(), 'Model id.', true)],
       responses: {
         '200': ok('The models[i] entry.', json(ref('ModelConfig'))),
         ...errors('400', '401', '403', '404'),
@@ -946,7 +891,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Install jobs',
       description:
         'Needs ui_management. One job (an idle one for an id without a job), or all of them without id.',
-      parameters: [query('id', str(), 'A package id.')],
       responses: {
         '200': ok('One job, or {data: [jobs]}.', json({ anyOf: [ref('InstallJob'), ref('InstallJobs')] })),
         ...errors('400', '401', '403'),
@@ -1054,6 +998,17 @@ function requestBodyOf(route: Route, into: Obj): Obj | undefined {
   return { required: true, content };
 }
 
+/** The query parameters a route declares (src/http/schemas/query.ts), one per property. */
+function queryParametersOf(route: Route): Obj[] {
+  if (!route.query) return [];
+  const required = new Set((route.query['required'] as string[] | undefined) ?? []);
+  return Object.entries(route.query['properties'] as Record<string, TSchema>).map(([name, schema]) => {
+    // Plain JSON, as component() does; the description moves up to the parameter.
+    const { description, ...plain } = JSON.parse(JSON.stringify(schema)) as Obj;
+    return { name, in: 'query', required: required.has(name), schema: plain, description };
+  });
+}
+
 /** Builds the document for `routes` (the server's ROUTES); throws when one has no description. */
 export function buildOpenApi(routes: readonly Route[]): Obj {
   const paths: Record<string, Obj> = {};
@@ -1065,9 +1020,14 @@ export function buildOpenApi(routes: readonly Route[]): Obj {
     if (!op)
       throw new Error(`openapi: ${route.method} ${route.path} has no description in src/http/openapi.ts`);
     const requestBody = requestBodyOf(route, components) ?? op.requestBody;
+    const parameters = [...(op.parameters ?? []), ...queryParametersOf(route)];
     paths[route.path] ??= {};
+    // A route that checks its query can refuse it, whatever else it refuses.
+    const responses = route.query ? { ...errors('400'), ...op.responses } : op.responses;
     (paths[route.path] as Obj)[method] = operationObject(route.path, method, {
       ...op,
+      responses,
+      ...(parameters.length ? { parameters } : {}),
       ...(requestBody ? { requestBody } : {}),
     });
   }

@@ -374,10 +374,9 @@ describe('GET /v1/ui/models/config', () => {
       errorOf(await get(plain.url, '/v1/ui/models/config?id=a'), 403, 'forbidden');
     });
     await withServer(managed([fixtureModel('a')]), async (s) => {
-      assert.match(
-        errorOf(await get(s.url, '/v1/ui/models/config'), 400, 'invalid_request_error'),
-        /^id is missing/,
-      );
+      const missing = await get(s.url, '/v1/ui/models/config');
+      assert.match(errorOf(missing, 400, 'invalid_request_error'), /^'id' is required/);
+      assert.equal(missing.json.error.param, 'id');
       assert.match(errorOf(await get(s.url, '/v1/ui/models/config?id=nope'), 404, 'not_found'), /nope/);
     });
   });

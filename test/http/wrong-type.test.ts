@@ -3,7 +3,8 @@
  * of each `application/json` request body of the OpenAPI document (the schema the route checks
  * with), and for the fields of its nested request objects (`request.seed`, `requests[0].seed`), a
  * value the field's own schema refuses is sent alongside valid required fields, and the answer must
- * be a 400 whose `param` is that field's path and whose message shows the value. No field is
+ * be a 400 whose `param` is that field's path and whose message shows the value. The query
+ * parameters of every route are tried the same way, with text their schema refuses. No field is
  * listed by hand: a new route or field is tested as soon as the document has it.
  */
 import assert from 'node:assert/strict';
@@ -11,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { buildOpenApi } from '../../src/http/openapi.js';
 import { ROUTES } from '../../src/http/transport/server.js';
-import { errorOf, fixtureModel, post, startServer, type TestServer } from '../helpers/voxd.js';
+import { errorOf, fixtureModel, get, post, startServer, type TestServer } from '../helpers/voxd.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON
 type Json = any;
@@ -127,5 +128,66 @@ describe('a wrong type in any documented JSON field is a 400 naming it', () => {
       assert.equal(res.json.error.param, param, message);
       assert.ok(message.startsWith(`${param}: `), message);
       assert.ok(message.includes(JSON.stringify(wrong).slice(0, 20)), `the value is shown: ${message}`);
+    });
+});
+
+/** Candidate wrong query values (a query is text): the first the parameter's schema refuses is sent. */
+const WRONG_TEXT = ['not-a-number', '12.5', '-1', '+1', '', '99999999999999999999', 'maybe'];
+
+interface QueryCase {
+  method: 'get' | 'post';
+  path: string;
+  param: string;
+  query: string;
+  wrong: string;
+}
+
+const queryCases: QueryCase[] = Object.entries(DOC.paths as Record<string, Json>).flatMap(([path, item]) =>
+  (['get', 'post'] as const).flatMap((method) => {
+    const parameters = ((item[method]?.parameters ?? []) as Json[]).filter((p) => p.in === 'query');
+    const required = parameters.filter((p) => p.required).map((p) => `${p.name}=x`);
+    return parameters.flatMap((p): QueryCase[] => {
+      const accepts = ajv.compile(p.schema);
+      // Integers and flags are read from their text before the check (src/http/request/schema.ts).
+      const read = (text: string) =>
+        p.schema.type === 'integer' && /^[0-9]{1,15}$/.test(text) ? Number(text) : text;
+      const wrong = WRONG_TEXT.find((text) => !accepts(read(text)));
+      if (wrong === undefined) return [];
+      const others = required.filter((r) => !r.startsWith(`${p.name}=`));
+      const query = [...others, `${p.name}=${encodeURIComponent(wrong)}`].join('&');
+      return [{ method, path, param: p.name, query, wrong }];
+    });
+  }),
+);
+
+describe('a query parameter its schema refuses is a 400 naming it', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startServer({ models: [fixtureModel('tts', { task: 'tts' })], ui_management: true });
+  });
+  after(() => s.close());
+
+  test('the typed parameters of every route are among the cases', () => {
+    for (const expected of [
+      '/v1/audio/speech busy_timeout_ms',
+      '/v1/audio/speech/live sample_rate',
+      '/v1/audio/speech/live return_text',
+      '/v1/audio/transcriptions/live channels',
+      '/v1/audio/transcriptions/live sample_format',
+      '/v1/tasks/batch busy_timeout_ms',
+    ])
+      assert.ok(
+        queryCases.some((c) => `${c.path} ${c.param}` === expected),
+        `${expected} is among the cases`,
+      );
+  });
+
+  for (const { method, path, param, query, wrong } of queryCases)
+    test(`${method.toUpperCase()} ${path}?${query}`, async () => {
+      const target = `${path.replace('{id}', 'tts')}?${query}`;
+      const res = method === 'get' ? await get(s.url, target) : await post(s.url, target, {});
+      const message = errorOf(res, 400, 'invalid_request_error');
+      assert.equal(res.json.error.param, param, message);
+      assert.ok(message.startsWith(`${param}: ${JSON.stringify(wrong)} is invalid`), message);
     });
 });

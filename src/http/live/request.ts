@@ -3,15 +3,20 @@ import type { ModelEntry } from '../../runtime/model-entry.js';
 import { audioLimits } from '../request/audio-limits.js';
 import type { RouteContext } from '../transport/route.js';
 import { type LiveBody, liveIngestLimits, openLiveBody } from './body.js';
-import { parseLivePcmFormat } from './pcm-format.js';
+import { type LivePcmParams, livePcmFormat } from './pcm-format.js';
 
 /**
- * Opens the body of a live request to `entry` (before anything is awaited: see openLiveBody); its
+ * Opens the body of a live request to `entry` in the format its checked query declares (before anything is awaited: see openLiveBody); its
  * timeouts and `completedAt` run on the runtime's clock.
  */
-export function openLiveRequest(ctx: RouteContext, entry: ModelEntry, label: string): LiveBody {
+export function openLiveRequest(
+  ctx: RouteContext,
+  entry: ModelEntry,
+  label: string,
+  query: LivePcmParams,
+): LiveBody {
   return openLiveBody(ctx.req, {
-    format: parseLivePcmFormat(ctx.url.searchParams),
+    format: livePcmFormat(query),
     limits: liveIngestLimits(ctx.config.live_ingest, entry.config.live_ingest),
     signal: ctx.signal,
     maxAudioSeconds: audioLimits(ctx, entry.config).maxSeconds,

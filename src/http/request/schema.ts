@@ -182,16 +182,56 @@ function mismatch(root: TSchema, body: unknown, errors: readonly ErrorObject[]) 
 
 /** A checker of bodies against `schema`: it returns the body typed, or throws the 400. */
 export function bodyChecker<T extends TSchema>(schema: T): (body: Record<string, unknown>) => Static<T> {
+  const compile = compiler(schema);
+  return (body) => {
+    const valid = compile();
+    if (!valid(body)) throw mismatch(schema, body, valid.errors ?? []);
+    return body as Static<T>;
+  };
+}
+
+/** The schema's validator, compiled on first use or by compileSchemas, whichever comes first. */
+function compiler(schema: TSchema): () => ValidateFunction {
   let validate: ValidateFunction | undefined;
   const compile = () => {
     validate ??= ajv.compile(schema);
     return validate;
   };
   uncompiled.add(compile);
-  return (body) => {
+  return compile;
+}
+
+/**
+ * The query as its schema sees it: the first value of each parameter, as text, except where the
+ * schema declares an integer (digits only: "+16000" and "16000junk" stay text and are refused) or a
+ * boolean (true, 1, false, 0), which are read from their text.
+ */
+function queryObject(text: Record<string, string>, schema: TSchema): Record<string, unknown> {
+  const properties = (schema['properties'] ?? {}) as Record<string, TSchema>;
+  const out: Record<string, unknown> = { ...text };
+  for (const [name, value] of Object.entries(text)) {
+    const type = properties[name]?.['type'];
+    if (type === 'integer' && /^[0-9]{1,15}$/.test(value)) out[name] = Number(value);
+    else if (type === 'boolean' && FLAGS[value] !== undefined) out[name] = FLAGS[value];
+  }
+  return out;
+}
+
+const FLAGS: Record<string, boolean> = { true: true, 1: true, false: false, 0: false };
+
+/**
+ * A checker of query strings against `schema`: the parameters typed, or the 400 naming one and
+ * showing its value as the client wrote it (`sample_rate: "999"`, not 999).
+ */
+export function queryChecker<T extends TSchema>(schema: T): (params: URLSearchParams) => Static<T> {
+  const compile = compiler(schema);
+  return (params) => {
+    const text: Record<string, string> = {};
+    for (const [name, value] of params) if (!Object.hasOwn(text, name)) text[name] = value;
+    const query = queryObject(text, schema);
     const valid = compile();
-    if (!valid(body)) throw mismatch(schema, body, valid.errors ?? []);
-    return body as Static<T>;
+    if (!valid(query)) throw mismatch(schema, text, valid.errors ?? []);
+    return query as Static<T>;
   };
 }
 
@@ -211,24 +251,61 @@ export function compileSchemas(): void {
  * A route whose JSON body is `body`: the body is read, checked and handed to the handler typed, and
  * the document publishes the same schema (src/http/openapi.ts).
  */
-export function jsonRoute<S extends TSchema>(
-  route: Omit<Route, 'handler' | 'body'> & {
+export function jsonRoute<S extends TSchema, Q extends TSchema = TSchema>(
+  route: Omit<Route, 'handler' | 'body' | 'query'> & {
     body: S;
+    query?: Q;
     /** What is refused before the body is read (a disabled feature is a 403 whatever the body). */
     guard?: (ctx: RouteContext) => void;
-    handler: (ctx: RouteContext, body: Static<S>) => Promise<Reply>;
+    handler: (ctx: RouteContext, body: Static<S>, query: Static<Q>) => Promise<Reply>;
   },
 ): Route {
   const check = bodyChecker(route.body);
   const { handler, guard, ...rest } = route;
+  return queryRoute({
+    ...rest,
+    query: route.query ?? NO_QUERY,
+    ...(guard ? { guard } : {}),
+    handler: async (ctx, query) => handler(ctx, check(await readJsonObject(ctx)), query as Static<Q>),
+  });
+}
+
+/** The query of a route that reads none: anything goes (`api_key`, a cache-buster). */
+const NO_QUERY = Type.Object({}, { additionalProperties: true });
+
+/**
+ * A route whose query parameters are `query`: they are checked before the handler runs (before
+ * the body is touched) and handed to it typed, and the document publishes the same schema as the
+ * operation's query parameters. Parameters the schema does not name are let through (`api_key`).
+ */
+export function queryRoute<Q extends TSchema>(
+  route: Omit<Route, 'handler' | 'query'> & {
+    query: Q;
+    /** What is refused before anything is read (a disabled feature is a 403 whatever was sent). */
+    guard?: (ctx: RouteContext) => void;
+    handler: (ctx: RouteContext, query: Static<Q>) => Promise<Reply>;
+  },
+): Route {
+  const check = queryChecker(route.query);
+  const { handler, guard, ...rest } = route;
+  const declared = Object.keys(route.query['properties'] ?? {}).length > 0;
   return {
     ...rest,
+    ...(declared ? { query: route.query } : {}),
     handler: async (ctx) => {
       guard?.(ctx);
-      return handler(ctx, check(await readJsonObject(ctx)));
+      return handler(ctx, check(queryParams(ctx)));
     },
   };
 }
+
+/** The query's parameters, without building the URL when the request target has no query. */
+function queryParams(ctx: RouteContext): URLSearchParams {
+  const target = ctx.req?.url;
+  return target !== undefined && !target.includes('?') ? EMPTY_QUERY : ctx.url.searchParams;
+}
+
+const EMPTY_QUERY = new URLSearchParams();
 
 /**
  * A management POST with a JSON body: without ui_management it is refused with `disabled` (a 403),

@@ -6,12 +6,13 @@
  */
 
 import type { Static } from '@sinclair/typebox';
-import { queryParam, requireString } from '../../api/fields.js';
+import { requireString } from '../../api/fields.js';
 import { invalidRequest } from '../../errors.js';
 import { checkPackageId } from '../../models/catalog.js';
 import type { InstallJob, UrlSource } from '../../models/installer.js';
-import { managedRoute } from '../request/schema.js';
+import { managedRoute, queryRoute } from '../request/schema.js';
 import { IdRequest, InstallRequest } from '../schemas/management-request.js';
+import { PackageQuery } from '../schemas/query.js';
 import { type Route, type RouteContext, requireManagement } from '../transport/route.js';
 
 type IdBody = Static<typeof IdRequest>;
@@ -56,9 +57,7 @@ async function remove(ctx: RouteContext, body: IdBody) {
   return { json: await installer.remove(id) };
 }
 
-async function installStatus(ctx: RouteContext) {
-  requireManagement(ctx, INSTALL_DISABLED);
-  const id = queryParam(ctx, 'id');
+async function installStatus(ctx: RouteContext, { id }: Static<typeof PackageQuery>) {
   const installer = ctx.runtime.modelsRoot.installer;
   return { json: id ? installer.status(id) : { data: installer.status() } };
 }
@@ -119,7 +118,14 @@ export const installerRoutes: Route[] = [
   managedRoute('/v1/ui/models/install/stop', INSTALL_DISABLED, IdRequest, stop),
   managedRoute('/v1/ui/models/clean-partial', 'UI model cleanup is disabled', IdRequest, cleanPartial),
   managedRoute('/v1/ui/models/delete', 'UI model removal is disabled', IdRequest, remove),
-  { method: 'GET', path: '/v1/ui/models/install-status', scope: 'admin', handler: installStatus },
+  queryRoute({
+    method: 'GET',
+    path: '/v1/ui/models/install-status',
+    scope: 'admin',
+    query: PackageQuery,
+    guard: (ctx) => requireManagement(ctx, INSTALL_DISABLED),
+    handler: installStatus,
+  }),
   { method: 'GET', path: '/v1/ui/models/package-sizes', scope: 'admin', handler: packageSizes },
   { method: 'GET', path: '/v1/ui/models/installed', scope: 'admin', handler: installed },
 ];

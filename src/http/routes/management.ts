@@ -3,12 +3,11 @@
  * routes (not gated, as in audio.cpp).
  */
 import type { Static } from '@sinclair/typebox';
-import { queryParam } from '../../api/fields.js';
 import { parseModelConfig, registrationBody } from '../../config/model-config.js';
-import { invalidRequest } from '../../errors.js';
 import { readJsonObject } from '../request/body.js';
-import { jsonRoute, managedRoute } from '../request/schema.js';
+import { jsonRoute, managedRoute, queryRoute } from '../request/schema.js';
 import { IdRequest, LoadModelRequest, UnloadModelsRequest } from '../schemas/management-request.js';
+import { ModelIdQuery } from '../schemas/query.js';
 import { type Route, type RouteContext, requireManagement } from '../transport/route.js';
 
 async function load(ctx: RouteContext, body: Record<string, unknown>) {
@@ -28,11 +27,8 @@ async function unload(ctx: RouteContext, body: Static<typeof IdRequest>) {
 }
 
 /** GET /v1/ui/models/config?id=: the body that registers a model as it is now, to edit and send back. */
-async function modelConfig(ctx: RouteContext) {
-  requireManagement(ctx);
-  const id = queryParam(ctx, 'id');
-  if (!id) throw invalidRequest('id is missing; expected a registered model id in the query (?id=)');
-  return { json: registrationBody(ctx.runtime.get(id).config) };
+async function modelConfig(ctx: RouteContext, query: Static<typeof ModelIdQuery>) {
+  return { json: registrationBody(ctx.runtime.get(query.id).config) };
 }
 
 async function unloadModels(ctx: RouteContext, body: Static<typeof UnloadModelsRequest>) {
@@ -58,7 +54,14 @@ export const managementRoutes: Route[] = [
     },
   },
   managedRoute('/v1/models/unload', undefined, IdRequest, unload),
-  { method: 'GET', path: '/v1/ui/models/config', scope: 'admin', handler: modelConfig },
+  queryRoute({
+    method: 'GET',
+    path: '/v1/ui/models/config',
+    scope: 'admin',
+    query: ModelIdQuery,
+    guard: requireManagement,
+    handler: modelConfig,
+  }),
   jsonRoute({
     method: 'POST',
     path: '/v1/tasks/unload_models',

@@ -2,7 +2,7 @@
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { queryFlag } from '../../api/fields.js';
+import type { Static } from '@sinclair/typebox';
 import { missingAliasTarget, registeredEntry } from '../../api/model-lookup.js';
 import { modelById, modelsWithAliases } from '../../api/model-status.js';
 import { SPEECH_TASKS } from '../../api/speech/input-text.js';
@@ -14,6 +14,8 @@ import { showValue, unknownModel, VoxdError } from '../../errors.js';
 import { missingModel } from '../../runtime/reconfiguration.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
+import { queryRoute } from '../request/schema.js';
+import { ModelListQuery, VoicesQuery } from '../schemas/query.js';
 import type { Route, RouteContext } from '../transport/route.js';
 
 /** 503 once a shutdown began, so a load balancer stops sending work at once. */
@@ -45,13 +47,17 @@ async function ready({ runtime, config }: RouteContext) {
   return { json: { status: 'ready' } };
 }
 
-const listOptions = (ctx: RouteContext) => ({
-  sessionOptions: queryFlag(ctx, 'include_session_options'),
-  params: queryFlag(ctx, 'include_params'),
+type ListQuery = Static<typeof ModelListQuery>;
+
+const on = (flag: string | undefined) => flag === 'true' || flag === '1';
+
+const listOptions = (query: ListQuery) => ({
+  sessionOptions: on(query.include_session_options),
+  params: on(query.include_params),
 });
 
-async function models(ctx: RouteContext) {
-  return { json: { object: 'list', data: modelsWithAliases(ctx.runtime, listOptions(ctx)) } };
+async function models(ctx: RouteContext, query: ListQuery) {
+  return { json: { object: 'list', data: modelsWithAliases(ctx.runtime, listOptions(query)) } };
 }
 
 const MODEL_PATH = '/v1/models/';
@@ -61,10 +67,10 @@ const MODEL_PATH = '/v1/models/';
  * model's or an alias's. Read-only: an installed package that no request registered yet is not
  * registered (and loaded) by asking about it, only named in the 404.
  */
-async function model(ctx: RouteContext) {
+async function model(ctx: RouteContext, query: ListQuery) {
   const { runtime } = ctx;
   const id = ctx.url.pathname.slice(MODEL_PATH.length);
-  const found = modelById(runtime, id, listOptions(ctx));
+  const found = modelById(runtime, id, listOptions(query));
   if (found) return { json: found };
   const target = aliasTarget(runtime.config.model_aliases, id);
   if (target === undefined) throw await notHere(runtime, id);
@@ -115,8 +121,8 @@ async function voiceDirNames(dir: string | undefined): Promise<string[]> {
   return names;
 }
 
-async function voices({ runtime, config, url }: RouteContext) {
-  let id = url.searchParams.get('model') ?? undefined;
+async function voices({ runtime, config }: RouteContext, query: Static<typeof VoicesQuery>) {
+  let id = query.model;
   if (id === undefined && runtime.size === 1) id = runtime.snapshots()[0]!.id;
   const names = await voiceDirNames(config.voice_dir);
   const json: Record<string, unknown> = {};
@@ -136,7 +142,25 @@ async function voices({ runtime, config, url }: RouteContext) {
 export const modelRoutes: Route[] = [
   { method: 'GET', path: '/health', scope: 'open', handler: health },
   { method: 'GET', path: '/ready', scope: 'open', handler: ready },
-  { method: 'GET', path: '/v1/models', scope: 'inference', handler: models },
-  { method: 'GET', path: `${MODEL_PATH}{id}`, scope: 'inference', handler: model },
-  { method: 'GET', path: '/v1/audio/voices', scope: 'inference', handler: voices },
+  queryRoute({
+    method: 'GET',
+    path: '/v1/models',
+    scope: 'inference',
+    query: ModelListQuery,
+    handler: models,
+  }),
+  queryRoute({
+    method: 'GET',
+    path: `${MODEL_PATH}{id}`,
+    scope: 'inference',
+    query: ModelListQuery,
+    handler: model,
+  }),
+  queryRoute({
+    method: 'GET',
+    path: '/v1/audio/voices',
+    scope: 'inference',
+    query: VoicesQuery,
+    handler: voices,
+  }),
 ];

@@ -17,11 +17,12 @@ import { encodePcm16, wavHeader } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
 import { voiceAliases } from '../../engines/voice-aliases.js';
-import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { invalidField, invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { fileAccessOf } from '../../util/server-files.js';
 import { openLiveRequest } from '../live/request.js';
 import { audioLimits } from '../request/audio-limits.js';
-import { jsonRoute } from '../request/schema.js';
+import { jsonRoute, queryRoute } from '../request/schema.js';
+import { BusyQuery, LIVE_SPEECH_OPTIONS, LiveSpeechQuery } from '../schemas/query.js';
 import { SpeechRequest } from '../schemas/speech-request.js';
 import type { EventStream, StreamFormat } from '../stream/event-stream.js';
 import { streamedInference } from '../stream/streamed-inference.js';
@@ -226,27 +227,8 @@ function streamSpeech(
   });
 }
 
-/** Query options passed through to the engine on /v1/audio/speech/live (reference §1.5). */
-const LIVE_SPEECH_OPTIONS = [
-  ...SPEECH_KNOBS,
-  'reference_text',
-  'voice_id',
-  'system_prompt',
-  'text_temperature',
-  'text_top_k',
-  'do_sample',
-] as const;
-
 /** Tasks whose live speech comes from the input audio alone, without an `input` text. */
 const AUDIO_DRIVEN: readonly TaskToken[] = ['s2s', 'vc', 'svc'];
-
-function queryFlagValue(query: URLSearchParams, name: string): boolean | undefined {
-  const value = query.get(name);
-  if (value === null) return undefined;
-  if (value === 'true' || value === '1') return true;
-  if (value === 'false' || value === '0') return false;
-  throw invalidRequest(`${name}: ${showValue(value)} is invalid; expected true, 1, false or 0`);
-}
 
 /**
  * POST /v1/audio/speech/live: the text in the query, input audio as raw PCM in a chunked body
@@ -255,44 +237,34 @@ function queryFlagValue(query: URLSearchParams, name: string): boolean | undefin
  * each sentence's text before its audio. The body is opened before anything is awaited, so its
  * chunk sizes are checked from the first byte.
  */
-async function speechLive(ctx: RouteContext) {
-  const { url, runtime, config } = ctx;
-  const query = url.searchParams;
-  const entry = liveModel(runtime, query, [...SPEECH_TASKS, ...AUDIO_DRIVEN], '/v1/audio/speech/live');
+async function speechLive(ctx: RouteContext, query: Static<typeof LiveSpeechQuery>) {
+  const { runtime, config } = ctx;
+  const entry = liveModel(runtime, query.model, [...SPEECH_TASKS, ...AUDIO_DRIVEN], '/v1/audio/speech/live');
   const modelId = entry.config.id;
-  const input = query.get('input') ?? undefined;
+  const { input, instructions, voice } = query;
   if (!input && !AUDIO_DRIVEN.includes(entry.config.task))
-    throw invalidRequest("input: live speech requires an 'input' query parameter (the text to speak)");
+    throw invalidField('input', "input: live speech requires an 'input' query parameter (the text to speak)");
   checkInputChars(input, 'input', entry.config, config);
-  const responseFormat = query.get('response_format');
-  if (responseFormat !== null && responseFormat !== 'pcm')
-    throw invalidRequest(
-      `response_format: ${showValue(responseFormat)} is invalid; live speech answers pcm only`,
-    );
-  const streamFormat = query.get('stream_format') ?? 'sse';
-  if (streamFormat !== 'sse' && streamFormat !== 'audio')
-    throw invalidRequest(`stream_format: ${showValue(streamFormat)} is invalid; expected sse or audio`);
-  const returnText = queryFlagValue(query, 'return_text') ?? false;
+  const streamFormat = query.stream_format ?? 'sse';
+  const returnText = query.return_text ?? false;
   if (returnText && streamFormat !== 'sse')
-    throw invalidRequest('return_text: text can only be returned with stream_format sse');
-  const busyTimeoutMs = requestBusyTimeout({}, ctx);
+    throw invalidField('return_text', 'return_text: text can only be returned with stream_format sse');
+  const busyTimeoutMs = query.busy_timeout_ms;
   // The body's completedAt comes from this clock: the timing below must too.
   const { clock } = runtime;
   const started = clock.now();
-  const body = openLiveRequest(ctx, entry, 'live speech');
+  const body = openLiveRequest(ctx, entry, 'live speech', query);
   const options: Record<string, string> = { ...entry.config.default_request_options };
   for (const key of LIVE_SPEECH_OPTIONS) {
-    const value = query.get(key);
-    if (value !== null) options[key] = value;
+    const value = query[key];
+    if (value !== undefined) options[key] = value;
   }
-  const instructions = query.get('instructions');
-  if (instructions !== null) options['system_prompt'] = instructions;
-  const voice = query.get('voice');
+  if (instructions !== undefined) options['system_prompt'] = instructions;
   const aliases = voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases);
   const request: EngineRequest = {
     task: entry.config.task,
     text: input,
-    language: query.get('language') ?? undefined,
+    language: query.language,
     voiceId: voice ? unalias(voice, aliases) : undefined,
     liveAudio: body,
     options,
@@ -351,7 +323,14 @@ export const speechRoutes: Route[] = [
     path: '/v1/audio/speech',
     scope: 'inference',
     body: SpeechRequest,
+    query: BusyQuery,
     handler: speech,
   }),
-  { method: 'POST', path: '/v1/audio/speech/live', scope: 'inference', handler: speechLive },
+  queryRoute({
+    method: 'POST',
+    path: '/v1/audio/speech/live',
+    scope: 'inference',
+    query: LiveSpeechQuery,
+    handler: speechLive,
+  }),
 ];

@@ -18,6 +18,7 @@ import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { type FileAccess, fileAccessOf, serverFilePath } from '../../util/server-files.js';
 import { audioLimits } from '../request/audio-limits.js';
 import { jsonRoute } from '../request/schema.js';
+import { BusyQuery } from '../schemas/query.js';
 import {
   PATH_OPTIONS,
   TaskBatchRequest,
@@ -255,6 +256,7 @@ export const taskRoutes: Route[] = [
     path: '/v1/tasks/run',
     scope: 'inference',
     body: TaskRunRequest,
+    query: BusyQuery,
     handler: run,
   }),
   jsonRoute({
@@ -262,6 +264,7 @@ export const taskRoutes: Route[] = [
     path: '/v1/tasks/stream',
     scope: 'inference',
     body: TaskStreamRequest,
+    query: BusyQuery,
     handler: stream,
   }),
   jsonRoute({
@@ -269,6 +272,7 @@ export const taskRoutes: Route[] = [
     path: '/v1/tasks/batch',
     scope: 'inference',
     body: TaskBatchRequest,
+    query: BusyQuery,
     handler: batch,
   }),
 ];

@@ -4,6 +4,7 @@
  * either as a multipart upload or as JSON naming a server-local path.
  */
 
+import type { Static } from '@sinclair/typebox';
 import {
   type Fields,
   optionalBool,
@@ -34,7 +35,8 @@ import { openLiveRequest } from '../live/request.js';
 import { audioLimits } from '../request/audio-limits.js';
 import { readJsonObject } from '../request/body.js';
 import { isMultipart, type MultipartBody, readMultipart } from '../request/multipart.js';
-import { bodyChecker } from '../request/schema.js';
+import { bodyChecker, queryRoute } from '../request/schema.js';
+import { BusyQuery, LiveTranscriptionQuery } from '../schemas/query.js';
 import {
   BatchTranscriptionForm,
   TranscriptionForm,
@@ -399,19 +401,17 @@ async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
  * transcribed as it arrives, answered with the same SSE events as a streamed transcription. The
  * body is opened before anything is awaited, so its chunk sizes are checked from the first byte.
  */
-async function transcriptionsLive(ctx: RouteContext) {
-  const { url, runtime } = ctx;
-  const query = url.searchParams;
-  const entry = liveModel(runtime, query, TRANSCRIPTION_TASKS, '/v1/audio/transcriptions/live');
+async function transcriptionsLive(ctx: RouteContext, query: Static<typeof LiveTranscriptionQuery>) {
+  const entry = liveModel(ctx.runtime, query.model, TRANSCRIPTION_TASKS, '/v1/audio/transcriptions/live');
   const modelId = entry.config.id;
-  const busyTimeoutMs = requestBusyTimeout({}, ctx);
-  const body = openLiveRequest(ctx, entry, 'live transcription');
-  const language = query.get('language') || undefined;
+  const busyTimeoutMs = query.busy_timeout_ms;
+  const body = openLiveRequest(ctx, entry, 'live transcription', query);
+  const language = query.language || undefined;
   const options = { ...entry.config.default_request_options, ...(language ? { language } : {}) };
   const request: EngineRequest = {
     task: entry.config.task,
     liveAudio: body,
-    text: query.get('prompt') ?? undefined,
+    text: query.prompt,
     language,
     options,
   };
@@ -425,22 +425,30 @@ export const transcriptionRoutes: Route[] = [
       ['/v1/audio/transcriptions/details', details],
       ['/v1/audio/translations', translations],
     ] as const
-  ).map(
-    ([path, handler]): Route => ({
+  ).map(([path, handler]) =>
+    queryRoute({
       method: 'POST',
       path,
       scope: 'inference',
+      query: BusyQuery,
       handler,
       body: TranscriptionJsonRequest,
       form: TranscriptionForm,
     }),
   ),
-  {
+  queryRoute({
     method: 'POST',
     path: '/v1/batches/transcriptions',
     scope: 'inference',
+    query: BusyQuery,
     handler: batchTranscriptions,
     form: BatchTranscriptionForm,
-  },
-  { method: 'POST', path: '/v1/audio/transcriptions/live', scope: 'inference', handler: transcriptionsLive },
+  }),
+  queryRoute({
+    method: 'POST',
+    path: '/v1/audio/transcriptions/live',
+    scope: 'inference',
+    query: LiveTranscriptionQuery,
+    handler: transcriptionsLive,
+  }),
 ];

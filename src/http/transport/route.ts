@@ -69,6 +69,11 @@ export interface Route {
   body?: TSchema;
   /** The multipart form fields the route reads (each a string or a file part), for the document. */
   form?: TSchema;
+  /**
+   * The query parameters the route reads, as an object schema (src/http/schemas/query.ts): the
+   * route checks them (queryRoute) and the document publishes each property as a parameter.
+   */
+  query?: TSchema;
 }
 
 /** The request's client-gone abort, as cheaply as the context offers it. */

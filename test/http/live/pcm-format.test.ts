@@ -9,7 +9,11 @@ describe('live PCM format', () => {
   const rejects = (query: string, message: RegExp) =>
     assert.throws(
       () => parse(query),
-      (err: unknown) => err instanceof VoxdError && err.status === 400 && message.test(err.message),
+      (err: unknown) =>
+        err instanceof VoxdError &&
+        err.status === 400 &&
+        message.test(err.message) &&
+        err.param === query.split('=')[0],
     );
 
   test('defaults and valid values', () => {
@@ -30,15 +34,15 @@ describe('live PCM format', () => {
   test('integers are parsed in full and range-checked; the message names the parameter and value', () => {
     rejects(
       'sample_rate=16000junk',
-      /^invalid sample_rate "16000junk": expected an integer from 1000 to 384000$/,
+      /^sample_rate: "16000junk" is invalid; expected an integer from 1000 to 384000$/,
     );
-    rejects('sample_rate=999', /sample_rate "999"/);
-    rejects('sample_rate=384001', /sample_rate "384001"/);
-    rejects('sample_rate=', /sample_rate ""/);
-    rejects('sample_rate=%2B16000', /sample_rate "\+16000"/);
-    rejects('sample_rate=16000.0', /sample_rate "16000.0"/);
-    rejects('channels=0', /^invalid channels "0": expected an integer from 1 to 16$/);
-    rejects('channels=17', /channels "17"/);
-    rejects('sample_format=pcm', /^invalid sample_format "pcm": expected s16le or f32le$/);
+    rejects('sample_rate=999', /^sample_rate: "999"/);
+    rejects('sample_rate=384001', /^sample_rate: "384001"/);
+    rejects('sample_rate=', /^sample_rate: ""/);
+    rejects('sample_rate=%2B16000', /^sample_rate: "\+16000"/);
+    rejects('sample_rate=16000.0', /^sample_rate: "16000.0"/);
+    rejects('channels=0', /^channels: "0" is invalid; expected an integer from 1 to 16$/);
+    rejects('channels=17', /^channels: "17"/);
+    rejects('sample_format=pcm', /^sample_format: "pcm" is invalid; expected one of: s16le, f32le$/);
   });
 });
