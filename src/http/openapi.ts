@@ -9,6 +9,12 @@
  */
 import { readFileSync } from 'node:fs';
 import type { TSchema } from '@sinclair/typebox';
+import * as audioResponses from './schemas/audio-responses.js';
+import * as commonResponses from './schemas/common-responses.js';
+import { ErrorBody } from './schemas/common-responses.js';
+import * as managementResponses from './schemas/management-responses.js';
+import * as modelResponses from './schemas/model-responses.js';
+import { Health } from './schemas/model-responses.js';
 import type { Route } from './transport/route.js';
 
 type Obj = Record<string, unknown>;
@@ -18,28 +24,17 @@ const VERSION = (
 ).version;
 
 const ref = (name: string): Obj => ({ $ref: `#/components/schemas/${name}` });
+const refTo = (schema: TSchema): Obj => ref(schema.title as string);
 const res = (name: string): Obj => ({ $ref: `#/components/responses/${name}` });
 const json = (schema: Obj): Obj => ({ 'application/json': { schema } });
-const ok = (description: string, content: Obj, headers?: Obj): Obj => ({
+/** A 200's JSON content comes from its route's `response`, added by buildOpenApi. */
+const ok = (description: string, content: Obj = {}, headers?: Obj): Obj => ({
   description,
   content,
   ...(headers ? { headers } : {}),
 });
 const str = (description?: string): Obj => ({ type: 'string', ...(description ? { description } : {}) });
 const int = (description?: string): Obj => ({ type: 'integer', ...(description ? { description } : {}) });
-const num = (description?: string): Obj => ({ type: 'number', ...(description ? { description } : {}) });
-const bool = (description?: string): Obj => ({ type: 'boolean', ...(description ? { description } : {}) });
-const arrayOf = (items: Obj): Obj => ({ type: 'array', items });
-const nullable = (type: string): Obj => ({ type: [type, 'null'] });
-/** Response objects vary by engine and grow fields over time: the known fields are checked, others allowed. */
-const object = (properties: Obj, required: string[] = [], description?: string): Obj => ({
-  type: 'object',
-  properties,
-  ...(required.length ? { required } : {}),
-  additionalProperties: true,
-  ...(description ? { description } : {}),
-});
-
 const SSE = 'text/event-stream';
 const sse = (description: string): Obj => ({
   [SSE]: {
@@ -57,359 +52,9 @@ const TIMING_HEADERS: Obj = {
   'X-AudioCPP-RTF': { description: 'wall_ms / audio_duration_ms.', schema: str() },
 };
 
-const schemas: Obj = {
-  Error: {
-    type: 'object',
-    description: 'Every error body: the OpenAI error object, whose message and type are the audio.cpp body.',
-    properties: {
-      error: {
-        type: 'object',
-        properties: {
-          message: str('What went wrong, naming the field and value at fault.'),
-          type: str('The class of error (invalid_request_error, not_found, server_busy, ...).'),
-          param: { type: ['string', 'null'], description: 'The request field at fault, or null.' },
-          code: str('A stable machine-readable code (docs/errors.md).'),
-        },
-        required: ['message', 'type', 'param', 'code'],
-        additionalProperties: false,
-      },
-    },
-    required: ['error'],
-    additionalProperties: false,
-  },
-  Timing: object(
-    {
-      wall_ms: num('From the moment the request got its session to the result.'),
-      audio_duration_ms: num(
-        'Duration of the output audio (speech, tasks) or of the input audio (transcriptions).',
-      ),
-      rtf: num('wall_ms / audio_duration_ms.'),
-    },
-    ['wall_ms'],
-  ),
-  StreamTiming: object({ ttft_ms: nullable('integer') }, ['ttft_ms']),
-  Health: object(
-    {
-      status: { type: 'string', enum: ['ok', 'shutting_down'] },
-      backend: { type: 'string', enum: ['cpu'] },
-      models: int('Registered models, loaded or not.'),
-      ui: bool(),
-      ui_management: bool(),
-    },
-    ['status', 'backend', 'models', 'ui', 'ui_management'],
-  ),
-  Ready: object({ status: { type: 'string', enum: ['ready'] } }, ['status']),
-  Model: object(
-    {
-      id: str('The model id, or for an alias entry the alias.'),
-      object: { type: 'string', enum: ['model'] },
-      created: int('When the model was registered, in Unix seconds.'),
-      owned_by: str(),
-      alias_of: str('Alias entries only: the id of the model this name stands for (model_aliases).'),
-      family: str(),
-      task: str(),
-      mode: { type: 'string', enum: ['offline', 'streaming'] },
-      slots: int('Parallel runtime only.'),
-      active_slots: int('Parallel runtime only.'),
-      queued_requests: int('Parallel runtime only.'),
-      max_parallel_slots: nullable('integer'),
-      loaded: bool(),
-      path: str(),
-      state: {
-        type: 'string',
-        enum: ['unloaded', 'loading', 'ready', 'unloading', 'registering', 'reconfiguring'],
-      },
-      last_error: str('Why a fault last took the model down.'),
-      isolation: { type: 'string', enum: ['model', 'session'] },
-      memory_estimate_mb: nullable('number'),
-      aliases: arrayOf(str('Another name a request may use for this model (model_aliases).')),
-      session_options: { type: 'object', additionalProperties: true },
-      params: arrayOf(object({ name: str(), type: str(), description: str() }, ['name'])),
-    },
-    ['id', 'object', 'created', 'owned_by', 'family', 'task', 'mode', 'loaded', 'state', 'aliases'],
-  ),
-  ModelList: object({ object: { type: 'string', enum: ['list'] }, data: arrayOf(ref('Model')) }, [
-    'object',
-    'data',
-  ]),
-  Voices: object(
-    {
-      voices: arrayOf(str()),
-      aliases: {
-        type: 'object',
-        additionalProperties: { type: ['string', 'null'] },
-        description: 'Each voice alias and the engine voice it speaks in (null: the default voice).',
-      },
-    },
-    ['voices'],
-  ),
-  SpeechJson: object({ audio: str('Base64 WAV.'), format: str(), timing: ref('Timing') }, [
-    'audio',
-    'format',
-    'timing',
-  ]),
-  SpeakerTurn: object(
-    {
-      start_sample: int(),
-      end_sample: int(),
-      speaker_id: int(),
-      confidence: num(),
-      text: str(),
-    },
-    ['start_sample', 'end_sample', 'speaker_id'],
-  ),
-  Segment: object({ start_sample: int(), end_sample: int(), confidence: num(), text: str() }, [
-    'start_sample',
-    'end_sample',
-  ]),
-  Word: object({ word: str(), start_sample: int(), end_sample: int(), confidence: num() }, [
-    'word',
-    'start_sample',
-    'end_sample',
-  ]),
-  Transcription: {
-    anyOf: [
-      object(
-        {
-          text: str(),
-          language: str(
-            'The language heard or asked for, as Whisper names it ("english"); absent when neither.',
-          ),
-          duration: num('The input audio, in seconds.'),
-          usage: ref('DurationUsage'),
-          speaker_turns: arrayOf(ref('SpeakerTurn')),
-          sample_rate: int(),
-          timing: ref('Timing'),
-        },
-        ['text', 'duration', 'usage', 'timing'],
-        'response_format json (diarization models add speaker_turns and sample_rate).',
-      ),
-      object(
-        {
-          task: { type: 'string', enum: ['transcribe', 'translate'] },
-          language: str(),
-          duration: num(),
-          text: str(),
-          segments: arrayOf(
-            object(
-              {
-                id: int(),
-                seek: int(),
-                start: num(),
-                end: num(),
-                text: str(),
-                tokens: arrayOf(int()),
-                temperature: num(),
-                avg_logprob: num(),
-                compression_ratio: num(),
-                no_speech_prob: num(),
-              },
-              ['id', 'start', 'end', 'text'],
-            ),
-          ),
-          words: arrayOf(object({ word: str(), start: num(), end: num() }, ['word', 'start', 'end'])),
-          usage: ref('DurationUsage'),
-        },
-        ['task', 'language', 'duration', 'text', 'usage'],
-        'response_format verbose_json; language as Whisper names it ("english"), "unknown" when neither heard nor asked for.',
-      ),
-      object(
-        {
-          task: { type: 'string', enum: ['transcribe'] },
-          duration: num(),
-          text: str(),
-          segments: arrayOf(
-            object(
-              {
-                type: { type: 'string', enum: ['transcript.text.segment'] },
-                id: str(),
-                start: num(),
-                end: num(),
-                text: str(),
-                speaker: str(),
-              },
-              ['type', 'id', 'start', 'end', 'text', 'speaker'],
-            ),
-          ),
-          usage: ref('DurationUsage'),
-        },
-        ['task', 'duration', 'text', 'segments', 'usage'],
-        'response_format diarized_json.',
-      ),
-    ],
-  },
-  DurationUsage: object(
-    {
-      type: { type: 'string', enum: ['duration'] },
-      seconds: int('The input audio in whole seconds, rounded up (as OpenAI answers).'),
-    },
-    ['type', 'seconds'],
-  ),
-  TranscriptionDetails: object(
-    {
-      text: str(),
-      language: str(),
-      segments: arrayOf(ref('Segment')),
-      speaker_turns: arrayOf(ref('SpeakerTurn')),
-      words: arrayOf(ref('Word')),
-      sample_rate: int(),
-      timing: ref('Timing'),
-    },
-    ['text', 'timing'],
-  ),
-  TaskResult: object(
-    {
-      text: str(),
-      language: str(),
-      audio: str('Base64 WAV.'),
-      sample_rate: int(),
-      channels: int(),
-      segments: arrayOf(ref('Segment')),
-      speaker_turns: arrayOf(ref('SpeakerTurn')),
-      words: arrayOf(ref('Word')),
-      timing: ref('Timing'),
-    },
-    ['timing'],
-  ),
-  TaskStreamResult: object(
-    {
-      events: arrayOf(
-        object(
-          {
-            partial_text: object({ text: str(), language: str() }, ['text']),
-            audio: str(),
-            speaker_turns: arrayOf(ref('SpeakerTurn')),
-            word_timestamps: arrayOf(ref('Word')),
-            is_final: bool(),
-          },
-          ['is_final'],
-        ),
-      ),
-      result: object({ timing: ref('StreamTiming') }, ['timing']),
-    },
-    ['events', 'result'],
-  ),
-  ModelConfig: object({ id: str(), family: str() }, ['id', 'family']),
-  LoadModelResult: object({ id: str(), loaded: bool(), reconfigured: bool() }, [
-    'id',
-    'loaded',
-    'reconfigured',
-  ]),
-  UnloadModelResult: object({ id: str(), loaded: { type: 'boolean', enum: [false] } }, ['id', 'loaded']),
-  UnloadModelsResult: object({ unloaded: arrayOf(str()), not_found: arrayOf(str()) }, [
-    'unloaded',
-    'not_found',
-  ]),
-  UnloadAllResult: object({ unloaded: arrayOf(str()) }, ['unloaded']),
-  ModelsRoot: object({ models_root: str(), default_models_root: str(), is_default: bool() }, [
-    'models_root',
-    'default_models_root',
-    'is_default',
-  ]),
-  Directories: object(
-    {
-      current: str(),
-      parent: str(),
-      roots: arrayOf(str()),
-      directories: arrayOf(object({ name: str(), path: str() }, ['name', 'path'])),
-    },
-    ['current', 'parent', 'roots', 'directories'],
-  ),
-  PathStatus: object({ path: str(), exists: bool(), directory: bool(), file: bool() }, [
-    'path',
-    'exists',
-    'directory',
-    'file',
-  ]),
-  InstallJob: object(
-    {
-      id: str(),
-      state: {
-        type: 'string',
-        enum: ['idle', 'queued', 'running', 'cancelling', 'cancelled', 'complete', 'failed'],
-      },
-      message: str(),
-      exit_code: nullable('integer'),
-      error_code: {
-        type: ['string', 'null'],
-        description: "A failed job's error code (host_unreachable, download_failed, ...); null otherwise.",
-      },
-      downloaded_bytes: int(),
-      total_bytes: int(),
-      progress_percent: num('-1 while the size is unknown.'),
-      started_at_ms: num(),
-      finished_at_ms: num(),
-      partial_files: bool(
-        'Whether the ended job left partial files (a stopped or failed download, kept for a resume).',
-      ),
-    },
-    [
-      'id',
-      'state',
-      'message',
-      'exit_code',
-      'error_code',
-      'downloaded_bytes',
-      'total_bytes',
-      'progress_percent',
-      'started_at_ms',
-      'finished_at_ms',
-      'partial_files',
-    ],
-  ),
-  InstallJobs: object({ data: arrayOf(ref('InstallJob')) }, ['data']),
-  CleanPartialResult: object({ id: str(), cleaned: bool(), message: str() }, ['id', 'cleaned']),
-  DeleteResult: object({ id: str(), removed: bool(), message: str() }, ['id', 'removed']),
-  PackageSizes: object(
-    {
-      state: str(),
-      message: str(),
-      data: arrayOf(
-        object(
-          {
-            id: str(),
-            family: str(),
-            task: str(),
-            size_bytes: nullable('integer'),
-            state: str(),
-            message: str(),
-            installed: bool(),
-            version_state: str(),
-            local_revision: { type: ['string', 'null'] },
-            remote_revision: { type: ['string', 'null'] },
-          },
-          ['id', 'family', 'task', 'size_bytes', 'installed'],
-        ),
-      ),
-    },
-    ['state', 'data'],
-  ),
-  InstalledPackages: object(
-    {
-      models_root: str(),
-      data: arrayOf(
-        object(
-          {
-            id: str(),
-            family: str(),
-            task: str(),
-            path: str(),
-            size_bytes: int(),
-            installed_at: nullable('string'),
-            registered: bool(),
-            model: nullable('string'),
-          },
-          ['id', 'family', 'task', 'path', 'registered', 'model'],
-        ),
-      ),
-    },
-    ['models_root', 'data'],
-  ),
-};
-
 const errorResponse = (description: string, headers?: Obj): Obj => ({
   description,
-  content: json(ref('Error')),
+  content: json(refTo(ErrorBody)),
   ...(headers ? { headers } : {}),
 });
 
@@ -517,8 +162,8 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       description: '503 with status shutting_down once a shutdown begins.',
       secured: 'optional',
       responses: {
-        '200': ok('The server runs.', json(ref('Health'))),
-        '503': ok('A shutdown began.', json(ref('Health'))),
+        '200': ok('The server runs.'),
+        '503': ok('A shutdown began.', json(refTo(Health))),
         ...errors('401'),
       },
     },
@@ -529,7 +174,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Readiness probe',
       description: '200 while voxd takes work; 503 server_busy from the moment a shutdown begins.',
       secured: 'optional',
-      responses: { '200': ok('Ready.', json(ref('Ready'))), ...errors('401', '503') },
+      responses: { '200': ok('Ready.'), ...errors('401', '503') },
     },
   },
   '/metrics': {
@@ -551,7 +196,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       description: 'The OpenAPI 3.1 description of every route, sent with Cache-Control: no-cache.',
       secured: false,
       responses: {
-        '200': ok('The OpenAPI document.', json({ type: 'object', required: ['openapi', 'info', 'paths'] })),
+        '200': ok('The OpenAPI document.'),
       },
     },
   },
@@ -562,7 +207,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       responses: {
         '200': ok(
           'The models, loaded or not, then one entry per alias of a registered model (with alias_of).',
-          json(ref('ModelList')),
         ),
         ...errors('401', '403'),
       },
@@ -577,7 +221,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       parameters: [
         { name: 'id', in: 'path', required: true, schema: str(), description: 'A model id or alias.' },
       ],
-      responses: { '200': ok('The model.', json(ref('Model'))), ...errors('401', '403', '404') },
+      responses: { '200': ok('The model.'), ...errors('401', '403', '404') },
     },
   },
   '/v1/audio/voices': {
@@ -586,7 +230,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Voice names',
       description:
         "The voice_dir voices, the model's presets and, for a speech model, its voice aliases. An unknown model gives the voice_dir list only, never an error.",
-      responses: { '200': ok('The voices.', json(ref('Voices'))), ...errors('401', '403') },
+      responses: { '200': ok('The voices.'), ...errors('401', '403') },
     },
   },
   '/v1/audio/speech': {
@@ -607,7 +251,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
             'application/octet-stream': {
               schema: { ...binary, description: 'Raw PCM16 (pcm), whole or streamed.' },
             },
-            'application/json': { schema: ref('SpeechJson') },
             ...sse(
               "speech.audio.delta {audio} events, then speech.audio.done {usage: {input_tokens (the input's characters), output_tokens (0), total_tokens}, timing: {ttft_ms}}.",
             ),
@@ -642,7 +285,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
         'For models with task asr or diar: a multipart upload (WAV or any container ffmpeg decodes, told by its content), or JSON naming a server-local audio file. stream=true answers SSE (mode "streaming" models).',
       responses: {
         '200': ok('The transcript in response_format.', {
-          'application/json': { schema: ref('Transcription') },
           'text/plain': { schema: str('response_format text.') },
           'application/x-subrip': { schema: str('response_format srt.') },
           'text/vtt': { schema: str('response_format vtt.') },
@@ -660,10 +302,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Everything the engine gives for a transcription',
       description: 'The request of /v1/audio/transcriptions; always JSON; stream=true is a 400.',
       responses: {
-        '200': ok(
-          'Text, segments, speaker turns and words, as the engine gives them.',
-          json(ref('TranscriptionDetails')),
-        ),
+        '200': ok('Text, segments, speaker turns and words, as the engine gives them.'),
         ...errors(...UPLOAD_ERRORS),
       },
     },
@@ -676,7 +315,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
         'For multilingual whisper_asr models; the request of /v1/audio/transcriptions (no stream, no diarized_json).',
       responses: {
         '200': ok('The English text in response_format.', {
-          'application/json': { schema: ref('Transcription') },
           'text/plain': { schema: str() },
           'application/x-subrip': { schema: str() },
           'text/vtt': { schema: str() },
@@ -721,7 +359,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
     post: {
       tags: ['Tasks'],
       summary: 'Run any task on any model',
-      responses: { '200': ok('The result.', json(ref('TaskResult'))), ...errors(...INFERENCE_ERRORS) },
+      responses: { '200': ok('The result.'), ...errors(...INFERENCE_ERRORS) },
     },
   },
   '/v1/tasks/stream': {
@@ -732,7 +370,6 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
         'Without stream_format: one JSON body {events, result} at the end. "stream_format": "sse": events as they happen.',
       responses: {
         '200': ok('The events and the result.', {
-          ...json(ref('TaskStreamResult')),
           ...sse('task.stream.event {event} per event, then task.stream.done {result}.'),
         }),
         ...errors(...INFERENCE_ERRORS),
@@ -760,7 +397,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Register or reconfigure a model',
       description: 'Needs ui_management. Answers once the model is loaded.',
       responses: {
-        '200': ok('The model is ready.', json(ref('LoadModelResult'))),
+        '200': ok('The model is ready.'),
         ...errors(...MANAGEMENT_ERRORS, '404', '422', '500', '503'),
       },
     },
@@ -771,7 +408,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Unload one model',
       description: 'Needs ui_management. The model stays registered.',
       responses: {
-        '200': ok('Unloaded.', json(ref('UnloadModelResult'))),
+        '200': ok('Unloaded.'),
         ...errors(...MANAGEMENT_ERRORS, '404', '500', '503'),
       },
     },
@@ -782,7 +419,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: "A model's registration body",
       description: 'Needs ui_management. Sent back to /v1/models/load unchanged, it reconfigures nothing.',
       responses: {
-        '200': ok('The models[i] entry.', json(ref('ModelConfig'))),
+        '200': ok('The models[i] entry.'),
         ...errors('400', '401', '403', '404'),
       },
     },
@@ -793,7 +430,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Unload some models',
       description: 'Not gated by ui_management. Unknown ids go to not_found.',
       responses: {
-        '200': ok('What was unloaded.', json(ref('UnloadModelsResult'))),
+        '200': ok('What was unloaded.'),
         ...errors(...MANAGEMENT_ERRORS, '500', '503'),
       },
     },
@@ -804,7 +441,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Unload every model',
       description: 'Not gated by ui_management. No body needed.',
       responses: {
-        '200': ok('What was unloaded.', json(ref('UnloadAllResult'))),
+        '200': ok('What was unloaded.'),
         ...errors(...MANAGEMENT_ERRORS, '500', '503'),
       },
     },
@@ -814,14 +451,14 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Installer'],
       summary: 'Where installed model packages live',
       description: 'Needs ui_management.',
-      responses: { '200': ok('The models root.', json(ref('ModelsRoot'))), ...errors('401', '403') },
+      responses: { '200': ok('The models root.'), ...errors('401', '403') },
     },
     post: {
       tags: ['Installer'],
       summary: 'Move the models root',
       description: 'Needs ui_management. An empty path restores the default; 409 while a download runs.',
       responses: {
-        '200': ok('The new models root.', json(ref('ModelsRoot'))),
+        '200': ok('The new models root.'),
         ...errors(...MANAGEMENT_ERRORS, '409'),
       },
     },
@@ -832,7 +469,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'The folder picker',
       description:
         "Needs ui_management. Only under voxd's data folder, the models root and the file roots (else 403).",
-      responses: { '200': ok('The subfolders.', json(ref('Directories'))), ...errors(...MANAGEMENT_ERRORS) },
+      responses: { '200': ok('The subfolders.'), ...errors(...MANAGEMENT_ERRORS) },
     },
   },
   '/v1/ui/path-status': {
@@ -840,7 +477,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Installer'],
       summary: 'Whether a path exists, and what it is',
       description: "Needs ui_management. Only under the folder picker's roots (else 403).",
-      responses: { '200': ok('The path.', json(ref('PathStatus'))), ...errors(...MANAGEMENT_ERRORS) },
+      responses: { '200': ok('The path.'), ...errors(...MANAGEMENT_ERRORS) },
     },
   },
   '/v1/ui/models/install': {
@@ -849,7 +486,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'Start a model download',
       description: 'Needs ui_management. The job runs in the background; its failures are in its message.',
       responses: {
-        '200': ok('The job.', json(ref('InstallJob'))),
+        '200': ok('The job.'),
         ...errors(...MANAGEMENT_ERRORS, '404', '409'),
       },
     },
@@ -859,7 +496,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Installer'],
       summary: 'Stop a model download',
       description: 'Needs ui_management. 404 without a job, 400 when it is not running.',
-      responses: { '200': ok('The job.', json(ref('InstallJob'))), ...errors(...MANAGEMENT_ERRORS, '404') },
+      responses: { '200': ok('The job.'), ...errors(...MANAGEMENT_ERRORS, '404') },
     },
   },
   '/v1/ui/models/clean-partial': {
@@ -868,7 +505,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: "Remove a download's partial files",
       description: 'Needs ui_management. 409 while its job runs.',
       responses: {
-        '200': ok('Cleaned.', json(ref('CleanPartialResult'))),
+        '200': ok('Cleaned.'),
         ...errors(...MANAGEMENT_ERRORS, '409'),
       },
     },
@@ -880,7 +517,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       description:
         'Needs ui_management. 404 when not installed, 409 while its job runs, 400 while a model loaded from it is loaded.',
       responses: {
-        '200': ok('Removed.', json(ref('DeleteResult'))),
+        '200': ok('Removed.'),
         ...errors(...MANAGEMENT_ERRORS, '404', '409'),
       },
     },
@@ -892,7 +529,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       description:
         'Needs ui_management. One job (an idle one for an id without a job), or all of them without id.',
       responses: {
-        '200': ok('One job, or {data: [jobs]}.', json({ anyOf: [ref('InstallJob'), ref('InstallJobs')] })),
+        '200': ok('One job, or {data: [jobs]}.'),
         ...errors('400', '401', '403'),
       },
     },
@@ -902,7 +539,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Installer'],
       summary: "The catalogue's packages and their sizes",
       description: 'Needs ui_management.',
-      responses: { '200': ok('The packages.', json(ref('PackageSizes'))), ...errors('401', '403') },
+      responses: { '200': ok('The packages.'), ...errors('401', '403') },
     },
   },
   '/v1/ui/models/installed': {
@@ -911,7 +548,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       summary: 'The packages in the models root',
       description: 'Needs ui_management.',
       responses: {
-        '200': ok('The installed packages.', json(ref('InstalledPackages'))),
+        '200': ok('The installed packages.'),
         ...errors('401', '403'),
       },
     },
@@ -979,6 +616,35 @@ function component(schema: TSchema, into: Obj): Obj {
   return ref(name);
 }
 
+/**
+ * Every response schema, published whether a route answers it or another schema refers to it
+ * (Timing, SpeakerTurn), so that each `$ref` resolves.
+ */
+const RESPONSE_SCHEMAS: TSchema[] = [commonResponses, modelResponses, audioResponses, managementResponses]
+  .flatMap((module) => Object.values(module) as TSchema[])
+  .filter((schema) => typeof schema.title === 'string');
+
+/**
+ * The operation's responses with the 200's JSON content taken from the route's `response`, so the
+ * document publishes the schema the route declares; a JSON answer written here by hand throws.
+ */
+function responsesOf(route: Route, op: Operation, into: Obj): Obj {
+  const answer = op.responses['200'] as Obj | undefined;
+  const content = (answer?.['content'] ?? {}) as Obj;
+  const where = `${route.method} ${route.path}`;
+  if (content['application/json'])
+    throw new Error(
+      `openapi: ${where}: declare its JSON answer as the route's response, not in src/http/openapi.ts`,
+    );
+  if (!route.response) {
+    if (answer && !Object.keys(content).length) throw new Error(`openapi: ${where}: its 200 has no content`);
+    return op.responses;
+  }
+  if (!answer) throw new Error(`openapi: ${where} declares a response but its description has no 200`);
+  const declared = json(component(route.response, into));
+  return { ...op.responses, '200': { ...answer, content: { ...declared, ...content } } };
+}
+
 /** The request body a route declares: its multipart form fields and its JSON body. */
 function requestBodyOf(route: Route, into: Obj): Obj | undefined {
   if (!route.body && !route.form) return undefined;
@@ -1012,7 +678,8 @@ function queryParametersOf(route: Route): Obj[] {
 /** Builds the document for `routes` (the server's ROUTES); throws when one has no description. */
 export function buildOpenApi(routes: readonly Route[]): Obj {
   const paths: Record<string, Obj> = {};
-  const components: Obj = { ...schemas };
+  const components: Obj = {};
+  for (const schema of RESPONSE_SCHEMAS) component(schema, components);
   for (const route of routes) {
     const method = route.method.toLowerCase();
     const op =
@@ -1023,7 +690,8 @@ export function buildOpenApi(routes: readonly Route[]): Obj {
     const parameters = [...(op.parameters ?? []), ...queryParametersOf(route)];
     paths[route.path] ??= {};
     // A route that checks its query can refuse it, whatever else it refuses.
-    const responses = route.query ? { ...errors('400'), ...op.responses } : op.responses;
+    const documented = responsesOf(route, op, components);
+    const responses = route.query ? { ...errors('400'), ...documented } : documented;
     (paths[route.path] as Obj)[method] = operationObject(route.path, method, {
       ...op,
       responses,

@@ -315,6 +315,7 @@ export function managedRoute<S extends TSchema>(
   path: string,
   disabled: string | undefined,
   body: S,
+  response: TSchema,
   handler: (ctx: RouteContext, body: Static<S>) => Promise<Reply>,
 ): Route {
   return jsonRoute({
@@ -322,6 +323,7 @@ export function managedRoute<S extends TSchema>(
     path,
     scope: 'admin',
     body,
+    response,
     guard: (ctx) => requireManagement(ctx, disabled),
     handler,
   });

@@ -9,9 +9,17 @@ import type { Static } from '@sinclair/typebox';
 import { requireString } from '../../api/fields.js';
 import { invalidRequest } from '../../errors.js';
 import { checkPackageId } from '../../models/catalog.js';
-import type { InstallJob, UrlSource } from '../../models/installer.js';
+import type { UrlSource } from '../../models/installer.js';
 import { managedRoute, queryRoute } from '../request/schema.js';
 import { IdRequest, InstallRequest } from '../schemas/management-request.js';
+import {
+  CleanPartialResult,
+  DeleteResult,
+  InstalledPackages,
+  InstallJob,
+  InstallStatus,
+  PackageSizes,
+} from '../schemas/management-responses.js';
 import { PackageQuery } from '../schemas/query.js';
 import { type Route, type RouteContext, requireManagement } from '../transport/route.js';
 
@@ -28,7 +36,7 @@ function installRequest(body: Static<typeof InstallRequest>): string | UrlSource
 }
 
 async function install(ctx: RouteContext, body: Static<typeof InstallRequest>) {
-  const job: InstallJob = ctx.runtime.modelsRoot.installer.install(installRequest(body));
+  const job: Static<typeof InstallJob> = ctx.runtime.modelsRoot.installer.install(installRequest(body));
   return { json: job };
 }
 
@@ -59,7 +67,8 @@ async function remove(ctx: RouteContext, body: IdBody) {
 
 async function installStatus(ctx: RouteContext, { id }: Static<typeof PackageQuery>) {
   const installer = ctx.runtime.modelsRoot.installer;
-  return { json: id ? installer.status(id) : { data: installer.status() } };
+  const json: Static<typeof InstallStatus> = id ? installer.status(id) : { data: installer.status() };
+  return { json };
 }
 
 /**
@@ -86,7 +95,7 @@ async function packageSizes(ctx: RouteContext) {
         local_revision: null,
         remote_revision: null,
       })),
-    },
+    } satisfies Static<typeof PackageSizes>,
   };
 }
 
@@ -109,23 +118,42 @@ async function installed(ctx: RouteContext) {
         registered: registered.has(p.path),
         model: registered.get(p.path) ?? null,
       })),
-    },
+    } satisfies Static<typeof InstalledPackages>,
   };
 }
 
 export const installerRoutes: Route[] = [
-  managedRoute('/v1/ui/models/install', INSTALL_DISABLED, InstallRequest, install),
-  managedRoute('/v1/ui/models/install/stop', INSTALL_DISABLED, IdRequest, stop),
-  managedRoute('/v1/ui/models/clean-partial', 'UI model cleanup is disabled', IdRequest, cleanPartial),
-  managedRoute('/v1/ui/models/delete', 'UI model removal is disabled', IdRequest, remove),
+  managedRoute('/v1/ui/models/install', INSTALL_DISABLED, InstallRequest, InstallJob, install),
+  managedRoute('/v1/ui/models/install/stop', INSTALL_DISABLED, IdRequest, InstallJob, stop),
+  managedRoute(
+    '/v1/ui/models/clean-partial',
+    'UI model cleanup is disabled',
+    IdRequest,
+    CleanPartialResult,
+    cleanPartial,
+  ),
+  managedRoute('/v1/ui/models/delete', 'UI model removal is disabled', IdRequest, DeleteResult, remove),
   queryRoute({
     method: 'GET',
     path: '/v1/ui/models/install-status',
     scope: 'admin',
     query: PackageQuery,
+    response: InstallStatus,
     guard: (ctx) => requireManagement(ctx, INSTALL_DISABLED),
     handler: installStatus,
   }),
-  { method: 'GET', path: '/v1/ui/models/package-sizes', scope: 'admin', handler: packageSizes },
-  { method: 'GET', path: '/v1/ui/models/installed', scope: 'admin', handler: installed },
+  {
+    method: 'GET',
+    path: '/v1/ui/models/package-sizes',
+    scope: 'admin',
+    response: PackageSizes,
+    handler: packageSizes,
+  },
+  {
+    method: 'GET',
+    path: '/v1/ui/models/installed',
+    scope: 'admin',
+    response: InstalledPackages,
+    handler: installed,
+  },
 ];

@@ -7,6 +7,13 @@ import { parseModelConfig, registrationBody } from '../../config/model-config.js
 import { readJsonObject } from '../request/body.js';
 import { jsonRoute, managedRoute, queryRoute } from '../request/schema.js';
 import { IdRequest, LoadModelRequest, UnloadModelsRequest } from '../schemas/management-request.js';
+import {
+  LoadModelResult,
+  ModelConfig,
+  UnloadAllResult,
+  UnloadModelResult,
+  UnloadModelsResult,
+} from '../schemas/management-responses.js';
 import { ModelIdQuery } from '../schemas/query.js';
 import { type Route, type RouteContext, requireManagement } from '../transport/route.js';
 
@@ -37,7 +44,7 @@ async function unloadModels(ctx: RouteContext, body: Static<typeof UnloadModelsR
 
 async function unloadAll({ runtime, signal }: RouteContext) {
   const { unloaded } = await runtime.bulkUnload(undefined, signal);
-  return { json: { unloaded } };
+  return { json: { unloaded } satisfies Static<typeof UnloadAllResult> };
 }
 
 export const managementRoutes: Route[] = [
@@ -48,17 +55,19 @@ export const managementRoutes: Route[] = [
     path: '/v1/models/load',
     scope: 'admin',
     body: LoadModelRequest,
+    response: LoadModelResult,
     handler: async (ctx) => {
       requireManagement(ctx);
       return load(ctx, await readJsonObject(ctx));
     },
   },
-  managedRoute('/v1/models/unload', undefined, IdRequest, unload),
+  managedRoute('/v1/models/unload', undefined, IdRequest, UnloadModelResult, unload),
   queryRoute({
     method: 'GET',
     path: '/v1/ui/models/config',
     scope: 'admin',
     query: ModelIdQuery,
+    response: ModelConfig,
     guard: requireManagement,
     handler: modelConfig,
   }),
@@ -67,7 +76,14 @@ export const managementRoutes: Route[] = [
     path: '/v1/tasks/unload_models',
     scope: 'admin',
     body: UnloadModelsRequest,
+    response: UnloadModelsResult,
     handler: unloadModels,
   }),
-  { method: 'POST', path: '/v1/tasks/unload_all_models', scope: 'admin', handler: unloadAll },
+  {
+    method: 'POST',
+    path: '/v1/tasks/unload_all_models',
+    scope: 'admin',
+    response: UnloadAllResult,
+    handler: unloadAll,
+  },
 ];

@@ -16,6 +16,7 @@ import type { Static } from '@sinclair/typebox';
 import { VoxdError } from '../../errors.js';
 import { managedRoute } from '../request/schema.js';
 import { PathRequest } from '../schemas/management-request.js';
+import { Directories, ModelsRoot, PathStatus } from '../schemas/management-responses.js';
 import { type Route, type RouteContext, requireManagement } from '../transport/route.js';
 
 type PathBody = Static<typeof PathRequest>;
@@ -25,11 +26,15 @@ const pathField = (body: PathBody): string => body.path ?? '';
 
 async function getRoot(ctx: RouteContext) {
   requireManagement(ctx, 'UI model management is disabled');
-  return { json: ctx.runtime.modelsRoot.status() };
+  return { json: ctx.runtime.modelsRoot.status() satisfies Static<typeof ModelsRoot> };
 }
 
 async function setRoot(ctx: RouteContext, body: PathBody) {
-  return { json: await ctx.runtime.modelsRoot.change(pathField(body), ctx.config.base_dir) };
+  const root: Static<typeof ModelsRoot> = await ctx.runtime.modelsRoot.change(
+    pathField(body),
+    ctx.config.base_dir,
+  );
+  return { json: root };
 }
 
 /** The folders the picker may show, with their symlinks resolved (those that exist). */
@@ -96,7 +101,7 @@ async function browse(ctx: RouteContext, body: PathBody) {
   // No way up past the roots: the picker's "parent" is empty where it would lead outside them.
   const up = path.dirname(current);
   const parent = up !== current && roots.some((root) => isInside(root, up)) ? up : '';
-  return { json: { current, parent, roots, directories } };
+  return { json: { current, parent, roots, directories } satisfies Static<typeof Directories> };
 }
 
 async function pathStatus(ctx: RouteContext, body: PathBody) {
@@ -110,13 +115,19 @@ async function pathStatus(ctx: RouteContext, body: PathBody) {
       exists: info !== undefined,
       directory: info?.isDirectory() ?? false,
       file: info?.isFile() ?? false,
-    },
+    } satisfies Static<typeof PathStatus>,
   };
 }
 
 export const modelsRootRoutes: Route[] = [
-  { method: 'GET', path: '/v1/ui/models-root', scope: 'admin', handler: getRoot },
-  managedRoute('/v1/ui/models-root', 'UI model management is disabled', PathRequest, setRoot),
-  managedRoute('/v1/ui/browse-directories', 'UI directory browsing is disabled', PathRequest, browse),
-  managedRoute('/v1/ui/path-status', 'UI path inspection is disabled', PathRequest, pathStatus),
+  { method: 'GET', path: '/v1/ui/models-root', scope: 'admin', response: ModelsRoot, handler: getRoot },
+  managedRoute('/v1/ui/models-root', 'UI model management is disabled', PathRequest, ModelsRoot, setRoot),
+  managedRoute(
+    '/v1/ui/browse-directories',
+    'UI directory browsing is disabled',
+    PathRequest,
+    Directories,
+    browse,
+  ),
+  managedRoute('/v1/ui/path-status', 'UI path inspection is disabled', PathRequest, PathStatus, pathStatus),
 ];

@@ -15,21 +15,20 @@ import { missingModel } from '../../runtime/reconfiguration.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { DEFAULT_PRESET } from '../../runtime/voice-presets.js';
 import { queryRoute } from '../request/schema.js';
+import { Health, Model, ModelList, Ready, Voices } from '../schemas/model-responses.js';
 import { ModelListQuery, VoicesQuery } from '../schemas/query.js';
 import type { Route, RouteContext } from '../transport/route.js';
 
 /** 503 once a shutdown began, so a load balancer stops sending work at once. */
 async function health({ runtime, config }: RouteContext) {
-  return {
-    status: runtime.closing ? 503 : 200,
-    json: {
-      status: runtime.closing ? 'shutting_down' : 'ok',
-      backend: 'cpu',
-      models: runtime.size,
-      ui: config.ui,
-      ui_management: config.ui_management,
-    },
+  const json: Static<typeof Health> = {
+    status: runtime.closing ? 'shutting_down' : 'ok',
+    backend: 'cpu',
+    models: runtime.size,
+    ui: config.ui,
+    ui_management: config.ui_management,
   };
+  return { status: runtime.closing ? 503 : 200, json };
 }
 
 /**
@@ -44,7 +43,7 @@ async function ready({ runtime, config }: RouteContext) {
       "every loaded model's queue is full (max_queued_requests); ready again once one drains to half its bound",
     );
   }
-  return { json: { status: 'ready' } };
+  return { json: { status: 'ready' } satisfies Static<typeof Ready> };
 }
 
 type ListQuery = Static<typeof ModelListQuery>;
@@ -125,7 +124,7 @@ async function voices({ runtime, config }: RouteContext, query: Static<typeof Vo
   let id = query.model;
   if (id === undefined && runtime.size === 1) id = runtime.snapshots()[0]!.id;
   const names = await voiceDirNames(config.voice_dir);
-  const json: Record<string, unknown> = {};
+  const json: Pick<Static<typeof Voices>, 'aliases'> = {};
   const entry = id === undefined ? undefined : registeredEntry(runtime, id);
   if (entry) {
     for (const name of entry.presets.keys()) if (name !== DEFAULT_PRESET) names.push(name);
@@ -133,20 +132,21 @@ async function voices({ runtime, config }: RouteContext, query: Static<typeof Vo
       // Each alias with the engine voice it speaks in; null: the model's default voice.
       const aliases = voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases);
       names.push(...aliases.keys());
-      json['aliases'] = Object.fromEntries([...aliases].map(([name, voice]) => [name, voice ?? null]));
+      json.aliases = Object.fromEntries([...aliases].map(([name, voice]) => [name, voice ?? null]));
     }
   }
-  return { json: { voices: [...new Set(names)].sort(), ...json } };
+  return { json: { voices: [...new Set(names)].sort(), ...json } satisfies Static<typeof Voices> };
 }
 
 export const modelRoutes: Route[] = [
-  { method: 'GET', path: '/health', scope: 'open', handler: health },
-  { method: 'GET', path: '/ready', scope: 'open', handler: ready },
+  { method: 'GET', path: '/health', scope: 'open', response: Health, handler: health },
+  { method: 'GET', path: '/ready', scope: 'open', response: Ready, handler: ready },
   queryRoute({
     method: 'GET',
     path: '/v1/models',
     scope: 'inference',
     query: ModelListQuery,
+    response: ModelList,
     handler: models,
   }),
   queryRoute({
@@ -154,6 +154,7 @@ export const modelRoutes: Route[] = [
     path: `${MODEL_PATH}{id}`,
     scope: 'inference',
     query: ModelListQuery,
+    response: Model,
     handler: model,
   }),
   queryRoute({
@@ -161,6 +162,7 @@ export const modelRoutes: Route[] = [
     path: '/v1/audio/voices',
     scope: 'inference',
     query: VoicesQuery,
+    response: Voices,
     handler: voices,
   }),
 ];

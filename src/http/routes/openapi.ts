@@ -1,5 +1,6 @@
 /** GET /openapi.json: the OpenAPI 3.1 description of the routes this server registered. */
 import { buildOpenApi } from '../openapi.js';
+import { OpenApiDocument } from '../schemas/model-responses.js';
 import type { Route } from '../transport/route.js';
 
 /**
@@ -14,6 +15,7 @@ export function openapiRoutes(routes: () => readonly Route[]): Route[] {
       path: '/openapi.json',
       // The API's description is public (docs/api.md says as much): open with or without keys.
       scope: 'open',
+      response: OpenApiDocument,
       handler: async () => {
         body ??= Buffer.from(JSON.stringify(buildOpenApi(routes())), 'utf8');
         // no-cache, not no-store: a client may keep it but must revalidate, so an upgrade shows at once.

@@ -22,6 +22,7 @@ import { fileAccessOf } from '../../util/server-files.js';
 import { openLiveRequest } from '../live/request.js';
 import { audioLimits } from '../request/audio-limits.js';
 import { jsonRoute, queryRoute } from '../request/schema.js';
+import { SpeechJson } from '../schemas/audio-responses.js';
 import { BusyQuery, LIVE_SPEECH_OPTIONS, LiveSpeechQuery } from '../schemas/query.js';
 import { SpeechRequest } from '../schemas/speech-request.js';
 import type { EventStream, StreamFormat } from '../stream/event-stream.js';
@@ -105,7 +106,8 @@ async function speech(ctx: RouteContext, body: Static<typeof SpeechRequest>) {
   const t = timing(outcome.wallMs, audio);
   if (output.format === 'json' || output.format === 'b64_json') {
     const { body: wav } = await encodeSpeech(audio, { ...output, format: 'wav' }, ownedCodec(ctx), signal);
-    return { json: { audio: wav.toString('base64'), format: 'wav', timing: t } };
+    const json: Static<typeof SpeechJson> = { audio: wav.toString('base64'), format: 'wav', timing: t };
+    return { json };
   }
   const encoded = await encodeSpeech(audio, output, ownedCodec(ctx), signal);
   return { body: encoded.body, contentType: encoded.contentType, headers: timingHeaders(t) };
@@ -324,6 +326,7 @@ export const speechRoutes: Route[] = [
     scope: 'inference',
     body: SpeechRequest,
     query: BusyQuery,
+    response: SpeechJson,
     handler: speech,
   }),
   queryRoute({

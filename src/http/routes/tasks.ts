@@ -18,6 +18,7 @@ import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { type FileAccess, fileAccessOf, serverFilePath } from '../../util/server-files.js';
 import { audioLimits } from '../request/audio-limits.js';
 import { jsonRoute } from '../request/schema.js';
+import { TaskResult, TaskStreamResult } from '../schemas/audio-responses.js';
 import { BusyQuery } from '../schemas/query.js';
 import {
   PATH_OPTIONS,
@@ -257,6 +258,7 @@ export const taskRoutes: Route[] = [
     scope: 'inference',
     body: TaskRunRequest,
     query: BusyQuery,
+    response: TaskResult,
     handler: run,
   }),
   jsonRoute({
@@ -265,6 +267,7 @@ export const taskRoutes: Route[] = [
     scope: 'inference',
     body: TaskStreamRequest,
     query: BusyQuery,
+    response: TaskStreamResult,
     handler: stream,
   }),
   jsonRoute({

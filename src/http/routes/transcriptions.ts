@@ -36,6 +36,7 @@ import { audioLimits } from '../request/audio-limits.js';
 import { readJsonObject } from '../request/body.js';
 import { isMultipart, type MultipartBody, readMultipart } from '../request/multipart.js';
 import { bodyChecker, queryRoute } from '../request/schema.js';
+import { Transcription, TranscriptionDetails } from '../schemas/audio-responses.js';
 import { BusyQuery, LiveTranscriptionQuery } from '../schemas/query.js';
 import {
   BatchTranscriptionForm,
@@ -421,11 +422,11 @@ async function transcriptionsLive(ctx: RouteContext, query: Static<typeof LiveTr
 export const transcriptionRoutes: Route[] = [
   ...(
     [
-      ['/v1/audio/transcriptions', transcriptions],
-      ['/v1/audio/transcriptions/details', details],
-      ['/v1/audio/translations', translations],
+      ['/v1/audio/transcriptions', transcriptions, Transcription],
+      ['/v1/audio/transcriptions/details', details, TranscriptionDetails],
+      ['/v1/audio/translations', translations, Transcription],
     ] as const
-  ).map(([path, handler]) =>
+  ).map(([path, handler, response]) =>
     queryRoute({
       method: 'POST',
       path,
@@ -434,6 +435,7 @@ export const transcriptionRoutes: Route[] = [
       handler,
       body: TranscriptionJsonRequest,
       form: TranscriptionForm,
+      response,
     }),
   ),
   queryRoute({

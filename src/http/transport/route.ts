@@ -74,6 +74,11 @@ export interface Route {
    * route checks them (queryRoute) and the document publishes each property as a parameter.
    */
   query?: TSchema;
+  /**
+   * The JSON body of the route's 200 answer (src/http/schemas/*-responses.ts), declared here so the
+   * document publishes it from the route, as it does the request's schemas.
+   */
+  response?: TSchema;
 }
 
 /** The request's client-gone abort, as cheaply as the context offers it. */
