@@ -120,6 +120,43 @@ describe('the OpenAPI document', () => {
     );
   });
 
+  test("a route's 200 JSON answer is the response it declares, published under its title", () => {
+    const doc = buildOpenApi(ROUTES) as Json;
+    let declared = 0;
+    for (const route of ROUTES) {
+      const where = `${route.method} ${route.path}`;
+      const documented = doc.paths[route.path][route.method.toLowerCase()].responses['200'].content;
+      if (!route.response) {
+        assert.equal(
+          documented['application/json'],
+          undefined,
+          `${where} documents JSON it does not declare`,
+        );
+        continue;
+      }
+      declared++;
+      const name = route.response.title;
+      assert.ok(name, `${where}: its response schema has no title`);
+      assert.deepEqual(
+        documented['application/json'],
+        { schema: { $ref: `#/components/schemas/${name}` } },
+        where,
+      );
+      assert.deepEqual(doc.components.schemas[name], JSON.parse(JSON.stringify(route.response)), where);
+    }
+    // The JSON-answering routes: operations, models, voices, speech, transcriptions, tasks, management, installer.
+    assert.ok(declared >= 25, `only ${declared} routes declare a response`);
+  });
+
+  test('a JSON-answering route that declares no response is refused when the document is built', () => {
+    const health = ROUTES.find((r) => r.path === '/health')!;
+    const { response: _, ...undeclared } = health;
+    assert.throws(
+      () => buildOpenApi(ROUTES.map((r) => (r === health ? undeclared : r))),
+      /GET \/health: its 200 has no content/,
+    );
+  });
+
   test('security: bearerAuth on every route except the open ones', () => {
     const doc = buildOpenApi(ROUTES) as Json;
     assert.deepEqual(doc.components.securitySchemes.bearerAuth, {
