@@ -1,11 +1,14 @@
 /**
- * The OpenAPI 3.1 description of voxd's HTTP API, served at GET /openapi.json. Request bodies and
- * query parameters come from the routes: each declares the schemas it checks its JSON body and its
- * query with, and its multipart fields (src/http/schemas), so the document cannot disagree with
- * validation. The rest (summaries, path parameters, responses) is written here to say what docs/api.md says; the paths come from the
- * routes actually registered, and a route with no description here makes the build throw, so a new
- * route cannot ship undescribed (test/http/openapi.test.ts checks both ways, the test helpers
- * validate real requests and responses against it).
+ * The OpenAPI 3.1 description of voxd's HTTP API, served at GET /openapi.json. Both sides of each
+ * exchange come from the routes: each declares the schemas it checks its JSON body and its query
+ * with, its multipart fields, and the JSON body of its 200 answer (src/http/schemas), so the
+ * document cannot disagree with validation nor with the handlers' types; every response schema is
+ * a component under its title, and error bodies are the Error schema. What a schema does not say
+ * (summaries, path parameters, an answer's other content types, headers, error statuses) is written
+ * here to say what docs/api.md says. The paths come from the routes actually registered: a route
+ * with no description here, or a JSON answer written here rather than declared by its route, makes
+ * the build throw, so a new route cannot ship undescribed (test/http/openapi.test.ts checks both
+ * ways, the test helpers validate real requests and responses against it).
  */
 import { readFileSync } from 'node:fs';
 import type { TSchema } from '@sinclair/typebox';
