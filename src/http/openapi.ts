@@ -14,10 +14,8 @@ import { readFileSync } from 'node:fs';
 import type { TSchema } from '@sinclair/typebox';
 import * as audioResponses from './schemas/audio-responses.js';
 import * as commonResponses from './schemas/common-responses.js';
-import { ErrorBody } from './schemas/common-responses.js';
 import * as managementResponses from './schemas/management-responses.js';
 import * as modelResponses from './schemas/model-responses.js';
-import { Health } from './schemas/model-responses.js';
 import type { Route } from './transport/route.js';
 
 type Obj = Record<string, unknown>;
@@ -57,7 +55,7 @@ const TIMING_HEADERS: Obj = {
 
 const errorResponse = (description: string, headers?: Obj): Obj => ({
   description,
-  content: json(refTo(ErrorBody)),
+  content: json(refTo(commonResponses.ErrorBody)),
   ...(headers ? { headers } : {}),
 });
 
@@ -166,7 +164,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       secured: 'optional',
       responses: {
         '200': ok('The server runs.'),
-        '503': ok('A shutdown began.', json(refTo(Health))),
+        '503': ok('A shutdown began.', json(refTo(modelResponses.Health))),
         ...errors('401'),
       },
     },
