@@ -182,6 +182,16 @@ describe('a query parameter its schema refuses is a 400 naming it', () => {
       );
   });
 
+  test('parameters named like Object members are parameters: __proto__, constructor', async () => {
+    const res = await get(s.url, '/v1/audio/voices?__proto__=x&constructor=y&model=tts');
+    assert.equal(res.status, 200);
+    const bad = await post(s.url, '/v1/audio/speech?__proto__=x&busy_timeout_ms=soon', {});
+    assert.equal(
+      errorOf(bad, 400, 'invalid_request_error'),
+      'busy_timeout_ms: "soon" is invalid; expected an integer >= 0 (0 waits without limit)',
+    );
+  });
+
   for (const { method, path, param, query, wrong } of queryCases)
     test(`${method.toUpperCase()} ${path}?${query}`, async () => {
       const target = `${path.replace('{id}', 'tts')}?${query}`;

@@ -226,7 +226,8 @@ const FLAGS: Record<string, boolean> = { true: true, 1: true, false: false, 0: f
 export function queryChecker<T extends TSchema>(schema: T): (params: URLSearchParams) => Static<T> {
   const compile = compiler(schema);
   return (params) => {
-    const text: Record<string, string> = {};
+    // No prototype: a parameter named __proto__ or constructor is a parameter like any other.
+    const text: Record<string, string> = Object.create(null);
     for (const [name, value] of params) if (!Object.hasOwn(text, name)) text[name] = value;
     const query = queryObject(text, schema);
     const valid = compile();
