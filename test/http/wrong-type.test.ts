@@ -8,16 +8,19 @@
  * listed by hand: a new route or field is tested as soon as the document has it.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { buildOpenApi } from '../../src/http/openapi.js';
 import { ROUTES } from '../../src/http/transport/server.js';
-import { errorOf, fixtureModel, get, post, startServer, type TestServer } from '../helpers/voxd.js';
+import { suiteServer } from '../helpers/suite-server.js';
+import { errorOf, fixtureModel, get, post } from '../helpers/voxd.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON
 type Json = any;
 
 const DOC: Json = buildOpenApi(ROUTES);
+/** One speech model and the management routes, so that every route answers past its gates. */
+const SERVER = { models: [fixtureModel('tts', { task: 'tts' })], ui_management: true };
 const ajv = new Ajv2020({ strict: false });
 
 /** Candidate wrong values, tried in order: the first the field's schema refuses is sent. */
@@ -100,11 +103,7 @@ const cases = routes.flatMap((path) =>
 );
 
 describe('a wrong type in any documented JSON field is a 400 naming it', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({ models: [fixtureModel('tts', { task: 'tts' })], ui_management: true });
-  });
-  after(() => s.close());
+  const s = suiteServer(SERVER);
 
   test('every JSON route and field is covered, and each has a wrong value', () => {
     assert.deepEqual(
@@ -161,11 +160,7 @@ const queryCases: QueryCase[] = Object.entries(DOC.paths as Record<string, Json>
 );
 
 describe('a query parameter its schema refuses is a 400 naming it', () => {
-  let s: TestServer;
-  before(async () => {
-    s = await startServer({ models: [fixtureModel('tts', { task: 'tts' })], ui_management: true });
-  });
-  after(() => s.close());
+  const s = suiteServer(SERVER);
 
   test('the typed parameters of every route are among the cases', () => {
     for (const expected of [
