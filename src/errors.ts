@@ -22,6 +22,8 @@ export const ERROR_CODES = {
   E_NOT_FOUND: { status: 404, type: 'not_found', apiCode: 'not_found' },
   /** A known path with the wrong method. */
   E_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error', apiCode: 'method_not_allowed' },
+  /** A WebSocket endpoint (/v1/realtime) asked without the upgrade. */
+  E_UPGRADE_REQUIRED: { status: 426, type: 'invalid_request_error', apiCode: 'upgrade_required' },
   /** The request body is larger than max_request_body_bytes. */
   E_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error', apiCode: 'body_too_large' },
   /** Input audio longer than max_audio_seconds (the server's, or the model's). */

@@ -68,6 +68,7 @@ const responses: Obj = {
     'type forbidden (a management route while ui_management is off; a server path outside the file roots) or permission_error (an API key whose scopes do not cover the route).',
   ),
   NotFound: errorResponse('Unknown endpoint, unknown model id, unknown package or job.'),
+  UpgradeRequired: errorResponse('A WebSocket endpoint asked without `Upgrade: websocket`.'),
   MethodNotAllowed: errorResponse(
     'A known path with another method (`method GET is not allowed on ...; use POST`).',
   ),
@@ -96,7 +97,20 @@ const responses: Obj = {
   ),
 };
 
-type Status = '400' | '401' | '403' | '404' | '408' | '409' | '413' | '422' | '500' | '503' | '504' | '507';
+type Status =
+  | '400'
+  | '401'
+  | '403'
+  | '404'
+  | '408'
+  | '409'
+  | '413'
+  | '422'
+  | '426'
+  | '500'
+  | '503'
+  | '504'
+  | '507';
 const ERROR_REFS: Record<Status, string> = {
   '400': 'BadRequest',
   '401': 'Unauthorized',
@@ -106,6 +120,7 @@ const ERROR_REFS: Record<Status, string> = {
   '409': 'Conflict',
   '413': 'PayloadTooLarge',
   '422': 'Unprocessable',
+  '426': 'UpgradeRequired',
   '500': 'InternalError',
   '503': 'ServiceUnavailable',
   '504': 'GatewayTimeout',
@@ -337,6 +352,18 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
           sse('transcript.text.delta/done or diarization.delta/done events.'),
         ),
         ...errors(...LIVE_ERRORS),
+      },
+    },
+  },
+  '/v1/realtime': {
+    get: {
+      tags: ['Audio'],
+      summary: 'Realtime transcription over a WebSocket (OpenAI Realtime API)',
+      description:
+        "A WebSocket upgrade (`Upgrade: websocket`): the session's events are OpenAI's Realtime transcription events, GA (`session.update`) and beta (`transcription_session.update`) shapes, described in docs/realtime.md. Keys as on every route, and also `?api_key=` or the subprotocol `openai-insecure-api-key.<key>` (answered with `realtime`). Every refusal happens at the upgrade, as an HTTP answer with the Error body; asked without the upgrade, 426.",
+      responses: {
+        '101': { description: 'Switching Protocols: the session begins with a session.created event.' },
+        ...errors('400', '401', '403', '404', '426', '503'),
       },
     },
   },

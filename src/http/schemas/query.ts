@@ -109,3 +109,16 @@ export const LiveTranscriptionQuery = query({
   ...live,
   prompt: Type.Optional(Type.String({ description: 'Context text.' })),
 });
+
+/** GET /v1/realtime (the WebSocket upgrade; src/http/realtime/upgrade.ts reads it). */
+export const RealtimeQuery = query({
+  model: Type.Optional(
+    Type.String({
+      description:
+        "An ASR or diarization model id or alias: the session's model until an update names another.",
+    }),
+  ),
+  intent: Type.Optional(
+    Type.String({ description: 'transcription (what OpenAI clients send); any value is taken.' }),
+  ),
+});

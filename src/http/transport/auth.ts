@@ -14,6 +14,24 @@ import type { Route } from './route.js';
 /** An EventSource cannot send headers, so this route also takes the key as `?api_key=`. */
 export const STATUS_STREAM_PATH = '/v1/ui/status/stream';
 
+/**
+ * Nor can a browser's WebSocket: the realtime route takes `?api_key=` too (as speaches does), and
+ * the subprotocol `openai-insecure-api-key.<key>` that OpenAI's browser clients offer.
+ */
+export const REALTIME_PATH = '/v1/realtime';
+const KEY_PROTOCOL = 'openai-insecure-api-key.';
+
+/** The key a WebSocket upgrade offers among its subprotocols, if any. */
+function protocolKey(req: IncomingMessage): string | undefined {
+  const offered = req.headers['sec-websocket-protocol'];
+  if (typeof offered !== 'string') return undefined;
+  const key = offered
+    .split(',')
+    .map((p) => p.trim())
+    .find((p) => p.startsWith(KEY_PROTOCOL));
+  return key ? key.slice(KEY_PROTOCOL.length) || undefined : undefined;
+}
+
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
 /** The scope a request needs: `open` takes no key. `route` is undefined for a 404 or 405. */
@@ -27,7 +45,8 @@ function requiredScope(route: Route | undefined, path: string, config: ServerCon
 
 /**
  * The caller's key: `Authorization: Bearer <key>` (what the OpenAI SDKs send), else `X-Api-Key`,
- * else, on the status stream only, the `api_key` query parameter.
+ * else, on the status stream and the realtime route only, the `api_key` query parameter (and on the
+ * realtime route first the key subprotocol).
  */
 export function presentedKey(
   req: IncomingMessage,
@@ -42,6 +61,7 @@ export function presentedKey(
   }
   const apiKey = req.headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey !== '') return apiKey;
+  if (route?.path === REALTIME_PATH) return protocolKey(req) ?? (queryKey() || undefined);
   if (route?.path === STATUS_STREAM_PATH) return queryKey() || undefined;
   return undefined;
 }

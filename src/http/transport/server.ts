@@ -18,6 +18,7 @@ import type { Runtime } from '../../runtime/runtime.js';
 import type { LazyAbort } from '../../util/lazy-abort.js';
 import { type MemoryRelease, memoryRelease } from '../../util/release-memory.js';
 import { reportClientError } from '../live/body.js';
+import { realtimeFrontEnd } from '../realtime/upgrade.js';
 import { BodyBudget, leaseBody, setBodyBudgetOf } from '../request/body-budget.js';
 import { compileSchemas } from '../request/schema.js';
 import { installerRoutes } from '../routes/installer.js';
@@ -26,6 +27,7 @@ import { metricsRoutes } from '../routes/metrics.js';
 import { modelRoutes } from '../routes/models.js';
 import { modelsRootRoutes } from '../routes/models-root.js';
 import { openapiRoutes } from '../routes/openapi.js';
+import { realtimeRoute } from '../routes/realtime.js';
 import { speechRoutes } from '../routes/speech.js';
 import { taskRoutes } from '../routes/tasks.js';
 import { transcriptionRoutes } from '../routes/transcriptions.js';
@@ -47,6 +49,7 @@ export const ROUTES: readonly Route[] = [
   ...modelsRootRoutes,
   ...installerRoutes,
   ...uiRoutes,
+  realtimeRoute,
   ...openapiRoutes(() => ROUTES),
   ...metricsRoutes,
 ];
@@ -484,6 +487,14 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   // own live_ingest limits (total_timeout_ms defaults to 600 s), so that cut-off is lifted.
   server.requestTimeout = 0;
   server.on('clientError', onClientError);
+  // WebSocket sessions (the realtime API) on the same port; their socket counts as a connection
+  // with a request in progress, so a drain ends the sessions itself rather than dropping them.
+  const realtime = realtimeFrontEnd({ runtime, config, logger, route: realtimeRoute });
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    if (wasRefused(socket)) return;
+    connections.set(socket, 1);
+    realtime.upgrade(req, socket, head);
+  });
   setBodyBudgetOf(server, bodyBudget);
   return {
     server,
@@ -491,10 +502,15 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
       new Promise<void>((resolve) => {
         draining = true;
         // Stops listening and closes every connection with no request in progress (idle, or still
-        // sending headers: nothing to finish) through closeIdleConnections above.
+        // sending headers: nothing to finish) through closeIdleConnections above; realtime sessions
+        // end their turns, then close with 1001.
         server.close(() => resolve());
+        void realtime.closeAll();
       }),
-    cut: () => server.closeAllConnections(),
+    cut: () => {
+      server.closeAllConnections();
+      realtime.cut();
+    },
   };
 }
 

@@ -1,0 +1,107 @@
+/**
+ * The client events of a realtime transcription session (OpenAI's Realtime API, GA and beta
+ * shapes), one TypeBox schema each, checked with the same checker as HTTP bodies: a bad field is an
+ * `error` event whose `param` is its path (`session.audio.input.format.rate`) and whose message
+ * shows the value. Fields voxd does not use pass through, as OpenAI's clients send more than
+ * transcription needs.
+ */
+import { type Static, Type } from '@sinclair/typebox';
+import { bodyChecker, OneOf, Optional } from '../request/schema.js';
+
+const open = { additionalProperties: true } as const;
+
+const Transcription = Type.Object(
+  {
+    model: Optional(Type.String({ description: 'A voxd ASR model id or alias.' })),
+    language: Optional(Type.String()),
+    prompt: Optional(Type.String()),
+  },
+  open,
+);
+
+/** null: the client commits; server_vad and semantic_vad: voxd's turn detection (not yet built). */
+const TurnDetection = Type.Union(
+  [Type.Null(), Type.Object({ type: OneOf(['server_vad', 'semantic_vad'] as const) }, open)],
+  { 'x-expected': 'null or an object with type server_vad or semantic_vad' },
+);
+
+const GaFormat = Type.Object(
+  {
+    type: OneOf(['audio/pcm', 'audio/pcmu', 'audio/pcma'] as const),
+    rate: Optional(
+      Type.Integer({ minimum: 1000, maximum: 384000, 'x-expected': 'an integer from 1000 to 384000' }),
+    ),
+  },
+  open,
+);
+
+export const SessionUpdate = Type.Object(
+  {
+    type: Type.Literal('session.update'),
+    session: Type.Object(
+      {
+        type: Optional(OneOf(['transcription'] as const)),
+        audio: Optional(
+          Type.Object(
+            {
+              input: Optional(
+                Type.Object(
+                  {
+                    format: Optional(GaFormat),
+                    transcription: Optional(Transcription),
+                    turn_detection: Type.Optional(TurnDetection),
+                  },
+                  open,
+                ),
+              ),
+            },
+            open,
+          ),
+        ),
+        include: Optional(Type.Array(Type.String())),
+      },
+      open,
+    ),
+  },
+  open,
+);
+
+export const TranscriptionSessionUpdate = Type.Object(
+  {
+    type: Type.Literal('transcription_session.update'),
+    session: Type.Object(
+      {
+        input_audio_format: Optional(OneOf(['pcm16', 'g711_ulaw', 'g711_alaw'] as const)),
+        input_audio_transcription: Optional(Transcription),
+        turn_detection: Type.Optional(TurnDetection),
+        include: Optional(Type.Array(Type.String())),
+      },
+      open,
+    ),
+  },
+  open,
+);
+
+export const BufferAppend = Type.Object(
+  { type: Type.Literal('input_audio_buffer.append'), audio: Type.String({ description: 'Base64 audio.' }) },
+  open,
+);
+
+export const BufferCommit = Type.Object({ type: Type.Literal('input_audio_buffer.commit') }, open);
+export const BufferClear = Type.Object({ type: Type.Literal('input_audio_buffer.clear') }, open);
+
+export type ClientEvent =
+  | Static<typeof SessionUpdate>
+  | Static<typeof TranscriptionSessionUpdate>
+  | Static<typeof BufferAppend>
+  | Static<typeof BufferCommit>
+  | Static<typeof BufferClear>;
+
+/** Each known event type's checker. */
+export const CLIENT_EVENTS: Record<ClientEvent['type'], (event: Record<string, unknown>) => ClientEvent> = {
+  'session.update': bodyChecker(SessionUpdate),
+  'transcription_session.update': bodyChecker(TranscriptionSessionUpdate),
+  'input_audio_buffer.append': bodyChecker(BufferAppend),
+  'input_audio_buffer.commit': bodyChecker(BufferCommit),
+  'input_audio_buffer.clear': bodyChecker(BufferClear),
+};

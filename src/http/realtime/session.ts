@@ -1,0 +1,462 @@
+/**
+ * One realtime transcription session on a WebSocket (OpenAI's Realtime API, transcription
+ * intent): the session's settings, its input audio buffer and its turns. A committed buffer is one
+ * turn, transcribed by the session's model through the runtime like any request (the model's FIFO,
+ * its busy timeout, management barriers); turns of a session run one after the other, so a session
+ * holds at most one slot, and none while it only listens. Every failure of an event is an `error`
+ * event and the session goes on; a turn that fails is a `...transcription.failed` event.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { WebSocket } from 'ws';
+import { modelEntry, requireTask } from '../../api/model-lookup.js';
+import type { ServerConfig, TaskToken } from '../../config/types.js';
+import { showValue, VoxdError } from '../../errors.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import { parseJsonText } from '../../util/json-text.js';
+import { toHttp } from '../transport/errors.js';
+import {
+  bytesPerSample,
+  DEFAULT_FORMAT,
+  decodeSamples,
+  GA_TYPES,
+  gaFormat,
+  type InputFormat,
+  joinAudio,
+} from './audio-format.js';
+import { CLIENT_EVENTS, type ClientEvent } from './client-events.js';
+
+/** Tasks a session's model may have: speech recognition, or diarization (segments with speakers). */
+const TASKS: readonly TaskToken[] = ['asr', 'diar'];
+
+/** What a session may send before the client reads: past it the client is not reading (1008). */
+export const SEND_BUFFER_BYTES = 4 << 20;
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Events received and not yet handled before the socket is paused. */
+const INBOX_EVENTS = 16;
+
+type ErrorBody = { type: string; code: string; message: string; param: string | null };
+
+/** Where a session's fields sit in each shape, for an error's `param`. */
+interface FieldPaths {
+  format: string;
+  model: string;
+  turnDetection: string;
+}
+const GA_PARAMS: FieldPaths = {
+  format: 'session.audio.input.format',
+  model: 'session.audio.input.transcription.model',
+  turnDetection: 'session.audio.input.turn_detection',
+};
+const BETA_PARAMS: FieldPaths = {
+  format: 'session.input_audio_format',
+  model: 'session.input_audio_transcription.model',
+  turnDetection: 'session.turn_detection',
+};
+
+export interface SessionDeps {
+  runtime: Runtime;
+  config: ServerConfig;
+  log: Logger;
+  /** The model the upgrade URL named (`?model=`), the session's until an update names another. */
+  model: string | undefined;
+}
+
+const id = (prefix: string) => `${prefix}_${randomBytes(9).toString('base64url')}`;
+
+export class RealtimeSession {
+  readonly id = id('sess');
+  readonly #ws: WebSocket;
+  readonly #deps: SessionDeps;
+  /** Aborted when the client goes: the turn in progress is cancelled and its slot freed. */
+  readonly #gone = new AbortController();
+  #format: InputFormat = DEFAULT_FORMAT;
+  #model: string | undefined;
+  #language: string | undefined;
+  #prompt: string | undefined;
+  #include: string[] = [];
+  /** Whether the client speaks the beta shape (`transcription_session.*`, `conversation.item.created`). */
+  #beta = false;
+  #pieces: Float32Array[] = [];
+  #frames = 0;
+  /** The odd byte of a pcm16 append, waiting for its pair in the next one. */
+  #carry: number | undefined;
+  #lastItem: string | null = null;
+  /** Events are handled in arrival order, one at a time (an update checks its model first). */
+  #inbox: Promise<void> = Promise.resolve();
+  #waiting = 0;
+  /** Turns are transcribed in commit order, one at a time. */
+  #turns: Promise<void> = Promise.resolve();
+  #turnCount = 0;
+
+  constructor(ws: WebSocket, deps: SessionDeps) {
+    this.#ws = ws;
+    this.#deps = deps;
+    this.#model = deps.model;
+    ws.on('message', (data, binary) => {
+      // Events wait in line while one is handled (an update resolving its model): past a few, the
+      // socket is paused, so a client cannot queue events faster than they are handled.
+      if (++this.#waiting >= INBOX_EVENTS) ws.pause();
+      this.#inbox = this.#inbox.then(async () => {
+        await this.#receive(data as Buffer, binary);
+        if (--this.#waiting < INBOX_EVENTS && ws.isPaused) ws.resume();
+      });
+    });
+    ws.on('close', () => this.#gone.abort(new VoxdError('E_CLIENT_GONE', 'the client closed the session')));
+    this.#send({ type: 'session.created', session: this.#gaSession() });
+  }
+
+  /** Resolves once every turn committed so far has ended. */
+  settled(): Promise<void> {
+    return this.#inbox.then(() => this.#turns);
+  }
+
+  /** The shutdown: turns in progress end (bounded by the runtime's deadline), then 1001. */
+  async shutdown(): Promise<void> {
+    await this.settled();
+    this.#sendError({
+      type: 'server_error',
+      code: 'shutting_down',
+      message: 'voxd is shutting down; reconnect to another instance',
+      param: null,
+    });
+    this.#ws.close(1001, 'server shutting down');
+  }
+
+  get signal(): AbortSignal {
+    return this.#gone.signal;
+  }
+
+  async #receive(data: Buffer, binary: boolean): Promise<void> {
+    let clientEventId: string | undefined;
+    try {
+      if (binary)
+        throw new VoxdError(
+          'E_INVALID_REQUEST',
+          'binary frames are not events: send each event as JSON text',
+        );
+      const raw = parseJsonText(data.toString('utf8'), 'event');
+      if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+        throw new VoxdError(
+          'E_INVALID_REQUEST',
+          `event: ${showValue(raw)} is invalid; expected a JSON object`,
+        );
+      const fields = raw as Record<string, unknown>;
+      if (typeof fields['event_id'] === 'string') clientEventId = fields['event_id'];
+      const check = CLIENT_EVENTS[fields['type'] as ClientEvent['type']];
+      if (typeof fields['type'] !== 'string' || !check)
+        throw new VoxdError(
+          'E_INVALID_REQUEST',
+          `type: ${showValue(fields['type'])} is not an event voxd takes; expected one of: ${Object.keys(CLIENT_EVENTS).join(', ')}`,
+          { param: 'type' },
+        );
+      await this.#handle(check(fields));
+    } catch (err) {
+      this.#sendError(errorBody(err), clientEventId);
+    }
+  }
+
+  async #handle(event: ClientEvent): Promise<void> {
+    switch (event.type) {
+      case 'session.update': {
+        const input = event.session.audio?.input;
+        await this.#update({
+          format: input?.format ? formatOf(input.format.type, input.format.rate) : undefined,
+          transcription: input?.transcription,
+          turnDetection: input?.turn_detection,
+          include: event.session.include,
+          params: GA_PARAMS,
+        });
+        this.#send({ type: 'session.updated', session: this.#gaSession() });
+        return;
+      }
+      case 'transcription_session.update': {
+        const { session } = event;
+        await this.#update({
+          format: session.input_audio_format
+            ? {
+                encoding: session.input_audio_format,
+                rate: session.input_audio_format === 'pcm16' ? 24000 : 8000,
+              }
+            : undefined,
+          transcription: session.input_audio_transcription,
+          turnDetection: session.turn_detection,
+          include: session.include,
+          params: BETA_PARAMS,
+        });
+        if (!this.#beta) this.#send({ type: 'transcription_session.created', session: this.#betaSession() });
+        this.#beta = true;
+        this.#send({ type: 'transcription_session.updated', session: this.#betaSession() });
+        return;
+      }
+      case 'input_audio_buffer.append':
+        return this.#append(event.audio);
+      case 'input_audio_buffer.commit':
+        return this.#commit();
+      case 'input_audio_buffer.clear':
+        this.#clear();
+        this.#send({ type: 'input_audio_buffer.cleared' });
+        return;
+    }
+  }
+
+  /** Checks a whole update before any of it applies, so a refused update changes nothing. */
+  async #update(update: {
+    format: InputFormat | undefined;
+    transcription:
+      | { model?: string | null; language?: string | null; prompt?: string | null }
+      | null
+      | undefined;
+    turnDetection: { type: string } | null | undefined;
+    include: string[] | null | undefined;
+    /** Where the fields sit in this shape, for `param`. */
+    params: FieldPaths;
+  }): Promise<void> {
+    const { transcription, params } = update;
+    if (update.turnDetection)
+      throw new VoxdError(
+        'E_INVALID_REQUEST',
+        `turn_detection: ${showValue(update.turnDetection.type)} is not available yet; send null and commit the buffer yourself (input_audio_buffer.commit)`,
+        { param: params.turnDetection },
+      );
+    const model = transcription?.model ?? undefined;
+    if (model !== undefined) await this.#checkModel(model, params.model);
+    const buffered = this.#frames > 0 || this.#carry !== undefined;
+    if (update.format && buffered && !sameFormat(update.format, this.#format))
+      throw new VoxdError(
+        'E_INVALID_REQUEST',
+        'format: the buffer holds audio in the current format; commit or clear it before changing the format',
+        { param: params.format },
+      );
+    if (update.format) this.#format = update.format;
+    if (model !== undefined) this.#model = model;
+    if (transcription && 'language' in transcription) this.#language = transcription.language ?? undefined;
+    if (transcription && 'prompt' in transcription) this.#prompt = transcription.prompt ?? undefined;
+    if (update.include) this.#include = update.include;
+  }
+
+  async #checkModel(name: string, param: string): Promise<void> {
+    try {
+      const entry = await modelEntry(this.#deps.runtime, name);
+      requireTask(entry.config, TASKS, '/v1/realtime');
+    } catch (err) {
+      if (err instanceof VoxdError) throw new VoxdError(err.code, err.message, { param });
+      throw err;
+    }
+  }
+
+  #append(audio: string): void {
+    if (audio.length % 4 !== 0 || !BASE64.test(audio))
+      throw new VoxdError('E_INVALID_REQUEST', `audio: ${showValue(audio.slice(0, 40))} is not base64`, {
+        param: 'audio',
+      });
+    let bytes: Uint8Array = Buffer.from(audio, 'base64');
+    const { encoding, rate } = this.#format;
+    if (this.#carry !== undefined) {
+      bytes = Buffer.concat([Buffer.of(this.#carry), bytes]);
+      this.#carry = undefined;
+    }
+    const whole = bytes.length - (bytes.length % bytesPerSample(encoding));
+    if (whole < bytes.length) this.#carry = bytes[whole];
+    const samples = decodeSamples(bytes.subarray(0, whole), encoding);
+    const maxSeconds = this.#deps.config.max_audio_seconds;
+    if (maxSeconds > 0 && (this.#frames + samples.length) / rate > maxSeconds)
+      throw new VoxdError(
+        'E_AUDIO_TOO_LONG',
+        `input_audio_buffer: the buffer would hold more than max_audio_seconds (${maxSeconds} s); commit or clear it`,
+        { param: 'audio' },
+      );
+    if (samples.length === 0) return;
+    this.#pieces.push(samples);
+    this.#frames += samples.length;
+  }
+
+  #clear(): void {
+    this.#pieces = [];
+    this.#frames = 0;
+    this.#carry = undefined;
+  }
+
+  #commit(): void {
+    if (this.#frames === 0) {
+      this.#sendError({
+        type: 'invalid_request_error',
+        code: 'input_audio_buffer_commit_empty',
+        message: 'input_audio_buffer: the buffer is empty; append audio before committing',
+        param: null,
+      });
+      return;
+    }
+    const audio = joinAudio(this.#pieces, this.#format.rate);
+    this.#clear();
+    const itemId = id('item');
+    const previous = this.#lastItem;
+    this.#lastItem = itemId;
+    this.#send({ type: 'input_audio_buffer.committed', item_id: itemId, previous_item_id: previous });
+    const item = {
+      id: itemId,
+      object: 'realtime.item',
+      type: 'message',
+      status: 'completed',
+      role: 'user',
+      content: [{ type: 'input_audio', transcript: null }],
+    };
+    if (this.#beta) this.#send({ type: 'conversation.item.created', previous_item_id: previous, item });
+    else {
+      this.#send({ type: 'conversation.item.added', previous_item_id: previous, item });
+      this.#send({ type: 'conversation.item.done', previous_item_id: previous, item });
+    }
+    const model = this.#model;
+    const turn = { itemId, audio, model, language: this.#language, prompt: this.#prompt };
+    this.#turns = this.#turns.then(() => this.#transcribe(turn));
+  }
+
+  /** One turn: its transcript as deltas (at least one) and then completed, or failed. */
+  async #transcribe(turn: {
+    itemId: string;
+    audio: ReturnType<typeof joinAudio>;
+    model: string | undefined;
+    language: string | undefined;
+    prompt: string | undefined;
+  }): Promise<void> {
+    const { itemId, audio } = turn;
+    const n = ++this.#turnCount;
+    const started = performance.now();
+    const item = { item_id: itemId, content_index: 0 };
+    let sent = '';
+    try {
+      if (this.#gone.signal.aborted) return;
+      if (turn.model === undefined)
+        throw new VoxdError(
+          'E_INVALID_REQUEST',
+          "no transcription model: name one in the upgrade URL (?model=) or in the session's transcription.model",
+          { param: 'session.audio.input.transcription.model' },
+        );
+      const { runtime } = this.#deps;
+      const entry = await modelEntry(runtime, turn.model);
+      requireTask(entry.config, TASKS, '/v1/realtime');
+      const options = {
+        ...entry.config.default_request_options,
+        ...(turn.language ? { language: turn.language } : {}),
+      };
+      const outcome = await runtime.infer(
+        entry.id,
+        { task: entry.config.task, audio, text: turn.prompt, language: turn.language, options },
+        {
+          signal: this.#gone.signal,
+          onEvent: (event) => {
+            if (event.type !== 'text' || !event.delta) return;
+            sent += event.delta;
+            this.#send({
+              type: 'conversation.item.input_audio_transcription.delta',
+              ...item,
+              delta: event.delta,
+            });
+          },
+        },
+      );
+      const transcript = outcome.result.text ?? sent;
+      // Engines that answer whole still give the client its delta before the completed event.
+      if (transcript.startsWith(sent) && transcript.length > sent.length)
+        this.#send({
+          type: 'conversation.item.input_audio_transcription.delta',
+          ...item,
+          delta: transcript.slice(sent.length),
+        });
+      const seconds = Math.ceil(audio.samples.length / audio.sampleRate);
+      this.#send({
+        type: 'conversation.item.input_audio_transcription.completed',
+        ...item,
+        transcript,
+        usage: { type: 'duration', seconds },
+      });
+      this.#deps.log.info(
+        { session: this.id, turn: n, model: entry.id, audio_s: audio.samples.length / audio.sampleRate },
+        `realtime turn ${n} completed in ${(performance.now() - started).toFixed(1)} ms`,
+      );
+    } catch (err) {
+      if (this.#gone.signal.aborted) return;
+      this.#send({
+        type: 'conversation.item.input_audio_transcription.failed',
+        ...item,
+        error: errorBody(err),
+      });
+      this.#deps.log.info({ session: this.id, turn: n, err }, `realtime turn ${n} failed`);
+    }
+  }
+
+  #gaSession() {
+    return {
+      type: 'transcription',
+      id: this.id,
+      object: 'realtime.transcription_session',
+      audio: {
+        input: {
+          format: gaFormat(this.#format),
+          transcription: {
+            model: this.#model ?? null,
+            language: this.#language ?? null,
+            prompt: this.#prompt ?? '',
+          },
+          turn_detection: null,
+          noise_reduction: null,
+        },
+      },
+      include: this.#include,
+    };
+  }
+
+  #betaSession() {
+    const { encoding } = this.#format;
+    return {
+      id: this.id,
+      object: 'realtime.transcription_session',
+      input_audio_format: encoding,
+      input_audio_transcription: {
+        model: this.#model ?? null,
+        language: this.#language ?? null,
+        prompt: this.#prompt ?? '',
+      },
+      turn_detection: null,
+      input_audio_noise_reduction: null,
+      include: this.#include,
+    };
+  }
+
+  #sendError(error: ErrorBody, clientEventId?: string): void {
+    this.#send({ type: 'error', error: { ...error, event_id: clientEventId ?? null } });
+  }
+
+  #send(event: Record<string, unknown>): void {
+    const ws = this.#ws;
+    if (ws.readyState !== ws.OPEN) return;
+    // A client that does not read cannot make voxd hold its events without bound.
+    if (ws.bufferedAmount > SEND_BUFFER_BYTES) {
+      ws.close(1008, 'the client is not reading its events');
+      return;
+    }
+    ws.send(JSON.stringify({ event_id: id('event'), ...event }));
+  }
+}
+
+/** The error object of an error event: the HTTP error body's, as the catalogue maps it. */
+function errorBody(err: unknown): ErrorBody {
+  const { error } = toHttp(err).body as { error: ErrorBody };
+  return error;
+}
+
+function formatOf(type: keyof typeof GA_TYPES, rate: number | null | undefined): InputFormat {
+  const encoding = GA_TYPES[type]!;
+  if (encoding === 'pcm16') return { encoding, rate: rate ?? 24000 };
+  if (rate != null && rate !== 8000)
+    throw new VoxdError(
+      'E_INVALID_REQUEST',
+      `session.audio.input.format.rate: ${rate} is invalid; ${type} is 8000 Hz`,
+      { param: 'session.audio.input.format.rate' },
+    );
+  return { encoding, rate: 8000 };
+}
+
+const sameFormat = (a: InputFormat, b: InputFormat) => a.encoding === b.encoding && a.rate === b.rate;

@@ -1,0 +1,140 @@
+/**
+ * The WebSocket upgrade of `GET /v1/realtime` on voxd's own port (and TLS when voxd serves TLS),
+ * through `ws`. Everything that can refuse a session refuses it at the upgrade, as an HTTP answer
+ * with the usual error body: an unknown path (404), keys (401/403, as HTTP, scope inference), a
+ * browser Origin that CORS does not allow (403), a shutdown (503), an unknown or non-ASR model in
+ * `?model=` (404/400). A session's events then flow on the socket (session.ts).
+ */
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { WebSocketServer } from 'ws';
+import { modelEntry, requireTask } from '../../api/model-lookup.js';
+import type { ServerConfig } from '../../config/types.js';
+import { VoxdError } from '../../errors.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import { authorize, REALTIME_PATH } from '../transport/auth.js';
+import { toHttp } from '../transport/errors.js';
+import type { Route } from '../transport/route.js';
+import { RealtimeSession } from './session.js';
+
+/**
+ * The largest event a client may send: OpenAI allows 15 MiB of audio an event, which is about
+ * 20 MiB as base64 in its JSON.
+ */
+export const MAX_EVENT_BYTES = 21 << 20;
+
+export interface RealtimeDeps {
+  runtime: Runtime;
+  config: ServerConfig;
+  logger: Logger;
+  /** The route the upgrade answers for (its scope is the key check's). */
+  route: Route;
+}
+
+export interface RealtimeFrontEnd {
+  /** Answers an `upgrade` event of the HTTP server. */
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
+  /** Ends every session at a shutdown: turns in progress end, then an error event and 1001. */
+  closeAll(): Promise<void>;
+  /** Drops every session now (a shutdown's deadline). */
+  cut(): void;
+  /** Open sessions. */
+  readonly size: number;
+}
+
+export function realtimeFrontEnd({ runtime, config, logger, route }: RealtimeDeps): RealtimeFrontEnd {
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_EVENT_BYTES,
+    // Browsers offer the key as a subprotocol; the answer must be one they offered, never the key.
+    handleProtocols: (offered) => (offered.has('realtime') ? 'realtime' : false),
+  });
+  const sessions = new Set<RealtimeSession>();
+
+  const refuse = (socket: Socket, err: unknown): void => {
+    const { status, body, headers } = toHttp(err);
+    const json = JSON.stringify(body);
+    const extra = Object.entries(headers ?? {})
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n${extra}Connection: close\r\n\r\n${json}`,
+    );
+  };
+
+  const admit = async (req: IncomingMessage, url: URL): Promise<string | undefined> => {
+    if (url.pathname !== REALTIME_PATH)
+      throw new VoxdError(
+        'E_NOT_FOUND',
+        `no WebSocket endpoint at ${url.pathname}; the realtime one is ${REALTIME_PATH}`,
+      );
+    authorize(req, url.pathname, route, config, () => url.searchParams.get('api_key'));
+    checkOrigin(req, config);
+    if (runtime.closing)
+      throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sessions');
+    const model = url.searchParams.get('model') ?? undefined;
+    if (model !== undefined) {
+      const entry = await modelEntry(runtime, model);
+      requireTask(entry.config, ['asr', 'diar'], REALTIME_PATH);
+    }
+    return model;
+  };
+
+  return {
+    upgrade(req, socket, head) {
+      // A socket error after the client left is its own business, never the process's.
+      socket.on('error', () => socket.destroy());
+      const url = new URL(req.url ?? '/', 'http://voxd.invalid');
+      admit(req, url).then(
+        (model) => {
+          if (socket.destroyed) return;
+          wss.handleUpgrade(req, socket, head, (ws) => {
+            const log = logger;
+            const session = new RealtimeSession(ws, { runtime, config, log, model });
+            sessions.add(session);
+            log.info({ session: session.id, model }, `realtime session ${session.id} opened`);
+            ws.on('close', (code) => {
+              sessions.delete(session);
+              log.info({ session: session.id, code }, `realtime session ${session.id} closed (${code})`);
+            });
+            ws.on('error', (err) => log.debug({ err, session: session.id }, 'realtime socket error'));
+          });
+        },
+        (err: unknown) => {
+          if (!socket.destroyed) refuse(socket, err);
+        },
+      );
+    },
+    async closeAll() {
+      await Promise.all([...sessions].map((s) => s.shutdown()));
+    },
+    cut() {
+      for (const client of wss.clients) client.terminate();
+    },
+    get size() {
+      return sessions.size;
+    },
+  };
+}
+
+/**
+ * A browser sends its page's Origin: with `cors_origins "*"` any page may open a session, otherwise
+ * only voxd's own pages (the web UI), whose Origin is the host the upgrade came to. Clients that are
+ * not browsers send no Origin.
+ */
+function checkOrigin(req: IncomingMessage, config: ServerConfig): void {
+  const origin = req.headers.origin;
+  if (origin === undefined || config.cors_origins === '*') return;
+  let host: string | undefined;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    host = undefined;
+  }
+  if (host === undefined || host !== req.headers.host)
+    throw new VoxdError(
+      'E_FORBIDDEN',
+      `a page of another origin may not open a realtime session (Origin ${JSON.stringify(origin).slice(0, 100)}); start voxd with --cors-origins '*' to allow it`,
+    );
+}

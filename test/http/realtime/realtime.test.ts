@@ -1,0 +1,422 @@
+/**
+ * The realtime transcription WebSocket (/v1/realtime) with the fixture engine: the official openai
+ * SDK's OpenAIRealtimeWS (it always connects over wss, so the server serves the committed test
+ * certificate) in the GA and beta session shapes, a raw `ws` client for the edges (errors that leave
+ * the session open, refusals at the upgrade), and the admission contract for turns (a turn holds one
+ * slot; a client that leaves frees it; a shutdown ends sessions with 1001).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import OpenAI from 'openai';
+import { OpenAIRealtimeWS } from 'openai/realtime/ws';
+import { WebSocket } from 'ws';
+import { suiteServer } from '../../helpers/suite-server.js';
+import {
+  fixtureModel,
+  get,
+  post,
+  type TestServer,
+  waitUntil,
+  whenRuntime,
+  withServer,
+} from '../../helpers/voxd.js';
+
+const TLS = fileURLToPath(new URL('../../../../test/fixtures/tls/', import.meta.url));
+const CA = readFileSync(`${TLS}cert.pem`);
+const SECURE = { tls_cert_file: `${TLS}cert.pem`, tls_key_file: `${TLS}key.pem` };
+
+// biome-ignore lint/suspicious/noExplicitAny: events are checked as plain JSON
+type Event = any;
+
+/** The events a socket received, and a wait for the next one of a type. */
+class Events {
+  readonly all: Event[] = [];
+  readonly #waiters: { type: string; resolve(e: Event): void }[] = [];
+
+  push(event: Event): void {
+    this.all.push(event);
+    for (const w of this.#waiters.filter((w) => w.type === event.type)) {
+      this.#waiters.splice(this.#waiters.indexOf(w), 1);
+      w.resolve(event);
+    }
+  }
+
+  /** The first event of `type` after the `seen` first ones, waiting for it (5 s at most). */
+  next(type: string, seen = 0): Promise<Event> {
+    const found = this.all.slice(seen).find((e) => e.type === type);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`no ${type} event; got ${this.types().join(' ')}`)),
+        5000,
+      );
+      this.#waiters.push({
+        type,
+        resolve: (e) => {
+          clearTimeout(timer);
+          resolve(e);
+        },
+      });
+    });
+  }
+
+  types(): string[] {
+    return this.all.map((e) => e.type);
+  }
+}
+
+/** A raw client on `base` (http(s) URL); resolves once open, or rejects with the refusal's status and body. */
+function connect(
+  base: string,
+  path = '/v1/realtime',
+  options: { headers?: Record<string, string>; protocols?: string[] } = {},
+): Promise<{ ws: WebSocket; events: Events; send(event: unknown): void }> {
+  const ws = new WebSocket(base.replace(/^http/, 'ws') + path, options.protocols ?? [], {
+    headers: options.headers,
+    ca: CA,
+  });
+  const events = new Events();
+  ws.on('message', (data) => events.push(JSON.parse(data.toString())));
+  return new Promise((resolve, reject) => {
+    ws.on('open', () => resolve({ ws, events, send: (event) => ws.send(JSON.stringify(event)) }));
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => {
+        body += chunk;
+      });
+      res.on('end', () =>
+        reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, body })),
+      );
+    });
+    ws.on('error', reject);
+  });
+}
+
+/** The refusal of an upgrade: its status and error body. */
+async function refused(
+  base: string,
+  path: string,
+  options?: Parameters<typeof connect>[2],
+): Promise<{ status: number; error: Event }> {
+  const err = await connect(base, path, options).then(
+    ({ ws }) => {
+      ws.close();
+      throw new Error(`${path} was accepted`);
+    },
+    (e: { status?: number; body?: string }) => e,
+  );
+  assert.ok(err.status, `an HTTP refusal, not ${String(err)}`);
+  return { status: err.status!, error: JSON.parse(err.body!).error };
+}
+
+/** Registers `asr`, whose runs wait on the gate at `gate` (the session cannot send options). */
+async function gatedModel(s: TestServer, gate: string): Promise<void> {
+  const res = await post(
+    s.url,
+    '/v1/models/load',
+    fixtureModel('asr', { task: 'asr', default_request_options: { run_gate: gate } }),
+  );
+  assert.equal(res.status, 200, res.body.toString());
+}
+
+const silence = (bytes: number) => Buffer.alloc(bytes).toString('base64');
+const report = (completed: Event) => JSON.parse(completed.transcript);
+
+describe('/v1/realtime through the official openai SDK', () => {
+  const s = suiteServer({
+    ...SECURE,
+    models: [fixtureModel('asr', { task: 'asr' }), fixtureModel('tts', { task: 'tts' })],
+  });
+
+  const open = async (model: string) => {
+    const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'unused' });
+    const rt = new OpenAIRealtimeWS({ model, options: { ca: CA } }, client);
+    const events = new Events();
+    rt.on('event', (e: Event) => events.push(e));
+    rt.on('error', () => {});
+    await new Promise<void>((resolve, reject) => {
+      rt.socket.on('open', resolve);
+      rt.socket.on('error', reject);
+    });
+    return { rt, events };
+  };
+
+  test('GA shape, audio/pcm at 24 kHz, manual commit: committed, the item, deltas, then completed', async () => {
+    const { rt, events } = await open('asr');
+    try {
+      const created = await events.next('session.created');
+      assert.equal(created.session.type, 'transcription');
+      assert.deepEqual(created.session.audio.input.format, { type: 'audio/pcm', rate: 24000 });
+      assert.equal(created.session.audio.input.transcription.model, 'asr');
+      rt.send({
+        type: 'session.update',
+        session: {
+          type: 'transcription',
+          audio: {
+            input: {
+              format: { type: 'audio/pcm', rate: 24000 },
+              transcription: { language: 'en', prompt: 'context' },
+              turn_detection: null,
+            },
+          },
+        },
+      });
+      const updated = await events.next('session.updated');
+      assert.equal(updated.session.audio.input.transcription.language, 'en');
+      // 1.5 s in three appends, one of them cutting a sample in two.
+      const pcm = Buffer.alloc(72000);
+      rt.send({ type: 'input_audio_buffer.append', audio: pcm.subarray(0, 24001).toString('base64') });
+      rt.send({ type: 'input_audio_buffer.append', audio: pcm.subarray(24001, 48000).toString('base64') });
+      rt.send({ type: 'input_audio_buffer.append', audio: pcm.subarray(48000).toString('base64') });
+      rt.send({ type: 'input_audio_buffer.commit' });
+      const completed = await events.next('conversation.item.input_audio_transcription.completed');
+      const committed = await events.next('input_audio_buffer.committed');
+      assert.equal(committed.previous_item_id, null);
+      assert.equal(completed.item_id, committed.item_id);
+      const types = events.types();
+      const order = [
+        'input_audio_buffer.committed',
+        'conversation.item.added',
+        'conversation.item.done',
+        'conversation.item.input_audio_transcription.delta',
+        'conversation.item.input_audio_transcription.completed',
+      ].map((t) => types.indexOf(t));
+      assert.deepEqual(
+        [...order].sort((a, b) => a - b),
+        order,
+        types.join(' '),
+      );
+      assert.ok(
+        order.every((i) => i >= 0),
+        types.join(' '),
+      );
+      const deltas = events.all.filter((e) => e.type === 'conversation.item.input_audio_transcription.delta');
+      assert.equal(deltas.map((d) => d.delta).join(''), completed.transcript);
+      // The fixture reports what it was given: 1.5 s resampled to its 16 kHz, the language.
+      const heard = report(completed);
+      assert.equal(heard.audio.samples, 24000);
+      assert.equal(heard.language, 'en');
+      assert.deepEqual(completed.usage, { type: 'duration', seconds: 2 });
+      // A second turn names the first as its previous item.
+      rt.send({ type: 'input_audio_buffer.append', audio: silence(4800) });
+      rt.send({ type: 'input_audio_buffer.commit' });
+      const second = await events.next('input_audio_buffer.committed', types.length);
+      assert.equal(second.previous_item_id, committed.item_id);
+      await events.next('conversation.item.input_audio_transcription.completed', types.length);
+    } finally {
+      rt.close();
+    }
+  });
+
+  test('beta shape, g711_ulaw at 8 kHz: transcription_session.created/updated and conversation.item.created', async () => {
+    const { rt, events } = await open('asr');
+    try {
+      await events.next('session.created');
+      // The SDK's own types are GA only; older SDKs (and .NET's) send this beta shape.
+      rt.send({
+        type: 'transcription_session.update',
+        session: {
+          input_audio_format: 'g711_ulaw',
+          input_audio_transcription: { model: 'asr' },
+          turn_detection: null,
+        },
+      } as never);
+      assert.equal(
+        (await events.next('transcription_session.created')).session.input_audio_format,
+        'g711_ulaw',
+      );
+      const updated = await events.next('transcription_session.updated');
+      assert.equal(updated.session.input_audio_transcription.model, 'asr');
+      // 0xff is µ-law's zero: one second of it.
+      rt.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(8000, 0xff).toString('base64') });
+      rt.send({ type: 'input_audio_buffer.commit' });
+      const completed = await events.next('conversation.item.input_audio_transcription.completed');
+      assert.ok(events.types().includes('conversation.item.created'));
+      assert.ok(!events.types().includes('conversation.item.added'));
+      assert.equal(report(completed).audio.samples, 16000);
+      assert.equal(report(completed).audio.rms, 0);
+    } finally {
+      rt.close();
+    }
+  });
+});
+
+describe('/v1/realtime edges, with a raw ws client', () => {
+  const s = suiteServer({
+    models: [fixtureModel('asr', { task: 'asr' }), fixtureModel('tts', { task: 'tts' })],
+  });
+
+  test('errors are events naming the field, and the session goes on', async () => {
+    const { ws, events, send } = await connect(s.url, '/v1/realtime?model=asr');
+    try {
+      await events.next('session.created');
+      const errorAfter = async (act: () => void) => {
+        const seen = events.all.length;
+        act();
+        return (await events.next('error', seen)).error;
+      };
+      let error = await errorAfter(() => ws.send('{"type": "session.update", '));
+      assert.equal(error.type, 'invalid_request_error');
+      error = await errorAfter(() => ws.send(Buffer.from([1, 2, 3])));
+      assert.match(error.message, /binary frames/);
+      error = await errorAfter(() => send({ type: 'response.create', event_id: 'mine' }));
+      assert.equal(error.param, 'type');
+      assert.equal(error.event_id, 'mine');
+      error = await errorAfter(() => send({ type: 'input_audio_buffer.append', audio: 'not base64!' }));
+      assert.equal(error.param, 'audio');
+      error = await errorAfter(() =>
+        send({
+          type: 'session.update',
+          session: { audio: { input: { format: { type: 'audio/pcm', rate: 'fast' } } } },
+        }),
+      );
+      assert.equal(error.param, 'session.audio.input.format.rate');
+      assert.match(error.message, /"fast"/);
+      error = await errorAfter(() =>
+        send({ type: 'session.update', session: { audio: { input: { transcription: { model: 'nope' } } } } }),
+      );
+      assert.equal(error.param, 'session.audio.input.transcription.model');
+      assert.equal(error.code, 'model_not_found');
+      error = await errorAfter(() =>
+        send({ type: 'session.update', session: { audio: { input: { transcription: { model: 'tts' } } } } }),
+      );
+      assert.equal(error.param, 'session.audio.input.transcription.model');
+      assert.match(error.message, /task 'tts'/);
+      error = await errorAfter(() =>
+        send({
+          type: 'session.update',
+          session: { audio: { input: { turn_detection: { type: 'server_vad' } } } },
+        }),
+      );
+      assert.equal(error.param, 'session.audio.input.turn_detection');
+      error = await errorAfter(() => send({ type: 'input_audio_buffer.commit' }));
+      assert.equal(error.code, 'input_audio_buffer_commit_empty');
+      // A refused update changed nothing: the model is still asr and a turn goes through.
+      send({ type: 'input_audio_buffer.append', audio: silence(4800) });
+      send({ type: 'input_audio_buffer.clear' });
+      await events.next('input_audio_buffer.cleared');
+      send({ type: 'input_audio_buffer.append', audio: silence(4800) });
+      send({ type: 'input_audio_buffer.commit' });
+      const completed = await events.next('conversation.item.input_audio_transcription.completed');
+      assert.equal(report(completed).audio.samples, 1600);
+    } finally {
+      ws.close();
+    }
+  });
+
+  test('refusals happen at the upgrade, as HTTP answers with the error body', async () => {
+    let r = await refused(s.url, '/v1/elsewhere');
+    assert.equal(r.status, 404);
+    r = await refused(s.url, '/v1/realtime?model=nope');
+    assert.equal(r.status, 404);
+    assert.equal(r.error.code, 'model_not_found');
+    r = await refused(s.url, '/v1/realtime?model=tts');
+    assert.equal(r.status, 400);
+    r = await refused(s.url, '/v1/realtime?model=asr', { headers: { Origin: 'https://elsewhere.example' } });
+    assert.equal(r.status, 403);
+    assert.match(r.error.message, /--cors-origins/);
+    // A page of voxd's own origin may.
+    const host = new URL(s.url).host;
+    const own = await connect(s.url, '/v1/realtime?model=asr', { headers: { Origin: `https://${host}` } });
+    own.ws.close();
+    const plain = await get(s.url, '/v1/realtime');
+    assert.equal(plain.status, 426);
+    assert.equal(plain.json.error.code, 'upgrade_required');
+  });
+});
+
+describe('/v1/realtime keys', () => {
+  const KEY = 'sk-realtime-test-0123456789';
+  const s = suiteServer({
+    ...SECURE,
+    api_keys: [{ key: KEY, scope: 'inference' }],
+    models: [fixtureModel('asr', { task: 'asr' })],
+  });
+
+  test('no key is a 401 at the upgrade; a Bearer header, ?api_key= or the key subprotocol opens a session', async () => {
+    const r = await refused(s.url, '/v1/realtime?model=asr');
+    assert.equal(r.status, 401);
+    assert.equal((await refused(s.url, '/v1/realtime?model=asr&api_key=wrong')).status, 401);
+    for (const way of [
+      connect(s.url, '/v1/realtime?model=asr', { headers: { Authorization: `Bearer ${KEY}` } }),
+      connect(s.url, `/v1/realtime?model=asr&api_key=${KEY}`),
+      connect(s.url, '/v1/realtime?model=asr', { protocols: ['realtime', `openai-insecure-api-key.${KEY}`] }),
+    ]) {
+      const { ws, events } = await way;
+      await events.next('session.created');
+      ws.close();
+    }
+    const { ws } = await connect(s.url, '/v1/realtime?model=asr', {
+      protocols: ['realtime', `openai-insecure-api-key.${KEY}`],
+    });
+    assert.equal(ws.protocol, 'realtime', 'the answer is the realtime subprotocol, never the key');
+    ws.close();
+  });
+});
+
+describe('/v1/realtime turns under the admission contract', () => {
+  test('a turn holds one slot while it runs; a client that leaves cancels it and frees the slot', async () => {
+    await withServer({ ui_management: true }, async (s) => {
+      const gate = s.gate('rt-turn');
+      await gatedModel(s, gate.path);
+      const { ws, events, send } = await connect(s.url, '/v1/realtime?model=asr');
+      await events.next('session.created');
+      const scheduler = () => s.voxd.runtime.get('asr').scheduler.snapshot();
+      assert.equal(scheduler().activeRequests, 0, 'an idle session holds nothing');
+      send({ type: 'input_audio_buffer.append', audio: silence(4800) });
+      send({ type: 'input_audio_buffer.commit' });
+      await waitUntil('the turn runs', () => s.fixture.record.of('asr', 'run-start').length === 1);
+      assert.equal(scheduler().activeRequests, 1);
+      ws.terminate();
+      await whenRuntime(s.voxd.runtime, 'the slot is free', () => scheduler().activeRequests === 0);
+      const ends = s.fixture.record.of('asr', 'run-end');
+      assert.equal((ends.at(-1) as { outcome?: string } | undefined)?.outcome, 'aborted');
+    });
+  });
+
+  test('a failing run is a failed event with the engine error; the next turn still runs', async () => {
+    await withServer(
+      {
+        models: [
+          fixtureModel('asr', { task: 'asr' }),
+          fixtureModel('bad', { task: 'asr', default_request_options: { run_fail: 'true' } }),
+        ],
+      },
+      async (s) => {
+        const { ws, events, send } = await connect(s.url, '/v1/realtime?model=bad');
+        await events.next('session.created');
+        send({ type: 'input_audio_buffer.append', audio: silence(4800) });
+        send({ type: 'input_audio_buffer.commit' });
+        const failed = await events.next('conversation.item.input_audio_transcription.failed');
+        assert.equal(failed.error.code, 'engine_error');
+        send({ type: 'session.update', session: { audio: { input: { transcription: { model: 'asr' } } } } });
+        send({ type: 'input_audio_buffer.append', audio: silence(4800) });
+        send({ type: 'input_audio_buffer.commit' });
+        await events.next('conversation.item.input_audio_transcription.completed');
+        ws.close();
+      },
+    );
+  });
+
+  test('a shutdown lets the turn in progress finish, then sends an error event and closes with 1001', async () => {
+    await withServer({ ui_management: true }, async (s) => {
+      const gate = s.gate('rt-shutdown');
+      await gatedModel(s, gate.path);
+      const { ws, events, send } = await connect(s.url, '/v1/realtime?model=asr');
+      await events.next('session.created');
+      const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+      send({ type: 'input_audio_buffer.append', audio: silence(4800) });
+      send({ type: 'input_audio_buffer.commit' });
+      await waitUntil('the turn runs', () => s.fixture.record.of('asr', 'run-start').length === 1);
+      const closing = s.voxd.close();
+      await gate.open();
+      await events.next('conversation.item.input_audio_transcription.completed');
+      const error = await events.next('error');
+      assert.equal(error.error.code, 'shutting_down');
+      assert.equal(await closed, 1001);
+      await closing;
+    });
+  });
+});
