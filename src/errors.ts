@@ -37,6 +37,8 @@ export const ERROR_CODES = {
   E_BODY_BUDGET: { status: 503, type: 'server_busy', apiCode: 'body_budget' },
   /** The server holds max_connections connections already; sent with Retry-After, then closed. */
   E_TOO_MANY_CONNECTIONS: { status: 503, type: 'server_busy', apiCode: 'too_many_connections' },
+  /** max_realtime_sessions sessions are open already; sent with Retry-After at the upgrade. */
+  E_TOO_MANY_SESSIONS: { status: 503, type: 'server_busy', apiCode: 'too_many_sessions' },
   /** A holder overran the busy timeout, or the wait for a slot timed out. */
   E_BUSY: { status: 503, type: 'server_busy', apiCode: 'server_busy' },
   /** The model's wait queue holds max_queued_requests already; sent with Retry-After. */

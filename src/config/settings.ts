@@ -493,6 +493,36 @@ const GROUPS = [
             'Client connections the server keeps open at once (idle keep-alive ones included). A connection past it is answered at once with 503 `server_busy` (code `too_many_connections`, `Retry-After: 1`, `Connection: close`) and closed, without reading its request.',
         },
       ),
+      countSetting(
+        'max_realtime_sessions',
+        256,
+        ['realtime WebSocket sessions at most, past it 503, 0 = no limit'],
+        {
+          zero: 'no limit',
+          meaning:
+            'Realtime sessions (`/v1/realtime`, [realtime.md](realtime.md)) open at once. One more is refused at its upgrade with 503 `server_busy` (code `too_many_sessions`, `Retry-After: 1`). Each session is also a connection under `max_connections`.',
+        },
+      ),
+      countSetting(
+        'realtime_idle_timeout_ms',
+        300_000,
+        ['close a realtime session that sends nothing this long, 0 = never'],
+        {
+          zero: 'never',
+          meaning:
+            "A realtime session whose client sends no event for this long (a turn in progress does not count as idle) gets an `error` event (code `session_idle_timeout`) and is closed with 1000. Pings answered by the client's WebSocket library do not count: an event does.",
+        },
+      ),
+      countSetting(
+        'realtime_max_session_ms',
+        3_600_000,
+        ['close a realtime session this long after it opened, 0 = never'],
+        {
+          zero: 'never',
+          meaning:
+            "A realtime session's longest life (OpenAI's is 60 minutes): then its turn in progress finishes, it gets an `error` event (code `session_expired`) and is closed with 1000. A client reconnects for a new session.",
+        },
+      ),
       define('live_ingest', bespoke<LiveIngestConfig>(), {
         doc: {
           type: 'object',

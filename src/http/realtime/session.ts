@@ -13,6 +13,7 @@ import { modelEntry, requireTask } from '../../api/model-lookup.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
 import { showValue, VoxdError } from '../../errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import type { Timer } from '../../util/clock.js';
 import { parseJsonText } from '../../util/json-text.js';
 import { toHttp } from '../transport/errors.js';
 import {
@@ -33,6 +34,9 @@ const TASKS: readonly TaskToken[] = ['asr', 'diar'];
 export const SEND_BUFFER_BYTES = 4 << 20;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** How often a session pings its client; one left unanswered by the next ping ends the session. */
+export const KEEPALIVE_MS = 30_000;
 
 /** Events received and not yet handled before the socket is paused. */
 const INBOX_EVENTS = 16;
@@ -91,11 +95,19 @@ export class RealtimeSession {
   #turns: Promise<void> = Promise.resolve();
   #turnCount = 0;
 
+  /** The idle, lifetime and keepalive timers, cancelled when the session closes. */
+  readonly #timers: Timer[] = [];
+  #idle: Timer | undefined;
+  #running = 0;
+  #pongDue = false;
+
   constructor(ws: WebSocket, deps: SessionDeps) {
     this.#ws = ws;
     this.#deps = deps;
     this.#model = deps.model;
+    this.#startTimers();
     ws.on('message', (data, binary) => {
+      this.#armIdle();
       // Events wait in line while one is handled (an update resolving its model): past a few, the
       // socket is paused, so a client cannot queue events faster than they are handled.
       if (++this.#waiting >= INBOX_EVENTS) ws.pause();
@@ -104,7 +116,13 @@ export class RealtimeSession {
         if (--this.#waiting < INBOX_EVENTS && ws.isPaused) ws.resume();
       });
     });
-    ws.on('close', () => this.#gone.abort(new VoxdError('E_CLIENT_GONE', 'the client closed the session')));
+    ws.on('close', () => {
+      for (const timer of [...this.#timers, this.#idle]) timer?.cancel();
+      this.#gone.abort(new VoxdError('E_CLIENT_GONE', 'the client closed the session'));
+    });
+    ws.on('pong', () => {
+      this.#pongDue = false;
+    });
     this.#send({ type: 'session.created', session: this.#gaSession() });
   }
 
@@ -114,15 +132,65 @@ export class RealtimeSession {
   }
 
   /** The shutdown: turns in progress end (bounded by the runtime's deadline), then 1001. */
-  async shutdown(): Promise<void> {
-    await this.settled();
-    this.#sendError({
+  shutdown(): Promise<void> {
+    return this.#end(1001, {
       type: 'server_error',
       code: 'shutting_down',
       message: 'voxd is shutting down; reconnect to another instance',
       param: null,
     });
-    this.#ws.close(1001, 'server shutting down');
+  }
+
+  /** Ends the session once its turns have: a last error event saying why, then the close. */
+  async #end(code: number, why: ErrorBody): Promise<void> {
+    await this.settled();
+    this.#sendError(why);
+    this.#ws.close(code, why.code);
+  }
+
+  #startTimers(): void {
+    const { clock } = this.#deps.runtime;
+    const { realtime_max_session_ms: lifetime } = this.#deps.config;
+    if (lifetime > 0)
+      this.#timers.push(
+        clock.after(lifetime, () => {
+          void this.#end(1000, {
+            type: 'invalid_request_error',
+            code: 'session_expired',
+            message: `the session reached realtime_max_session_ms (${lifetime} ms); open a new one`,
+            param: null,
+          });
+        }),
+      );
+    // A peer that stopped answering pings is gone, whatever its TCP connection says.
+    this.#timers.push(
+      clock.every(KEEPALIVE_MS, () => {
+        if (this.#pongDue) {
+          this.#ws.terminate();
+          return;
+        }
+        this.#pongDue = true;
+        this.#ws.ping();
+      }),
+    );
+    this.#armIdle();
+  }
+
+  /** (Re)starts the idle timer: the client's every event, and the end of each turn, restart it. */
+  #armIdle(): void {
+    const ms = this.#deps.config.realtime_idle_timeout_ms;
+    // A turn cancelled by the client's leaving ends after the close: nothing to time then.
+    if (ms <= 0 || this.#gone.signal.aborted) return;
+    this.#idle?.cancel();
+    this.#idle = this.#deps.runtime.clock.after(ms, () => {
+      if (this.#running > 0) return this.#armIdle();
+      void this.#end(1000, {
+        type: 'invalid_request_error',
+        code: 'session_idle_timeout',
+        message: `the client sent no event for realtime_idle_timeout_ms (${ms} ms)`,
+        param: null,
+      });
+    });
   }
 
   get signal(): AbortSignal {
@@ -310,7 +378,13 @@ export class RealtimeSession {
     }
     const model = this.#model;
     const turn = { itemId, audio, model, language: this.#language, prompt: this.#prompt };
-    this.#turns = this.#turns.then(() => this.#transcribe(turn));
+    this.#running++;
+    this.#turns = this.#turns
+      .then(() => this.#transcribe(turn))
+      .finally(() => {
+        this.#running--;
+        this.#armIdle();
+      });
   }
 
   /** One turn: its transcript as deltas (at least one) and then completed, or failed. */

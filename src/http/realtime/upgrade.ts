@@ -7,7 +7,7 @@
  */
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import { modelEntry, requireTask } from '../../api/model-lookup.js';
 import type { ServerConfig } from '../../config/types.js';
 import { VoxdError } from '../../errors.js';
@@ -51,6 +51,8 @@ export function realtimeFrontEnd({ runtime, config, logger, route }: RealtimeDep
     handleProtocols: (offered) => (offered.has('realtime') ? 'realtime' : false),
   });
   const sessions = new Set<RealtimeSession>();
+  /** Upgrades being checked: they count against max_realtime_sessions until they open or fail. */
+  let opening = 0;
 
   const refuse = (socket: Socket, err: unknown): void => {
     const { status, body, headers } = toHttp(err);
@@ -73,6 +75,16 @@ export function realtimeFrontEnd({ runtime, config, logger, route }: RealtimeDep
     checkOrigin(req, config);
     if (runtime.closing)
       throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sessions');
+    const max = config.max_realtime_sessions;
+    // `opening` counts this upgrade too.
+    if (max > 0 && sessions.size + opening > max)
+      throw new VoxdError(
+        'E_TOO_MANY_SESSIONS',
+        `${max} realtime sessions are open (max_realtime_sessions)`,
+        {
+          retryAfterS: 1,
+        },
+      );
     const model = url.searchParams.get('model') ?? undefined;
     if (model !== undefined) {
       const entry = await modelEntry(runtime, model);
@@ -81,27 +93,34 @@ export function realtimeFrontEnd({ runtime, config, logger, route }: RealtimeDep
     return model;
   };
 
+  const open = (ws: WebSocket, model: string | undefined): void => {
+    const session = new RealtimeSession(ws, { runtime, config, log: logger, model });
+    sessions.add(session);
+    logger.info({ session: session.id, model }, `realtime session ${session.id} opened`);
+    ws.on('close', (code) => {
+      sessions.delete(session);
+      logger.info({ session: session.id, code }, `realtime session ${session.id} closed (${code})`);
+    });
+    ws.on('error', (err) => logger.debug({ err, session: session.id }, 'realtime socket error'));
+  };
+
   return {
     upgrade(req, socket, head) {
       // A socket error after the client left is its own business, never the process's.
       socket.on('error', () => socket.destroy());
       const url = new URL(req.url ?? '/', 'http://voxd.invalid');
+      opening++;
       admit(req, url).then(
         (model) => {
-          if (socket.destroyed) return;
-          wss.handleUpgrade(req, socket, head, (ws) => {
-            const log = logger;
-            const session = new RealtimeSession(ws, { runtime, config, log, model });
-            sessions.add(session);
-            log.info({ session: session.id, model }, `realtime session ${session.id} opened`);
-            ws.on('close', (code) => {
-              sessions.delete(session);
-              log.info({ session: session.id, code }, `realtime session ${session.id} closed (${code})`);
-            });
-            ws.on('error', (err) => log.debug({ err, session: session.id }, 'realtime socket error'));
-          });
+          // The session is in `sessions` once handleUpgrade returns (ws calls back synchronously).
+          try {
+            if (!socket.destroyed) wss.handleUpgrade(req, socket, head, (ws) => open(ws, model));
+          } finally {
+            opening--;
+          }
         },
         (err: unknown) => {
+          opening--;
           if (!socket.destroyed) refuse(socket, err);
         },
       );

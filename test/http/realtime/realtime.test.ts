@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { WebSocket } from 'ws';
+import { ManualClock } from '../../helpers/manual-clock.js';
 import { suiteServer } from '../../helpers/suite-server.js';
 import {
   fixtureModel,
@@ -417,6 +418,119 @@ describe('/v1/realtime turns under the admission contract', () => {
       assert.equal(error.error.code, 'shutting_down');
       assert.equal(await closed, 1001);
       await closing;
+    });
+  });
+});
+
+describe('/v1/realtime limits', () => {
+  const closedWith = (ws: WebSocket) =>
+    new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+
+  test('max_realtime_sessions: one more is a 503 too_many_sessions with Retry-After; a closed one makes room', async () => {
+    await withServer(
+      { max_realtime_sessions: 1, models: [fixtureModel('asr', { task: 'asr' })] },
+      async (s) => {
+        const first = await connect(s.url, '/v1/realtime?model=asr');
+        await first.events.next('session.created');
+        const err = await connect(s.url, '/v1/realtime?model=asr').then(
+          () => assert.fail('a second session was accepted'),
+          (e: { status?: number; body?: string }) => e,
+        );
+        assert.equal(err.status, 503);
+        assert.equal(JSON.parse(err.body!).error.code, 'too_many_sessions');
+        const closed = closedWith(first.ws);
+        first.ws.close();
+        await closed;
+        await waitUntil('the session is gone', async () => {
+          const next = await connect(s.url, '/v1/realtime?model=asr').catch(() => undefined);
+          next?.ws.close();
+          return next !== undefined;
+        });
+      },
+    );
+  });
+
+  test('an append past max_audio_seconds is an audio_too_long error event, and the buffer keeps what it had', async () => {
+    await withServer({ max_audio_seconds: 1, models: [fixtureModel('asr', { task: 'asr' })] }, async (s) => {
+      const { ws, events, send } = await connect(s.url, '/v1/realtime?model=asr');
+      await events.next('session.created');
+      send({ type: 'input_audio_buffer.append', audio: silence(36000) });
+      send({ type: 'input_audio_buffer.append', audio: silence(24000) });
+      const error = (await events.next('error')).error;
+      assert.equal(error.code, 'audio_too_long');
+      assert.equal(error.param, 'audio');
+      send({ type: 'input_audio_buffer.commit' });
+      const completed = await events.next('conversation.item.input_audio_transcription.completed');
+      assert.equal(report(completed).audio.samples, 12000);
+      ws.close();
+    });
+  });
+
+  test('idle and lifetime limits run on the server clock and end the session with a reason', async () => {
+    const clock = new ManualClock();
+    await withServer(
+      {
+        realtime_idle_timeout_ms: 1000,
+        realtime_max_session_ms: 5000,
+        models: [fixtureModel('asr', { task: 'asr' })],
+      },
+      { clock },
+      async (s) => {
+        let { ws, events, send } = await connect(s.url, '/v1/realtime?model=asr');
+        await events.next('session.created');
+        clock.advance(999);
+        send({ type: 'input_audio_buffer.clear' });
+        await events.next('input_audio_buffer.cleared');
+        // The event restarted the idle timer: 999 ms more is still within it.
+        clock.advance(999);
+        let closed = closedWith(ws);
+        clock.advance(1);
+        assert.equal((await events.next('error')).error.code, 'session_idle_timeout');
+        assert.equal(await closed, 1000);
+
+        ({ ws, events, send } = await connect(s.url, '/v1/realtime?model=asr'));
+        await events.next('session.created');
+        closed = closedWith(ws);
+        for (let t = 0; t < 5; t++) {
+          // Busy enough never to be idle (an event every 900 ms), it still ends at its lifetime.
+          const seen = events.all.length;
+          send({ type: 'input_audio_buffer.clear' });
+          await events.next('input_audio_buffer.cleared', seen);
+          clock.advance(900);
+        }
+        assert.ok(!events.types().includes('error'), 'not idle, not expired at 4.5 s');
+        const seen = events.all.length;
+        send({ type: 'input_audio_buffer.clear' });
+        await events.next('input_audio_buffer.cleared', seen);
+        clock.advance(500);
+        await events.next('error');
+        assert.equal(events.all.find((e) => e.type === 'error')?.error.code, 'session_expired');
+        assert.equal(await closed, 1000);
+      },
+    );
+  });
+
+  test('a peer that does not answer pings is dropped at the next ping; one that answers stays', async () => {
+    const clock = new ManualClock();
+    await withServer({ models: [fixtureModel('asr', { task: 'asr' })] }, { clock }, async (s) => {
+      const live = await connect(s.url, '/v1/realtime?model=asr');
+      const mute = new WebSocket(`${s.url.replace(/^http/, 'ws')}/v1/realtime?model=asr`, {
+        autoPong: false,
+      });
+      const pinged = new Promise<void>((resolve) => mute.once('ping', () => resolve()));
+      await new Promise((resolve) => mute.on('open', resolve));
+      const closed = closedWith(mute);
+      const livePinged = new Promise<void>((resolve) => live.ws.once('ping', () => resolve()));
+      clock.advance(30_000);
+      await Promise.all([pinged, livePinged]);
+      // The answering peer's pong went out before its 'ping' event; an event sent after it and
+      // answered proves the server has read the pong before the next ping decides.
+      live.send({ type: 'input_audio_buffer.clear' });
+      await live.events.next('input_audio_buffer.cleared');
+      clock.advance(30_000);
+      assert.equal(await closed, 1006);
+      assert.equal(live.ws.readyState, WebSocket.OPEN);
+      live.ws.close();
     });
   });
 });
