@@ -5,7 +5,7 @@
  * written to a fresh TCP connection, built from valid requests and then mutated: HTTP framing, JSON
  * bodies of every POST route, multipart uploads, WAV headers (as uploads and as base64), media for
  * ffmpeg (playlists and indirection formats, real containers with absurd rates and channel counts:
- * media.ts) and live PCM bodies. A case passes when the server answers 2xx/4xx/503 (or closes the connection) within
+ * media.ts), live PCM bodies and realtime WebSocket sessions (websocket.ts). A case passes when the server answers 2xx/4xx/503 (or closes the connection) within
  * its deadline; a 5xx other than 503, or silence past the deadline, is a finding. Every
  * `--check-every` cases and at the end the server must still be healthy and hold nothing: no active
  * or queued requests, file descriptors and child processes back near the baseline.
@@ -20,6 +20,7 @@ import { mulberry32 } from '../helpers/prng.js';
 import { parseResponse } from '../helpers/raw-http.js';
 import { fixtureModel, startServer, type TestServer } from '../helpers/voxd.js';
 import { mediaInput, mediaProblem } from './media.js';
+import { websocketCase } from './websocket.js';
 
 // ---------------------------------------------------------------- PRNG
 
@@ -724,6 +725,8 @@ interface Generated {
   request: Buffer;
   /** The client closes after writing (it never waits for an answer). */
   earlyClose?: boolean;
+  /** Bytes written 50 ms after the request (a WebSocket's close frame, once its events had time to be answered). */
+  trailer?: Buffer;
   /** Write the bytes in this many pieces (parsers must not care where writes split). */
   pieces?: number;
   /** What the answer shows that it must not, beyond its status (media cases). */
@@ -733,12 +736,24 @@ interface Generated {
 export function generate(seed: number, index: number): Generated {
   const rng = new Rng(caseSeed(seed, index));
   const kind = rng.int(100);
-  if (kind < 25) return framingCase(rng);
-  if (kind < 50) return jsonCase(rng);
-  if (kind < 65) return multipartCase(rng);
-  if (kind < 77) return wavCase(rng);
-  if (kind < 90) return mediaCase(rng);
-  return liveCase(rng);
+  if (kind < 23) return framingCase(rng);
+  if (kind < 46) return jsonCase(rng);
+  if (kind < 60) return multipartCase(rng);
+  if (kind < 71) return wavCase(rng);
+  if (kind < 83) return mediaCase(rng);
+  if (kind < 92) return liveCase(rng);
+  const ws = websocketCase(
+    rng,
+    (obj) => mutateObject(rng, obj),
+    (text) => mutateJsonText(rng, text),
+  );
+  return {
+    category: 'websocket /v1/realtime',
+    request: ws.request,
+    earlyClose: ws.earlyClose,
+    ...(ws.trailer ? { trailer: ws.trailer } : {}),
+    check: (outcome) => ws.check(outcome.body),
+  };
 }
 
 export interface Outcome {
@@ -777,8 +792,9 @@ export function runCase(url: string, gen: Generated): Promise<Outcome> {
       else if (res?.complete && res.headers['transfer-encoding']) finish(settled(res));
     });
     socket.on('close', () => {
-      const res = parseResponse(Buffer.concat(received));
-      finish(res ? settled(res) : { status: 'closed' });
+      const raw = Buffer.concat(received);
+      const res = parseResponse(raw);
+      finish(res ? settled(res, raw) : { status: 'closed' });
     });
     socket.on('connect', async () => {
       const pieces = gen.pieces ?? 1;
@@ -787,6 +803,10 @@ export function runCase(url: string, gen: Generated): Promise<Outcome> {
         if (done) return;
         socket.write(gen.request.subarray(at, at + step));
         if (pieces > 1) await new Promise((r) => setTimeout(r, 1));
+      }
+      if (gen.trailer && !done) {
+        await new Promise((r) => setTimeout(r, 50));
+        if (!done) socket.write(gen.trailer);
       }
       if (gen.earlyClose) {
         await new Promise((r) => setTimeout(r, 2));
@@ -801,7 +821,12 @@ export function runCase(url: string, gen: Generated): Promise<Outcome> {
   });
 }
 
-function settled(res: ReturnType<typeof parseResponse> & object): Outcome {
+function settled(res: ReturnType<typeof parseResponse> & object, raw?: Buffer): Outcome {
+  // A 101 has no HTTP body: what follows its head is the WebSocket's frames, events in clear text.
+  if (res.status === 101 && raw) {
+    const frames = raw.subarray(raw.indexOf('\r\n\r\n') + 4, raw.indexOf('\r\n\r\n') + 4 + 65536);
+    return { status: 101, body: frames.toString('utf8') };
+  }
   const text = res.body.toString('utf8');
   // A streamed answer's status is 200 from the start; a server fault shows as an SSE error event.
   const match = /"type":"error","error":\{"message":"([^"]*)","type":"(\w+)"/.exec(text);
@@ -816,7 +841,8 @@ export function acceptable(outcome: Outcome): boolean {
   if (typeof outcome.status !== 'number') return true;
   if (outcome.sseError === 'server_error') return false;
   const s = outcome.status;
-  return (s >= 200 && s < 300) || (s >= 400 && s < 500) || s === 503;
+  // 101: a realtime session began; its events are the case's own check (websocket.ts).
+  return s === 101 || (s >= 200 && s < 300) || (s >= 400 && s < 500) || s === 503;
 }
 
 // ---------------------------------------------------------------- leak checks

@@ -213,8 +213,13 @@ export class RealtimeSession {
         );
       const fields = raw as Record<string, unknown>;
       if (typeof fields['event_id'] === 'string') clientEventId = fields['event_id'];
-      const check = CLIENT_EVENTS[fields['type'] as ClientEvent['type']];
-      if (typeof fields['type'] !== 'string' || !check)
+      const type = fields['type'];
+      // Own keys only: "constructor" or "__proto__" is not an event, and a non-string is no key.
+      const check =
+        typeof type === 'string' && Object.hasOwn(CLIENT_EVENTS, type)
+          ? CLIENT_EVENTS[type as ClientEvent['type']]
+          : undefined;
+      if (!check)
         throw new VoxdError(
           'E_INVALID_REQUEST',
           `type: ${showValue(fields['type'])} is not an event voxd takes; expected one of: ${Object.keys(CLIENT_EVENTS).join(', ')}`,
@@ -222,7 +227,10 @@ export class RealtimeSession {
         );
       await this.#handle(check(fields));
     } catch (err) {
-      this.#sendError(errorBody(err), clientEventId);
+      const mapped = toHttp(err);
+      // A fault of voxd's own, not of the event: logged in full, as a request's would be.
+      if (mapped.internal) this.#deps.log.error({ err, session: this.id }, 'realtime event failed');
+      this.#sendError((mapped.body as { error: ErrorBody }).error, clientEventId);
     }
   }
 

@@ -265,6 +265,12 @@ describe('/v1/realtime edges, with a raw ws client', () => {
       error = await errorAfter(() => send({ type: 'response.create', event_id: 'mine' }));
       assert.equal(error.param, 'type');
       assert.equal(error.event_id, 'mine');
+      // Found by the fuzzer: a type that is an object, or a name of Object's own members.
+      for (const type of [[{}], { a: 1 }, 'constructor', '__proto__', 'toString']) {
+        error = await errorAfter(() => send({ type }));
+        assert.equal(error.param, 'type', JSON.stringify(type));
+        assert.equal(error.type, 'invalid_request_error');
+      }
       error = await errorAfter(() => send({ type: 'input_audio_buffer.append', audio: 'not base64!' }));
       assert.equal(error.param, 'audio');
       error = await errorAfter(() =>

@@ -1,0 +1,201 @@
+/**
+ * The fuzzer's WebSocket category: an upgrade to /v1/realtime (sometimes a broken one), then client
+ * frames built from valid realtime events and mutated at both levels: the event JSON (fields of the
+ * wrong type, junk, invalid UTF-8) and the framing (unmasked frames, reserved bits and opcodes,
+ * fragments, oversized control frames, lengths past the event limit, binary frames). Every case
+ * ends with a close frame (sent 50 ms after the events, so that they are answered) or by dropping
+ * the connection, so a session that is still open at the end is a hang. The answer must be a refusal (4xx/503) or a 101 whose events hold no server_error.
+ */
+import type { Rng } from './fuzz.js';
+
+/** Client frames are masked (RFC 6455 5.3); `mask: false` is one of the mutations. */
+function frame(
+  rng: Rng,
+  opcode: number,
+  payload: Buffer,
+  {
+    fin = true,
+    mask = true,
+    rsv = 0,
+    declared,
+  }: { fin?: boolean; mask?: boolean; rsv?: number; declared?: bigint } = {},
+): Buffer {
+  const length = declared ?? BigInt(payload.length);
+  const head: number[] = [(fin ? 0x80 : 0) | (rsv << 4) | opcode];
+  const maskBit = mask ? 0x80 : 0;
+  let extended = Buffer.alloc(0);
+  if (length < 126n) head.push(maskBit | Number(length));
+  else if (length < 65536n) {
+    head.push(maskBit | 126);
+    extended = Buffer.alloc(2);
+    extended.writeUInt16BE(Number(length));
+  } else {
+    head.push(maskBit | 127);
+    extended = Buffer.alloc(8);
+    extended.writeBigUInt64BE(length);
+  }
+  if (!mask) return Buffer.concat([Buffer.from(head), extended, payload]);
+  const key = rng.bytes(4);
+  const masked = Buffer.from(payload);
+  for (let i = 0; i < masked.length; i++) masked[i]! ^= key[i % 4]!;
+  return Buffer.concat([Buffer.from(head), extended, key, masked]);
+}
+
+const CLOSE = (rng: Rng) => frame(rng, 8, Buffer.from([0x03, 0xe8]));
+
+/** A realtime event of every kind voxd takes, and some it does not. */
+function event(
+  rng: Rng,
+  mutate: (o: Record<string, unknown>) => Record<string, unknown>,
+): Record<string, unknown> {
+  const audio = () => rng.bytes(rng.pick([0, 1, 2, 3, 160, 4800])).toString('base64');
+  const events: (() => Record<string, unknown>)[] = [
+    () => ({ type: 'input_audio_buffer.append', audio: audio() }),
+    () => ({ type: 'input_audio_buffer.commit' }),
+    () => ({ type: 'input_audio_buffer.clear' }),
+    () => ({
+      type: 'session.update',
+      session: {
+        type: 'transcription',
+        audio: {
+          input: {
+            format: rng.pick([
+              { type: 'audio/pcm', rate: 24000 },
+              { type: 'audio/pcmu' },
+              { type: 'audio/pcma' },
+            ]),
+            transcription: { model: rng.pick(['fz-asr', 'fz-asr-live', 'fz-tts', 'nope']), language: 'en' },
+            turn_detection: null,
+          },
+        },
+      },
+    }),
+    () => ({
+      type: 'transcription_session.update',
+      session: { input_audio_format: rng.pick(['pcm16', 'g711_ulaw', 'g711_alaw']), turn_detection: null },
+    }),
+    () => ({ type: rng.pick(['response.create', 'conversation.item.create', '', 'x'.repeat(200)]) }),
+  ];
+  const base = rng.pick(events)();
+  return rng.chance(0.3) ? mutate(base) : base;
+}
+
+/** The upgrade request, valid or broken in one way. */
+function handshake(rng: Rng): { head: string; valid: boolean } {
+  const headers: [string, string][] = [
+    ['Host', '127.0.0.1'],
+    ['Upgrade', 'websocket'],
+    ['Connection', 'Upgrade'],
+    ['Sec-WebSocket-Key', rng.bytes(16).toString('base64')],
+    ['Sec-WebSocket-Version', '13'],
+  ];
+  let target = `/v1/realtime?model=${rng.pick(['fz-asr', 'fz-asr', 'fz-asr-live'])}`;
+  let valid = true;
+  if (rng.chance(0.2)) {
+    valid = false;
+    switch (rng.int(7)) {
+      case 0:
+        headers[3] = ['Sec-WebSocket-Key', rng.pick(['', 'short', '!!!!'])];
+        break;
+      case 1:
+        headers[4] = ['Sec-WebSocket-Version', rng.pick(['8', '', '99999999999'])];
+        break;
+      case 2:
+        target = rng.pick([
+          '/v1/realtime?model=nope',
+          '/v1/realtime?model=fz-tts',
+          '/v1/elsewhere',
+          '/v1/realtime?model=%ff',
+        ]);
+        break;
+      case 3:
+        headers.push(['Origin', 'https://elsewhere.example']);
+        break;
+      case 4:
+        headers.push([
+          'Sec-WebSocket-Protocol',
+          rng.pick(['realtime, openai-insecure-api-key.x', ',,,', 'a'.repeat(500)]),
+        ]);
+        valid = true;
+        break;
+      case 5:
+        headers[1] = ['Upgrade', rng.pick(['h2c', 'websocket2', ''])];
+        break;
+      default:
+        target = '/v1/realtime';
+        valid = true;
+    }
+  }
+  const head = `GET ${target} HTTP/1.1\r\n${headers.map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  return { head, valid };
+}
+
+export function websocketCase(
+  rng: Rng,
+  mutate: (o: Record<string, unknown>) => Record<string, unknown>,
+  mutateText: (text: string) => string,
+): {
+  request: Buffer;
+  earlyClose: boolean;
+  /** The close frame, sent once the events had time to be answered. */
+  trailer: Buffer | undefined;
+  check: (body: string | undefined) => string | undefined;
+} {
+  const { head } = handshake(rng);
+  const frames: Buffer[] = [];
+  let earlyClose = false;
+  for (let n = rng.range(1, 6); n > 0; n--) {
+    const text = JSON.stringify(event(rng, mutate));
+    let payload = Buffer.from(rng.chance(0.15) ? mutateText(text) : text, 'utf8');
+    if (rng.chance(0.05)) payload = Buffer.concat([payload, Buffer.from([0xc3, 0x28, 0xff])]); // invalid UTF-8
+    if (!rng.chance(0.25)) {
+      frames.push(frame(rng, 1, payload));
+      continue;
+    }
+    switch (rng.int(8)) {
+      case 0:
+        frames.push(frame(rng, 1, payload, { mask: false }));
+        break;
+      case 1:
+        frames.push(frame(rng, 1, payload, { rsv: rng.range(1, 7) }));
+        break;
+      case 2:
+        frames.push(frame(rng, rng.pick([3, 4, 5, 6, 7, 11, 12, 13, 14, 15]), payload));
+        break;
+      case 3:
+        frames.push(frame(rng, 2, payload));
+        break;
+      case 4: {
+        // A message in fragments, sometimes with a ping between them.
+        const cut = rng.int(payload.length + 1);
+        frames.push(frame(rng, 1, payload.subarray(0, cut), { fin: false }));
+        if (rng.chance(0.5)) frames.push(frame(rng, 9, Buffer.from('p')));
+        frames.push(frame(rng, 0, payload.subarray(cut)));
+        break;
+      }
+      case 5:
+        frames.push(frame(rng, rng.pick([9, 10]), rng.bytes(rng.pick([0, 125, 126, 300]))));
+        break;
+      case 6:
+        // A length past the 21 MiB event limit, or one the frame never delivers (then the client leaves).
+        if (rng.chance(0.5))
+          frames.push(frame(rng, 1, payload, { declared: rng.pick([22n << 20n, 1n << 62n]) }));
+        else {
+          frames.push(frame(rng, 1, payload, { declared: BigInt(payload.length + 1000) }));
+          earlyClose = true;
+        }
+        break;
+      default:
+        frames.push(frame(rng, 0, payload)); // a continuation with nothing to continue
+    }
+  }
+  if (!earlyClose && rng.chance(0.1)) earlyClose = true;
+  const request = Buffer.concat([Buffer.from(head, 'latin1'), ...frames]);
+  return {
+    request,
+    earlyClose,
+    trailer: earlyClose ? undefined : CLOSE(rng),
+    check: (body) =>
+      body?.includes('"type":"server_error"') ? `a server_error event: ${body.slice(0, 300)}` : undefined,
+  };
+}
