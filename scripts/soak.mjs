@@ -12,6 +12,7 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { WebSocket } from 'ws';
 import { mulberry32 } from '../dist/test/helpers/prng.js';
 
 const MAIN = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
@@ -729,6 +730,96 @@ const OPS = [
     },
   ],
 ];
+
+// --- realtime sessions (/v1/realtime) -------------------------------------------------------------
+const STATUS_OF_TYPE = {
+  server_busy: 503,
+  timeout_error: 504,
+  server_error: 500,
+  invalid_request_error: 400,
+};
+
+/**
+ * One realtime session: opened on `model`, `turns` committed buffers of 16 kHz PCM, each answered
+ * by completed (200) or failed (the error's status); `leaveAfterMs` leaves mid-turn instead (an
+ * abort). Resolves with what check() reads: a status, the error as the body, the time taken.
+ */
+function realtimeSession(model, turns, leaveAfterMs) {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${BASE.replace(/^http/, 'ws')}/v1/realtime?model=${model}`, {
+      ca: CA,
+      headers: SECURE ? { Authorization: `Bearer ${ADMIN_KEY}` } : {},
+    });
+    let outcome;
+    let left = turns;
+    const end = (r) => {
+      if (outcome) return;
+      outcome = { ms: performance.now() - started, ...r };
+      clearTimeout(deadline);
+      ws.terminate();
+      resolve(outcome);
+    };
+    const deadline = setTimeout(() => end({ status: 'hang' }), REQUEST_DEADLINE_MS);
+    const turn = () => {
+      ws.send(
+        JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm(int(50, 400)).toString('base64') }),
+      );
+      ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
+      if (leaveAfterMs !== undefined) setTimeout(() => end({ status: 'aborted' }), leaveAfterMs);
+    };
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c) => {
+        body += c;
+      });
+      res.on('end', () => end({ status: res.statusCode, body }));
+    });
+    ws.on('error', (err) => end({ status: 'neterr', error: err.message }));
+    ws.on('close', () => end({ status: 'neterr', error: 'the session closed unasked' }));
+    ws.on('message', (data) => {
+      const e = JSON.parse(data.toString());
+      if (e.type === 'session.created') {
+        ws.send(
+          JSON.stringify({
+            type: 'session.update',
+            session: {
+              audio: { input: { format: { type: 'audio/pcm', rate: 16000 }, turn_detection: null } },
+            },
+          }),
+        );
+      } else if (e.type === 'session.updated') turn();
+      else if (e.type === 'error') end({ status: 400, body: JSON.stringify(e) });
+      else if (e.type === 'conversation.item.input_audio_transcription.failed') {
+        end({ status: STATUS_OF_TYPE[e.error.type] ?? 500, body: JSON.stringify({ error: e.error }) });
+      } else if (e.type === 'conversation.item.input_audio_transcription.completed') {
+        if (--left > 0) turn();
+        else end({ status: 200, body: '' });
+      }
+    });
+  });
+}
+
+OPS.push(
+  [
+    3,
+    'realtime',
+    async () => {
+      const model = pick(['asr-s', WD]);
+      check('realtime', await realtimeSession(model, int(1, 3)), { model, overrun: model === WD });
+    },
+  ],
+  [
+    2,
+    'realtime-leave',
+    async () => {
+      const model = pick(['asr-s', WD]);
+      const r = await realtimeSession(model, 1, int(0, 60));
+      // A turn can finish before its client leaves: then the session ended as it would have.
+      check('realtime-leave', r, { model, expectAbort: true, overrun: model === WD });
+    },
+  ],
+);
 const TOTAL = OPS.reduce((s, [w]) => s + w, 0);
 function nextOp() {
   let x = rand() * TOTAL;
