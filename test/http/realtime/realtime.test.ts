@@ -364,7 +364,7 @@ describe('/v1/realtime keys', () => {
 });
 
 describe('/v1/realtime turns under the admission contract', () => {
-  test('a turn holds one slot while it runs; a client that leaves cancels it and frees the slot', async () => {
+  test('[time.disconnect-executing] a realtime turn holds one slot while it runs; a client that leaves cancels it and frees the slot', async () => {
     await withServer({ ui_management: true }, async (s) => {
       const gate = s.gate('rt-turn');
       await gatedModel(s, gate.path);
@@ -407,7 +407,7 @@ describe('/v1/realtime turns under the admission contract', () => {
     );
   });
 
-  test('a shutdown lets the turn in progress finish, then sends an error event and closes with 1001', async () => {
+  test('[time.custom-listener] a shutdown lets a realtime turn in progress finish, then sends an error event and closes with 1001', async () => {
     await withServer({ ui_management: true }, async (s) => {
       const gate = s.gate('rt-shutdown');
       await gatedModel(s, gate.path);
