@@ -122,6 +122,15 @@ async function gatedModel(s: TestServer, gate: string): Promise<void> {
   assert.equal(res.status, 200, res.body.toString());
 }
 
+/** ITU-T G.711 µ-law of one 16-bit sample (the encoder a telephone gateway runs). */
+function muLaw(sample: number): number {
+  const sign = sample < 0 ? 0x80 : 0;
+  const magnitude = Math.min(Math.abs(sample), 32635) + 0x84;
+  let exponent = 7;
+  for (let mask = 0x4000; (magnitude & mask) === 0 && exponent > 0; mask >>= 1) exponent--;
+  return ~(sign | (exponent << 4) | ((magnitude >> (exponent + 3)) & 0x0f)) & 0xff;
+}
+
 const silence = (bytes: number) => Buffer.alloc(bytes).toString('base64');
 const report = (completed: Event) => JSON.parse(completed.transcript);
 
@@ -230,14 +239,21 @@ describe('/v1/realtime through the official openai SDK', () => {
       );
       const updated = await events.next('transcription_session.updated');
       assert.equal(updated.session.input_audio_transcription.model, 'asr');
-      // 0xff is µ-law's zero: one second of it.
-      rt.send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(8000, 0xff).toString('base64') });
+      // One second of a 200 Hz tone at a quarter of full scale, as µ-law bytes (0xff is its zero,
+      // 0x80 its largest positive step): it must arrive at the engine with that loudness.
+      const tone = Buffer.from(
+        Array.from({ length: 8000 }, (_, i) =>
+          muLaw(Math.round(8192 * Math.sin((2 * Math.PI * 200 * i) / 8000))),
+        ),
+      );
+      rt.send({ type: 'input_audio_buffer.append', audio: tone.toString('base64') });
       rt.send({ type: 'input_audio_buffer.commit' });
       const completed = await events.next('conversation.item.input_audio_transcription.completed');
       assert.ok(events.types().includes('conversation.item.created'));
       assert.ok(!events.types().includes('conversation.item.added'));
       assert.equal(report(completed).audio.samples, 16000);
-      assert.equal(report(completed).audio.rms, 0);
+      const rms = report(completed).audio.rms;
+      assert.ok(Math.abs(rms - 0.25 / Math.SQRT2) < 0.01, `rms ${rms}`);
     } finally {
       rt.close();
     }
