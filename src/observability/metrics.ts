@@ -57,6 +57,9 @@ export class Metrics {
   readonly #rtf: Histogram<'model' | 'task'>;
   readonly #firstOutput: Histogram<'model' | 'route'>;
   readonly #restarts: Counter<'model'>;
+  readonly #realtimeSessions: Gauge;
+  readonly #realtimeTurns: Counter<'model' | 'outcome'>;
+  readonly #realtimeLatency: Histogram<'model'>;
   /** route → method → children. */
   readonly #http = new Map<string, Map<string, HttpChildren>>();
   /** model → task → children. */
@@ -111,6 +114,21 @@ export class Metrics {
     this.#restarts = counter(
       'voxd_runner_restarts_total',
       'Engine runners lost under requests: crashed, or killed to stop one request while others ran on it',
+      ['model'],
+    );
+    this.#realtimeSessions = new Gauge({
+      name: 'voxd_realtime_sessions',
+      help: 'Realtime WebSocket sessions open now',
+      registers,
+    });
+    this.#realtimeTurns = counter(
+      'voxd_realtime_turns_total',
+      'Realtime turns by how they ended: completed, failed (an error event), cancelled (the client left)',
+      ['model', 'outcome'],
+    );
+    this.#realtimeLatency = histogram(
+      'voxd_realtime_transcript_seconds',
+      "Time from a realtime turn's commit to its completed transcript (queue, load and run included)",
       ['model'],
     );
     const gauge = (name: string, help: string, read: (s: ModelSample) => number | null) =>
@@ -273,6 +291,17 @@ export class Metrics {
   /** A stream's first audio or text, `seconds` after its request arrived. Streams are few: no cache. */
   firstOutput(model: string, route: string, seconds: number): void {
     this.#firstOutput.labels(model, route).observe(seconds);
+  }
+
+  /** A realtime session opened (+1) or closed (-1). */
+  realtimeSession(delta: 1 | -1): void {
+    this.#realtimeSessions.inc(delta);
+  }
+
+  /** A realtime turn ended; `seconds` from its commit, for a completed one. */
+  realtimeTurn(model: string, outcome: 'completed' | 'failed' | 'cancelled', seconds?: number): void {
+    this.#realtimeTurns.labels(model, outcome).inc();
+    if (seconds !== undefined) this.#realtimeLatency.labels(model).observe(seconds);
   }
 
   runnerRestarted(model: string): void {

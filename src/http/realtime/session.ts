@@ -12,6 +12,7 @@ import type { WebSocket } from 'ws';
 import { modelEntry, requireTask } from '../../api/model-lookup.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
 import { showValue, VoxdError } from '../../errors.js';
+import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { Timer } from '../../util/clock.js';
 import { parseJsonText } from '../../util/json-text.js';
@@ -66,6 +67,8 @@ export interface SessionDeps {
   log: Logger;
   /** The model the upgrade URL named (`?model=`), the session's until an update names another. */
   model: string | undefined;
+  /** The server's metrics (turns by outcome, commit-to-transcript time); absent outside a server. */
+  metrics?: Metrics;
 }
 
 const id = (prefix: string) => `${prefix}_${randomBytes(9).toString('base64url')}`;
@@ -385,7 +388,8 @@ export class RealtimeSession {
       this.#send({ type: 'conversation.item.done', previous_item_id: previous, item });
     }
     const model = this.#model;
-    const turn = { itemId, audio, model, language: this.#language, prompt: this.#prompt };
+    const committedAt = performance.now();
+    const turn = { itemId, audio, model, language: this.#language, prompt: this.#prompt, committedAt };
     this.#running++;
     this.#turns = this.#turns
       .then(() => this.#transcribe(turn))
@@ -402,10 +406,12 @@ export class RealtimeSession {
     model: string | undefined;
     language: string | undefined;
     prompt: string | undefined;
+    committedAt: number;
   }): Promise<void> {
     const { itemId, audio } = turn;
     const n = ++this.#turnCount;
-    const started = performance.now();
+    const { metrics } = this.#deps;
+    let modelId = turn.model ?? '';
     const item = { item_id: itemId, content_index: 0 };
     let sent = '';
     try {
@@ -418,6 +424,7 @@ export class RealtimeSession {
         );
       const { runtime } = this.#deps;
       const entry = await modelEntry(runtime, turn.model);
+      modelId = entry.id;
       requireTask(entry.config, TASKS, '/v1/realtime');
       const options = {
         ...entry.config.default_request_options,
@@ -454,12 +461,20 @@ export class RealtimeSession {
         transcript,
         usage: { type: 'duration', seconds },
       });
+      const ms = performance.now() - turn.committedAt;
+      metrics?.realtimeTurn(entry.id, 'completed', ms / 1000);
       this.#deps.log.info(
-        { session: this.id, turn: n, model: entry.id, audio_s: audio.samples.length / audio.sampleRate },
-        `realtime turn ${n} completed in ${(performance.now() - started).toFixed(1)} ms`,
+        { session: this.id, turn: n, model: entry.id, audio_s: audio.samples.length / audio.sampleRate, ms },
+        `realtime turn ${n} completed ${ms.toFixed(1)} ms after its commit`,
       );
     } catch (err) {
-      if (this.#gone.signal.aborted) return;
+      // Only registered models are labels (an unknown name is no label value a client can add).
+      const labelled = modelId !== '' && this.#deps.runtime.has(modelId);
+      if (this.#gone.signal.aborted) {
+        if (labelled) metrics?.realtimeTurn(modelId, 'cancelled');
+        return;
+      }
+      if (labelled) metrics?.realtimeTurn(modelId, 'failed');
       this.#send({
         type: 'conversation.item.input_audio_transcription.failed',
         ...item,

@@ -12,6 +12,7 @@ import { modelEntry, requireTask } from '../../api/model-lookup.js';
 import type { ServerConfig } from '../../config/types.js';
 import { VoxdError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
+import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { authorize, REALTIME_PATH } from '../transport/auth.js';
 import { toHttp } from '../transport/errors.js';
@@ -30,6 +31,7 @@ export interface RealtimeDeps {
   logger: Logger;
   /** The route the upgrade answers for (its scope is the key check's). */
   route: Route;
+  metrics?: Metrics;
 }
 
 export interface RealtimeFrontEnd {
@@ -43,7 +45,13 @@ export interface RealtimeFrontEnd {
   readonly size: number;
 }
 
-export function realtimeFrontEnd({ runtime, config, logger, route }: RealtimeDeps): RealtimeFrontEnd {
+export function realtimeFrontEnd({
+  runtime,
+  config,
+  logger,
+  route,
+  metrics,
+}: RealtimeDeps): RealtimeFrontEnd {
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: MAX_EVENT_BYTES,
@@ -94,11 +102,13 @@ export function realtimeFrontEnd({ runtime, config, logger, route }: RealtimeDep
   };
 
   const open = (ws: WebSocket, model: string | undefined): void => {
-    const session = new RealtimeSession(ws, { runtime, config, log: logger, model });
+    const session = new RealtimeSession(ws, { runtime, config, log: logger, model, metrics });
     sessions.add(session);
+    metrics?.realtimeSession(1);
     logger.info({ session: session.id, model }, `realtime session ${session.id} opened`);
     ws.on('close', (code) => {
       sessions.delete(session);
+      metrics?.realtimeSession(-1);
       logger.info({ session: session.id, code }, `realtime session ${session.id} closed (${code})`);
     });
     ws.on('error', (err) => logger.debug({ err, session: session.id }, 'realtime socket error'));

@@ -489,7 +489,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   server.on('clientError', onClientError);
   // WebSocket sessions (the realtime API) on the same port; their socket counts as a connection
   // with a request in progress, so a drain ends the sessions itself rather than dropping them.
-  const realtime = realtimeFrontEnd({ runtime, config, logger, route: realtimeRoute });
+  const realtime = realtimeFrontEnd({ runtime, config, logger, route: realtimeRoute, metrics });
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     if (wasRefused(socket)) return;
     connections.set(socket, 1);

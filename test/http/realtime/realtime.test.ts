@@ -423,6 +423,44 @@ describe('/v1/realtime turns under the admission contract', () => {
     );
   });
 
+  test('metrics: sessions open now, turns by outcome, the time from commit to transcript', async () => {
+    await withServer(
+      {
+        models: [
+          fixtureModel('asr', { task: 'asr' }),
+          fixtureModel('bad', { task: 'asr', default_request_options: { run_fail: 'true' } }),
+        ],
+      },
+      async (s) => {
+        const metric = async (pattern: string) => {
+          const text = (await get(s.url, '/metrics')).body.toString('utf8');
+          const line = text.split('\n').find((l) => l.startsWith(pattern));
+          return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+        };
+        const { ws, events, send } = await connect(s.url, '/v1/realtime?model=asr');
+        await events.next('session.created');
+        assert.equal(await metric('voxd_realtime_sessions '), 1);
+        send({ type: 'input_audio_buffer.append', audio: silence(4800) });
+        send({ type: 'input_audio_buffer.commit' });
+        await events.next('conversation.item.input_audio_transcription.completed');
+        send({ type: 'session.update', session: { audio: { input: { transcription: { model: 'bad' } } } } });
+        send({ type: 'input_audio_buffer.append', audio: silence(4800) });
+        send({ type: 'input_audio_buffer.commit' });
+        await events.next('conversation.item.input_audio_transcription.failed');
+        assert.equal(await metric('voxd_realtime_turns_total{model="asr",outcome="completed"}'), 1);
+        assert.equal(await metric('voxd_realtime_turns_total{model="bad",outcome="failed"}'), 1);
+        assert.equal(await metric('voxd_realtime_transcript_seconds_count{model="asr"}'), 1);
+        const closed = new Promise((resolve) => ws.on('close', resolve));
+        ws.close();
+        await closed;
+        await waitUntil(
+          'the session is counted out',
+          async () => (await metric('voxd_realtime_sessions ')) === 0,
+        );
+      },
+    );
+  });
+
   test('[time.custom-listener] a shutdown lets a realtime turn in progress finish, then sends an error event and closes with 1001', async () => {
     await withServer({ ui_management: true }, async (s) => {
       const gate = s.gate('rt-shutdown');
