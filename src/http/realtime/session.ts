@@ -39,6 +39,13 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /** How often a session pings its client; one left unanswered by the next ping ends the session. */
 export const KEEPALIVE_MS = 30_000;
 
+/**
+ * The longest turn a session buffers, whatever max_audio_seconds allows (3 hours by default): its
+ * samples are held until the commit, and 256 sessions of 3 hours would be terabytes. Two minutes
+ * of 24 kHz audio is 11 MiB; a client dictating longer commits as it goes.
+ */
+export const BUFFER_SECONDS = 120;
+
 /** Events received and not yet handled before the socket is paused. */
 const INBOX_EVENTS = 16;
 
@@ -331,22 +338,21 @@ export class RealtimeSession {
       throw new VoxdError('E_INVALID_REQUEST', `audio: ${showValue(audio.slice(0, 40))} is not base64`, {
         param: 'audio',
       });
-    let bytes: Uint8Array = Buffer.from(audio, 'base64');
+    const decoded = Buffer.from(audio, 'base64');
     const { encoding, rate } = this.#format;
-    if (this.#carry !== undefined) {
-      bytes = Buffer.concat([Buffer.of(this.#carry), bytes]);
-      this.#carry = undefined;
-    }
+    const bytes = this.#carry === undefined ? decoded : Buffer.concat([Buffer.of(this.#carry), decoded]);
     const whole = bytes.length - (bytes.length % bytesPerSample(encoding));
-    if (whole < bytes.length) this.#carry = bytes[whole];
-    const samples = decodeSamples(bytes.subarray(0, whole), encoding);
-    const maxSeconds = this.#deps.config.max_audio_seconds;
-    if (maxSeconds > 0 && (this.#frames + samples.length) / rate > maxSeconds)
+    const configured = this.#deps.config.max_audio_seconds;
+    const limit = configured > 0 ? Math.min(configured, BUFFER_SECONDS) : BUFFER_SECONDS;
+    if ((this.#frames + whole / bytesPerSample(encoding)) / rate > limit)
       throw new VoxdError(
         'E_AUDIO_TOO_LONG',
-        `input_audio_buffer: the buffer would hold more than max_audio_seconds (${maxSeconds} s); commit or clear it`,
+        `input_audio_buffer: the buffer would hold more than ${limit} s of audio (${limit === configured ? 'max_audio_seconds' : "a realtime turn's limit"}); commit or clear it`,
         { param: 'audio' },
       );
+    // The refused append above left the buffer as it was; this one's odd byte waits for the next.
+    this.#carry = whole < bytes.length ? bytes[whole] : undefined;
+    const samples = decodeSamples(bytes.subarray(0, whole), encoding);
     if (samples.length === 0) return;
     this.#pieces.push(samples);
     this.#frames += samples.length;

@@ -510,18 +510,35 @@ describe('/v1/realtime limits', () => {
     );
   });
 
+  test('a turn longer than 120 s is refused whatever max_audio_seconds allows', async () => {
+    await withServer({ models: [fixtureModel('asr', { task: 'asr' })] }, async (s) => {
+      const { ws, events, send } = await connect(s.url, '/v1/realtime?model=asr');
+      await events.next('session.created');
+      // 121 s at 8 kHz µ-law: 968,000 bytes in one event.
+      send({ type: 'transcription_session.update', session: { input_audio_format: 'g711_ulaw' } });
+      await events.next('transcription_session.updated');
+      send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(8000 * 121, 0xff).toString('base64') });
+      const error = (await events.next('error')).error;
+      assert.equal(error.code, 'audio_too_long');
+      assert.match(error.message, /120 s/);
+      ws.close();
+    });
+  });
+
   test('an append past max_audio_seconds is an audio_too_long error event, and the buffer keeps what it had', async () => {
     await withServer({ max_audio_seconds: 1, models: [fixtureModel('asr', { task: 'asr' })] }, async (s) => {
       const { ws, events, send } = await connect(s.url, '/v1/realtime?model=asr');
       await events.next('session.created');
-      send({ type: 'input_audio_buffer.append', audio: silence(36000) });
+      // 0.75 s and one byte: the odd byte waits for its pair, also across the refused append.
+      send({ type: 'input_audio_buffer.append', audio: silence(36001) });
       send({ type: 'input_audio_buffer.append', audio: silence(24000) });
       const error = (await events.next('error')).error;
       assert.equal(error.code, 'audio_too_long');
       assert.equal(error.param, 'audio');
+      send({ type: 'input_audio_buffer.append', audio: silence(1) });
       send({ type: 'input_audio_buffer.commit' });
       const completed = await events.next('conversation.item.input_audio_transcription.completed');
-      assert.equal(report(completed).audio.samples, 12000);
+      assert.equal(report(completed).audio.samples, 12001);
       ws.close();
     });
   });
