@@ -159,6 +159,11 @@ export interface EngineFamily {
    * name speaks in the model's default voice.
    */
   readonly voiceAliases?: VoiceAliasMap;
+  /**
+   * Whether its sessions take input audio as it arrives (`runLive`): a realtime turn under server
+   * VAD then starts at the start of speech, and partial transcripts flow while the user speaks.
+   */
+  readonly liveInput?: boolean;
   load(spec: LoadSpec, signal: AbortSignal): Promise<LoadedModel>;
   /**
    * Whether `dir` is a model folder of this family, checked as `load` checks it (file names, ONNX

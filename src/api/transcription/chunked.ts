@@ -7,8 +7,8 @@
 import type { Audio } from '../../audio/types.js';
 import type { ServerConfig } from '../../config/types.js';
 import type { EngineRequest, EngineResult, Segment, Word } from '../../engines/types.js';
-import { invalidField } from '../../errors.js';
 import type { InferenceOutcome, Runtime } from '../../runtime/runtime.js';
+import { requireVadModel } from '../vad-model.js';
 import type { ChunkingStrategy } from './chunking.js';
 import { audioSeconds, textSegments } from './formats.js';
 
@@ -60,20 +60,9 @@ function slice(audio: Audio, span: Span): Audio {
   return { ...audio, samples: audio.samples.subarray(from, to) };
 }
 
-/**
- * The server's chunking_vad_model, which must be a registered silero_vad model; checked before
- * the audio is decoded, so a server that cannot chunk says so at once.
- */
-export function requireChunkingVad(ctx: ChunkingContext): string {
-  const vadId = ctx.config.chunking_vad_model;
-  const vad = ctx.runtime.has(vadId) ? ctx.runtime.get(vadId).config : undefined;
-  if (vad?.family !== 'silero_vad')
-    throw invalidField(
-      'chunking_strategy',
-      `chunking_strategy: the server's chunking_vad_model ${JSON.stringify(vadId)} is ${vad ? `a ${vad.family} model, not silero_vad` : 'not registered'}; register a silero_vad model with that id, or leave chunking_strategy out`,
-    );
-  return vadId;
-}
+/** The server's VAD model, checked before the audio is decoded so a server that cannot chunk says so at once. */
+export const requireChunkingVad = (ctx: ChunkingContext): string =>
+  requireVadModel(ctx.runtime, ctx.config, 'chunking_strategy');
 
 /** Speech regions of the audio, in seconds, from the configured VAD model. */
 async function speechRegions(

@@ -103,6 +103,7 @@ export class SettledWords {
 export class PocketsphinxFamily extends CpuFamily {
   readonly name = 'pocketsphinx_asr';
   readonly tasks = ['asr'] as const;
+  readonly liveInput = true;
   readonly params: readonly ParamRow[] = [];
 
   async estimateFootprint(): Promise<number> {

@@ -19,9 +19,29 @@ const Transcription = Type.Object(
   open,
 );
 
-/** null: the client commits; server_vad and semantic_vad: voxd's turn detection (not yet built). */
+const ms = (max: number, words: string) =>
+  Type.Integer({ minimum: 0, maximum: max, 'x-expected': `an integer from 0 to ${max} (${words})` });
+
+/**
+ * null: the client commits; server_vad: voxd's speech detection commits at the end of each turn;
+ * semantic_vad: mapped to server_vad by its eagerness (src/http/realtime/turn-detection.ts). One
+ * object for both types, so a bad field is named by its own path rather than by the union.
+ */
 const TurnDetection = Type.Union(
-  [Type.Null(), Type.Object({ type: OneOf(['server_vad', 'semantic_vad'] as const) }, open)],
+  [
+    Type.Null(),
+    Type.Object(
+      {
+        type: OneOf(['server_vad', 'semantic_vad'] as const),
+        threshold: Optional(Type.Number({ minimum: 0, maximum: 1, 'x-expected': 'a number from 0 to 1' })),
+        prefix_padding_ms: Optional(ms(10_000, 'audio kept before the speech starts')),
+        silence_duration_ms: Optional(ms(10_000, 'silence that ends a turn')),
+        idle_timeout_ms: Optional(ms(3_600_000, '0 or null: none')),
+        eagerness: Optional(OneOf(['low', 'medium', 'high', 'auto'] as const)),
+      },
+      open,
+    ),
+  ],
   { 'x-expected': 'null or an object with type server_vad or semantic_vad' },
 );
 
@@ -89,6 +109,9 @@ export const BufferAppend = Type.Object(
 
 export const BufferCommit = Type.Object({ type: Type.Literal('input_audio_buffer.commit') }, open);
 export const BufferClear = Type.Object({ type: Type.Literal('input_audio_buffer.clear') }, open);
+
+/** A turn_detection field as the client sent it (checked). */
+export type TurnDetectionField = Static<typeof TurnDetection>;
 
 export type ClientEvent =
   | Static<typeof SessionUpdate>

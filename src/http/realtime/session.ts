@@ -9,13 +9,16 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import { modelEntry, requireTask } from '../../api/model-lookup.js';
+import { modelEntry, registeredEntry, requireTask } from '../../api/model-lookup.js';
+import { requireVadModel } from '../../api/vad-model.js';
+import type { Audio } from '../../audio/types.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
 import { showValue, VoxdError } from '../../errors.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { Timer } from '../../util/clock.js';
 import { parseJsonText } from '../../util/json-text.js';
+import { PushQueue } from '../../util/push-queue.js';
 import { toHttp } from '../transport/errors.js';
 import {
   bytesPerSample,
@@ -24,9 +27,11 @@ import {
   GA_TYPES,
   gaFormat,
   type InputFormat,
-  joinAudio,
 } from './audio-format.js';
-import { CLIENT_EVENTS, type ClientEvent } from './client-events.js';
+import { CLIENT_EVENTS, type ClientEvent, type TurnDetectionField } from './client-events.js';
+import { SampleBuffer } from './sample-buffer.js';
+import { SpeechDetector } from './speech-detector.js';
+import { type ServerVad, shownTurnDetection, turnDetection } from './turn-detection.js';
 
 /** Tasks a session's model may have: speech recognition, or diarization (segments with speakers). */
 const TASKS: readonly TaskToken[] = ['asr', 'diar'];
@@ -80,6 +85,24 @@ export interface SessionDeps {
 
 const id = (prefix: string) => `${prefix}_${randomBytes(9).toString('base64url')}`;
 
+/** One turn: a committed buffer, or (server VAD) the speech from its start to its silence. */
+interface Turn {
+  itemId: string;
+  model: string | undefined;
+  language: string | undefined;
+  prompt: string | undefined;
+  /** The whole audio (a commit), or its pieces as they arrive (a live turn, opened at speech start). */
+  audio: Audio | PushQueue<Audio>;
+  /** Frames of the turn's audio so far. */
+  frames: number;
+  /** Cancels this turn alone (a clear while its speech goes on). */
+  cancel: AbortController;
+  /** Resolves when the turn is committed: its transcript is sent only after its committed events. */
+  committed: Promise<void>;
+  commit(): void;
+  committedAt: number;
+}
+
 export class RealtimeSession {
   readonly id = id('sess');
   readonly #ws: WebSocket;
@@ -93,11 +116,18 @@ export class RealtimeSession {
   #include: string[] = [];
   /** Whether the client speaks the beta shape (`transcription_session.*`, `conversation.item.created`). */
   #beta = false;
-  #pieces: Float32Array[] = [];
-  #frames = 0;
+  readonly #buffer = new SampleBuffer();
   /** The odd byte of a pcm16 append, waiting for its pair in the next one. */
   #carry: number | undefined;
   #lastItem: string | null = null;
+  /** Server VAD: its settings and detector; undefined when the client commits. */
+  #vad: ServerVad | undefined;
+  #detector: SpeechDetector | undefined;
+  /**
+   * Server VAD: the turn whose speech goes on, where its audio starts in the buffer and, for a live
+   * turn, how far its audio has been handed to the engine (what the detector has examined).
+   */
+  #open: { turn: Turn; start: number; sentTo: number } | undefined;
   /** Events are handled in arrival order, one at a time (an update checks its model first). */
   #inbox: Promise<void> = Promise.resolve();
   #waiting = 0;
@@ -128,6 +158,7 @@ export class RealtimeSession {
     });
     ws.on('close', () => {
       for (const timer of [...this.#timers, this.#idle]) timer?.cancel();
+      this.#detector?.stop();
       this.#gone.abort(new VoxdError('E_CLIENT_GONE', 'the client closed the session'));
     });
     ws.on('pong', () => {
@@ -143,6 +174,9 @@ export class RealtimeSession {
 
   /** The shutdown: turns in progress end (bounded by the runtime's deadline), then 1001. */
   shutdown(): Promise<void> {
+    // Speech still going on is committed as it is: its turn is transcribed before the close.
+    this.#detector?.stop();
+    if (this.#open) this.#commitOpen();
     return this.#end(1001, {
       type: 'server_error',
       code: 'shutting_down',
@@ -295,22 +329,26 @@ export class RealtimeSession {
       | { model?: string | null; language?: string | null; prompt?: string | null }
       | null
       | undefined;
-    turnDetection: { type: string } | null | undefined;
+    turnDetection: TurnDetectionField | undefined;
     include: string[] | null | undefined;
     /** Where the fields sit in this shape, for `param`. */
     params: FieldPaths;
   }): Promise<void> {
     const { transcription, params } = update;
-    if (update.turnDetection)
-      throw new VoxdError(
-        'E_INVALID_REQUEST',
-        `turn_detection: ${showValue(update.turnDetection.type)} is not available yet; send null and commit the buffer yourself (input_audio_buffer.commit)`,
-        { param: params.turnDetection },
-      );
+    const vad =
+      update.turnDetection === undefined
+        ? this.#vad
+        : update.turnDetection === null
+          ? undefined
+          : turnDetection(update.turnDetection);
+    if (vad) requireVadModel(this.#deps.runtime, this.#deps.config, params.turnDetection);
     const model = transcription?.model ?? undefined;
     if (model !== undefined) await this.#checkModel(model, params.model);
-    const buffered = this.#frames > 0 || this.#carry !== undefined;
-    if (update.format && buffered && !sameFormat(update.format, this.#format))
+    const newFormat = update.format !== undefined && !sameFormat(update.format, this.#format);
+    // Under server VAD the buffer holds only the detector's context until speech starts.
+    const buffered =
+      this.#open !== undefined || (!this.#vad && (this.#buffer.length > 0 || this.#carry !== undefined));
+    if (newFormat && buffered)
       throw new VoxdError(
         'E_INVALID_REQUEST',
         'format: the buffer holds audio in the current format; commit or clear it before changing the format',
@@ -321,6 +359,55 @@ export class RealtimeSession {
     if (transcription && 'language' in transcription) this.#language = transcription.language ?? undefined;
     if (transcription && 'prompt' in transcription) this.#prompt = transcription.prompt ?? undefined;
     if (update.include) this.#include = update.include;
+    if (update.turnDetection !== undefined || newFormat) this.#detect(vad);
+  }
+
+  /** Turns server VAD on (afresh, from the audio that comes next) or off; speech going on is committed. */
+  #detect(vad: ServerVad | undefined): void {
+    if (this.#open) this.#commitOpen();
+    this.#detector?.stop();
+    this.#detector = undefined;
+    this.#vad = vad;
+    this.#buffer.clear();
+    this.#carry = undefined;
+    if (!vad) return;
+    const rate = this.#format.rate;
+    const vadId = this.#deps.config.chunking_vad_model;
+    this.#detector = new SpeechDetector(
+      this.#buffer,
+      rate,
+      vad,
+      async (samples, threshold) => {
+        const outcome = await this.#deps.runtime.infer(
+          vadId,
+          {
+            task: 'vad',
+            audio: { samples, sampleRate: rate, channels: 1 },
+            // silero takes 0.01..0.99; OpenAI's range is 0..1. Short silences split spans; the
+            // session's own silence window decides where a turn ends.
+            options: { threshold: String(Math.min(0.99, Math.max(0.01, threshold))), min_silence_ms: '100' },
+          },
+          { signal: this.#gone.signal },
+        );
+        const per = outcome.inputSampleRate;
+        return (outcome.result.segments ?? []).map((s) => ({
+          start: s.start_sample / per,
+          end: s.end_sample / per,
+        }));
+      },
+      {
+        started: (position) => this.#speechStarted(position),
+        examined: (to) => this.#feedOpen(to),
+        stopped: (position, to) => this.#speechStopped(position, to),
+        idle: (from, to) => this.#idleTimeout(from, to),
+        failed: (err) => {
+          const error = errorBody(err);
+          this.#sendError({ ...error, message: `server VAD: ${error.message}` });
+        },
+      },
+      // A turn is cut before the buffer's limit would refuse its audio.
+      this.#limitSeconds() * 0.9,
+    );
   }
 
   async #checkModel(name: string, param: string): Promise<void> {
@@ -333,6 +420,18 @@ export class RealtimeSession {
     }
   }
 
+  /** The longest turn the buffer takes, in seconds. */
+  #limitSeconds(): number {
+    const configured = this.#deps.config.max_audio_seconds;
+    return configured > 0 ? Math.min(configured, BUFFER_SECONDS) : BUFFER_SECONDS;
+  }
+
+  /** Frames of the turn being gathered: the buffer (manual commit), or the open turn (server VAD). */
+  #turnFrames(): number {
+    if (!this.#vad) return this.#buffer.length;
+    return this.#open ? this.#buffer.end - this.#open.start : 0;
+  }
+
   #append(audio: string): void {
     if (audio.length % 4 !== 0 || !BASE64.test(audio))
       throw new VoxdError('E_INVALID_REQUEST', `audio: ${showValue(audio.slice(0, 40))} is not base64`, {
@@ -342,30 +441,143 @@ export class RealtimeSession {
     const { encoding, rate } = this.#format;
     const bytes = this.#carry === undefined ? decoded : Buffer.concat([Buffer.of(this.#carry), decoded]);
     const whole = bytes.length - (bytes.length % bytesPerSample(encoding));
-    const configured = this.#deps.config.max_audio_seconds;
-    const limit = configured > 0 ? Math.min(configured, BUFFER_SECONDS) : BUFFER_SECONDS;
-    if ((this.#frames + whole / bytesPerSample(encoding)) / rate > limit)
+    const limit = this.#limitSeconds();
+    if ((this.#turnFrames() + whole / bytesPerSample(encoding)) / rate > limit)
       throw new VoxdError(
         'E_AUDIO_TOO_LONG',
-        `input_audio_buffer: the buffer would hold more than ${limit} s of audio (${limit === configured ? 'max_audio_seconds' : "a realtime turn's limit"}); commit or clear it`,
+        `input_audio_buffer: the buffer would hold more than ${limit} s of audio (${limit === this.#deps.config.max_audio_seconds ? 'max_audio_seconds' : "a realtime turn's limit"}); commit or clear it`,
         { param: 'audio' },
       );
     // The refused append above left the buffer as it was; this one's odd byte waits for the next.
     this.#carry = whole < bytes.length ? bytes[whole] : undefined;
     const samples = decodeSamples(bytes.subarray(0, whole), encoding);
     if (samples.length === 0) return;
-    this.#pieces.push(samples);
-    this.#frames += samples.length;
+    this.#buffer.append(samples);
+    const detector = this.#detector;
+    if (!detector) return;
+    detector.update();
+    // Until speech starts the buffer keeps only what the detector and the prefix padding need; a
+    // live turn, what its engine has not had yet.
+    const open = this.#open;
+    let keep = detector.oldestNeeded;
+    if (open) keep = open.turn.audio instanceof PushQueue ? Math.min(keep, open.sentTo) : open.start;
+    this.#buffer.dropBefore(keep);
   }
 
   #clear(): void {
-    this.#pieces = [];
-    this.#frames = 0;
+    if (this.#open) {
+      const { turn } = this.#open;
+      this.#open = undefined;
+      turn.cancel.abort(
+        new VoxdError('E_CLIENT_GONE', 'the client cleared the buffer while the turn was spoken'),
+      );
+    }
+    this.#buffer.clear();
     this.#carry = undefined;
+    this.#detector?.reset();
+  }
+
+  #ms(position: number): number {
+    return Math.round((position * 1000) / this.#format.rate);
+  }
+
+  #newTurn(audio: Audio | PushQueue<Audio>, frames: number): Turn {
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    const turn: Turn = {
+      itemId: id('item'),
+      model: this.#model,
+      language: this.#language,
+      prompt: this.#prompt,
+      audio,
+      frames,
+      cancel: new AbortController(),
+      committed,
+      commit: () => {
+        turn.committedAt = performance.now();
+        commit();
+      },
+      committedAt: 0,
+    };
+    return turn;
+  }
+
+  #speechStarted(position: number): void {
+    const prefix = Math.round((this.#vad!.prefixPaddingMs * this.#format.rate) / 1000);
+    const start = Math.max(this.#buffer.start, position - prefix);
+    const model = this.#model === undefined ? undefined : registeredEntry(this.#deps.runtime, this.#model);
+    // A streaming engine hears the turn as it is spoken (what the detector has examined of it):
+    // its slot is taken now, in the model's FIFO.
+    const turn = model?.family.liveInput
+      ? this.#newTurn(new PushQueue<Audio>(), 0)
+      : this.#newTurn({ samples: new Float32Array(0), sampleRate: this.#format.rate, channels: 1 }, 0);
+    this.#open = { turn, start, sentTo: start };
+    this.#send({
+      type: 'input_audio_buffer.speech_started',
+      audio_start_ms: this.#ms(start),
+      item_id: turn.itemId,
+    });
+    if (turn.audio instanceof PushQueue) this.#schedule(turn);
+  }
+
+  /** Hands a live turn's engine its audio up to `to`. */
+  #feedOpen(to: number): void {
+    const open = this.#open;
+    if (!open || !(open.turn.audio instanceof PushQueue) || to <= open.sentTo) return;
+    const samples = this.#buffer.slice(open.sentTo, to);
+    open.sentTo = to;
+    open.turn.frames += samples.length;
+    open.turn.audio.push({ samples, sampleRate: this.#format.rate, channels: 1 });
+  }
+
+  #speechStopped(position: number, to: number): void {
+    const open = this.#open;
+    if (!open) return;
+    this.#send({
+      type: 'input_audio_buffer.speech_stopped',
+      audio_end_ms: this.#ms(position),
+      item_id: open.turn.itemId,
+    });
+    this.#commitOpen(to);
+  }
+
+  /** idle_timeout_ms passed without speech: the quiet audio is committed as a turn of its own. */
+  #idleTimeout(from: number, to: number): void {
+    const samples = this.#buffer.slice(from, to);
+    const turn = this.#newTurn({ samples, sampleRate: this.#format.rate, channels: 1 }, samples.length);
+    this.#send({
+      type: 'input_audio_buffer.timeout_triggered',
+      audio_start_ms: this.#ms(from),
+      audio_end_ms: this.#ms(to),
+      item_id: turn.itemId,
+    });
+    this.#committed(turn);
+    this.#schedule(turn);
+  }
+
+  /** Commits the open turn with its audio up to `to` (its silence window included). */
+  #commitOpen(to = this.#buffer.end): void {
+    this.#feedOpen(to);
+    const { turn, start } = this.#open!;
+    this.#open = undefined;
+    if (turn.audio instanceof PushQueue) {
+      turn.audio.end();
+      this.#committed(turn);
+      return;
+    }
+    const samples = this.#buffer.slice(start, to);
+    turn.audio = { samples, sampleRate: this.#format.rate, channels: 1 };
+    turn.frames = samples.length;
+    this.#committed(turn);
+    this.#schedule(turn);
   }
 
   #commit(): void {
-    if (this.#frames === 0) {
+    if (this.#open) {
+      this.#commitOpen();
+      return;
+    }
+    if (this.#buffer.length === 0) {
       this.#sendError({
         type: 'invalid_request_error',
         code: 'input_audio_buffer_commit_empty',
@@ -374,9 +586,18 @@ export class RealtimeSession {
       });
       return;
     }
-    const audio = joinAudio(this.#pieces, this.#format.rate);
-    this.#clear();
-    const itemId = id('item');
+    const samples = this.#buffer.slice(this.#buffer.start);
+    this.#buffer.clear();
+    this.#carry = undefined;
+    this.#detector?.reset();
+    const turn = this.#newTurn({ samples, sampleRate: this.#format.rate, channels: 1 }, samples.length);
+    this.#committed(turn);
+    this.#schedule(turn);
+  }
+
+  /** The events of a commit: the buffer became an item of the conversation. */
+  #committed(turn: Turn): void {
+    const { itemId } = turn;
     const previous = this.#lastItem;
     this.#lastItem = itemId;
     this.#send({ type: 'input_audio_buffer.committed', item_id: itemId, previous_item_id: previous });
@@ -393,9 +614,11 @@ export class RealtimeSession {
       this.#send({ type: 'conversation.item.added', previous_item_id: previous, item });
       this.#send({ type: 'conversation.item.done', previous_item_id: previous, item });
     }
-    const model = this.#model;
-    const committedAt = performance.now();
-    const turn = { itemId, audio, model, language: this.#language, prompt: this.#prompt, committedAt };
+    turn.commit();
+  }
+
+  /** Queues a turn behind the session's earlier ones: a session holds one slot at most. */
+  #schedule(turn: Turn): void {
     this.#running++;
     this.#turns = this.#turns
       .then(() => this.#transcribe(turn))
@@ -406,22 +629,16 @@ export class RealtimeSession {
   }
 
   /** One turn: its transcript as deltas (at least one) and then completed, or failed. */
-  async #transcribe(turn: {
-    itemId: string;
-    audio: ReturnType<typeof joinAudio>;
-    model: string | undefined;
-    language: string | undefined;
-    prompt: string | undefined;
-    committedAt: number;
-  }): Promise<void> {
-    const { itemId, audio } = turn;
+  async #transcribe(turn: Turn): Promise<void> {
+    const { itemId } = turn;
     const n = ++this.#turnCount;
     const { metrics } = this.#deps;
     let modelId = turn.model ?? '';
     const item = { item_id: itemId, content_index: 0 };
     let sent = '';
+    const signal = AbortSignal.any([this.#gone.signal, turn.cancel.signal]);
     try {
-      if (this.#gone.signal.aborted) return;
+      if (signal.aborted) return;
       if (turn.model === undefined)
         throw new VoxdError(
           'E_INVALID_REQUEST',
@@ -436,11 +653,12 @@ export class RealtimeSession {
         ...entry.config.default_request_options,
         ...(turn.language ? { language: turn.language } : {}),
       };
+      const input = turn.audio instanceof PushQueue ? { liveAudio: turn.audio } : { audio: turn.audio };
       const outcome = await runtime.infer(
         entry.id,
-        { task: entry.config.task, audio, text: turn.prompt, language: turn.language, options },
+        { task: entry.config.task, ...input, text: turn.prompt, language: turn.language, options },
         {
-          signal: this.#gone.signal,
+          signal,
           onEvent: (event) => {
             if (event.type !== 'text' || !event.delta) return;
             sent += event.delta;
@@ -452,6 +670,7 @@ export class RealtimeSession {
           },
         },
       );
+      await turn.committed;
       const transcript = outcome.result.text ?? sent;
       // Engines that answer whole still give the client its delta before the completed event.
       if (transcript.startsWith(sent) && transcript.length > sent.length)
@@ -460,27 +679,30 @@ export class RealtimeSession {
           ...item,
           delta: transcript.slice(sent.length),
         });
-      const seconds = Math.ceil(audio.samples.length / audio.sampleRate);
+      const audioSeconds = turn.frames / this.#format.rate;
       this.#send({
         type: 'conversation.item.input_audio_transcription.completed',
         ...item,
         transcript,
-        usage: { type: 'duration', seconds },
+        usage: { type: 'duration', seconds: Math.ceil(audioSeconds) },
       });
       const ms = performance.now() - turn.committedAt;
       metrics?.realtimeTurn(entry.id, 'completed', ms / 1000);
       this.#deps.log.info(
-        { session: this.id, turn: n, model: entry.id, audio_s: audio.samples.length / audio.sampleRate, ms },
+        { session: this.id, turn: n, model: entry.id, audio_s: audioSeconds, ms },
         `realtime turn ${n} completed ${ms.toFixed(1)} ms after its commit`,
       );
     } catch (err) {
+      if (turn.audio instanceof PushQueue) turn.audio.fail(err);
       // Only registered models are labels (an unknown name is no label value a client can add).
       const labelled = modelId !== '' && this.#deps.runtime.has(modelId);
-      if (this.#gone.signal.aborted) {
+      if (signal.aborted) {
         if (labelled) metrics?.realtimeTurn(modelId, 'cancelled');
         return;
       }
       if (labelled) metrics?.realtimeTurn(modelId, 'failed');
+      // A live turn that failed before its speech ended (no slot in time) says so at its commit.
+      await turn.committed;
       this.#send({
         type: 'conversation.item.input_audio_transcription.failed',
         ...item,
@@ -503,7 +725,7 @@ export class RealtimeSession {
             language: this.#language ?? null,
             prompt: this.#prompt ?? '',
           },
-          turn_detection: null,
+          turn_detection: shownTurnDetection(this.#vad),
           noise_reduction: null,
         },
       },
@@ -522,7 +744,7 @@ export class RealtimeSession {
         language: this.#language ?? null,
         prompt: this.#prompt ?? '',
       },
-      turn_detection: null,
+      turn_detection: shownTurnDetection(this.#vad),
       input_audio_noise_reduction: null,
       include: this.#include,
     };

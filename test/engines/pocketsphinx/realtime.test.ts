@@ -1,9 +1,11 @@
 /**
  * Issue 25's first "done when": the official openai SDK (OpenAIRealtimeWS) transcribes a spoken
- * sentence over /v1/realtime with pocketsphinx, by manual commit, in both session shapes (GA
- * `audio/pcm` and beta `pcm16`, both 24 kHz), the audio appended in 100 ms pieces as a microphone
- * would, deltas before the completed event. flite speaks the sentence on the same server (wss: the
- * SDK always connects over TLS, so the server serves the committed test certificate).
+ * sentence over /v1/realtime with pocketsphinx, by manual commit and by server VAD (silero), in both
+ * session shapes (GA `audio/pcm` and beta `pcm16`, both 24 kHz), the audio appended in 100 ms
+ * pieces as a microphone would, deltas before the completed event; under server VAD the deltas of
+ * a turn come while its speech goes on, before its speech_stopped. flite speaks the sentences on the
+ * same server (wss: the SDK always connects over TLS, so the server serves the committed test
+ * certificate).
  *
  * G.711 is not here: it is 8 kHz speech, and pocketsphinx's 16 kHz model does not hear 8 kHz speech
  * whatever its encoding (the sentence sent as 8 kHz PCM16, resampled by ffmpeg or by voxd, came
@@ -25,11 +27,11 @@ const CA = readFileSync(`${TLS}cert.pem`);
 const SENTENCE = 'Please call me tomorrow morning. The weather is nice today.';
 const WORDS = ['please', 'call', 'tomorrow', 'morning', 'weather'];
 
-/** flite's PCM16 for the sentence at `rate`, through the server's own speech route. */
-function speak(base: string, rate: number): Promise<Buffer> {
+/** flite's PCM16 for `input` at `rate`, through the server's own speech route. */
+function speak(base: string, rate: number, input = SENTENCE): Promise<Buffer> {
   const body = JSON.stringify({
     model: 'flite',
-    input: SENTENCE,
+    input,
     voice: 'slt',
     response_format: 'pcm',
     sample_rate: rate,
@@ -58,7 +60,11 @@ describe('pocketsphinx over /v1/realtime with the openai SDK', () => {
     tls_cert_file: `${TLS}cert.pem`,
     tls_key_file: `${TLS}key.pem`,
     busy_timeout_ms: 0,
-    models: [FLITE, lazyModel('pocketsphinx', 'pocketsphinx_asr', 'asr')],
+    models: [
+      FLITE,
+      lazyModel('pocketsphinx', 'pocketsphinx_asr', 'asr'),
+      lazyModel('silero-vad', 'silero_vad', 'vad'),
+    ],
   });
 
   /** Opens a session, runs `configure`, streams `audio` in 100 ms pieces, commits; the turn's events. */
@@ -148,5 +154,165 @@ describe('pocketsphinx over /v1/realtime with the openai SDK', () => {
     );
     assert.ok(heard(transcript).length >= 3, `heard: ${transcript}`);
     assert.equal(deltas.join(''), transcript);
+  });
+
+  describe('server VAD (silero): the server finds each turn and commits it', () => {
+    /** Silence of `ms` at 24 kHz PCM16. */
+    const silence = (ms: number) => Buffer.alloc(Math.round((ms * 24000) / 1000) * 2);
+
+    /** Streams `audio` in 100 ms pieces at the pace of speech (a microphone); every event seen. */
+    async function converse(configure: Record<string, unknown>, audio: Buffer, turns: number) {
+      const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'unused' });
+      const rt = new OpenAIRealtimeWS({ model: 'pocketsphinx', options: { ca: CA } }, client);
+      const events: Record<string, unknown>[] = [];
+      let done = 0;
+      let allDone!: () => void;
+      const finished = new Promise<void>((resolve) => (allDone = resolve));
+      rt.on('event', (event) => {
+        const e = event as unknown as Record<string, unknown>;
+        events.push(e);
+        if (e['type'] === 'conversation.item.input_audio_transcription.completed' && ++done === turns)
+          allDone();
+      });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          rt.socket.on('open', resolve);
+          rt.socket.on('error', reject);
+        });
+        const updated = new Promise<void>((resolve) =>
+          rt.on('event', (e: { type: string }) => {
+            if (e.type.endsWith('session.updated')) resolve();
+          }),
+        );
+        rt.send(configure as never);
+        await updated;
+        for (let at = 0; at < audio.length && done < turns; at += 4800) {
+          rt.send({
+            type: 'input_audio_buffer.append',
+            audio: audio.subarray(at, at + 4800).toString('base64'),
+          });
+          // The microphone's pace, not an ordering: partial words must be able to come mid-speech.
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        await finished;
+        return events;
+      } finally {
+        // Closed before the next test (or the suite's shutdown, whose error event would reach it).
+        const closed = new Promise((resolve) => rt.socket.once('close', resolve));
+        rt.close();
+        await closed;
+      }
+    }
+
+    /** The types of one item's events, in order. */
+    const itemTypes = (events: Record<string, unknown>[], item: unknown) =>
+      events.filter((e) => e['item_id'] === item).map((e) => e['type'] as string);
+
+    test('GA session: two sentences, two turns, each with deltas before its speech_stopped', async () => {
+      const first = await speak(s.url, 24000, 'Please call me tomorrow morning.');
+      const second = await speak(s.url, 24000, 'The weather is nice today.');
+      const audio = Buffer.concat([silence(600), first, silence(1200), second, silence(1200)]);
+      const events = await converse(
+        {
+          type: 'session.update',
+          session: {
+            type: 'transcription',
+            audio: {
+              input: {
+                format: { type: 'audio/pcm', rate: 24000 },
+                turn_detection: { type: 'server_vad', silence_duration_ms: 500, prefix_padding_ms: 300 },
+              },
+            },
+          },
+        },
+        audio,
+        2,
+      );
+      assert.deepEqual(
+        events.filter((e) => e['type'] === 'error'),
+        [],
+      );
+      const updated = events.find((e) => e['type'] === 'session.updated') as {
+        session: { audio: { input: { turn_detection: Record<string, unknown> } } };
+      };
+      assert.equal(updated.session.audio.input.turn_detection['type'], 'server_vad');
+      assert.equal(updated.session.audio.input.turn_detection['silence_duration_ms'], 500);
+      const starts = events.filter((e) => e['type'] === 'input_audio_buffer.speech_started');
+      assert.equal(starts.length, 2, JSON.stringify(events.map((e) => e['type'])));
+      const transcripts: string[] = [];
+      for (const [i, start] of starts.entries()) {
+        const types = itemTypes(events, start['item_id']);
+        const stopped = types.indexOf('input_audio_buffer.speech_stopped');
+        const firstDelta = types.indexOf('conversation.item.input_audio_transcription.delta');
+        assert.ok(firstDelta >= 0 && firstDelta < stopped, `turn ${i}: ${types.join(', ')}`);
+        assert.ok(stopped < types.indexOf('input_audio_buffer.committed'), types.join(', '));
+        assert.equal(types.at(-1), 'conversation.item.input_audio_transcription.completed');
+        const stop = events.find(
+          (e) => e['type'] === 'input_audio_buffer.speech_stopped' && e['item_id'] === start['item_id'],
+        )!;
+        const completed = events.find(
+          (e) =>
+            e['type'] === 'conversation.item.input_audio_transcription.completed' &&
+            e['item_id'] === start['item_id'],
+        )!;
+        const deltas = events
+          .filter(
+            (e) =>
+              e['type'] === 'conversation.item.input_audio_transcription.delta' &&
+              e['item_id'] === start['item_id'],
+          )
+          .map((e) => e['delta'])
+          .join('');
+        assert.equal(deltas, completed['transcript']);
+        transcripts.push(String(completed['transcript']).toLowerCase());
+        // Where the speech is in the stream (ms): the first starts after 600 ms of silence, less
+        // the 300 ms padding; each ends before the next silence is over.
+        const begin = start['audio_start_ms'] as number;
+        const end = stop['audio_end_ms'] as number;
+        const speechAt = i === 0 ? 600 : 600 + first.length / 48 + 1200;
+        const speechEnd = speechAt + (i === 0 ? first : second).length / 48;
+        assert.ok(
+          begin >= speechAt - 300 - 150 && begin <= speechAt + 150,
+          `turn ${i} starts at ${begin}, speech at ${speechAt}`,
+        );
+        assert.ok(
+          end >= speechEnd - 400 && end <= speechEnd + 250,
+          `turn ${i} ends at ${end}, speech ends at ${speechEnd}`,
+        );
+      }
+      assert.ok(
+        ['please', 'call', 'tomorrow', 'morning'].filter((w) => transcripts[0]!.includes(w)).length >= 2,
+        transcripts[0],
+      );
+      assert.ok(
+        ['weather', 'nice', 'today'].filter((w) => transcripts[1]!.includes(w)).length >= 2,
+        transcripts[1],
+      );
+    });
+
+    test('beta session with semantic_vad (low eagerness: 1.2 s of silence ends a turn): one turn committed by the server, transcribed', async () => {
+      const pcm = await speak(s.url, 24000);
+      const events = await converse(
+        {
+          type: 'transcription_session.update',
+          session: {
+            input_audio_format: 'pcm16',
+            turn_detection: { type: 'semantic_vad', eagerness: 'low' },
+          },
+        },
+        Buffer.concat([silence(400), pcm, silence(1600)]),
+        1,
+      );
+      const updated = events.find((e) => e['type'] === 'transcription_session.updated') as {
+        session: { turn_detection: Record<string, unknown> };
+      };
+      assert.deepEqual(updated.session.turn_detection, { type: 'semantic_vad', eagerness: 'low' });
+      const types = events.map((e) => e['type']);
+      assert.ok(types.includes('conversation.item.created'), types.join(', '));
+      const completed = events.find(
+        (e) => e['type'] === 'conversation.item.input_audio_transcription.completed',
+      )!;
+      assert.ok(heard(String(completed['transcript'])).length >= 3, String(completed['transcript']));
+    });
   });
 });

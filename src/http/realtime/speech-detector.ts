@@ -1,0 +1,165 @@
+/**
+ * Server VAD for one realtime session: finds where speech starts and where the silence that ends a
+ * turn has passed, in the session's audio as it is appended. The VAD model is asked like any
+ * request (`probe`: the model's FIFO, its slots, management barriers), over short windows of the
+ * newest audio with a little already-examined audio before them for the model to settle on, so an
+ * idle session holds no VAD state and no slot between probes: silero's own state lives in its
+ * runner, one per slot, and a session would need its own (12 MB) to keep it across calls.
+ *
+ * A probe runs when PROBE_STEP_MS of new audio is waiting, or sooner when the audio reaches the end
+ * of a turn's silence window, so the end of a turn is seen within one append of its happening.
+ * One probe per session is in flight at a time; audio appended meanwhile waits for the next, and
+ * audio sent faster than real time is examined in order, every sample once, so a turn ends exactly
+ * where its silence did whatever the pace.
+ */
+import type { SampleBuffer } from './sample-buffer.js';
+import type { ServerVad } from './turn-detection.js';
+
+/** New audio that triggers a probe. */
+export const PROBE_STEP_MS = 200;
+/** Audio already examined that each probe repeats, for silero's state to settle before new audio. */
+export const CONTEXT_MS = 500;
+/** The most new audio one probe takes: audio sent faster than real time is examined in steps. */
+const MAX_WINDOW_MS = 5_000;
+
+/** Speech spans of a window, in seconds from its start. */
+export type Probe = (samples: Float32Array, threshold: number) => Promise<{ start: number; end: number }[]>;
+
+export interface DetectorEvents {
+  /** Speech starts at `position` (before any prefix padding). */
+  started(position: number): void;
+  /** Audio up to `to` has been examined, and speech goes on. */
+  examined(to: number): void;
+  /**
+   * The turn's speech ended at `position` and its silence window has passed by `to` (or the turn
+   * reached its longest at `to`); a next turn starts after `to`.
+   */
+  stopped(position: number, to: number): void;
+  /** No speech in [from, to) for the idle timeout. */
+  idle(from: number, to: number): void;
+  /** A probe failed; told once until one succeeds again. */
+  failed(err: unknown): void;
+}
+
+export class SpeechDetector {
+  readonly #buffer: SampleBuffer;
+  readonly #rate: number;
+  readonly #vad: ServerVad;
+  readonly #probe: Probe;
+  readonly #events: DetectorEvents;
+  readonly #maxTurn: number;
+  /** Audio up to here has been examined. */
+  #probedTo: number;
+  /** A new turn cannot start before here (the end of the last one). */
+  #floor: number;
+  /** Where the time without speech counts from, for the idle timeout. */
+  #quietFrom: number;
+  #speechStart: number | undefined;
+  #lastSpeechEnd = 0;
+  #probing = false;
+  #failing = false;
+  #stopped = false;
+
+  constructor(
+    buffer: SampleBuffer,
+    rate: number,
+    vad: ServerVad,
+    probe: Probe,
+    events: DetectorEvents,
+    maxTurnSeconds: number,
+  ) {
+    this.#buffer = buffer;
+    this.#rate = rate;
+    this.#vad = vad;
+    this.#probe = probe;
+    this.#events = events;
+    this.#maxTurn = Math.floor(maxTurnSeconds * rate);
+    this.#probedTo = this.#floor = this.#quietFrom = buffer.end;
+  }
+
+  get speaking(): boolean {
+    return this.#speechStart !== undefined;
+  }
+
+  /** The earliest audio the detector may still need (context for the next probe). */
+  get oldestNeeded(): number {
+    return Math.max(this.#floor, this.#probedTo - this.#ms(CONTEXT_MS)) - this.#ms(this.#vad.prefixPaddingMs);
+  }
+
+  /** Audio was appended: probes if enough is waiting. */
+  update(): void {
+    if (this.#probing || this.#stopped) return;
+    const end = this.#buffer.end;
+    const waiting = end - this.#probedTo;
+    if (waiting <= 0) return;
+    const silenceEnds =
+      this.#speechStart !== undefined && end >= this.#lastSpeechEnd + this.#ms(this.#vad.silenceDurationMs);
+    const turnFull = this.#speechStart !== undefined && end - this.#speechStart >= this.#maxTurn;
+    if (waiting >= this.#ms(PROBE_STEP_MS) || silenceEnds || turnFull)
+      void this.#run(Math.min(end, this.#probedTo + this.#ms(MAX_WINDOW_MS)));
+  }
+
+  /** The buffer was cleared: a turn in progress is forgotten; detection goes on from here. */
+  reset(): void {
+    this.#speechStart = undefined;
+    this.#probedTo = this.#floor = this.#quietFrom = this.#buffer.end;
+  }
+
+  /** Stops probing for good (the session ended or turned server VAD off). */
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  #ms(ms: number): number {
+    return Math.round((ms * this.#rate) / 1000);
+  }
+
+  async #run(to: number): Promise<void> {
+    this.#probing = true;
+    const from = Math.max(this.#floor, this.#probedTo - this.#ms(CONTEXT_MS));
+    try {
+      const spans = await this.#probe(this.#buffer.slice(from, to), this.#vad.threshold);
+      if (this.#stopped) return;
+      this.#failing = false;
+      this.#advance(from, to, spans);
+    } catch (err) {
+      if (this.#stopped) return;
+      if (!this.#failing) this.#events.failed(err);
+      this.#failing = true;
+    } finally {
+      this.#probing = false;
+    }
+    // Audio that arrived during the probe may already be due.
+    this.update();
+  }
+
+  #advance(from: number, to: number, spans: { start: number; end: number }[]): void {
+    for (const span of spans) {
+      const start = Math.max(this.#floor, from + Math.round(span.start * this.#rate));
+      const end = from + Math.round(span.end * this.#rate);
+      if (end <= start) continue;
+      if (this.#speechStart === undefined) {
+        this.#speechStart = start;
+        this.#lastSpeechEnd = end;
+        this.#events.started(start);
+      } else this.#lastSpeechEnd = Math.max(this.#lastSpeechEnd, end);
+    }
+    this.#probedTo = to;
+    if (this.#speechStart !== undefined) {
+      const silent = to - this.#lastSpeechEnd >= this.#ms(this.#vad.silenceDurationMs);
+      const full = to - this.#speechStart >= this.#maxTurn;
+      if (silent || full) {
+        this.#speechStart = undefined;
+        this.#floor = this.#quietFrom = to;
+        this.#events.stopped(full && !silent ? to : this.#lastSpeechEnd, to);
+      } else this.#events.examined(to);
+      return;
+    }
+    const idle = this.#vad.idleTimeoutMs;
+    if (idle > 0 && to - this.#quietFrom >= this.#ms(idle)) {
+      const quietFrom = this.#quietFrom;
+      this.#floor = this.#quietFrom = to;
+      this.#events.idle(quietFrom, to);
+    }
+  }
+}
