@@ -119,26 +119,32 @@ export class SpeechDetector {
     const from = Math.max(this.#floor, this.#probedTo - this.#ms(CONTEXT_MS));
     try {
       const spans = await this.#probe(this.#buffer.slice(from, to), this.#vad.threshold);
-      if (this.#stopped) return;
       this.#failing = false;
-      this.#advance(from, to, spans);
+      if (!this.#stopped) this.#advance(from, to, spans);
     } catch (err) {
+      this.#probing = false;
       if (this.#stopped) return;
       if (!this.#failing) this.#events.failed(err);
       this.#failing = true;
-    } finally {
-      this.#probing = false;
+      // Tried again at the next append, not at once: a model that keeps failing is not spun on.
+      return;
     }
+    this.#probing = false;
     // Audio that arrived during the probe may already be due.
     this.update();
   }
 
+  /** Walks a probe's spans in order: turns end where their silence window does, even mid-window. */
   #advance(from: number, to: number, spans: { start: number; end: number }[]): void {
+    const silence = this.#ms(this.#vad.silenceDurationMs);
     for (const span of spans) {
       const start = Math.max(this.#floor, from + Math.round(span.start * this.#rate));
       const end = from + Math.round(span.end * this.#rate);
       if (end <= start) continue;
+      if (this.#speechStart !== undefined && start - this.#lastSpeechEnd >= silence)
+        this.#stop(this.#lastSpeechEnd, this.#lastSpeechEnd + silence);
       if (this.#speechStart === undefined) {
+        this.#quietUntil(start);
         this.#speechStart = start;
         this.#lastSpeechEnd = end;
         this.#events.started(start);
@@ -146,20 +152,30 @@ export class SpeechDetector {
     }
     this.#probedTo = to;
     if (this.#speechStart !== undefined) {
-      const silent = to - this.#lastSpeechEnd >= this.#ms(this.#vad.silenceDurationMs);
-      const full = to - this.#speechStart >= this.#maxTurn;
-      if (silent || full) {
-        this.#speechStart = undefined;
-        this.#floor = this.#quietFrom = to;
-        this.#events.stopped(full && !silent ? to : this.#lastSpeechEnd, to);
-      } else this.#events.examined(to);
-      return;
+      if (to - this.#lastSpeechEnd >= silence) this.#stop(this.#lastSpeechEnd, this.#lastSpeechEnd + silence);
+      else if (to - this.#speechStart >= this.#maxTurn) this.#stop(to, to);
+      else {
+        this.#events.examined(to);
+        return;
+      }
     }
-    const idle = this.#vad.idleTimeoutMs;
-    if (idle > 0 && to - this.#quietFrom >= this.#ms(idle)) {
-      const quietFrom = this.#quietFrom;
-      this.#floor = this.#quietFrom = to;
-      this.#events.idle(quietFrom, to);
+    this.#quietUntil(to);
+  }
+
+  #stop(position: number, at: number): void {
+    this.#speechStart = undefined;
+    this.#floor = this.#quietFrom = at;
+    this.#events.stopped(position, at);
+  }
+
+  /** Reports each idle timeout's worth of quiet audio before `position`. */
+  #quietUntil(position: number): void {
+    const idle = this.#ms(this.#vad.idleTimeoutMs);
+    if (idle <= 0) return;
+    while (position - this.#quietFrom >= idle) {
+      const from = this.#quietFrom;
+      this.#floor = this.#quietFrom = from + idle;
+      this.#events.idle(from, from + idle);
     }
   }
 }
