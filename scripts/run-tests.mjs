@@ -1,9 +1,10 @@
 // Runs every compiled test file with Node's built-in test runner. Engine tests (real native and
 // WebAssembly engines, CPU-heavy) run after the others, two files at a time: on the 2-core machine
 // they took 340 s one at a time and 227-230 s two at a time, all 292 passing in both runs. The
-// scale-out test then runs alone, and browser tests (dist/test/browser, headless Chromium) last, two
-// files at a time; they are never skipped: without Debian's chromium they fail and say to run
-// `npm test` (or `node scripts/setup.mjs --for-tests`) as root.
+// scale-out tests (HTTP and realtime) then run alone, one after the other, and browser tests
+// (dist/test/browser, headless Chromium) last, two files at a time; they are never skipped: without
+// Debian's chromium they fail and say to run `npm test` (or `node scripts/setup.mjs --for-tests`) as
+// root.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,9 +20,10 @@ function collect(dir) {
 const files = collect('dist/test').sort();
 const filter = process.argv.slice(2);
 const selected = filter.length ? files.filter((f) => filter.some((part) => f.includes(part))) : files;
-// The one-shot CLI commands run real engines in child processes too; the scale-out test runs two
-// servers, nginx and a steady load, which is enough for 2 cores without another file beside it.
-const alone = (f) => f.includes(join('deploy', 'scale-out.test'));
+// The one-shot CLI commands run real engines in child processes too; the scale-out tests
+// (deploy/scale-out*.test: HTTP under load, realtime sessions) each run two servers and nginx, which
+// is enough for 2 cores without another file beside them.
+const alone = (f) => f.includes(join('deploy', 'scale-out'));
 const heavy = (f) =>
   (f.startsWith(join('dist', 'test', 'engines')) && !f.includes(join('engines', 'fixture'))) ||
   f.includes(join('cli', 'one-shot.test'));

@@ -8,7 +8,9 @@
  * objects carry their required fields; names agree across objects (selectors and labels, volume
  * mounts and volumes, the PVC, ConfigMap and Secret the pod names, the HPA's target); the probes,
  * preStop and grace period are what docs/deploy.md promises; the ServiceMonitor scrapes /metrics;
- * and server.json is a config voxd itself accepts. What it cannot prove: that real helm renders
+ * the Ingress points at the Service and gives ingress-nginx proxy timeouts above the realtime idle
+ * limit (so a WebSocket session is ended by voxd, not cut by the proxy); and server.json is a
+ * config voxd itself accepts. What it cannot prove: that real helm renders
  * byte-for-byte the same, or that a cluster accepts the objects (no API-server schema here).
  */
 import assert from 'node:assert/strict';
@@ -19,6 +21,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { loadServerConfig } from '../../src/config/server-config.js';
+import { setting } from '../../src/config/settings.js';
 import { createEngineCatalog } from '../../src/engines/catalog.js';
 import { type ChartContext, mergeValues, Renderer } from './template-subset.js';
 
@@ -130,6 +133,35 @@ function check(objects: K8s[]): string[] {
     for (const e of monitor.spec?.endpoints ?? []) {
       if (e.path !== '/metrics') problems.push(`the ServiceMonitor scrapes ${e.path}`);
       if (!servicePorts.has(e.port)) problems.push(`the ServiceMonitor port ${e.port} is not a Service port`);
+    }
+  }
+  const idleMs = (() => {
+    const configMap = byKind('ConfigMap')[0];
+    const config = configMap ? JSON.parse(configMap.data?.['server.json'] ?? '{}') : {};
+    return config.realtime_idle_timeout_ms ?? setting('realtime_idle_timeout_ms').default!;
+  })();
+  for (const ingress of byKind('Ingress')) {
+    const service = byKind('Service')[0];
+    const servicePorts = new Set((service?.spec?.ports ?? []).map((p: K8s) => p.name));
+    for (const rule of ingress.spec?.rules ?? []) {
+      for (const path of rule.http?.paths ?? []) {
+        const backend = path.backend?.service;
+        if (backend?.name !== service?.metadata?.name)
+          problems.push('the Ingress backend is not the Service');
+        if (!servicePorts.has(backend?.port?.name))
+          problems.push(`the Ingress backend port ${backend?.port?.name} is not a Service port`);
+      }
+    }
+    // A WebSocket through ingress-nginx lives as long as its proxy timeouts allow between frames:
+    // they must outlast voxd's own idle limit, so that voxd ends a quiet session, not the proxy.
+    for (const which of ['read', 'send']) {
+      const seconds = Number(
+        ingress.metadata?.annotations?.[`nginx.ingress.kubernetes.io/proxy-${which}-timeout`],
+      );
+      if (idleMs > 0 && !(seconds * 1000 > idleMs))
+        problems.push(
+          `the Ingress proxy-${which}-timeout (${seconds} s) is not above realtime_idle_timeout_ms`,
+        );
     }
   }
   for (const hpa of byKind('HorizontalPodAutoscaler')) {
@@ -279,6 +311,82 @@ describe('Helm chart deploy/helm/voxd (rendered by a template subset, not helm)'
     assert.equal(pod.volumes[0].persistentVolumeClaim.claimName, 'shared-models');
   });
 
+  test('the Ingress carries WebSocket upgrades: ingress-nginx timeouts above the realtime idle limit, the Service as backend', () => {
+    // The chart's value is voxd's own default, so the derived timeouts match an untouched voxd.
+    assert.equal(
+      (defaults.config as Record<string, unknown>).realtime_idle_timeout_ms,
+      setting('realtime_idle_timeout_ms').default,
+    );
+    const objects = render({
+      ...KEYS,
+      ingress: {
+        enabled: true,
+        host: 'voxd.example.com',
+        tlsSecretName: 'voxd-tls',
+        annotations: { 'cert-manager.io/cluster-issuer': 'letsencrypt' },
+      },
+    });
+    assert.deepEqual(objects.map((o) => o.kind).sort(), [
+      'ConfigMap',
+      'Deployment',
+      'Ingress',
+      'PersistentVolumeClaim',
+      'Secret',
+      'Service',
+    ]);
+    assert.deepEqual(check(objects), []);
+    const ingress = find(objects, 'Ingress');
+    assert.equal(ingress.apiVersion, 'networking.k8s.io/v1');
+    assert.equal(ingress.spec.ingressClassName, 'nginx');
+    // ceil(300000 / 1000) + margin 60: above the 300 s idle limit in server.json.
+    assert.deepEqual(ingress.metadata.annotations, {
+      'nginx.ingress.kubernetes.io/proxy-read-timeout': '360',
+      'nginx.ingress.kubernetes.io/proxy-send-timeout': '360',
+      'nginx.ingress.kubernetes.io/proxy-body-size': '256m',
+      'cert-manager.io/cluster-issuer': 'letsencrypt',
+    });
+    const server = JSON.parse(find(objects, 'ConfigMap').data['server.json']);
+    assert.equal(server.realtime_idle_timeout_ms, 300000);
+    assert.deepEqual(ingress.spec.tls, [{ secretName: 'voxd-tls', hosts: ['voxd.example.com'] }]);
+    assert.deepEqual(ingress.spec.rules, [
+      {
+        host: 'voxd.example.com',
+        http: {
+          paths: [
+            {
+              path: '/',
+              pathType: 'Prefix',
+              backend: { service: { name: 'speech-voxd', port: { name: 'http' } } },
+            },
+          ],
+        },
+      },
+    ]);
+    // The pods' grace period still covers voxd's drain, which ends each realtime session (its turn,
+    // then shutting_down and 1001) within shutdown_timeout_ms.
+    const grace = find(objects, 'Deployment').spec.template.spec.terminationGracePeriodSeconds;
+    assert.ok(grace * 1000 > server.shutdown_timeout_ms);
+
+    const timeouts = (values: Record<string, unknown>) => {
+      const annotations = find(render({ ...KEYS, ...values }), 'Ingress').metadata.annotations;
+      return ['read', 'send'].map((w) => annotations[`nginx.ingress.kubernetes.io/proxy-${w}-timeout`]);
+    };
+    assert.deepEqual(timeouts({ ingress: { enabled: true }, config: { realtime_idle_timeout_ms: 600001 } }), [
+      '661',
+      '661',
+    ]);
+    assert.deepEqual(timeouts({ ingress: { enabled: true, proxyTimeoutSeconds: 3600 } }), ['3600', '3600']);
+    // Without a host: one rule for every host, no TLS.
+    const plain = find(render({ ...KEYS, ingress: { enabled: true, className: '' } }), 'Ingress');
+    assert.equal(plain.spec.rules[0].host, undefined);
+    assert.equal(plain.spec.tls, undefined);
+    assert.equal(plain.spec.ingressClassName, undefined);
+    assert.throws(
+      () => render({ ...KEYS, ingress: { enabled: true, tlsSecretName: 'voxd-tls' } }),
+      /ingress\.tlsSecretName needs ingress\.host/,
+    );
+  });
+
   test('insecure: no Secret, no key variable, and --insecure on the command line', () => {
     const objects = render({ insecure: true, persistence: { enabled: false } });
     assert.deepEqual(objects.map((o) => o.kind).sort(), ['ConfigMap', 'Deployment', 'Service']);
@@ -326,6 +434,17 @@ describe('Helm chart deploy/helm/voxd (rendered by a template subset, not helm)'
       /HPA does not target/,
     ],
     ['a name', (o) => (find(o, 'Service').metadata.name = 'Bad_Name'), /DNS-1123/],
+    [
+      'the Ingress backend',
+      (o) => (find(o, 'Ingress').spec.rules[0].http.paths[0].backend.service.port.name = 'web'),
+      /Ingress backend port web/,
+    ],
+    [
+      'the Ingress timeout',
+      (o) =>
+        (find(o, 'Ingress').metadata.annotations['nginx.ingress.kubernetes.io/proxy-read-timeout'] = '60'),
+      /proxy-read-timeout \(60 s\) is not above realtime_idle_timeout_ms/,
+    ],
   ];
   for (const [what, breakIt, problem] of breakages) {
     test(`the checks catch a broken ${what}`, () => {
@@ -333,6 +452,7 @@ describe('Helm chart deploy/helm/voxd (rendered by a template subset, not helm)'
         ...KEYS,
         monitoring: { serviceMonitor: { enabled: true } },
         autoscaling: { enabled: true },
+        ingress: { enabled: true },
       });
       assert.deepEqual(check(objects), []);
       breakIt(objects);

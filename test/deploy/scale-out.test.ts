@@ -25,17 +25,15 @@
  * engine must be enabled; older builds ignore it).
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { configFolder, type Exit, VoxdProcess } from '../helpers/cli.js';
 import { mulberry32 } from '../helpers/prng.js';
 import { fixtureModel, get, waitUntil, withDeadline } from '../helpers/voxd.js';
+import { freePort, MISSING, NGINX, Nginx, nginxConf } from './nginx.js';
 
-const NGINX = '/usr/sbin/nginx';
 const CLIENTS = 4;
 const MORE_AFTER_EXIT = 5;
 const MAX_REQUESTS = 20_000;
@@ -43,18 +41,6 @@ const MAX_REQUESTS = 20_000;
 const WAIT_MS = 30_000;
 
 const configs = configFolder('voxd-scale-out-');
-
-/** A free loopback port for nginx (voxd picks its own with --port 0). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** The load's texts come from a fixed seed, so a failing run can be replayed. */
 const seeded = mulberry32;
@@ -141,93 +127,6 @@ async function queued(url: string, model: string): Promise<number> {
   return json.data.find((m: { id: string }) => m.id === model).queued_requests;
 }
 
-class Nginx {
-  readonly child: ChildProcess;
-  readonly closed: Promise<Exit>;
-  stderr = '';
-
-  constructor(
-    readonly dir: string,
-    conf: string,
-  ) {
-    this.child = spawn(
-      NGINX,
-      [
-        '-p',
-        dir,
-        '-e',
-        join(dir, 'error.log'),
-        '-c',
-        conf,
-        '-g',
-        `daemon off; pid ${join(dir, 'nginx.pid')};`,
-      ],
-      {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
-    this.child.stderr!.setEncoding('utf8');
-    this.child.stderr!.on('data', (chunk: string) => {
-      this.stderr += chunk;
-    });
-    this.closed = new Promise((resolve, reject) => {
-      this.child.once('error', reject);
-      this.child.once('close', (code, signal) => resolve({ code, signal }));
-    });
-    this.closed.catch(() => {});
-  }
-
-  get log(): string {
-    const path = join(this.dir, 'error.log');
-    return `${this.stderr}${existsSync(path) ? readFileSync(path, 'utf8') : ''}`;
-  }
-
-  /** SIGQUIT (graceful) to the master by its pid, then SIGKILL if it has not gone by the deadline. */
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    this.child.kill('SIGQUIT');
-    try {
-      await withDeadline(this.closed, 'nginx to exit', WAIT_MS);
-    } catch (err) {
-      this.child.kill('SIGKILL');
-      await this.closed.catch(() => {});
-      throw err;
-    }
-  }
-}
-
-function nginxConf(listen: number, upstreams: number[], dir: string): string {
-  mkdirSync(join(dir, 'temp'), { recursive: true });
-  // As root the workers would otherwise run as nobody and could not use the temp folders.
-  const user = process.getuid?.() === 0 ? 'user root;' : '';
-  return `${user}
-worker_processes 1;
-events { worker_connections 512; }
-http {
-  access_log ${join(dir, 'access.log')};
-  client_body_temp_path ${join(dir, 'temp', 'body')};
-  proxy_temp_path ${join(dir, 'temp', 'proxy')};
-  fastcgi_temp_path ${join(dir, 'temp', 'fastcgi')};
-  uwsgi_temp_path ${join(dir, 'temp', 'uwsgi')};
-  scgi_temp_path ${join(dir, 'temp', 'scgi')};
-  upstream voxd {
-    least_conn;
-${upstreams.map((p) => `    server 127.0.0.1:${p};`).join('\n')}
-  }
-  server {
-    listen 127.0.0.1:${listen};
-    location / {
-      proxy_pass http://voxd;
-      proxy_next_upstream error timeout http_503 non_idempotent;
-      proxy_next_upstream_tries 2;
-      proxy_read_timeout 120s;
-      add_header X-Upstream $upstream_addr always;
-    }
-  }
-}
-`;
-}
-
 describe('scale-out: two replicas behind nginx, one terminated under load', () => {
   const stops: (() => Promise<unknown>)[] = [];
   after(async () => {
@@ -236,10 +135,7 @@ describe('scale-out: two replicas behind nginx, one terminated under load', () =
   });
 
   test('no client request fails, the terminated replica exits 0, the other keeps serving', async () => {
-    assert.ok(
-      existsSync(NGINX),
-      `${NGINX} is missing: install the Debian package nginx (npm test's setup, node scripts/setup.mjs --for-tests, does)`,
-    );
+    assert.ok(existsSync(NGINX), MISSING);
     const a = replica('a');
     const b = replica('b');
     stops.push(
@@ -254,8 +150,9 @@ describe('scale-out: two replicas behind nginx, one terminated under load', () =
     mkdirSync(dir);
     const port = await freePort();
     const conf = join(dir, 'nginx.conf');
-    writeFileSync(conf, nginxConf(port, [Number(aAddr.split(':')[1]), Number(bAddr.split(':')[1])], dir));
-    const nginx = new Nginx(dir, conf);
+    const upstreams = [Number(aAddr.split(':')[1]), Number(bAddr.split(':')[1])];
+    writeFileSync(conf, nginxConf(port, upstreams, dir));
+    const nginx = new Nginx(dir, conf, WAIT_MS);
     stops.push(() => nginx.stop());
     await waitUntil(
       'nginx proxies /health',

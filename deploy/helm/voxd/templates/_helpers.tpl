@@ -47,6 +47,20 @@ a drain voxd would have finished.
 {{- end }}
 {{- end }}
 
+{{/*
+The Ingress' proxy read and send timeouts, in seconds: realtime_idle_timeout_ms rounded up, plus a
+margin, so that a proxy never ends a realtime session before voxd's own idle limit would (voxd
+ends it with a session_idle_timeout event and close 1000; a proxy's timeout is a bare cut).
+ingress.proxyTimeoutSeconds, when set, wins.
+*/}}
+{{- define "voxd.proxyTimeoutSeconds" -}}
+{{- if .Values.ingress.proxyTimeoutSeconds }}
+{{- .Values.ingress.proxyTimeoutSeconds }}
+{{- else }}
+{{- add (div (add .Values.config.realtime_idle_timeout_ms 999) 1000) .Values.ingress.proxyTimeoutMarginSeconds }}
+{{- end }}
+{{- end }}
+
 {{- define "voxd.pvcName" -}}
 {{- if .Values.persistence.existingClaim }}
 {{- .Values.persistence.existingClaim }}
