@@ -21,10 +21,13 @@ import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { FLITE, lazyModel } from '../../helpers/models.js';
 import { suiteServer } from '../../helpers/suite-server.js';
+import { waitUntil } from '../../helpers/voxd.js';
 
 const TLS = fileURLToPath(new URL('../../../../test/fixtures/tls/', import.meta.url));
 const CA = readFileSync(`${TLS}cert.pem`);
 const SENTENCE = 'Please call me tomorrow morning. The weather is nice today.';
+/** Silence of `ms` at 24 kHz PCM16. */
+const silence = (ms: number) => Buffer.alloc(Math.round((ms * 24000) / 1000) * 2);
 const WORDS = ['please', 'call', 'tomorrow', 'morning', 'weather'];
 
 /** flite's PCM16 for `input` at `rate`, through the server's own speech route. */
@@ -157,9 +160,6 @@ describe('pocketsphinx over /v1/realtime with the openai SDK', () => {
   });
 
   describe('server VAD (silero): the server finds each turn and commits it', () => {
-    /** Silence of `ms` at 24 kHz PCM16. */
-    const silence = (ms: number) => Buffer.alloc(Math.round((ms * 24000) / 1000) * 2);
-
     /** Streams `audio` in 100 ms pieces at the pace of speech (a microphone); every event seen. */
     async function converse(configure: Record<string, unknown>, audio: Buffer, turns: number) {
       const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'unused' });
@@ -314,5 +314,48 @@ describe('pocketsphinx over /v1/realtime with the openai SDK', () => {
       )!;
       assert.ok(heard(String(completed['transcript'])).length >= 3, String(completed['transcript']));
     });
+  });
+
+  test('[time.disconnect-executing] a live turn holds its slot from the start of speech, and a client that leaves mid-speech frees it at once', async () => {
+    const pcm = await speak(s.url, 24000);
+    const { WebSocket } = await import('ws');
+    const ws = new WebSocket(`${s.url.replace(/^https/, 'wss')}/v1/realtime?model=pocketsphinx`, { ca: CA });
+    const types: string[] = [];
+    let started!: () => void;
+    const speaking = new Promise<void>((resolve) => (started = resolve));
+    ws.on('message', (data) => {
+      const type = JSON.parse(data.toString()).type as string;
+      types.push(type);
+      if (type === 'input_audio_buffer.speech_started') started();
+    });
+    await new Promise((resolve, reject) => {
+      ws.on('open', resolve);
+      ws.on('error', reject);
+    });
+    const scheduler = () => s.voxd.runtime.get('pocketsphinx').scheduler.snapshot();
+    assert.equal(scheduler().activeRequests, 0, 'an open session holds nothing');
+    ws.send(
+      JSON.stringify({
+        type: 'session.update',
+        session: { type: 'transcription', audio: { input: { turn_detection: { type: 'server_vad' } } } },
+      }),
+    );
+    // The silence and the first second of speech: the speech has started and goes on.
+    const audio = Buffer.concat([silence(500), pcm.subarray(0, 48000)]);
+    for (let at = 0; at < audio.length; at += 4800)
+      ws.send(
+        JSON.stringify({
+          type: 'input_audio_buffer.append',
+          audio: audio.subarray(at, at + 4800).toString('base64'),
+        }),
+      );
+    await speaking;
+    await waitUntil('the turn holds its slot', () => scheduler().activeRequests === 1);
+    assert.ok(!types.includes('input_audio_buffer.speech_stopped'), types.join(', '));
+    ws.terminate();
+    await waitUntil(
+      'the slot is free',
+      () => scheduler().activeRequests === 0 && scheduler().queuedRequests === 0,
+    );
   });
 });

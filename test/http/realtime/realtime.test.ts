@@ -313,7 +313,24 @@ describe('/v1/realtime edges, with a raw ws client', () => {
           session: { audio: { input: { turn_detection: { type: 'server_vad' } } } },
         }),
       );
+      // This server registers no VAD model: server VAD says which setting names the one it needs.
       assert.equal(error.param, 'session.audio.input.turn_detection');
+      assert.match(error.message, /chunking_vad_model "silero-vad" is not registered/);
+      error = await errorAfter(() =>
+        send({
+          type: 'session.update',
+          session: { audio: { input: { turn_detection: { type: 'server_vad', silence_duration_ms: -1 } } } },
+        }),
+      );
+      assert.equal(error.param, 'session.audio.input.turn_detection.silence_duration_ms');
+      assert.match(error.message, /-1/);
+      error = await errorAfter(() =>
+        send({
+          type: 'transcription_session.update',
+          session: { turn_detection: { type: 'semantic_vad', eagerness: 'eager' } },
+        }),
+      );
+      assert.equal(error.param, 'session.turn_detection.eagerness');
       error = await errorAfter(() => send({ type: 'input_audio_buffer.commit' }));
       assert.equal(error.code, 'input_audio_buffer_commit_empty');
       // A refused update changed nothing: the model is still asr and a turn goes through.
