@@ -1,0 +1,171 @@
+/**
+ * Server VAD in a session, with the real silero model finding flite's speech and the fixture ASR
+ * reporting the audio each turn brought (its length at 16 kHz): the server commits a turn that
+ * holds the speech, its prefix padding and its silence window; `clear` mid-speech drops the turn;
+ * idle_timeout_ms commits the quiet audio with `timeout_triggered`; the session shows its
+ * detection; turning it off goes back to manual commits. The whole conversation with a streaming
+ * engine and the openai SDK is in test/engines/pocketsphinx/realtime.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { WebSocket } from 'ws';
+import { speechBounds } from '../../helpers/samples.js';
+import { suiteServer } from '../../helpers/suite-server.js';
+import { fixtureModel, post } from '../../helpers/voxd.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: events are read as plain JSON
+type Event = any;
+
+const RATE = 24000;
+const silence = (ms: number) => Buffer.alloc(Math.round((ms * RATE) / 1000) * 2);
+
+describe('server VAD in a realtime session', () => {
+  const s = suiteServer({
+    busy_timeout_ms: 0,
+    models: [
+      fixtureModel('asr', { task: 'asr' }),
+      { id: 'silero-vad', family: 'silero_vad', task: 'vad', lazy: true },
+      { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
+    ],
+  });
+
+  async function sentence(): Promise<Buffer> {
+    const res = await post(s.url, '/v1/audio/speech', {
+      model: 'flite',
+      input: 'Please call me back tomorrow morning.',
+      voice: 'slt',
+      response_format: 'pcm',
+      sample_rate: RATE,
+    });
+    assert.equal(res.status, 200);
+    return res.body;
+  }
+
+  async function session(turnDetection: unknown) {
+    const ws = new WebSocket(`${s.url.replace(/^http/, 'ws')}/v1/realtime?model=asr`);
+    const events: Event[] = [];
+    const waiters: (() => void)[] = [];
+    ws.on('message', (data) => {
+      events.push(JSON.parse(data.toString()));
+      for (const wake of waiters.splice(0)) wake();
+    });
+    await new Promise((resolve, reject) => {
+      ws.on('open', resolve);
+      ws.on('error', reject);
+    });
+    /** The `n`th event of a type (0 first), waiting for it. */
+    const next = (type: string, n = 0): Promise<Event> =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`no ${type}; got ${events.map((e) => e.type)}`)),
+          20_000,
+        );
+        const look = () => {
+          const found = events.filter((e) => e.type === type)[n];
+          if (found) {
+            clearTimeout(timer);
+            resolve(found);
+          } else waiters.push(look);
+        };
+        look();
+      });
+    const send = (event: unknown) => ws.send(JSON.stringify(event));
+    const append = (audio: Buffer) => {
+      for (let at = 0; at < audio.length; at += 4800)
+        send({ type: 'input_audio_buffer.append', audio: audio.subarray(at, at + 4800).toString('base64') });
+    };
+    send({ type: 'session.update', session: { audio: { input: { turn_detection: turnDetection } } } });
+    const updated = await next('session.updated');
+    return { ws, events, next, send, append, updated };
+  }
+
+  test('a spoken sentence is one turn: its speech, its prefix padding and its silence window', async () => {
+    const speech = await sentence();
+    const rt = await session({ type: 'server_vad', prefix_padding_ms: 300, silence_duration_ms: 500 });
+    try {
+      assert.deepEqual(rt.updated.session.audio.input.turn_detection, {
+        type: 'server_vad',
+        threshold: 0.5,
+        prefix_padding_ms: 300,
+        silence_duration_ms: 500,
+        idle_timeout_ms: null,
+        create_response: false,
+        interrupt_response: false,
+      });
+      rt.append(Buffer.concat([silence(1000), speech, silence(1000)]));
+      const started = await rt.next('input_audio_buffer.speech_started');
+      const stopped = await rt.next('input_audio_buffer.speech_stopped');
+      const committed = await rt.next('input_audio_buffer.committed');
+      const completed = await rt.next('conversation.item.input_audio_transcription.completed');
+      assert.equal(started.item_id, committed.item_id);
+      assert.equal(stopped.item_id, committed.item_id);
+      assert.equal(completed.item_id, committed.item_id);
+      // Where flite's speech is (ms into the stream): the turn starts 300 ms before it.
+      const pcm = new Int16Array(speech.buffer, speech.byteOffset, speech.length / 2);
+      const [a, b] = speechBounds(Float32Array.from(pcm, (v) => v / 32768)).map(
+        (n) => 1000 + (n / RATE) * 1000,
+      ) as [number, number];
+      assert.ok(
+        Math.abs(started.audio_start_ms - (a - 300)) <= 150,
+        `start ${started.audio_start_ms}, speech at ${a}`,
+      );
+      assert.ok(
+        stopped.audio_end_ms >= b - 300 && stopped.audio_end_ms <= b + 200,
+        `end ${stopped.audio_end_ms} of speech ending at ${b}`,
+      );
+      // The turn's audio runs from its start to the end of its 500 ms silence window.
+      const samples = JSON.parse(completed.transcript).audio.samples / 16;
+      const expected = stopped.audio_end_ms + 500 - started.audio_start_ms;
+      assert.ok(Math.abs(samples - expected) <= 2, `${samples} ms of audio, expected ${expected}`);
+      assert.equal(rt.events.filter((e) => e.type === 'error').length, 0);
+    } finally {
+      rt.ws.close();
+    }
+  });
+
+  test('clear while speech goes on drops its turn; the next speech is a turn of its own', async () => {
+    const speech = await sentence();
+    const rt = await session({ type: 'server_vad' });
+    try {
+      rt.append(Buffer.concat([silence(500), speech.subarray(0, RATE * 2)]));
+      const started = await rt.next('input_audio_buffer.speech_started');
+      rt.send({ type: 'input_audio_buffer.clear' });
+      await rt.next('input_audio_buffer.cleared');
+      rt.append(Buffer.concat([silence(500), speech, silence(800)]));
+      const committed = await rt.next('input_audio_buffer.committed');
+      await rt.next('conversation.item.input_audio_transcription.completed');
+      assert.notEqual(committed.item_id, started.item_id);
+      assert.equal(
+        rt.events.filter(
+          (e) => e.item_id === started.item_id && e.type !== 'input_audio_buffer.speech_started',
+        ).length,
+        0,
+      );
+      assert.equal(rt.events.filter((e) => e.type === 'input_audio_buffer.committed').length, 1);
+    } finally {
+      rt.ws.close();
+    }
+  });
+
+  test('idle_timeout_ms: quiet audio is committed with timeout_triggered; null turns detection off', async () => {
+    const rt = await session({ type: 'server_vad', idle_timeout_ms: 1000 });
+    try {
+      rt.append(silence(1500));
+      const timeout = await rt.next('input_audio_buffer.timeout_triggered');
+      assert.equal(timeout.audio_start_ms, 0);
+      assert.equal(timeout.audio_end_ms, 1000);
+      const completed = await rt.next('conversation.item.input_audio_transcription.completed');
+      assert.equal(completed.item_id, timeout.item_id);
+      assert.equal(JSON.parse(completed.transcript).audio.samples, 16000);
+      // Off again: audio waits for the client's commit.
+      rt.send({ type: 'session.update', session: { audio: { input: { turn_detection: null } } } });
+      await rt.next('session.updated', 1);
+      rt.append(silence(200));
+      rt.send({ type: 'input_audio_buffer.commit' });
+      const second = await rt.next('conversation.item.input_audio_transcription.completed', 1);
+      assert.equal(JSON.parse(second.transcript).audio.samples, 3200);
+    } finally {
+      rt.ws.close();
+    }
+  });
+});
