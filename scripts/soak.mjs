@@ -54,6 +54,8 @@ const MODELS = {
   diar: fixture('diar', 'diar', { slots: 1, load_options: { load_ms: 150 } }),
   [WD]: fixture(WD, 'asr', { slots: 4, max_inference_ms: MAX_INFERENCE_MS }),
   flite: { id: 'flite', family: 'flite_tts', task: 'tts', mode: 'streaming' },
+  // Realtime sessions' server VAD probes it (chunking_vad_model's default id).
+  'silero-vad': { id: 'silero-vad', family: 'silero_vad', task: 'vad' },
 };
 // --secure: the committed test certificate (for 127.0.0.1) and two keys. Every request carries the
 // admin key unless it says otherwise.
@@ -742,9 +744,11 @@ const STATUS_OF_TYPE = {
 /**
  * One realtime session: opened on `model`, `turns` committed buffers of 16 kHz PCM, each answered
  * by completed (200) or failed (the error's status); `leaveAfterMs` leaves mid-turn instead (an
- * abort). Resolves with what check() reads: a status, the error as the body, the time taken.
+ * abort). With `vad` the server commits: server VAD with a 500 ms idle timeout, each turn 700 ms
+ * of silence that the silero model probes, committed by `timeout_triggered`. Resolves with what
+ * check() reads: a status, the error as the body, the time taken.
  */
-function realtimeSession(model, turns, leaveAfterMs) {
+function realtimeSession(model, turns, leaveAfterMs, vad = false) {
   const started = performance.now();
   return new Promise((resolve) => {
     const ws = new WebSocket(`${BASE.replace(/^http/, 'ws')}/v1/realtime?model=${model}`, {
@@ -762,10 +766,16 @@ function realtimeSession(model, turns, leaveAfterMs) {
     };
     const deadline = setTimeout(() => end({ status: 'hang' }), REQUEST_DEADLINE_MS);
     const turn = () => {
-      ws.send(
-        JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm(int(50, 400)).toString('base64') }),
-      );
-      ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
+      if (vad) {
+        const silence = Buffer.alloc(3200).toString('base64');
+        for (let i = 0; i < 7; i++)
+          ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: silence }));
+      } else {
+        ws.send(
+          JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm(int(50, 400)).toString('base64') }),
+        );
+        ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
+      }
       if (leaveAfterMs !== undefined) setTimeout(() => end({ status: 'aborted' }), leaveAfterMs);
     };
     ws.on('unexpected-response', (_req, res) => {
@@ -784,12 +794,19 @@ function realtimeSession(model, turns, leaveAfterMs) {
           JSON.stringify({
             type: 'session.update',
             session: {
-              audio: { input: { format: { type: 'audio/pcm', rate: 16000 }, turn_detection: null } },
+              audio: {
+                input: {
+                  format: { type: 'audio/pcm', rate: 16000 },
+                  turn_detection: vad ? { type: 'server_vad', idle_timeout_ms: 500 } : null,
+                },
+              },
             },
           }),
         );
       } else if (e.type === 'session.updated') turn();
-      else if (e.type === 'error') end({ status: 400, body: JSON.stringify(e) });
+      // An error event of a server VAD probe (a busy or full VAD model) is the status its type has.
+      else if (e.type === 'error')
+        end({ status: STATUS_OF_TYPE[e.error.type] ?? 400, body: JSON.stringify({ error: e.error }) });
       else if (e.type === 'conversation.item.input_audio_transcription.failed') {
         end({ status: STATUS_OF_TYPE[e.error.type] ?? 500, body: JSON.stringify({ error: e.error }) });
       } else if (e.type === 'conversation.item.input_audio_transcription.completed') {
@@ -807,6 +824,17 @@ OPS.push(
     async () => {
       const model = pick(['asr-s', WD]);
       check('realtime', await realtimeSession(model, int(1, 3)), { model, overrun: model === WD });
+    },
+  ],
+  [
+    2,
+    'realtime-vad',
+    async () => {
+      const model = pick(['asr-s', WD]);
+      check('realtime-vad', await realtimeSession(model, int(1, 2), undefined, true), {
+        model,
+        overrun: model === WD,
+      });
     },
   ],
   [
@@ -881,7 +909,10 @@ try {
   // module caches) paid for, so the baseline is what a running server holds.
   for (let round = 0; round < 2; round++) {
     for (const id of Object.keys(MODELS)) {
-      const r = await call('POST', '/v1/tasks/run', { json: { model: id, text: 'warm' } });
+      // The fixtures and flite take text; silero takes audio.
+      const json =
+        MODELS[id].family === 'silero_vad' ? { audio_base64: wav(300).toString('base64') } : { text: 'warm' };
+      const r = await call('POST', '/v1/tasks/run', { json: { model: id, ...json } });
       check('warmup', r, { model: id });
     }
     await chaos(3000);

@@ -86,6 +86,8 @@ export async function startTarget(): Promise<TestServer> {
         fixtureModel(MODELS.vad, { task: 'vad' }),
         fixtureModel(MODELS.asrLive, { mode: 'streaming' }),
         fixtureModel(MODELS.ttsLive, { task: 'tts', mode: 'streaming' }),
+        // The real VAD, for realtime sessions' server VAD (chunking_vad_model's default id).
+        { id: 'silero-vad', family: 'silero_vad', task: 'vad', lazy: true },
       ],
     },
     { parallel: true },

@@ -49,6 +49,21 @@ function event(
   mutate: (o: Record<string, unknown>) => Record<string, unknown>,
 ): Record<string, unknown> {
   const audio = () => rng.bytes(rng.pick([0, 1, 2, 3, 160, 4800])).toString('base64');
+  // Off, server VAD with knobs in and out of range, or semantic VAD by eagerness.
+  const turnDetection = () =>
+    rng.pick([
+      null,
+      { type: 'server_vad' },
+      {
+        type: 'server_vad',
+        threshold: rng.pick([0, 0.5, 1, -1, 2, '0.5']),
+        prefix_padding_ms: rng.pick([0, 300, 10_000, 10_001, -5, 1.5]),
+        silence_duration_ms: rng.pick([0, 200, 500, 10_000, 1e9]),
+        idle_timeout_ms: rng.pick([null, 0, 1000, 5000, 3_600_001]),
+      },
+      { type: 'semantic_vad', eagerness: rng.pick(['low', 'medium', 'high', 'auto', 'eager', 7]) },
+      { type: rng.pick(['none', '', 'server_vad ']) },
+    ]);
   const events: (() => Record<string, unknown>)[] = [
     () => ({ type: 'input_audio_buffer.append', audio: audio() }),
     () => ({ type: 'input_audio_buffer.commit' }),
@@ -65,14 +80,17 @@ function event(
               { type: 'audio/pcma' },
             ]),
             transcription: { model: rng.pick(['fz-asr', 'fz-asr-live', 'fz-tts', 'nope']), language: 'en' },
-            turn_detection: null,
+            turn_detection: turnDetection(),
           },
         },
       },
     }),
     () => ({
       type: 'transcription_session.update',
-      session: { input_audio_format: rng.pick(['pcm16', 'g711_ulaw', 'g711_alaw']), turn_detection: null },
+      session: {
+        input_audio_format: rng.pick(['pcm16', 'g711_ulaw', 'g711_alaw']),
+        turn_detection: turnDetection(),
+      },
     }),
     () => ({ type: rng.pick(['response.create', 'conversation.item.create', '', 'x'.repeat(200)]) }),
   ];
