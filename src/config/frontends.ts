@@ -21,7 +21,8 @@ const LISTENER_OPTIONS: Record<FrontendListener, readonly string[]> = {
 
 export function parseFrontendListener(value: unknown, key: string): FrontendListener {
   const name = expectString(value, key);
-  if (name === '' || (FRONTEND_LISTENERS as readonly string[]).includes(name)) return name as FrontendListener;
+  if (name === '' || (FRONTEND_LISTENERS as readonly string[]).includes(name))
+    return name as FrontendListener;
   throw ConfigError.rejected(
     key,
     name,

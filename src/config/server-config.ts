@@ -10,10 +10,10 @@ import { keysFromConfig, keysFromEnv, keysFromFile, parseOpenEndpoints } from '.
 import { defaultModelsRoot } from './data-dir.js';
 import { EMBEDDED_MODELS } from './embedded-models.js';
 import { ConfigError, expectBoolean, expectOneOf, expectString, isPlainObject, keyPath } from './errors.js';
+import { checkFrontendOptions, type FrontendOptionSources, parseFrontendListener } from './frontends.js';
 import { parseModelAliases } from './model-aliases.js';
 import { keyNotice, LIVE_INGEST_DEFAULTS, parseLiveIngest, parseModelConfig } from './model-config.js';
 import { toOptionMap } from './options.js';
-import { checkFrontendOptions, type FrontendOptionSources, parseFrontendListener } from './frontends.js';
 import {
   type ConfigKey,
   checkRule,
@@ -24,7 +24,7 @@ import {
   type SettingEntry,
   setting,
 } from './settings.js';
-import type { Backend, ConfigNotice, ModelConfig, OptionMap, ServerConfig } from './types.js';
+import type { Backend, ConfigNotice, ModelConfig, ServerConfig } from './types.js';
 
 /**
  * Values given on the command line; anything set here wins over server.json. One field per
@@ -198,11 +198,13 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
   }
   if (cert !== undefined && key !== undefined) config.tls = { cert, key };
   const frontendSources = {
-    file: file['frontend_options'] === undefined ? {} : toOptionMap(file['frontend_options'], 'frontend_options'),
+    file:
+      file['frontend_options'] === undefined ? {} : toOptionMap(file['frontend_options'], 'frontend_options'),
     cli: overrides.frontend_options ?? {},
   };
   config.frontend_options = checkFrontendOptions(config.frontend_listener, frontendSources, notices);
-  if (config.frontend_listener === 'https') config.tls = httpsListenerTls(config.tls, frontendSources, baseDir);
+  if (config.frontend_listener === 'https')
+    config.tls = httpsListenerTls(config.tls, frontendSources, baseDir);
   config.file_roots = read('file_roots', defaultFileRoots(configFile, config), parseFileRoots);
   const env = opts.env ?? process.env;
   config.api_keys = [

@@ -9,8 +9,8 @@
 import { isIP } from 'node:net';
 import { LOG_LEVELS } from '../observability/log-levels.js';
 import type { ApiKey } from './api-keys.js';
-import type { FrontendListener } from './frontends.js';
 import { ConfigError, expectBoolean, expectInteger, expectOneOf, expectString } from './errors.js';
+import type { FrontendListener } from './frontends.js';
 import type { Backend, LiveIngestConfig, ModelConfig, OptionMap } from './model-types.js';
 
 /** How a flag's text becomes a value: the parser checks the syntax, the loader the range. */
@@ -744,7 +744,10 @@ const GROUPS = [
         flag: {
           value: 'text',
           arg: '<name>',
-          help: ['frontend listener: https (TLS, with --frontend-option', 'cert_file=, key_file=) or websocket'],
+          help: [
+            'frontend listener: https (TLS, with --frontend-option',
+            'cert_file=, key_file=) or websocket',
+          ],
           note: '`https` or `websocket`; any other name is an error.',
         },
         default: '',

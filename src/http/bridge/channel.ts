@@ -89,15 +89,27 @@ export class BridgeChannel {
 
   #receive(data: Buffer, isBinary: boolean): void {
     if (isBinary) {
-      this.#answerError(null, new VoxdError('E_INVALID_REQUEST', 'binary frames are not requests; send each request as a JSON text frame'));
+      this.#answerError(
+        null,
+        new VoxdError(
+          'E_INVALID_REQUEST',
+          'binary frames are not requests; send each request as a JSON text frame',
+        ),
+      );
       return;
     }
     const text = data.toString('utf8');
     if (this.#closing) {
-      this.#answerError(idOf(text), new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new requests'));
+      this.#answerError(
+        idOf(text),
+        new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new requests'),
+      );
       return;
     }
-    if (this.#waiting.length >= MAX_WAITING_FRAMES || this.#waitingBytes + data.length > this.#deps.maxWaitingBytes) {
+    if (
+      this.#waiting.length >= MAX_WAITING_FRAMES ||
+      this.#waitingBytes + data.length > this.#deps.maxWaitingBytes
+    ) {
       this.#answerError(
         idOf(text),
         new VoxdError(
@@ -161,7 +173,13 @@ export class BridgeChannel {
       start: (head) => this.#send(startFrame(id, head)),
       piece: (piece) => this.#sendPiece(bodyFrame(id, piece)),
       done: () => this.#send(doneFrame(id)),
-      cut: () => this.#send(errorFrame(id, { message: 'the answer stream ended early (see the server log)', type: 'server_error' })),
+      cut: () =>
+        this.#send(
+          errorFrame(id, {
+            message: 'the answer stream ended early (see the server log)',
+            type: 'server_error',
+          }),
+        ),
     };
   }
 

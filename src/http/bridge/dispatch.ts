@@ -12,7 +12,7 @@
  * TLS to itself under HTTPS. Destroying the in-memory connection is a client leaving: the server
  * cancels the request and frees its slot as for a dropped TCP connection.
  */
-import { type IncomingMessage, request as httpRequest, STATUS_CODES } from 'node:http';
+import { request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { VoxdError } from '../../errors.js';
@@ -125,7 +125,10 @@ export function dispatchInProcess(
           settle();
         });
         res.on('close', () => {
-          if (!res.complete) settle(new VoxdError('E_INTERNAL', `${STATUS_CODES[head.status] ?? head.status} answer cut short`));
+          if (!res.complete)
+            settle(
+              new VoxdError('E_INTERNAL', `${STATUS_CODES[head.status] ?? head.status} answer cut short`),
+            );
         });
         return;
       }

@@ -26,9 +26,9 @@ export class PairEnd extends Duplex {
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void): void {
     const peer = this.#peer!;
-    if (peer.destroyed) return callback(new Error('the other end of the in-memory connection is closed'));
     // The chunk is the peer's to read now; this write is done when the peer's reader wants more.
-    if (peer.push(chunk)) callback();
+    if (peer.destroyed) callback(new Error('the other end of the in-memory connection is closed'));
+    else if (peer.push(chunk)) callback();
     else peer.#pendingWrite = () => callback();
   }
 

@@ -58,7 +58,10 @@ export function frameObject(text: string): Record<string, unknown> {
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new VoxdError('E_INVALID_REQUEST', `a frame must be a JSON object; it is not JSON (${(err as Error).message})`);
+    throw new VoxdError(
+      'E_INVALID_REQUEST',
+      `a frame must be a JSON object; it is not JSON (${(err as Error).message})`,
+    );
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
     throw new VoxdError(
@@ -82,7 +85,12 @@ export function frameRequest(frame: Record<string, unknown>, text: string): Fram
   if ('path' in frame)
     throw invalid('path', "the endpoint is the WebSocket URL's path; a frame cannot name another");
   if (!ENVELOPE_FIELDS.some((field) => field in frame))
-    return { method: 'POST', query: undefined, headers: { 'content-type': 'application/json' }, body: Buffer.from(text) };
+    return {
+      method: 'POST',
+      query: undefined,
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(text),
+    };
 
   const headers = frameHeaders(frame['headers']);
   let body: Buffer | undefined;
@@ -107,7 +115,7 @@ function frameMethod(method: unknown): string {
 function frameQuery(query: unknown): string | undefined {
   if (query === undefined) return undefined;
   // What may follow a path's `?` as sent: no space, control character or fragment.
-  if (typeof query !== 'string' || /[\s#\0-\x1f\x7f]/.test(query))
+  if (typeof query !== 'string' || /[^!-~\u0080-\u00ff]|#/.test(query))
     throw invalid('query', `${showValue(query)} is not a query string (percent-encode spaces and the like)`);
   return query.startsWith('?') ? query.slice(1) : query;
 }

@@ -48,7 +48,9 @@ export interface BridgeFrontEnd {
  * The largest frame: a body at the JSON limit sent as base64 (4/3 of it) in its envelope. A body
  * is then held to its own limits by the route, as over HTTP.
  */
-export function maxFrameBytes(config: Pick<ServerConfig, 'max_json_body_bytes' | 'max_request_body_bytes'>): number {
+export function maxFrameBytes(
+  config: Pick<ServerConfig, 'max_json_body_bytes' | 'max_request_body_bytes'>,
+): number {
   const body = Math.min(config.max_json_body_bytes, config.max_request_body_bytes);
   return Math.ceil((body * 4) / 3) + ENVELOPE_SLACK_BYTES;
 }
@@ -66,15 +68,17 @@ export function websocketBridge({ runtime, config, logger, routesOf, inject }: B
   const admit = (req: IncomingMessage, url: URL): ChannelOrigin => {
     const path = url.pathname;
     const routes = routesOf(path);
+    // As over HTTP, the key comes first: which paths exist is told only to a caller with one.
+    const queryKey = () => url.searchParams.get('api_key');
+    authorize(req, path, routes?.find((r) => r.method === 'POST') ?? routes?.[0], config, queryKey, true);
     if (!routes)
       throw new VoxdError(
         'E_NOT_FOUND',
         `no endpoint at ${path}: a bridge WebSocket connects to the path of the route its frames call (docs/websocket-bridge.md)`,
       );
-    const queryKey = () => url.searchParams.get('api_key');
-    authorize(req, path, routes.find((r) => r.method === 'POST') ?? routes[0], config, queryKey, true);
     checkOrigin(req, config, 'a bridge WebSocket');
-    if (runtime.closing) throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sockets');
+    if (runtime.closing)
+      throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sockets');
     return { path, ...forwarded(req, url), remoteAddress: req.socket.remoteAddress };
   };
 
@@ -112,8 +116,8 @@ export function websocketBridge({ runtime, config, logger, routesOf, inject }: B
 }
 
 /**
- * What each bridged request carries from the upgrade: its headers (not the upgrade's own, nor its
- * request id: each request gets its own) and its query. A key given as `?api_key=` (browsers
+ * What each bridged request carries from the upgrade: its headers (its Host, not the upgrade's own
+ * headers, nor its request id: each request gets its own) and its query. A key given as `?api_key=` (browsers
  * cannot set headers on a WebSocket) becomes the requests' `Authorization`, since HTTP routes
  * read keys from headers only; it leaves the query, so that it is not passed on or logged.
  */
@@ -123,6 +127,8 @@ function forwarded(req: IncomingMessage, url: URL): { query: string; headers: Re
     if (value === undefined || isReservedHeader(name) || name === 'x-request-id') continue;
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
+  // node:http refuses an HTTP/1.1 request without Host; the upgrade's is the requests' too.
+  headers['host'] = req.headers.host ?? 'voxd';
   const params = new URLSearchParams(url.searchParams);
   const key = params.get('api_key');
   params.delete('api_key');

@@ -16,8 +16,8 @@ import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { authorize, REALTIME_PATH } from '../transport/auth.js';
 import { checkOrigin } from '../transport/origin.js';
-import { refuseUpgrade } from '../transport/upgrade-refusal.js';
 import type { Route } from '../transport/route.js';
+import { refuseUpgrade } from '../transport/upgrade-refusal.js';
 import { RealtimeSession } from './session.js';
 
 /**

@@ -478,7 +478,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   server.on(connectionEvent, (socket: Socket) => {
     // A WebSocket bridge request's in-memory connection (src/http/bridge/dispatch.ts) rides on
     // its WebSocket's, which the cap counted already; it is tracked for drains all the same.
-    if (!(socket instanceof PairEnd) && refuseOverCap(socket, connections.size, config.max_connections)) return;
+    if (!(socket instanceof PairEnd) && refuseOverCap(socket, connections.size, config.max_connections))
+      return;
     connections.set(socket, 0);
     socket.on('close', () => connections.delete(socket));
   });
