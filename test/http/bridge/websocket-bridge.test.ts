@@ -5,7 +5,9 @@
  * that leaves frees the slot of its request, running or waiting.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { MAX_WAITING_FRAMES } from '../../../src/http/bridge/channel.js';
 import { suiteServer } from '../../helpers/suite-server.js';
@@ -58,8 +60,11 @@ interface Client {
   closed: Promise<number>;
 }
 
+const TLS = fileURLToPath(new URL('../../../../test/fixtures/tls/', import.meta.url));
+const CA = readFileSync(`${TLS}cert.pem`);
+
 function connect(base: string, path: string, headers?: Record<string, string>): Promise<Client> {
-  const ws = new WebSocket(base.replace(/^http/, 'ws') + path, { headers });
+  const ws = new WebSocket(base.replace(/^http/, 'ws') + path, { headers, ca: CA });
   const frames = new Frames();
   ws.on('message', (data) => frames.push(JSON.parse(data.toString())));
   const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
@@ -243,6 +248,33 @@ describe('WebSocket bridge: frames as audio.cpp frontend answers them', () => {
       assert.equal(created.session.audio.input.transcription.model, 'asr');
     } finally {
       rt.ws.close();
+    }
+  });
+});
+
+describe('WebSocket bridge over TLS (wss)', () => {
+  const s = suiteServer({
+    frontend_listener: 'websocket',
+    tls_cert_file: `${TLS}cert.pem`,
+    tls_key_file: `${TLS}key.pem`,
+    models: MODELS,
+  });
+
+  test('requests reach the HTTPS server in process: a speech WAV and a stream', async () => {
+    assert.match(s.url, /^https:/);
+    const r = await ask(s.url, '/v1/audio/speech', {
+      id: 'tls',
+      body_json: { model: 'tts', input: 'secure' },
+    });
+    assert.equal(r.status, 200);
+    assert.equal(Buffer.from(r.body, 'base64').subarray(0, 4).toString('latin1'), 'RIFF');
+    const c = await connect(s.url, '/v1/audio/speech');
+    try {
+      c.send({ model: 'tts', input: 'streamed', stream: true });
+      await c.frames.next((f) => f.type === 'response.done');
+      assert.equal(c.frames.all[0].type, 'response.start');
+    } finally {
+      c.ws.close();
     }
   });
 });
