@@ -329,7 +329,7 @@ async function gatedTts(s: TestServer, gate: string): Promise<void> {
 }
 
 describe('WebSocket bridge: a socket that leaves frees its slot', () => {
-  test('[bridge.disconnect-executing] closing the socket cancels the running request and frees its slot; the one queued behind it never runs', async () => {
+  test('[time.disconnect-executing] bridge: closing the socket cancels the running request and frees its slot; the one queued behind it never runs', async () => {
     await withServer({ frontend_listener: 'websocket', ui_management: true }, async (s) => {
       const gate = s.gate('bridge-run');
       await gatedTts(s, gate.path);
@@ -351,7 +351,7 @@ describe('WebSocket bridge: a socket that leaves frees its slot', () => {
     });
   });
 
-  test('[bridge.disconnect-queued] a request waiting for the model slot (held by HTTP) is dropped from the queue when its socket closes', async () => {
+  test('[time.disconnect-queued] bridge: a request waiting for the model slot (held by HTTP) is dropped from the queue when its socket closes', async () => {
     await withServer({ frontend_listener: 'websocket', ui_management: true }, async (s) => {
       const gate = s.gate('bridge-queue');
       await gatedTts(s, gate.path);
@@ -402,7 +402,7 @@ describe('WebSocket bridge: bounds and shutdown', () => {
     });
   });
 
-  test('a shutdown answers the request running, then closes the socket with 1001', async () => {
+  test('[time.custom-listener] bridge: a shutdown answers the request running, then closes the socket with 1001', async () => {
     await withServer({ frontend_listener: 'websocket', ui_management: true }, async (s) => {
       const gate = s.gate('bridge-shutdown');
       await gatedTts(s, gate.path);
