@@ -106,15 +106,19 @@ export function dispatchInProcess(
       setHost: false,
       createConnection: () => client,
     });
-    outgoing.on('error', () =>
+    let answered = false;
+    // Once the answer has begun, its own events say how it ended (a cut stream is the sink's `cut`).
+    outgoing.on('error', () => {
+      if (answered) return settle();
       settle(
         new VoxdError(
           'E_INTERNAL',
           `the in-process connection for ${request.method} ${request.target} closed before its answer`,
         ),
-      ),
-    );
+      );
+    });
     outgoing.on('response', (res) => {
+      answered = true;
       res.on('error', () => {});
       const head = headOf(res);
       if (isWhole(res, request.method)) {

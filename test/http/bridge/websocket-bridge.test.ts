@@ -418,3 +418,51 @@ describe('WebSocket bridge: bounds and shutdown', () => {
     });
   });
 });
+
+describe('WebSocket bridge: a raw stream cut after its start', () => {
+  test('ends with an error frame instead of response.done, and the socket goes on', async () => {
+    await withServer(
+      {
+        frontend_listener: 'websocket',
+        // The run is cancelled once it has sent its first chunk and waits on a gate that stays shut.
+        max_inference_ms: 300,
+        models: [fixtureModel('tts', { task: 'tts', mode: 'streaming' })],
+      },
+      async (s) => {
+        const gate = s.gate('bridge-chunk');
+        const c = await connect(s.url, '/v1/audio/speech');
+        try {
+          c.send({
+            id: 'cut',
+            body_json: {
+              model: 'tts',
+              input: 'cut short',
+              stream: true,
+              stream_format: 'audio',
+              options: { chunks: '3', chunk_gate: gate.path },
+            },
+          });
+          const end = await c.frames.next(
+            (f) => f.id === 'cut' && (f.type === 'error' || f.type === 'response.done'),
+          );
+          const mine = c.frames.all.filter((f) => f.id === 'cut').map((f) => f.type);
+          assert.equal(mine[0], 'response.start');
+          assert.ok(mine.includes('response.body'), mine.join(' '));
+          assert.equal(end.type, 'error', mine.join(' '));
+          assert.equal(end.error.type, 'server_error');
+          assert.equal(
+            mine.filter((t) => t === 'response').length,
+            0,
+            'no second answer for the same request',
+          );
+          await gate.open();
+          c.send({ id: 'next', method: 'GET', query: '' });
+          const next = await c.frames.next((f) => f.id === 'next');
+          assert.equal(next.status, 405);
+        } finally {
+          c.ws.close();
+        }
+      },
+    );
+  });
+});
