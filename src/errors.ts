@@ -39,6 +39,11 @@ export const ERROR_CODES = {
   E_TOO_MANY_CONNECTIONS: { status: 503, type: 'server_busy', apiCode: 'too_many_connections' },
   /** max_realtime_sessions sessions are open already; sent with Retry-After at the upgrade. */
   E_TOO_MANY_SESSIONS: { status: 503, type: 'server_busy', apiCode: 'too_many_sessions' },
+  /**
+   * A WebSocket bridge socket already has as many requests waiting behind the one running as it may
+   * hold (docs/websocket-bridge.md); answered at once as that frame's response.
+   */
+  E_BRIDGE_BACKLOG: { status: 503, type: 'server_busy', apiCode: 'bridge_backlog' },
   /** A holder overran the busy timeout, or the wait for a slot timed out. */
   E_BUSY: { status: 503, type: 'server_busy', apiCode: 'server_busy' },
   /** The model's wait queue holds max_queued_requests already; sent with Retry-After. */

@@ -10,6 +10,7 @@ import { keysFromConfig, keysFromEnv, keysFromFile, parseOpenEndpoints } from '.
 import { defaultModelsRoot } from './data-dir.js';
 import { EMBEDDED_MODELS } from './embedded-models.js';
 import { ConfigError, expectBoolean, expectOneOf, expectString, isPlainObject, keyPath } from './errors.js';
+import { checkFrontendOptions, type FrontendOptionSources, parseFrontendListener } from './frontends.js';
 import { parseModelAliases } from './model-aliases.js';
 import { keyNotice, LIVE_INGEST_DEFAULTS, parseLiveIngest, parseModelConfig } from './model-config.js';
 import { toOptionMap } from './options.js';
@@ -23,7 +24,7 @@ import {
   type SettingEntry,
   setting,
 } from './settings.js';
-import type { Backend, ConfigNotice, ModelConfig, OptionMap, ServerConfig } from './types.js';
+import type { Backend, ConfigNotice, ModelConfig, ServerConfig } from './types.js';
 
 /**
  * Values given on the command line; anything set here wins over server.json. One field per
@@ -151,14 +152,10 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
       ...LIVE_INGEST_DEFAULTS,
       ...read('live_ingest', {}, (s) => parseLiveIngest(s.value, s.key)),
     },
-    frontend_listener: read('frontend_listener', setting('frontend_listener').default!, (s) => {
-      const listener = expectString(s.value, s.key);
-      if (listener !== '') {
-        throw ConfigError.rejected(s.key, listener, 'voxd has no frontend listeners; leave it empty');
-      }
-      return listener;
-    }),
-    frontend_options: parseFrontendOptions(file['frontend_options'], overrides.frontend_options, notices),
+    frontend_listener: read('frontend_listener', setting('frontend_listener').default!, (s) =>
+      parseFrontendListener(s.value, s.key),
+    ),
+    frontend_options: {},
     parallel_jobs: overrides.parallel_jobs === true,
     models: [],
     model_aliases: {},
@@ -200,6 +197,14 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     );
   }
   if (cert !== undefined && key !== undefined) config.tls = { cert, key };
+  const frontendSources = {
+    file:
+      file['frontend_options'] === undefined ? {} : toOptionMap(file['frontend_options'], 'frontend_options'),
+    cli: overrides.frontend_options ?? {},
+  };
+  config.frontend_options = checkFrontendOptions(config.frontend_listener, frontendSources, notices);
+  if (config.frontend_listener === 'https')
+    config.tls = httpsListenerTls(config.tls, frontendSources, baseDir);
   config.file_roots = read('file_roots', defaultFileRoots(configFile, config), parseFileRoots);
   const env = opts.env ?? process.env;
   config.api_keys = [
@@ -326,27 +331,48 @@ function parseVoiceDir(s: Source): string {
   return dir;
 }
 
-function parseFrontendOptions(
-  fileValue: unknown,
-  cli: Record<string, string> | undefined,
-  notices: ConfigNotice[],
-): OptionMap {
-  const fromFile = fileValue === undefined ? {} : toOptionMap(fileValue, 'frontend_options');
-  if (cli !== undefined && Object.keys(cli).length > 0) {
-    // audio.cpp requires a listener for these; voxd has none, so say that rather than drop them.
+/**
+ * The `https` listener's certificate: its `cert_file`/`key_file` options (relative to the config
+ * folder in server.json, to the cwd on the command line), or tls_cert_file/tls_key_file. It is the
+ * same TLS either way, so naming it twice is an error rather than a silent choice.
+ */
+function httpsListenerTls(
+  tls: ServerConfig['tls'],
+  sources: FrontendOptionSources,
+  baseDir: string,
+): NonNullable<ServerConfig['tls']> {
+  const option = (name: 'cert_file' | 'key_file') => {
+    const fromCli = sources.cli[name] !== undefined;
+    const value = fromCli ? sources.cli[name] : sources.file[name];
+    if (value === undefined) return undefined;
+    const key = fromCli ? `--frontend-option ${name}` : `frontend_options.${name}`;
+    return parsePemFile({ value, key, base: fromCli ? process.cwd() : baseDir });
+  };
+  const cert = option('cert_file');
+  const key = option('key_file');
+  if (cert === undefined && key === undefined) {
+    if (tls) return tls;
     throw ConfigError.rejected(
-      '--frontend-option',
-      cli,
-      'requires --frontend-listener, and voxd has no frontend listeners',
+      'frontend_listener',
+      'https',
+      'the https listener needs frontend_options cert_file and key_file (--frontend-option cert_file=<pem> --frontend-option key_file=<pem>), or tls_cert_file and tls_key_file',
     );
   }
-  if (Object.keys(fromFile).length > 0) {
-    notices.push({
-      key: 'frontend_options',
-      message: 'frontend_options: voxd has no frontend listeners; ignored',
-    });
+  if (tls)
+    throw ConfigError.rejected(
+      'frontend_options',
+      { cert_file: cert?.path, key_file: key?.path },
+      'tls_cert_file/tls_key_file already set the certificate; keep one of the two',
+    );
+  if (cert === undefined || key === undefined) {
+    const [given, missing] = cert === undefined ? ['key_file', 'cert_file'] : ['cert_file', 'key_file'];
+    throw ConfigError.rejected(
+      `frontend_options.${given}`,
+      (cert ?? key)!.path,
+      `the https listener needs both cert_file and key_file; ${missing} is missing`,
+    );
   }
-  return fromFile;
+  return { cert, key };
 }
 
 function parseModels(

@@ -10,6 +10,7 @@ import { isIP } from 'node:net';
 import { LOG_LEVELS } from '../observability/log-levels.js';
 import type { ApiKey } from './api-keys.js';
 import { ConfigError, expectBoolean, expectInteger, expectOneOf, expectString } from './errors.js';
+import type { FrontendListener } from './frontends.js';
 import type { Backend, LiveIngestConfig, ModelConfig, OptionMap } from './model-types.js';
 
 /** How a flag's text becomes a value: the parser checks the syntax, the loader the range. */
@@ -737,20 +738,24 @@ const GROUPS = [
     ],
   },
   {
-    heading: 'Frontends (not supported by voxd; any non-empty value is an error):',
+    heading: "Frontends (audio.cpp's optional listeners, on voxd's own port; docs/websocket-bridge.md):",
     settings: [
-      define('frontend_listener', bespoke<string>(), {
+      define('frontend_listener', bespoke<FrontendListener>(), {
         flag: {
           value: 'text',
           arg: '<name>',
-          help: ['frontend listener name'],
-          note: 'Any non-empty value is an error.',
+          help: [
+            'frontend listener: https (TLS, with --frontend-option',
+            'cert_file=, key_file=) or websocket',
+          ],
+          note: '`https` or `websocket`; any other name is an error.',
         },
         default: '',
         doc: {
           type: 'string',
-          allowed: 'only `""`',
-          meaning: 'voxd has no frontend listeners; any other value is an error.',
+          allowed: '`""`, `"https"`, `"websocket"`',
+          meaning:
+            "`websocket`: audio.cpp's WebSocket bridge on voxd's port: a WebSocket to a route's path takes one request per text frame and answers each with a response frame ([websocket-bridge.md](websocket-bridge.md)); `/v1/realtime` stays the realtime API. `https`: serve HTTPS with `frontend_options` `cert_file` and `key_file` (the same TLS as `tls_cert_file`/`tls_key_file`, which it also accepts). Any other name stops startup.",
         },
       }),
       define('frontend_options', bespoke<OptionMap>(), {
@@ -759,13 +764,14 @@ const GROUPS = [
           value: 'pair',
           arg: 'key=value',
           help: ['frontend option, repeatable; needs --frontend-listener'],
-          note: 'Repeatable; always an error (needs a listener, and voxd has none).',
+          note: 'Repeatable; an error without `--frontend-listener`. Paths are relative to the cwd.',
         },
         default: {},
         doc: {
           type: 'object',
           allowed: 'option map',
-          meaning: 'Accepted; a non-empty map is ignored with a notice.',
+          meaning:
+            "The listener's options: `https` reads `cert_file` and `key_file` (PEM files, relative to the config file's folder; not together with `tls_cert_file`/`tls_key_file`); `websocket` reads none. Options the listener does not read, or any without a listener, are ignored with a notice.",
         },
       }),
     ],

@@ -1,5 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -395,21 +403,135 @@ test('voice_dir must be an existing directory', () => {
   assert.equal(load({ voice_dir: '.' }).config.voice_dir !== undefined, true);
 });
 
-test('frontends: a listener is an error, file options are ignored with a notice', () => {
-  assert.equal(load({ frontend_listener: '' }).config.frontend_listener, '');
+test('frontend_listener: "", https or websocket; any other name is an error naming it and the accepted ones', () => {
+  assert.equal(load({}).config.frontend_listener, '');
+  assert.equal(load({ frontend_listener: 'websocket' }).config.frontend_listener, 'websocket');
+  assert.equal(load({}, { frontend_listener: 'websocket' }).config.frontend_listener, 'websocket');
+  for (const name of ['wss', 'WebSocket', 'http']) {
+    expectConfigError(
+      () => load({ frontend_listener: name }),
+      'frontend_listener',
+      name,
+      '"https" and "websocket"',
+    );
+  }
   expectConfigError(
-    () => load({ frontend_listener: 'https' }),
-    'frontend_listener',
-    'https',
-    'no frontend listeners',
+    () => load({}, { frontend_listener: 'grpc' }),
+    '--frontend-listener',
+    'grpc',
+    '"websocket"',
   );
   expectConfigError(() => load({ frontend_listener: 1 }), 'frontend_listener', 1);
+});
+
+test('frontend_options: an error on the command line without a listener, ignored with a notice in the file; options a listener does not read are noticed', () => {
   expectConfigError(() => load({ frontend_options: 'x' }), 'frontend_options', 'x');
-  const { config, notices } = load({ frontend_options: { cert: 'a.pem', port: 443 } });
+  expectConfigError(
+    () => load({}, { frontend_options: { a: 'b' } }),
+    '--frontend-option',
+    { a: 'b' },
+    'requires --frontend-listener',
+  );
+  let { config, notices } = load({ frontend_options: { cert: 'a.pem', port: 443 } });
   assert.deepEqual(config.frontend_options, { cert: 'a.pem', port: '443' });
   assert.deepEqual(
     notices.map((n) => n.key),
     ['frontend_options'],
+  );
+  ({ config, notices } = load({ frontend_listener: 'websocket', frontend_options: { port: 443 } }));
+  assert.equal(config.tls, undefined);
+  assert.deepEqual(
+    notices.map((n) => n.message),
+    ['frontend_options.port: not an option of the websocket listener (it takes none); ignored'],
+  );
+});
+
+test("the https listener is voxd's TLS: cert_file and key_file (file: against the config folder; flags: against the cwd), or tls_cert_file/tls_key_file, never both", () => {
+  const tls = fileURLToPath(new URL('../../../test/fixtures/tls/', import.meta.url));
+  const cert = `${tls}cert.pem`;
+  const key = `${tls}key.pem`;
+  // Relative to the config folder (a config beside copies of them names them by file name).
+  const dir = mkdtempSync(path.join(tmpdir(), 'voxd-https-'));
+  copyFileSync(cert, path.join(dir, 'cert.pem'));
+  copyFileSync(key, path.join(dir, 'key.pem'));
+  const configPath = path.join(dir, 'server.json');
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      models: [model('a')],
+      frontend_listener: 'https',
+      frontend_options: { cert_file: 'cert.pem', key_file: 'key.pem', port: 1 },
+    }),
+  );
+  const cwd = process.cwd();
+  try {
+    const { config, notices } = loadServerConfig({ configPath, overrides: {}, knownFamilies });
+    assert.equal(config.tls?.cert.path, path.join(dir, 'cert.pem'));
+    assert.equal(config.tls?.key.path, path.join(dir, 'key.pem'));
+    assert.match(config.tls!.key.pem, /BEGIN PRIVATE KEY/);
+    assert.deepEqual(
+      notices.map((n) => n.message),
+      ['frontend_options.port: not an option of the https listener (it takes cert_file, key_file); ignored'],
+    );
+    // The flags, as `--frontend-listener https --frontend-option cert_file=cert.pem ...`, against the cwd.
+    process.chdir(dir);
+    const flags = load(
+      {},
+      { frontend_listener: 'https', frontend_options: { cert_file: 'cert.pem', key_file: 'key.pem' } },
+    );
+    assert.equal(flags.config.tls?.cert.path, path.join(realpathSync(dir), 'cert.pem'));
+    expectConfigError(
+      () =>
+        load(
+          {},
+          { frontend_listener: 'https', frontend_options: { cert_file: 'nope.pem', key_file: 'key.pem' } },
+        ),
+      '--frontend-option cert_file',
+      'nope.pem',
+      'cannot read',
+    );
+  } finally {
+    process.chdir(cwd);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // tls_cert_file/tls_key_file serve the https listener too.
+  assert.equal(
+    load({ frontend_listener: 'https', tls_cert_file: cert, tls_key_file: key }).config.tls?.cert.path,
+    cert,
+  );
+  expectConfigError(
+    () => load({ frontend_listener: 'https' }),
+    'frontend_listener',
+    'https',
+    'cert_file and key_file',
+  );
+  expectConfigError(
+    () => load({ frontend_listener: 'https', frontend_options: { cert_file: cert } }),
+    'frontend_options.cert_file',
+    cert,
+    'key_file is missing',
+  );
+  expectConfigError(
+    () =>
+      load({
+        frontend_listener: 'https',
+        tls_cert_file: cert,
+        tls_key_file: key,
+        frontend_options: { cert_file: cert, key_file: key },
+      }),
+    'frontend_options',
+    { cert_file: cert, key_file: key },
+    'keep one',
+  );
+  expectConfigError(
+    () =>
+      load({
+        frontend_listener: 'https',
+        frontend_options: { cert_file: key.replace('key.pem', 'none.pem'), key_file: key },
+      }),
+    'frontend_options.cert_file',
+    key.replace('key.pem', 'none.pem'),
+    'cannot read',
   );
 });
 

@@ -153,3 +153,18 @@ test('[time.custom-listener] --parallel-jobs: a running slot past shutdown_timeo
     },
   );
 });
+
+test("audio.cpp's https frontend listener is the same HTTPS: frontend_options cert_file and key_file", async () => {
+  await withServer(
+    {
+      frontend_listener: 'https',
+      frontend_options: { cert_file: `${TLS}cert.pem`, key_file: `${TLS}key.pem` },
+      models: [fixtureModel('m')],
+    },
+    async (s) => {
+      assert.match(s.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+      const ready = await call(s.url, '/ready');
+      assert.equal(ready.status, 200, ready.text);
+    },
+  );
+});

@@ -5,7 +5,7 @@
  * browser Origin that CORS does not allow (403), a shutdown (503), an unknown or non-ASR model in
  * `?model=` (404/400). A session's events then flow on the socket (session.ts).
  */
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { modelEntry, requireTask } from '../../api/model-lookup.js';
@@ -15,8 +15,9 @@ import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { authorize, REALTIME_PATH } from '../transport/auth.js';
-import { toHttp } from '../transport/errors.js';
+import { checkOrigin } from '../transport/origin.js';
 import type { Route } from '../transport/route.js';
+import { refuseUpgrade } from '../transport/upgrade-refusal.js';
 import { RealtimeSession } from './session.js';
 
 /**
@@ -62,17 +63,6 @@ export function realtimeFrontEnd({
   /** Upgrades being checked: they count against max_realtime_sessions until they open or fail. */
   let opening = 0;
 
-  const refuse = (socket: Socket, err: unknown): void => {
-    const { status, body, headers } = toHttp(err);
-    const json = JSON.stringify(body);
-    const extra = Object.entries(headers ?? {})
-      .map(([name, value]) => `${name}: ${value}\r\n`)
-      .join('');
-    socket.end(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n${extra}Connection: close\r\n\r\n${json}`,
-    );
-  };
-
   const admit = async (req: IncomingMessage, url: URL): Promise<string | undefined> => {
     if (url.pathname !== REALTIME_PATH)
       throw new VoxdError(
@@ -80,7 +70,7 @@ export function realtimeFrontEnd({
         `no WebSocket endpoint at ${url.pathname}; the realtime one is ${REALTIME_PATH}`,
       );
     authorize(req, url.pathname, route, config, () => url.searchParams.get('api_key'));
-    checkOrigin(req, config);
+    checkOrigin(req, config, 'a realtime session');
     if (runtime.closing)
       throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sessions');
     const max = config.max_realtime_sessions;
@@ -131,7 +121,7 @@ export function realtimeFrontEnd({
         },
         (err: unknown) => {
           opening--;
-          if (!socket.destroyed) refuse(socket, err);
+          if (!socket.destroyed) refuseUpgrade(socket, err);
         },
       );
     },
@@ -145,25 +135,4 @@ export function realtimeFrontEnd({
       return sessions.size;
     },
   };
-}
-
-/**
- * A browser sends its page's Origin: with `cors_origins "*"` any page may open a session, otherwise
- * only voxd's own pages (the web UI), whose Origin is the host the upgrade came to. Clients that are
- * not browsers send no Origin.
- */
-function checkOrigin(req: IncomingMessage, config: ServerConfig): void {
-  const origin = req.headers.origin;
-  if (origin === undefined || config.cors_origins === '*') return;
-  let host: string | undefined;
-  try {
-    host = new URL(origin).host;
-  } catch {
-    host = undefined;
-  }
-  if (host === undefined || host !== req.headers.host)
-    throw new VoxdError(
-      'E_FORBIDDEN',
-      `a page of another origin may not open a realtime session (Origin ${JSON.stringify(origin).slice(0, 100)}); start voxd with --cors-origins '*' to allow it`,
-    );
 }

@@ -45,13 +45,14 @@ function requiredScope(route: Route | undefined, path: string, config: ServerCon
 
 /**
  * The caller's key: `Authorization: Bearer <key>` (what the OpenAI SDKs send), else `X-Api-Key`,
- * else, on the status stream and the realtime route only, the `api_key` query parameter (and on the
- * realtime route first the key subprotocol).
+ * else, on the status stream, the realtime route and a WebSocket bridge upgrade (`bridge`) only,
+ * the `api_key` query parameter (and on the realtime route first the key subprotocol).
  */
 export function presentedKey(
   req: IncomingMessage,
   route: Route | undefined,
   queryKey: () => string | null,
+  bridge = false,
 ): string | undefined {
   const header = req.headers.authorization;
   if (header !== undefined) {
@@ -62,7 +63,7 @@ export function presentedKey(
   const apiKey = req.headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey !== '') return apiKey;
   if (route?.path === REALTIME_PATH) return protocolKey(req) ?? (queryKey() || undefined);
-  if (route?.path === STATUS_STREAM_PATH) return queryKey() || undefined;
+  if (route?.path === STATUS_STREAM_PATH || bridge) return queryKey() || undefined;
   return undefined;
 }
 
@@ -79,18 +80,22 @@ function scopeOf(key: string, keys: readonly ApiKey[]): ApiScope | undefined {
   return scope;
 }
 
-/** Throws the 401 or 403 for a request that may not reach `route` (undefined: no such route). */
+/**
+ * Throws the 401 or 403 for a request that may not reach `route` (undefined: no such route).
+ * `bridge`: the request is a WebSocket bridge's upgrade, which may give its key as `?api_key=`.
+ */
 export function authorize(
   req: IncomingMessage,
   path: string,
   route: Route | undefined,
   config: ServerConfig,
   queryKey: () => string | null,
+  bridge = false,
 ): void {
   if (config.api_keys.length === 0) return;
   const needed = requiredScope(route, path, config);
   if (needed === 'open') return;
-  const key = presentedKey(req, route, queryKey);
+  const key = presentedKey(req, route, queryKey, bridge);
   if (key === undefined) {
     throw new VoxdError('E_MISSING_API_KEY', `${path} needs an API key; send "Authorization: Bearer <key>"`);
   }

@@ -17,6 +17,8 @@ import { RequestTrace } from '../../observability/request-trace.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { LazyAbort } from '../../util/lazy-abort.js';
 import { type MemoryRelease, memoryRelease } from '../../util/release-memory.js';
+import { PairEnd } from '../bridge/duplex-pair.js';
+import { websocketBridge } from '../bridge/upgrade.js';
 import { reportClientError } from '../live/body.js';
 import { realtimeFrontEnd } from '../realtime/upgrade.js';
 import { BodyBudget, leaseBody, setBodyBudgetOf } from '../request/body-budget.js';
@@ -33,7 +35,7 @@ import { taskRoutes } from '../routes/tasks.js';
 import { transcriptionRoutes } from '../routes/transcriptions.js';
 import { uiRoutes } from '../routes/ui.js';
 import { EventStream } from '../stream/event-stream.js';
-import { authorize } from './auth.js';
+import { authorize, REALTIME_PATH } from './auth.js';
 import { refuseOverCap, wasRefused } from './connection-cap.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
 import { toHttp } from './errors.js';
@@ -472,8 +474,12 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
     : createServer(listener);
   allowHalfOpen(server);
   // For HTTPS, requests arrive on the TLS socket, which exists once the handshake is done.
-  server.on(config.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
-    if (refuseOverCap(socket, connections.size, config.max_connections)) return;
+  const connectionEvent = config.tls ? 'secureConnection' : 'connection';
+  server.on(connectionEvent, (socket: Socket) => {
+    // A WebSocket bridge request's in-memory connection (src/http/bridge/dispatch.ts) rides on
+    // its WebSocket's, which the cap counted already; it is tracked for drains all the same.
+    if (!(socket instanceof PairEnd) && refuseOverCap(socket, connections.size, config.max_connections))
+      return;
     connections.set(socket, 0);
     socket.on('close', () => connections.delete(socket));
   });
@@ -490,10 +496,23 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   // WebSocket sessions (the realtime API) on the same port; their socket counts as a connection
   // with a request in progress, so a drain ends the sessions itself rather than dropping them.
   const realtime = realtimeFrontEnd({ runtime, config, logger, route: realtimeRoute, metrics });
+  // audio.cpp's WebSocket bridge (frontend_listener "websocket"): a WebSocket to any other route's
+  // path, whose frames are requests handed back to this server as in-memory connections.
+  const bridge =
+    config.frontend_listener === 'websocket'
+      ? websocketBridge({
+          runtime,
+          config,
+          logger,
+          routesOf,
+          inject: (socket) => server.emit(connectionEvent, socket),
+        })
+      : undefined;
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     if (wasRefused(socket)) return;
     connections.set(socket, 1);
-    realtime.upgrade(req, socket, head);
+    if (bridge && upgradePath(req) !== REALTIME_PATH) bridge.upgrade(req, socket, head);
+    else realtime.upgrade(req, socket, head);
   });
   setBodyBudgetOf(server, bodyBudget);
   return {
@@ -506,12 +525,19 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         // end their turns, then close with 1001.
         server.close(() => resolve());
         void realtime.closeAll();
+        void bridge?.closeAll();
       }),
     cut: () => {
       server.closeAllConnections();
       realtime.cut();
+      bridge?.cut();
     },
   };
+}
+
+/** The path an upgrade asks for. */
+function upgradePath(req: IncomingMessage): string {
+  return new URL(req.url ?? '/', BASE).pathname;
 }
 
 /** Whether a request carries a body (one that may be left unread when it is refused early). */
