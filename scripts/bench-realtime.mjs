@@ -1,6 +1,6 @@
 // Benchmark of the realtime WebSocket (/v1/realtime) on one `voxd serve` child process: N sessions
-// stream 16 kHz PCM at real time in 100 ms appends and commit every 2 s of audio (manual commit,
-// the only turn detection voxd has yet), their starts spread over 2 s; measured from the client side, the time from each commit
+// stream 16 kHz PCM at real time in 100 ms appends and commit every 2 s of audio (manual commit;
+// server VAD is scripts/bench-realtime-vad.mjs), their starts spread over 2 s; measured from the client side, the time from each commit
 // to its completed transcript, and from voxd's /metrics, the event-loop lag and the resident memory.
 // Then 500 sessions open and idle: memory per idle session, and no slot held. Not a test: it prints
 // Markdown for docs/performance.md.
