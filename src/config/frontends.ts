@@ -6,11 +6,8 @@
  * voxd decodes and encodes through ffmpeg without them.
  */
 import { ConfigError, expectString, keyPath } from './errors.js';
+import { FRONTEND_LISTENERS, type FrontendListener } from './frontend-listeners.js';
 import type { ConfigNotice, OptionMap } from './types.js';
-
-export const FRONTEND_LISTENERS = ['https', 'websocket'] as const;
-/** A listener, or `""` for none (the default). */
-export type FrontendListener = '' | (typeof FRONTEND_LISTENERS)[number];
 
 /** The options each listener reads; any other is ignored with a notice, as audio.cpp ignores it. */
 const LISTENER_OPTIONS: Record<FrontendListener, readonly string[]> = {

@@ -10,7 +10,7 @@ import { isIP } from 'node:net';
 import { LOG_LEVELS } from '../observability/log-levels.js';
 import type { ApiKey } from './api-keys.js';
 import { ConfigError, expectBoolean, expectInteger, expectOneOf, expectString } from './errors.js';
-import type { FrontendListener } from './frontends.js';
+import type { FrontendListener } from './frontend-listeners.js';
 import type { Backend, LiveIngestConfig, ModelConfig, OptionMap } from './model-types.js';
 
 /** How a flag's text becomes a value: the parser checks the syntax, the loader the range. */
