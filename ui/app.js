@@ -4,6 +4,7 @@ import { $, act, bindApiKey, getJson, showError } from './api.js';
 import { showModels, startDashboard } from './dashboard.js';
 import { loadInstaller, startInstaller } from './installer.js';
 import { refreshModels as refreshListenModels, startListen } from './listen.js';
+import { refreshLiveModels, startLive } from './live.js';
 import { loadModels as loadSpeechModels, startSpeech } from './speech.js';
 
 function showTab(name) {
@@ -22,6 +23,7 @@ function wire() {
   }
   startSpeech();
   startListen();
+  startLive();
   startDashboard();
   startInstaller();
 }
@@ -32,6 +34,7 @@ async function load() {
   // whose failure shows when its form is used.
   loadSpeechModels().catch((err) => showError(err.message));
   refreshListenModels().catch(() => undefined);
+  refreshLiveModels().catch(() => undefined);
   const health = await getJson('/health');
   const management = health.ui_management === true;
   for (const el of document.querySelectorAll('.management')) el.hidden = !management;
