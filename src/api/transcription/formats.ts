@@ -182,33 +182,45 @@ function speakerLabels(ids: readonly number[]): Map<number, string> {
   return labels;
 }
 
-/** OpenAI's diarized_json: speaker turns as segments, each with the words spoken in it. */
-export function diarizedJson({ outcome, audio }: TranscriptAnswer) {
+/**
+ * Speaker turns as OpenAI's diarization segments (`seg_0`, ...; speakers `A`, `B`, ... in order of
+ * first appearance), each with the words spoken in it: diarized_json's and the realtime `.segment`
+ * events'.
+ */
+export function diarizedSegments(outcome: InferenceOutcome) {
   const rate = outcome.inputSampleRate;
   const turns = outcome.result.speakerTurns ?? [];
   const words = wordsOf(outcome);
   const labels = speakerLabels(turns.map((t) => t.speaker_id));
+  return turns.map((t, i) => {
+    const start = round3(t.start_sample / rate);
+    const end = round3(t.end_sample / rate);
+    return {
+      id: `seg_${i}`,
+      start,
+      end,
+      text:
+        t.text ??
+        wordsWithin(words, start, end)
+          .map((w) => w.word)
+          .join(' '),
+      speaker: labels.get(t.speaker_id)!,
+    };
+  });
+}
+
+/** OpenAI's diarized_json: speaker turns as segments, each with the words spoken in it. */
+export function diarizedJson({ outcome, audio }: TranscriptAnswer) {
   const duration = audioSeconds(audio);
   return {
     task: 'transcribe',
     duration: round3(duration),
     text: outcome.result.text ?? '',
-    segments: turns.map((t, i) => {
-      const start = round3(t.start_sample / rate);
-      const end = round3(t.end_sample / rate);
-      return {
-        type: 'transcript.text.segment',
-        id: `seg_${i}`,
-        start,
-        end,
-        text:
-          t.text ??
-          wordsWithin(words, start, end)
-            .map((w) => w.word)
-            .join(' '),
-        speaker: labels.get(t.speaker_id)!,
-      };
-    }),
+    segments: diarizedSegments(outcome).map(({ id, ...rest }) => ({
+      type: 'transcript.text.segment',
+      id,
+      ...rest,
+    })),
     usage: durationUsage(duration),
   };
 }

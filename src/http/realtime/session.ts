@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { modelEntry, registeredEntry, requireTask } from '../../api/model-lookup.js';
+import { diarizedSegments } from '../../api/transcription/formats.js';
 import { requireVadModel } from '../../api/vad-model.js';
 import type { Audio } from '../../audio/types.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
@@ -671,6 +672,9 @@ export class RealtimeSession {
         },
       );
       await turn.committed;
+      // A diarizer's speaker turns, as OpenAI's diarizing models send them, before the transcript.
+      for (const segment of diarizedSegments(outcome))
+        this.#send({ type: 'conversation.item.input_audio_transcription.segment', ...item, ...segment });
       const transcript = outcome.result.text ?? sent;
       // Engines that answer whole still give the client its delta before the completed event.
       if (transcript.startsWith(sent) && transcript.length > sent.length)

@@ -12,12 +12,14 @@ import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { WebSocket } from 'ws';
+import { encodeWav } from '../../../src/audio/wav-encode.js';
 import { ManualClock } from '../../helpers/manual-clock.js';
 import { suiteServer } from '../../helpers/suite-server.js';
 import {
   fixtureModel,
   get,
   post,
+  request,
   type TestServer,
   waitUntil,
   whenRuntime,
@@ -262,7 +264,59 @@ describe('/v1/realtime through the official openai SDK', () => {
 
 describe('/v1/realtime edges, with a raw ws client', () => {
   const s = suiteServer({
-    models: [fixtureModel('asr', { task: 'asr' }), fixtureModel('tts', { task: 'tts' })],
+    models: [
+      fixtureModel('asr', { task: 'asr' }),
+      fixtureModel('tts', { task: 'tts' }),
+      fixtureModel('diar', { task: 'diar', default_request_options: { chunks: '3' } }),
+    ],
+  });
+
+  test("a diarizer's turn: its speakers as .segment events before completed, as diarized_json has them", async () => {
+    // 0.6 s of a tone at 24 kHz; the fixture diarizer splits it in three turns of speakers 0, 1, 0.
+    const pcm = Buffer.alloc(14400 * 2);
+    for (let i = 0; i < 14400; i++) pcm.writeInt16LE(Math.round(8000 * Math.sin(i / 5)), i * 2);
+    const { ws, events, send } = await connect(s.url, '/v1/realtime?model=diar');
+    try {
+      send({ type: 'input_audio_buffer.append', audio: pcm.toString('base64') });
+      send({ type: 'input_audio_buffer.commit' });
+      const completed = await events.next('conversation.item.input_audio_transcription.completed');
+      const segments = events.all.filter(
+        (e) => e.type === 'conversation.item.input_audio_transcription.segment',
+      );
+      assert.equal(segments.length, 3, events.types().join(' '));
+      const types = events.types();
+      assert.ok(
+        types.lastIndexOf('conversation.item.input_audio_transcription.segment') <
+          types.indexOf(completed.type),
+      );
+      for (const segment of segments) {
+        assert.equal(segment.item_id, completed.item_id);
+        assert.equal(segment.content_index, 0);
+      }
+      // The same audio as an upload answers the same segments.
+      const form = new FormData();
+      form.set('model', 'diar');
+      form.set('response_format', 'diarized_json');
+      const samples = Float32Array.from({ length: 14400 }, (_, i) => pcm.readInt16LE(i * 2) / 32768);
+      form.set(
+        'file',
+        new Blob([encodeWav({ samples, sampleRate: 24000, channels: 1 })], { type: 'audio/wav' }),
+        'a.wav',
+      );
+      const res = await request(s.url, 'POST', '/v1/audio/transcriptions', { body: form });
+      assert.equal(res.status, 200, res.body.toString());
+      const answer = JSON.parse(res.body.toString()) as { segments: Record<string, unknown>[] };
+      assert.deepEqual(
+        segments.map(({ id, start, end, speaker, text }) => ({ id, start, end, speaker, text })),
+        answer.segments.map(({ id, start, end, speaker, text }) => ({ id, start, end, speaker, text })),
+      );
+      assert.deepEqual(
+        segments.map((e) => e.speaker),
+        ['A', 'B', 'A'],
+      );
+    } finally {
+      ws.close();
+    }
   });
 
   test('errors are events naming the field, and the session goes on', async () => {
