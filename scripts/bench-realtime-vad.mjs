@@ -5,9 +5,11 @@
 // client side: from the append that carried the first audio of the speech to the first
 // `...transcription.delta`, and from the append that completed the 500 ms silence window after the
 // speech to `...transcription.completed` (this includes pocketsphinx's last decode step after the
-// end of the audio and voxd's probe). Starts are spread over 2 s. Not a test: it prints Markdown
-// for docs/performance.md.
-// Usage: npm run build && node scripts/bench-realtime-vad.mjs [sessions...]
+// end of the audio and voxd's probe). With --engine=fixture the ASR does no work (it answers
+// whole, at the commit), so the second figure is voxd's own time after the end of speech: the probe
+// that sees the window complete (silero, through its FIFO), the commit and the turn. Starts are
+// spread over 2 s. Not a test: it prints Markdown for docs/performance.md.
+// Usage: npm run build && node scripts/bench-realtime-vad.mjs [--engine=pocketsphinx|fixture] [sessions...]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +17,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 
+const ENGINE = process.argv.find((a) => a.startsWith('--engine='))?.split('=')[1] ?? 'pocketsphinx';
+const VAD_SLOTS = Number(process.argv.find((a) => a.startsWith('--vad-slots='))?.split('=')[1] ?? 2);
 const COUNTS = process.argv
   .slice(2)
   .filter((a) => /^\d+$/.test(a))
@@ -34,16 +38,22 @@ writeFileSync(
     ui: false,
     busy_timeout_ms: 0,
     models: [
-      { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', slots: 2 },
-      { id: 'silero-vad', family: 'silero_vad', task: 'vad', slots: 2 },
+      ENGINE === 'fixture'
+        ? { id: 'asr', family: 'fixture', path: '.', task: 'asr', slots: 4 }
+        : { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', slots: 2 },
+      { id: 'silero-vad', family: 'silero_vad', task: 'vad', slots: VAD_SLOTS },
       { id: 'flite', family: 'flite_tts', task: 'tts' },
     ],
   }),
 );
-const child = spawn(process.execPath, [MAIN, 'serve', '--config', configPath, '--parallel-jobs'], {
-  stdio: ['ignore', 'ignore', 'pipe'],
-  env: { ...process.env, VOXD_DATA_DIR: dir },
-});
+const child = spawn(
+  process.execPath,
+  [MAIN, 'serve', '--config', configPath, '--parallel-jobs', '--enable-fixture'],
+  {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, VOXD_DATA_DIR: dir },
+  },
+);
 let stderr = '';
 child.stderr.on('data', (s) => {
   stderr += s;
@@ -122,7 +132,17 @@ async function session(offsetMs) {
   }
   const completed = await done;
   ws.close();
-  return { firstDelta: firstDelta - sent[startPiece], end: completed - sent[windowPiece] };
+  return {
+    firstDelta: firstDelta - sent[startPiece],
+    end: completed - sent[windowPiece],
+    lag: await lagP99(),
+  };
+}
+
+/** prom-client's event-loop lag p99 of the server, in ms. */
+async function lagP99() {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return 1000 * Number(text.match(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m)?.[1]);
 }
 
 const pct = (xs, p) => {
@@ -131,18 +151,21 @@ const pct = (xs, p) => {
 };
 await session(0); // warm: loads pocketsphinx and silero
 console.log(
-  `Speech ${((last - first) / RATE).toFixed(2)} s; pocketsphinx 2 slots, silero 2 slots, server_vad silence 500 ms.\n`,
+  `Speech ${((last - first) / RATE).toFixed(2)} s; ${ENGINE === 'fixture' ? 'fixture 4 slots' : 'pocketsphinx 2 slots'}, silero ${VAD_SLOTS} slots, server_vad silence 500 ms.\n`,
 );
 console.log(
-  '| sessions | speech start to first delta p50 / p99 (ms) | end of silence window to completed p50 / p99 (ms) |',
+  '| sessions | speech start to first delta p50 / p99 (ms) | end of silence window to completed p50 / p99 (ms) | event-loop lag p99 (ms) |',
 );
-console.log('|---:|---:|---:|');
+console.log('|---:|---:|---:|---:|');
 for (const n of SESSIONS) {
   const results = await Promise.all(Array.from({ length: n }, (_, i) => session((2000 * i) / n)));
   const deltas = results.map((r) => r.firstDelta);
   const ends = results.map((r) => r.end);
+  // The fixture answers whole at the commit: its one delta comes after the speech, not during it.
+  const firstShown =
+    ENGINE === 'fixture' ? '—' : `${pct(deltas, 50).toFixed(0)} / ${pct(deltas, 99).toFixed(0)}`;
   console.log(
-    `| ${n} | ${pct(deltas, 50).toFixed(0)} / ${pct(deltas, 99).toFixed(0)} | ${pct(ends, 50).toFixed(0)} / ${pct(ends, 99).toFixed(0)} |`,
+    `| ${n} | ${firstShown} | ${pct(ends, 50).toFixed(1)} / ${pct(ends, 99).toFixed(1)} | ${Math.max(...results.map((r) => r.lag)).toFixed(1)} |`,
   );
 }
 process.exit(0);

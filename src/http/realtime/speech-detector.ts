@@ -16,9 +16,9 @@ import type { SampleBuffer } from './sample-buffer.js';
 import type { ServerVad } from './turn-detection.js';
 
 /** New audio that triggers a probe. */
-export const PROBE_STEP_MS = 200;
+export const PROBE_STEP_MS = 300;
 /** Audio already examined that each probe repeats, for silero's state to settle before new audio. */
-export const CONTEXT_MS = 500;
+export const CONTEXT_MS = 300;
 /** The most new audio one probe takes: audio sent faster than real time is examined in steps. */
 const MAX_WINDOW_MS = 5_000;
 

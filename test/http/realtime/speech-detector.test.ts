@@ -99,7 +99,7 @@ describe('SpeechDetector', () => {
 
   test('idle_timeout_ms: quiet audio past it is reported once per timeout, counted again after each turn', async () => {
     const h = harness(vad({ idle_timeout_ms: 1000 }), runsProbe([]));
-    await h.feed(signal([2100, 0], [600, 1], [1500, 0]), 100);
+    await h.feed(signal([2100, 0], [600, 1], [1800, 0]), 100);
     assert.deepEqual(h.log, [
       'idle 0-1000',
       'idle 1000-2000',
