@@ -51,3 +51,12 @@ export const toneWav = (rate = 16000, channels = 1, amplitude = 0.3): Buffer =>
 
 /** One second of silence at 16 kHz mono, as WAV. */
 export const silenceWav = (): Buffer => wavOf(new Float32Array(16000));
+
+/** ITU-T G.711 µ-law of one 16-bit sample (the encoder a telephone gateway runs). */
+export function muLaw(sample: number): number {
+  const sign = sample < 0 ? 0x80 : 0;
+  const magnitude = Math.min(Math.abs(sample), 32635) + 0x84;
+  let exponent = 7;
+  for (let mask = 0x4000; (magnitude & mask) === 0 && exponent > 0; mask >>= 1) exponent--;
+  return ~(sign | (exponent << 4) | ((magnitude >> (exponent + 3)) & 0x0f)) & 0xff;
+}

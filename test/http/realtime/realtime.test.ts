@@ -14,6 +14,7 @@ import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { WebSocket } from 'ws';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
 import { ManualClock } from '../../helpers/manual-clock.js';
+import { muLaw } from '../../helpers/samples.js';
 import { suiteServer } from '../../helpers/suite-server.js';
 import {
   fixtureModel,
@@ -122,15 +123,6 @@ async function gatedModel(s: TestServer, gate: string): Promise<void> {
     fixtureModel('asr', { task: 'asr', default_request_options: { run_gate: gate } }),
   );
   assert.equal(res.status, 200, res.body.toString());
-}
-
-/** ITU-T G.711 µ-law of one 16-bit sample (the encoder a telephone gateway runs). */
-function muLaw(sample: number): number {
-  const sign = sample < 0 ? 0x80 : 0;
-  const magnitude = Math.min(Math.abs(sample), 32635) + 0x84;
-  let exponent = 7;
-  for (let mask = 0x4000; (magnitude & mask) === 0 && exponent > 0; mask >>= 1) exponent--;
-  return ~(sign | (exponent << 4) | ((magnitude >> (exponent + 3)) & 0x0f)) & 0xff;
 }
 
 const silence = (bytes: number) => Buffer.alloc(bytes).toString('base64');
