@@ -209,6 +209,21 @@ export function diarizedSegments(outcome: InferenceOutcome) {
   });
 }
 
+/**
+ * OpenAI's `logprobs` from the words' confidences (pocketsphinx: the lattice posterior; sherpa: the
+ * mean probability of the word's tokens): one entry a word, not a token, as no engine here exposes
+ * its tokens. Undefined when the engine gave no word a confidence.
+ */
+export function wordLogprobs(outcome: InferenceOutcome) {
+  const words = (outcome.result.words ?? []).filter((w) => w.confidence > 0);
+  if (words.length === 0) return undefined;
+  return words.map((w) => ({
+    token: w.word,
+    logprob: Math.round(Math.log(Math.min(1, w.confidence)) * 1e4) / 1e4,
+    bytes: [...Buffer.from(w.word, 'utf8')],
+  }));
+}
+
 /** OpenAI's diarized_json: speaker turns as segments, each with the words spoken in it. */
 export function diarizedJson({ outcome, audio }: TranscriptAnswer) {
   const duration = audioSeconds(audio);

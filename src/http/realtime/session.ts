@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { modelEntry, registeredEntry, requireTask } from '../../api/model-lookup.js';
-import { diarizedSegments } from '../../api/transcription/formats.js';
+import { diarizedSegments, wordLogprobs } from '../../api/transcription/formats.js';
 import { requireVadModel } from '../../api/vad-model.js';
 import type { Audio } from '../../audio/types.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
@@ -51,6 +51,9 @@ export const KEEPALIVE_MS = 30_000;
  * of 24 kHz audio is 11 MiB; a client dictating longer commits as it goes.
  */
 export const BUFFER_SECONDS = 120;
+
+/** The `include` entry that asks for the words' log-probabilities on `.completed`. */
+const LOGPROBS = 'item.input_audio_transcription.logprobs';
 
 /** Events received and not yet handled before the socket is paused. */
 const INBOX_EVENTS = 16;
@@ -688,6 +691,7 @@ export class RealtimeSession {
         type: 'conversation.item.input_audio_transcription.completed',
         ...item,
         transcript,
+        ...(this.#include.includes(LOGPROBS) ? { logprobs: wordLogprobs(outcome) ?? null } : {}),
         usage: { type: 'duration', seconds: Math.ceil(audioSeconds) },
       });
       const ms = performance.now() - turn.committedAt;

@@ -107,13 +107,14 @@ describe('pocketsphinx over /v1/realtime with the openai SDK', () => {
           type: 'input_audio_buffer.append',
           audio: audio.subarray(at, at + bytesPer100Ms).toString('base64'),
         });
-      const completed = new Promise<{ transcript: string }>((resolve) =>
+      const completed = new Promise<{ transcript: string; logprobs?: unknown }>((resolve) =>
         rt.on('conversation.item.input_audio_transcription.completed', resolve),
       );
       rt.send({ type: 'input_audio_buffer.commit' });
-      const { transcript } = await completed;
+      const done = await completed;
+      const { transcript } = done;
       assert.deepEqual(errors, []);
-      return { transcript, deltas, types };
+      return { transcript, deltas, types, logprobs: done.logprobs };
     } finally {
       rt.close();
     }
@@ -121,9 +122,9 @@ describe('pocketsphinx over /v1/realtime with the openai SDK', () => {
 
   const heard = (transcript: string) => WORDS.filter((w) => transcript.toLowerCase().includes(w));
 
-  test('GA session, audio/pcm at 24 kHz, model whisper-1 (an alias of pocketsphinx)', async () => {
+  test('GA session, audio/pcm at 24 kHz, model whisper-1 (an alias of pocketsphinx), with logprobs', async () => {
     const pcm = await speak(s.url, 24000);
-    const { transcript, deltas, types } = await transcribe(
+    const { transcript, deltas, types, logprobs } = await transcribe(
       'whisper-1',
       (rt) =>
         rt.send({
@@ -131,12 +132,23 @@ describe('pocketsphinx over /v1/realtime with the openai SDK', () => {
           session: {
             type: 'transcription',
             audio: { input: { format: { type: 'audio/pcm', rate: 24000 }, turn_detection: null } },
+            include: ['item.input_audio_transcription.logprobs'],
           },
         }),
       pcm,
       4800,
     );
     assert.ok(heard(transcript).length >= 3, `heard: ${transcript}`);
+    // One entry a word, from pocketsphinx's lattice posteriors: the transcript's words, in order.
+    const entries = logprobs as { token: string; logprob: number; bytes: number[] }[];
+    assert.deepEqual(
+      entries.map((e) => e.token),
+      transcript.split(' ').filter(Boolean),
+    );
+    for (const e of entries) {
+      assert.ok(e.logprob <= 0 && Number.isFinite(e.logprob), JSON.stringify(e));
+      assert.deepEqual(e.bytes, [...Buffer.from(e.token, 'utf8')]);
+    }
     assert.ok(
       deltas.length >= 1 &&
         types.indexOf('conversation.item.input_audio_transcription.delta') <
@@ -147,7 +159,7 @@ describe('pocketsphinx over /v1/realtime with the openai SDK', () => {
 
   test('beta session, pcm16 (24 kHz), model pocketsphinx', async () => {
     const pcm = await speak(s.url, 24000);
-    const { transcript, deltas } = await transcribe(
+    const { transcript, deltas, logprobs } = await transcribe(
       'pocketsphinx',
       // The SDK's own types are GA only; older SDKs (and .NET's) send this beta shape.
       (rt) =>
@@ -160,6 +172,7 @@ describe('pocketsphinx over /v1/realtime with the openai SDK', () => {
     );
     assert.ok(heard(transcript).length >= 3, `heard: ${transcript}`);
     assert.equal(deltas.join(''), transcript);
+    assert.equal(logprobs, undefined, 'logprobs only when include asks for them');
   });
 
   describe('server VAD (silero): the server finds each turn and commits it', () => {
