@@ -111,3 +111,31 @@ test('[order.manager-request] a realtime turn committed after a queued unload wa
     rt.ws.close();
   });
 });
+
+test('[state.ready.evict] eviction skips a model whose realtime turn is running (503 for the other load), then takes it once the turn is done', async () => {
+  await withServer(
+    { max_loaded_models: 1, ui_management: true, models: [fixtureModel('other', { task: 'asr' })] },
+    async (s) => {
+      const gate = s.gate('turn');
+      // `asr`'s runs wait on the gate: a session cannot send run options, its model's defaults can.
+      const load = await post(
+        s.url,
+        '/v1/models/load',
+        fixtureModel('asr', { task: 'asr', default_request_options: { run_gate: gate.path } }),
+      );
+      assert.equal(load.status, 200, load.body.toString());
+      const rt = await session(s, 'asr');
+      rt.commit();
+      await waitUntil('the turn runs', () => s.fixture.record.of('asr', 'run-start').length === 1);
+      const other = await post(s.url, '/v1/tasks/run', { model: 'other', text: 'x' });
+      assert.equal(other.status, 503, other.body.toString());
+      assert.match(other.body.toString(), /every loaded model is busy/);
+      assert.equal(snapshot(s, 'asr').activeRequests, 1, 'the turn still holds its slot');
+      await gate.open();
+      await rt.next('conversation.item.input_audio_transcription.completed');
+      assert.equal((await post(s.url, '/v1/tasks/run', { model: 'other', text: 'x' })).status, 200);
+      assert.match(s.logs.join('\n'), /evicted model 'asr' to load 'other'/);
+      rt.ws.close();
+    },
+  );
+});
