@@ -84,6 +84,8 @@ const config = {
   idle_unload_ms: 1200,
   shutdown_timeout_ms: SHUTDOWN_TIMEOUT_MS,
   busy_timeout_ms: 8000,
+  // audio.cpp's WebSocket bridge, driven by the bridge ops.
+  frontend_listener: 'websocket',
   models: Object.values(MODELS),
 };
 const configPath = join(dir, 'server.json');
@@ -845,6 +847,77 @@ OPS.push(
       const r = await realtimeSession(model, 1, int(0, 60));
       // A turn can finish before its client leaves: then the session ended as it would have.
       check('realtime-leave', r, { model, expectAbort: true, overrun: model === WD });
+    },
+  ],
+);
+// --- audio.cpp's WebSocket bridge (frontend_listener "websocket") -----------------------------------
+/**
+ * One bridge socket on /v1/audio/speech: `requests` speech requests to `model`, one text frame each,
+ * answered by response frames (their status and body are what check() reads); `leaveAfterMs` closes
+ * the socket mid-request instead (an abort).
+ */
+function bridgeSocket(model, requests, leaveAfterMs) {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${BASE.replace(/^http/, 'ws')}/v1/audio/speech`, {
+      ca: CA,
+      headers: SECURE ? { Authorization: `Bearer ${ADMIN_KEY}` } : {},
+    });
+    let outcome;
+    let left = requests;
+    const end = (r) => {
+      if (outcome) return;
+      outcome = { ms: performance.now() - started, ...r };
+      clearTimeout(deadline);
+      ws.terminate();
+      resolve(outcome);
+    };
+    const deadline = setTimeout(() => end({ status: 'hang' }), REQUEST_DEADLINE_MS);
+    const send = () => {
+      ws.send(
+        JSON.stringify({ id: left, body_json: { model, input: 'soak bridge', response_format: 'wav' } }),
+      );
+      if (leaveAfterMs !== undefined) setTimeout(() => end({ status: 'aborted' }), leaveAfterMs);
+    };
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c) => {
+        body += c;
+      });
+      res.on('end', () => end({ status: res.statusCode, body }));
+    });
+    ws.on('open', send);
+    ws.on('error', (err) => end({ status: 'neterr', error: err.message }));
+    ws.on('close', () => end({ status: 'neterr', error: 'the bridge closed unasked' }));
+    ws.on('message', (data) => {
+      const frame = JSON.parse(data.toString());
+      if (frame.type !== 'response') return;
+      if (frame.status !== 200) {
+        const body =
+          frame.body_encoding === 'base64' ? Buffer.from(frame.body, 'base64').toString() : frame.body;
+        end({ status: frame.status, body });
+      } else if (--left > 0) send();
+      else end({ status: 200, body: '' });
+    });
+  });
+}
+
+OPS.push(
+  [
+    2,
+    'bridge',
+    async () => {
+      check('bridge', await bridgeSocket('tone-a', int(1, 3)), { model: 'tone-a' });
+    },
+  ],
+  [
+    1,
+    'bridge-leave',
+    async () => {
+      check('bridge-leave', await bridgeSocket('tone-a', 1, int(0, 40)), {
+        model: 'tone-a',
+        expectAbort: true,
+      });
     },
   ],
 );

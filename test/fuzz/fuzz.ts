@@ -79,6 +79,8 @@ export async function startTarget(): Promise<TestServer> {
       max_input_chars: 2000,
       busy_timeout_ms: 2000,
       live_ingest: { idle_timeout_ms: 250, total_timeout_ms: 3000, max_body_bytes: 256 * 1024 },
+      // audio.cpp's WebSocket bridge, which the WebSocket category drives next to /v1/realtime.
+      frontend_listener: 'websocket',
       models: [
         fixtureModel(MODELS.asr, { slots: 2 }),
         fixtureModel(MODELS.tts, { task: 'tts' }),
@@ -750,7 +752,7 @@ export function generate(seed: number, index: number): Generated {
     (text) => mutateJsonText(rng, text),
   );
   return {
-    category: 'websocket /v1/realtime',
+    category: ws.target === 'bridge' ? 'websocket bridge' : 'websocket /v1/realtime',
     request: ws.request,
     earlyClose: ws.earlyClose,
     ...(ws.trailer ? { trailer: ws.trailer } : {}),

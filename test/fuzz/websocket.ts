@@ -1,10 +1,13 @@
 /**
- * The fuzzer's WebSocket category: an upgrade to /v1/realtime (sometimes a broken one), then client
- * frames built from valid realtime events and mutated at both levels: the event JSON (fields of the
- * wrong type, junk, invalid UTF-8) and the framing (unmasked frames, reserved bits and opcodes,
- * fragments, oversized control frames, lengths past the event limit, binary frames). Every case
- * ends with a close frame (sent 50 ms after the events, so that they are answered) or by dropping
- * the connection, so a session that is still open at the end is a hang. The answer must be a refusal (4xx/503) or a 101 whose events hold no server_error.
+ * The fuzzer's WebSocket category: an upgrade to /v1/realtime or to a route of audio.cpp's WebSocket
+ * bridge (sometimes a broken one), then client frames built from valid realtime events or bridge
+ * requests (raw bodies and `{id, method, body_json | body}` envelopes) and mutated at both levels:
+ * the JSON (fields of the wrong type, junk, invalid UTF-8) and the framing (unmasked frames,
+ * reserved bits and opcodes, fragments, oversized control frames, lengths past the event limit,
+ * binary frames). Every case ends with a close frame (sent 50 ms after the events, so that they are
+ * answered) or by dropping the connection, so a session that is still open at the end is a hang.
+ * The answer must be a refusal (4xx/503) or a 101 whose events hold no server_error and whose
+ * bridge responses no 500.
  */
 import type { Rng } from './fuzz.js';
 
@@ -98,8 +101,29 @@ function event(
   return rng.chance(0.3) ? mutate(base) : base;
 }
 
+/** A bridge frame: a request body as audio.cpp's frontend takes it, raw or in an envelope. */
+function bridgeRequest(rng: Rng, mutate: (o: Record<string, unknown>) => Record<string, unknown>): unknown {
+  const bodies: Record<string, unknown>[] = [
+    { model: 'fz-tts', input: 'hello', response_format: rng.pick(['wav', 'pcm']) },
+    { model: 'fz-tts-live', input: 'hi', stream: true },
+    { model: 'fz-asr', text: 'x' },
+    { model: rng.pick(['nope', 'fz-vad', 'fz-diar']), input: 'x' },
+  ];
+  const body = rng.chance(0.3) ? mutate(rng.pick(bodies)) : rng.pick(bodies);
+  switch (rng.int(4)) {
+    case 0:
+      return body;
+    case 1:
+      return { id: rng.pick([1, 'a', null, {}, -1]), body_json: body };
+    case 2:
+      return { id: 'b', method: rng.pick(['POST', 'GET', 'DELETE', 'post', '']), body: JSON.stringify(body) };
+    default:
+      return mutate({ id: 7, body_json: body, body: rng.pick(['x', '', 'aGk=']), body_encoding: 'base64' });
+  }
+}
+
 /** The upgrade request, valid or broken in one way. */
-function handshake(rng: Rng): { head: string; valid: boolean } {
+function handshake(rng: Rng, bridge: boolean): { head: string; valid: boolean } {
   const headers: [string, string][] = [
     ['Host', '127.0.0.1'],
     ['Upgrade', 'websocket'],
@@ -107,7 +131,9 @@ function handshake(rng: Rng): { head: string; valid: boolean } {
     ['Sec-WebSocket-Key', rng.bytes(16).toString('base64')],
     ['Sec-WebSocket-Version', '13'],
   ];
-  let target = `/v1/realtime?model=${rng.pick(['fz-asr', 'fz-asr', 'fz-asr-live'])}`;
+  let target = bridge
+    ? rng.pick(['/v1/audio/speech', '/v1/tasks/run', '/v1/models', '/v1/audio/transcriptions'])
+    : `/v1/realtime?model=${rng.pick(['fz-asr', 'fz-asr', 'fz-asr-live'])}`;
   let valid = true;
   if (rng.chance(0.2)) {
     valid = false;
@@ -153,17 +179,20 @@ export function websocketCase(
   mutate: (o: Record<string, unknown>) => Record<string, unknown>,
   mutateText: (text: string) => string,
 ): {
+  /** What the upgrade asked for: the realtime API or the bridge. */
+  target: 'realtime' | 'bridge';
   request: Buffer;
   earlyClose: boolean;
   /** The close frame, sent once the events had time to be answered. */
   trailer: Buffer | undefined;
   check: (body: string | undefined) => string | undefined;
 } {
-  const { head } = handshake(rng);
+  const bridge = rng.chance(0.3);
+  const { head } = handshake(rng, bridge);
   const frames: Buffer[] = [];
   let earlyClose = false;
   for (let n = rng.range(1, 6); n > 0; n--) {
-    const text = JSON.stringify(event(rng, mutate));
+    const text = JSON.stringify(bridge ? bridgeRequest(rng, mutate) : event(rng, mutate));
     let payload = Buffer.from(rng.chance(0.15) ? mutateText(text) : text, 'utf8');
     if (rng.chance(0.05)) payload = Buffer.concat([payload, Buffer.from([0xc3, 0x28, 0xff])]); // invalid UTF-8
     if (!rng.chance(0.25)) {
@@ -210,10 +239,16 @@ export function websocketCase(
   if (!earlyClose && rng.chance(0.1)) earlyClose = true;
   const request = Buffer.concat([Buffer.from(head, 'latin1'), ...frames]);
   return {
+    target: bridge ? 'bridge' : 'realtime',
     request,
     earlyClose,
     trailer: earlyClose ? undefined : CLOSE(rng),
-    check: (body) =>
-      body?.includes('"type":"server_error"') ? `a server_error event: ${body.slice(0, 300)}` : undefined,
+    check: (body) => {
+      if (body?.includes('"type":"server_error"')) return `a server_error event: ${body.slice(0, 300)}`;
+      const fault = body?.match(/"status":5(?!03)\d\d/);
+      return fault
+        ? `a bridge response ${fault[0]}: ${body!.slice(Math.max(0, fault.index! - 100), fault.index! + 300)}`
+        : undefined;
+    },
   };
 }
