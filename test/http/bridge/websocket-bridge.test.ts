@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { WebSocket } from 'ws';
 import { MAX_WAITING_FRAMES } from '../../../src/http/bridge/channel.js';
 import { suiteServer } from '../../helpers/suite-server.js';
 import {
@@ -19,89 +18,22 @@ import {
   whenRuntime,
   withServer,
 } from '../../helpers/voxd.js';
+import { type Message, openSocket, refusal } from '../../helpers/websocket.js';
 
-// biome-ignore lint/suspicious/noExplicitAny: frames are checked as plain JSON
-type Frame = any;
-
-/** A socket's frames as they come, and a wait for the next one. */
-class Frames {
-  readonly all: Frame[] = [];
-  #waiters: (() => void)[] = [];
-
-  push(frame: Frame): void {
-    this.all.push(frame);
-    for (const wake of this.#waiters.splice(0)) wake();
-  }
-
-  /** The first frame after the `seen` first ones that `matches`, waiting for it (5 s at most). */
-  async next(matches: (f: Frame) => boolean, seen = 0): Promise<Frame> {
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const found = this.all.slice(seen).find(matches);
-      if (found) return found;
-      if (Date.now() > deadline)
-        throw new Error(`no such frame; got ${JSON.stringify(this.all).slice(0, 500)}`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, deadline - Date.now() + 1);
-        this.#waiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-  }
-}
-
-interface Client {
-  ws: WebSocket;
-  frames: Frames;
-  send(frame: unknown): void;
-  /** Resolves with the close code once the socket is closed. */
-  closed: Promise<number>;
-}
+type Frame = Message;
 
 const TLS = fileURLToPath(new URL('../../../../test/fixtures/tls/', import.meta.url));
 const CA = readFileSync(`${TLS}cert.pem`);
 
-function connect(base: string, path: string, headers?: Record<string, string>): Promise<Client> {
-  const ws = new WebSocket(base.replace(/^http/, 'ws') + path, { headers, ca: CA });
-  const frames = new Frames();
-  ws.on('message', (data) => frames.push(JSON.parse(data.toString())));
-  const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    ws.on('open', () =>
-      resolve({
-        ws,
-        frames,
-        closed,
-        send: (frame) => ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame)),
-      }),
-    );
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => {
-        body += chunk;
-      });
-      res.on('end', () =>
-        reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, body })),
-      );
-    });
-    ws.on('error', reject);
-  });
+/** A raw client on the bridge route `path`; its frames are `frames`. */
+async function connect(base: string, path: string, headers?: Record<string, string>) {
+  const socket = await openSocket(base + path, { headers, ca: CA });
+  return { ...socket, frames: socket.messages };
 }
 
 /** The HTTP refusal of an upgrade: its status and error body. */
-async function refused(base: string, path: string, headers?: Record<string, string>) {
-  const err = await connect(base, path, headers).then(
-    ({ ws }) => {
-      ws.close();
-      throw new Error(`${path} was accepted`);
-    },
-    (e: { status?: number; body?: string }) => e,
-  );
-  assert.ok(err.status, `an HTTP refusal, not ${String(err)}`);
-  return { status: err.status!, error: JSON.parse(err.body!).error };
-}
+const refused = (base: string, path: string, headers?: Record<string, string>) =>
+  refusal(base + path, { headers, ca: CA });
 
 /** One request over a fresh socket: its response frame. */
 async function ask(base: string, path: string, frame: unknown): Promise<Frame> {

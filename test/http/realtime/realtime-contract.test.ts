@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { WebSocket } from 'ws';
 import {
   fixtureModel,
   post,
@@ -15,35 +14,18 @@ import {
   whenRuntime,
   withServer,
 } from '../../helpers/voxd.js';
-
-// biome-ignore lint/suspicious/noExplicitAny: events are read as plain JSON
-type Event = any;
+import { type Message, openSocket } from '../../helpers/websocket.js';
 
 /** A session on `model` whose events are kept; `next(type)` waits for the first of a type. */
 async function session(s: TestServer, model: string) {
-  const ws = new WebSocket(`${s.url.replace(/^http/, 'ws')}/v1/realtime?model=${model}`);
-  const events: Event[] = [];
-  const waiters: (() => void)[] = [];
-  ws.on('message', (data) => {
-    events.push(JSON.parse(data.toString()));
-    for (const wake of waiters.splice(0)) wake();
-  });
-  await new Promise((resolve, reject) => {
-    ws.on('open', resolve);
-    ws.on('error', reject);
-  });
-  const next = async (type: string): Promise<Event> => {
-    await waitUntil(`a ${type} event`, () => events.some((e) => e.type === type));
-    return events.find((e) => e.type === type);
-  };
+  const { ws, messages, send } = await openSocket(`${s.url}/v1/realtime?model=${model}`);
+  const next = (type: string): Promise<Message> => messages.next(type);
   const commit = () => {
-    ws.send(
-      JSON.stringify({ type: 'input_audio_buffer.append', audio: Buffer.alloc(4800).toString('base64') }),
-    );
-    ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
+    send({ type: 'input_audio_buffer.append', audio: Buffer.alloc(4800).toString('base64') });
+    send({ type: 'input_audio_buffer.commit' });
   };
   await next('session.created');
-  return { ws, events, next, commit };
+  return { ws, events: messages.all, next, commit };
 }
 
 /** An HTTP request that holds `model`'s one slot until its gate opens. */

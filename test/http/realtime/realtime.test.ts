@@ -26,94 +26,23 @@ import {
   whenRuntime,
   withServer,
 } from '../../helpers/voxd.js';
+import { type Message, Messages, openSocket, refusal, type SocketOptions } from '../../helpers/websocket.js';
 
 const TLS = fileURLToPath(new URL('../../../../test/fixtures/tls/', import.meta.url));
 const CA = readFileSync(`${TLS}cert.pem`);
 const SECURE = { tls_cert_file: `${TLS}cert.pem`, tls_key_file: `${TLS}key.pem` };
 
-// biome-ignore lint/suspicious/noExplicitAny: events are checked as plain JSON
-type Event = any;
+type Event = Message;
 
-/** The events a socket received, and a wait for the next one of a type. */
-class Events {
-  readonly all: Event[] = [];
-  readonly #waiters: { type: string; resolve(e: Event): void }[] = [];
-
-  push(event: Event): void {
-    this.all.push(event);
-    for (const w of this.#waiters.filter((w) => w.type === event.type)) {
-      this.#waiters.splice(this.#waiters.indexOf(w), 1);
-      w.resolve(event);
-    }
-  }
-
-  /** The first event of `type` after the `seen` first ones, waiting for it (5 s at most). */
-  next(type: string, seen = 0): Promise<Event> {
-    const found = this.all.slice(seen).find((e) => e.type === type);
-    if (found) return Promise.resolve(found);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`no ${type} event; got ${this.types().join(' ')}`)),
-        5000,
-      );
-      this.#waiters.push({
-        type,
-        resolve: (e) => {
-          clearTimeout(timer);
-          resolve(e);
-        },
-      });
-    });
-  }
-
-  types(): string[] {
-    return this.all.map((e) => e.type);
-  }
-}
-
-/** A raw client on `base` (http(s) URL); resolves once open, or rejects with the refusal's status and body. */
-function connect(
-  base: string,
-  path = '/v1/realtime',
-  options: { headers?: Record<string, string>; protocols?: string[] } = {},
-): Promise<{ ws: WebSocket; events: Events; send(event: unknown): void }> {
-  const ws = new WebSocket(base.replace(/^http/, 'ws') + path, options.protocols ?? [], {
-    headers: options.headers,
-    ca: CA,
-  });
-  const events = new Events();
-  ws.on('message', (data) => events.push(JSON.parse(data.toString())));
-  return new Promise((resolve, reject) => {
-    ws.on('open', () => resolve({ ws, events, send: (event) => ws.send(JSON.stringify(event)) }));
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => {
-        body += chunk;
-      });
-      res.on('end', () =>
-        reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, body })),
-      );
-    });
-    ws.on('error', reject);
-  });
+/** A raw client on `base` (http(s) URL) and `path`; its events are `events`. */
+async function connect(base: string, path = '/v1/realtime', options: Omit<SocketOptions, 'ca'> = {}) {
+  const { ws, messages, send } = await openSocket(base + path, { ...options, ca: CA });
+  return { ws, events: messages, send };
 }
 
 /** The refusal of an upgrade: its status and error body. */
-async function refused(
-  base: string,
-  path: string,
-  options?: Parameters<typeof connect>[2],
-): Promise<{ status: number; error: Event }> {
-  const err = await connect(base, path, options).then(
-    ({ ws }) => {
-      ws.close();
-      throw new Error(`${path} was accepted`);
-    },
-    (e: { status?: number; body?: string }) => e,
-  );
-  assert.ok(err.status, `an HTTP refusal, not ${String(err)}`);
-  return { status: err.status!, error: JSON.parse(err.body!).error };
-}
+const refused = (base: string, path: string, options: Omit<SocketOptions, 'ca'> = {}) =>
+  refusal(base + path, { ...options, ca: CA });
 
 /** Registers `asr`, whose runs wait on the gate at `gate` (the session cannot send options). */
 async function gatedModel(s: TestServer, gate: string): Promise<void> {
@@ -137,7 +66,7 @@ describe('/v1/realtime through the official openai SDK', () => {
   const open = async (model: string) => {
     const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'unused' });
     const rt = new OpenAIRealtimeWS({ model, options: { ca: CA } }, client);
-    const events = new Events();
+    const events = new Messages();
     rt.on('event', (e: Event) => events.push(e));
     rt.on('error', () => {});
     await new Promise<void>((resolve, reject) => {

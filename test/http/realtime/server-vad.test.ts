@@ -8,13 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { WebSocket } from 'ws';
 import { speechBounds } from '../../helpers/samples.js';
 import { suiteServer } from '../../helpers/suite-server.js';
 import { fixtureModel, post } from '../../helpers/voxd.js';
+import { type Message, openSocket } from '../../helpers/websocket.js';
 
-// biome-ignore lint/suspicious/noExplicitAny: events are read as plain JSON
-type Event = any;
+type Event = Message;
 
 const RATE = 24000;
 const silence = (ms: number) => Buffer.alloc(Math.round((ms * RATE) / 1000) * 2);
@@ -42,41 +41,16 @@ describe('server VAD in a realtime session', () => {
   }
 
   async function session(turnDetection: unknown) {
-    const ws = new WebSocket(`${s.url.replace(/^http/, 'ws')}/v1/realtime?model=asr`);
-    const events: Event[] = [];
-    const waiters: (() => void)[] = [];
-    ws.on('message', (data) => {
-      events.push(JSON.parse(data.toString()));
-      for (const wake of waiters.splice(0)) wake();
-    });
-    await new Promise((resolve, reject) => {
-      ws.on('open', resolve);
-      ws.on('error', reject);
-    });
-    /** The `n`th event of a type (0 first), waiting for it. */
-    const next = (type: string, n = 0): Promise<Event> =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`no ${type}; got ${events.map((e) => e.type)}`)),
-          20_000,
-        );
-        const look = () => {
-          const found = events.filter((e) => e.type === type)[n];
-          if (found) {
-            clearTimeout(timer);
-            resolve(found);
-          } else waiters.push(look);
-        };
-        look();
-      });
-    const send = (event: unknown) => ws.send(JSON.stringify(event));
+    const { ws, messages, send } = await openSocket(`${s.url}/v1/realtime?model=asr`);
+    /** The `n`th event of a type (0 first), waiting for it: speech and its turn take seconds. */
+    const next = (type: string, n = 0): Promise<Event> => messages.nth(type, n, 20_000);
     const append = (audio: Buffer) => {
       for (let at = 0; at < audio.length; at += 4800)
         send({ type: 'input_audio_buffer.append', audio: audio.subarray(at, at + 4800).toString('base64') });
     };
     send({ type: 'session.update', session: { audio: { input: { turn_detection: turnDetection } } } });
     const updated = await next('session.updated');
-    return { ws, events, next, send, append, updated };
+    return { ws, events: messages.all, next, send, append, updated };
   }
 
   test('a spoken sentence is one turn: its speech, its prefix padding and its silence window', async () => {
