@@ -744,21 +744,19 @@ const STATUS_OF_TYPE = {
 };
 
 /**
- * One realtime session: opened on `model`, `turns` committed buffers of 16 kHz PCM, each answered
- * by completed (200) or failed (the error's status); `leaveAfterMs` leaves mid-turn instead (an
- * abort). With `vad` the server commits: server VAD with a 500 ms idle timeout, each turn 700 ms
- * of silence that the silero model probes, committed by `timeout_triggered`. Resolves with what
- * check() reads: a status, the error as the body, the time taken.
+ * One WebSocket exchange on `path`: `onOpen(ws, end)` and `onMessage(message, ws, end)` drive it,
+ * and `end(outcome)` finishes it. A refused upgrade ends it with the HTTP answer, a socket error or
+ * a close nobody asked for as `neterr`, and REQUEST_DEADLINE_MS without an end as a hang. Resolves
+ * with what check() reads: a status, a body, the time taken.
  */
-function realtimeSession(model, turns, leaveAfterMs, vad = false) {
+function wsExchange(path, what, { onOpen = () => undefined, onMessage }) {
   const started = performance.now();
   return new Promise((resolve) => {
-    const ws = new WebSocket(`${BASE.replace(/^http/, 'ws')}/v1/realtime?model=${model}`, {
+    const ws = new WebSocket(`${BASE.replace(/^http/, 'ws')}${path}`, {
       ca: CA,
       headers: SECURE ? { Authorization: `Bearer ${ADMIN_KEY}` } : {},
     });
     let outcome;
-    let left = turns;
     const end = (r) => {
       if (outcome) return;
       outcome = { ms: performance.now() - started, ...r };
@@ -767,19 +765,6 @@ function realtimeSession(model, turns, leaveAfterMs, vad = false) {
       resolve(outcome);
     };
     const deadline = setTimeout(() => end({ status: 'hang' }), REQUEST_DEADLINE_MS);
-    const turn = () => {
-      if (vad) {
-        const silence = Buffer.alloc(3200).toString('base64');
-        for (let i = 0; i < 7; i++)
-          ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: silence }));
-      } else {
-        ws.send(
-          JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm(int(50, 400)).toString('base64') }),
-        );
-        ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
-      }
-      if (leaveAfterMs !== undefined) setTimeout(() => end({ status: 'aborted' }), leaveAfterMs);
-    };
     ws.on('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (c) => {
@@ -787,10 +772,37 @@ function realtimeSession(model, turns, leaveAfterMs, vad = false) {
       });
       res.on('end', () => end({ status: res.statusCode, body }));
     });
+    ws.on('open', () => onOpen(ws, end));
     ws.on('error', (err) => end({ status: 'neterr', error: err.message }));
-    ws.on('close', () => end({ status: 'neterr', error: 'the session closed unasked' }));
-    ws.on('message', (data) => {
-      const e = JSON.parse(data.toString());
+    ws.on('close', () => end({ status: 'neterr', error: `the ${what} closed unasked` }));
+    ws.on('message', (data) => onMessage(JSON.parse(data.toString()), ws, end));
+  });
+}
+
+/**
+ * One realtime session: opened on `model`, `turns` committed buffers of 16 kHz PCM, each answered
+ * by completed (200) or failed (the error's status); `leaveAfterMs` leaves mid-turn instead (an
+ * abort). With `vad` the server commits: server VAD with a 500 ms idle timeout, each turn 700 ms
+ * of silence that the silero model probes, committed by `timeout_triggered`. Resolves with what
+ * check() reads: a status, the error as the body, the time taken.
+ */
+function realtimeSession(model, turns, leaveAfterMs, vad = false) {
+  let left = turns;
+  const turn = (ws, end) => {
+    if (vad) {
+      const silence = Buffer.alloc(3200).toString('base64');
+      for (let i = 0; i < 7; i++)
+        ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: silence }));
+    } else {
+      ws.send(
+        JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm(int(50, 400)).toString('base64') }),
+      );
+      ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
+    }
+    if (leaveAfterMs !== undefined) setTimeout(() => end({ status: 'aborted' }), leaveAfterMs);
+  };
+  return wsExchange(`/v1/realtime?model=${model}`, 'session', {
+    onMessage: (e, ws, end) => {
       if (e.type === 'session.created') {
         ws.send(
           JSON.stringify({
@@ -805,17 +817,17 @@ function realtimeSession(model, turns, leaveAfterMs, vad = false) {
             },
           }),
         );
-      } else if (e.type === 'session.updated') turn();
+      } else if (e.type === 'session.updated') turn(ws, end);
       // An error event of a server VAD probe (a busy or full VAD model) is the status its type has.
       else if (e.type === 'error')
         end({ status: STATUS_OF_TYPE[e.error.type] ?? 400, body: JSON.stringify({ error: e.error }) });
       else if (e.type === 'conversation.item.input_audio_transcription.failed') {
         end({ status: STATUS_OF_TYPE[e.error.type] ?? 500, body: JSON.stringify({ error: e.error }) });
       } else if (e.type === 'conversation.item.input_audio_transcription.completed') {
-        if (--left > 0) turn();
+        if (--left > 0) turn(ws, end);
         else end({ status: 200, body: '' });
       }
-    });
+    },
   });
 }
 
@@ -857,48 +869,22 @@ OPS.push(
  * the socket mid-request instead (an abort).
  */
 function bridgeSocket(model, requests, leaveAfterMs) {
-  const started = performance.now();
-  return new Promise((resolve) => {
-    const ws = new WebSocket(`${BASE.replace(/^http/, 'ws')}/v1/audio/speech`, {
-      ca: CA,
-      headers: SECURE ? { Authorization: `Bearer ${ADMIN_KEY}` } : {},
-    });
-    let outcome;
-    let left = requests;
-    const end = (r) => {
-      if (outcome) return;
-      outcome = { ms: performance.now() - started, ...r };
-      clearTimeout(deadline);
-      ws.terminate();
-      resolve(outcome);
-    };
-    const deadline = setTimeout(() => end({ status: 'hang' }), REQUEST_DEADLINE_MS);
-    const send = () => {
-      ws.send(
-        JSON.stringify({ id: left, body_json: { model, input: 'soak bridge', response_format: 'wav' } }),
-      );
-      if (leaveAfterMs !== undefined) setTimeout(() => end({ status: 'aborted' }), leaveAfterMs);
-    };
-    ws.on('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (c) => {
-        body += c;
-      });
-      res.on('end', () => end({ status: res.statusCode, body }));
-    });
-    ws.on('open', send);
-    ws.on('error', (err) => end({ status: 'neterr', error: err.message }));
-    ws.on('close', () => end({ status: 'neterr', error: 'the bridge closed unasked' }));
-    ws.on('message', (data) => {
-      const frame = JSON.parse(data.toString());
+  let left = requests;
+  const send = (ws, end) => {
+    ws.send(JSON.stringify({ id: left, body_json: { model, input: 'soak bridge', response_format: 'wav' } }));
+    if (leaveAfterMs !== undefined) setTimeout(() => end({ status: 'aborted' }), leaveAfterMs);
+  };
+  return wsExchange('/v1/audio/speech', 'bridge', {
+    onOpen: send,
+    onMessage: (frame, ws, end) => {
       if (frame.type !== 'response') return;
       if (frame.status !== 200) {
         const body =
           frame.body_encoding === 'base64' ? Buffer.from(frame.body, 'base64').toString() : frame.body;
         end({ status: frame.status, body });
-      } else if (--left > 0) send();
+      } else if (--left > 0) send(ws, end);
       else end({ status: 200, body: '' });
-    });
+    },
   });
 }
 
