@@ -3,7 +3,7 @@
  * tests both start voxd through `startVoxd`, so tests exercise the same wiring users run.
  */
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as TcpServer } from 'node:net';
 import { Codec, probeFfmpeg } from './audio/ffmpeg.js';
 import { isLoopbackHost } from './config/api-keys.js';
 import { ConfigError } from './config/errors.js';
@@ -20,6 +20,7 @@ import { CUT_GRACE_MS } from './runtime/shutdown-timing.js';
 import { type Clock, systemClock } from './util/clock.js';
 import type { MemoryRelease } from './util/release-memory.js';
 import { VERSION } from './version.js';
+import { createWyomingListener, type WyomingListener } from './wyoming/listener.js';
 
 export interface StartOptions {
   config: ServerConfig;
@@ -42,6 +43,8 @@ export interface Voxd {
   server: Server;
   /** `http://host:port` (or `https://`) actually bound (port 0 picks a free one). */
   url: string;
+  /** The Wyoming listener's bound host and port, when `wyoming_port` turned it on. */
+  wyoming: { host: string; port: number } | undefined;
   /**
    * Shuts down: stops accepting, refuses queued work (503), lets running requests finish within
    * `shutdown_timeout_ms`, then cancels them and cuts every connection, and unloads every model.
@@ -95,6 +98,13 @@ export function checkStartup(config: ServerConfig): void {
       `host: ${config.host} is reachable from other machines and no API key is set; set api_keys, --api-keys-file or VOXD_API_KEYS, or pass --insecure to serve without keys`,
     );
   }
+  if (config.wyoming_port !== undefined && !config.insecure && !isLoopbackHost(config.wyoming_host)) {
+    throw new ConfigError(
+      'wyoming_host',
+      config.wyoming_host,
+      `wyoming_host: ${config.wyoming_host} is reachable from other machines and Wyoming has no authentication; listen on loopback, or pass --insecure to serve Wyoming to the network`,
+    );
+  }
   if (config.enable_fixture) return;
   const index = config.models.findIndex((model) => model.family === FIXTURE_FAMILY);
   if (index >= 0)
@@ -143,13 +153,23 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     memory: options.memory,
   });
   const { server } = http;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await listen(server, config.port, config.host);
+  let wyoming: WyomingListener | undefined;
+  let wyomingAddress: Voxd['wyoming'];
+  if (config.wyoming_port !== undefined) {
+    wyoming = createWyomingListener(runtime, config, logger);
+    try {
+      await listen(wyoming.server, config.wyoming_port, config.wyoming_host);
+    } catch (err) {
+      // A port in use ends the start: nothing is left listening.
+      server.close();
+      await runtime.close(0);
+      throw err;
+    }
+    const bound = wyoming.server.address() as AddressInfo;
+    wyomingAddress = { host: bound.address, port: bound.port };
+    logger.info({ host: bound.address, port: bound.port }, 'wyoming listening');
+  }
   // Once listening, the server emits 'error' when accept() fails (out of memory or socket buffers;
   // out of file descriptors once libuv's reserve descriptor is used up). Unheard it would end the
   // process; the connection is lost, the server keeps listening.
@@ -167,6 +187,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     codec,
     server,
     url: `${config.tls ? 'https' : 'http'}://${host}:${address.port}`,
+    wyoming: wyomingAddress,
     close() {
       closing ??= (async () => {
         // The runtime first: from here on readiness says not-ready and queued work is refused.
@@ -175,10 +196,16 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
         const installsStopped = modelsRoot.installer.stopAll();
         const deadline = config.shutdown_timeout_ms;
         // Cancelled requests get a moment to answer their 503 before every connection is cut.
-        const cutTimer = deadline > 0 ? clock.after(deadline + CUT_GRACE_MS, () => http.cut()) : undefined;
+        const cutTimer =
+          deadline > 0
+            ? clock.after(deadline + CUT_GRACE_MS, () => {
+                http.cut();
+                wyoming?.cut();
+              })
+            : undefined;
         logger.info('shutting down');
         try {
-          await Promise.all([http.drain(), runtimeClosed, installsStopped]);
+          await Promise.all([http.drain(), wyoming?.drain(), runtimeClosed, installsStopped]);
         } finally {
           cutTimer?.cancel();
         }
@@ -188,7 +215,25 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     },
     abandon(why) {
       runtime.cancelRunning(why);
-      clock.after(CUT_GRACE_MS, () => http.cut(), { unref: true });
+      clock.after(
+        CUT_GRACE_MS,
+        () => {
+          http.cut();
+          wyoming?.cut();
+        },
+        { unref: true },
+      );
     },
   };
+}
+
+/** Listens on `port` and `host`; a failure to bind (a port in use) rejects. */
+function listen(server: Server | TcpServer, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
 }

@@ -112,6 +112,10 @@ async function serve(argv: string[]): Promise<void> {
   await output.drained();
   // Announce only once the handlers are in place: a supervisor may send SIGTERM as soon as it reads this.
   process.stderr.write(`voxd listening on ${voxd.url}\n`);
+  if (voxd.wyoming) {
+    const { host, port } = voxd.wyoming;
+    process.stderr.write(`voxd wyoming on tcp://${host.includes(':') ? `[${host}]` : host}:${port}\n`);
+  }
 }
 
 /** What runs each command of the help's list (src/cli/commands.ts); nothing else is dispatched. */

@@ -94,6 +94,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
   const config: ServerConfig = {
     host: ruled('host'),
     port: ruled('port'),
+    wyoming_host: ruled('wyoming_host'),
     cors_origins: ruled('cors_origins'),
     ui: ruled('ui'),
     ui_management: ruled('ui_management'),
@@ -180,6 +181,12 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     return resolved;
   });
   if (specOverride !== undefined) config.model_spec_override = specOverride;
+  const wyomingPort = read(
+    'wyoming_port',
+    undefined,
+    (s) => checkRule(setting('wyoming_port').rule!, s.value, s.key) as number,
+  );
+  if (wyomingPort !== undefined) config.wyoming_port = wyomingPort;
   const voiceDir = read('voice_dir', undefined, parseVoiceDir);
   if (voiceDir !== undefined) config.voice_dir = voiceDir;
   config.models_root = read('models_root', config.default_models_root, (s) =>

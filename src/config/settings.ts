@@ -323,6 +323,25 @@ const GROUPS = [
         default: 8080,
         doc: { allowed: '0..65535', meaning: 'Port; `0` picks a free port (the chosen one is printed).' },
       }),
+      define('wyoming_port', integer(0, 65535, 'an integer in 0..65535 (0 picks a free port)'), {
+        config: 'optional',
+        flag: { value: 'integer', arg: '<n>', help: ['serve Wyoming (Home Assistant) on this port'] },
+        doc: {
+          default: 'off',
+          allowed: '0..65535',
+          meaning:
+            "Turns on the Wyoming listener ([wyoming.md](wyoming.md)): Home Assistant's speech protocol over TCP, serving every ASR and speech model. 10300 and 10200 are the community's ports; `0` picks a free one (printed). Off when unset.",
+        },
+      }),
+      define('wyoming_host', ip(), {
+        flag: { value: 'text', arg: '<ip>', help: ['address of the Wyoming listener'] },
+        default: '127.0.0.1',
+        doc: {
+          allowed: 'an IPv4 or IPv6 address literal',
+          meaning:
+            'Address of the Wyoming listener. Wyoming has no authentication: an address other than loopback needs `--insecure`, whatever `api_keys` says.',
+        },
+      }),
     ],
   },
   {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { configFolder, VoxdProcess } from '../helpers/cli.js';
 import { fixtureModel, get } from '../helpers/voxd.js';
+import { WyomingClient } from '../helpers/wyoming.js';
 
 const configs = configFolder('voxd-security-');
 const SECRET = 'sk-live-3f9a0c1d7e5b';
@@ -47,6 +48,41 @@ describe('voxd serve: startup refusals', () => {
         'listening',
       );
       assert.equal((await get(`http://127.0.0.1:${port}`, '/health')).status, 200);
+    } finally {
+      assert.equal((await insecure.stop()).code, 0);
+    }
+  });
+
+  test('Wyoming has no authentication: a non-loopback --wyoming-host is refused even with keys, and --insecure starts it', async () => {
+    const refused = new VoxdProcess(
+      ['serve', '--config', serveConfig(), '--wyoming-port', '0', '--wyoming-host', '0.0.0.0'],
+      {
+        env: { ...process.env, VOXD_API_KEYS: `${SECRET}:inference` },
+      },
+    );
+    assert.deepEqual(await refused.exit(), { code: 2, signal: null });
+    assert.deepEqual(refused.stderrLines, [
+      'voxd: wyoming_host: 0.0.0.0 is reachable from other machines and Wyoming has no authentication; listen on loopback, or pass --insecure to serve Wyoming to the network',
+    ]);
+    const insecure = new VoxdProcess([
+      'serve',
+      '--config',
+      serveConfig(),
+      '--wyoming-port',
+      '0',
+      '--wyoming-host',
+      '0.0.0.0',
+      '--insecure',
+    ]);
+    try {
+      const [, port] = await insecure.waitForStderr(
+        /voxd wyoming on tcp:\/\/0\.0\.0\.0:(\d+)\n/,
+        'the Wyoming listener',
+      );
+      const c = await WyomingClient.open(Number(port));
+      c.send('describe');
+      await c.next('info');
+      await c.close();
     } finally {
       assert.equal((await insecure.stop()).code, 0);
     }

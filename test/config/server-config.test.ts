@@ -65,6 +65,7 @@ test('a minimal config gets every default', () => {
   assert.deepEqual(rest, {
     host: '127.0.0.1',
     port: 8080,
+    wyoming_host: '127.0.0.1',
     cors_origins: '',
     ui: true,
     ui_management: false,

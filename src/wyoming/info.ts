@@ -1,0 +1,56 @@
+/**
+ * The `info` answer to `describe`: voxd's registered models as Wyoming programs. One `asr` program
+ * whose models are the ASR models (each model's id is its name); one `tts` program whose voices are
+ * the speech models (the voice name is the model id, or `model:voice` for each of its voice aliases).
+ * Only registered models appear: an installable package that is not on disk is not offered.
+ */
+import { registeredEntry } from '../api/model-lookup.js';
+import { SPEECH_TASKS } from '../api/speech/input-text.js';
+import { voiceAliases } from '../engines/voice-aliases.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { VERSION } from '../version.js';
+
+const ATTRIBUTION = { name: 'voxd', url: '' };
+
+/** Languages a model declares (`language` in its default options), else English, which every embedded engine speaks. */
+function languagesOf(options: Record<string, unknown>): string[] {
+  const language = options['language'];
+  return typeof language === 'string' && language !== '' ? [language] : ['en'];
+}
+
+export function describeInfo(runtime: Runtime): Record<string, unknown> {
+  const asr: Record<string, unknown>[] = [];
+  const voices: Record<string, unknown>[] = [];
+  let streams = false;
+  for (const { id, task } of runtime.snapshots()) {
+    const entry = registeredEntry(runtime, id);
+    if (!entry) continue;
+    const languages = languagesOf(entry.config.default_request_options);
+    const artifact = { attribution: ATTRIBUTION, installed: true, version: VERSION };
+    if (task === 'asr') {
+      streams ||= entry.family.liveInput === true;
+      asr.push({ ...artifact, name: id, description: `${entry.config.family} (${id})`, languages });
+    } else if (SPEECH_TASKS.includes(entry.config.task)) {
+      voices.push({ ...artifact, name: id, description: `${entry.config.family} (${id})`, languages });
+      const names = [...voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases).keys()];
+      for (const name of names.sort())
+        voices.push({ ...artifact, name: `${id}:${name}`, description: `${id}, voice ${name}`, languages });
+    }
+  }
+  const program = (kind: string) => ({
+    name: `voxd-${kind}`,
+    attribution: ATTRIBUTION,
+    installed: true,
+    description: `voxd ${kind === 'asr' ? 'speech recognition' : 'speech synthesis'}`,
+    version: VERSION,
+  });
+  return {
+    asr: asr.length ? [{ ...program('asr'), models: asr, supports_transcript_streaming: streams }] : [],
+    tts: voices.length ? [{ ...program('tts'), voices, supports_synthesize_streaming: false }] : [],
+    handle: [],
+    intent: [],
+    wake: [],
+    mic: [],
+    snd: [],
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * Wyoming with real engines: flite speaks a sentence over Wyoming (`synthesize`), and the audio it
+ * sent, streamed back in 100 ms chunks to pocketsphinx (`transcribe`), comes back as the sentence's
+ * words, with `transcript-start` and `transcript-chunk` events while the audio still flows (a
+ * streaming engine), then `transcript` and `transcript-stop`.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { lazyModel } from '../../helpers/models.js';
+import { suiteServer } from '../../helpers/suite-server.js';
+import { audioOf, WyomingClient } from '../../helpers/wyoming.js';
+
+const SENTENCE = 'Please call me tomorrow morning about the weather.';
+const WORDS = ['please', 'call', 'tomorrow', 'morning', 'weather'];
+
+describe('Wyoming: flite speaks, pocketsphinx hears', () => {
+  const s = suiteServer({
+    wyoming_port: 0,
+    busy_timeout_ms: 0,
+    models: [lazyModel('flite', 'flite_tts', 'tts'), lazyModel('pocketsphinx', 'pocketsphinx_asr', 'asr')],
+  });
+
+  test('synthesize with flite, transcribe with pocketsphinx: the words come back, streamed while the audio flows', async () => {
+    const c = await WyomingClient.open(s.voxd.wyoming!.port);
+    try {
+      c.send('describe');
+      const info = (await c.next('info')).data;
+      assert.equal(info.asr[0].supports_transcript_streaming, true);
+      assert.ok(info.tts[0].voices.some((v: { name: string }) => v.name === 'flite'));
+
+      c.send('synthesize', { text: SENTENCE, voice: { name: 'flite' } });
+      const start = (await c.next('audio-start')).data;
+      await c.next('audio-stop');
+      const pcm = audioOf(c.events);
+      assert.ok(pcm.length / 2 / start.rate > 1.5, `${pcm.length} bytes of speech`);
+
+      const seen = c.events.length;
+      const format = { rate: start.rate, width: 2, channels: 1 };
+      c.send('transcribe', { name: 'pocketsphinx', language: 'en' });
+      c.send('audio-start', format);
+      const piece = (start.rate / 10) * 2;
+      for (let at = 0; at < pcm.length; at += piece)
+        c.send('audio-chunk', format, pcm.subarray(at, at + piece));
+      // Words heard before the audio ends: the first chunk of text arrives while chunks are still due.
+      await c.next('transcript-chunk', seen, 30_000);
+      c.send('audio-stop');
+      const transcript = await c.next('transcript', seen, 30_000);
+      await c.next('transcript-stop', seen);
+      const text = String(transcript.data.text).toLowerCase();
+      assert.ok(WORDS.filter((w) => text.includes(w)).length >= 3, `heard: ${text}`);
+      const types = c.types().slice(seen);
+      assert.ok(types.indexOf('transcript-start') < types.indexOf('transcript-chunk'));
+      const chunks = c.events
+        .slice(seen)
+        .filter((e) => e.type === 'transcript-chunk')
+        .map((e) => e.data.text)
+        .join('');
+      assert.equal(chunks.trim(), transcript.data.text);
+    } finally {
+      await c.close();
+    }
+  });
+});

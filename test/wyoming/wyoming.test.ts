@@ -1,0 +1,226 @@
+/**
+ * The Wyoming listener with the fixture engines, driven by a client written from the protocol
+ * (test/helpers/wyoming.ts): describe/info, a transcription (the fixture reports the audio it was
+ * given), a synthesis in chunks, malformed frames, events out of order, busy models, a client that
+ * leaves mid-synthesis, and the shutdown. The spoken round trip with real engines is in
+ * test/engines/pocketsphinx/wyoming.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { describe, test } from 'node:test';
+import { suiteServer } from '../helpers/suite-server.js';
+import { fixtureModel, post, waitUntil, withServer } from '../helpers/voxd.js';
+import { audioOf, WyomingClient } from '../helpers/wyoming.js';
+
+const WYOMING = { wyoming_port: 0 };
+const portOf = (s: { voxd: { wyoming?: { port: number } } }) => s.voxd.wyoming!.port;
+
+/** 0.25 s of a tone at 16 kHz, PCM16. */
+const TONE = Buffer.alloc(8000);
+for (let i = 0; i < 4000; i++) TONE.writeInt16LE(Math.round(8000 * Math.sin(i / 4)), i * 2);
+const FORMAT = { rate: 16000, width: 2, channels: 1 };
+
+describe('Wyoming listener', () => {
+  const s = suiteServer({
+    ...WYOMING,
+    models: [
+      fixtureModel('asr', { task: 'asr' }),
+      fixtureModel('tts', { task: 'tts' }),
+      fixtureModel('diar', { task: 'diar' }),
+    ],
+  });
+
+  test('describe -> info: the ASR models and the speech models, installed', async () => {
+    const c = await WyomingClient.open(portOf(s));
+    try {
+      c.send('describe');
+      const { data } = await c.next('info');
+      assert.deepEqual(
+        data.asr[0].models.map((m: { name: string }) => m.name),
+        ['asr'],
+      );
+      assert.equal(data.asr[0].models[0].installed, true);
+      assert.deepEqual(data.asr[0].models[0].languages, ['en']);
+      assert.equal(data.asr[0].supports_transcript_streaming, false);
+      // The model, then its voice aliases (OpenAI's names) as `model:voice`.
+      const voices = data.tts[0].voices.map((v: { name: string }) => v.name);
+      assert.equal(voices[0], 'tts');
+      assert.ok(voices.includes('tts:alloy'), voices.join(' '));
+      assert.equal(data.tts[0].supports_synthesize_streaming, false);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test('transcribe + audio-start/chunk/stop -> transcript; 8-bit stereo 8 kHz audio is converted', async () => {
+    const c = await WyomingClient.open(portOf(s));
+    try {
+      c.send('transcribe', { name: 'asr', language: 'en' });
+      c.send('audio-start', FORMAT);
+      c.send('audio-chunk', FORMAT, TONE);
+      c.send('audio-chunk', FORMAT, TONE);
+      c.send('audio-stop');
+      const transcript = await c.next('transcript');
+      const report = JSON.parse(transcript.data.text);
+      assert.equal(report.audio.samples, 8000, 'two chunks of 4000 samples');
+      assert.equal(report.audio.sample_rate, 16000);
+      assert.equal(transcript.data.language, 'en');
+      // Another exchange on the same connection: u8, stereo, 8 kHz, no transcribe (the first ASR model).
+      const seen = c.events.length;
+      const stereo = { rate: 8000, width: 1, channels: 2 };
+      c.send('audio-start', stereo);
+      c.send('audio-chunk', stereo, Buffer.alloc(1600, 200));
+      c.send('audio-stop');
+      const second = JSON.parse((await c.next('transcript', seen)).data.text);
+      assert.equal(second.audio.samples, 1600, '800 stereo frames at 8 kHz, 1600 mono at 16 kHz');
+      assert.ok(second.audio.rms > 0.5, `u8 200 is loud: ${second.audio.rms}`);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test('synthesize -> audio-start, audio-chunk..., audio-stop', async () => {
+    const c = await WyomingClient.open(portOf(s));
+    try {
+      c.send('synthesize', { text: 'Hello there.', voice: { name: 'tts' } });
+      await c.next('audio-stop');
+      const types = c.types();
+      assert.equal(types[0], 'audio-start');
+      assert.equal(types.at(-1), 'audio-stop');
+      const start = c.events[0]!.data;
+      assert.equal(start.width, 2);
+      assert.equal(start.channels, 1);
+      assert.ok(start.rate > 0);
+      assert.ok(audioOf(c.events).length > 0);
+      // The same text over HTTP is the same audio.
+      const http = await post(s.url, '/v1/audio/speech', {
+        model: 'tts',
+        input: 'Hello there.',
+        response_format: 'pcm',
+        sample_rate: start.rate,
+      });
+      assert.equal(http.status, 200);
+      const wyoming = audioOf(c.events);
+      assert.equal(wyoming.length, http.body.length);
+      assert.ok(wyoming.equals(http.body), 'Wyoming and HTTP speak the same samples');
+    } finally {
+      await c.close();
+    }
+  });
+
+  test('errors: bad events are error events and the connection goes on; a malformed frame ends it', async () => {
+    const c = await WyomingClient.open(portOf(s));
+    try {
+      c.send('audio-chunk', FORMAT, TONE);
+      assert.equal((await c.next('error')).data.code, 'invalid_event');
+      c.send('audio-start', { rate: 16000, width: 7, channels: 1 });
+      const bad = await c.next('error', 1);
+      assert.equal(bad.data.code, 'invalid_audio');
+      assert.match(bad.data.text, /width: 7/);
+      c.send('transcribe', { name: 'tts' });
+      c.send('audio-start', FORMAT);
+      assert.match((await c.next('error', 2)).data.text, /task 'tts'/);
+      c.send('synthesize', { text: 'x', voice: { name: 'nope' } });
+      assert.equal((await c.next('error', 3)).data.code, 'model_not_found');
+      c.send('describe');
+      await c.next('info');
+      // A header that is not JSON: the stream cannot be read past it.
+      c.socket.write('{"type": "describe"\n');
+      assert.equal((await c.next('error', 4)).data.code, 'invalid_event');
+      await c.closed;
+    } finally {
+      c.socket.destroy();
+    }
+  });
+
+  test('limits: a header line without a newline past 64 KiB, and a data_length past 1 MiB, end the connection', async () => {
+    for (const bytes of [
+      Buffer.alloc(70 * 1024, 0x20),
+      Buffer.from(`${JSON.stringify({ type: 'describe', data_length: 2 * 1024 * 1024 })}\n`),
+    ]) {
+      const c = await WyomingClient.open(portOf(s));
+      c.socket.write(bytes);
+      assert.equal((await c.next('error')).data.code, 'event_too_large');
+      await c.closed;
+    }
+  });
+});
+
+describe('Wyoming exchanges under the admission contract', () => {
+  test('[time.admission-timeout] a Wyoming exchange past the busy timeout is error server_busy, and the connection goes on', async () => {
+    await withServer(
+      { ...WYOMING, models: [fixtureModel('tts', { task: 'tts', busy_timeout_ms: 50 })] },
+      async (s) => {
+        const gate = s.gate('hold');
+        const held = post(s.url, '/v1/tasks/run', {
+          model: 'tts',
+          text: 'x',
+          options: { run_gate: gate.path },
+        });
+        await waitUntil('the holder runs', () => s.fixture.record.of('tts', 'run-start').length === 1);
+        const c = await WyomingClient.open(portOf(s));
+        try {
+          c.send('synthesize', { text: 'hi' });
+          assert.equal((await c.next('error')).data.code, 'server_busy');
+          await gate.open();
+          assert.equal((await held).status, 200);
+          c.send('synthesize', { text: 'hi' });
+          await c.next('audio-stop');
+        } finally {
+          await c.close();
+        }
+      },
+    );
+  });
+
+  test('[time.disconnect-executing] a client that leaves mid-synthesis cancels it and frees the slot at once', async () => {
+    await withServer(
+      {
+        ...WYOMING,
+        models: [
+          fixtureModel('tts', { task: 'tts', default_request_options: { chunks: '4', chunk_ms: '5000' } }),
+        ],
+      },
+      async (s) => {
+        const c = await WyomingClient.open(portOf(s));
+        c.send('synthesize', { text: 'a long one' });
+        await c.next('audio-chunk');
+        const scheduler = () => s.voxd.runtime.get('tts').scheduler.snapshot();
+        assert.equal(scheduler().activeRequests, 1);
+        c.socket.destroy();
+        await waitUntil('the slot is free', () => scheduler().activeRequests === 0, 3000);
+        assert.equal(s.fixture.record.of('tts', 'run-end').length, 1);
+      },
+    );
+  });
+
+  test('[time.custom-listener] a shutdown lets the exchange in progress finish, then closes the connection; new ones are refused', async () => {
+    await withServer({ ...WYOMING, ui_management: true, models: [] }, async (s) => {
+      const gate = s.gate('turn');
+      const load = await post(
+        s.url,
+        '/v1/models/load',
+        fixtureModel('asr', { task: 'asr', default_request_options: { run_gate: gate.path } }),
+      );
+      assert.equal(load.status, 200, load.body.toString());
+      const port = portOf(s);
+      const c = await WyomingClient.open(port);
+      c.send('audio-start', FORMAT);
+      c.send('audio-chunk', FORMAT, TONE);
+      c.send('audio-stop');
+      await waitUntil('the exchange runs', () => s.fixture.record.of('asr', 'run-start').length === 1);
+      const closing = s.voxd.close();
+      await waitUntil('the shutdown begins', () => s.voxd.runtime.closing);
+      await gate.open();
+      assert.equal(JSON.parse((await c.next('transcript')).data.text).audio.samples, 4000);
+      await c.closed;
+      await closing;
+      await assert.rejects(
+        new Promise((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1', () => resolve(socket));
+          socket.once('error', reject);
+        }),
+      );
+    });
+  });
+});
