@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -86,6 +87,8 @@ const config = {
   busy_timeout_ms: 8000,
   // audio.cpp's WebSocket bridge, driven by the bridge ops.
   frontend_listener: 'websocket',
+  // The Wyoming listener, driven by the wyoming ops.
+  wyoming_port: 0,
   models: Object.values(MODELS),
 };
 const configPath = join(dir, 'server.json');
@@ -907,6 +910,112 @@ OPS.push(
     },
   ],
 );
+// --- Wyoming (wyoming_port) -------------------------------------------------------------------------
+let WYOMING_PORT = 0;
+
+/** One Wyoming event as the library writes it. */
+function wyomingFrame(type, data = {}, payload) {
+  const dataBytes = Buffer.from(JSON.stringify(data));
+  const header = { type, version: '1.8.0', data_length: dataBytes.length };
+  if (payload) header.payload_length = payload.length;
+  return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`), dataBytes, payload ?? Buffer.alloc(0)]);
+}
+
+/**
+ * One Wyoming exchange on a fresh connection: a synthesis on the fixture TTS or a transcription of
+ * 16 kHz PCM on `asr-s`/`wd-asr`, answered by its audio-stop or transcript (200) or by an `error`
+ * event (the status of its code); `leaveAfterMs` closes the connection mid-exchange (an abort).
+ */
+function wyomingExchange(kind, model, leaveAfterMs) {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const socket = tcpConnect(WYOMING_PORT, '127.0.0.1');
+    let outcome;
+    let buffer = Buffer.alloc(0);
+    const end = (r) => {
+      if (outcome) return;
+      outcome = { ms: performance.now() - started, ...r };
+      clearTimeout(deadline);
+      socket.destroy();
+      resolve(outcome);
+    };
+    const deadline = setTimeout(() => end({ status: 'hang' }), REQUEST_DEADLINE_MS);
+    socket.on('error', (err) => end({ status: 'neterr', error: err.message }));
+    socket.on('close', () => end({ status: 'neterr', error: 'the Wyoming connection closed unasked' }));
+    socket.on('connect', () => {
+      if (kind === 'tts')
+        socket.write(wyomingFrame('synthesize', { text: 'soak over wyoming', voice: { name: model } }));
+      else {
+        const format = { rate: 16000, width: 2, channels: 1 };
+        socket.write(
+          Buffer.concat([
+            wyomingFrame('transcribe', { name: model }),
+            wyomingFrame('audio-start', format),
+            wyomingFrame('audio-chunk', format, pcm(int(50, 400))),
+            wyomingFrame('audio-stop'),
+          ]),
+        );
+      }
+      if (leaveAfterMs !== undefined) setTimeout(() => end({ status: 'aborted' }), leaveAfterMs);
+    });
+    socket.on('data', (chunk) => {
+      buffer = Buffer.concat([buffer, chunk]);
+      for (;;) {
+        const newline = buffer.indexOf(0x0a);
+        if (newline < 0) return;
+        const header = JSON.parse(buffer.subarray(0, newline).toString());
+        const size = newline + 1 + (header.data_length ?? 0) + (header.payload_length ?? 0);
+        if (buffer.length < size) return;
+        const data = header.data_length
+          ? JSON.parse(buffer.subarray(newline + 1, newline + 1 + header.data_length).toString())
+          : {};
+        buffer = buffer.subarray(size);
+        if (header.type === 'error') {
+          const status = WYOMING_STATUS[data.code] ?? 500;
+          end({
+            status,
+            body: JSON.stringify({ error: { message: data.text, code: data.code, type: 'wyoming' } }),
+          });
+        } else if (header.type === (kind === 'tts' ? 'audio-stop' : 'transcript'))
+          end({ status: 200, body: '' });
+      }
+    });
+  });
+}
+
+/** The HTTP status each Wyoming error code stands for, for check(). */
+const WYOMING_STATUS = {
+  server_busy: 503,
+  residency_full: 503,
+  model_loading: 503,
+  shutting_down: 503,
+  inference_timeout: 504,
+  engine_error: 500,
+};
+
+OPS.push(
+  [
+    2,
+    'wyoming',
+    async () => {
+      const kind = pick(['tts', 'asr']);
+      const model = kind === 'tts' ? 'tone-a' : pick(['asr-s', WD]);
+      check('wyoming', await wyomingExchange(kind, model), { model, overrun: model === WD });
+    },
+  ],
+  [
+    1,
+    'wyoming-leave',
+    async () => {
+      const model = pick(['asr-s', WD]);
+      check('wyoming-leave', await wyomingExchange('asr', model, int(0, 40)), {
+        model,
+        expectAbort: true,
+        overrun: model === WD,
+      });
+    },
+  ],
+);
 const TOTAL = OPS.reduce((s, [w]) => s + w, 0);
 function nextOp() {
   let x = rand() * TOTAL;
@@ -960,6 +1069,12 @@ let exit;
 let shutdownMs;
 try {
   BASE = await listening();
+  // Printed right after the HTTP line.
+  for (let i = 0; i < 500 && !WYOMING_PORT; i++) {
+    WYOMING_PORT = Number(stderr.match(/voxd wyoming on tcp:\/\/127\.0\.0\.1:(\d+)/)?.[1] ?? 0);
+    if (!WYOMING_PORT) await sleep(10);
+  }
+  if (!WYOMING_PORT) throw new Error(`voxd printed no Wyoming port\n${stderr}`);
   // Runners come and go within a phase: a sweep every second keeps the list of pids to account for.
   setInterval(descendants, 1000).unref();
   console.log(`soak: seed ${SEED}, ${SECONDS} s, ${CLIENTS} clients, voxd pid ${child.pid} at ${BASE}`);

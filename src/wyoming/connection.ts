@@ -127,8 +127,8 @@ export class WyomingConnection {
   }
 
   async #error(err: unknown): Promise<void> {
-    const mapped = toHttp(err);
-    if (mapped.internal) this.#deps.log.error({ err }, 'wyoming event failed');
+    // A fault of voxd's own, not of the event: logged in full, as a request's would be.
+    if (!(err instanceof WyomingError) && toHttp(err).internal) this.#deps.log.error({ err }, 'wyoming event failed');
     await this.#send('error', errorOf(err));
   }
 

@@ -21,6 +21,7 @@ import { parseResponse } from '../helpers/raw-http.js';
 import { fixtureModel, startServer, type TestServer } from '../helpers/voxd.js';
 import { mediaInput, mediaProblem } from './media.js';
 import { websocketCase } from './websocket.js';
+import { wyomingCase } from './wyoming.js';
 
 // ---------------------------------------------------------------- PRNG
 
@@ -81,6 +82,8 @@ export async function startTarget(): Promise<TestServer> {
       live_ingest: { idle_timeout_ms: 250, total_timeout_ms: 3000, max_body_bytes: 256 * 1024 },
       // audio.cpp's WebSocket bridge, which the WebSocket category drives next to /v1/realtime.
       frontend_listener: 'websocket',
+      // The Wyoming listener, which the Wyoming category drives.
+      wyoming_port: 0,
       models: [
         fixtureModel(MODELS.asr, { slots: 2 }),
         fixtureModel(MODELS.tts, { task: 'tts' }),
@@ -726,6 +729,8 @@ function framingCase(rng: Rng): Generated {
 
 interface Generated {
   category: string;
+  /** The listener the case talks to: the HTTP port (default) or the Wyoming one. */
+  target?: 'wyoming';
   request: Buffer;
   /** The client closes after writing (it never waits for an answer). */
   earlyClose?: boolean;
@@ -745,7 +750,16 @@ export function generate(seed: number, index: number): Generated {
   if (kind < 60) return multipartCase(rng);
   if (kind < 71) return wavCase(rng);
   if (kind < 83) return mediaCase(rng);
-  if (kind < 92) return liveCase(rng);
+  if (kind < 88) return liveCase(rng);
+  if (kind < 92) {
+    const wy = wyomingCase(rng, (obj) => mutateObject(rng, obj));
+    return {
+      category: 'wyoming',
+      target: 'wyoming',
+      request: wy.request,
+      check: (outcome) => wy.check(outcome.body),
+    };
+  }
   const ws = websocketCase(
     rng,
     (obj) => mutateObject(rng, obj),
@@ -774,7 +788,36 @@ export interface Outcome {
 const CASE_DEADLINE_MS = 8000;
 
 /** Writes one case on a fresh connection and waits for its end: a whole response, or a close. */
-export function runCase(url: string, gen: Generated): Promise<Outcome> {
+/**
+ * A Wyoming case: the events are written, what the listener answers within WYOMING_QUIET_MS is
+ * kept, then the client leaves (a Wyoming connection stays open between exchanges).
+ */
+const WYOMING_QUIET_MS = 300;
+function runWyomingCase(port: number, gen: Generated): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const received: Buffer[] = [];
+    let done = false;
+    const finish = (status: Outcome['status']) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ status, body: Buffer.concat(received).toString('utf8').slice(0, 65536) });
+    };
+    const timer = setTimeout(() => finish('hang'), CASE_DEADLINE_MS);
+    socket.on('error', () => {});
+    socket.on('data', (d: Buffer) => received.push(d));
+    socket.on('close', () => finish('closed'));
+    socket.on('connect', () => {
+      socket.write(gen.request);
+      setTimeout(() => finish('client-closed'), WYOMING_QUIET_MS);
+    });
+  });
+}
+
+export function runCase(url: string, gen: Generated, wyomingPort?: number): Promise<Outcome> {
+  if (gen.target === 'wyoming') return runWyomingCase(wyomingPort!, gen);
   const { port, hostname } = new URL(url);
   return new Promise((resolve) => {
     const socket = connect(Number(port), hostname);
@@ -963,7 +1006,7 @@ export async function main(argv: string[]): Promise<number> {
       while (next < batchEnd) {
         const k = indexes[next++]!;
         const gen = generate(args.seed, k);
-        const outcome = await runCase(server.url, gen);
+        const outcome = await runCase(server.url, gen, server.voxd.wyoming?.port);
         byCategory.set(gen.category, (byCategory.get(gen.category) ?? 0) + 1);
         const key = `${outcome.status}${outcome.sseError ? ` (sse ${outcome.sseError})` : ''}`;
         statuses.set(key, (statuses.get(key) ?? 0) + 1);
