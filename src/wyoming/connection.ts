@@ -9,7 +9,11 @@
  *   (pocketsphinx) starts at `audio-start`, takes its slot then and streams `transcript-start`,
  *   `transcript-chunk {text}`... while the audio flows, then `transcript` and `transcript-stop`.
  * - TTS: `synthesize {text, voice?{name, speaker}}` -> `audio-start`, `audio-chunk`..., `audio-stop`,
- *   sent as the engine makes the audio.
+ *   sent as the engine makes the audio. Streamed text: `synthesize-start {voice?}`,
+ *   `synthesize-chunk {text}`... (cut anywhere), the client's `synthesize` (for older servers; not
+ *   spoken again), `synthesize-stop`: each sentence is spoken (its own audio-start..audio-stop, its
+ *   own request) as soon as it is complete in the text, the rest at the stop, then
+ *   `synthesize-stopped`.
  * A refused or failed exchange is an `error {text, code}` event and the connection goes on; a
  * malformed frame is an `error` and the end of the connection (what follows it cannot be read).
  */
@@ -17,6 +21,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { modelEntry, requireTask } from '../api/model-lookup.js';
 import { checkInputChars, SPEECH_TASKS } from '../api/speech/input-text.js';
+import { SentenceBuffer } from '../api/speech/sentence-buffer.js';
 import { unalias } from '../api/speech/voice.js';
 import type { Audio } from '../audio/types.js';
 import { encodePcm16 } from '../audio/wav-encode.js';
@@ -65,6 +70,8 @@ export class WyomingConnection {
   #waiting = 0;
   #transcribe: { name: string | undefined; language: string | undefined } | undefined;
   #utterance: Utterance | undefined;
+  /** Streamed synthesis between synthesize-start and synthesize-stop: its voice and its text so far. */
+  #streamed: { voice: unknown; text: SentenceBuffer } | undefined;
   #closing = false;
 
   constructor(socket: Socket, deps: ConnectionDeps) {
@@ -112,6 +119,7 @@ export class WyomingConnection {
         } catch (err) {
           this.#utterance = undefined;
           this.#transcribe = undefined;
+          // A streamed synthesis goes on: one sentence refused (a busy model) does not end it.
           if (!this.#gone.signal.aborted) await this.#error(err);
         }
         if (--this.#waiting < INBOX_EVENTS && this.#socket.isPaused()) this.#socket.resume();
@@ -128,7 +136,8 @@ export class WyomingConnection {
 
   async #error(err: unknown): Promise<void> {
     // A fault of voxd's own, not of the event: logged in full, as a request's would be.
-    if (!(err instanceof WyomingError) && toHttp(err).internal) this.#deps.log.error({ err }, 'wyoming event failed');
+    if (!(err instanceof WyomingError) && toHttp(err).internal)
+      this.#deps.log.error({ err }, 'wyoming event failed');
     await this.#send('error', errorOf(err));
   }
 
@@ -168,7 +177,16 @@ export class WyomingConnection {
       case 'audio-stop':
         return this.#audioStop();
       case 'synthesize':
+        // Within a streamed synthesis it repeats the whole text for servers that do not stream.
+        if (this.#streamed) return;
         return this.#synthesize(data);
+      case 'synthesize-start':
+        this.#streamed = { voice: data['voice'], text: new SentenceBuffer() };
+        return;
+      case 'synthesize-chunk':
+        return this.#synthesizeChunk(data);
+      case 'synthesize-stop':
+        return this.#synthesizeStop();
       default:
         // Other services' events (wake, intent, satellite...) are not voxd's: ignored, as the
         // library's servers ignore what they do not handle.
@@ -282,6 +300,25 @@ export class WyomingConnection {
       },
     );
     return { text: (outcome.result.text ?? '').trim(), language: outcome.result.language };
+  }
+
+  async #synthesizeChunk(data: Record<string, unknown>): Promise<void> {
+    const streamed = this.#streamed;
+    if (!streamed) throw new WyomingError('invalid_event', 'synthesize-chunk: no synthesize-start before it');
+    const text = data['text'];
+    if (typeof text !== 'string')
+      throw new WyomingError('invalid_event', `synthesize-chunk: text ${JSON.stringify(text)} is not text`);
+    for (const sentence of streamed.text.push(text))
+      await this.#synthesize({ text: sentence, voice: streamed.voice });
+  }
+
+  async #synthesizeStop(): Promise<void> {
+    const streamed = this.#streamed;
+    this.#streamed = undefined;
+    if (!streamed) throw new WyomingError('invalid_event', 'synthesize-stop: no synthesize-start before it');
+    const rest = streamed.text.flush();
+    if (rest) await this.#synthesize({ text: rest, voice: streamed.voice });
+    await this.#send('synthesize-stopped');
   }
 
   async #synthesize(data: Record<string, unknown>): Promise<void> {

@@ -46,7 +46,7 @@ export function describeInfo(runtime: Runtime): Record<string, unknown> {
   });
   return {
     asr: asr.length ? [{ ...program('asr'), models: asr, supports_transcript_streaming: streams }] : [],
-    tts: voices.length ? [{ ...program('tts'), voices, supports_synthesize_streaming: false }] : [],
+    tts: voices.length ? [{ ...program('tts'), voices, supports_synthesize_streaming: true }] : [],
     handle: [],
     intent: [],
     wake: [],

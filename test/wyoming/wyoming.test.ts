@@ -46,7 +46,7 @@ describe('Wyoming listener', () => {
       const voices = data.tts[0].voices.map((v: { name: string }) => v.name);
       assert.equal(voices[0], 'tts');
       assert.ok(voices.includes('tts:alloy'), voices.join(' '));
-      assert.equal(data.tts[0].supports_synthesize_streaming, false);
+      assert.equal(data.tts[0].supports_synthesize_streaming, true);
     } finally {
       await c.close();
     }
@@ -103,6 +103,50 @@ describe('Wyoming listener', () => {
       const wyoming = audioOf(c.events);
       assert.equal(wyoming.length, http.body.length);
       assert.ok(wyoming.equals(http.body), 'Wyoming and HTTP speak the same samples');
+    } finally {
+      await c.close();
+    }
+  });
+
+  test('streamed synthesis: text cut mid-word, each sentence spoken once complete, the repeat not spoken twice', async () => {
+    const c = await WyomingClient.open(portOf(s));
+    try {
+      c.send('synthesize-start', { voice: { name: 'tts' } });
+      for (const piece of ['The wea', 'ther is ni', 'ce to', 'day.', ' Let us ', 'go out'])
+        c.send('synthesize-chunk', { text: piece });
+      // The first sentence is spoken before the text ends: its audio comes while the client waits.
+      await c.next('audio-stop');
+      assert.equal(c.types().filter((t) => t === 'audio-start').length, 1);
+      c.send('synthesize-chunk', { text: 'side. And' });
+      c.send('synthesize', { text: 'The weather is nice today. Let us go outside. And rest.' });
+      c.send('synthesize-chunk', { text: ' rest.' });
+      c.send('synthesize-stop');
+      await c.next('synthesize-stopped');
+      const types = c.types();
+      assert.equal(types.filter((t) => t === 'audio-start').length, 3, types.join(' '));
+      assert.equal(types.at(-1), 'synthesize-stopped');
+      // Each sentence's audio is what HTTP speaks for that sentence.
+      const runs: Buffer[] = [];
+      let current: Buffer[] = [];
+      for (const e of c.events) {
+        if (e.type === 'audio-start') current = [];
+        if (e.type === 'audio-chunk') current.push(e.payload!);
+        if (e.type === 'audio-stop') runs.push(Buffer.concat(current));
+      }
+      const rate = c.events.find((e) => e.type === 'audio-start')!.data.rate;
+      for (const [i, sentence] of [
+        'The weather is nice today.',
+        'Let us go outside.',
+        'And rest.',
+      ].entries()) {
+        const http = await post(s.url, '/v1/audio/speech', {
+          model: 'tts',
+          input: sentence,
+          response_format: 'pcm',
+          sample_rate: rate,
+        });
+        assert.ok(runs[i]!.equals(http.body), `sentence ${i}: ${sentence}`);
+      }
     } finally {
       await c.close();
     }

@@ -60,4 +60,34 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
       await c.close();
     }
   });
+
+  test('streamed synthesis with flite, cut mid-word: the first sentence sounds before the text ends, and pocketsphinx hears it all', async () => {
+    const c = await WyomingClient.open(s.voxd.wyoming!.port);
+    try {
+      c.send('synthesize-start', { voice: { name: 'flite' } });
+      for (const piece of ['Please ca', 'll me tomor', 'row morn', 'ing. ', 'The wea'])
+        c.send('synthesize-chunk', { text: piece });
+      await c.next('audio-stop');
+      c.send('synthesize-chunk', { text: 'ther is nice today.' });
+      c.send('synthesize-stop');
+      await c.next('synthesize-stopped');
+      assert.equal(c.types().filter((t) => t === 'audio-start').length, 2);
+      const rate = c.events.find((e) => e.type === 'audio-start')!.data.rate;
+      const pcm = audioOf(c.events);
+      const seen = c.events.length;
+      const format = { rate, width: 2, channels: 1 };
+      c.send('transcribe', { name: 'pocketsphinx' });
+      c.send('audio-start', format);
+      c.send('audio-chunk', format, pcm);
+      c.send('audio-stop');
+      const text = String((await c.next('transcript', seen, 30_000)).data.text).toLowerCase();
+      assert.ok(
+        ['please', 'call', 'tomorrow', 'morning', 'weather', 'nice', 'today'].filter((w) => text.includes(w))
+          .length >= 4,
+        `heard: ${text}`,
+      );
+    } finally {
+      await c.close();
+    }
+  });
 });
