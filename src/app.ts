@@ -157,7 +157,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   let wyoming: WyomingListener | undefined;
   let wyomingAddress: Voxd['wyoming'];
   if (config.wyoming_port !== undefined) {
-    wyoming = createWyomingListener(runtime, config, logger);
+    wyoming = createWyomingListener(runtime, config, logger, metrics);
     try {
       await listen(wyoming.server, config.wyoming_port, config.wyoming_host);
     } catch (err) {

@@ -60,6 +60,8 @@ export class Metrics {
   readonly #realtimeSessions: Gauge;
   readonly #realtimeTurns: Counter<'model' | 'outcome'>;
   readonly #realtimeLatency: Histogram<'model'>;
+  readonly #exchanges: Counter<'protocol' | 'kind' | 'model' | 'outcome'>;
+  readonly #wyomingConnections: Gauge;
   /** route → method → children. */
   readonly #http = new Map<string, Map<string, HttpChildren>>();
   /** model → task → children. */
@@ -131,6 +133,16 @@ export class Metrics {
       "Time from a realtime turn's commit to its completed transcript (queue, load and run included)",
       ['model'],
     );
+    this.#exchanges = counter(
+      'voxd_exchanges_total',
+      'Exchanges of the non-HTTP protocols (protocol="wyoming"), by kind (asr, tts) and how they ended: completed, failed (an error event), cancelled (the client left)',
+      ['protocol', 'kind', 'model', 'outcome'],
+    );
+    this.#wyomingConnections = new Gauge({
+      name: 'voxd_wyoming_connections',
+      help: 'Wyoming connections open now',
+      registers,
+    });
     const gauge = (name: string, help: string, read: (s: ModelSample) => number | null) =>
       new Gauge({
         name,
@@ -296,6 +308,21 @@ export class Metrics {
   /** A realtime session opened (+1) or closed (-1). */
   realtimeSession(delta: 1 | -1): void {
     this.#realtimeSessions.inc(delta);
+  }
+
+  /** A Wyoming connection opened (+1) or closed (-1). */
+  wyomingConnection(delta: 1 | -1): void {
+    this.#wyomingConnections.inc(delta);
+  }
+
+  /** An exchange of a non-HTTP protocol ended (`model`: a registered model's id). */
+  exchange(
+    protocol: 'wyoming',
+    kind: 'asr' | 'tts',
+    model: string,
+    outcome: 'completed' | 'failed' | 'cancelled',
+  ): void {
+    this.#exchanges.labels(protocol, kind, model, outcome).inc();
   }
 
   /** A realtime turn ended; `seconds` from its commit, for a completed one. */

@@ -29,6 +29,7 @@ import type { ServerConfig } from '../config/types.js';
 import { voiceAliases } from '../engines/voice-aliases.js';
 import { VoxdError } from '../errors.js';
 import { toHttp } from '../http/transport/errors.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { PushQueue } from '../util/push-queue.js';
 import { decodePcm, pcmFormat } from './audio-format.js';
@@ -45,6 +46,8 @@ export interface ConnectionDeps {
   runtime: Runtime;
   config: ServerConfig;
   log: Logger;
+  /** The server's metrics (exchanges by outcome); absent outside a server. */
+  metrics?: Metrics;
 }
 
 /** An ASR exchange between audio-start and audio-stop. */
@@ -73,6 +76,8 @@ export class WyomingConnection {
   /** Streamed synthesis between synthesize-start and synthesize-stop: its voice and its text so far. */
   #streamed: { voice: unknown; text: SentenceBuffer } | undefined;
   #closing = false;
+  /** The model the exchange in progress runs on, for its metric. */
+  #model: string | undefined;
 
   constructor(socket: Socket, deps: ConnectionDeps) {
     this.#socket = socket;
@@ -175,11 +180,11 @@ export class WyomingConnection {
       case 'audio-chunk':
         return this.#audioChunk(event);
       case 'audio-stop':
-        return this.#audioStop();
+        return this.#counted('asr', () => this.#audioStop());
       case 'synthesize':
         // Within a streamed synthesis it repeats the whole text for servers that do not stream.
         if (this.#streamed) return;
-        return this.#synthesize(data);
+        return this.#counted('tts', () => this.#synthesize(data));
       case 'synthesize-start':
         this.#streamed = { voice: data['voice'], text: new SentenceBuffer() };
         return;
@@ -258,6 +263,7 @@ export class WyomingConnection {
     this.#utterance = undefined;
     this.#transcribe = undefined;
     if (!utterance) throw new WyomingError('invalid_event', 'audio-stop: no audio-start before it');
+    this.#model = utterance.model;
     const started = performance.now();
     let result: { text: string; language: string | undefined };
     if (utterance.live) {
@@ -302,6 +308,26 @@ export class WyomingConnection {
     return { text: (outcome.result.text ?? '').trim(), language: outcome.result.language };
   }
 
+  /**
+   * Runs one exchange and counts how it ended, under the model it ran on (#model), only when that
+   * is a registered model (a name a client made up is no label value).
+   */
+  async #counted(kind: 'asr' | 'tts', exchange: () => Promise<void>): Promise<void> {
+    this.#model = undefined;
+    const count = (outcome: 'completed' | 'failed' | 'cancelled') => {
+      const model = this.#model;
+      if (model !== undefined && this.#deps.runtime.has(model))
+        this.#deps.metrics?.exchange('wyoming', kind, model, outcome);
+    };
+    try {
+      await exchange();
+      count('completed');
+    } catch (err) {
+      count(this.#gone.signal.aborted ? 'cancelled' : 'failed');
+      throw err;
+    }
+  }
+
   async #synthesizeChunk(data: Record<string, unknown>): Promise<void> {
     const streamed = this.#streamed;
     if (!streamed) throw new WyomingError('invalid_event', 'synthesize-chunk: no synthesize-start before it');
@@ -317,7 +343,7 @@ export class WyomingConnection {
     this.#streamed = undefined;
     if (!streamed) throw new WyomingError('invalid_event', 'synthesize-stop: no synthesize-start before it');
     const rest = streamed.text.flush();
-    if (rest) await this.#synthesize({ text: rest, voice: streamed.voice });
+    if (rest) await this.#counted('tts', () => this.#synthesize({ text: rest, voice: streamed.voice }));
     await this.#send('synthesize-stopped');
   }
 
@@ -337,6 +363,7 @@ export class WyomingConnection {
       throw new VoxdError('E_MODEL_NOT_FOUND', 'synthesize: this server has no speech model');
     const entry = await modelEntry(runtime, id);
     requireTask(entry.config, SPEECH_TASKS, 'Wyoming synthesize');
+    this.#model = entry.id;
     checkInputChars(text, 'text', entry.config, config);
     const speaker =
       typeof voice['speaker'] === 'string' && voice['speaker'] !== '' ? voice['speaker'] : undefined;

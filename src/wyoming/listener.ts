@@ -8,6 +8,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { ServerConfig } from '../config/types.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { WyomingConnection } from './connection.js';
 import { encodeEvent } from './framing.js';
@@ -23,7 +24,12 @@ export interface WyomingListener {
   cut(): void;
 }
 
-export function createWyomingListener(runtime: Runtime, config: ServerConfig, log: Logger): WyomingListener {
+export function createWyomingListener(
+  runtime: Runtime,
+  config: ServerConfig,
+  log: Logger,
+  metrics?: Metrics,
+): WyomingListener {
   const connections = new Map<Socket, WyomingConnection>();
   const server = createServer((socket) => {
     const cap = config.max_connections;
@@ -39,9 +45,13 @@ export function createWyomingListener(runtime: Runtime, config: ServerConfig, lo
     }
     socket.setNoDelay(true);
     socket.setTimeout(WYOMING_IDLE_MS, () => socket.destroy());
-    const connection = new WyomingConnection(socket, { runtime, config, log });
+    const connection = new WyomingConnection(socket, { runtime, config, log, metrics });
     connections.set(socket, connection);
-    socket.on('close', () => connections.delete(socket));
+    metrics?.wyomingConnection(1);
+    socket.on('close', () => {
+      connections.delete(socket);
+      metrics?.wyomingConnection(-1);
+    });
   });
   // An accept that fails (out of descriptors) loses that connection, not the process.
   server.on('error', (err) => log.warn({ err }, 'wyoming: accept failed'));

@@ -9,11 +9,20 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { suiteServer } from '../helpers/suite-server.js';
-import { fixtureModel, post, waitUntil, withServer } from '../helpers/voxd.js';
+import { fixtureModel, get, post, waitUntil, withServer } from '../helpers/voxd.js';
 import { audioOf, WyomingClient } from '../helpers/wyoming.js';
 
 const WYOMING = { wyoming_port: 0 };
 const portOf = (s: { voxd: { wyoming?: { port: number } } }) => s.voxd.wyoming!.port;
+
+/** A sample of /metrics: `name{labels}`'s value, 0 when absent. */
+async function metric(url: string, series: string): Promise<number> {
+  const text = (await get(url, '/metrics')).body.toString();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+}
+const exchanges = (kind: string, model: string, outcome: string) =>
+  `voxd_exchanges_total{protocol="wyoming",kind="${kind}",model="${model}",outcome="${outcome}"}`;
 
 /** 0.25 s of a tone at 16 kHz, PCM16. */
 const TONE = Buffer.alloc(8000);
@@ -210,6 +219,9 @@ describe('Wyoming exchanges under the admission contract', () => {
           assert.equal((await held).status, 200);
           c.send('synthesize', { text: 'hi' });
           await c.next('audio-stop');
+          assert.equal(await metric(s.url, exchanges('tts', 'tts', 'failed')), 1);
+          assert.equal(await metric(s.url, exchanges('tts', 'tts', 'completed')), 1);
+          assert.equal(await metric(s.url, 'voxd_wyoming_connections'), 1);
         } finally {
           await c.close();
         }
@@ -234,6 +246,11 @@ describe('Wyoming exchanges under the admission contract', () => {
         c.socket.destroy();
         await waitUntil('the slot is free', () => scheduler().activeRequests === 0, 3000);
         assert.equal(s.fixture.record.of('tts', 'run-end').length, 1);
+        await waitUntil(
+          'counted as cancelled',
+          async () => (await metric(s.url, exchanges('tts', 'tts', 'cancelled'))) === 1,
+        );
+        assert.equal(await metric(s.url, 'voxd_wyoming_connections'), 0);
       },
     );
   });
