@@ -187,6 +187,12 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     (s) => checkRule(setting('wyoming_port').rule!, s.value, s.key) as number,
   );
   if (wyomingPort !== undefined) config.wyoming_port = wyomingPort;
+  const wyomingAsr = read(
+    'wyoming_asr_model',
+    undefined,
+    (s) => checkRule(setting('wyoming_asr_model').rule!, s.value, s.key) as string,
+  );
+  if (wyomingAsr !== undefined) config.wyoming_asr_model = wyomingAsr;
   const voiceDir = read('voice_dir', undefined, parseVoiceDir);
   if (voiceDir !== undefined) config.voice_dir = voiceDir;
   config.models_root = read('models_root', config.default_models_root, (s) =>

@@ -333,6 +333,20 @@ const GROUPS = [
             "Turns on the Wyoming listener ([wyoming.md](wyoming.md)): Home Assistant's speech protocol over TCP, serving every ASR and speech model. 10300 and 10200 are the community's ports; `0` picks a free one (printed). Off when unset.",
         },
       }),
+      define('wyoming_asr_model', string(true), {
+        config: 'optional',
+        flag: {
+          value: 'text',
+          arg: '<id>',
+          help: ['the ASR model a Wyoming transcription without a name uses'],
+        },
+        doc: {
+          default: 'the first ASR model',
+          allowed: 'a model id or alias',
+          meaning:
+            'The model that transcribes a Wyoming exchange whose `transcribe` names none (Home Assistant names the model the user chose in its settings; other clients may not). Unset: the first ASR model registered.',
+        },
+      }),
       define('wyoming_host', ip(), {
         flag: { value: 'text', arg: '<ip>', help: ['address of the Wyoming listener'] },
         default: '127.0.0.1',

@@ -199,10 +199,10 @@ export class WyomingConnection {
     }
   }
 
-  /** The model an ASR exchange names (transcribe's `name`), else the first ASR model. */
+  /** The model an ASR exchange names (transcribe's `name`), else wyoming_asr_model, else the first ASR model. */
   async #asrModel(name: string | undefined): Promise<string> {
-    const { runtime } = this.#deps;
-    const id = name ?? runtime.snapshots().find((m) => m.task === 'asr')?.id;
+    const { runtime, config } = this.#deps;
+    const id = name ?? config.wyoming_asr_model ?? runtime.snapshots().find((m) => m.task === 'asr')?.id;
     if (id === undefined)
       throw new VoxdError('E_MODEL_NOT_FOUND', 'transcribe: this server has no speech recognition model');
     const entry = await modelEntry(runtime, id);

@@ -86,6 +86,17 @@ export class WyomingClient {
     });
   }
 
+  /** The `n`th event of `type` (0 first), waiting for it. */
+  async nth(type: string, n: number, timeoutMs = 10_000): Promise<ClientEvent> {
+    let seen = 0;
+    for (let i = 0; i <= n; i++) {
+      const event = await this.next(type, seen, timeoutMs);
+      seen = this.events.indexOf(event) + 1;
+      if (i === n) return event;
+    }
+    throw new Error('unreachable');
+  }
+
   types(): string[] {
     return this.events.map((e) => e.type);
   }

@@ -199,6 +199,32 @@ describe('Wyoming listener', () => {
   });
 });
 
+test('wyoming_asr_model: a transcription that names no model goes to it; one that names a model, to that one', async () => {
+  await withServer(
+    {
+      ...WYOMING,
+      wyoming_asr_model: 'second',
+      models: [fixtureModel('first', { task: 'asr' }), fixtureModel('second', { task: 'asr' })],
+    },
+    async (s) => {
+      const c = await WyomingClient.open(portOf(s));
+      try {
+        for (const [i, transcribe] of [{}, { name: 'first' }].entries()) {
+          c.send('transcribe', transcribe);
+          c.send('audio-start', FORMAT);
+          c.send('audio-chunk', FORMAT, TONE);
+          c.send('audio-stop');
+          await c.nth('transcript', i);
+        }
+        assert.equal(s.fixture.record.of('second', 'run-start').length, 1);
+        assert.equal(s.fixture.record.of('first', 'run-start').length, 1);
+      } finally {
+        await c.close();
+      }
+    },
+  );
+});
+
 describe('Wyoming exchanges under the admission contract', () => {
   test('[time.admission-timeout] a Wyoming exchange past the busy timeout is error server_busy, and the connection goes on', async () => {
     await withServer(
