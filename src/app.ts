@@ -21,6 +21,7 @@ import { type Clock, systemClock } from './util/clock.js';
 import type { MemoryRelease } from './util/release-memory.js';
 import { VERSION } from './version.js';
 import { createWyomingListener, type WyomingListener } from './wyoming/listener.js';
+import { type Announcement, announceWyoming } from './wyoming/zeroconf.js';
 
 export interface StartOptions {
   config: ServerConfig;
@@ -156,6 +157,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   await listen(server, config.port, config.host);
   let wyoming: WyomingListener | undefined;
   let wyomingAddress: Voxd['wyoming'];
+  let announcement: Announcement | undefined;
   if (config.wyoming_port !== undefined) {
     wyoming = createWyomingListener(runtime, config, logger, metrics);
     try {
@@ -169,6 +171,13 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     const bound = wyoming.server.address() as AddressInfo;
     wyomingAddress = { host: bound.address, port: bound.port };
     logger.info({ host: bound.address, port: bound.port }, 'wyoming listening');
+    if (config.wyoming_zeroconf !== undefined) {
+      if (isLoopbackHost(config.wyoming_host))
+        logger.warn(
+          `wyoming zeroconf: the listener is on ${config.wyoming_host}, which other machines cannot reach`,
+        );
+      announcement = announceWyoming(config.wyoming_zeroconf, bound.port, logger);
+    }
   }
   // Once listening, the server emits 'error' when accept() fails (out of memory or socket buffers;
   // out of file descriptors once libuv's reserve descriptor is used up). Unheard it would end the
@@ -205,7 +214,13 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
             : undefined;
         logger.info('shutting down');
         try {
-          await Promise.all([http.drain(), wyoming?.drain(), runtimeClosed, installsStopped]);
+          await Promise.all([
+            http.drain(),
+            wyoming?.drain(),
+            announcement?.stop(),
+            runtimeClosed,
+            installsStopped,
+          ]);
         } finally {
           cutTimer?.cancel();
         }

@@ -193,6 +193,20 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     (s) => checkRule(setting('wyoming_asr_model').rule!, s.value, s.key) as string,
   );
   if (wyomingAsr !== undefined) config.wyoming_asr_model = wyomingAsr;
+  const zeroconf = read(
+    'wyoming_zeroconf',
+    undefined,
+    (s) => checkRule(setting('wyoming_zeroconf').rule!, s.value, s.key) as string,
+  );
+  if (zeroconf !== undefined) {
+    if (config.wyoming_port === undefined)
+      throw ConfigError.rejected(
+        'wyoming_zeroconf',
+        zeroconf,
+        'it announces the Wyoming listener; set wyoming_port too',
+      );
+    config.wyoming_zeroconf = zeroconf;
+  }
   const voiceDir = read('voice_dir', undefined, parseVoiceDir);
   if (voiceDir !== undefined) config.voice_dir = voiceDir;
   config.models_root = read('models_root', config.default_models_root, (s) =>

@@ -347,6 +347,20 @@ const GROUPS = [
             'The model that transcribes a Wyoming exchange whose `transcribe` names none (Home Assistant names the model the user chose in its settings; other clients may not). Unset: the first ASR model registered.',
         },
       }),
+      define('wyoming_zeroconf', string(true), {
+        config: 'optional',
+        flag: {
+          value: 'text',
+          arg: '<name>',
+          help: ['announce the Wyoming listener over mDNS under this name'],
+        },
+        doc: {
+          default: 'off',
+          allowed: 'a service name',
+          meaning:
+            'Announces the Wyoming listener as `<name>._wyoming._tcp.local.` over mDNS, which Home Assistant discovers ([wyoming.md](wyoming.md)); withdrawn at shutdown. Needs `wyoming_port`. A listener on loopback is announced all the same (the log says it cannot be reached from elsewhere).',
+        },
+      }),
       define('wyoming_host', ip(), {
         flag: { value: 'text', arg: '<ip>', help: ['address of the Wyoming listener'] },
         default: '127.0.0.1',

@@ -878,3 +878,18 @@ test('model_aliases: a name for a model neither configured nor installed is a no
     [],
   );
 });
+
+test('the Wyoming settings: off unless wyoming_port is set; zeroconf needs the port; the host is an address', () => {
+  const base = { models: [model('m')] };
+  const off = load(base).config;
+  assert.equal(off.wyoming_port, undefined);
+  assert.equal(off.wyoming_host, '127.0.0.1');
+  const on = load({ ...base, wyoming_port: 10300, wyoming_zeroconf: 'voxd', wyoming_asr_model: 'm' }).config;
+  assert.deepEqual([on.wyoming_port, on.wyoming_zeroconf, on.wyoming_asr_model], [10300, 'voxd', 'm']);
+  assert.throws(
+    () => load({ ...base, wyoming_zeroconf: 'voxd' }),
+    /wyoming_zeroconf: "voxd" is invalid; it announces the Wyoming listener; set wyoming_port too/,
+  );
+  assert.throws(() => load({ ...base, wyoming_port: 70000 }), /wyoming_port: 70000 is invalid/);
+  assert.throws(() => load({ ...base, wyoming_host: 'example.com' }), /wyoming_host/);
+});
