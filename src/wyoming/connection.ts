@@ -39,6 +39,12 @@ import { describeInfo } from './info.js';
 /** The longest utterance an ASR exchange takes (or max_audio_seconds if less): its audio is held until audio-stop. */
 export const UTTERANCE_SECONDS = 120;
 
+/**
+ * Audio a streaming engine is handed at once: clients send 20-100 ms chunks, and each hand-over is
+ * a round trip to the runner; a quarter second is what pocketsphinx decodes between its guesses.
+ */
+const LIVE_PIECE_SECONDS = 0.25;
+
 /** Events read and not yet handled before the socket is paused. */
 const INBOX_EVENTS = 32;
 
@@ -56,8 +62,10 @@ interface Utterance {
   language: string | undefined;
   /** Seconds of audio so far (chunks may differ in rate). */
   seconds: number;
-  /** Collected audio (a model that takes it whole), or the live feed of a streaming one. */
+  /** Collected audio: all of it (a model that takes it whole), or what waits for the live feed. */
   pieces: Audio[];
+  /** Seconds in `pieces`. */
+  pieceSeconds: number;
   live: PushQueue<Audio> | undefined;
   /** The live run, started at audio-start. */
   running: Promise<{ text: string; language: string | undefined }> | undefined;
@@ -219,6 +227,7 @@ export class WyomingConnection {
       language: asked?.language,
       seconds: 0,
       pieces: [],
+      pieceSeconds: 0,
       live: undefined,
       running: undefined,
     };
@@ -254,8 +263,20 @@ export class WyomingConnection {
         `audio: the utterance is longer than ${limit} s; send audio-stop sooner`,
       );
     utterance.seconds = seconds;
-    if (utterance.live) utterance.live.push(audio);
-    else utterance.pieces.push(audio);
+    const last = utterance.pieces.at(-1);
+    if (utterance.live && last && (last.sampleRate !== audio.sampleRate || last.channels !== audio.channels))
+      this.#feed(utterance);
+    utterance.pieces.push(audio);
+    utterance.pieceSeconds += audio.samples.length / audio.channels / audio.sampleRate;
+    if (utterance.live && utterance.pieceSeconds >= LIVE_PIECE_SECONDS) this.#feed(utterance);
+  }
+
+  /** Hands a streaming engine the audio waiting for it, as one piece. */
+  #feed(utterance: Utterance): void {
+    if (utterance.pieces.length === 0) return;
+    utterance.live!.push(joined(utterance.pieces));
+    utterance.pieces = [];
+    utterance.pieceSeconds = 0;
   }
 
   async #audioStop(): Promise<void> {
@@ -267,6 +288,7 @@ export class WyomingConnection {
     const started = performance.now();
     let result: { text: string; language: string | undefined };
     if (utterance.live) {
+      this.#feed(utterance);
       utterance.live.end();
       result = await utterance.running!;
     } else result = await this.#recognise(utterance, { audio: joined(utterance.pieces) });
