@@ -186,10 +186,11 @@ describe('Wyoming listener', () => {
     }
   });
 
-  test('limits: a header line without a newline past 64 KiB, and a data_length past 1 MiB, end the connection', async () => {
+  test('limits: a header line without a newline past 64 KiB, a data_length past 1 MiB and a payload_length past 4 MiB end the connection', async () => {
     for (const bytes of [
       Buffer.alloc(70 * 1024, 0x20),
       Buffer.from(`${JSON.stringify({ type: 'describe', data_length: 2 * 1024 * 1024 })}\n`),
+      Buffer.from(`${JSON.stringify({ type: 'audio-chunk', payload_length: 5 * 1024 * 1024 })}\n`),
     ]) {
       const c = await WyomingClient.open(portOf(s));
       c.socket.write(bytes);
@@ -221,6 +222,29 @@ test('wyoming_asr_model: a transcription that names no model goes to it; one tha
       } finally {
         await c.close();
       }
+    },
+  );
+});
+
+test('max_connections: one Wyoming connection more hears too_many_connections and is closed; a closed one makes room', async () => {
+  await withServer(
+    { ...WYOMING, max_connections: 1, models: [fixtureModel('asr', { task: 'asr' })] },
+    async (s) => {
+      const first = await WyomingClient.open(portOf(s));
+      first.send('describe');
+      await first.next('info');
+      const second = await WyomingClient.open(portOf(s));
+      assert.equal((await second.next('error')).data.code, 'too_many_connections');
+      await second.closed;
+      await first.close();
+      await waitUntil(
+        'the first is gone',
+        async () => (await metric(s.url, 'voxd_wyoming_connections')) === 0,
+      );
+      const third = await WyomingClient.open(portOf(s));
+      third.send('describe');
+      await third.next('info');
+      await third.close();
     },
   );
 });

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { lazyModel } from '../../helpers/models.js';
 import { suiteServer } from '../../helpers/suite-server.js';
+import { post } from '../../helpers/voxd.js';
 import { audioOf, WyomingClient } from '../../helpers/wyoming.js';
 
 const SENTENCE = 'Please call me tomorrow morning about the weather.';
@@ -17,7 +18,12 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
   const s = suiteServer({
     wyoming_port: 0,
     busy_timeout_ms: 0,
-    models: [lazyModel('flite', 'flite_tts', 'tts'), lazyModel('pocketsphinx', 'pocketsphinx_asr', 'asr')],
+    models: [
+      lazyModel('flite', 'flite_tts', 'tts'),
+      lazyModel('pocketsphinx', 'pocketsphinx_asr', 'asr'),
+      lazyModel('espeak', 'espeak_tts', 'tts'),
+      lazyModel('festival', 'festival_tts', 'tts'),
+    ],
   });
 
   test('synthesize with flite, transcribe with pocketsphinx: the words come back, streamed while the audio flows', async () => {
@@ -88,6 +94,29 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
       );
     } finally {
       await c.close();
+    }
+  });
+
+  test('every embedded speech model speaks over Wyoming the samples it speaks over HTTP', async () => {
+    for (const model of ['flite', 'espeak', 'festival']) {
+      const c = await WyomingClient.open(s.voxd.wyoming!.port);
+      try {
+        c.send('synthesize', { text: 'Good morning to you.', voice: { name: model } });
+        const start = (await c.next('audio-start', 0, 30_000)).data;
+        await c.next('audio-stop', 0, 30_000);
+        const http = await post(s.url, '/v1/audio/speech', {
+          model,
+          input: 'Good morning to you.',
+          response_format: 'pcm',
+          sample_rate: start.rate,
+        });
+        assert.equal(http.status, 200, http.body.toString());
+        const pcm = audioOf(c.events);
+        assert.ok(pcm.length > start.rate / 2, `${model}: ${pcm.length} bytes`);
+        assert.ok(pcm.equals(http.body), `${model}: the same samples as HTTP`);
+      } finally {
+        await c.close();
+      }
     }
   });
 });
