@@ -10,12 +10,9 @@
 // that sees the window complete (silero, through its FIFO), the commit and the turn. Starts are
 // spread over 2 s. Not a test: it prints Markdown for docs/performance.md.
 // Usage: npm run build && node scripts/bench-realtime-vad.mjs [--engine=pocketsphinx|fixture] [sessions...]
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+
 import { WebSocket } from 'ws';
+import { startServeChild } from './bench-server.mjs';
 
 const ENGINE = process.argv.find((a) => a.startsWith('--engine='))?.split('=')[1] ?? 'pocketsphinx';
 const VAD_SLOTS = Number(process.argv.find((a) => a.startsWith('--vad-slots='))?.split('=')[1] ?? 2);
@@ -24,51 +21,19 @@ const COUNTS = process.argv
   .filter((a) => /^\d+$/.test(a))
   .map(Number);
 const SESSIONS = COUNTS.length ? COUNTS : [1, 2, 8];
-const MAIN = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 const RATE = 24000;
 const PIECE = RATE / 10; // samples in 100 ms
 
-const dir = mkdtempSync(join(tmpdir(), 'voxd-bench-vad-'));
-const configPath = join(dir, 'server.json');
-writeFileSync(
-  configPath,
-  JSON.stringify({
-    host: '127.0.0.1',
-    port: 0,
-    ui: false,
-    busy_timeout_ms: 0,
-    models: [
-      ENGINE === 'fixture'
-        ? { id: 'asr', family: 'fixture', path: '.', task: 'asr', slots: 4 }
-        : { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', slots: 2 },
-      { id: 'silero-vad', family: 'silero_vad', task: 'vad', slots: VAD_SLOTS },
-      { id: 'flite', family: 'flite_tts', task: 'tts' },
-    ],
-  }),
-);
-const child = spawn(
-  process.execPath,
-  [MAIN, 'serve', '--config', configPath, '--parallel-jobs', '--enable-fixture'],
-  {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, VOXD_DATA_DIR: dir },
-  },
-);
-let stderr = '';
-child.stderr.on('data', (s) => {
-  stderr += s;
-});
-process.once('exit', () => {
-  child.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
+const { base } = await startServeChild({
+  models: [
+    ENGINE === 'fixture'
+      ? { id: 'asr', family: 'fixture', path: '.', task: 'asr', slots: 4 }
+      : { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', slots: 2 },
+    { id: 'silero-vad', family: 'silero_vad', task: 'vad', slots: VAD_SLOTS },
+    { id: 'flite', family: 'flite_tts', task: 'tts' },
+  ],
 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-let base = '';
-for (let i = 0; i < 1000 && !base; i++) {
-  base = stderr.match(/voxd listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1] ?? '';
-  if (!base) await sleep(20);
-}
-if (!base) throw new Error(`voxd did not start:\n${stderr}`);
 
 const speech = Buffer.from(
   await (

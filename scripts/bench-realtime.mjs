@@ -5,12 +5,9 @@
 // Then 500 sessions open and idle: memory per idle session, and no slot held. Not a test: it prints
 // Markdown for docs/performance.md.
 // Usage: npm run build && node scripts/bench-realtime.mjs [--seconds=8] [--engine=fixture|pocketsphinx] [sessions...]
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+
 import { WebSocket } from 'ws';
+import { startServeChild } from './bench-server.mjs';
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
@@ -19,50 +16,18 @@ const ENGINE = opt('engine', 'fixture');
 const COUNTS = args.filter((a) => /^\d+$/.test(a)).map(Number);
 const SESSIONS = COUNTS.length ? COUNTS : [1, 8, 32, 64];
 const IDLE_SESSIONS = 500;
-const MAIN = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 
 const MODEL =
   ENGINE === 'pocketsphinx'
     ? { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', slots: 2 }
     : { id: 'asr', family: 'fixture', path: '.', task: 'asr', slots: 4 };
 
-const dir = mkdtempSync(join(tmpdir(), 'voxd-bench-rt-'));
-const configPath = join(dir, 'server.json');
-writeFileSync(
-  configPath,
-  JSON.stringify({
-    host: '127.0.0.1',
-    port: 0,
-    ui: false,
-    busy_timeout_ms: 0,
-    max_connections: 2000,
-    max_realtime_sessions: 1000,
-    models: [MODEL],
-  }),
-);
-const child = spawn(
-  process.execPath,
-  [MAIN, 'serve', '--config', configPath, '--parallel-jobs', '--enable-fixture'],
-  {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, VOXD_DATA_DIR: dir },
-  },
-);
-let stderr = '';
-child.stderr.on('data', (s) => {
-  stderr += s;
-});
-process.once('exit', () => {
-  child.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
+const { base, child } = await startServeChild({
+  max_connections: 2000,
+  max_realtime_sessions: 1000,
+  models: [MODEL],
 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-let base = '';
-for (let i = 0; i < 1000 && !base; i++) {
-  base = stderr.match(/voxd listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1] ?? '';
-  if (!base) await sleep(20);
-}
-if (!base) throw new Error(`voxd did not start:\n${stderr}`);
 
 async function metrics() {
   const text = await (await fetch(`${base}/metrics`)).text();

@@ -22,3 +22,46 @@ export async function startBenchServer(dir, models) {
   });
   return startVoxd({ config, catalog, logger: createLogger({ level: 'silent' }).logger });
 }
+
+/**
+ * Starts `voxd serve --parallel-jobs --enable-fixture` as a child process with `config` (written
+ * into a fresh temporary folder, which is removed with the child when this process exits) and
+ * waits until it listens. Resolves with its HTTP base URL, its Wyoming port (0 when off) and the
+ * child, for the benchmarks that measure voxd as clients see it: over its sockets, in its own process.
+ */
+export async function startServeChild(config) {
+  const { spawn } = await import('node:child_process');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const main = new URL('../dist/src/cli/main.js', import.meta.url).pathname;
+  const dir = mkdtempSync(join(tmpdir(), 'voxd-bench-'));
+  const configPath = join(dir, 'server.json');
+  writeFileSync(
+    configPath,
+    JSON.stringify({ host: '127.0.0.1', port: 0, ui: false, busy_timeout_ms: 0, ...config }),
+  );
+  const child = spawn(
+    process.execPath,
+    [main, 'serve', '--config', configPath, '--parallel-jobs', '--enable-fixture'],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, VOXD_DATA_DIR: dir },
+    },
+  );
+  let stderr = '';
+  child.stderr.on('data', (s) => {
+    stderr += s;
+  });
+  process.once('exit', () => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const wantsWyoming = config.wyoming_port !== undefined;
+  for (let i = 0; i < 1000; i++) {
+    const base = stderr.match(/voxd listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
+    const wyomingPort = Number(stderr.match(/voxd wyoming on tcp:\/\/127\.0\.0\.1:(\d+)/)?.[1] ?? 0);
+    if (base && (!wantsWyoming || wyomingPort)) return { base, wyomingPort, child };
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`voxd did not start:\n${stderr}`);
+}

@@ -7,64 +7,24 @@
 // of 5 s of speech (pocketsphinx, 2 slots) at concurrency 1 and 2, Wyoming against multipart HTTP.
 // Not a test: it prints Markdown for docs/performance.md.
 // Usage: npm run build && node scripts/bench-wyoming.mjs [--rounds=20]
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { frameOf as frame } from '../dist/test/helpers/wyoming.js';
+import { startServeChild } from './bench-server.mjs';
 
 const ROUNDS = Number(process.argv.find((a) => a.startsWith('--rounds='))?.split('=')[1] ?? 20);
-const MAIN = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 const TEXT =
   'The quick brown fox jumps over the lazy dog while the sun sets slowly behind the quiet green hills tonight.';
 const FIRST = 'The weather is nice today.';
 
-const dir = mkdtempSync(join(tmpdir(), 'voxd-bench-wy-'));
-const configPath = join(dir, 'server.json');
-writeFileSync(
-  configPath,
-  JSON.stringify({
-    host: '127.0.0.1',
-    port: 0,
-    ui: false,
-    busy_timeout_ms: 0,
-    wyoming_port: 0,
-    models: [
-      { id: 'flite', family: 'flite_tts', task: 'tts', mode: 'streaming' },
-      { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', slots: 2 },
-    ],
-  }),
-);
-const child = spawn(process.execPath, [MAIN, 'serve', '--config', configPath, '--parallel-jobs'], {
-  stdio: ['ignore', 'ignore', 'pipe'],
-  env: { ...process.env, VOXD_DATA_DIR: dir },
+const { base, wyomingPort: wyPort } = await startServeChild({
+  wyoming_port: 0,
+  models: [
+    { id: 'flite', family: 'flite_tts', task: 'tts', mode: 'streaming' },
+    { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', slots: 2 },
+  ],
 });
-let stderr = '';
-child.stderr.on('data', (s) => {
-  stderr += s;
-});
-process.once('exit', () => {
-  child.kill('SIGKILL');
-  rmSync(dir, { recursive: true, force: true });
-});
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-let base = '';
-let wyPort = 0;
-for (let i = 0; i < 1000 && !(base && wyPort); i++) {
-  base = stderr.match(/voxd listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1] ?? '';
-  wyPort = Number(stderr.match(/voxd wyoming on tcp:\/\/127\.0\.0\.1:(\d+)/)?.[1] ?? 0);
-  if (!(base && wyPort)) await sleep(20);
-}
-if (!(base && wyPort)) throw new Error(`voxd did not start:\n${stderr}`);
-
-/** One Wyoming event as the library writes it. */
-function frame(type, data = {}, payload) {
-  const dataBytes = Buffer.from(JSON.stringify(data));
-  const header = { type, version: '1.8.0', data_length: dataBytes.length };
-  if (payload) header.payload_length = payload.length;
-  return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`), dataBytes, payload ?? Buffer.alloc(0)]);
-}
+const _sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** A Wyoming connection: `until(type)` resolves with the time the next event of that type arrived. */
 async function wyoming() {

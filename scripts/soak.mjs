@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { mulberry32 } from '../dist/test/helpers/prng.js';
+import { frameOf as wyomingFrame } from '../dist/test/helpers/wyoming.js';
 
 const MAIN = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -912,14 +913,6 @@ OPS.push(
 );
 // --- Wyoming (wyoming_port) -------------------------------------------------------------------------
 let WYOMING_PORT = 0;
-
-/** One Wyoming event as the library writes it. */
-function wyomingFrame(type, data = {}, payload) {
-  const dataBytes = Buffer.from(JSON.stringify(data));
-  const header = { type, version: '1.8.0', data_length: dataBytes.length };
-  if (payload) header.payload_length = payload.length;
-  return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`), dataBytes, payload ?? Buffer.alloc(0)]);
-}
 
 /**
  * One Wyoming exchange on a fresh connection: a synthesis on the fixture TTS or a transcription of

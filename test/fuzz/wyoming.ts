@@ -8,6 +8,7 @@
  * internal error, and must survive: the leak checks between batches see no slot, connection or
  * child left behind.
  */
+import { frameOf as frame } from '../helpers/wyoming.js';
 import type { Rng } from './fuzz.js';
 
 const FORMATS = [
@@ -20,13 +21,6 @@ const FORMATS = [
   { rate: 16000, width: 2, channels: 0 },
   { rate: '16000', width: 2, channels: 1 },
 ];
-
-function frame(type: string, data: Record<string, unknown>, payload?: Buffer): Buffer {
-  const dataBytes = Buffer.from(JSON.stringify(data));
-  const header: Record<string, unknown> = { type, version: '1.8.0', data_length: dataBytes.length };
-  if (payload) header['payload_length'] = payload.length;
-  return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`), dataBytes, payload ?? Buffer.alloc(0)]);
-}
 
 export function wyomingCase(
   rng: Rng,
