@@ -318,7 +318,7 @@ export class Metrics {
   /** An exchange of a non-HTTP protocol ended (`model`: a registered model's id). */
   exchange(
     protocol: 'wyoming',
-    kind: 'asr' | 'tts',
+    kind: 'asr' | 'tts' | 'vad',
     model: string,
     outcome: 'completed' | 'failed' | 'cancelled',
   ): void {

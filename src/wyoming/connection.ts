@@ -4,10 +4,9 @@
  * one slot at most; a closed socket cancels it and frees the slot at once.
  *
  * - `describe` -> `info`; `ping` -> `pong`.
- * - ASR: `transcribe {name?, language?}` (optional), then `audio-start`, `audio-chunk`...,
- *   `audio-stop` -> `transcript {text, language}`. A model whose engine takes audio as it arrives
- *   (pocketsphinx) starts at `audio-start`, takes its slot then and streams `transcript-start`,
- *   `transcript-chunk {text}`... while the audio flows, then `transcript` and `transcript-stop`.
+ * - Audio: `transcribe {name?, language?}` (optional), then `audio-start`, `audio-chunk`...,
+ *   `audio-stop`: a transcription (asr-exchange.ts) or, when `name` is a VAD model, voice activity
+ *   events (vad-exchange.ts).
  * - TTS: `synthesize {text, voice?{name, speaker}}` -> `audio-start`, `audio-chunk`..., `audio-stop`,
  *   sent as the engine makes the audio. Streamed text: `synthesize-start {voice?}`,
  *   `synthesize-chunk {text}`... (cut anywhere), the client's `synthesize` (for older servers; not
@@ -31,19 +30,12 @@ import { VoxdError } from '../errors.js';
 import { toHttp } from '../http/transport/errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { PushQueue } from '../util/push-queue.js';
+import { AsrExchange } from './asr-exchange.js';
 import { decodePcm, pcmFormat } from './audio-format.js';
+import type { AudioExchange } from './exchange.js';
 import { encodeEvent, FrameReader, WyomingError, type WyomingEvent } from './framing.js';
 import { describeInfo } from './info.js';
-
-/** The longest utterance an ASR exchange takes (or max_audio_seconds if less): its audio is held until audio-stop. */
-export const UTTERANCE_SECONDS = 120;
-
-/**
- * Audio a streaming engine is handed at once: clients send 20-100 ms chunks, and each hand-over is
- * a round trip to the runner; a quarter second is what pocketsphinx decodes between its guesses.
- */
-const LIVE_PIECE_SECONDS = 0.25;
+import { VadExchange } from './vad-exchange.js';
 
 /** Events read and not yet handled before the socket is paused. */
 const INBOX_EVENTS = 32;
@@ -56,21 +48,6 @@ export interface ConnectionDeps {
   metrics?: Metrics;
 }
 
-/** An ASR exchange between audio-start and audio-stop. */
-interface Utterance {
-  model: string;
-  language: string | undefined;
-  /** Seconds of audio so far (chunks may differ in rate). */
-  seconds: number;
-  /** Collected audio: all of it (a model that takes it whole), or what waits for the live feed. */
-  pieces: Audio[];
-  /** Seconds in `pieces`. */
-  pieceSeconds: number;
-  live: PushQueue<Audio> | undefined;
-  /** The live run, started at audio-start. */
-  running: Promise<{ text: string; language: string | undefined }> | undefined;
-}
-
 export class WyomingConnection {
   readonly #socket: Socket;
   readonly #deps: ConnectionDeps;
@@ -80,7 +57,7 @@ export class WyomingConnection {
   #inbox: Promise<void> = Promise.resolve();
   #waiting = 0;
   #transcribe: { name: string | undefined; language: string | undefined } | undefined;
-  #utterance: Utterance | undefined;
+  #audio: AudioExchange | undefined;
   /** Streamed synthesis between synthesize-start and synthesize-stop: its voice and its text so far. */
   #streamed: { voice: unknown; text: SentenceBuffer } | undefined;
   #closing = false;
@@ -92,8 +69,9 @@ export class WyomingConnection {
     this.#deps = deps;
     socket.on('data', (chunk: Buffer) => this.#read(chunk));
     socket.on('close', () => {
-      this.#utterance?.live?.fail(new VoxdError('E_CLIENT_GONE', 'the Wyoming client closed the connection'));
-      this.#gone.abort(new VoxdError('E_CLIENT_GONE', 'the Wyoming client closed the connection'));
+      const gone = new VoxdError('E_CLIENT_GONE', 'the Wyoming client closed the connection');
+      this.#audio?.abandon(gone);
+      this.#gone.abort(gone);
     });
     // A reset is followed by 'close'; unheard, it would end the process.
     socket.on('error', () => undefined);
@@ -130,7 +108,9 @@ export class WyomingConnection {
         try {
           if (!this.#gone.signal.aborted) await this.#handle(event);
         } catch (err) {
-          this.#utterance = undefined;
+          // A failed audio exchange is over: a live engine stops waiting for audio and frees its slot.
+          this.#audio?.abandon(err instanceof Error ? err : new Error(String(err)));
+          this.#audio = undefined;
           this.#transcribe = undefined;
           // A streamed synthesis goes on: one sentence refused (a busy model) does not end it.
           if (!this.#gone.signal.aborted) await this.#error(err);
@@ -188,7 +168,7 @@ export class WyomingConnection {
       case 'audio-chunk':
         return this.#audioChunk(event);
       case 'audio-stop':
-        return this.#counted('asr', () => this.#audioStop());
+        return this.#audioStop();
       case 'synthesize':
         // Within a streamed synthesis it repeats the whole text for servers that do not stream.
         if (this.#streamed) return;
@@ -207,134 +187,67 @@ export class WyomingConnection {
     }
   }
 
-  /** The model an ASR exchange names (transcribe's `name`), else wyoming_asr_model, else the first ASR model. */
-  async #asrModel(name: string | undefined): Promise<string> {
+  /**
+   * The model an audio exchange goes to: transcribe's `name` (a speech recognition or a VAD model),
+   * else wyoming_asr_model, else the first ASR model.
+   */
+  async #audioModel(name: string | undefined): Promise<{ id: string; task: string }> {
     const { runtime, config } = this.#deps;
     const id = name ?? config.wyoming_asr_model ?? runtime.snapshots().find((m) => m.task === 'asr')?.id;
     if (id === undefined)
       throw new VoxdError('E_MODEL_NOT_FOUND', 'transcribe: this server has no speech recognition model');
     const entry = await modelEntry(runtime, id);
-    requireTask(entry.config, ['asr'], 'Wyoming transcribe');
-    return entry.id;
+    requireTask(entry.config, ['asr', 'vad'], 'Wyoming transcribe');
+    return { id: entry.id, task: entry.config.task };
   }
 
   async #audioStart(): Promise<void> {
     const asked = this.#transcribe;
-    const model = await this.#asrModel(asked?.name);
-    const entry = this.#deps.runtime.get(model);
-    const utterance: Utterance = {
-      model,
-      language: asked?.language,
-      seconds: 0,
-      pieces: [],
-      pieceSeconds: 0,
-      live: undefined,
-      running: undefined,
+    const model = await this.#audioModel(asked?.name);
+    const context = {
+      runtime: this.#deps.runtime,
+      config: this.#deps.config,
+      log: this.#deps.log,
+      signal: this.#gone.signal,
+      send: (type: string, data?: Record<string, unknown>, payload?: Buffer) =>
+        this.#send(type, data, payload),
     };
-    if (entry.family.liveInput) {
-      // A streaming engine hears the utterance as it arrives and says what it has heard so far.
-      const live = new PushQueue<Audio>();
-      utterance.live = live;
-      await this.#send('transcript-start', asked?.language ? { language: asked.language } : {});
-      utterance.running = this.#recognise(utterance, { liveAudio: live }, async (text) => {
-        await this.#send('transcript-chunk', { text });
-      });
-      // Its failure is told at audio-stop; until then it must not be an unhandled rejection.
-      utterance.running.catch(() => undefined);
+    if (model.task === 'vad') {
+      this.#audio = new VadExchange(context, model.id);
+      return;
     }
-    this.#utterance = utterance;
+    const asr = new AsrExchange(context, model.id, asked?.language);
+    await asr.start();
+    this.#audio = asr;
   }
 
-  #audioChunk(event: WyomingEvent): void {
-    const utterance = this.#utterance;
-    if (!utterance)
+  #audioChunk(event: WyomingEvent): void | Promise<void> {
+    const exchange = this.#audio;
+    if (!exchange)
       throw new WyomingError(
         'invalid_event',
         'audio-chunk: no audio-start before it (send transcribe and audio-start first)',
       );
     if (!event.payload) return;
-    const audio = decodePcm(event.payload, pcmFormat(event.data));
-    const seconds = utterance.seconds + audio.samples.length / audio.channels / audio.sampleRate;
-    const configured = this.#deps.config.max_audio_seconds;
-    const limit = configured > 0 ? Math.min(configured, UTTERANCE_SECONDS) : UTTERANCE_SECONDS;
-    if (seconds > limit)
-      throw new VoxdError(
-        'E_AUDIO_TOO_LONG',
-        `audio: the utterance is longer than ${limit} s; send audio-stop sooner`,
-      );
-    utterance.seconds = seconds;
-    const last = utterance.pieces.at(-1);
-    if (utterance.live && last && (last.sampleRate !== audio.sampleRate || last.channels !== audio.channels))
-      this.#feed(utterance);
-    utterance.pieces.push(audio);
-    utterance.pieceSeconds += audio.samples.length / audio.channels / audio.sampleRate;
-    if (utterance.live && utterance.pieceSeconds >= LIVE_PIECE_SECONDS) this.#feed(utterance);
-  }
-
-  /** Hands a streaming engine the audio waiting for it, as one piece. */
-  #feed(utterance: Utterance): void {
-    if (utterance.pieces.length === 0) return;
-    utterance.live!.push(joined(utterance.pieces));
-    utterance.pieces = [];
-    utterance.pieceSeconds = 0;
+    return exchange.chunk(decodePcm(event.payload, pcmFormat(event.data)));
   }
 
   async #audioStop(): Promise<void> {
-    const utterance = this.#utterance;
-    this.#utterance = undefined;
+    const exchange = this.#audio;
+    this.#audio = undefined;
     this.#transcribe = undefined;
-    if (!utterance) throw new WyomingError('invalid_event', 'audio-stop: no audio-start before it');
-    this.#model = utterance.model;
-    const started = performance.now();
-    let result: { text: string; language: string | undefined };
-    if (utterance.live) {
-      this.#feed(utterance);
-      utterance.live.end();
-      result = await utterance.running!;
-    } else result = await this.#recognise(utterance, { audio: joined(utterance.pieces) });
-    const language = result.language ?? utterance.language;
-    await this.#send('transcript', { text: result.text, ...(language ? { language } : {}) });
-    if (utterance.live) await this.#send('transcript-stop');
-    this.#deps.log.info(
-      {
-        protocol: 'wyoming',
-        model: utterance.model,
-        audio_s: utterance.seconds,
-        ms: performance.now() - started,
-      },
-      `wyoming transcript from ${utterance.model}`,
-    );
-  }
-
-  async #recognise(
-    utterance: Utterance,
-    input: { audio: Audio } | { liveAudio: PushQueue<Audio> },
-    onText?: (text: string) => Promise<void>,
-  ): Promise<{ text: string; language: string | undefined }> {
-    const { runtime } = this.#deps;
-    const entry = runtime.get(utterance.model);
-    const options = {
-      ...entry.config.default_request_options,
-      ...(utterance.language ? { language: utterance.language } : {}),
-    };
-    const outcome = await runtime.infer(
-      utterance.model,
-      { task: 'asr', ...input, language: utterance.language, options },
-      {
-        signal: this.#gone.signal,
-        onEvent: onText
-          ? (event) => (event.type === 'text' && event.delta ? onText(event.delta) : undefined)
-          : undefined,
-      },
-    );
-    return { text: (outcome.result.text ?? '').trim(), language: outcome.result.language };
+    if (!exchange) throw new WyomingError('invalid_event', 'audio-stop: no audio-start before it');
+    await this.#counted(exchange.kind, async () => {
+      this.#model = exchange.model;
+      await exchange.stop();
+    });
   }
 
   /**
    * Runs one exchange and counts how it ended, under the model it ran on (#model), only when that
    * is a registered model (a name a client made up is no label value).
    */
-  async #counted(kind: 'asr' | 'tts', exchange: () => Promise<void>): Promise<void> {
+  async #counted(kind: 'asr' | 'tts' | 'vad', exchange: () => Promise<void>): Promise<void> {
     this.#model = undefined;
     const count = (outcome: 'completed' | 'failed' | 'cancelled') => {
       const model = this.#model;
@@ -446,23 +359,6 @@ function optionalText(data: Record<string, unknown>, key: string): string | unde
 function splitVoice(name: string): [string, string | undefined] {
   const at = name.indexOf(':');
   return at < 0 ? [name, undefined] : [name.slice(0, at), name.slice(at + 1) || undefined];
-}
-
-/** The pieces as one Audio (the first piece's rate and channels; later ones must match). */
-function joined(pieces: Audio[]): Audio {
-  const first = pieces[0];
-  if (!first)
-    throw new WyomingError('invalid_audio', 'audio-stop: no audio between audio-start and audio-stop');
-  for (const p of pieces)
-    if (p.sampleRate !== first.sampleRate || p.channels !== first.channels)
-      throw new WyomingError('invalid_audio', 'audio-chunk: the format changed within one utterance');
-  const samples = new Float32Array(pieces.reduce((n, p) => n + p.samples.length, 0));
-  let at = 0;
-  for (const p of pieces) {
-    samples.set(p.samples, at);
-    at += p.samples.length;
-  }
-  return { samples, sampleRate: first.sampleRate, channels: first.channels };
 }
 
 /** The `error` event's fields: the message as voxd words it, and its code. */

@@ -8,7 +8,7 @@ import type { Audio } from '../../audio/types.js';
 import type { ServerConfig } from '../../config/types.js';
 import type { EngineRequest, EngineResult, Segment, Word } from '../../engines/types.js';
 import type { InferenceOutcome, Runtime } from '../../runtime/runtime.js';
-import { requireVadModel } from '../vad-model.js';
+import { requireVadModel } from '../vad/vad-model.js';
 import type { ChunkingStrategy } from './chunking.js';
 import { audioSeconds, textSegments } from './formats.js';
 

@@ -11,7 +11,10 @@ import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { modelEntry, registeredEntry, requireTask } from '../../api/model-lookup.js';
 import { diarizedSegments, wordLogprobs } from '../../api/transcription/formats.js';
-import { requireVadModel } from '../../api/vad-model.js';
+import { vadProbe } from '../../api/vad/probe.js';
+import { SampleBuffer } from '../../api/vad/sample-buffer.js';
+import { SpeechDetector } from '../../api/vad/speech-detector.js';
+import { requireVadModel } from '../../api/vad/vad-model.js';
 import type { Audio } from '../../audio/types.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
 import { showValue, VoxdError } from '../../errors.js';
@@ -30,8 +33,6 @@ import {
   type InputFormat,
 } from './audio-format.js';
 import { CLIENT_EVENTS, type ClientEvent, type TurnDetectionField } from './client-events.js';
-import { SampleBuffer } from './sample-buffer.js';
-import { SpeechDetector } from './speech-detector.js';
 import { type ServerVad, shownTurnDetection, turnDetection } from './turn-detection.js';
 
 /** Tasks a session's model may have: speech recognition, or diarization (segments with speakers). */
@@ -381,24 +382,7 @@ export class RealtimeSession {
       this.#buffer,
       rate,
       vad,
-      async (samples, threshold) => {
-        const outcome = await this.#deps.runtime.infer(
-          vadId,
-          {
-            task: 'vad',
-            audio: { samples, sampleRate: rate, channels: 1 },
-            // silero takes 0.01..0.99; OpenAI's range is 0..1. Short silences split spans; the
-            // session's own silence window decides where a turn ends.
-            options: { threshold: String(Math.min(0.99, Math.max(0.01, threshold))), min_silence_ms: '100' },
-          },
-          { signal: this.#gone.signal },
-        );
-        const per = outcome.inputSampleRate;
-        return (outcome.result.segments ?? []).map((s) => ({
-          start: s.start_sample / per,
-          end: s.end_sample / per,
-        }));
-      },
+      vadProbe(this.#deps.runtime, vadId, rate, this.#gone.signal),
       {
         started: (position) => this.#speechStarted(position),
         examined: (to) => this.#feedOpen(to),

@@ -5,18 +5,11 @@
  * gives low/medium/high at most 8/4/2 s before it ends a turn; a speaker who has stopped is usually
  * done well before that, so voxd waits 1.2/0.7/0.35 s of silence (auto is medium).
  */
+import type { DetectorSettings } from '../../api/vad/speech-detector.js';
 import type { TurnDetectionField } from './client-events.js';
 
-export interface ServerVad {
+export interface ServerVad extends DetectorSettings {
   type: 'server_vad' | 'semantic_vad';
-  /** Speech probability above which a window is speech (silero takes 0.01..0.99). */
-  threshold: number;
-  /** Audio before the detected start that the turn keeps (a word's onset). */
-  prefixPaddingMs: number;
-  /** Silence after speech that ends the turn. */
-  silenceDurationMs: number;
-  /** Audio without speech after which the buffer is committed anyway (`timeout_triggered`); 0: never. */
-  idleTimeoutMs: number;
   eagerness?: 'low' | 'medium' | 'high' | 'auto';
 }
 

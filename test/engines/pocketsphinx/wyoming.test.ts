@@ -1,14 +1,17 @@
 /**
  * Wyoming with real engines: flite speaks a sentence over Wyoming (`synthesize`), and the audio it
- * sent, streamed back in 100 ms chunks to pocketsphinx (`transcribe`), comes back as the sentence's
- * words, with `transcript-start` and `transcript-chunk` events while the audio still flows (a
- * streaming engine), then `transcript` and `transcript-stop`.
+ * sent, streamed back in 100 ms chunks at speaking pace to pocketsphinx (`transcribe`), comes back
+ * as the sentence's words, with `transcript-start` and `transcript-chunk` events while the audio
+ * still flows (a streaming engine), then `transcript` and `transcript-stop`. The same audio sent
+ * at once is searched whole at audio-stop: no chunks, and the very words the HTTP route gives.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { wavHeader } from '../../../src/audio/wav-encode.js';
 import { lazyModel } from '../../helpers/models.js';
 import { suiteServer } from '../../helpers/suite-server.js';
-import { post } from '../../helpers/voxd.js';
+import { post, transcribe } from '../../helpers/voxd.js';
 import { audioOf, WyomingClient } from '../../helpers/wyoming.js';
 
 const SENTENCE = 'Please call me tomorrow morning about the weather.';
@@ -44,10 +47,14 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
       const format = { rate: start.rate, width: 2, channels: 1 };
       c.send('transcribe', { name: 'pocketsphinx', language: 'en' });
       c.send('audio-start', format);
+      // A microphone's pace: each 100 ms chunk 100 ms after the one before (the pace is what is
+      // tested, so it is kept with timers, not gates).
       const piece = (start.rate / 10) * 2;
-      for (let at = 0; at < pcm.length; at += piece)
+      for (let at = 0; at < pcm.length; at += piece) {
         c.send('audio-chunk', format, pcm.subarray(at, at + piece));
-      // Words heard before the audio ends: the first chunk of text arrives while chunks are still due.
+        await sleep(100);
+      }
+      // Words heard before the audio ends: text arrives before audio-stop is sent.
       await c.next('transcript-chunk', seen, 30_000);
       c.send('audio-stop');
       const transcript = await c.next('transcript', seen, 30_000);
@@ -62,6 +69,40 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
         .map((e) => e.data.text)
         .join('');
       assert.equal(chunks.trim(), transcript.data.text);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test('the same speech sent at once is searched whole at audio-stop: no chunks, the words HTTP gives', async () => {
+    const c = await WyomingClient.open(s.voxd.wyoming!.port);
+    try {
+      c.send('synthesize', { text: SENTENCE, voice: { name: 'flite' } });
+      const start = (await c.next('audio-start')).data;
+      await c.next('audio-stop');
+      const pcm = audioOf(c.events);
+      const seen = c.events.length;
+      const format = { rate: start.rate, width: 2, channels: 1 };
+      c.send('transcribe', { name: 'pocketsphinx', language: 'en' });
+      c.send('audio-start', format);
+      const piece = (start.rate / 10) * 2;
+      for (let at = 0; at < pcm.length; at += piece)
+        c.send('audio-chunk', format, pcm.subarray(at, at + piece));
+      c.send('audio-stop');
+      const transcript = await c.next('transcript', seen, 30_000);
+      await c.next('transcript-stop', seen);
+      assert.deepEqual(c.types().slice(seen), ['transcript-start', 'transcript', 'transcript-stop']);
+      const http = await transcribe(
+        s.url,
+        'pocketsphinx',
+        Buffer.concat([wavHeader(start.rate, 1, pcm.length), pcm]),
+        {
+          language: 'en',
+        },
+      );
+      assert.equal(http.status, 200, http.body.toString());
+      assert.equal(transcript.data.text, http.json.text);
+      assert.ok(WORDS.filter((w) => http.json.text.toLowerCase().includes(w)).length >= 3, http.json.text);
     } finally {
       await c.close();
     }

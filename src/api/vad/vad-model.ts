@@ -3,9 +3,9 @@
  * `chunking_strategy` and for a realtime session's server VAD. It must be a registered silero_vad
  * model; a request that needs it when it is not gets a 400 naming the field that asked for it.
  */
-import type { ServerConfig } from '../config/types.js';
-import { invalidField } from '../errors.js';
-import type { Runtime } from '../runtime/runtime.js';
+import type { ServerConfig } from '../../config/types.js';
+import { invalidField } from '../../errors.js';
+import type { Runtime } from '../../runtime/runtime.js';
 
 export function requireVadModel(
   runtime: Runtime,

@@ -1,5 +1,5 @@
 /**
- * The server VAD's turn finding (src/http/realtime/speech-detector.ts) with a probe that reads
+ * The server VAD's turn finding (src/api/vad/speech-detector.ts) with a probe that reads
  * speech from the samples themselves (1 = speech, 0 = silence), so every position is known: where
  * a turn starts and stops, that each sample is examined once whatever the pace, the idle timeout,
  * the longest turn, and a failing VAD model told once. The real silero model is driven by the
@@ -7,12 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { SampleBuffer } from '../../../src/http/realtime/sample-buffer.js';
-import {
-  type DetectorEvents,
-  type Probe,
-  SpeechDetector,
-} from '../../../src/http/realtime/speech-detector.js';
+import { SampleBuffer } from '../../../src/api/vad/sample-buffer.js';
+import { type DetectorEvents, type Probe, SpeechDetector } from '../../../src/api/vad/speech-detector.js';
 import { type ServerVad, turnDetection } from '../../../src/http/realtime/turn-detection.js';
 
 const RATE = 1000; // one sample a millisecond: positions read as ms

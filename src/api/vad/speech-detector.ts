@@ -1,5 +1,5 @@
 /**
- * Server VAD for one realtime session: finds where speech starts and where the silence that ends a
+ * Voice activity in a stream (a realtime session's server VAD, a Wyoming VAD exchange): finds where speech starts and where the silence that ends a
  * turn has passed, in the session's audio as it is appended. The VAD model is asked like any
  * request (`probe`: the model's FIFO, its slots, management barriers), over short windows of the
  * newest audio with a little already-examined audio before them for the model to settle on, so an
@@ -13,7 +13,18 @@
  * where its silence did whatever the pace.
  */
 import type { SampleBuffer } from './sample-buffer.js';
-import type { ServerVad } from './turn-detection.js';
+
+/** What counts as speech and as the end of a turn. */
+export interface DetectorSettings {
+  /** Speech probability above which a window is speech (silero takes 0.01..0.99). */
+  threshold: number;
+  /** Audio before a detected start that a turn keeps (a word's onset); the detector keeps it buffered. */
+  prefixPaddingMs: number;
+  /** Silence after speech that ends the turn. */
+  silenceDurationMs: number;
+  /** Audio without speech after which `idle` is told; 0: never. */
+  idleTimeoutMs: number;
+}
 
 /** New audio that triggers a probe. */
 export const PROBE_STEP_MS = 300;
@@ -44,7 +55,7 @@ export interface DetectorEvents {
 export class SpeechDetector {
   readonly #buffer: SampleBuffer;
   readonly #rate: number;
-  readonly #vad: ServerVad;
+  readonly #vad: DetectorSettings;
   readonly #probe: Probe;
   readonly #events: DetectorEvents;
   readonly #maxTurn: number;
@@ -57,13 +68,15 @@ export class SpeechDetector {
   #speechStart: number | undefined;
   #lastSpeechEnd = 0;
   #probing = false;
+  /** The probe in flight (settled when none is). */
+  #inFlight: Promise<void> = Promise.resolve();
   #failing = false;
   #stopped = false;
 
   constructor(
     buffer: SampleBuffer,
     rate: number,
-    vad: ServerVad,
+    vad: DetectorSettings,
     probe: Probe,
     events: DetectorEvents,
     maxTurnSeconds: number,
@@ -86,6 +99,16 @@ export class SpeechDetector {
     return Math.max(this.#floor, this.#probedTo - this.#ms(CONTEXT_MS)) - this.#ms(this.#vad.prefixPaddingMs);
   }
 
+  /** Samples appended and not yet examined. */
+  get unexamined(): number {
+    return this.#buffer.end - this.#probedTo;
+  }
+
+  /** Resolves when the probe in flight, if any, has ended. */
+  settled(): Promise<void> {
+    return this.#inFlight;
+  }
+
   /** Audio was appended: probes if enough is waiting. */
   update(): void {
     if (this.#probing || this.#stopped) return;
@@ -105,6 +128,22 @@ export class SpeechDetector {
     this.#probedTo = this.#floor = this.#quietFrom = this.#buffer.end;
   }
 
+  /**
+   * The stream ended: examines the audio still waiting (after the probe in flight), then ends a turn
+   * in progress where its speech did, at the end of the audio. Rejects with the probe's error.
+   */
+  async finish(): Promise<void> {
+    for (;;) {
+      // A probe that ends may start the next one (update): one at a time, always.
+      while (this.#probing) await this.#inFlight;
+      if (this.#stopped || this.#probedTo >= this.#buffer.end) break;
+      await this.#run(Math.min(this.#buffer.end, this.#probedTo + this.#ms(MAX_WINDOW_MS)), true);
+    }
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#speechStart !== undefined) this.#stop(this.#lastSpeechEnd, this.#buffer.end);
+  }
+
   /** Stops probing for good (the session ended or turned server VAD off). */
   stop(): void {
     this.#stopped = true;
@@ -114,7 +153,12 @@ export class SpeechDetector {
     return Math.round((ms * this.#rate) / 1000);
   }
 
-  async #run(to: number): Promise<void> {
+  #run(to: number, finishing = false): Promise<void> {
+    this.#inFlight = this.#probeTo(to, finishing);
+    return this.#inFlight;
+  }
+
+  async #probeTo(to: number, finishing: boolean): Promise<void> {
     this.#probing = true;
     const from = Math.max(this.#floor, this.#probedTo - this.#ms(CONTEXT_MS));
     try {
@@ -123,6 +167,7 @@ export class SpeechDetector {
       if (!this.#stopped) this.#advance(from, to, spans);
     } catch (err) {
       this.#probing = false;
+      if (finishing) throw err;
       if (this.#stopped) return;
       if (!this.#failing) this.#events.failed(err);
       this.#failing = true;

@@ -1,0 +1,171 @@
+/**
+ * A Wyoming transcription: audio-start, audio-chunk..., audio-stop -> `transcript {text, language}`.
+ *
+ * A model whose engine takes audio as it arrives (pocketsphinx) answers `transcript-start` at once
+ * and `transcript-stop` after the transcript. Between them it sends `transcript-chunk {text}`
+ * while the audio still flows, when the audio comes at speaking pace (a microphone): from the
+ * moment the first second of audio has taken at least half a second to arrive, the engine hears
+ * the utterance as it comes, holding its slot from then on. Audio that comes faster (a recording
+ * sent whole) is transcribed at audio-stop in one search over the whole utterance, as the HTTP
+ * route does: the same words, for less work than searching it step by step, and nobody is waiting
+ * for words that are still being spoken.
+ */
+import type { Audio } from '../audio/types.js';
+import { VoxdError } from '../errors.js';
+import { PushQueue } from '../util/push-queue.js';
+import type { AudioExchange, ExchangeContext } from './exchange.js';
+import { WyomingError } from './framing.js';
+
+/** The longest utterance an ASR exchange takes (or max_audio_seconds if less): its audio is held until audio-stop. */
+export const UTTERANCE_SECONDS = 120;
+
+/**
+ * Audio a streaming engine is handed at once: clients send 20-100 ms chunks, and each hand-over is
+ * a round trip to the runner; a quarter second is what pocketsphinx decodes between its guesses.
+ */
+const LIVE_PIECE_SECONDS = 0.25;
+
+/** Audio after which the pace is judged, and the least wall time per second of it that is speaking pace. */
+const PACE_AFTER_SECONDS = 1;
+const PACE_RATIO = 0.5;
+
+export class AsrExchange implements AudioExchange {
+  readonly kind = 'asr';
+  readonly model: string;
+  readonly #ctx: ExchangeContext;
+  readonly #language: string | undefined;
+  /** The engine can hear the utterance as it arrives. */
+  readonly #streams: boolean;
+  readonly #startedAt = performance.now();
+  /** Seconds of audio so far (chunks may differ in rate). */
+  #seconds = 0;
+  /** Audio held: all of it (a whole-utterance search), or what waits for the live feed. */
+  #pieces: Audio[] = [];
+  #pieceSeconds = 0;
+  #live:
+    | { audio: PushQueue<Audio>; result: Promise<{ text: string; language: string | undefined }> }
+    | undefined;
+
+  constructor(ctx: ExchangeContext, model: string, language: string | undefined) {
+    this.#ctx = ctx;
+    this.model = model;
+    this.#language = language;
+    this.#streams = ctx.runtime.get(model).family.liveInput === true;
+  }
+
+  /** Sends transcript-start for a streaming engine (its transcript-chunks may follow). */
+  async start(): Promise<void> {
+    if (this.#streams)
+      await this.#ctx.send('transcript-start', this.#language ? { language: this.#language } : {});
+  }
+
+  chunk(audio: Audio): void {
+    const seconds = this.#seconds + audio.samples.length / audio.channels / audio.sampleRate;
+    const configured = this.#ctx.config.max_audio_seconds;
+    const limit = configured > 0 ? Math.min(configured, UTTERANCE_SECONDS) : UTTERANCE_SECONDS;
+    if (seconds > limit)
+      throw new VoxdError(
+        'E_AUDIO_TOO_LONG',
+        `audio: the utterance is longer than ${limit} s; send audio-stop sooner`,
+      );
+    this.#seconds = seconds;
+    const last = this.#pieces.at(-1);
+    if (this.#live && last && (last.sampleRate !== audio.sampleRate || last.channels !== audio.channels))
+      this.#feed();
+    this.#pieces.push(audio);
+    this.#pieceSeconds += audio.samples.length / audio.channels / audio.sampleRate;
+    if (!this.#live && this.#streams && this.#atSpeakingPace()) this.#goLive();
+    if (this.#live && this.#pieceSeconds >= LIVE_PIECE_SECONDS) this.#feed();
+  }
+
+  #atSpeakingPace(): boolean {
+    if (this.#seconds < PACE_AFTER_SECONDS) return false;
+    return (performance.now() - this.#startedAt) / 1000 >= this.#seconds * PACE_RATIO;
+  }
+
+  /** The engine takes its slot and hears the audio so far, then the rest as it comes. */
+  #goLive(): void {
+    const audio = new PushQueue<Audio>();
+    const result = this.#recognise({ liveAudio: audio }, (text) =>
+      this.#ctx.send('transcript-chunk', { text }),
+    );
+    // Its failure is told at audio-stop; until then it must not be an unhandled rejection.
+    result.catch(() => undefined);
+    this.#live = { audio, result };
+  }
+
+  /** Hands the live engine the audio waiting for it, as one piece. */
+  #feed(): void {
+    if (this.#pieces.length === 0) return;
+    this.#live!.audio.push(joined(this.#pieces));
+    this.#pieces = [];
+    this.#pieceSeconds = 0;
+  }
+
+  async stop(): Promise<void> {
+    const live = this.#live;
+    let result: { text: string; language: string | undefined };
+    if (live) {
+      this.#feed();
+      live.audio.end();
+      result = await live.result;
+    } else result = await this.#recognise({ audio: joined(this.#pieces) });
+    const language = result.language ?? this.#language;
+    await this.#ctx.send('transcript', { text: result.text, ...(language ? { language } : {}) });
+    if (this.#streams) await this.#ctx.send('transcript-stop');
+    this.#ctx.log.info(
+      {
+        protocol: 'wyoming',
+        model: this.model,
+        audio_s: this.#seconds,
+        live: live !== undefined,
+        ms: performance.now() - this.#startedAt,
+      },
+      `wyoming transcript from ${this.model}`,
+    );
+  }
+
+  abandon(reason: Error): void {
+    this.#live?.audio.fail(reason);
+  }
+
+  async #recognise(
+    input: { audio: Audio } | { liveAudio: PushQueue<Audio> },
+    onText?: (text: string) => Promise<void>,
+  ): Promise<{ text: string; language: string | undefined }> {
+    const { runtime, signal } = this.#ctx;
+    const entry = runtime.get(this.model);
+    const options = {
+      ...entry.config.default_request_options,
+      ...(this.#language ? { language: this.#language } : {}),
+    };
+    const outcome = await runtime.infer(
+      this.model,
+      { task: 'asr', ...input, language: this.#language, options },
+      {
+        signal,
+        onEvent: onText
+          ? (event) => (event.type === 'text' && event.delta ? onText(event.delta) : undefined)
+          : undefined,
+      },
+    );
+    return { text: (outcome.result.text ?? '').trim(), language: outcome.result.language };
+  }
+}
+
+/** The pieces as one Audio (the first piece's rate and channels; later ones must match). */
+function joined(pieces: Audio[]): Audio {
+  const first = pieces[0];
+  if (!first)
+    throw new WyomingError('invalid_audio', 'audio-stop: no audio between audio-start and audio-stop');
+  for (const p of pieces)
+    if (p.sampleRate !== first.sampleRate || p.channels !== first.channels)
+      throw new WyomingError('invalid_audio', 'audio-chunk: the format changed within one utterance');
+  const samples = new Float32Array(pieces.reduce((n, p) => n + p.samples.length, 0));
+  let at = 0;
+  for (const p of pieces) {
+    samples.set(p.samples, at);
+    at += p.samples.length;
+  }
+  return { samples, sampleRate: first.sampleRate, channels: first.channels };
+}
