@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { wavHeader } from '../../../src/audio/wav-encode.js';
 import { lazyModel } from '../../helpers/models.js';
 import { suiteServer } from '../../helpers/suite-server.js';
-import { post, transcribe } from '../../helpers/voxd.js';
+import { post, transcribe, waitUntil } from '../../helpers/voxd.js';
 import { audioOf, WyomingClient } from '../../helpers/wyoming.js';
 
 const SENTENCE = 'Please call me tomorrow morning about the weather.';
@@ -69,6 +69,38 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
         .map((e) => e.data.text)
         .join('');
       assert.equal(chunks.trim(), transcript.data.text);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test('a live transcription refused mid-stream (a bad chunk) frees its slot at once; the connection goes on', async () => {
+    const c = await WyomingClient.open(s.voxd.wyoming!.port);
+    try {
+      c.send('synthesize', { text: SENTENCE, voice: { name: 'flite' } });
+      const start = (await c.next('audio-start')).data;
+      await c.next('audio-stop');
+      const pcm = audioOf(c.events);
+      const seen = c.events.length;
+      const format = { rate: start.rate, width: 2, channels: 1 };
+      c.send('transcribe', { name: 'pocketsphinx' });
+      c.send('audio-start', format);
+      const piece = (start.rate / 10) * 2;
+      for (let at = 0; at < piece * 12; at += piece) {
+        c.send('audio-chunk', format, pcm.subarray(at, at + piece));
+        await sleep(100);
+      }
+      // The server's one pocketsphinx slot: a transcription over HTTP that waits 1 ms at most is
+      // refused while the live exchange holds it, and answered once it is free.
+      const wav = Buffer.concat([wavHeader(start.rate, 1, piece * 5), pcm.subarray(0, piece * 5)]);
+      const http = async () =>
+        (await transcribe(s.url, 'pocketsphinx', wav, { busy_timeout_ms: '1' })).status;
+      await waitUntil('the live exchange holds the slot', async () => (await http()) === 503, 20_000);
+      c.send('audio-chunk', format, Buffer.alloc(3));
+      assert.equal((await c.next('error', seen)).data.code, 'invalid_audio');
+      await waitUntil('the slot is free', async () => (await http()) === 200);
+      c.send('ping');
+      await c.next('pong', seen);
     } finally {
       await c.close();
     }
