@@ -915,8 +915,9 @@ OPS.push(
 let WYOMING_PORT = 0;
 
 /**
- * One Wyoming exchange on a fresh connection: a synthesis on the fixture TTS or a transcription of
- * 16 kHz PCM on `asr-s`/`wd-asr`, answered by its audio-stop or transcript (200) or by an `error`
+ * One Wyoming exchange on a fresh connection: a synthesis on the fixture TTS, a transcription of
+ * 16 kHz PCM on `asr-s`/`wd-asr`, or voice activity on silero (then a ping), answered by its
+ * audio-stop, transcript or pong (200) or by an `error`
  * event (the status of its code); `leaveAfterMs` closes the connection mid-exchange (an abort).
  */
 function wyomingExchange(kind, model, leaveAfterMs) {
@@ -946,6 +947,8 @@ function wyomingExchange(kind, model, leaveAfterMs) {
             wyomingFrame('audio-start', format),
             wyomingFrame('audio-chunk', format, pcm(int(50, 400))),
             wyomingFrame('audio-stop'),
+            // Voice activity has no last event of its own: the pong after it is the end.
+            ...(kind === 'vad' ? [wyomingFrame('ping')] : []),
           ]),
         );
       }
@@ -969,7 +972,7 @@ function wyomingExchange(kind, model, leaveAfterMs) {
             status,
             body: JSON.stringify({ error: { message: data.text, code: data.code, type: 'wyoming' } }),
           });
-        } else if (header.type === (kind === 'tts' ? 'audio-stop' : 'transcript'))
+        } else if (header.type === { tts: 'audio-stop', asr: 'transcript', vad: 'pong' }[kind])
           end({ status: 200, body: '' });
       }
     });
@@ -991,8 +994,8 @@ OPS.push(
     2,
     'wyoming',
     async () => {
-      const kind = pick(['tts', 'asr']);
-      const model = kind === 'tts' ? 'tone-a' : pick(['asr-s', WD]);
+      const kind = pick(['tts', 'asr', 'vad']);
+      const model = { tts: 'tone-a', asr: pick(['asr-s', WD]), vad: 'silero-vad' }[kind];
       check('wyoming', await wyomingExchange(kind, model), { model, overrun: model === WD });
     },
   ],

@@ -32,7 +32,10 @@ export function wyomingCase(
     () => ['ping', { text: 'x' }],
     () => [
       'transcribe',
-      { name: rng.pick(['fz-asr', 'fz-asr-live', 'fz-tts', 'nope', undefined]), language: 'en' },
+      {
+        name: rng.pick(['fz-asr', 'fz-asr-live', 'silero-vad', 'fz-vad', 'fz-tts', 'nope', undefined]),
+        language: 'en',
+      },
     ],
     () => ['audio-start', format()],
     () => {
