@@ -562,6 +562,16 @@ const GROUPS = [
         },
       ),
       countSetting(
+        'wyoming_idle_timeout_ms',
+        300_000,
+        ['close a Wyoming connection that sends nothing this long, 0 = never'],
+        {
+          zero: 'never',
+          meaning:
+            'A Wyoming connection ([wyoming.md](wyoming.md)) whose client sends no byte for this long while voxd is not working on one of its events (a transcription waiting for its audio counts as idle; one waiting for its slot does not) is closed, and its exchange cancelled.',
+        },
+      ),
+      countSetting(
         'realtime_max_session_ms',
         3_600_000,
         ['close a realtime session this long after it opened, 0 = never'],

@@ -61,20 +61,38 @@ export class WyomingConnection {
   /** Streamed synthesis between synthesize-start and synthesize-stop: its voice and its text so far. */
   #streamed: { voice: unknown; text: SentenceBuffer } | undefined;
   #closing = false;
+  #idle: NodeJS.Timeout | undefined;
   /** The model the exchange in progress runs on, for its metric. */
   #model: string | undefined;
 
   constructor(socket: Socket, deps: ConnectionDeps) {
     this.#socket = socket;
     this.#deps = deps;
-    socket.on('data', (chunk: Buffer) => this.#read(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      clearTimeout(this.#idle);
+      this.#read(chunk);
+      if (this.#waiting === 0) this.#armIdle();
+    });
+    this.#armIdle();
     socket.on('close', () => {
+      clearTimeout(this.#idle);
       const gone = new VoxdError('E_CLIENT_GONE', 'the Wyoming client closed the connection');
       this.#audio?.abandon(gone);
       this.#gone.abort(gone);
     });
     // A reset is followed by 'close'; unheard, it would end the process.
     socket.on('error', () => undefined);
+  }
+
+  /**
+   * Closes the connection once its client has been silent for wyoming_idle_timeout_ms while voxd
+   * had none of its events to work on: a client that leaves an exchange open without sending its
+   * audio (a streamed transcription holding a slot) is let go; one waiting for an answer is not.
+   */
+  #armIdle(): void {
+    const ms = this.#deps.config.wyoming_idle_timeout_ms;
+    clearTimeout(this.#idle);
+    if (ms > 0 && !this.#socket.destroyed) this.#idle = setTimeout(() => this.#socket.destroy(), ms).unref();
   }
 
   get signal(): AbortSignal {
@@ -116,6 +134,7 @@ export class WyomingConnection {
           if (!this.#gone.signal.aborted) await this.#error(err);
         }
         if (--this.#waiting < INBOX_EVENTS && this.#socket.isPaused()) this.#socket.resume();
+        if (this.#waiting === 0) this.#armIdle();
       });
     }
   }

@@ -2,7 +2,7 @@
  * The Wyoming listener (`wyoming_port`): a TCP server for Home Assistant and other Wyoming clients,
  * one WyomingConnection per client. Wyoming has no authentication, so a host other than loopback
  * needs --insecure (checked at startup). Connections past `max_connections` hear an `error` and
- * are closed; one silent for WYOMING_IDLE_MS is closed. The shutdown stops accepting, lets each
+ * are closed; one silent for wyoming_idle_timeout_ms is closed (connection.ts). The shutdown stops accepting, lets each
  * exchange in progress finish (bounded by the runtime's deadline), then ends every connection.
  */
 import { createServer, type Server, type Socket } from 'node:net';
@@ -12,9 +12,6 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { WyomingConnection } from './connection.js';
 import { encodeEvent } from './framing.js';
-
-/** A connection with no byte from its client for this long is closed (Home Assistant opens one per exchange). */
-export const WYOMING_IDLE_MS = 300_000;
 
 export interface WyomingListener {
   server: Server;
@@ -44,7 +41,6 @@ export function createWyomingListener(
       return;
     }
     socket.setNoDelay(true);
-    socket.setTimeout(WYOMING_IDLE_MS, () => socket.destroy());
     const connection = new WyomingConnection(socket, { runtime, config, log, metrics });
     connections.set(socket, connection);
     metrics?.wyomingConnection(1);

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
+import { toneWav } from '../helpers/samples.js';
 import { suiteServer } from '../helpers/suite-server.js';
 import { fixtureModel, get, post, waitUntil, withServer } from '../helpers/voxd.js';
 import { audioOf, WyomingClient } from '../helpers/wyoming.js';
@@ -245,6 +246,51 @@ test('max_connections: one Wyoming connection more hears too_many_connections an
       third.send('describe');
       await third.next('info');
       await third.close();
+    },
+  );
+});
+
+test('wyoming_idle_timeout_ms: a silent connection is closed, one left mid-transcription is closed, one waiting for its slot is not', async () => {
+  await withServer(
+    { ...WYOMING, wyoming_idle_timeout_ms: 200, models: [fixtureModel('asr', { task: 'asr' })] },
+    async (s) => {
+      const within = (p: Promise<void>, ms: number, what: string) =>
+        Promise.race([p, new Promise<void>((_, reject) => setTimeout(() => reject(new Error(what)), ms))]);
+      const silent = await WyomingClient.open(portOf(s));
+      await within(silent.closed, 5000, 'the silent connection stayed open');
+
+      // audio-start, then nothing: the client is idle, not voxd.
+      const left = await WyomingClient.open(portOf(s));
+      left.send('transcribe', { name: 'asr' });
+      left.send('audio-start', FORMAT);
+      left.send('audio-chunk', FORMAT, TONE);
+      await within(left.closed, 5000, 'the connection left mid-transcription stayed open');
+
+      // A transcription queued behind a held slot for many idle periods is answered.
+      const gate = s.gate('hold');
+      const held = post(s.url, '/v1/tasks/run', {
+        model: 'asr',
+        audio_base64: toneWav().toString('base64'),
+        options: { run_gate: gate.path },
+      });
+      await waitUntil('the holder runs', () => s.fixture.record.of('asr', 'run-start').length === 1);
+      const waiting = await WyomingClient.open(portOf(s));
+      try {
+        waiting.send('transcribe', { name: 'asr' });
+        waiting.send('audio-start', FORMAT);
+        waiting.send('audio-chunk', FORMAT, TONE);
+        waiting.send('audio-stop');
+        const queued = () => s.voxd.runtime.get('asr').scheduler.snapshot().queuedRequests;
+        await waitUntil('the exchange waits for the slot', () => queued() === 1);
+        // Five idle periods pass while voxd, not the client, is the one working.
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        assert.equal(waiting.socket.destroyed, false);
+        await gate.open();
+        await held;
+        await waiting.next('transcript');
+      } finally {
+        await waiting.close();
+      }
     },
   );
 });
