@@ -187,6 +187,38 @@ describe('Wyoming listener', () => {
     }
   });
 
+  test('audio formats out of range (rate 1000..384000, width 1..4, channels 1..8, integers) and partial frames are invalid_audio naming the field; the connection goes on', async () => {
+    const c = await WyomingClient.open(portOf(s));
+    try {
+      const bad: [Record<string, unknown>, RegExp][] = [
+        [{ ...FORMAT, rate: 999 }, /rate: 999 is invalid; expected an integer from 1000 to 384000/],
+        [{ ...FORMAT, rate: 384_001 }, /rate: 384001/],
+        [{ ...FORMAT, rate: '16000' }, /rate: "16000"/],
+        [{ ...FORMAT, width: 0 }, /width: 0 is invalid; expected an integer from 1 to 4/],
+        [{ ...FORMAT, width: 5 }, /width: 5/],
+        [{ ...FORMAT, channels: 0 }, /channels: 0 is invalid; expected an integer from 1 to 8/],
+        [{ ...FORMAT, channels: 9 }, /channels: 9/],
+        [{ ...FORMAT, channels: 1.5 }, /channels: 1.5/],
+      ];
+      for (const [i, [format, message]] of bad.entries()) {
+        c.send('audio-start', format);
+        const error = await c.nth('error', i);
+        assert.equal(error.data.code, 'invalid_audio');
+        assert.match(error.data.text, message);
+      }
+      c.send('transcribe', { name: 'asr' });
+      c.send('audio-start', FORMAT);
+      c.send('audio-chunk', { ...FORMAT, channels: 2 }, Buffer.alloc(6));
+      const partial = await c.nth('error', bad.length);
+      assert.equal(partial.data.code, 'invalid_audio');
+      assert.match(partial.data.text, /6 bytes are not whole frames of 2 channel\(s\) of 2 byte\(s\)/);
+      c.send('ping');
+      await c.next('pong');
+    } finally {
+      await c.close();
+    }
+  });
+
   test('limits: a header line without a newline past 64 KiB, a data_length past 1 MiB and a payload_length past 4 MiB end the connection', async () => {
     for (const bytes of [
       Buffer.alloc(70 * 1024, 0x20),
