@@ -1,0 +1,224 @@
+// Benchmark of voxd's main thread (issue 27): for each kind of request, the CPU time the server's
+// main thread spends per request, with the engines in their runner processes. One `voxd serve
+// --parallel-jobs` child; its main thread's CPU time (/proc/<pid>/task/<pid>/schedstat, so not its
+// worker threads, not its runners) is read before and after N requests of a kind, sent
+// one at a time; the idle rate (the thread's CPU per second with nothing to do, measured first) is
+// taken off over each kind's wall time. Not a test: it prints Markdown for docs/performance.md.
+// Usage: npm run build && node scripts/bench-main-thread.mjs [--rounds=5] [--only=kind,kind]
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { openSocket } from '../dist/test/helpers/websocket.js';
+import { frameOf as frame } from '../dist/test/helpers/wyoming.js';
+import { SENTENCE, startServeChild } from './bench-server.mjs';
+
+const ROUNDS = Number(process.argv.find((a) => a.startsWith('--rounds='))?.split('=')[1] ?? 5);
+const ONLY = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.split('=')[1]
+  ?.split(',');
+
+const { base, wyomingPort, child, dir } = await startServeChild({
+  wyoming_port: 0,
+  models: [
+    { id: 'flite', family: 'flite_tts', task: 'tts' },
+    { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming' },
+    { id: 'silero-vad', family: 'silero_vad', task: 'vad' },
+    { id: 'diar', family: 'classic_diar', task: 'diar' },
+  ],
+});
+
+/** The main thread's CPU time so far, in ms (schedstat: nanoseconds on a CPU, not 10 ms ticks). */
+function mainThreadMs() {
+  return Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+}
+
+async function post(path, body, headers = {}) {
+  const res = await fetch(`${base}${path}`, { method: 'POST', body, headers });
+  const bytes = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${bytes.toString().slice(0, 300)}`);
+  return bytes;
+}
+
+// --- The audio the transcriptions, VAD and diarization get: flite's sentence at 16 kHz, repeated.
+const spoken = await post(
+  '/v1/audio/speech',
+  JSON.stringify({ model: 'flite', input: SENTENCE, response_format: 'pcm', sample_rate: 16000 }),
+  { 'content-type': 'application/json' },
+);
+function pcmOf(seconds) {
+  const out = Buffer.alloc(seconds * 16000 * 2);
+  for (let at = 0; at < out.length; at += spoken.length)
+    spoken.copy(out, at, 0, Math.min(spoken.length, out.length - at));
+  return out;
+}
+function wavOf(pcm) {
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0);
+  header.writeUInt32LE(36 + pcm.length, 4);
+  header.write('WAVEfmt ', 8);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20);
+  header.writeUInt16LE(1, 22);
+  header.writeUInt32LE(16000, 24);
+  header.writeUInt32LE(32000, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36);
+  header.writeUInt32LE(pcm.length, 40);
+  return Buffer.concat([header, pcm]);
+}
+const PCM = { 5: pcmOf(5), 60: pcmOf(60) };
+const WAV = { 5: wavOf(PCM[5]), 60: wavOf(PCM[60]) };
+// Server-local files: the config's folder is a file root.
+writeFileSync(`${dir}/5s.wav`, WAV[5]);
+writeFileSync(`${dir}/60s.wav`, WAV[60]);
+
+const multipart = (wav, model = 'asr') => {
+  const form = new FormData();
+  form.set('model', model);
+  form.set('file', new Blob([wav]), 'a.wav');
+  return form;
+};
+const json = (body) => [JSON.stringify(body), { 'content-type': 'application/json' }];
+
+/** A live ingest: the PCM streamed as a chunked body in 100 ms pieces. */
+function liveIngest(pcm) {
+  return new Promise((resolve, reject) => {
+    const url = new URL(`${base}/v1/audio/transcriptions/live?model=asr&sample_rate=16000`);
+    const req = httpRequest(url, { method: 'POST', headers: { 'transfer-encoding': 'chunked' } }, (res) => {
+      const parts = [];
+      res.on('data', (c) => parts.push(c));
+      res.on('end', () =>
+        res.statusCode === 200
+          ? resolve()
+          : reject(new Error(`live: ${res.statusCode} ${Buffer.concat(parts)}`)),
+      );
+    });
+    req.on('error', reject);
+    for (let at = 0; at < pcm.length; at += 3200) req.write(pcm.subarray(at, at + 3200));
+    req.end();
+  });
+}
+
+/** One realtime turn: 5 s of 24 kHz PCM appended in 100 ms events, committed, transcribed. */
+const PCM24 = (() => {
+  const src = new Int16Array(PCM[5].buffer, PCM[5].byteOffset, PCM[5].length / 2);
+  const out = Buffer.alloc(Math.floor((src.length * 3) / 2) * 2);
+  for (let i = 0; i < out.length / 2; i++)
+    out.writeInt16LE(src[Math.min(src.length - 1, Math.floor((i * 2) / 3))], i * 2);
+  return out;
+})();
+async function realtimeTurn() {
+  const { ws, messages, send } = await openSocket(`${base}/v1/realtime?model=asr`);
+  try {
+    for (let at = 0; at < PCM24.length; at += 4800)
+      send({ type: 'input_audio_buffer.append', audio: PCM24.subarray(at, at + 4800).toString('base64') });
+    send({ type: 'input_audio_buffer.commit' });
+    await messages.nth('conversation.item.input_audio_transcription.completed', 0, 60_000);
+  } finally {
+    ws.close();
+  }
+}
+
+/** One Wyoming transcription of 5 s, sent at once (searched whole). */
+function wyomingTranscription() {
+  return new Promise((resolve, reject) => {
+    const socket = connect(wyomingPort, '127.0.0.1');
+    let buffer = Buffer.alloc(0);
+    socket.on('error', reject);
+    socket.on('data', (chunk) => {
+      buffer = Buffer.concat([buffer, chunk]);
+      if (buffer.includes('"transcript"')) {
+        socket.destroy();
+        resolve();
+      }
+    });
+    const format = { rate: 16000, width: 2, channels: 1 };
+    const parts = [frame('transcribe', { name: 'asr' }), frame('audio-start', format)];
+    for (let at = 0; at < PCM[5].length; at += 3200)
+      parts.push(frame('audio-chunk', format, PCM[5].subarray(at, at + 3200)));
+    parts.push(frame('audio-stop'));
+    socket.write(Buffer.concat(parts));
+  });
+}
+
+const speech = (format) =>
+  post('/v1/audio/speech', ...json({ model: 'flite', input: SENTENCE, response_format: format }));
+
+const KINDS = [
+  ['tts-wav', 'TTS, 20 words, wav', () => speech('wav')],
+  ['tts-mp3', 'TTS, 20 words, mp3', () => speech('mp3')],
+  [
+    'asr-5-multipart',
+    'transcription, 5 s, multipart WAV',
+    () => post('/v1/audio/transcriptions', multipart(WAV[5])),
+  ],
+  [
+    'asr-60-multipart',
+    'transcription, 60 s, multipart WAV',
+    () => post('/v1/audio/transcriptions', multipart(WAV[60])),
+  ],
+  [
+    'asr-5-base64',
+    'transcription, 5 s, base64 JSON',
+    () => post('/v1/tasks/run', ...json({ model: 'asr', audio_base64: WAV[5].toString('base64') })),
+  ],
+  [
+    'asr-60-base64',
+    'transcription, 60 s, base64 JSON',
+    () => post('/v1/tasks/run', ...json({ model: 'asr', audio_base64: WAV[60].toString('base64') })),
+  ],
+  [
+    'asr-5-file',
+    'transcription, 5 s, server-local file',
+    () => post('/v1/tasks/run', ...json({ model: 'asr', audio: `${dir}/5s.wav` })),
+  ],
+  [
+    'asr-60-file',
+    'transcription, 60 s, server-local file',
+    () => post('/v1/tasks/run', ...json({ model: 'asr', audio: `${dir}/60s.wav` })),
+  ],
+  [
+    'vad-5',
+    'VAD, 5 s, base64 JSON',
+    () => post('/v1/tasks/run', ...json({ model: 'silero-vad', audio_base64: WAV[5].toString('base64') })),
+  ],
+  [
+    'diar-5',
+    'diarization, 5 s, multipart WAV',
+    () => post('/v1/audio/transcriptions', multipart(WAV[5], 'diar')),
+  ],
+  ['live-5', 'live ingest, 5 s of PCM', () => liveIngest(PCM[5])],
+  ['realtime-5', 'realtime turn, 5 s', () => realtimeTurn()],
+  ['wyoming-5', 'Wyoming transcription, 5 s', () => wyomingTranscription()],
+].filter(([key]) => !ONLY || ONLY.includes(key));
+
+// Warm every model (loads, first-run costs) before anything is counted.
+for (const [, , run] of KINDS) await run();
+
+// The idle rate: what the thread spends with no request (timers, metrics), per second.
+const idleStart = mainThreadMs();
+await new Promise((r) => setTimeout(r, 3000));
+const idlePerS = (mainThreadMs() - idleStart) / 3;
+
+const rows = [];
+for (const [key, label, run] of KINDS) {
+  const t0 = performance.now();
+  const c0 = mainThreadMs();
+  for (let i = 0; i < ROUNDS; i++) await run();
+  const wallS = (performance.now() - t0) / 1000;
+  const busy = mainThreadMs() - c0 - idlePerS * wallS;
+  rows.push({ key, label, perRequest: busy / ROUNDS, wallPerRequest: (wallS * 1000) / ROUNDS });
+}
+
+console.log(
+  `\nRounds: ${ROUNDS} per kind, one request at a time; main thread idle: ${idlePerS.toFixed(2)} ms/s.\n`,
+);
+console.log('| request | main thread CPU per request (ms) | wall per request (ms) |');
+console.log('|---|---:|---:|');
+for (const r of rows)
+  console.log(`| ${r.label} | ${r.perRequest.toFixed(2)} | ${r.wallPerRequest.toFixed(0)} |`);
+child.kill('SIGTERM');
+process.exit(0);
