@@ -11,8 +11,17 @@ import { conformAudio } from './convert.js';
 import type { Audio } from './types.js';
 import { decodeWav, WavError, type WavLayout } from './wav-decode.js';
 
-/** Inputs below this many bytes (WAV) or samples (conversion) are handled inline. */
+/** Inputs below this many bytes (WAV) or samples (a conversion that only mixes channels) are handled inline. */
 export const INLINE_LIMIT = 1 << 20;
+
+/**
+ * A conversion that resamples is handled inline only below this many samples. The windowed-sinc
+ * filter costs about 0.18 µs an input sample (docs/performance.md, 60 s at 44.1 kHz in 472 ms), so
+ * 1 MiB samples inline held the event loop for some 190 ms, and a realtime turn's 5 s at 24 kHz
+ * for about 20 ms (scripts/bench-main-thread.mjs); 8192 samples is at most 1.5 ms, about what the
+ * hop to a worker thread and back costs for audio that small.
+ */
+export const RESAMPLE_INLINE_LIMIT = 8192;
 
 type Need = { sampleRate: number; channels: number };
 type Pending = { resolve(audio: Audio): void; reject(err: Error): void };
@@ -108,7 +117,9 @@ export async function decodeWavFileAsync(fd: number, layout: WavLayout): Promise
 }
 
 export async function conformAudioAsync(audio: Audio, need: Need): Promise<Audio> {
-  const cheap = audio.sampleRate === need.sampleRate && audio.channels === need.channels;
-  if (cheap || audio.samples.length < INLINE_LIMIT) return conformAudio(audio, need);
+  const resamples = audio.sampleRate !== need.sampleRate;
+  if (!resamples && audio.channels === need.channels) return conformAudio(audio, need);
+  if (audio.samples.length < (resamples ? RESAMPLE_INLINE_LIMIT : INLINE_LIMIT))
+    return conformAudio(audio, need);
   return audioPool.run({ kind: 'conform', audio, need });
 }

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { audioPool, conformAudioAsync, decodeWavAsync, INLINE_LIMIT } from '../../src/audio/audio-pool.js';
+import {
+  audioPool,
+  conformAudioAsync,
+  decodeWavAsync,
+  INLINE_LIMIT,
+  RESAMPLE_INLINE_LIMIT,
+} from '../../src/audio/audio-pool.js';
 import { conformAudio } from '../../src/audio/convert.js';
 import type { Audio } from '../../src/audio/types.js';
 import { decodeWav, WavError } from '../../src/audio/wav-decode.js';
@@ -54,6 +60,24 @@ test('long audio is converted on a worker thread with the same result as inline'
   assert.ok(turns > 0);
   assert.deepEqual(value, conformAudio(audio, need));
   assert.equal(audio.samples.length, 30 * 48000 * 2, 'the input stays usable (it was copied, not moved)');
+});
+
+test('resampling leaves the event loop above a few milliseconds of work: a realtime turn (5 s at 24 kHz) goes to a worker; mixing alone stays inline', async () => {
+  const turn = tone(5, 24000, 1);
+  assert.ok(turn.samples.length < INLINE_LIMIT && turn.samples.length > RESAMPLE_INLINE_LIMIT);
+  const need = { sampleRate: 16000, channels: 1 };
+  let before = audioPool.offloaded;
+  const { value, turns } = await turnsWhile(conformAudioAsync(turn, need));
+  assert.equal(audioPool.offloaded, before + 1);
+  assert.ok(turns > 0, 'the event loop kept turning while the worker resampled');
+  assert.deepEqual(value, conformAudio(turn, need));
+  // A quarter second (a live piece) is cheaper to resample here than to send away.
+  before = audioPool.offloaded;
+  await conformAudioAsync(tone(0.1, 24000, 1), need);
+  assert.equal(audioPool.offloaded, before, 'no thread hop for 0.1 s');
+  // Mixing 5 s of stereo at the model's rate is cheap: inline.
+  await conformAudioAsync(tone(5, 16000, 2), need);
+  assert.equal(audioPool.offloaded, before, 'no thread hop for mixing alone');
 });
 
 test('short inputs are handled inline; bad long input is a WavError', async () => {
