@@ -10,11 +10,17 @@ export interface Audio {
   sampleRate: number;
   /** Samples per frame, a positive integer. */
   channels: number;
+  /**
+   * The same samples as PCM16, when an engine made them so (pcm16-audio.ts): encoders send these
+   * bytes as they are, and `samples` are made only if something reads them. Never enumerable, so a
+   * spread or a structured clone of the audio does not carry it.
+   */
+  readonly pcm16?: Int16Array;
 }
 
 /** Number of whole frames (a trailing partial frame, which a valid Audio never has, is ignored). */
 export function frameCount(audio: Audio): number {
-  return audio.channels > 0 ? Math.floor(audio.samples.length / audio.channels) : 0;
+  return audio.channels > 0 ? Math.floor((audio.pcm16 ?? audio.samples).length / audio.channels) : 0;
 }
 
 /** Duration in milliseconds (fractional); 0 for a degenerate rate or channel count. */

@@ -1,4 +1,5 @@
 import { type Audio, HOST_LITTLE_ENDIAN } from './types.js';
+import { floatToPcm16 } from './wav-encode.js';
 
 /** Any WAV input voxd cannot decode. The message says what was received, so it can go to the client. */
 export class WavError extends Error {
@@ -74,6 +75,28 @@ export interface WavLayout {
 export function decodeWav(bytes: Buffer | Uint8Array): Audio {
   const layout = parseWavLayout(bytes, bytes.byteLength);
   return decodeSamples(bytes.subarray(layout.dataStart, layout.dataStart + layout.dataBytes), layout.format);
+}
+
+/**
+ * A 16-bit PCM WAV's samples as they are (an engine's own output): a copy of the data chunk as an
+ * Int16Array of its own. Any other encoding is decoded to floats and converted, with the same
+ * values encodeWav would write.
+ */
+export function readPcm16Wav(bytes: Buffer | Uint8Array): {
+  pcm16: Int16Array;
+  sampleRate: number;
+  channels: number;
+} {
+  const layout = parseWavLayout(bytes, bytes.byteLength);
+  const { format, dataStart, dataBytes } = layout;
+  const { sampleRate, channels } = format;
+  if (format.float || format.bits !== 16 || !HOST_LITTLE_ENDIAN) {
+    const audio = decodeSamples(bytes.subarray(dataStart, dataStart + dataBytes), format);
+    return { pcm16: Int16Array.from(audio.samples, floatToPcm16), sampleRate, channels };
+  }
+  const pcm16 = new Int16Array(dataBytes / 2);
+  new Uint8Array(pcm16.buffer).set(bytes.subarray(dataStart, dataStart + dataBytes));
+  return { pcm16, sampleRate, channels };
 }
 
 /**

@@ -9,11 +9,13 @@ export const WAV_HEADER_BYTES = 44;
 /** A 16-bit PCM WAV file (44-byte header) holding the audio at its own sample rate and channel count. */
 export function encodeWav(audio: Audio): Buffer {
   checkAudio(audio);
-  const dataBytes = audio.samples.length * 2;
+  const pcm16 = littleEndianPcm16(audio);
+  const dataBytes = (pcm16 ?? audio.samples).length * 2;
   checkSize(dataBytes);
   const out = new ArrayBuffer(WAV_HEADER_BYTES + dataBytes);
   writeHeader(new DataView(out), audio.sampleRate, audio.channels, dataBytes);
-  writePcm16(audio.samples, out, WAV_HEADER_BYTES);
+  if (pcm16) new Int16Array(out, WAV_HEADER_BYTES, pcm16.length).set(pcm16);
+  else writePcm16(audio.samples, out, WAV_HEADER_BYTES);
   return Buffer.from(out);
 }
 
@@ -54,6 +56,9 @@ function writeHeader(view: DataView, sampleRate: number, channels: number, dataB
 
 /** The same PCM16 little-endian samples as encodeWav, without a header (raw `pcm` output). */
 export function encodePcm16(audio: Audio): Buffer {
+  const pcm16 = littleEndianPcm16(audio);
+  // The engine's own bytes, not copied: nothing changes them once made (pcm16-audio.ts).
+  if (pcm16) return Buffer.from(pcm16.buffer, pcm16.byteOffset, pcm16.byteLength);
   const out = new ArrayBuffer(audio.samples.length * 2);
   writePcm16(audio.samples, out, 0);
   return Buffer.from(out);
@@ -85,6 +90,11 @@ function writePcm16(samples: Float32Array, out: ArrayBuffer, byteOffset: number)
   for (let i = 0; i < n; i++) view.setInt16(i * 2, floatToPcm16(samples[i]!), true);
 }
 
+/** The audio's PCM16 as an engine made it, when there is one and this machine stores it as WAV does. */
+function littleEndianPcm16(audio: Audio): Int16Array | undefined {
+  return HOST_LITTLE_ENDIAN ? audio.pcm16 : undefined;
+}
+
 function writeAscii(view: DataView, offset: number, text: string): void {
   for (let i = 0; i < text.length; i++) view.setUint8(offset + i, text.charCodeAt(i));
 }
@@ -98,9 +108,10 @@ function checkAudio(audio: Audio): void {
   if (!Number.isInteger(sampleRate) || sampleRate < 1 || sampleRate * channels * 2 > 0xffffffff) {
     throw new RangeError(`cannot encode WAV: invalid sample rate ${sampleRate}`);
   }
-  if (audio.samples.length % channels !== 0) {
+  const count = (audio.pcm16 ?? audio.samples).length;
+  if (count % channels !== 0) {
     throw new RangeError(
-      `cannot encode WAV: ${audio.samples.length} samples is not a whole number of ${channels}-channel frames`,
+      `cannot encode WAV: ${count} samples is not a whole number of ${channels}-channel frames`,
     );
   }
 }

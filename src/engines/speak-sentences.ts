@@ -6,7 +6,8 @@
  * listener that needs only the events (`eventsOnly`) gets no concatenation, so a long answer is
  * never held whole.
  */
-import type { Audio } from '../audio/types.js';
+import { joinPcm16 } from '../audio/pcm16-audio.js';
+import { type Audio, frameCount } from '../audio/types.js';
 import { invalidRequest } from '../errors.js';
 import { sentences } from './engine-options.js';
 import type { EngineEvent } from './types.js';
@@ -43,7 +44,7 @@ export async function speakSentences(
   let first: Audio | undefined;
   for (const sentence of sentences(text)) {
     const audio = await synth(sentence);
-    if (!audio || audio.samples.length === 0) continue;
+    if (!audio || frameCount(audio) === 0) continue;
     if (first && (audio.sampleRate !== first.sampleRate || audio.channels !== first.channels))
       throw new Error('the engine changed its sample rate or channel count between sentences');
     const delta = first ? ` ${sentence}` : sentence;
@@ -56,6 +57,8 @@ export async function speakSentences(
   if (!first) throw invalidRequest(nothing());
   if (parts.length === 0) return undefined;
   if (parts.length === 1) return parts[0]!;
+  const joined = joinPcm16(parts);
+  if (joined) return joined;
   const samples = new Float32Array(parts.reduce((n, p) => n + p.samples.length, 0));
   let at = 0;
   for (const part of parts) {

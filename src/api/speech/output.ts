@@ -11,7 +11,7 @@ import {
   SPEECH_ENCODINGS,
   type SpeechEncoding,
 } from '../../audio/ffmpeg.js';
-import type { Audio } from '../../audio/types.js';
+import { type Audio, frameCount } from '../../audio/types.js';
 import { MAX_SAMPLE_RATE, MIN_SAMPLE_RATE } from '../../audio/wav-decode.js';
 import { encodePcm16, encodeWav } from '../../audio/wav-encode.js';
 import type { ServerConfig } from '../../config/types.js';
@@ -107,6 +107,11 @@ export class SpeechStreamWriter {
   ) {}
 
   async write(audio: Audio): Promise<void> {
+    if (this.output.format === 'pcm' && this.#keepsRate(audio)) {
+      // The engine's samples as they are: PCM16 an engine made goes out without a float in between.
+      if (frameCount(audio) > 0) await this.send(encodePcm16(audio));
+      return;
+    }
     const samples = this.#resample(audio);
     if (samples.length === 0) return;
     const piece: Audio = { samples, sampleRate: this.#rate!, channels: audio.channels };
@@ -130,6 +135,13 @@ export class SpeechStreamWriter {
   /** Stops the encoder (a failed or abandoned stream). */
   close(): void {
     this.#encoder?.kill();
+  }
+
+  /** Whether this piece goes out at its own rate (no `sample_rate`, or the engine's). */
+  #keepsRate(audio: Audio): boolean {
+    const target = this.output.sampleRate;
+    this.#rate ??= target ?? audio.sampleRate;
+    return target === undefined || target === audio.sampleRate;
   }
 
   #resample(audio: Audio): Float32Array {

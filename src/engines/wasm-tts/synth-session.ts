@@ -1,4 +1,5 @@
 /** A TTS session: text and voice checks here, synthesis in its own runner process (EngineWorker). */
+import { pcm16Audio } from '../../audio/pcm16-audio.js';
 import { invalidRequest, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { WorkerEngineSession } from '../engine-worker.js';
@@ -42,7 +43,7 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
           throw jobFailed(reply);
         }
         // flite reads English only: a sentence in another script (say all CJK) gives no samples.
-        return { samples: reply.samples, sampleRate: reply.sampleRate, channels: reply.channels };
+        return pcm16Audio(reply.pcm16, reply.sampleRate, reply.channels);
       },
       onEvent,
       () => 'input: the engine found nothing it can speak in the text (no audio was produced)',

@@ -8,8 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WASI } from 'node:wasi';
-import type { Audio } from '../../audio/types.js';
-import { decodeWav } from '../../audio/wav-decode.js';
+import { readPcm16Wav } from '../../audio/wav-decode.js';
 import { engineData, serveJobs } from '../engine-port.js';
 import { JobError, type JobFailure } from '../job-error.js';
 import { espeakArgs, fliteArgs } from './synth-args.js';
@@ -30,7 +29,9 @@ export interface SynthJob {
   speed: number;
 }
 
-export type SynthReply = ({ id: number; ok: true } & Audio) | JobFailure;
+export type SynthReply =
+  | { id: number; ok: true; pcm16: Int16Array; sampleRate: number; channels: number }
+  | JobFailure;
 
 const data = engineData<SynthWorkerData>();
 const module = await WebAssembly.compile(await readFile(data.wasmPath));
@@ -100,9 +101,9 @@ async function espeak({ text, voice, speed }: SynthJob): Promise<Uint8Array> {
 }
 
 serveJobs(async (job: SynthJob) => {
-  // Decoded here, not on the event loop: the reply carries the samples.
-  const { samples, sampleRate, channels } = decodeWav(
-    await (data.engine === 'flite' ? flite(job) : espeak(job)),
-  );
-  return { samples, sampleRate, channels };
+  // The engine's 16-bit samples as it wrote them: 2 bytes a sample through the pipe, and a WAV or
+  // PCM answer sends them untouched (pcm16-audio.ts). The header is checked here, off the event loop.
+  const wav = await (data.engine === 'flite' ? flite(job) : espeak(job));
+  const { sampleRate, channels, pcm16 } = readPcm16Wav(wav);
+  return { pcm16, sampleRate, channels };
 });

@@ -1,0 +1,83 @@
+/**
+ * PCM16 audio as an engine made it (src/audio/pcm16-audio.ts): WAV and PCM encoders send its bytes
+ * as they are, byte for byte what the float path gives; its float samples are made only when read,
+ * with the WAV decoder's values, and from then on the PCM16 is dropped (whoever read the floats may
+ * change them); a spread or a structured clone never carries it.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { joinPcm16, pcm16Audio } from '../../src/audio/pcm16-audio.js';
+import { frameCount } from '../../src/audio/types.js';
+import { decodeWav, readPcm16Wav } from '../../src/audio/wav-decode.js';
+import { encodePcm16, encodeWav } from '../../src/audio/wav-encode.js';
+
+const PCM = Int16Array.from({ length: 3000 }, (_, i) =>
+  i === 0 ? -32768 : i === 1 ? 32767 : Math.round(20000 * Math.sin(i / 9)),
+);
+
+test('encodeWav and encodePcm16 send the PCM16 as it is, the same bytes as the float path, without making floats', () => {
+  const audio = pcm16Audio(PCM, 16000, 1);
+  const wav = encodeWav(audio);
+  const pcm = encodePcm16(audio);
+  assert.ok(audio.pcm16, 'encoding did not read the float samples');
+  assert.equal(frameCount(audio), 3000);
+  const floats = { samples: Float32Array.from(PCM, (v) => v / 32768), sampleRate: 16000, channels: 1 };
+  assert.ok(wav.equals(encodeWav(floats)));
+  assert.ok(pcm.equals(encodePcm16(floats)));
+  assert.deepEqual(decodeWav(wav).samples, floats.samples);
+});
+
+test('reading the samples makes them once, as the WAV decoder would, and drops the PCM16; a spread never carries it', () => {
+  const audio = pcm16Audio(PCM, 22050, 2);
+  const spread = { ...audio };
+  assert.equal((spread as { pcm16?: Int16Array }).pcm16, undefined, 'a spread carries no PCM16');
+  assert.equal(audio.pcm16, undefined, 'the spread read the samples, so the PCM16 is gone');
+  const samples = audio.samples;
+  assert.equal(audio.samples, samples, 'made once');
+  assert.deepEqual(
+    samples,
+    Float32Array.from(PCM, (v) => v / 32768),
+  );
+  // Changed floats are what the encoder sends.
+  samples[2] = 0;
+  assert.equal(encodePcm16(audio).readInt16LE(4), 0);
+  // A structured clone (a worker thread, a runner) gets the floats, not the PCM16.
+  const cloned = structuredClone(pcm16Audio(PCM, 8000, 1));
+  assert.equal(cloned.pcm16, undefined);
+  assert.deepEqual(
+    cloned.samples,
+    Float32Array.from(PCM, (v) => v / 32768),
+  );
+});
+
+test("readPcm16Wav keeps a 16-bit WAV's samples and converts any other encoding; joinPcm16 joins pieces still as PCM16", () => {
+  const wav = encodeWav(pcm16Audio(PCM, 16000, 1));
+  const read = readPcm16Wav(wav);
+  assert.deepEqual(read.pcm16, PCM);
+  assert.equal(read.sampleRate, 16000);
+  const float32 = Buffer.alloc(44 + 8);
+  float32.write('RIFF', 0);
+  float32.writeUInt32LE(44, 4);
+  float32.write('WAVEfmt ', 8);
+  float32.writeUInt32LE(16, 16);
+  float32.writeUInt16LE(3, 20);
+  float32.writeUInt16LE(1, 22);
+  float32.writeUInt32LE(8000, 24);
+  float32.writeUInt32LE(32000, 28);
+  float32.writeUInt16LE(4, 32);
+  float32.writeUInt16LE(32, 34);
+  float32.write('data', 36);
+  float32.writeUInt32LE(8, 40);
+  float32.writeFloatLE(0.5, 44);
+  float32.writeFloatLE(-2, 48);
+  assert.deepEqual([...readPcm16Wav(float32).pcm16], [16384, -32768]);
+  const joined = joinPcm16([
+    pcm16Audio(PCM.subarray(0, 1000), 16000, 1),
+    pcm16Audio(PCM.subarray(1000), 16000, 1),
+  ]);
+  assert.deepEqual(joined?.pcm16, PCM);
+  assert.equal(
+    joinPcm16([pcm16Audio(PCM, 16000, 1), { samples: new Float32Array(4), sampleRate: 16000, channels: 1 }]),
+    undefined,
+  );
+});
