@@ -9,6 +9,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
+import { wavHeader } from '../dist/src/audio/wav-encode.js';
 import { openSocket } from '../dist/test/helpers/websocket.js';
 import { frameOf as frame } from '../dist/test/helpers/wyoming.js';
 import { SENTENCE, startServeChild } from './bench-server.mjs';
@@ -53,22 +54,7 @@ function pcmOf(seconds) {
     spoken.copy(out, at, 0, Math.min(spoken.length, out.length - at));
   return out;
 }
-function wavOf(pcm) {
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + pcm.length, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(16000, 24);
-  header.writeUInt32LE(32000, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(pcm.length, 40);
-  return Buffer.concat([header, pcm]);
-}
+const wavOf = (pcm) => Buffer.concat([wavHeader(16000, 1, pcm.length), pcm]);
 const PCM = { 5: pcmOf(5), 60: pcmOf(60) };
 const WAV = { 5: wavOf(PCM[5]), 60: wavOf(PCM[60]) };
 // Server-local files: the config's folder is a file root.

@@ -9,6 +9,7 @@
 // Usage: npm run build && node scripts/bench-wyoming.mjs [--rounds=20]
 
 import { connect } from 'node:net';
+import { wavHeader } from '../dist/src/audio/wav-encode.js';
 import { frameOf as frame } from '../dist/test/helpers/wyoming.js';
 import { startServeChild } from './bench-server.mjs';
 
@@ -129,23 +130,7 @@ const speech = Buffer.from(
     })
   ).arrayBuffer(),
 ).subarray(0, 5 * 16000 * 2);
-const wav = Buffer.concat([wavHeader(speech.length), speech]);
-function wavHeader(bytes) {
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0);
-  h.writeUInt32LE(36 + bytes, 4);
-  h.write('WAVEfmt ', 8);
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(16000, 24);
-  h.writeUInt32LE(32000, 28);
-  h.writeUInt16LE(2, 32);
-  h.writeUInt16LE(16, 34);
-  h.write('data', 36);
-  h.writeUInt32LE(bytes, 40);
-  return h;
-}
+const wav = Buffer.concat([wavHeader(16000, 1, speech.length), speech]);
 async function httpTranscribe() {
   const form = new FormData();
   form.set('model', 'asr');

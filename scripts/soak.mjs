@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
+import { wavHeader } from '../dist/src/audio/wav-encode.js';
 import { mulberry32 } from '../dist/test/helpers/prng.js';
 import { frameOf as wyomingFrame } from '../dist/test/helpers/wyoming.js';
 
@@ -444,20 +445,7 @@ function pcm(ms, rate = 16000) {
 }
 function wav(ms, rate = 16000) {
   const data = pcm(ms, rate);
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0);
-  h.writeUInt32LE(36 + data.length, 4);
-  h.write('WAVEfmt ', 8);
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(rate, 24);
-  h.writeUInt32LE(rate * 2, 28);
-  h.writeUInt16LE(2, 32);
-  h.writeUInt16LE(16, 34);
-  h.write('data', 36);
-  h.writeUInt32LE(data.length, 40);
-  return Buffer.concat([h, data]);
+  return Buffer.concat([wavHeader(rate, 1, data.length), data]);
 }
 const WAV = wav(300);
 function multipart(fields, files) {

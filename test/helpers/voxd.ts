@@ -273,6 +273,24 @@ export function post(base: string, path: string, body: unknown, signal?: AbortSi
   });
 }
 
+/** The flite model `model` speaking `input` in voice slt, as raw PCM16 at `sampleRate`: speech for the VAD and ASR tests. */
+export async function fliteSpeech(
+  base: string,
+  input: string,
+  sampleRate: number,
+  model = 'flite',
+): Promise<Buffer> {
+  const res = await post(base, '/v1/audio/speech', {
+    model,
+    input,
+    voice: 'slt',
+    response_format: 'pcm',
+    sample_rate: sampleRate,
+  });
+  if (res.status !== 200) throw new Error(`flite: ${res.status} ${res.body.toString('utf8')}`);
+  return res.body;
+}
+
 /** An OpenAI-style multipart transcription of `wav` (extra form fields such as `language`). */
 export function transcribe(
   base: string,

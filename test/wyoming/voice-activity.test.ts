@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { speechBounds } from '../helpers/samples.js';
 import { suiteServer } from '../helpers/suite-server.js';
-import { get, post } from '../helpers/voxd.js';
+import { fliteSpeech, get } from '../helpers/voxd.js';
 import { WyomingClient } from '../helpers/wyoming.js';
 
 const RATE = 16000;
@@ -26,17 +26,7 @@ describe('Wyoming voice activity', () => {
     ],
   });
 
-  async function sentence(): Promise<Buffer> {
-    const res = await post(s.url, '/v1/audio/speech', {
-      model: 'flite',
-      input: 'Please call me back tomorrow morning.',
-      voice: 'slt',
-      response_format: 'pcm',
-      sample_rate: RATE,
-    });
-    assert.equal(res.status, 200);
-    return res.body;
-  }
+  const sentence = () => fliteSpeech(s.url, 'Please call me back tomorrow morning.', RATE);
 
   /** Streams `audio` in 100 ms chunks to the VAD model, then audio-stop and a ping; resolves at the pong. */
   async function watch(c: WyomingClient, audio: Buffer): Promise<void> {

@@ -17,6 +17,15 @@ import { audioOf, WyomingClient } from '../../helpers/wyoming.js';
 const SENTENCE = 'Please call me tomorrow morning about the weather.';
 const WORDS = ['please', 'call', 'tomorrow', 'morning', 'weather'];
 
+/** flite speaks SENTENCE over Wyoming: its audio-start's format and its PCM16. */
+async function speakSentence(c: WyomingClient): Promise<{ start: { rate: number }; pcm: Buffer }> {
+  const seen = c.events.length;
+  c.send('synthesize', { text: SENTENCE, voice: { name: 'flite' } });
+  const start = (await c.next('audio-start', seen)).data as { rate: number };
+  await c.next('audio-stop', seen);
+  return { start, pcm: audioOf(c.events, seen) };
+}
+
 describe('Wyoming: flite speaks, pocketsphinx hears', () => {
   const s = suiteServer({
     wyoming_port: 0,
@@ -37,10 +46,7 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
       assert.equal(info.asr[0].supports_transcript_streaming, true);
       assert.ok(info.tts[0].voices.some((v: { name: string }) => v.name === 'flite'));
 
-      c.send('synthesize', { text: SENTENCE, voice: { name: 'flite' } });
-      const start = (await c.next('audio-start')).data;
-      await c.next('audio-stop');
-      const pcm = audioOf(c.events);
+      const { start, pcm } = await speakSentence(c);
       assert.ok(pcm.length / 2 / start.rate > 1.5, `${pcm.length} bytes of speech`);
 
       const seen = c.events.length;
@@ -77,10 +83,7 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
   test('a live transcription refused mid-stream (a bad chunk) frees its slot at once; the connection goes on', async () => {
     const c = await WyomingClient.open(s.voxd.wyoming!.port);
     try {
-      c.send('synthesize', { text: SENTENCE, voice: { name: 'flite' } });
-      const start = (await c.next('audio-start')).data;
-      await c.next('audio-stop');
-      const pcm = audioOf(c.events);
+      const { start, pcm } = await speakSentence(c);
       const seen = c.events.length;
       const format = { rate: start.rate, width: 2, channels: 1 };
       c.send('transcribe', { name: 'pocketsphinx' });
@@ -109,10 +112,7 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
   test('the same speech sent at once is searched whole at audio-stop: no chunks, the words HTTP gives', async () => {
     const c = await WyomingClient.open(s.voxd.wyoming!.port);
     try {
-      c.send('synthesize', { text: SENTENCE, voice: { name: 'flite' } });
-      const start = (await c.next('audio-start')).data;
-      await c.next('audio-stop');
-      const pcm = audioOf(c.events);
+      const { start, pcm } = await speakSentence(c);
       const seen = c.events.length;
       const format = { rate: start.rate, width: 2, channels: 1 };
       c.send('transcribe', { name: 'pocketsphinx', language: 'en' });

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { speechBounds } from '../../helpers/samples.js';
 import { suiteServer } from '../../helpers/suite-server.js';
-import { fixtureModel, post } from '../../helpers/voxd.js';
+import { fixtureModel, fliteSpeech } from '../../helpers/voxd.js';
 import { type Message, openSocket } from '../../helpers/websocket.js';
 
 type Event = Message;
@@ -28,17 +28,7 @@ describe('server VAD in a realtime session', () => {
     ],
   });
 
-  async function sentence(): Promise<Buffer> {
-    const res = await post(s.url, '/v1/audio/speech', {
-      model: 'flite',
-      input: 'Please call me back tomorrow morning.',
-      voice: 'slt',
-      response_format: 'pcm',
-      sample_rate: RATE,
-    });
-    assert.equal(res.status, 200);
-    return res.body;
-  }
+  const sentence = () => fliteSpeech(s.url, 'Please call me back tomorrow morning.', RATE);
 
   async function session(turnDetection: unknown) {
     const { ws, messages, send } = await openSocket(`${s.url}/v1/realtime?model=asr`);
