@@ -5,7 +5,8 @@
  * that speaks one sentence at a time; sessions share nothing but the files on disk.
  */
 import { access } from 'node:fs/promises';
-import { decodeWav } from '../../audio/wav-decode.js';
+import { pcm16Audio } from '../../audio/pcm16-audio.js';
+import { readPcm16Wav } from '../../audio/wav-decode.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { CpuFamily } from '../cpu-family.js';
 import { speakableText, speedOption } from '../engine-options.js';
@@ -34,9 +35,9 @@ function checkVoice(voice: string): void {
   }
 }
 
-/** True when no sample is above the 16-bit quantum: Festival's answer to text it cannot read is a short silence. */
-function silent(samples: Float32Array): boolean {
-  for (const x of samples) if (Math.abs(x) >= 1 / 32768) return false;
+/** True when every sample is zero: Festival's answer to text it cannot read is a short silence. */
+function silent(pcm16: Int16Array): boolean {
+  for (const x of pcm16) if (x !== 0) return false;
   return true;
 }
 
@@ -57,9 +58,9 @@ class FestivalSession implements EngineSession {
       async (sentence) => {
         const wav = await this.#festival.speak(sentence, speed, signal);
         if (wav.length === 0) return null;
-        // One sentence's WAV (about 64 KB a second of speech): decoding it takes well under a millisecond.
-        const { samples, sampleRate, channels } = decodeWav(wav);
-        return silent(samples) ? null : { samples, sampleRate, channels };
+        // Festival's own 16-bit samples, kept as they are: a WAV or PCM answer sends them untouched.
+        const { pcm16, sampleRate, channels } = readPcm16Wav(wav);
+        return silent(pcm16) ? null : pcm16Audio(pcm16, sampleRate, channels);
       },
       onEvent,
       () => 'input: festival found nothing it can speak in the text (it reads English only)',
