@@ -10,7 +10,7 @@
  * route does: the same words, for less work than searching it step by step, and nobody is waiting
  * for words that are still being spoken.
  */
-import type { Audio } from '../audio/types.js';
+import { type Audio, durationMs } from '../audio/types.js';
 import { VoxdError } from '../errors.js';
 import { PushQueue } from '../util/push-queue.js';
 import type { AudioExchange, ExchangeContext } from './exchange.js';
@@ -60,7 +60,8 @@ export class AsrExchange implements AudioExchange {
   }
 
   chunk(audio: Audio): void {
-    const seconds = this.#seconds + audio.samples.length / audio.channels / audio.sampleRate;
+    const pieceSeconds = durationMs(audio) / 1000;
+    const seconds = this.#seconds + pieceSeconds;
     const configured = this.#ctx.config.max_audio_seconds;
     const limit = configured > 0 ? Math.min(configured, UTTERANCE_SECONDS) : UTTERANCE_SECONDS;
     if (seconds > limit)
@@ -73,7 +74,7 @@ export class AsrExchange implements AudioExchange {
     if (this.#live && last && (last.sampleRate !== audio.sampleRate || last.channels !== audio.channels))
       this.#feed();
     this.#pieces.push(audio);
-    this.#pieceSeconds += audio.samples.length / audio.channels / audio.sampleRate;
+    this.#pieceSeconds += pieceSeconds;
     if (!this.#live && this.#streams && this.#atSpeakingPace()) this.#goLive();
     if (this.#live && this.#pieceSeconds >= LIVE_PIECE_SECONDS) this.#feed();
   }
