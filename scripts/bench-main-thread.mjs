@@ -4,11 +4,17 @@
 // worker threads, not its runners) is read before and after N requests of a kind, sent
 // one at a time; the idle rate (the thread's CPU per second with nothing to do, measured first) is
 // taken off over each kind's wall time. Not a test: it prints Markdown for docs/performance.md.
-// Usage: npm run build && node scripts/bench-main-thread.mjs [--rounds=5] [--only=kind,kind]
+// Usage: npm run build && node scripts/bench-main-thread.mjs [--rounds=5] [--only=kind,kind] [--profile]
+// --profile: the child runs under V8's sampling profiler (--cpu-prof, every 100 µs), and for each
+// kind the functions that took the main thread's time during its requests are listed (self time,
+// the heaviest first), which is where docs/performance.md's profiles come from. The profiler's own
+// cost inflates the CPU figures, so a profiled run's table is not the one to compare.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { wavHeader } from '../dist/src/audio/wav-encode.js';
 import { openSocket } from '../dist/test/helpers/websocket.js';
 import { frameOf as frame } from '../dist/test/helpers/wyoming.js';
@@ -19,16 +25,24 @@ const ONLY = process.argv
   .find((a) => a.startsWith('--only='))
   ?.split('=')[1]
   ?.split(',');
+const PROFILE = process.argv.includes('--profile')
+  ? join(mkdtempSync(join(tmpdir(), 'voxd-prof-')), 'main.cpuprofile')
+  : undefined;
+if (PROFILE) process.env.VOXD_PROFILE_OUT = PROFILE;
+const profilerArgs = PROFILE ? ['--import', new URL('./main-thread-profiler.mjs', import.meta.url).href] : [];
 
-const { base, wyomingPort, child, dir } = await startServeChild({
-  wyoming_port: 0,
-  models: [
-    { id: 'flite', family: 'flite_tts', task: 'tts' },
-    { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming' },
-    { id: 'silero-vad', family: 'silero_vad', task: 'vad' },
-    { id: 'diar', family: 'classic_diar', task: 'diar' },
-  ],
-});
+const { base, wyomingPort, child, dir } = await startServeChild(
+  {
+    wyoming_port: 0,
+    models: [
+      { id: 'flite', family: 'flite_tts', task: 'tts' },
+      { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming' },
+      { id: 'silero-vad', family: 'silero_vad', task: 'vad' },
+      { id: 'diar', family: 'classic_diar', task: 'diar' },
+    ],
+  },
+  profilerArgs,
+);
 
 /** The main thread's CPU time so far, in ms (schedstat: nanoseconds on a CPU, not 10 ms ticks). */
 function mainThreadMs() {
@@ -186,17 +200,22 @@ for (const [, , run] of KINDS) await run();
 
 // The idle rate: what the thread spends with no request (timers, metrics), per second.
 const idleStart = mainThreadMs();
+const idleWindow = { label: 'idle, per second', from: Number(process.hrtime.bigint() / 1000n), rounds: 3 };
 await new Promise((r) => setTimeout(r, 3000));
+idleWindow.to = Number(process.hrtime.bigint() / 1000n);
 const idlePerS = (mainThreadMs() - idleStart) / 3;
 
 const rows = [];
 for (const [key, label, run] of KINDS) {
   const t0 = performance.now();
   const c0 = mainThreadMs();
+  // CLOCK_MONOTONIC in µs, the clock of V8's profile timestamps on Linux.
+  const from = Number(process.hrtime.bigint() / 1000n);
   for (let i = 0; i < ROUNDS; i++) await run();
+  const to = Number(process.hrtime.bigint() / 1000n);
   const wallS = (performance.now() - t0) / 1000;
   const busy = mainThreadMs() - c0 - idlePerS * wallS;
-  rows.push({ key, label, perRequest: busy / ROUNDS, wallPerRequest: (wallS * 1000) / ROUNDS });
+  rows.push({ key, label, from, to, perRequest: busy / ROUNDS, wallPerRequest: (wallS * 1000) / ROUNDS });
 }
 
 console.log(
@@ -206,5 +225,33 @@ console.log('| request | main thread CPU per request (ms) | wall per request (ms
 console.log('|---|---:|---:|');
 for (const r of rows)
   console.log(`| ${r.label} | ${r.perRequest.toFixed(2)} | ${r.wallPerRequest.toFixed(0)} |`);
+if (PROFILE) {
+  child.kill('SIGUSR2');
+  while (!existsSync(PROFILE)) await new Promise((r) => setTimeout(r, 100));
+  await new Promise((r) => setTimeout(r, 500)); // the write is synchronous, but may be under way
+  const profile = JSON.parse(readFileSync(PROFILE, 'utf8'));
+  for (const r of [idleWindow, ...rows]) printProfile(profile, r);
+}
 child.kill('SIGTERM');
 process.exit(0);
+
+/** The functions that took a kind's main-thread time (self time), per request, the heaviest first. */
+function printProfile(profile, { label, from, to, rounds = ROUNDS }) {
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map();
+  let busy = 0;
+  let t = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const dt = profile.timeDeltas[i + 1] ?? 0;
+    t += profile.timeDeltas[i];
+    if (t < from || t > to) continue;
+    const { functionName, url, lineNumber } = nodes.get(profile.samples[i]).callFrame;
+    if (functionName === '(idle)') continue;
+    const name = `${functionName || '(anonymous)'} ${url ? `${basename(url)}:${lineNumber + 1}` : ''}`;
+    self.set(name, (self.get(name) ?? 0) + dt);
+    busy += dt;
+  }
+  console.log(`\n### ${label}: ${(busy / 1000 / rounds).toFixed(2)} ms sampled a request\n`);
+  for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 20))
+    console.log(`- ${((100 * us) / busy).toFixed(1)} % ${name}`);
+}

@@ -29,7 +29,7 @@ export async function startBenchServer(dir, models) {
  * waits until it listens. Resolves with its HTTP base URL, its Wyoming port (0 when off), the
  * child and its folder (a file root: the config's), for the benchmarks that measure voxd as clients see it: over its sockets, in its own process.
  */
-export async function startServeChild(config) {
+export async function startServeChild(config, nodeArgs = []) {
   const { spawn } = await import('node:child_process');
   const { mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
@@ -42,7 +42,7 @@ export async function startServeChild(config) {
   );
   const child = spawn(
     process.execPath,
-    [main, 'serve', '--config', configPath, '--parallel-jobs', '--enable-fixture'],
+    [...nodeArgs, main, 'serve', '--config', configPath, '--parallel-jobs', '--enable-fixture'],
     {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, VOXD_DATA_DIR: dir },

@@ -8,6 +8,7 @@ import { Worker } from 'node:worker_threads';
 import { memoryRelease } from '../util/release-memory.js';
 import type { AudioFailure, AudioJob, AudioReply } from './audio-worker.js';
 import { conformAudio } from './convert.js';
+import { fromPlain, type PlainAudio, plainBuffer, toPlain } from './pcm16-audio.js';
 import type { Audio } from './types.js';
 import { decodeWav, WavError, type WavLayout } from './wav-decode.js';
 
@@ -24,7 +25,7 @@ export const INLINE_LIMIT = 1 << 20;
 export const RESAMPLE_INLINE_LIMIT = 8192;
 
 type Need = { sampleRate: number; channels: number };
-type Pending = { resolve(audio: Audio): void; reject(err: Error): void };
+type Pending = { resolve(audio: PlainAudio): void; reject(err: Error): void };
 type Job = AudioJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
 
 /** The error each failure code of the worker stands for, so a bad WAV stays a WavError (a 400). */
@@ -34,9 +35,9 @@ const FAILURES: Record<AudioFailure, (message: string) => Error> = {
 };
 
 /** Offloaded jobs are the large ones: their results die with their request (release-memory.ts). */
-function resolved(audio: Audio, resolve: (audio: Audio) => void): void {
-  memoryRelease.noteLargeBuffer(audio.samples.byteLength);
-  resolve(audio);
+function resolved(audio: PlainAudio, resolve: (audio: Audio) => void): void {
+  memoryRelease.noteLargeBuffer(plainBuffer(audio).byteLength);
+  resolve(fromPlain(audio));
 }
 
 class AudioPool {
@@ -121,5 +122,5 @@ export async function conformAudioAsync(audio: Audio, need: Need): Promise<Audio
   if (!resamples && audio.channels === need.channels) return conformAudio(audio, need);
   if (audio.samples.length < (resamples ? RESAMPLE_INLINE_LIMIT : INLINE_LIMIT))
     return conformAudio(audio, need);
-  return audioPool.run({ kind: 'conform', audio, need });
+  return audioPool.run({ kind: 'conform', audio: toPlain(audio), need });
 }

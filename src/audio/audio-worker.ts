@@ -2,16 +2,16 @@
 import { readSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { conformAudio } from './convert.js';
-import type { Audio } from './types.js';
-import { decodeSamples, decodeWav, WavError, type WavLayout } from './wav-decode.js';
+import { fromPlain, type PlainAudio, plainBuffer, toPlain } from './pcm16-audio.js';
+import { decodeSamples, decodeWav, isPcm16, WavError, type WavLayout } from './wav-decode.js';
 
 export type AudioJob =
   | { id: number; kind: 'decode'; bytes: Uint8Array }
   | { id: number; kind: 'decode-file'; fd: number; layout: WavLayout }
-  | { id: number; kind: 'conform'; audio: Audio; need: { sampleRate: number; channels: number } };
+  | { id: number; kind: 'conform'; audio: PlainAudio; need: { sampleRate: number; channels: number } };
 
 export type AudioReply =
-  | { id: number; ok: true; audio: Audio }
+  | { id: number; ok: true; audio: PlainAudio }
   | { id: number; ok: false; code: AudioFailure; message: string };
 
 /**
@@ -28,8 +28,15 @@ const PIECE_BYTES = 1 << 20;
  * Decodes the samples of an open WAV file (the caller owns the descriptor and keeps it open until
  * the reply). Blocking reads are fine here: this thread does nothing else.
  */
-function decodeFile(fd: number, layout: WavLayout): Audio {
+function decodeFile(fd: number, layout: WavLayout): PlainAudio {
   const { format, dataStart, dataBytes } = layout;
+  const { sampleRate, channels } = format;
+  if (isPcm16(format)) {
+    // Kept as PCM16 (wav-decode.ts, decodeData): read straight into the samples' own memory.
+    const pcm16 = new Int16Array(dataBytes / 2);
+    readWhole(fd, new Uint8Array(pcm16.buffer), dataStart);
+    return { pcm16, sampleRate, channels };
+  }
   const frameBytes = (format.bits / 8) * format.channels;
   const out = new Float32Array(layout.frames * format.channels);
   const piece = Buffer.allocUnsafe(Math.max(frameBytes, PIECE_BYTES - (PIECE_BYTES % frameBytes)));
@@ -37,23 +44,27 @@ function decodeFile(fd: number, layout: WavLayout): Audio {
   let offset = 0;
   while (done < dataBytes) {
     const want = Math.min(piece.length, dataBytes - done);
-    let got = 0;
-    while (got < want) {
-      const n = readSync(fd, piece, got, want - got, dataStart + done + got);
-      if (n === 0) throw new WavError('the WAV file ended before its data');
-      got += n;
-    }
+    readWhole(fd, piece.subarray(0, want), dataStart + done);
     decodeSamples(piece.subarray(0, want), format, out, offset);
     offset += (want / frameBytes) * format.channels;
     done += want;
   }
-  return { samples: out, sampleRate: format.sampleRate, channels: format.channels };
+  return { samples: out, sampleRate, channels };
 }
 
-function runJob(job: AudioJob): Audio {
-  if (job.kind === 'decode') return decodeWav(job.bytes);
+/** Fills `into` from the file at `position`; a file that ends first is a bad WAV. */
+function readWhole(fd: number, into: Uint8Array, position: number): void {
+  for (let got = 0; got < into.byteLength; ) {
+    const n = readSync(fd, into, got, into.byteLength - got, position + got);
+    if (n === 0) throw new WavError('the WAV file ended before its data');
+    got += n;
+  }
+}
+
+function runJob(job: AudioJob): PlainAudio {
+  if (job.kind === 'decode') return toPlain(decodeWav(job.bytes));
   if (job.kind === 'decode-file') return decodeFile(job.fd, job.layout);
-  return conformAudio(job.audio, job.need);
+  return toPlain(conformAudio(fromPlain(job.audio), job.need));
 }
 
 /** Input bytes of a job above which the worker collects its garbage once the reply is sent. */
@@ -62,15 +73,13 @@ const COLLECT_AFTER_BYTES = 16 * 1024 * 1024;
 function inputBytes(job: AudioJob): number {
   if (job.kind === 'decode') return job.bytes.byteLength;
   if (job.kind === 'decode-file') return job.layout.dataBytes;
-  return job.audio.samples.byteLength;
+  return plainBuffer(job.audio).byteLength;
 }
 
 parentPort?.on('message', (job: AudioJob) => {
   try {
     const audio = runJob(job);
-    parentPort!.postMessage({ id: job.id, ok: true, audio } satisfies AudioReply, [
-      audio.samples.buffer as ArrayBuffer,
-    ]);
+    parentPort!.postMessage({ id: job.id, ok: true, audio } satisfies AudioReply, [plainBuffer(audio)]);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     parentPort!.postMessage({

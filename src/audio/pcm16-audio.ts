@@ -36,6 +36,36 @@ export function pcm16Audio(pcm16: Int16Array, sampleRate: number, channels: numb
   return audio;
 }
 
+/**
+ * Audio as it crosses to a thread: a structured clone reads `samples` (an enumerable getter) and
+ * would make the floats here, on the sending side; the plain form carries the PCM16 instead, and
+ * `fromPlain` on the other side gives the same lazy audio back.
+ */
+export type PlainAudio = { pcm16?: Int16Array; samples?: Float32Array; sampleRate: number; channels: number };
+
+export function toPlain(audio: Audio): PlainAudio {
+  const { sampleRate, channels } = audio;
+  return audio.pcm16
+    ? { pcm16: audio.pcm16, sampleRate, channels }
+    : { samples: audio.samples, sampleRate, channels };
+}
+
+export function fromPlain({ pcm16, samples, sampleRate, channels }: PlainAudio): Audio {
+  return pcm16 ? pcm16Audio(pcm16, sampleRate, channels) : { samples: samples!, sampleRate, channels };
+}
+
+/** The buffer a plain audio's samples live in, to transfer it. */
+export function plainBuffer(audio: PlainAudio): ArrayBuffer {
+  return (audio.pcm16 ?? audio.samples)!.buffer as ArrayBuffer;
+}
+
+/** Frames `from` to `to` (counted in samples, whole frames) of `audio`, without a copy; PCM16 stays PCM16. */
+export function sliceAudio(audio: Audio, from: number, to: number): Audio {
+  const { sampleRate, channels } = audio;
+  if (audio.pcm16) return pcm16Audio(audio.pcm16.subarray(from, to), sampleRate, channels);
+  return { samples: audio.samples.subarray(from, to), sampleRate, channels };
+}
+
 /** Several PCM16 pieces of one format as one, still PCM16 (a sentence-by-sentence answer, whole). */
 export function joinPcm16(parts: Audio[]): Audio | undefined {
   if (!parts.every((p) => p.pcm16)) return undefined;

@@ -1,3 +1,4 @@
+import { pcm16Audio } from './pcm16-audio.js';
 import { type Audio, HOST_LITTLE_ENDIAN } from './types.js';
 import { floatToPcm16 } from './wav-encode.js';
 
@@ -74,8 +75,24 @@ export interface WavLayout {
  */
 export function decodeWav(bytes: Buffer | Uint8Array): Audio {
   const layout = parseWavLayout(bytes, bytes.byteLength);
-  return decodeSamples(bytes.subarray(layout.dataStart, layout.dataStart + layout.dataBytes), layout.format);
+  return decodeData(bytes.subarray(layout.dataStart, layout.dataStart + layout.dataBytes), layout.format);
 }
+
+/**
+ * Sample bytes (whole frames) as audio. 16-bit PCM, what nearly every upload is, stays PCM16 (a
+ * copy of the bytes, pcm16-audio.ts): the floats are made only where something reads them, on a
+ * runner or a worker thread rather than on the server's main thread (issue 27). Other encodings
+ * are decoded to floats.
+ */
+export function decodeData(data: Uint8Array, format: WavFormat): Audio {
+  if (!isPcm16(format)) return decodeSamples(data, format);
+  const pcm16 = new Int16Array(Math.floor(data.byteLength / (2 * format.channels)) * format.channels);
+  new Uint8Array(pcm16.buffer).set(data.subarray(0, pcm16.byteLength));
+  return pcm16Audio(pcm16, format.sampleRate, format.channels);
+}
+
+/** Whether samples of `format` can be read as they are into an Int16Array on this machine. */
+export const isPcm16 = (format: WavFormat) => !format.float && format.bits === 16 && HOST_LITTLE_ENDIAN;
 
 /**
  * A 16-bit PCM WAV's samples as they are (an engine's own output): a copy of the data chunk as an
@@ -87,16 +104,9 @@ export function readPcm16Wav(bytes: Buffer | Uint8Array): {
   sampleRate: number;
   channels: number;
 } {
-  const layout = parseWavLayout(bytes, bytes.byteLength);
-  const { format, dataStart, dataBytes } = layout;
-  const { sampleRate, channels } = format;
-  if (format.float || format.bits !== 16 || !HOST_LITTLE_ENDIAN) {
-    const audio = decodeSamples(bytes.subarray(dataStart, dataStart + dataBytes), format);
-    return { pcm16: Int16Array.from(audio.samples, floatToPcm16), sampleRate, channels };
-  }
-  const pcm16 = new Int16Array(dataBytes / 2);
-  new Uint8Array(pcm16.buffer).set(bytes.subarray(dataStart, dataStart + dataBytes));
-  return { pcm16, sampleRate, channels };
+  const audio = decodeWav(bytes);
+  const { sampleRate, channels } = audio;
+  return { pcm16: audio.pcm16 ?? Int16Array.from(audio.samples, floatToPcm16), sampleRate, channels };
 }
 
 /**

@@ -3,8 +3,10 @@
  * and serves jobs through this file, so the same module runs in a runner child process
  * (src/engines/engine-process.ts, what voxd uses) or a worker thread (tests) without knowing which.
  */
+import { tmpdir } from 'node:os';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { failureReply } from './job-error.js';
+import { readBulkSync, writeBulkSync } from './runner-bulk.js';
 
 interface Job {
   id: number;
@@ -162,7 +164,12 @@ export function serveJobs<J extends Job>(
       });
     };
     try {
-      send({ id: job.id, ok: true, ...(await run(job as J, emit)) });
+      const result = await run((inProcess ? readBulkSync(job, tmpdir()) : job) as J, emit);
+      send(
+        inProcess
+          ? writeBulkSync({ id: job.id, ok: true, ...result }, tmpdir())
+          : { id: job.id, ok: true, ...result },
+      );
     } catch (err) {
       send(failureReply(job.id, err));
     } finally {

@@ -4,6 +4,7 @@
  * slots of a model). A cancelled call ends the thread or kills the process, so the work really
  * stops, and the next call starts a fresh one. A runner that crashes fails only its calls.
  */
+
 import { type ChildProcess, fork } from 'node:child_process';
 import { type EventEmitter, once } from 'node:events';
 import { Worker } from 'node:worker_threads';
@@ -11,6 +12,8 @@ import type { ModelIsolation } from '../config/types.js';
 import { invalidRequest } from '../errors.js';
 import type { EventAck, ProcessInit } from './engine-port.js';
 import { type JobFailure, type JobReply, jobFailed } from './job-error.js';
+import { hasBulk, readBulk, writeBulk } from './runner-bulk.js';
+import type { RunnerSamples } from './runner-samples.js';
 import { makeRunnerTemp, removeRunnerTemp, removeRunnerTempsNow } from './runner-temp.js';
 import type { EngineRequest, EngineResult, EngineSession, RunContext } from './types.js';
 
@@ -75,6 +78,8 @@ interface Runner {
   pending: Map<number, PendingCall>;
   /** Set once the runner is stopped or lost: its exit then fails nothing more. */
   ended?: boolean;
+  /** A process runner's temporary folder, through which large arrays go (runner-bulk.ts). */
+  bulkDir?: string;
 }
 
 function startThread(url: URL, data: unknown): Runner {
@@ -162,6 +167,7 @@ function startProcess(url: URL, data: unknown): Runner {
       await removed;
     },
     pending: new Map(),
+    bulkDir: temp,
   };
 }
 
@@ -242,7 +248,14 @@ export class EngineWorker<J extends object, R extends Reply> {
       };
       runner.pending.set(id, call);
       signal.addEventListener('abort', onAbort, { once: true });
-      runner.post({ ...job, id }, transfer);
+      const message = { ...job, id };
+      if (!runner.bulkDir) return runner.post(message, transfer);
+      // A call cancelled while its arrays were written is not sent (its runner is ending); one
+      // whose files could not be written (a full disk) sends them in the message as before.
+      void writeBulk(message, runner.bulkDir).then(
+        (written) => settled || runner.post(written, []),
+        () => settled || runner.post(message, transfer),
+      );
     });
   }
 
@@ -264,7 +277,15 @@ export class EngineWorker<J extends object, R extends Reply> {
     // reply, a process killed between calls by the OOM killer, a message sent to a process whose
     // channel just closed): an 'error' nobody heard would end the server; the runner is dropped
     // instead, and the next call starts a fresh one rather than failing on it.
-    runner.events.on('message', (message: Reply) => runner.pending.get(message.id)?.message(message));
+    runner.events.on('message', (message: Reply) => {
+      if (runner.bulkDir && 'ok' in message && hasBulk(message))
+        void readBulk(message, runner.bulkDir).then(
+          (read) => runner.pending.get(read.id)?.message(read),
+          (err: Error) =>
+            runner.pending.get(message.id)?.fail(new Error(`engine reply unreadable: ${err.message}`)),
+        );
+      else runner.pending.get(message.id)?.message(message);
+    });
     runner.events.on('error', (err: Error) => this.#lost(runner, `failed: ${err.message}`, err));
     runner.events.on('exit', (code: number | null, signalName?: string | null) =>
       this.#lost(runner, signalName ? `exited on signal ${signalName}` : `exited with code ${code}`),
@@ -381,8 +402,11 @@ export class ModelRunners<J extends object, R extends Reply> {
   }
 }
 
-/** The request's input audio as a copy that may be transferred to a thread; a 400 without audio. */
-export function inputSamples(request: EngineRequest, purpose: string): Float32Array<ArrayBuffer> {
+/**
+ * The request's input audio for its runner, as it is (runner-samples.ts): not copied here, since
+ * the message to the runner is a copy already; a 400 without audio.
+ */
+export function inputSamples(request: EngineRequest, purpose: string): RunnerSamples {
   if (!request.audio) throw invalidRequest(`'audio' is required: ${purpose} needs input audio`);
-  return request.audio.samples.slice();
+  return request.audio.pcm16 ?? request.audio.samples;
 }

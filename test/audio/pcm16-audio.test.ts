@@ -5,10 +5,16 @@
  * change them); a spread or a structured clone never carries it.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { conformAudioAsync, INLINE_LIMIT } from '../../src/audio/audio-pool.js';
+import { conformAudio } from '../../src/audio/convert.js';
+import { decodeAudio } from '../../src/audio/input.js';
 import { joinPcm16, pcm16Audio } from '../../src/audio/pcm16-audio.js';
 import { frameCount } from '../../src/audio/types.js';
-import { decodeWav, readPcm16Wav } from '../../src/audio/wav-decode.js';
+import { decodeSamples, decodeWav, readPcm16Wav } from '../../src/audio/wav-decode.js';
 import { encodePcm16, encodeWav } from '../../src/audio/wav-encode.js';
 
 const PCM = Int16Array.from({ length: 3000 }, (_, i) =>
@@ -80,4 +86,50 @@ test("readPcm16Wav keeps a 16-bit WAV's samples and converts any other encoding;
     joinPcm16([pcm16Audio(PCM, 16000, 1), { samples: new Float32Array(4), sampleRate: 16000, channels: 1 }]),
     undefined,
   );
+});
+
+test('a 16-bit upload stays PCM16 from every source (bytes or a file, inline or on the worker), with the floats the decoder made before; a conversion gets the same result', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'voxd-pcm16-'));
+  try {
+    const short = encodeWav(pcm16Audio(PCM, 16000, 1));
+    // Past INLINE_LIMIT: decoded on the worker thread.
+    const long = encodeWav(
+      pcm16Audio(
+        Int16Array.from({ length: INLINE_LIMIT }, (_, i) => PCM[i % 3000]!),
+        16000,
+        1,
+      ),
+    );
+    const limits = { maxSeconds: 0, maxBytes: 1 << 30 };
+    for (const [name, wav] of [
+      ['short', short],
+      ['long', long],
+    ] as const) {
+      const old = decodeSamples(wav.subarray(44), { float: false, bits: 16, channels: 1, sampleRate: 16000 });
+      const path = join(dir, `${name}.wav`);
+      await writeFile(path, wav);
+      const file = await open(path);
+      try {
+        const sources = { bytes: { bytes: wav }, file: { file, size: wav.length } };
+        for (const [kind, source] of Object.entries(sources)) {
+          const audio = await decodeAudio(source, 'file', limits);
+          assert.ok(audio.pcm16, `${name} ${kind}: PCM16`);
+          assert.equal(frameCount(audio), old.samples.length);
+          const same = await conformAudioAsync(audio, { sampleRate: 16000, channels: 1 });
+          assert.equal(same, audio, 'at the model rate and channels it is passed on as it is');
+          assert.deepEqual(audio.samples, old.samples, `${name} ${kind}: the decoder's floats`);
+        }
+      } finally {
+        await file.close();
+      }
+      // Resampled (on the worker for the long one): the PCM16 goes there, the result is the float path's.
+      const need = { sampleRate: 8000, channels: 1 };
+      assert.deepEqual(
+        (await conformAudioAsync(decodeWav(wav), need)).samples,
+        conformAudio(old, need).samples,
+      );
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

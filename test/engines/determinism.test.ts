@@ -161,9 +161,8 @@ test('pocketsphinx answers a clip the same first and after other requests, in ev
       const worker = new EngineWorker<PsCall, PsReply>(PS_WORKER, PS_MODEL, kind);
       try {
         for (const r of order) {
-          const pcm = Int16Array.from(librivoxSamples(r.clip), (x) => Math.round(x * 32767));
           const reply = await worker.call(
-            { kind: 'decode', pcm, partials: r.partials },
+            { kind: 'decode', samples: librivoxSamples(r.clip), partials: r.partials },
             new AbortController().signal,
             [],
             () => undefined,

@@ -4,6 +4,7 @@
  * model, one after another (so a request holds one slot at a time), and the results are joined
  * with their positions shifted by each chunk's offset, so timestamps count from the file's start.
  */
+import { sliceAudio } from '../../audio/pcm16-audio.js';
 import type { Audio } from '../../audio/types.js';
 import type { ServerConfig } from '../../config/types.js';
 import type { EngineRequest, EngineResult, Segment, Word } from '../../engines/types.js';
@@ -57,7 +58,7 @@ export function planChunks(speech: readonly Span[], duration: number, strategy: 
 function slice(audio: Audio, span: Span): Audio {
   const from = Math.round(span.start * audio.sampleRate) * audio.channels;
   const to = Math.round(span.end * audio.sampleRate) * audio.channels;
-  return { ...audio, samples: audio.samples.subarray(from, to) };
+  return sliceAudio(audio, from, to);
 }
 
 /** The server's VAD model, checked before the audio is decoded so a server that cannot chunk says so at once. */

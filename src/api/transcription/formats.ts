@@ -6,7 +6,7 @@
  * audio when there are no timings at all.
  */
 import { deflateSync } from 'node:zlib';
-import type { Audio } from '../../audio/types.js';
+import { type Audio, frameCount } from '../../audio/types.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { languageName } from './language-names.js';
 import type { TranscriptRequest } from './request.js';
@@ -33,7 +33,7 @@ export interface TimedSegment extends Cue {
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
 export function audioSeconds(audio: Audio): number {
-  return audio.samples.length / audio.channels / audio.sampleRate;
+  return frameCount(audio) / audio.sampleRate;
 }
 
 /**

@@ -48,7 +48,7 @@ class ClassicDiarSession extends WorkerEngineSession<Omit<DiarJob, 'id'>, DiarRe
     const reply = await this.job(
       { samples, numSpeakers, threshold: this.settings.threshold, online: onEvent !== undefined },
       signal,
-      [samples.buffer],
+      [],
       onEvent ? onTurns : undefined,
     );
     return { text: '', speakerTurns: reply.turns.map(speakerTurn) };

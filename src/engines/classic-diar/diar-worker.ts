@@ -4,6 +4,7 @@
  */
 import { engineData, serveJobs } from '../engine-port.js';
 import type { JobFailure } from '../job-error.js';
+import { floatSamples, type RunnerSamples } from '../runner-samples.js';
 import { createDetector, type VadSettings } from '../silero-vad/detect.js';
 import { diarize, diarizeOnline, type Turn } from './diarize.js';
 
@@ -16,7 +17,7 @@ export interface DiarWorkerData {
 export interface DiarJob {
   id: number;
   /** 16 kHz mono. */
-  samples: Float32Array;
+  samples: RunnerSamples;
   numSpeakers?: number;
   threshold: number;
   /** Decide each segment as soon as it is heard, emitting `{ turns }` (the streaming variant). */
@@ -30,9 +31,10 @@ const detect = createDetector(settings.vad);
 
 serveJobs((job: DiarJob, emit) => {
   const options = { numSpeakers: job.numSpeakers, threshold: job.threshold, maxWindow: settings.maxWindow };
-  const segments = detect(job.samples);
+  const samples = floatSamples(job.samples);
+  const segments = detect(samples);
   const turns = job.online
-    ? diarizeOnline(job.samples, segments, options, (closed) => emit({ turns: closed }))
-    : diarize(job.samples, segments, options);
+    ? diarizeOnline(samples, segments, options, (closed) => emit({ turns: closed }))
+    : diarize(samples, segments, options);
   return { turns };
 });

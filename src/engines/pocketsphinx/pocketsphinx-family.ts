@@ -31,11 +31,10 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
    */
   async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
     const samples = inputSamples(request, 'speech recognition');
-    const pcm = toPcm16(samples);
     const words = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
     const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
-    const job = { kind: 'decode' as const, pcm, partials: onEvent !== undefined };
-    const reply = await this.job(job, signal, [pcm.buffer], onEvent ? onPartial : undefined);
+    const job = { kind: 'decode' as const, samples, partials: onEvent !== undefined };
+    const reply = await this.job(job, signal, [], onEvent ? onPartial : undefined);
     if (onEvent) await words.final(reply.text);
     return { text: reply.text, language: 'en', words: reply.words ?? [] };
   }
@@ -43,13 +42,11 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
   async runLive(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
     const words = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
     const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
-    const call = (job: Job, transfer: ArrayBuffer[] = []) => this.job(job, signal, transfer, onPartial);
+    const call = (job: Job) => this.job(job, signal, [], onPartial);
     await call({ kind: 'begin' });
     try {
-      for await (const piece of request.liveAudio ?? []) {
-        const pcm = toPcm16(piece.samples);
-        await call({ kind: 'feed', pcm }, [pcm.buffer]);
-      }
+      for await (const piece of request.liveAudio ?? [])
+        await call({ kind: 'feed', samples: piece.pcm16 ?? piece.samples });
     } catch (err) {
       // The client's body failed: close the utterance so the session is clean for the next request.
       if (!signal.aborted) await call({ kind: 'end' }).catch(() => undefined);
@@ -59,13 +56,6 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     await words.final(text);
     return { text, language: 'en', words: timed };
   }
-}
-
-function toPcm16(samples: Float32Array): Int16Array<ArrayBuffer> {
-  const pcm = new Int16Array(samples.length);
-  for (let i = 0; i < samples.length; i++)
-    pcm[i] = Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767);
-  return pcm;
 }
 
 /** Turns a decoder's successive guesses into text deltas that are never taken back. */

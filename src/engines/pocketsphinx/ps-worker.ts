@@ -5,8 +5,10 @@
  */
 import { engineData, serveJobs } from '../engine-port.js';
 import type { JobFailure } from '../job-error.js';
+import type { RunnerSamples } from '../runner-samples.js';
 import type { Word } from '../types.js';
 import { PsDecoder, type PsModelFiles } from './ps-decoder.js';
+import { decoderPcm } from './ps-pcm.js';
 import { segmentWords } from './ps-words.js';
 
 export type PsSettings = PsModelFiles;
@@ -14,10 +16,10 @@ export type PsSettings = PsModelFiles;
 export type PsJob =
   | { id: number; kind: 'ping' }
   /** `partials`: decode in steps, emitting `{ hypothesis }` whenever the best guess changes. */
-  | { id: number; kind: 'decode'; pcm: Int16Array; partials?: boolean }
+  | { id: number; kind: 'decode'; samples: RunnerSamples; partials?: boolean }
   /** Live input: open an utterance, feed it pieces as they arrive (emitting guesses), end it. */
   | { id: number; kind: 'begin' }
-  | { id: number; kind: 'feed'; pcm: Int16Array }
+  | { id: number; kind: 'feed'; samples: RunnerSamples }
   | { id: number; kind: 'end' };
 
 /** A job as the session sends it (the worker adds the id). */
@@ -105,12 +107,12 @@ serveJobs(async (job: PsJob, emit) => {
     case 'ping':
       return { text: '' };
     case 'decode':
-      return await decode(job.pcm, job.partials ? emit : undefined);
+      return await decode(decoderPcm(job.samples), job.partials ? emit : undefined);
     case 'begin':
       begin();
       return { text: '' };
     case 'feed':
-      await feed(job.pcm, emit);
+      await feed(decoderPcm(job.samples), emit);
       return { text: '' };
     case 'end':
       return end();

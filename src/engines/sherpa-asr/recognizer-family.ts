@@ -57,16 +57,15 @@ class RecognizerSession extends WorkerEngineSession<Job, RecognizerReply, Sessio
     const { config, requestSettings, words: wordsOf, limits } = this.settings;
     const settings = requestSettings(request);
     const samples = inputSamples(request, 'speech recognition');
-    const length = samples.length; // the buffer is transferred to the thread
     const job = {
       samples,
       ...limits,
       ...(settings?.config ? { config: patched(config, settings.config) } : {}),
       ...(settings?.stream ? { streamOptions: settings.stream } : {}),
     };
-    const reply = await this.job(job, signal, [samples.buffer]);
+    const reply = await this.job(job, signal);
     const language = languageCode(reply.lang) ?? settings?.language;
-    const words = wordsOf?.(reply, length);
+    const words = wordsOf?.(reply, samples.length);
     return { text: reply.text, ...(language ? { language } : {}), ...(words ? { words } : {}) };
   }
 }

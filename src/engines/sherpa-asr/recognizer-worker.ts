@@ -7,6 +7,7 @@
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';
 import type { JobFailure } from '../job-error.js';
+import { floatSamples, type RunnerSamples } from '../runner-samples.js';
 import { SettingsGate } from '../settings-gate.js';
 
 const SAMPLE_RATE = 16000;
@@ -14,7 +15,7 @@ const SAMPLE_RATE = 16000;
 export interface RecognizerJob {
   id: number;
   /** 16 kHz mono. */
-  samples: Float32Array;
+  samples: RunnerSamples;
   /** Per-request settings sherpa reads from the stream (OfflineStream.setOption), e.g. SenseVoice's use_itn. */
   streamOptions?: Record<string, string>;
   /** The recognizer config for this job when a request changed it (absent: the loaded one). */
@@ -101,7 +102,7 @@ async function recognize(job: RecognizerJob): Promise<{ text: string; lang: stri
   const key = job.config === undefined ? loaded : JSON.stringify(job.config);
   const texts: string[] = [];
   let offset = 0;
-  for (const window of windows(job.samples, job.windowSamples)) {
+  for (const window of windows(floatSamples(job.samples), job.windowSamples)) {
     const stream = recognizer.createStream();
     for (const [key, value] of Object.entries(job.streamOptions ?? {})) stream.setOption(key, value);
     stream.acceptWaveform({ samples: padded(window, minSamples), sampleRate: SAMPLE_RATE });

@@ -24,7 +24,7 @@ class PyannoteSession extends WorkerEngineSession<Omit<PyannoteJob, 'id'>, Pyann
     const numSpeakers =
       numberOption(request.options, 'num_speakers', { where: 'options.', min: -1, max: 64, integer: true }) ??
       this.settings.defaultSpeakers;
-    const reply = await this.job({ samples, numSpeakers }, signal, [samples.buffer]);
+    const reply = await this.job({ samples, numSpeakers }, signal);
     return {
       text: '',
       speakerTurns: reply.turns.map(({ start, end, speaker }) => ({

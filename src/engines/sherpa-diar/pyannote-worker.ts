@@ -2,6 +2,7 @@
 import { createRequire } from 'node:module';
 import { engineData, serveJobs } from '../engine-port.js';
 import type { JobFailure } from '../job-error.js';
+import { floatSamples, type RunnerSamples } from '../runner-samples.js';
 
 export interface PyannoteSettings {
   segmentation: string;
@@ -14,7 +15,7 @@ export interface PyannoteSettings {
 export interface PyannoteJob {
   id: number;
   /** 16 kHz mono. */
-  samples: Float32Array;
+  samples: RunnerSamples;
   /** Known speaker count, or -1 to find it by the clustering threshold. */
   numSpeakers: number;
 }
@@ -43,5 +44,5 @@ const diarizer = new sherpa.OfflineSpeakerDiarization({
 
 serveJobs((job: PyannoteJob) => {
   diarizer.setConfig({ clustering: clustering(job.numSpeakers) });
-  return { turns: job.samples.length > 0 ? diarizer.process(job.samples) : [] };
+  return { turns: job.samples.length > 0 ? diarizer.process(floatSamples(job.samples)) : [] };
 });

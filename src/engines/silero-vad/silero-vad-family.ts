@@ -28,7 +28,7 @@ class SileroSession extends WorkerEngineSession<Omit<VadJob, 'id'>, VadReply> {
     if (threshold !== undefined) job.threshold = threshold;
     const minSilenceMs = numberOption(o, 'min_silence_ms', { where: 'options.', min: 0, max: 60_000 });
     if (minSilenceMs !== undefined) job.minSilenceDuration = minSilenceMs / 1000;
-    const reply = await this.job(job, signal, [samples.buffer]);
+    const reply = await this.job(job, signal);
     return {
       segments: reply.segments.map(({ start, end }) => ({
         start_sample: start,

@@ -1,6 +1,7 @@
 /** The engine of one silero VAD session, in its runner process: a sherpa-onnx Vad, whose calls are synchronous. */
 import { engineData, serveJobs } from '../engine-port.js';
 import type { JobFailure } from '../job-error.js';
+import { floatSamples, type RunnerSamples } from '../runner-samples.js';
 import { createDetector, type VadSettings } from './detect.js';
 
 export type { VadSettings } from './detect.js';
@@ -8,7 +9,7 @@ export type { VadSettings } from './detect.js';
 export interface VadJob {
   id: number;
   /** 16 kHz mono. */
-  samples: Float32Array;
+  samples: RunnerSamples;
   /** Request overrides of the load settings (a transcription's chunking_strategy sets both). */
   threshold?: number;
   minSilenceDuration?: number;
@@ -35,4 +36,4 @@ function detectorFor(job: VadJob): ReturnType<typeof createDetector> {
   return detect;
 }
 
-serveJobs((job: VadJob) => ({ segments: detectorFor(job)(job.samples) }));
+serveJobs((job: VadJob) => ({ segments: detectorFor(job)(floatSamples(job.samples)) }));

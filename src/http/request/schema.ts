@@ -17,7 +17,10 @@ import { readJsonObject } from './body.js';
 /** The words of a field's expectation in an error message (`expected <this>`). */
 const EXPECTED = 'x-expected';
 
-const ajv = new Ajv2020({ strict: false, allErrors: false });
+// unicode false: string lengths are counted in UTF-16 units (.length) rather than by a walk over
+// every character for surrogate pairs, which for a 5 s base64 upload took 0.4 ms of the main
+// thread to check that it is not empty (minLength 1, the only length bound here; the same answer).
+const ajv = new Ajv2020({ strict: false, allErrors: false, unicode: false });
 ajv.addKeyword(EXPECTED);
 
 /** A number, or a string that spells one: options reach engines as text (audio.cpp's option maps). */

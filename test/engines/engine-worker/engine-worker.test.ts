@@ -17,6 +17,8 @@ type Reply =
       ok: true;
       tag?: string;
       samples?: Float32Array;
+      pcm?: Int16Array;
+      files?: string[];
       pid?: number;
       mainThread?: boolean;
       emitted?: number;
@@ -42,6 +44,25 @@ async function where(worker: ReturnType<typeof start>) {
 
 for (const isolation of ['thread', 'process'] as const) {
   describe(`EngineWorker (${isolation})`, () => {
+    test('large arrays (5 s of audio and more) reach the engine and come back whole, and leave no file behind', async () => {
+      const worker = start(isolation);
+      try {
+        const samples = Float32Array.from({ length: 200_000 }, (_, i) => Math.sin(i / 7));
+        const pcm = Int16Array.from({ length: 80_000 }, (_, i) => ((i * 37) % 65536) - 32768);
+        const reply = await worker.call({ op: 'echo', samples, pcm }, never());
+        assert.ok(reply.ok && reply.samples && reply.pcm, JSON.stringify(reply).slice(0, 200));
+        assert.ok(reply.samples instanceof Float32Array && reply.pcm instanceof Int16Array);
+        assert.deepEqual(
+          reply.samples,
+          Float32Array.from(samples, (x) => x * 2),
+        );
+        assert.deepEqual(reply.pcm, pcm);
+        if (isolation === 'process') assert.deepEqual((await where(worker)).files, [], 'no file left');
+      } finally {
+        await worker.dispose();
+      }
+    });
+
     test("many calls in flight share the runner's one listener set: each gets its own reply, no listener leak", async () => {
       const worker = start(isolation);
       const warnings: string[] = [];

@@ -1,5 +1,6 @@
 /** An engine module for the EngineWorker tests: it runs in a thread or a runner process alike. */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isMainThread } from 'node:worker_threads';
 import { engineData, serveJobs } from '../../../src/engines/engine-port.js';
@@ -8,6 +9,8 @@ export interface TestJob {
   id: number;
   op: 'echo' | 'crash' | 'hang' | 'where' | 'throw-later' | 'block-until' | 'emit';
   samples?: Float32Array;
+  /** echo: returned as it came. */
+  pcm?: Int16Array;
   /** emit: this many events of `bytes` bytes each, each awaited (the engine's backpressure). */
   count?: number;
   bytes?: number;
@@ -29,9 +32,14 @@ serveJobs(
         for (let i = 0; i < job.count!; i++) await emit({ i, samples: new Float32Array(job.bytes! / 4) });
         return { emitted: job.count };
       case 'echo':
-        return { tag: data.tag, samples: Float32Array.from(job.samples ?? [], (x) => x * 2) };
+        return {
+          tag: data.tag,
+          samples: Float32Array.from(job.samples ?? [], (x) => x * 2),
+          ...(job.pcm ? { pcm: job.pcm } : {}),
+        };
       case 'where':
-        return { pid: process.pid, mainThread: isMainThread };
+        // `files`: what the runner's temporary folder holds (a process runner's own).
+        return { pid: process.pid, mainThread: isMainThread, files: readdirSync(tmpdir()) };
       case 'crash':
         process.kill(process.pid, 'SIGSEGV');
         return {};
