@@ -5,6 +5,7 @@ import {
   conformAudioAsync,
   decodeWavAsync,
   INLINE_LIMIT,
+  PCM16_INLINE_LIMIT,
   RESAMPLE_INLINE_LIMIT,
 } from '../../src/audio/audio-pool.js';
 import { conformAudio } from '../../src/audio/convert.js';
@@ -37,10 +38,29 @@ async function turnsWhile<T>(promise: Promise<T>): Promise<{ value: T; turns: nu
   return { value, turns };
 }
 
-test('long WAVs decode on a worker thread, with the same result and the event loop free', async () => {
-  const bytes = encodeWav(tone(30, 44100, 2));
+/** A 32-bit float WAV of `audio`: an encoding that is decoded sample by sample, not copied. */
+function floatWav(audio: Audio): Buffer {
+  const data = Buffer.from(audio.samples.buffer, audio.samples.byteOffset, audio.samples.byteLength);
+  const head = Buffer.alloc(44);
+  head.write('RIFF', 0);
+  head.writeUInt32LE(36 + data.length, 4);
+  head.write('WAVEfmt ', 8);
+  head.writeUInt32LE(16, 16);
+  head.writeUInt16LE(3, 20);
+  head.writeUInt16LE(audio.channels, 22);
+  head.writeUInt32LE(audio.sampleRate, 24);
+  head.writeUInt32LE(audio.sampleRate * audio.channels * 4, 28);
+  head.writeUInt16LE(audio.channels * 4, 32);
+  head.writeUInt16LE(32, 34);
+  head.write('data', 36);
+  head.writeUInt32LE(data.length, 40);
+  return Buffer.concat([head, data]);
+}
+
+test('long WAVs decode on a worker thread, with the same result and the event loop free; 16-bit PCM up to PCM16_INLINE_LIMIT is one copy, inline', async () => {
+  const bytes = floatWav(tone(30, 44100, 2));
   assert.ok(bytes.length > INLINE_LIMIT);
-  const before = audioPool.offloaded;
+  let before = audioPool.offloaded;
   const { value, turns } = await turnsWhile(decodeWavAsync(bytes));
   assert.equal(audioPool.offloaded, before + 1);
   assert.ok(turns > 0, 'the event loop kept turning while the worker decoded');
@@ -48,6 +68,14 @@ test('long WAVs decode on a worker thread, with the same result and the event lo
   assert.equal(value.sampleRate, 44100);
   assert.equal(value.channels, 2);
   assert.deepEqual(value.samples, inline.samples);
+
+  const pcm16 = encodeWav(tone(30, 44100, 2));
+  assert.ok(pcm16.length > INLINE_LIMIT && pcm16.length < PCM16_INLINE_LIMIT);
+  before = audioPool.offloaded;
+  const copied = await decodeWavAsync(pcm16);
+  assert.equal(audioPool.offloaded, before, 'no thread hop for a copy');
+  assert.ok(copied.pcm16);
+  assert.deepEqual(copied.samples, decodeWav(pcm16).samples);
 });
 
 test('long audio is converted on a worker thread with the same result as inline', async () => {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Type } from '@sinclair/typebox';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { bodyChecker } from '../../../src/http/request/schema.js';
+import { bodyChecker, Text } from '../../../src/http/request/schema.js';
 import { SpeechRequest } from '../../../src/http/schemas/speech-request.js';
 import { errorOf, fixtureModel, post, startServer, type TestServer } from '../../helpers/voxd.js';
 
@@ -98,4 +98,22 @@ test('a nested field is named by its path, as a client writes it', () => {
     param: 'request',
     message: "'request' is required: expected an object",
   });
+});
+
+test('a non-empty text field takes any non-empty string, a lone emoji or a large payload, and refuses ""; loading the schemas prints nothing', async () => {
+  const check = bodyChecker(Type.Object({ audio_base64: Text() }));
+  for (const value of ['x', '😀', 'A'.repeat(300_000)])
+    assert.doesNotThrow(() => check({ audio_base64: value }));
+  assert.throws(() => check({ audio_base64: '' }), /audio_base64/);
+  // ajv is built with `unicode: false` (lengths in UTF-16 units): its deprecation warning is not printed.
+  const { execFile } = await import('node:child_process');
+  const schemaModule = new URL('../../../src/http/request/schema.js', import.meta.url).href;
+  const stderr = await new Promise<string>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', `await import(${JSON.stringify(schemaModule)})`],
+      (err, _out, errText) => (err ? reject(err) : resolve(errText)),
+    ),
+  );
+  assert.equal(stderr, '');
 });
