@@ -5,6 +5,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { invalidRequest } from '../errors.js';
 import { memoryRelease } from '../util/release-memory.js';
 import type { AudioFailure, AudioJob, AudioReply } from './audio-worker.js';
 import { conformAudio } from './convert.js';
@@ -25,51 +26,58 @@ export const INLINE_LIMIT = 1 << 20;
 export const RESAMPLE_INLINE_LIMIT = 8192;
 
 type Need = { sampleRate: number; channels: number };
-type Pending = { resolve(audio: PlainAudio): void; reject(err: Error): void };
+/** What a job's reply carries: audio, or a base64 job's bytes. */
+type Result = { audio: PlainAudio } | { bytes: Uint8Array };
+type Pending = { resolve(result: Result): void; reject(err: Error): void };
 type Job = AudioJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
 
 /** The error each failure code of the worker stands for, so a bad WAV stays a WavError (a 400). */
 const FAILURES: Record<AudioFailure, (message: string) => Error> = {
   wav_invalid: (message) => new WavError(message),
+  invalid_request: (message) => invalidRequest(message),
   audio_failed: (message) => new Error(`audio worker: ${message}`),
 };
 
 /** Offloaded jobs are the large ones: their results die with their request (release-memory.ts). */
-function resolved(audio: PlainAudio, resolve: (audio: Audio) => void): void {
-  memoryRelease.noteLargeBuffer(plainBuffer(audio).byteLength);
-  resolve(fromPlain(audio));
+function owed(bytes: number): void {
+  memoryRelease.noteLargeBuffer(bytes);
 }
 
 class AudioPool {
   readonly #size = Math.max(1, Math.min(2, availableParallelism() - 1));
   readonly #idle: Worker[] = [];
   readonly #busy = new Map<Worker, number>();
-  readonly #queue: { job: AudioJob; pending: Pending }[] = [];
+  readonly #queue: { job: AudioJob; pending: Pending; transfer: ArrayBuffer[] }[] = [];
   readonly #pending = new Map<number, Pending>();
   #nextId = 1;
   /** Jobs run on worker threads so far, for tests. */
   offloaded = 0;
 
-  run(job: Job): Promise<Audio> {
-    return new Promise<Audio>((resolve, reject) => {
-      this.#queue.push({
-        job: { ...job, id: this.#nextId++ } as AudioJob,
-        pending: { resolve: (audio) => resolved(audio, resolve), reject },
-      });
+  /** `transfer`: buffers of the job moved to the worker rather than copied (the caller's no more). */
+  run(job: Job, transfer: ArrayBuffer[] = []): Promise<Result> {
+    return new Promise<Result>((resolve, reject) => {
+      const id = this.#nextId++;
+      this.#queue.push({ job: { ...job, id } as AudioJob, pending: { resolve, reject }, transfer });
       this.#dispatch();
     });
+  }
+
+  async audio(job: Job): Promise<Audio> {
+    const { audio } = (await this.run(job)) as { audio: PlainAudio };
+    owed(plainBuffer(audio).byteLength);
+    return fromPlain(audio);
   }
 
   #dispatch(): void {
     while (this.#queue.length > 0) {
       const worker = this.#idle.pop() ?? (this.#busy.size < this.#size ? this.#spawn() : undefined);
       if (!worker) return;
-      const { job, pending } = this.#queue.shift()!;
+      const { job, pending, transfer } = this.#queue.shift()!;
       this.#pending.set(job.id, pending);
       this.#busy.set(worker, job.id);
       this.offloaded++;
       worker.ref();
-      worker.postMessage(job);
+      worker.postMessage(job, transfer);
     }
   }
 
@@ -82,7 +90,7 @@ class AudioPool {
       // An idle worker must not keep the process alive.
       worker.unref();
       this.#idle.push(worker);
-      if (reply.ok) pending?.resolve(reply.audio);
+      if (reply.ok) pending?.resolve(reply);
       else pending?.reject(FAILURES[reply.code](reply.message));
       this.#dispatch();
     });
@@ -114,16 +122,17 @@ export const audioPool = new AudioPool();
  */
 export const PCM16_INLINE_LIMIT = 16 << 20;
 
-export async function decodeWavAsync(bytes: Uint8Array): Promise<Audio> {
-  if (bytes.length < INLINE_LIMIT) return decodeWav(bytes);
+/** `owned`: bytes nobody else holds, whose 16-bit samples may be read in place (decodeData). */
+export async function decodeWavAsync(bytes: Uint8Array, owned = false): Promise<Audio> {
+  if (bytes.length < INLINE_LIMIT) return decodeWav(bytes, owned);
   if (bytes.length < PCM16_INLINE_LIMIT && isPcm16(parseWavLayout(bytes, bytes.byteLength).format))
-    return decodeWav(bytes);
-  return audioPool.run({ kind: 'decode', bytes });
+    return decodeWav(bytes, owned);
+  return audioPool.audio({ kind: 'decode', bytes });
 }
 
 /** The samples of an open WAV file whose layout is known, decoded on a worker thread. */
 export async function decodeWavFileAsync(fd: number, layout: WavLayout): Promise<Audio> {
-  return audioPool.run({ kind: 'decode-file', fd, layout });
+  return audioPool.audio({ kind: 'decode-file', fd, layout });
 }
 
 export async function conformAudioAsync(audio: Audio, need: Need): Promise<Audio> {
@@ -131,5 +140,20 @@ export async function conformAudioAsync(audio: Audio, need: Need): Promise<Audio
   if (!resamples && audio.channels === need.channels) return conformAudio(audio, need);
   if (audio.samples.length < (resamples ? RESAMPLE_INLINE_LIMIT : INLINE_LIMIT))
     return conformAudio(audio, need);
-  return audioPool.run({ kind: 'conform', audio: toPlain(audio), need });
+  return audioPool.audio({ kind: 'conform', audio: toPlain(audio), need });
+}
+
+/** A base64 payload's characters (a JSON body's bytes) decoded on a worker thread: base64.ts's bytes and errors. */
+export async function decodeBase64Async(
+  literal: Uint8Array,
+  field: string,
+  maxBytes: number,
+): Promise<Buffer> {
+  // A copy of the characters alone, moved: a structured clone would copy the whole body they lie
+  // in, and cost several times the copy.
+  const own = literal.slice();
+  const job = { kind: 'base64', literal: own, field, maxBytes } as const;
+  const { bytes } = (await audioPool.run(job, [own.buffer])) as { bytes: Uint8Array };
+  owed(own.byteLength + bytes.byteLength);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

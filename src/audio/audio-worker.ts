@@ -1,6 +1,8 @@
 /** Worker-thread side of the audio pool: decodes and converts audio off the event loop. */
 import { readSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
+import { VoxdError } from '../errors.js';
+import { base64Bytes } from './base64.js';
 import { conformAudio } from './convert.js';
 import { fromPlain, type PlainAudio, plainBuffer, toPlain } from './pcm16-audio.js';
 import { decodeSamples, decodeWav, isPcm16, WavError, type WavLayout } from './wav-decode.js';
@@ -8,10 +10,13 @@ import { decodeSamples, decodeWav, isPcm16, WavError, type WavLayout } from './w
 export type AudioJob =
   | { id: number; kind: 'decode'; bytes: Uint8Array }
   | { id: number; kind: 'decode-file'; fd: number; layout: WavLayout }
-  | { id: number; kind: 'conform'; audio: PlainAudio; need: { sampleRate: number; channels: number } };
+  | { id: number; kind: 'conform'; audio: PlainAudio; need: { sampleRate: number; channels: number } }
+  /** A base64 payload's characters as a JSON body held them (base64.ts): its bytes. */
+  | { id: number; kind: 'base64'; literal: Uint8Array; field: string; maxBytes: number };
 
 export type AudioReply =
   | { id: number; ok: true; audio: PlainAudio }
+  | { id: number; ok: true; bytes: Uint8Array }
   | { id: number; ok: false; code: AudioFailure; message: string };
 
 /**
@@ -19,7 +24,7 @@ export type AudioReply =
  * same kind of error (audio-pool.ts) instead of reading the message: `wav_invalid`, the input is not
  * a WAV file voxd can read (a 400 to the client); `audio_failed`, anything else (a server fault).
  */
-export type AudioFailure = 'wav_invalid' | 'audio_failed';
+export type AudioFailure = 'wav_invalid' | 'invalid_request' | 'audio_failed';
 
 /** Sample bytes read per step: the file is never held whole, only its decoded samples. */
 const PIECE_BYTES = 1 << 20;
@@ -61,7 +66,7 @@ function readWhole(fd: number, into: Uint8Array, position: number): void {
   }
 }
 
-function runJob(job: AudioJob): PlainAudio {
+function runJob(job: Exclude<AudioJob, { kind: 'base64' }>): PlainAudio {
   if (job.kind === 'decode') return toPlain(decodeWav(job.bytes));
   if (job.kind === 'decode-file') return decodeFile(job.fd, job.layout);
   return toPlain(conformAudio(fromPlain(job.audio), job.need));
@@ -73,21 +78,26 @@ const COLLECT_AFTER_BYTES = 16 * 1024 * 1024;
 function inputBytes(job: AudioJob): number {
   if (job.kind === 'decode') return job.bytes.byteLength;
   if (job.kind === 'decode-file') return job.layout.dataBytes;
+  if (job.kind === 'base64') return job.literal.byteLength;
   return plainBuffer(job.audio).byteLength;
 }
 
 parentPort?.on('message', (job: AudioJob) => {
   try {
-    const audio = runJob(job);
-    parentPort!.postMessage({ id: job.id, ok: true, audio } satisfies AudioReply, [plainBuffer(audio)]);
+    if (job.kind === 'base64') {
+      const { literal, field, maxBytes } = job;
+      const text = Buffer.from(literal.buffer, literal.byteOffset, literal.byteLength).toString('latin1');
+      const bytes = new Uint8Array(base64Bytes(text, field, maxBytes));
+      parentPort!.postMessage({ id: job.id, ok: true, bytes } satisfies AudioReply, [bytes.buffer]);
+    } else {
+      const audio = runJob(job);
+      parentPort!.postMessage({ id: job.id, ok: true, audio } satisfies AudioReply, [plainBuffer(audio)]);
+    }
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    parentPort!.postMessage({
-      id: job.id,
-      ok: false,
-      code: err instanceof WavError ? 'wav_invalid' : 'audio_failed',
-      message,
-    } satisfies AudioReply);
+    const code =
+      err instanceof WavError ? 'wav_invalid' : err instanceof VoxdError ? 'invalid_request' : 'audio_failed';
+    parentPort!.postMessage({ id: job.id, ok: false, code, message } satisfies AudioReply);
   }
   // The job's copy of its input is garbage once this handler returns, and an idle worker would
   // never collect it. `gc` is there when the main thread exposed it (util/release-memory.ts).

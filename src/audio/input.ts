@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { invalidRequest, VoxdError } from '../errors.js';
 import { type FileAccess, openServerFile } from '../util/server-files.js';
 import { storageFull } from '../util/storage-full.js';
-import { decodeWavAsync, decodeWavFileAsync, INLINE_LIMIT } from './audio-pool.js';
+import { decodeBase64Async, decodeWavAsync, decodeWavFileAsync, INLINE_LIMIT } from './audio-pool.js';
+import { base64Bytes } from './base64.js';
 import { type Codec, missingFfmpeg } from './ffmpeg.js';
 import type { SlotOwner } from './slots.js';
 import type { Audio } from './types.js';
@@ -80,7 +81,8 @@ async function transcode(source: AudioSource, field: string, limits: AudioLimits
 }
 
 /** Input audio not decoded yet: bytes in memory, or an open file (a server file, a spooled upload). */
-export type AudioSource = { bytes: Uint8Array } | { file: FileHandle; size: number };
+/** `owned`: bytes made for this request alone (a decoded base64 payload), which may be read in place. */
+export type AudioSource = { bytes: Uint8Array; owned?: boolean } | { file: FileHandle; size: number };
 
 function checkDuration(layout: WavLayout, field: string, maxSeconds: number): void {
   const seconds = layout.frames / layout.format.sampleRate;
@@ -115,7 +117,7 @@ export async function decodeAudio(source: AudioSource, field: string, limits: Au
     if (!isWav(magic)) return await transcode(source, field, limits);
     if ('bytes' in source) {
       checkDuration(parseWavLayout(source.bytes, source.bytes.byteLength), field, limits.maxSeconds);
-      return await decodeWavAsync(source.bytes);
+      return await decodeWavAsync(source.bytes, source.owned);
     }
     const head = await readAt(source.file, 0, Math.min(source.size, HEADER_WINDOW));
     const layout = parseWavLayout(head, source.size);
@@ -154,39 +156,22 @@ export async function readAudioPath(
   }
 }
 
-const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
-const PADDING = /=+$/;
-
-/**
- * Whether `payload`, which Node decoded to `bytes`, is base64 (Node's decoder skips what is not
- * base64 instead of failing, and takes base64url's - and _ as well). Each character it skips costs
- * the output bytes, so a payload of n characters before its padding that decoded to 3n/4 bytes
- * (rounded down) skipped none, except when n is 4k+1: no base64 has that length, and one skipped
- * character would go unseen there. The pattern, which costs ten times more on a large payload,
- * decides only what that count cannot: line breaks, invalid payloads, that one length.
- */
-export function isBase64Of(payload: string, bytes: Buffer): boolean {
-  const n = payload.length - (PADDING.exec(payload.slice(-2))?.[0].length ?? 0);
-  if (
-    n % 4 !== 1 &&
-    bytes.length === Math.floor((n * 3) / 4) &&
-    !payload.includes('-') &&
-    !payload.includes('_')
-  )
-    return true;
-  return BASE64.test(payload);
+/** Base64 WAV (or any container ffmpeg decodes), optionally as a `data:` URI, at most `limits.maxBytes` once decoded. */
+export async function decodeBase64Audio(data: string, field: string, limits: AudioLimits): Promise<Audio> {
+  return decodeAudio({ bytes: base64Bytes(data, field, limits.maxBytes), owned: true }, field, limits);
 }
 
-/** Base64 WAV, optionally as a `data:` URI, at most `limits.maxBytes` once decoded. */
-export async function decodeBase64Audio(data: string, field: string, limits: AudioLimits): Promise<Audio> {
-  const payload = data.startsWith('data:') ? data.slice(data.indexOf(',') + 1) : data;
-  if (payload.trim().length === 0) throw invalidRequest(`${field}: the base64 payload is empty`);
-  // Three bytes for every four characters: refuse before allocating.
-  if (Math.floor((payload.length * 3) / 4) > limits.maxBytes + 3)
-    throw invalidRequest(`${field}: decoded audio is larger than the limit of ${limits.maxBytes} bytes`);
-  const bytes = Buffer.from(payload, 'base64');
-  if (!isBase64Of(payload, bytes)) throw invalidRequest(`${field}: not valid base64`);
-  if (bytes.length > limits.maxBytes)
-    throw invalidRequest(`${field}: decoded audio is ${bytes.length} bytes; the limit is ${limits.maxBytes}`);
-  return decodeAudio({ bytes }, field, limits);
+/**
+ * The same from a JSON body's own bytes (the string literal, lifted out of the body before it was
+ * parsed: request/lifted-fields.ts): the text of the payload is made and decoded on the audio
+ * worker, so the main thread makes no string of it (issue 27). The answers, errors included, are
+ * those of decodeBase64Audio.
+ */
+export async function decodeBase64Literal(
+  literal: Uint8Array,
+  field: string,
+  limits: AudioLimits,
+): Promise<Audio> {
+  const bytes = await decodeBase64Async(literal, field, limits.maxBytes);
+  return decodeAudio({ bytes, owned: true }, field, limits);
 }

@@ -73,9 +73,10 @@ export interface WavLayout {
  * and WAVE_FORMAT_EXTENSIBLE with either subformat. Any other input throws WavError, never anything else:
  * every read below is bounds-checked against the bytes actually present.
  */
-export function decodeWav(bytes: Buffer | Uint8Array): Audio {
+export function decodeWav(bytes: Buffer | Uint8Array, owned = false): Audio {
   const layout = parseWavLayout(bytes, bytes.byteLength);
-  return decodeData(bytes.subarray(layout.dataStart, layout.dataStart + layout.dataBytes), layout.format);
+  const data = bytes.subarray(layout.dataStart, layout.dataStart + layout.dataBytes);
+  return decodeData(data, layout.format, owned);
 }
 
 /**
@@ -84,8 +85,15 @@ export function decodeWav(bytes: Buffer | Uint8Array): Audio {
  * runner or a worker thread rather than on the server's main thread (issue 27). Other encodings
  * are decoded to floats.
  */
-export function decodeData(data: Uint8Array, format: WavFormat): Audio {
+export function decodeData(data: Uint8Array, format: WavFormat, owned = false): Audio {
   if (!isPcm16(format)) return decodeSamples(data, format);
+  // `owned`: bytes nobody else holds (a base64 payload's, decoded for this request), read in place.
+  if (owned && data.byteOffset % 2 === 0)
+    return pcm16Audio(
+      new Int16Array(data.buffer, data.byteOffset, data.byteLength >> 1),
+      format.sampleRate,
+      format.channels,
+    );
   const pcm16 = new Int16Array(Math.floor(data.byteLength / (2 * format.channels)) * format.channels);
   new Uint8Array(pcm16.buffer).set(data.subarray(0, pcm16.byteLength));
   return pcm16Audio(pcm16, format.sampleRate, format.channels);

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isBase64Of } from '../../src/audio/input.js';
+import { isBase64Of } from '../../src/audio/base64.js';
 import { mulberry32 } from '../helpers/prng.js';
 
 /** The check before: exact by construction. */

@@ -141,6 +141,35 @@ describe('POST /v1/tasks/run', () => {
     );
   });
 
+  test('a large audio_base64, taken from the body as bytes, gives what the same audio gives parsed as a string; its errors too', async () => {
+    const wav = sineWav(16000, 1, 16, 3 * 16000);
+    const b64 = wav.toString('base64');
+    assert.ok(b64.length > 64 * 1024, 'large enough to be lifted');
+    // "\/" escapes keep a body from being lifted: the same audio, parsed as a string.
+    const escaped = (body: unknown) => JSON.stringify(body).replace(/\//g, '\\/');
+    const send = (json: string) =>
+      fetch(`${server.url}${PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: json,
+      });
+    for (const body of [
+      { model: 'asr', audio_base64: b64 },
+      { model: 'asr', request: { audio_base64: `data:audio/wav;base64,${b64}` } },
+    ]) {
+      const lifted = await run(body);
+      const parsed = await send(escaped(body));
+      assert.equal(parsed.status, 200);
+      assert.deepEqual(reportOf(lifted), JSON.parse(((await parsed.json()) as { text: string }).text));
+      assert.equal(reportOf(lifted).audio.samples, 3 * 16000);
+    }
+    const stray = `${b64.slice(0, 40)}$${b64.slice(40)}`;
+    badRequest(await run({ model: 'asr', audio_base64: stray }), 'audio_base64: not valid base64');
+    const parsed = await send(escaped({ model: 'asr', audio_base64: stray }));
+    assert.equal(parsed.status, 400);
+    assert.match(JSON.stringify(await parsed.json()), /audio_base64: not valid base64/);
+  });
+
   test('a tts model returns a base64 WAV with sample_rate, channels and audio timing', async () => {
     const res = await run({ model: 'tts', request: { text: 'speak', seed: 3 } });
     assert.equal(res.status, 200);

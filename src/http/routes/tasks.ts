@@ -9,7 +9,12 @@ import { modelEntry, requireStreamingMode } from '../../api/model-lookup.js';
 import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../../api/request-options.js';
 import { checkInputChars } from '../../api/speech/input-text.js';
 import { timing } from '../../api/timing.js';
-import { type AudioLimits, decodeBase64Audio, readAudioPath } from '../../audio/input.js';
+import {
+  type AudioLimits,
+  decodeBase64Audio,
+  decodeBase64Literal,
+  readAudioPath,
+} from '../../audio/input.js';
 import type { Audio } from '../../audio/types.js';
 import { encodeWav } from '../../audio/wav-encode.js';
 import type { EngineEvent, EngineRequest, EngineResult } from '../../engines/types.js';
@@ -17,6 +22,7 @@ import { invalidRequest, VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { type FileAccess, fileAccessOf, serverFilePath } from '../../util/server-files.js';
 import { audioLimits } from '../request/audio-limits.js';
+import { liftedField } from '../request/lifted-fields.js';
 import { jsonRoute } from '../request/schema.js';
 import { TaskResult, TaskStreamResult } from '../schemas/audio-responses.js';
 import { BusyQuery } from '../schemas/query.js';
@@ -44,7 +50,11 @@ async function inputAudio(
   if (path !== undefined && base64 !== undefined)
     throw invalidRequest('provide only one of audio or audio_base64');
   if (path !== undefined) return readAudioPath(path, 'audio', access, limits);
-  return base64 === undefined ? undefined : decodeBase64Audio(base64, 'audio_base64', limits);
+  if (base64 === undefined) return undefined;
+  const literal = liftedField(request, 'audio_base64');
+  return literal
+    ? decodeBase64Literal(literal, 'audio_base64', limits)
+    : decodeBase64Audio(base64, 'audio_base64', limits);
 }
 
 /**

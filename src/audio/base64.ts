@@ -1,0 +1,43 @@
+/**
+ * Base64 audio payloads (`audio_base64`, `voice_ref.data`): the checks and the decoding, shared by
+ * the main thread (a payload already parsed as a string) and the audio worker (one lifted from a
+ * JSON body's bytes), so both give the same bytes and the same errors.
+ */
+import { invalidRequest } from '../errors.js';
+
+const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
+const PADDING = /=+$/;
+
+/**
+ * Whether `payload`, which Node decoded to `bytes`, is base64 (Node's decoder skips what is not
+ * base64 instead of failing, and takes base64url's - and _ as well). Each character it skips costs
+ * the output bytes, so a payload of n characters before its padding that decoded to 3n/4 bytes
+ * (rounded down) skipped none, except when n is 4k+1: no base64 has that length, and one skipped
+ * character would go unseen there. The pattern, which costs ten times more on a large payload,
+ * decides only what that count cannot: line breaks, invalid payloads, that one length.
+ */
+export function isBase64Of(payload: string, bytes: Buffer): boolean {
+  const n = payload.length - (PADDING.exec(payload.slice(-2))?.[0].length ?? 0);
+  if (
+    n % 4 !== 1 &&
+    bytes.length === Math.floor((n * 3) / 4) &&
+    !payload.includes('-') &&
+    !payload.includes('_')
+  )
+    return true;
+  return BASE64.test(payload);
+}
+
+/** The bytes of base64 `data` (optionally a `data:` URI), at most `maxBytes`; a 400 naming `field` otherwise. */
+export function base64Bytes(data: string, field: string, maxBytes: number): Buffer {
+  const payload = data.startsWith('data:') ? data.slice(data.indexOf(',') + 1) : data;
+  if (payload.trim().length === 0) throw invalidRequest(`${field}: the base64 payload is empty`);
+  // Three bytes for every four characters: refuse before allocating.
+  if (Math.floor((payload.length * 3) / 4) > maxBytes + 3)
+    throw invalidRequest(`${field}: decoded audio is larger than the limit of ${maxBytes} bytes`);
+  const bytes = Buffer.from(payload, 'base64');
+  if (!isBase64Of(payload, bytes)) throw invalidRequest(`${field}: not valid base64`);
+  if (bytes.length > maxBytes)
+    throw invalidRequest(`${field}: decoded audio is ${bytes.length} bytes; the limit is ${maxBytes}`);
+  return bytes;
+}

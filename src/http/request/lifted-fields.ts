@@ -1,0 +1,79 @@
+/**
+ * A JSON body's base64 audio left as the body's own bytes (issue 27). Parsed the usual way, 5 s of
+ * base64 audio (213 KB) became a string twice on the main thread (the body's text, then the value
+ * JSON.parse copies out of it), then bytes; 60 s, 2.5 MB of strings each time, most of the main
+ * thread's time and garbage for such a request. Here the `audio_base64` string literal, when it is
+ * large and plain (no escapes), is cut out of the body before it is parsed, a placeholder parsed in
+ * its place, and its bytes kept beside the parsed body (liftedField) for the audio worker to decode
+ * (decodeBase64Literal). Only the body's `audio_base64` or its `request.audio_base64` is lifted:
+ * the rest of the body is parsed as it was, and so is any body where the cut does not give that
+ * field back.
+ */
+import { randomBytes } from 'node:crypto';
+import { isPlainObject } from '../../config/errors.js';
+
+/** Literals shorter than this are parsed with the rest: cutting would save nothing. */
+export const LIFT_MIN_BYTES = 64 * 1024;
+const KEY = 'audio_base64';
+const KEY_BYTES = Buffer.from(`"${KEY}"`);
+/** A placeholder no client can guess, so none can make another field stand for the lifted bytes. */
+const TOKEN = randomBytes(16).toString('hex');
+let nextPlaceholder = 0;
+
+const lifted = new WeakMap<object, Map<string, Uint8Array>>();
+
+/** The bytes of `key`'s string literal (its characters, without the quotes) when it was lifted out of `body`. */
+export function liftedField(body: object, key: string): Uint8Array | undefined {
+  return lifted.get(body)?.get(key);
+}
+
+const holds =
+  (placeholder: string) =>
+  (value: unknown): value is Record<string, unknown> =>
+    isPlainObject(value) && value[KEY] === placeholder;
+
+const isSpace = (byte: number | undefined) =>
+  byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d;
+
+/** Where the literal that follows `"audio_base64":` opens and closes, when it is one to lift. */
+function literalSpan(body: Buffer): { open: number; close: number } | undefined {
+  const at = body.indexOf(KEY_BYTES);
+  if (at < 0) return undefined;
+  let p = at + KEY_BYTES.length;
+  while (isSpace(body[p])) p++;
+  if (body[p++] !== 0x3a) return undefined; // ':'
+  while (isSpace(body[p])) p++;
+  if (body[p] !== 0x22) return undefined; // a string opens
+  const open = p;
+  const close = body.indexOf(0x22, open + 1);
+  if (close < 0 || close - open - 1 < LIFT_MIN_BYTES) return undefined;
+  // An escape (\" or \u...) would make the literal's characters differ from its bytes.
+  const backslash = body.indexOf(0x5c, open + 1);
+  if (backslash >= 0 && backslash < close) return undefined;
+  return { open, close };
+}
+
+/**
+ * `parse` of the body's text, with a large `audio_base64` lifted out (see above). A body
+ * that does not parse with the placeholder is parsed whole, so its error is the one it always had.
+ */
+export function parseLifting(body: Buffer, parse: (text: string) => unknown): unknown {
+  const span = body.length >= LIFT_MIN_BYTES ? literalSpan(body) : undefined;
+  if (span) {
+    const placeholder = `voxd-lifted-${TOKEN}-${nextPlaceholder++}`;
+    const text = `${body.toString('utf8', 0, span.open)}"${placeholder}"${body.toString('utf8', span.close + 1)}`;
+    let parsed: unknown;
+    try {
+      parsed = parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    // The field of the body, or of its `request` (the two forms of /v1/tasks/run).
+    const holder = isPlainObject(parsed) ? [parsed, parsed['request']].find(holds(placeholder)) : undefined;
+    if (holder) {
+      lifted.set(holder, new Map([[KEY, body.subarray(span.open + 1, span.close)]]));
+      return parsed;
+    }
+  }
+  return parse(body.toString('utf8'));
+}
