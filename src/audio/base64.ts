@@ -17,15 +17,27 @@ const PADDING = /=+$/;
  * decides only what that count cannot: line breaks, invalid payloads, that one length.
  */
 export function isBase64Of(payload: string, bytes: Buffer): boolean {
+  return skippedNone(payload, bytes) || BASE64.test(payload);
+}
+
+/** Whether Node's decoder took every character of `payload` but its padding (see isBase64Of). */
+function skippedNone(payload: string, bytes: Buffer): boolean {
   const n = payload.length - (PADDING.exec(payload.slice(-2))?.[0].length ?? 0);
-  if (
+  return (
     n % 4 !== 1 &&
     bytes.length === Math.floor((n * 3) / 4) &&
     !payload.includes('-') &&
     !payload.includes('_')
-  )
-    return true;
-  return BASE64.test(payload);
+  );
+}
+
+/**
+ * Whether `payload` is strict base64, padded, with no whitespace (what the Realtime API's audio
+ * events carry): its length a multiple of 4, which is never 4k+1 before its padding, so the count
+ * alone decides, and no pattern runs over the payload.
+ */
+export function isPaddedBase64Of(payload: string, bytes: Buffer): boolean {
+  return payload.length % 4 === 0 && skippedNone(payload, bytes);
 }
 
 /** The bytes of base64 `data` (optionally a `data:` URI), at most `maxBytes`; a 400 naming `field` otherwise. */

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isBase64Of } from '../../src/audio/base64.js';
+import { isBase64Of, isPaddedBase64Of } from '../../src/audio/base64.js';
 import { mulberry32 } from '../helpers/prng.js';
 
 /** The check before: exact by construction. */
@@ -37,6 +37,12 @@ test('isBase64Of answers as encoding again and comparing did, on valid, wrapped,
     const decoded = Buffer.from(payload, 'base64');
     const want = reencoded(payload, decoded);
     assert.equal(isBase64Of(payload, decoded), want, JSON.stringify(payload));
+    // The realtime events' strict form: the pattern it used before, padding required, no whitespace.
+    assert.equal(
+      isPaddedBase64Of(payload, decoded),
+      /^[A-Za-z0-9+/]*={0,2}$/.test(payload) && payload.length % 4 === 0,
+      JSON.stringify(payload),
+    );
     if (want) accepted++;
     else refused++;
   }

@@ -6,6 +6,7 @@
  * holds at most one slot, and none while it only listens. Every failure of an event is an `error`
  * event and the session goes on; a turn that fails is a `...transcription.failed` event.
  */
+
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
@@ -15,6 +16,7 @@ import { vadProbe } from '../../api/vad/probe.js';
 import { SampleBuffer } from '../../api/vad/sample-buffer.js';
 import { SpeechDetector } from '../../api/vad/speech-detector.js';
 import { requireVadModel } from '../../api/vad/vad-model.js';
+import { isPaddedBase64Of } from '../../audio/base64.js';
 import type { Audio } from '../../audio/types.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
 import { showValue, VoxdError } from '../../errors.js';
@@ -40,8 +42,6 @@ const TASKS: readonly TaskToken[] = ['asr', 'diar'];
 
 /** What a session may send before the client reads: past it the client is not reading (1008). */
 export const SEND_BUFFER_BYTES = 4 << 20;
-
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** How often a session pings its client; one left unanswered by the next ping ends the session. */
 export const KEEPALIVE_MS = 30_000;
@@ -421,11 +421,11 @@ export class RealtimeSession {
   }
 
   #append(audio: string): void {
-    if (audio.length % 4 !== 0 || !BASE64.test(audio))
+    const decoded = Buffer.from(audio, 'base64');
+    if (!isPaddedBase64Of(audio, decoded))
       throw new VoxdError('E_INVALID_REQUEST', `audio: ${showValue(audio.slice(0, 40))} is not base64`, {
         param: 'audio',
       });
-    const decoded = Buffer.from(audio, 'base64');
     const { encoding, rate } = this.#format;
     const bytes = this.#carry === undefined ? decoded : Buffer.concat([Buffer.of(this.#carry), decoded]);
     const whole = bytes.length - (bytes.length % bytesPerSample(encoding));
