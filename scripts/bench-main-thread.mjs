@@ -247,7 +247,8 @@ for (const [key, label, run] of KINDS) {
 }
 
 // The floor: plain node:http in a child of its own, reading the same bodies whole and answering a
-// line of JSON, nothing else. No server that takes its uploads over Node's HTTP can spend less.
+// line of JSON (or, for the TTS row, as many zero bytes as voxd's answer has), nothing else. No
+// server that speaks Node's HTTP can spend less on the same exchange.
 if (!ONLY || ONLY.includes('floor')) {
   const { spawn } = await import('node:child_process');
   const plain = spawn(
@@ -255,7 +256,9 @@ if (!ONLY || ONLY.includes('floor')) {
     [
       '-e',
       `require('node:http').createServer((req, res) => { const parts = []; req.on('data', (c) => parts.push(c));
-        req.on('end', () => { const n = Buffer.concat(parts).length; res.setHeader('content-type', 'application/json');
+        req.on('end', () => { const n = Buffer.concat(parts).length; const answer = Number(req.headers['x-answer-bytes'] ?? 0);
+        if (answer > 0) { res.setHeader('content-type', 'audio/wav'); return res.end(Buffer.alloc(answer)); }
+        res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify({ text: 'bytes ' + n })); }); }).listen(0, '127.0.0.1', function () {
         process.stderr.write('port ' + this.address().port + '\\n'); });`,
     ],
@@ -273,7 +276,14 @@ if (!ONLY || ONLY.includes('floor')) {
     const res = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body, headers });
     await res.arrayBuffer();
   };
+  // A 20-word TTS: a small JSON body in, the answer voxd gives (its size) out.
+  const ttsBytes = (await speech('wav')).length;
+  const ttsBody = JSON.stringify({ model: 'flite', input: SENTENCE, response_format: 'wav' });
   for (const [label, make] of [
+    [
+      'floor: plain node:http, a 20-word TTS request in, a WAV of its size out',
+      () => [ttsBody, { 'content-type': 'application/json', 'x-answer-bytes': String(ttsBytes) }],
+    ],
     ['floor: plain node:http, 5 s multipart WAV', () => [multipart(WAV[5])]],
     ['floor: plain node:http, 60 s multipart WAV', () => [multipart(WAV[60])]],
     [

@@ -175,7 +175,7 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
         chunks.push(chunk);
         if (fileSize > SPOOL_THRESHOLD) {
           handle = await spool.create();
-          await writeAll(handle, Buffer.concat(chunks));
+          await writeChunks(handle, chunks, fileSize);
           chunks.length = 0;
           lease?.free(fileSize);
         }

@@ -13,13 +13,14 @@ import {
   fixtureModel,
   get,
   type HttpResult,
+  reportOf,
   request,
   startServer,
   type TestServer,
   tempDir,
   waitUntil,
 } from '../../helpers/voxd.js';
-import { smallWav } from '../wav-helpers.js';
+import { buildWav, smallWav } from '../wav-helpers.js';
 
 const BOUNDARY = 'XB';
 const CONTENT_TYPE = `multipart/form-data; boundary=${BOUNDARY}`;
@@ -124,6 +125,20 @@ describe('multipart bodies cut, malformed or abandoned', () => {
     const cut = await send('/v1/audio/transcriptions', body.subarray(0, body.length - SPOOL_THRESHOLD / 2));
     errorOf(cut, 400, 'invalid_request_error');
     assert.deepEqual(spooled(), [], 'no spooled upload is left');
+  });
+
+  test('a spooled upload reaches the engine whole: its length and loudness as sent, past several spool batches', async () => {
+    // 3 MiB of samples whose loudness grows through the file: a batch lost, doubled or cut changes
+    // the length, or the RMS, or both.
+    const frames = (3 * SPOOL_THRESHOLD) / 2;
+    const sample = (f: number) => (f / frames) * Math.sin(f / 3);
+    const wav = buildWav({ sampleRate: 16000, channels: 1, bits: 16, frames, sample });
+    let sum = 0;
+    for (let f = 0; f < frames; f++) sum += (Math.round(sample(f) * 32767) / 32768) ** 2;
+    const report = reportOf(await send('/v1/audio/transcriptions', bodyFor(1, wav)));
+    assert.equal(report.audio.samples, frames);
+    assert.equal(report.audio.rms, Math.round(Math.sqrt(sum / frames) * 1e4) / 1e4);
+    assert.deepEqual(spooled(), []);
   });
 
   test('a client that leaves in the middle of a spooled upload leaves nothing behind', async () => {
