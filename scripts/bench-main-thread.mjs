@@ -323,23 +323,45 @@ if (PROFILE) {
 child.kill('SIGTERM');
 process.exit(0);
 
-/** The functions that took a kind's main-thread time (self time), per request, the heaviest first. */
+/**
+ * The functions that took a kind's main-thread time, per request, the heaviest first: by self time
+ * (the function itself), then by inclusive time (with what it called) for voxd's own functions,
+ * which shows which step of a request the time belongs to.
+ */
 function printProfile(profile, { label, from, to, rounds = ROUNDS }) {
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const nameOf = ({ functionName, url, lineNumber }) =>
+    `${functionName || '(anonymous)'} ${url ? `${basename(url)}:${lineNumber + 1}` : ''}`;
   const self = new Map();
+  const inclusive = new Map();
   let busy = 0;
   let t = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
     const dt = profile.timeDeltas[i + 1] ?? 0;
     t += profile.timeDeltas[i];
     if (t < from || t > to) continue;
-    const { functionName, url, lineNumber } = nodes.get(profile.samples[i]).callFrame;
-    if (functionName === '(idle)') continue;
-    const name = `${functionName || '(anonymous)'} ${url ? `${basename(url)}:${lineNumber + 1}` : ''}`;
-    self.set(name, (self.get(name) ?? 0) + dt);
+    const leaf = nodes.get(profile.samples[i]).callFrame;
+    if (leaf.functionName === '(idle)') continue;
+    self.set(nameOf(leaf), (self.get(nameOf(leaf)) ?? 0) + dt);
     busy += dt;
+    const seen = new Set();
+    for (let id = profile.samples[i]; id !== undefined; id = parent.get(id)) {
+      const frame = nodes.get(id).callFrame;
+      if (!frame.url.includes('/dist/src/')) continue;
+      const name = nameOf(frame);
+      if (seen.has(name)) continue;
+      seen.add(name);
+      inclusive.set(name, (inclusive.get(name) ?? 0) + dt);
+    }
   }
+  const top = (map) =>
+    [...map]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 20)
+      .map(([name, us]) => `- ${((100 * us) / busy).toFixed(1)} % ${name}`)
+      .join('\n');
   console.log(`\n### ${label}: ${(busy / 1000 / rounds).toFixed(2)} ms sampled a request\n`);
-  for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 20))
-    console.log(`- ${((100 * us) / busy).toFixed(1)} % ${name}`);
+  console.log(`Self time:\n${top(self)}\n\nWith what they called (voxd's functions):\n${top(inclusive)}`);
 }
