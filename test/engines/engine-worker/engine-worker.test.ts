@@ -58,6 +58,10 @@ for (const isolation of ['thread', 'process'] as const) {
         );
         assert.deepEqual(reply.pcm, pcm);
         if (isolation === 'process') assert.deepEqual((await where(worker)).files, [], 'no file left');
+        // A job the channel cannot carry (a function) fails its call, large arrays or not; the runner goes on.
+        const unsendable = { op: 'echo', samples, send: () => 1 } as unknown as Omit<TestJob, 'id'>;
+        await assert.rejects(worker.call(unsendable, never()), /could not be cloned/);
+        assert.ok((await worker.call({ op: 'echo', samples: new Float32Array([1]) }, never())).ok);
       } finally {
         await worker.dispose();
       }
