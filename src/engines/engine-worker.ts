@@ -4,7 +4,6 @@
  * slots of a model). A cancelled call ends the thread or kills the process, so the work really
  * stops, and the next call starts a fresh one. A runner that crashes fails only its calls.
  */
-
 import { type ChildProcess, fork } from 'node:child_process';
 import { type EventEmitter, once } from 'node:events';
 import { Worker } from 'node:worker_threads';
@@ -252,10 +251,13 @@ export class EngineWorker<J extends object, R extends Reply> {
       if (!runner.bulkDir) return runner.post(message, transfer);
       // A call cancelled while its arrays were written is not sent (its runner is ending); one
       // whose files could not be written (a full disk) sends them in the message as before.
-      void writeBulk(message, runner.bulkDir).then(
-        (written) => settled || runner.post(written, []),
-        () => settled || runner.post(message, transfer),
-      );
+      void writeBulk(message, runner.bulkDir)
+        .then(
+          (written) => settled || runner.post(written, []),
+          () => settled || runner.post(message, transfer),
+        )
+        // A message the channel cannot take fails its call, as it did when it was sent at once.
+        .catch((err: Error) => settled || call.fail(err));
     });
   }
 
