@@ -1,7 +1,7 @@
 /** Worker-thread side of the audio pool: decodes and converts audio off the event loop. */
-import { readSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { VoxdError } from '../errors.js';
+import { readFullySync } from '../util/read-fully.js';
 import { base64Bytes } from './base64.js';
 import { conformAudio } from './convert.js';
 import { fromPlain, type PlainAudio, plainBuffer, toPlain } from './pcm16-audio.js';
@@ -59,11 +59,8 @@ function decodeFile(fd: number, layout: WavLayout): PlainAudio {
 
 /** Fills `into` from the file at `position`; a file that ends first is a bad WAV. */
 function readWhole(fd: number, into: Uint8Array, position: number): void {
-  for (let got = 0; got < into.byteLength; ) {
-    const n = readSync(fd, into, got, into.byteLength - got, position + got);
-    if (n === 0) throw new WavError('the WAV file ended before its data');
-    got += n;
-  }
+  if (readFullySync(fd, into, position) < into.byteLength)
+    throw new WavError('the WAV file ended before its data');
 }
 
 function runJob(job: Exclude<AudioJob, { kind: 'base64' }>): PlainAudio {

@@ -8,6 +8,7 @@ import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { invalidRequest, VoxdError } from '../errors.js';
+import { readFully } from '../util/read-fully.js';
 import { type FileAccess, openServerFile } from '../util/server-files.js';
 import { storageFull } from '../util/storage-full.js';
 import { decodeBase64Async, decodeWavAsync, decodeWavFileAsync, INLINE_LIMIT } from './audio-pool.js';
@@ -97,13 +98,7 @@ function checkDuration(layout: WavLayout, field: string, maxSeconds: number): vo
 /** Reads up to `length` bytes at `position`; fewer only at the end of the file. */
 async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
   const buffer = Buffer.allocUnsafe(length);
-  let got = 0;
-  while (got < length) {
-    const { bytesRead } = await file.read(buffer, got, length - got, position + got);
-    if (bytesRead === 0) break;
-    got += bytesRead;
-  }
-  return buffer.subarray(0, got);
+  return buffer.subarray(0, await readFully(file, buffer, position));
 }
 
 /**

@@ -10,9 +10,10 @@
  * The runner's folder is removed when the runner exits (runner-temp.ts), so a file a dead runner or
  * a cancelled call leaves behind goes with it.
  */
-import { closeSync, openSync, readSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
 import { open, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readFully, readFullySync } from '../util/read-fully.js';
 
 /**
  * Arrays of at least this many bytes go through a file (1 s of 16 kHz PCM16 is 32 KB). Measured:
@@ -93,11 +94,8 @@ export async function readBulk<M extends object>(message: M, dir: string): Promi
     const path = join(dir, ref.bulkFile);
     const file = await open(path, 'r');
     try {
-      for (let got = 0; got < bytes.byteLength; ) {
-        const { bytesRead } = await file.read(bytes, got, bytes.byteLength - got, got);
-        if (bytesRead === 0) throw new Error(`${ref.bulkFile} ended early`);
-        got += bytesRead;
-      }
+      if ((await readFully(file, bytes, 0)) < bytes.byteLength)
+        throw new Error(`${ref.bulkFile} ended early`);
     } finally {
       await file.close();
       await unlink(path).catch(() => {});
@@ -119,11 +117,7 @@ export function readBulkSync<M extends object>(message: M, dir: string): M {
     const path = join(dir, ref.bulkFile);
     const fd = openSync(path, 'r');
     try {
-      for (let got = 0; got < bytes.byteLength; ) {
-        const n = readSync(fd, bytes, got, bytes.byteLength - got, got);
-        if (n === 0) throw new Error(`${ref.bulkFile} ended early`);
-        got += n;
-      }
+      if (readFullySync(fd, bytes, 0) < bytes.byteLength) throw new Error(`${ref.bulkFile} ended early`);
     } finally {
       closeSync(fd);
       unlinkSync(path);
