@@ -359,7 +359,7 @@ function printProfile(profile, { label, from, to, rounds = ROUNDS }) {
   const top = (map) =>
     [...map]
       .sort((a, b) => b[1] - a[1])
-      .slice(0, 20)
+      .slice(0, Number(process.env.PROFILE_TOP ?? 20))
       .map(([name, us]) => `- ${((100 * us) / busy).toFixed(1)} % ${name}`)
       .join('\n');
   console.log(`\n### ${label}: ${(busy / 1000 / rounds).toFixed(2)} ms sampled a request\n`);

@@ -12,7 +12,7 @@ const post = (method, params) =>
     session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))),
   );
 await post('Profiler.enable');
-await post('Profiler.setSamplingInterval', { interval: 100 });
+await post('Profiler.setSamplingInterval', { interval: Number(process.env.PROFILE_INTERVAL_US ?? 100) });
 await post('Profiler.start');
 process.on('SIGUSR2', async () => {
   const { profile } = await post('Profiler.stop');

@@ -10,10 +10,10 @@
  * The runner's folder is removed when the runner exits (runner-temp.ts), so a file a dead runner or
  * a cancelled call leaves behind goes with it.
  */
-import { closeSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
-import { open, unlink, writeFile } from 'node:fs/promises';
+import { closeSync, openSync, unlink, unlinkSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readFully, readFullySync } from '../util/read-fully.js';
+import { readFileInto, readFullySync } from '../util/read-fully.js';
 
 /**
  * Arrays of at least this many bytes go through a file (1 s of 16 kHz PCM16 is 32 KB). Measured:
@@ -92,13 +92,12 @@ export async function readBulk<M extends object>(message: M, dir: string): Promi
     const array = new TYPES[ref.type](ref.length);
     const bytes = bytesOf(array);
     const path = join(dir, ref.bulkFile);
-    const file = await open(path, 'r');
     try {
-      if ((await readFully(file, bytes, 0)) < bytes.byteLength)
+      if ((await readFileInto(path, bytes)) < bytes.byteLength)
         throw new Error(`${ref.bulkFile} ended early`);
     } finally {
-      await file.close();
-      await unlink(path).catch(() => {});
+      // A file a failed unlink leaves goes with the runner's folder.
+      await new Promise((resolve) => unlink(path, resolve));
     }
     fields[key] = array;
   }

@@ -146,6 +146,25 @@ describe('POST /v1/audio/speech', () => {
     assert.match(pcm.headers.get('x-audiocpp-audio-duration-ms') ?? '', SIX_DECIMALS);
   });
 
+  test('an answer made in pieces is the same WAV: in one write when it fits the stream buffer, streamed when longer', async () => {
+    const whole = await speech({ model: 'tts', input: 'hello', seed: 4 });
+    const pcm = whole.body.subarray(44);
+    // 30 repeats of 0.32 s at 22,050 Hz: 423 KB, over the 256 KiB a response holds before waiting.
+    for (const repeat of [1, 30]) {
+      const res = await speech({ model: 'tts', input: 'hello', seed: 4, options: { chunks: 4, repeat } });
+      assert.equal(res.status, 200, `repeat ${repeat}`);
+      assert.equal(res.headers.get('content-type'), 'audio/wav');
+      assert.equal(Number(res.headers.get('content-length')), res.body.length, `repeat ${repeat}`);
+      assert.equal(readWavHeader(res.body).dataBytes, pcm.length * repeat);
+      assert.ok(res.body.subarray(0, 4).equals(Buffer.from('RIFF')));
+      for (let i = 0; i < repeat; i++)
+        assert.ok(
+          res.body.subarray(44 + i * pcm.length, 44 + (i + 1) * pcm.length).equals(pcm),
+          `piece ${i}`,
+        );
+    }
+  });
+
   test('speed and speaking_rate accept positive numbers', async () => {
     for (const body of [{ speed: 1.5 }, { speed: 1 }, { speaking_rate: 0.8 }, { speed: null }]) {
       const res = await speech({ model: 'tts', input: 'fast', ...body });

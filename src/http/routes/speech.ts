@@ -25,7 +25,7 @@ import { jsonRoute, queryRoute } from '../request/schema.js';
 import { SpeechJson } from '../schemas/audio-responses.js';
 import { BusyQuery, LIVE_SPEECH_OPTIONS, LiveSpeechQuery } from '../schemas/query.js';
 import { SpeechRequest } from '../schemas/speech-request.js';
-import type { EventStream, StreamFormat } from '../stream/event-stream.js';
+import { type EventStream, STREAM_BUFFER_BYTES, type StreamFormat } from '../stream/event-stream.js';
 import { streamedInference } from '../stream/streamed-inference.js';
 import { ownedCodec } from '../transport/caller.js';
 import type { Reply, Route, RouteContext } from '../transport/route.js';
@@ -161,12 +161,16 @@ async function speechAsMade(
   const audioMs = (bytes / 2 / channels / sampleRate) * 1000;
   const t = timingFor(outcome.wallMs, audioMs);
   const header = output.format === 'wav' ? wavHeader(sampleRate, channels, bytes) : undefined;
+  const contentType = header ? 'audio/wav' : 'application/octet-stream';
+  // An answer the stream would write without waiting for the client anyway goes out in one write.
+  if (bytes + (header?.length ?? 0) <= STREAM_BUFFER_BYTES)
+    return { body: header ? [header, ...pieces] : pieces, contentType, headers: timingHeaders(t) };
   return {
     stream: {
       format: 'audio',
       run: async (out) => {
         out.start({
-          'Content-Type': header ? 'audio/wav' : 'application/octet-stream',
+          'Content-Type': contentType,
           'Content-Length': String(bytes + (header?.length ?? 0)),
           ...timingHeaders(t),
         });

@@ -33,7 +33,8 @@ export interface RouteContext {
 export interface Reply {
   status?: number;
   json?: unknown;
-  body?: Buffer;
+  /** The body, or its pieces in order (sent together in one write, without being joined). */
+  body?: Buffer | readonly Buffer[];
   contentType?: string;
   headers?: Record<string, string>;
   /** A streamed response instead of a body. */

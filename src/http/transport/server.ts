@@ -153,8 +153,21 @@ function writeReply(res: ServerResponse, reply: Reply, draining: boolean): void 
   // JSON goes out as a string: node joins a string body to the headers in one write, where a
   // Buffer takes a writev of two (measured: 12 % of a no-op request's CPU).
   let payload: Buffer | string;
+  if (Array.isArray(reply.body)) {
+    const pieces = reply.body as readonly Buffer[];
+    headers['Content-Type'] = reply.contentType ?? 'application/octet-stream';
+    headers['Content-Length'] = pieces.reduce((sum, piece) => sum + piece.length, 0);
+    res.writeHead(reply.status ?? 200, headers);
+    // Corked, the headers and every piece leave in one writev: on loopback each separate write
+    // is a trip through the TCP stack in the sending thread.
+    res.cork();
+    for (const piece of pieces) res.write(piece);
+    res.end();
+    res.uncork();
+    return;
+  }
   if (reply.body !== undefined) {
-    payload = reply.body;
+    payload = reply.body as Buffer;
     headers['Content-Type'] = reply.contentType ?? 'application/octet-stream';
     headers['Content-Length'] = payload.length;
   } else {
