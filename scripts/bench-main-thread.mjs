@@ -4,11 +4,14 @@
 // worker threads, not its runners) is read before and after N requests of a kind, sent
 // one at a time; the idle rate (the thread's CPU per second with nothing to do, measured first) is
 // taken off over each kind's wall time. Not a test: it prints Markdown for docs/performance.md.
-// Usage: npm run build && node scripts/bench-main-thread.mjs [--rounds=5] [--only=kind,kind] [--profile]
+// Usage: npm run build && node scripts/bench-main-thread.mjs [--rounds=5] [--warmup=1] [--only=kind,kind] [--profile]
 // --profile: the child runs under V8's sampling profiler (--cpu-prof, every 100 µs), and for each
 // kind the functions that took the main thread's time during its requests are listed (self time,
 // the heaviest first), which is where docs/performance.md's profiles come from. The profiler's own
 // cost inflates the CPU figures, so a profiled run's table is not the one to compare.
+// --syscalls: `strace -c` follows the main thread during each kind's requests (and the floor's), and
+// the table gains the system calls per request and the event loop's wakeups (epoll_pwait) among
+// them. strace slows every call, so that run's CPU figures are not the ones to compare either.
 
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -21,10 +24,12 @@ import { frameOf as frame } from '../dist/test/helpers/wyoming.js';
 import { SENTENCE, startServeChild } from './bench-server.mjs';
 
 const ROUNDS = Number(process.argv.find((a) => a.startsWith('--rounds='))?.split('=')[1] ?? 5);
+const WARMUP = Number(process.argv.find((a) => a.startsWith('--warmup='))?.split('=')[1] ?? 1);
 const ONLY = process.argv
   .find((a) => a.startsWith('--only='))
   ?.split('=')[1]
   ?.split(',');
+const SYSCALLS = process.argv.includes('--syscalls');
 const PROFILE = process.argv.includes('--profile')
   ? join(mkdtempSync(join(tmpdir(), 'voxd-prof-')), 'main.cpuprofile')
   : undefined;
@@ -39,6 +44,8 @@ const { base, wyomingPort, child, dir } = await startServeChild(
       { id: 'asr', family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming' },
       { id: 'silero-vad', family: 'silero_vad', task: 'vad' },
       { id: 'diar', family: 'classic_diar', task: 'diar' },
+      // In the server's own thread, with almost no work of its own: the request machinery alone.
+      { id: 'fx-tts', family: 'fixture', path: '.', task: 'tts' },
     ],
   },
   profilerArgs,
@@ -47,6 +54,34 @@ const { base, wyomingPort, child, dir } = await startServeChild(
 /** The main thread's CPU time so far, in ms (schedstat: nanoseconds on a CPU, not 10 ms ticks). */
 function mainThreadMs() {
   return Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+}
+
+/**
+ * Runs `work` with `strace -c` following thread `tid`; resolves with its system call counts by name
+ * (empty without --syscalls).
+ */
+async function countingSyscalls(tid, work) {
+  if (!SYSCALLS) {
+    await work();
+    return {};
+  }
+  const { spawn } = await import('node:child_process');
+  const out = join(mkdtempSync(join(tmpdir(), 'voxd-strace-')), 'calls.txt');
+  const tracer = spawn('strace', ['-c', '-p', String(tid), '-o', out], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  // strace says on stderr when it is attached.
+  await new Promise((resolve) => tracer.stderr.once('data', resolve));
+  await work();
+  const exited = new Promise((resolve) => tracer.once('exit', resolve));
+  tracer.kill('SIGINT');
+  await exited;
+  const calls = {};
+  for (const line of readFileSync(out, 'utf8').split('\n')) {
+    const m = line.trim().match(/^[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)$/);
+    if (m && m[2] !== 'total') calls[m[2]] = Number(m[1]);
+  }
+  return calls;
 }
 
 async function post(path, body, headers = {}) {
@@ -151,6 +186,11 @@ const KINDS = [
   ['tts-wav', 'TTS, 20 words, wav', () => speech('wav')],
   ['tts-mp3', 'TTS, 20 words, mp3', () => speech('mp3')],
   [
+    'fixture-tts',
+    'TTS on the fixture engine (no runner), one word, wav',
+    () => post('/v1/audio/speech', ...json({ model: 'fx-tts', input: 'hi', response_format: 'wav' })),
+  ],
+  [
     'asr-5-multipart',
     'transcription, 5 s, multipart WAV',
     () => post('/v1/audio/transcriptions', multipart(WAV[5])),
@@ -223,8 +263,10 @@ const KINDS = [
   ['wyoming-5', 'Wyoming transcription, 5 s', () => wyomingTranscription()],
 ].filter(([key]) => !ONLY || ONLY.includes(key));
 
-// Warm every model (loads, first-run costs) before anything is counted.
-for (const [, , run] of KINDS) await run();
+// Warm every model (loads, first-run costs) and, with --warmup=N, the server's code: V8 optimizes a
+// function only after many calls, and a request path runs hundreds of functions once each, so the
+// first few hundred requests of a kind cost up to half as much again as a server's steady state.
+for (const [, , run] of KINDS) for (let i = 0; i < Math.max(1, WARMUP); i++) await run();
 
 // The idle rate: what the thread spends with no request (timers, metrics), per second.
 const idleStart = mainThreadMs();
@@ -239,31 +281,24 @@ for (const [key, label, run] of KINDS) {
   const c0 = mainThreadMs();
   // CLOCK_MONOTONIC in µs, the clock of V8's profile timestamps on Linux.
   const from = Number(process.hrtime.bigint() / 1000n);
-  for (let i = 0; i < ROUNDS; i++) await run();
+  const calls = await countingSyscalls(child.pid, async () => {
+    for (let i = 0; i < ROUNDS; i++) await run();
+  });
   const to = Number(process.hrtime.bigint() / 1000n);
   const wallS = (performance.now() - t0) / 1000;
   const busy = mainThreadMs() - c0 - idlePerS * wallS;
-  rows.push({ key, label, from, to, perRequest: busy / ROUNDS, wallPerRequest: (wallS * 1000) / ROUNDS });
+  const perRequest = busy / ROUNDS;
+  rows.push({ key, label, from, to, perRequest, wallPerRequest: (wallS * 1000) / ROUNDS, calls, n: ROUNDS });
 }
 
-// The floor: plain node:http in a child of its own, reading the same bodies whole and answering a
-// line of JSON (or, for the TTS row, as many zero bytes as voxd's answer has), nothing else. No
-// server that speaks Node's HTTP can spend less on the same exchange.
+// The floor (bench-floor-server.mjs): plain node:http in a child of its own, reading the same bodies
+// whole and answering a line of JSON (or, for the TTS rows, as many bytes as voxd's answer has, made
+// there or by a runner process), nothing else.
 if (!ONLY || ONLY.includes('floor')) {
   const { spawn } = await import('node:child_process');
-  const plain = spawn(
-    process.execPath,
-    [
-      '-e',
-      `require('node:http').createServer((req, res) => { const parts = []; req.on('data', (c) => parts.push(c));
-        req.on('end', () => { const n = Buffer.concat(parts).length; const answer = Number(req.headers['x-answer-bytes'] ?? 0);
-        if (answer > 0) { res.setHeader('content-type', 'audio/wav'); return res.end(Buffer.alloc(answer)); }
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ text: 'bytes ' + n })); }); }).listen(0, '127.0.0.1', function () {
-        process.stderr.write('port ' + this.address().port + '\\n'); });`,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  const plain = spawn(process.execPath, [new URL('./bench-floor-server.mjs', import.meta.url).pathname], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   const port = await new Promise((resolve) =>
     plain.stderr.on('data', (d) => {
       const m = String(d).match(/port (\d+)/);
@@ -284,6 +319,13 @@ if (!ONLY || ONLY.includes('floor')) {
       'floor: plain node:http, a 20-word TTS request in, a WAV of its size out',
       () => [ttsBody, { 'content-type': 'application/json', 'x-answer-bytes': String(ttsBytes) }],
     ],
+    [
+      'floor: the same, the answer made by a runner process and read back from its file',
+      () => [
+        ttsBody,
+        { 'content-type': 'application/json', 'x-answer-bytes': String(ttsBytes), 'x-runner': 'file' },
+      ],
+    ],
     ['floor: plain node:http, 5 s multipart WAV', () => [multipart(WAV[5])]],
     ['floor: plain node:http, 60 s multipart WAV', () => [multipart(WAV[60])]],
     [
@@ -298,21 +340,41 @@ if (!ONLY || ONLY.includes('floor')) {
     for (let i = 0; i < 5; i++) await send(...make());
     const n = Math.max(20, ROUNDS);
     const c0 = plainMs();
-    for (let i = 0; i < n; i++) await send(...make());
-    rows.push({ key: 'floor', label, perRequest: (plainMs() - c0) / n, wallPerRequest: Number.NaN });
+    const calls = await countingSyscalls(plain.pid, async () => {
+      for (let i = 0; i < n; i++) await send(...make());
+    });
+    rows.push({
+      key: 'floor',
+      label,
+      perRequest: (plainMs() - c0) / n,
+      wallPerRequest: Number.NaN,
+      calls,
+      n,
+    });
   }
-  plain.kill();
+  plain.kill('SIGTERM');
 }
 
 console.log(
   `\nRounds: ${ROUNDS} per kind, one request at a time; main thread idle: ${idlePerS.toFixed(2)} ms/s.\n`,
 );
-console.log('| request | main thread CPU per request (ms) | wall per request (ms) |');
-console.log('|---|---:|---:|');
-for (const r of rows)
+const perCall = (r, names) => (names.reduce((sum, name) => sum + (r.calls[name] ?? 0), 0) / r.n).toFixed(1);
+if (SYSCALLS) {
   console.log(
-    `| ${r.label} | ${r.perRequest.toFixed(2)} | ${Number.isNaN(r.wallPerRequest) ? '' : r.wallPerRequest.toFixed(0)} |`,
+    '| request | main thread CPU per request (ms) | wall (ms) | system calls | event-loop wakeups (epoll_pwait) | futex (thread pool, worker threads) |',
   );
+  console.log('|---|---:|---:|---:|---:|---:|');
+} else {
+  console.log('| request | main thread CPU per request (ms) | wall per request (ms) |');
+  console.log('|---|---:|---:|');
+}
+for (const r of rows) {
+  const wall = Number.isNaN(r.wallPerRequest) ? '' : r.wallPerRequest.toFixed(0);
+  const counts = SYSCALLS
+    ? ` ${perCall(r, Object.keys(r.calls))} | ${perCall(r, ['epoll_pwait', 'epoll_wait'])} | ${perCall(r, ['futex'])} |`
+    : '';
+  console.log(`| ${r.label} | ${r.perRequest.toFixed(2)} | ${wall} |${counts}`);
+}
 if (PROFILE) {
   child.kill('SIGUSR2');
   while (!existsSync(PROFILE)) await new Promise((r) => setTimeout(r, 100));

@@ -10,8 +10,7 @@
  * The runner's folder is removed when the runner exits (runner-temp.ts), so a file a dead runner or
  * a cancelled call leaves behind goes with it.
  */
-import { closeSync, openSync, unlink, unlinkSync, writeFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { closeSync, openSync, unlink, unlinkSync, writeFile, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readFileInto, readFullySync } from '../util/read-fully.js';
 
@@ -79,7 +78,12 @@ function bulkRefs(message: object): [string, BulkRef][] {
 export async function writeBulk<M extends object>(message: M, dir: string): Promise<M> {
   const fields: Record<string, unknown> = {};
   for (const [key, bytes, ref] of largeArrays(message, 'in')) {
-    await writeFile(join(dir, ref.bulkFile), bytes, { mode: 0o600, flag: 'wx' });
+    // fs's callback form: fs/promises' opens a FileHandle, an object of its own for every file.
+    await new Promise<void>((resolve, reject) =>
+      writeFile(join(dir, ref.bulkFile), bytes, { mode: 0o600, flag: 'wx' }, (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
     fields[key] = ref;
   }
   return replaced(message, fields);

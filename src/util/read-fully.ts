@@ -36,7 +36,15 @@ export function readFileInto(path: string, into: Uint8Array): Promise<number> {
     open(path, 'r', (openError, fd) => {
       if (openError) return reject(openError);
       let got = 0;
-      const done = (error: Error | null) => close(fd, () => (error ? reject(error) : resolve(got)));
+      const done = (error: Error | null) => {
+        if (error) close(fd, () => reject(error));
+        else {
+          close(fd, () => {});
+          // Resolved before the close completes: a caller removing the file next (runner-bulk.ts)
+          // runs both at once, and their completions usually wake the event loop once, not twice.
+          resolve(got);
+        }
+      };
       const next = (): void => {
         if (got >= into.byteLength) {
           done(null);
