@@ -70,6 +70,10 @@ async function countingSyscalls(tid, work) {
   const tracer = spawn('strace', ['-c', '-p', String(tid), '-o', out], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  tracer.once('error', (err) => {
+    console.error(`--syscalls needs strace (apt-get install strace): ${err.message}`);
+    process.exit(2);
+  });
   // strace says on stderr when it is attached.
   await new Promise((resolve) => tracer.stderr.once('data', resolve));
   await work();
