@@ -87,7 +87,7 @@ export function decodeWav(bytes: Buffer | Uint8Array, owned = false): Audio {
  */
 export function decodeData(data: Uint8Array, format: WavFormat, owned = false): Audio {
   if (!isPcm16(format)) return decodeSamples(data, format);
-  // `owned`: bytes nobody else holds (a base64 payload's, decoded for this request), read in place.
+  // `owned`: bytes nobody else holds (made for this request: a decoded base64 payload, an upload), read in place.
   if (owned && data.byteOffset % 2 === 0)
     return pcm16Audio(
       new Int16Array(data.buffer, data.byteOffset, data.byteLength >> 1),

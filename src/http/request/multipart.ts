@@ -98,6 +98,15 @@ async function writeChunks(handle: FileHandle, chunks: Buffer[], bytes: number):
   if (bytesWritten < bytes) await writeAll(handle, Buffer.concat(chunks, bytes).subarray(bytesWritten));
 }
 
+/**
+ * A part's chunks joined in memory of their own (not a slice of node's shared pool, as a join below
+ * 4 KiB is): this request's alone, so its samples may be read in place rather than copied (decodeData).
+ */
+function joined(chunks: Buffer[]): AudioSource {
+  const bytes = Buffer.concat(chunks);
+  return { bytes, owned: bytes.byteLength === bytes.buffer.byteLength };
+}
+
 function malformed(err: Error): VoxdError {
   const detail = /unexpected end of form/i.test(err.message) ? 'the body ended inside a part' : err.message;
   return invalidRequest(`malformed multipart request: ${detail}`);
@@ -181,9 +190,7 @@ export async function readMultipart(req: IncomingMessage, options: MultipartOpti
         }
       }
       if (handle && batched > 0) await writeChunks(handle, batch, batched);
-      const source: AudioSource = handle
-        ? { file: handle, size: fileSize }
-        : { bytes: Buffer.concat(chunks) };
+      const source: AudioSource = handle ? { file: handle, size: fileSize } : joined(chunks);
       files[index] = { field, filename, size: fileSize, source };
     };
 

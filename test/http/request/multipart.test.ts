@@ -5,8 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { SPOOL_THRESHOLD } from '../../../src/http/request/multipart.js';
+import { readMultipart, SPOOL_THRESHOLD } from '../../../src/http/request/multipart.js';
 import { RawClient } from '../../helpers/raw-http.js';
 import {
   errorOf,
@@ -59,6 +61,38 @@ const ROUTES = [
   { path: '/v1/audio/transcriptions/details', files: 1 },
   { path: '/v1/batches/transcriptions', files: 2 },
 ];
+
+test("a part joined in memory is the request's own (read in place), unless it lies in node's shared pool", async () => {
+  for (const [size, owned] of [
+    [160_044, true],
+    [100, false],
+  ] as const) {
+    const file = Buffer.alloc(size, 7);
+    const body = multipart([
+      { name: 'model', value: 'm' },
+      { name: 'file', value: file, filename: 'a.wav' },
+    ]);
+    // Several socket-sized chunks, as a body arrives.
+    const chunks = Array.from({ length: Math.ceil(body.length / 65536) }, (_, i) =>
+      body.subarray(i * 65536, (i + 1) * 65536),
+    );
+    const req = Object.assign(Readable.from(chunks), {
+      headers: { 'content-type': CONTENT_TYPE, 'content-length': String(body.length) },
+      // What node sets once the whole body arrived: its 'close' is then no client leaving.
+      complete: true,
+    });
+    const parsed = await readMultipart(req as unknown as IncomingMessage, { limit: 1 << 24, idleMs: 0 });
+    try {
+      const { source } = parsed.files[0]!;
+      assert.ok('bytes' in source, 'kept in memory');
+      assert.equal(source.owned, owned, `${size} bytes`);
+      assert.ok(Buffer.from(source.bytes).equals(file));
+      if (owned) assert.equal(source.bytes.buffer.byteLength, size, 'an ArrayBuffer of its own');
+    } finally {
+      await parsed.dispose();
+    }
+  }
+});
 
 describe('multipart bodies cut, malformed or abandoned', () => {
   let server: TestServer;
