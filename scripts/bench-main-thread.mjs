@@ -272,12 +272,18 @@ const KINDS = [
 // first few hundred requests of a kind cost up to half as much again as a server's steady state.
 for (const [, , run] of KINDS) for (let i = 0; i < Math.max(1, WARMUP); i++) await run();
 
-// The idle rate: what the thread spends with no request (timers, metrics), per second.
-const idleStart = mainThreadMs();
+// The idle rate: what the thread spends with no request (timers, metrics), per second, taken off
+// each row over its wall time. Measured once the warm-up's own after-effects (memory given back,
+// connections closing) had two seconds to pass: those of a row's requests are that row's cost.
+async function idleRate() {
+  const c0 = mainThreadMs();
+  await new Promise((r) => setTimeout(r, 3000));
+  return (mainThreadMs() - c0) / 3;
+}
+await new Promise((r) => setTimeout(r, 2000));
 const idleWindow = { label: 'idle, per second', from: Number(process.hrtime.bigint() / 1000n), rounds: 3 };
-await new Promise((r) => setTimeout(r, 3000));
+const idlePerS = await idleRate();
 idleWindow.to = Number(process.hrtime.bigint() / 1000n);
-const idlePerS = (mainThreadMs() - idleStart) / 3;
 
 const rows = [];
 for (const [key, label, run] of KINDS) {
@@ -290,9 +296,11 @@ for (const [key, label, run] of KINDS) {
   });
   const to = Number(process.hrtime.bigint() / 1000n);
   const wallS = (performance.now() - t0) / 1000;
-  const busy = mainThreadMs() - c0 - idlePerS * wallS;
-  const perRequest = busy / ROUNDS;
-  rows.push({ key, label, from, to, perRequest, wallPerRequest: (wallS * 1000) / ROUNDS, calls, n: ROUNDS });
+  rows.push({ key, label, from, to, busyMs: mainThreadMs() - c0, wallS, calls, n: ROUNDS });
+}
+for (const r of rows) {
+  r.perRequest = (r.busyMs - idlePerS * r.wallS) / r.n;
+  r.wallPerRequest = (r.wallS * 1000) / r.n;
 }
 
 // The floor (bench-floor-server.mjs): plain node:http in a child of its own, reading the same bodies
@@ -360,7 +368,7 @@ if (!ONLY || ONLY.includes('floor')) {
 }
 
 console.log(
-  `\nRounds: ${ROUNDS} per kind, one request at a time; main thread idle: ${idlePerS.toFixed(2)} ms/s.\n`,
+  `\nRounds: ${ROUNDS} per kind (after ${WARMUP} to warm up), one request at a time; main thread idle: ${idlePerS.toFixed(2)} ms/s.\n`,
 );
 const perCall = (r, names) => (names.reduce((sum, name) => sum + (r.calls[name] ?? 0), 0) / r.n).toFixed(1);
 if (SYSCALLS) {

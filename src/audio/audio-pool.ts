@@ -143,17 +143,23 @@ export async function conformAudioAsync(audio: Audio, need: Need): Promise<Audio
   return audioPool.audio({ kind: 'conform', audio: toPlain(audio), need });
 }
 
-/** A base64 payload's characters (a JSON body's bytes) decoded on a worker thread: base64.ts's bytes and errors. */
+/**
+ * A base64 payload's characters (a JSON body's bytes) decoded on a worker thread: base64.ts's bytes
+ * and errors. `movable`: the memory `literal` lies in is the caller's alone and read no more; it is
+ * moved to the thread whole (`literal` is left empty), where otherwise the characters are copied.
+ */
 export async function decodeBase64Async(
   literal: Uint8Array,
+  movable: boolean,
   field: string,
   maxBytes: number,
 ): Promise<Buffer> {
-  // A copy of the characters alone, moved: a structured clone would copy the whole body they lie
-  // in, and cost several times the copy.
-  const own = literal.slice();
+  // Moved, never cloned: a structured clone would copy the whole body the characters lie in.
+  const own = movable ? literal : literal.slice();
+  // Read before the move, which leaves `own` empty.
+  const moved = own.buffer.byteLength;
   const job = { kind: 'base64', literal: own, field, maxBytes } as const;
-  const { bytes } = (await audioPool.run(job, [own.buffer])) as { bytes: Uint8Array };
-  owed(own.byteLength + bytes.byteLength);
+  const { bytes } = (await audioPool.run(job, [own.buffer as ArrayBuffer])) as { bytes: Uint8Array };
+  owed(moved + bytes.byteLength);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -164,9 +164,10 @@ export async function decodeBase64Audio(data: string, field: string, limits: Aud
  */
 export async function decodeBase64Literal(
   literal: Uint8Array,
+  movable: boolean,
   field: string,
   limits: AudioLimits,
 ): Promise<Audio> {
-  const bytes = await decodeBase64Async(literal, field, limits.maxBytes);
+  const bytes = await decodeBase64Async(literal, movable, field, limits.maxBytes);
   return decodeAudio({ bytes, owned: true }, field, limits);
 }

@@ -20,10 +20,21 @@ const KEY_BYTES = Buffer.from(`"${KEY}"`);
 const TOKEN = randomBytes(16).toString('hex');
 let nextPlaceholder = 0;
 
-const lifted = new WeakMap<object, Map<string, Uint8Array>>();
+/** A string literal's characters (without the quotes), as the body's bytes held them. */
+export interface LiftedLiteral {
+  bytes: Uint8Array;
+  /**
+   * The body's bytes lie in memory of their own (not in a socket read shared with the request's
+   * headers, or with a pipelined request's bytes), so they may be moved to a thread, not copied:
+   * the literal is then read once, by that thread.
+   */
+  movable: boolean;
+}
 
-/** The bytes of `key`'s string literal (its characters, without the quotes) when it was lifted out of `body`. */
-export function liftedField(body: object, key: string): Uint8Array | undefined {
+const lifted = new WeakMap<object, Map<string, LiftedLiteral>>();
+
+/** `key`'s string literal when it was lifted out of `body`. */
+export function liftedField(body: object, key: string): LiftedLiteral | undefined {
   return lifted.get(body)?.get(key);
 }
 
@@ -71,7 +82,11 @@ export function parseLifting(body: Buffer, parse: (text: string) => unknown): un
     // The field of the body, or of its `request` (the two forms of /v1/tasks/run).
     const holder = isPlainObject(parsed) ? [parsed, parsed['request']].find(holds(placeholder)) : undefined;
     if (holder) {
-      lifted.set(holder, new Map([[KEY, body.subarray(span.open + 1, span.close)]]));
+      const literal = {
+        bytes: body.subarray(span.open + 1, span.close),
+        movable: body.byteOffset === 0 && body.byteLength === body.buffer.byteLength,
+      };
+      lifted.set(holder, new Map([[KEY, literal]]));
       return parsed;
     }
   }

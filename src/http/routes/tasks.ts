@@ -53,7 +53,7 @@ async function inputAudio(
   if (base64 === undefined) return undefined;
   const literal = liftedField(request, 'audio_base64');
   return literal
-    ? decodeBase64Literal(literal, 'audio_base64', limits)
+    ? decodeBase64Literal(literal.bytes, literal.movable, 'audio_base64', limits)
     : decodeBase64Audio(base64, 'audio_base64', limits);
 }
 

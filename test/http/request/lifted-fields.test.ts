@@ -17,13 +17,26 @@ test('a large audio_base64, flat or in request, is lifted: its bytes beside the 
   assert.equal(flat['model'], 'asr');
   assert.equal(flat['language'], 'é');
   assert.notEqual(flat['audio_base64'], payload);
-  assert.equal(Buffer.from(liftedField(flat, 'audio_base64')!).toString('latin1'), payload);
+  assert.equal(Buffer.from(liftedField(flat, 'audio_base64')!.bytes).toString('latin1'), payload);
 
   const nested = lift(`{"model":"asr","request":{"text":"x","audio_base64":"${payload}"}}`);
   const request = nested['request'] as Record<string, unknown>;
   assert.equal(request['text'], 'x');
-  assert.equal(Buffer.from(liftedField(request, 'audio_base64')!).toString('latin1'), payload);
+  assert.equal(Buffer.from(liftedField(request, 'audio_base64')!.bytes).toString('latin1'), payload);
   assert.equal(liftedField(nested, 'audio_base64'), undefined);
+});
+
+test("a literal may be moved to a thread only where the body's memory is its own", () => {
+  const json = `{"model":"asr","audio_base64":"${payload}"}`;
+  // Buffer.from of a large string: memory of its own, as a body joined from its chunks.
+  assert.equal(liftedField(lift(json), 'audio_base64')!.movable, true);
+  // A body in a larger read (the request's headers before it, another request after it).
+  const read = Buffer.from(`POST / HTTP/1.1\r\n\r\n${json}GET / HTTP/1.1\r\n\r\n`);
+  const start = read.indexOf('{');
+  const shared = parseLifting(read.subarray(start, start + Buffer.byteLength(json)), parse) as object;
+  const literal = liftedField(shared, 'audio_base64')!;
+  assert.equal(literal.movable, false);
+  assert.equal(Buffer.from(literal.bytes).toString('latin1'), payload);
 });
 
 test('anything else is parsed whole: escapes, small literals, other places, other keys; errors are the ones the whole text gives', () => {
