@@ -1,8 +1,8 @@
 // Where one voxd process's main thread saturates (issue 27): the fixture engine (no runner, almost
 // no work of its own: a short tone, or the RMS of the input) at 1, 2 and 4 slots, loaded by
-// scripts/bench-load.mjs (its own process) with twice as many requests in flight as slots, for two
-// kinds of request: a one-word TTS answered as WAV, and 5 s of 16 kHz audio as base64 JSON. For
-// each, the requests per second and the server main thread's share of one core over the run
+// scripts/bench-load.mjs (its own process) with twice as many requests in flight as slots, for three
+// kinds of request: a one-word TTS answered as WAV, 5 s of 16 kHz audio as base64 JSON, and a
+// 20-word flite TTS (in its runner processes, one a slot). For each, the requests per second and the server main thread's share of one core over the run
 // (/proc/<pid>/task/<pid>/schedstat). When that share nears 100 % the main thread is the ceiling,
 // whatever the slots: its CPU per request is then what bounds a process (docs/performance.md).
 // Usage: npm run build && node scripts/bench-saturation.mjs [--seconds=8]
@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { wavHeader } from '../dist/src/audio/wav-encode.js';
-import { startServeChild } from './bench-server.mjs';
+import { SENTENCE, startServeChild } from './bench-server.mjs';
 
 const SECONDS = Number(process.argv.find((a) => a.startsWith('--seconds='))?.split('=')[1] ?? 8);
 
@@ -25,6 +25,11 @@ const KINDS = [
     '/v1/tasks/run',
     { model: 'fx-asr', audio_base64: wav5.toString('base64') },
   ],
+  [
+    'TTS, 20 words, flite, wav',
+    '/v1/audio/speech',
+    { model: 'flite', input: SENTENCE, response_format: 'wav' },
+  ],
 ];
 
 const rows = [];
@@ -33,6 +38,9 @@ for (const slots of [1, 2, 4]) {
     models: [
       { id: 'fx-tts', family: 'fixture', path: '.', task: 'tts', slots },
       { id: 'fx-asr', family: 'fixture', path: '.', task: 'asr', slots },
+      // A real engine in its runner processes: the main thread's share of a request with a round
+      // trip to a runner and a 180 KB answer, under load.
+      { id: 'flite', family: 'flite_tts', task: 'tts', slots },
     ],
   });
   const mainMs = () =>
