@@ -88,7 +88,15 @@ export interface SessionDeps {
   metrics?: Metrics;
 }
 
-const id = (prefix: string) => `${prefix}_${randomBytes(9).toString('base64url')}`;
+/** Ids' random part, drawn once per process: a counter after it makes each id unique. */
+const ID_STEM = randomBytes(6).toString('base64url');
+let nextId = 0;
+/**
+ * A session, item or event id: unique in the process and, through the stem, across processes and
+ * restarts. Not a secret (a client sees only its own session's), so no crypto call per id (1.7 µs
+ * each, against 0.03 for the counter), as request ids (observability/request-id.ts).
+ */
+const id = (prefix: string) => `${prefix}_${ID_STEM}${(nextId++).toString(36)}`;
 
 /** One turn: a committed buffer, or (server VAD) the speech from its start to its silence. */
 interface Turn {

@@ -192,6 +192,36 @@ describe('/v1/realtime edges, with a raw ws client', () => {
     ],
   });
 
+  test('session, item and event ids are unique across sessions, each with its prefix', async () => {
+    const ids: string[] = [];
+    for (let n = 0; n < 2; n++) {
+      const { ws, events, send } = await connect(s.url, '/v1/realtime?model=asr');
+      try {
+        for (let turn = 0; turn < 2; turn++) {
+          send({ type: 'input_audio_buffer.append', audio: silence(4800) });
+          send({ type: 'input_audio_buffer.commit' });
+          await events.nth('conversation.item.input_audio_transcription.completed', turn);
+        }
+        const created = events.all.find(
+          (e) => e.type === 'transcription_session.created' || e.type === 'session.created',
+        )!;
+        assert.match(created.session.id, /^sess_[A-Za-z0-9_-]+$/);
+        ids.push(created.session.id);
+        for (const event of events.all) {
+          assert.match(event.event_id, /^event_[A-Za-z0-9_-]+$/);
+          ids.push(event.event_id);
+        }
+        const items = new Set(events.all.filter((e) => e.item_id !== undefined).map((e) => e.item_id));
+        assert.equal(items.size, 2, 'one item a turn');
+        for (const item of items) assert.match(item, /^item_[A-Za-z0-9_-]+$/);
+        ids.push(...items);
+      } finally {
+        ws.close();
+      }
+    }
+    assert.equal(new Set(ids).size, ids.length, 'no id given twice');
+  });
+
   test("a diarizer's turn: its speakers as .segment events before completed, as diarized_json has them", async () => {
     // 0.6 s of a tone at 24 kHz; the fixture diarizer splits it in three turns of speakers 0, 1, 0.
     const pcm = Buffer.alloc(14400 * 2);
