@@ -5,19 +5,21 @@
 // one at a time; the idle rate (the thread's CPU per second with nothing to do, measured first) is
 // taken off over each kind's wall time. Not a test: it prints Markdown for docs/performance.md.
 // Usage: npm run build && node scripts/bench-main-thread.mjs [--rounds=5] [--warmup=1] [--only=kind,kind] [--profile]
-// --profile: the child runs under V8's sampling profiler (--cpu-prof, every 100 µs), and for each
-// kind the functions that took the main thread's time during its requests are listed (self time,
-// the heaviest first), which is where docs/performance.md's profiles come from. The profiler's own
-// cost inflates the CPU figures, so a profiled run's table is not the one to compare.
+// --profile: the child runs under V8's sampling profiler (every PROFILE_INTERVAL_US, 100 µs unless
+// set), and for each kind the functions that took the main thread's time during its requests are
+// listed (self time, the heaviest PROFILE_TOP first, 20 unless set). The profiler's own cost
+// inflates the CPU figures, so a profiled run's table is not the one to compare; and it charges
+// some native time to the JavaScript function that called in (docs/performance.md found three such
+// shares that perf and strace did not confirm), so a share is a lead to measure, not a cost.
 // --syscalls: `strace -c` follows the main thread during each kind's requests (and the floor's), and
 // the table gains the system calls per request and the event loop's wakeups (epoll_pwait) among
 // them. strace slows every call, so that run's CPU figures are not the ones to compare either.
 
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { wavHeader } from '../dist/src/audio/wav-encode.js';
 import { openSocket } from '../dist/test/helpers/websocket.js';
 import { frameOf as frame } from '../dist/test/helpers/wyoming.js';
@@ -66,7 +68,8 @@ async function countingSyscalls(tid, work) {
     return {};
   }
   const { spawn } = await import('node:child_process');
-  const out = join(mkdtempSync(join(tmpdir(), 'voxd-strace-')), 'calls.txt');
+  const folder = mkdtempSync(join(tmpdir(), 'voxd-strace-'));
+  const out = join(folder, 'calls.txt');
   const tracer = spawn('strace', ['-c', '-p', String(tid), '-o', out], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -85,6 +88,7 @@ async function countingSyscalls(tid, work) {
     const m = line.trim().match(/^[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)$/);
     if (m && m[2] !== 'total') calls[m[2]] = Number(m[1]);
   }
+  rmSync(folder, { recursive: true, force: true });
   return calls;
 }
 
@@ -392,6 +396,7 @@ if (PROFILE) {
   while (!existsSync(PROFILE)) await new Promise((r) => setTimeout(r, 100));
   await new Promise((r) => setTimeout(r, 500)); // the write is synchronous, but may be under way
   const profile = JSON.parse(readFileSync(PROFILE, 'utf8'));
+  rmSync(dirname(PROFILE), { recursive: true, force: true });
   for (const r of [idleWindow, ...rows.filter((r) => r.key !== 'floor')]) printProfile(profile, r);
 }
 child.kill('SIGTERM');

@@ -45,7 +45,9 @@ export async function startServeChild(config, nodeArgs = []) {
     [...nodeArgs, main, 'serve', '--config', configPath, '--parallel-jobs', '--enable-fixture'],
     {
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, VOXD_DATA_DIR: dir },
+      // Its temporary files (its runners' folders among them) go in its folder, which goes at exit
+      // even though the server is killed there without its own clean-up.
+      env: { ...process.env, VOXD_DATA_DIR: dir, TMPDIR: dir },
     },
   );
   let stderr = '';

@@ -10,7 +10,7 @@ import {
 } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { defaultModelsRoot } from '../../src/config/data-dir.js';
 import { DEFAULT_MODEL_ALIASES } from '../../src/config/embedded-models.js';
@@ -25,9 +25,16 @@ const model = (id: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
+/** The folders writeConfig made, removed when the file's tests are done. */
+const folders: string[] = [];
+after(() => {
+  for (const dir of folders) rmSync(dir, { recursive: true, force: true });
+});
+
 /** Writes `content` (JSON-encoded unless a string) as server.json in a fresh folder; returns its path. */
 function writeConfig(content: unknown): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'voxd-config-'));
+  folders.push(dir);
   const file = path.join(dir, 'server.json');
   writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
   return file;
