@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { EMBEDDED_MODELS } from '../../src/config/embedded-models.js';
 import { MODEL_ID, type ModelContext, parseModelConfig } from '../../src/config/model-config.js';
 import { TASK_TOKENS } from '../../src/config/types.js';
@@ -10,6 +10,7 @@ import { catalogPackages } from '../../src/models/catalog.js';
 import { expectConfigError } from '../helpers/config.js';
 
 const baseDir = mkdtempSync(path.join(tmpdir(), 'voxd-model-'));
+after(() => rmSync(baseDir, { recursive: true, force: true }));
 mkdirSync(path.join(baseDir, 'voices'));
 writeFileSync(path.join(baseDir, 'voices', 'alice.wav'), 'RIFF');
 

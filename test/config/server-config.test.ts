@@ -880,6 +880,7 @@ test('model_aliases: a name for a model neither configured nor installed is a no
   assert.match(notices[0]!.message, /neither a configured model nor installed in the models root/);
   // Installed in the models root: no notice.
   const root = mkdtempSync(path.join(tmpdir(), 'voxd-root-'));
+  folders.push(root);
   mkdirSync(path.join(root, 'whisper-base.en'));
   assert.deepEqual(
     load({ models_root: root, model_aliases: { 'whisper-1': 'whisper-base.en' } }).notices,

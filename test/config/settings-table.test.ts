@@ -6,7 +6,7 @@
  * it, and every flag's default is stated by --help.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -71,10 +71,14 @@ const keyed = SETTINGS.filter((s): s is Setting & { key: string } => s.key !== u
 
 function loadMinimal() {
   const dir = mkdtempSync(path.join(tmpdir(), 'voxd-settings-'));
-  const configPath = path.join(dir, 'server.json');
-  const models = [{ id: 'a', family: 'fixture', path: 'm/a' }];
-  writeFileSync(configPath, JSON.stringify({ models }));
-  return loadServerConfig({ configPath, overrides: {}, knownFamilies: ['fixture'], env: {} }).config;
+  try {
+    const configPath = path.join(dir, 'server.json');
+    const models = [{ id: 'a', family: 'fixture', path: 'm/a' }];
+    writeFileSync(configPath, JSON.stringify({ models }));
+    return loadServerConfig({ configPath, overrides: {}, knownFamilies: ['fixture'], env: {} }).config;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 test('every setting the types put in ServerConfig is in a loaded config, and no other', () => {

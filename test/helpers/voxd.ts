@@ -85,24 +85,25 @@ export async function startServer(
 ): Promise<TestServer> {
   const dir = tempDir();
   const configPath = join(dir, 'server.json');
-  writeFileSync(configPath, JSON.stringify({ ui: false, ...raw }));
   const catalog = createEngineCatalog();
-  const { config } = loadServerConfig({
-    configPath,
-    overrides: {
-      port: 0,
-      host: '127.0.0.1',
-      parallel_jobs: options.parallel ?? false,
-      models_root: join(dir, 'models'),
-      enable_fixture: true,
-      ...options.overrides,
-    },
-    knownFamilies: [...catalog.keys()],
-  });
   const logs: string[] = [];
   const records: LogRecord[] = [];
   let voxd: Voxd;
+  // A config refused or a server that does not start (what some tests expect) leaves no folder.
   try {
+    writeFileSync(configPath, JSON.stringify({ ui: false, ...raw }));
+    const { config } = loadServerConfig({
+      configPath,
+      overrides: {
+        port: 0,
+        host: '127.0.0.1',
+        parallel_jobs: options.parallel ?? false,
+        models_root: join(dir, 'models'),
+        enable_fixture: true,
+        ...options.overrides,
+      },
+      knownFamilies: [...catalog.keys()],
+    });
     voxd = await startVoxd({
       config,
       catalog,

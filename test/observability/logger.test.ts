@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import fs, { readFileSync } from 'node:fs';
+import fs, { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createLogger, modelLogger, requestLogger } from '../../src/observability/logger.js';
@@ -48,8 +48,15 @@ async function countingWrites<T>(
 
 const lines = (text: string) => text.split('\n').filter((line) => line.length > 0);
 
-test('a log file gets its lines in batches: 2000 lines in far fewer writes, every one of them, in order', async () => {
-  const file = join(tempDir('voxd-log-'), 'voxd.log');
+/** A log file in a folder of its own, removed after the test. */
+function logFile(t: TestContext): string {
+  const dir = tempDir('voxd-log-');
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return join(dir, 'voxd.log');
+}
+
+test('a log file gets its lines in batches: 2000 lines in far fewer writes, every one of them, in order', async (t) => {
+  const file = logFile(t);
   const output = createLogger({ level: 'info', file });
   const { writes } = await countingWrites('batched-line', async () => {
     for (let i = 0; i < 2000; i++) output.logger.info({ i }, 'batched-line');
@@ -64,8 +71,8 @@ test('a log file gets its lines in batches: 2000 lines in far fewer writes, ever
   assert.ok(writes > 0 && writes <= 40, `${writes} writes for 2000 lines`);
 });
 
-test("a quiet server's lone line is written at the end of its turn, without waiting for 4 KiB more", async () => {
-  const file = join(tempDir('voxd-log-'), 'voxd.log');
+test("a quiet server's lone line is written at the end of its turn, without waiting for 4 KiB more", async (t) => {
+  const file = logFile(t);
   const output = createLogger({ level: 'info', file });
   // Once the file is open (a line logged before it opens is written when it does).
   output.logger.info('first line');

@@ -5,7 +5,7 @@
  * error message or log line.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI, { AuthenticationError } from 'openai';
@@ -109,6 +109,7 @@ describe('API keys', () => {
   });
   after(async () => {
     await s.close();
+    rmSync(keysDir, { recursive: true, force: true });
     // Every request of this file was logged (--log): not one line holds a key.
     const logs = s.logs.join('\n');
     for (const key of EVERY_KEY) assert.ok(!logs.includes(key), `a log line holds ${key}`);
