@@ -81,8 +81,11 @@ async function transcode(source: AudioSource, field: string, limits: AudioLimits
   }
 }
 
-/** Input audio not decoded yet: bytes in memory, or an open file (a server file, a spooled upload). */
-/** `owned`: bytes made for this request alone (a decoded base64 payload, an upload joined in memory), which may be read in place. */
+/**
+ * Input audio not decoded yet: bytes in memory, or an open file (a server file, a spooled upload).
+ * `owned`: bytes made for this request alone (a decoded base64 payload, an upload joined in
+ * memory), which may be read in place.
+ */
 export type AudioSource = { bytes: Uint8Array; owned?: boolean } | { file: FileHandle; size: number };
 
 function checkDuration(layout: WavLayout, field: string, maxSeconds: number): void {

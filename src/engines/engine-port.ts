@@ -5,6 +5,7 @@
  */
 import { tmpdir } from 'node:os';
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { ownsItsMemory } from '../util/own-memory.js';
 import { failureReply } from './job-error.js';
 import { readBulkSync, writeBulkSync } from './runner-bulk.js';
 
@@ -112,13 +113,7 @@ export function engineData<T>(): T {
 function transferables(payload: object): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
   for (const value of Object.values(payload)) {
-    if (
-      ArrayBuffer.isView(value) &&
-      value.buffer instanceof ArrayBuffer &&
-      value.byteOffset === 0 &&
-      value.byteLength === value.buffer.byteLength
-    )
-      out.push(value.buffer);
+    if (ArrayBuffer.isView(value) && ownsItsMemory(value)) out.push(value.buffer);
   }
   return out;
 }

@@ -11,6 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { isPlainObject } from '../../config/errors.js';
+import { ownsItsMemory } from '../../util/own-memory.js';
 
 /** Literals shorter than this are parsed with the rest: cutting would save nothing. */
 export const LIFT_MIN_BYTES = 64 * 1024;
@@ -84,7 +85,7 @@ export function parseLifting(body: Buffer, parse: (text: string) => unknown): un
     if (holder) {
       const literal = {
         bytes: body.subarray(span.open + 1, span.close),
-        movable: body.byteOffset === 0 && body.byteLength === body.buffer.byteLength,
+        movable: ownsItsMemory(body),
       };
       lifted.set(holder, new Map([[KEY, literal]]));
       return parsed;

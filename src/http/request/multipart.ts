@@ -17,6 +17,7 @@ import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import type { AudioSource } from '../../audio/input.js';
 import { invalidField, invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { ownsItsMemory } from '../../util/own-memory.js';
 import { memoryRelease } from '../../util/release-memory.js';
 import { storageFull } from '../../util/storage-full.js';
 import { bodyIdleTimer, checkDeclaredLength } from './body.js';
@@ -104,7 +105,7 @@ async function writeChunks(handle: FileHandle, chunks: Buffer[], bytes: number):
  */
 function joined(chunks: Buffer[]): AudioSource {
   const bytes = Buffer.concat(chunks);
-  return { bytes, owned: bytes.byteLength === bytes.buffer.byteLength };
+  return { bytes, owned: ownsItsMemory(bytes) };
 }
 
 function malformed(err: Error): VoxdError {
