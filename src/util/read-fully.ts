@@ -27,9 +27,9 @@ export function readFullySync(fd: number, into: Uint8Array, position: number): n
 }
 
 /**
- * A whole file (from its start) into `into`, through fs's callbacks: a FileHandle (fs/promises)
- * is an object with its own close tracking for every file, 4 % of a TTS answer's main-thread time
- * (profiled) where the callbacks cost nothing beyond the calls. Resolves with the bytes read.
+ * A whole file (from its start) into `into`, through fs's callbacks rather than a FileHandle
+ * (fs/promises), an object with its own close tracking for every file: a TTS answer read back this
+ * way cost the main thread 0.95-0.97 ms against 1.01 (measured). Resolves with the bytes read.
  */
 export function readFileInto(path: string, into: Uint8Array): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -4,7 +4,7 @@
  * JSON.parse copies out of it), then bytes; 60 s, 2.5 MB of strings each time, most of the main
  * thread's time and garbage for such a request. Here the `audio_base64` string literal, when it is
  * large and plain (no escapes), is cut out of the body before it is parsed, a placeholder parsed in
- * its place, and its bytes kept beside the parsed body (liftedField) for the audio worker to decode
+ * its place, and its bytes kept beside the parsed body (takeLiftedField) for the audio worker to decode
  * (decodeBase64Literal). Only the body's `audio_base64` or its `request.audio_base64` is lifted:
  * the rest of the body is parsed as it was, and so is any body where the cut does not give that
  * field back.
@@ -34,9 +34,15 @@ export interface LiftedLiteral {
 
 const lifted = new WeakMap<object, Map<string, LiftedLiteral>>();
 
-/** `key`'s string literal when it was lifted out of `body`. */
-export function liftedField(body: object, key: string): LiftedLiteral | undefined {
-  return lifted.get(body)?.get(key);
+/**
+ * `key`'s string literal when it was lifted out of `body`, handed out once: a movable literal is
+ * moved to a thread by whoever takes it, after which its bytes are gone.
+ */
+export function takeLiftedField(body: object, key: string): LiftedLiteral | undefined {
+  const fields = lifted.get(body);
+  const literal = fields?.get(key);
+  fields?.delete(key);
+  return literal;
 }
 
 const holds =

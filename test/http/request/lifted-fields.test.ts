@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LIFT_MIN_BYTES, liftedField, parseLifting } from '../../../src/http/request/lifted-fields.js';
+import { LIFT_MIN_BYTES, parseLifting, takeLiftedField } from '../../../src/http/request/lifted-fields.js';
 import { parseJsonText } from '../../../src/util/json-text.js';
 
 const payload = Buffer.from(Array.from({ length: LIFT_MIN_BYTES }, (_, i) => i % 256)).toString('base64');
@@ -17,24 +17,25 @@ test('a large audio_base64, flat or in request, is lifted: its bytes beside the 
   assert.equal(flat['model'], 'asr');
   assert.equal(flat['language'], 'é');
   assert.notEqual(flat['audio_base64'], payload);
-  assert.equal(Buffer.from(liftedField(flat, 'audio_base64')!.bytes).toString('latin1'), payload);
+  assert.equal(Buffer.from(takeLiftedField(flat, 'audio_base64')!.bytes).toString('latin1'), payload);
+  assert.equal(takeLiftedField(flat, 'audio_base64'), undefined, 'handed out once');
 
   const nested = lift(`{"model":"asr","request":{"text":"x","audio_base64":"${payload}"}}`);
   const request = nested['request'] as Record<string, unknown>;
   assert.equal(request['text'], 'x');
-  assert.equal(Buffer.from(liftedField(request, 'audio_base64')!.bytes).toString('latin1'), payload);
-  assert.equal(liftedField(nested, 'audio_base64'), undefined);
+  assert.equal(Buffer.from(takeLiftedField(request, 'audio_base64')!.bytes).toString('latin1'), payload);
+  assert.equal(takeLiftedField(nested, 'audio_base64'), undefined);
 });
 
 test("a literal may be moved to a thread only where the body's memory is its own", () => {
   const json = `{"model":"asr","audio_base64":"${payload}"}`;
   // Buffer.from of a large string: memory of its own, as a body joined from its chunks.
-  assert.equal(liftedField(lift(json), 'audio_base64')!.movable, true);
+  assert.equal(takeLiftedField(lift(json), 'audio_base64')!.movable, true);
   // A body in a larger read (the request's headers before it, another request after it).
   const read = Buffer.from(`POST / HTTP/1.1\r\n\r\n${json}GET / HTTP/1.1\r\n\r\n`);
   const start = read.indexOf('{');
   const shared = parseLifting(read.subarray(start, start + Buffer.byteLength(json)), parse) as object;
-  const literal = liftedField(shared, 'audio_base64')!;
+  const literal = takeLiftedField(shared, 'audio_base64')!;
   assert.equal(literal.movable, false);
   assert.equal(Buffer.from(literal.bytes).toString('latin1'), payload);
 });
@@ -54,7 +55,7 @@ test('anything else is parsed whole: escapes, small literals, other places, othe
   for (const json of cases) {
     const parsed = lift(json);
     assert.deepEqual(parsed, JSON.parse(json), json.slice(0, 40));
-    assert.equal(liftedField(parsed, 'audio_base64'), undefined, json.slice(0, 40));
+    assert.equal(takeLiftedField(parsed, 'audio_base64'), undefined, json.slice(0, 40));
   }
   for (const bad of [
     `{"audio_base64":"${payload}",}`,
