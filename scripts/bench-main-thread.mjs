@@ -9,7 +9,7 @@
 // set), and for each kind the functions that took the main thread's time during its requests are
 // listed (self time, the heaviest PROFILE_TOP first, 20 unless set). The profiler's own cost
 // inflates the CPU figures, so a profiled run's table is not the one to compare; and it charges
-// some native time to the JavaScript function that called in (docs/performance.md found three such
+// some native time to the JavaScript function that called in (docs/performance.md found two such
 // shares that perf and strace did not confirm), so a share is a lead to measure, not a cost.
 // --syscalls: `strace -c` follows the main thread during each kind's requests (and the floor's), and
 // the table gains the system calls per request and the event loop's wakeups (epoll_pwait) among
