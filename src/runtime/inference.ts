@@ -14,6 +14,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { traceOf } from '../observability/request-trace.js';
 import type { Clock, Timer } from '../util/clock.js';
 import { type AbortSource, LazyAbort } from '../util/lazy-abort.js';
+import { untilAborted } from '../util/until-aborted.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
 import { engineFailure, type ModelEntry } from './model-entry.js';
 import { retireCrashed } from './reconfiguration.js';
@@ -238,13 +239,13 @@ export class Inference {
         const need = pool.weights.audioInput;
         let result: EngineResult;
         if (request.liveAudio) {
+          // A live input fed from outside wakes its reader when the run is cancelled (client gone,
+          // shutdown, max_inference_ms), whatever the feeder does.
+          const live = untilAborted(request.liveAudio, run.signal);
           result = session.runLive
-            ? await session.runLive(
-                { ...request, liveAudio: conformPieces(request.liveAudio, need) },
-                context,
-              )
+            ? await session.runLive({ ...request, liveAudio: conformPieces(live, need) }, context)
             : await session.run(
-                { ...request, liveAudio: undefined, audio: await collect(request.liveAudio, need) },
+                { ...request, liveAudio: undefined, audio: await collect(live, need) },
                 context,
               );
         } else {
