@@ -17,6 +17,7 @@ import { createLogger, type Logger, messageLog } from './observability/logger.js
 import { Metrics } from './observability/metrics.js';
 import { Runtime } from './runtime/runtime.js';
 import { CUT_GRACE_MS } from './runtime/shutdown-timing.js';
+import { sessionHost } from './session/session-host.js';
 import { type Clock, systemClock } from './util/clock.js';
 import type { MemoryRelease } from './util/release-memory.js';
 import { VERSION } from './version.js';
@@ -146,12 +147,14 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     timeoutMs: config.ffmpeg_timeout_ms,
     stallMs: config.ffmpeg_decode_stall_ms,
   });
+  // One byte budget, one connection count and one memory release for every front end.
+  const shared = sessionHost(config, clock, options.memory);
   const http = createHttpServer(runtime, config, {
     logger,
     metrics,
     logRequests: config.log,
     codec,
-    memory: options.memory,
+    host: shared,
   });
   const { server } = http;
   await listen(server, config.port, config.host);
@@ -159,7 +162,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   let wyomingAddress: Voxd['wyoming'];
   let announcement: Announcement | undefined;
   if (config.wyoming_port !== undefined) {
-    wyoming = createWyomingListener(runtime, config, logger, metrics);
+    wyoming = createWyomingListener(runtime, config, logger, shared, metrics);
     try {
       await listen(wyoming.server, config.wyoming_port, config.wyoming_host);
     } catch (err) {

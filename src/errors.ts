@@ -63,6 +63,15 @@ export const ERROR_CODES = {
   E_ENGINE: { status: 500, type: 'server_error', apiCode: 'engine_error' },
   /** A request ran past max_inference_ms and was cancelled. */
   E_INFERENCE_TIMEOUT: { status: 504, type: 'timeout_error', apiCode: 'inference_timeout' },
+  /**
+   * A streaming session (realtime, Wyoming, the bridge) whose client sent no whole event for its
+   * idle timeout, or began an event and did not finish it in time; the session ends.
+   */
+  E_SESSION_IDLE: { status: 408, type: 'invalid_request_error', apiCode: 'session_idle_timeout' },
+  /** A streaming session reached its longest life (realtime_max_session_ms); the session ends. */
+  E_SESSION_EXPIRED: { status: 408, type: 'invalid_request_error', apiCode: 'session_expired' },
+  /** A client stopped reading what a session sends for live_ingest.send_timeout_ms; the session ends. */
+  E_SEND_TIMEOUT: { status: 408, type: 'timeout_error', apiCode: 'send_timeout' },
   /** The client went away; nothing is written back. */
   E_CLIENT_GONE: { status: 499, type: 'client_closed_request', apiCode: 'client_gone' },
   /** A model install job runs (a second install of its id, a models-root change while any runs). */

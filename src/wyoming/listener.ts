@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { ServerConfig } from '../config/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { SessionHost } from '../session/session-host.js';
 import { WyomingConnection } from './connection.js';
 import { encodeEvent } from './framing.js';
 
@@ -25,6 +26,7 @@ export function createWyomingListener(
   runtime: Runtime,
   config: ServerConfig,
   log: Logger,
+  host: SessionHost,
   metrics?: Metrics,
 ): WyomingListener {
   const connections = new Map<Socket, WyomingConnection>();

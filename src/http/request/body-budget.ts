@@ -11,86 +11,30 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VoxdError } from '../../errors.js';
+import { type ByteBudget, ByteLease } from '../../session/byte-budget.js';
 import type { Clock } from '../../util/clock.js';
 import type { MemoryRelease } from '../../util/release-memory.js';
 
-/** Seconds a client refused for the budget is told to wait: bodies in flight take about that to be read. */
-const BUDGET_RETRY_AFTER_S = 1;
-
-export class BodyBudget {
-  #inUse = 0;
-
-  /** `limit` 0: no limit. */
-  constructor(readonly limit: number) {}
-
-  /** Bytes held now over every request. */
-  get inUse(): number {
-    return this.#inUse;
-  }
-
-  /** Takes `bytes` when they fit; false, taking nothing, when they would pass the limit. */
-  take(bytes: number): boolean {
-    if (this.limit > 0 && this.#inUse + bytes > this.limit) return false;
-    this.#inUse += bytes;
-    return true;
-  }
-
-  give(bytes: number): void {
-    this.#inUse = Math.max(0, this.#inUse - bytes);
-  }
-}
+/** The server-wide budget: one for every protocol (src/session/byte-budget.ts). */
+export { ByteBudget as BodyBudget } from '../../session/byte-budget.js';
 
 export interface DeadlineWatch {
   stop(): void;
 }
 
 /** One request's share of the budget, and the time its body is due by. */
-export class BodyLease {
-  #held = 0;
-  #ended = false;
+export class BodyLease extends ByteLease {
   readonly #arrived: number;
 
   constructor(
-    private readonly budget: BodyBudget,
+    budget: ByteBudget,
     readonly clock: Clock,
     private readonly deadlineMs: number,
     /** The server's memory release, which a body's readers owe what they leave behind. */
     readonly memory: MemoryRelease,
   ) {
+    super(budget, 'request body');
     this.#arrived = clock.now();
-  }
-
-  /** Bytes this request holds now. */
-  get held(): number {
-    return this.#held;
-  }
-
-  /**
-   * Takes `bytes` more for this request; a 503 (Retry-After) when they do not fit. A request that
-   * has ended takes nothing: what its reader still does is dropped with it.
-   */
-  hold(bytes: number): void {
-    if (this.#ended || bytes <= 0) return;
-    if (!this.budget.take(bytes))
-      throw new VoxdError(
-        'E_BODY_BUDGET',
-        `request body: the server holds ${this.budget.inUse} bytes of request bodies and ${bytes} more would pass max_inflight_body_bytes=${this.budget.limit}; retry shortly`,
-        { retryAfterS: BUDGET_RETRY_AFTER_S },
-      );
-    this.#held += bytes;
-  }
-
-  /** Gives back `bytes` the request no longer holds in memory (a part written to its spool file). */
-  free(bytes: number): void {
-    const freed = Math.min(bytes, this.#held);
-    this.#held -= freed;
-    this.budget.give(freed);
-  }
-
-  /** The request is over: everything goes back. Idempotent. */
-  end(): void {
-    this.#ended = true;
-    this.free(this.#held);
   }
 
   /**
@@ -116,14 +60,14 @@ export class BodyLease {
 const leases = new WeakMap<IncomingMessage, BodyLease>();
 
 /** Each HTTP server's budget, for a test to see what is held. */
-const budgets = new WeakMap<object, BodyBudget>();
+const budgets = new WeakMap<object, ByteBudget>();
 
-export function setBodyBudgetOf(server: object, budget: BodyBudget): void {
+export function setBodyBudgetOf(server: object, budget: ByteBudget): void {
   budgets.set(server, budget);
 }
 
 /** The budget of an HTTP server made by createHttpServer. */
-export function bodyBudgetOf(server: object): BodyBudget | undefined {
+export function bodyBudgetOf(server: object): ByteBudget | undefined {
   return budgets.get(server);
 }
 
@@ -131,7 +75,7 @@ export function bodyBudgetOf(server: object): BodyBudget | undefined {
 export function leaseBody(
   req: IncomingMessage,
   res: ServerResponse,
-  budget: BodyBudget,
+  budget: ByteBudget,
   clock: Clock,
   deadlineMs: number,
   memory: MemoryRelease,

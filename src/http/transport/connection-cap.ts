@@ -7,6 +7,7 @@
  */
 import type { Socket } from 'node:net';
 import { VoxdError } from '../../errors.js';
+import type { ConnectionCount } from '../../session/session-host.js';
 import { toHttp } from './errors.js';
 
 /** How long a refused connection waits for the client to close before it is destroyed. */
@@ -18,11 +19,12 @@ const RETRY_AFTER_S = 1;
 const refused = new WeakSet<Socket>();
 
 /**
- * Refuses `socket` when `open` connections (not counting it) already reach `max` (0: no cap);
- * returns whether it did.
+ * Counts `socket` under the server's connection cap, or refuses it when the cap is reached;
+ * returns whether it refused.
  */
-export function refuseOverCap(socket: Socket, open: number, max: number): boolean {
-  if (max <= 0 || open < max) return false;
+export function refuseOverCap(socket: Socket, connections: ConnectionCount): boolean {
+  if (connections.admit()) return false;
+  const max = connections.max;
   refused.add(socket);
   const { status, body } = toHttp(
     new VoxdError(

@@ -15,13 +15,14 @@ import { type Metrics, UNKNOWN_ROUTE } from '../../observability/metrics.js';
 import { requestIdOf } from '../../observability/request-id.js';
 import { RequestTrace } from '../../observability/request-trace.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import { type SessionHost, sessionHost } from '../../session/session-host.js';
 import type { LazyAbort } from '../../util/lazy-abort.js';
 import { type MemoryRelease, memoryRelease } from '../../util/release-memory.js';
 import { PairEnd } from '../bridge/duplex-pair.js';
 import { websocketBridge } from '../bridge/upgrade.js';
 import { reportClientError } from '../live/body.js';
 import { realtimeFrontEnd } from '../realtime/upgrade.js';
-import { BodyBudget, leaseBody, setBodyBudgetOf } from '../request/body-budget.js';
+import { leaseBody, setBodyBudgetOf } from '../request/body-budget.js';
 import { compileSchemas } from '../request/schema.js';
 import { installerRoutes } from '../routes/installer.js';
 import { managementRoutes } from '../routes/management.js';
@@ -65,6 +66,11 @@ export interface HttpOptions {
   logRequests: boolean;
   /** When to give memory back after serving; by default the process's own. */
   memory?: MemoryRelease;
+  /**
+   * What the server's front ends share (byte budget, connection count, memory release): the
+   * composition root makes one for HTTP and Wyoming; by default the HTTP server makes its own.
+   */
+  host?: SessionHost;
 }
 
 /** A route path whose last segment is a parameter (`/v1/models/{id}`), as OpenAPI writes it. */
@@ -290,8 +296,9 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   // Connections and whether a request is in progress on them, so a drain can drop the others.
   const connections = new Map<Socket, number>();
   const { logger, metrics } = options;
-  const memory = options.memory ?? memoryRelease;
-  const bodyBudget = new BodyBudget(config.max_inflight_body_bytes);
+  const host = options.host ?? sessionHost(config, runtime.clock, options.memory ?? memoryRelease);
+  const { memory } = host;
+  const bodyBudget = host.budget;
   // Levels are fixed for the server's life: the check is made once, not per request.
   const requestLevel = options.logRequests ? 'info' : 'debug';
   const logRequests = logger.isLevelEnabled(requestLevel);
@@ -491,8 +498,11 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   server.on(connectionEvent, (socket: Socket) => {
     // A WebSocket bridge request's in-memory connection (src/http/bridge/dispatch.ts) rides on
     // its WebSocket's, which the cap counted already; it is tracked for drains all the same.
-    if (!(socket instanceof PairEnd) && refuseOverCap(socket, connections.size, config.max_connections))
-      return;
+    // Only client connections count under max_connections, over every listener (host.connections).
+    if (!(socket instanceof PairEnd)) {
+      if (refuseOverCap(socket, host.connections)) return;
+      socket.once('close', () => host.connections.release());
+    }
     connections.set(socket, 0);
     socket.on('close', () => connections.delete(socket));
   });
