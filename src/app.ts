@@ -148,7 +148,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     stallMs: config.ffmpeg_decode_stall_ms,
   });
   // One byte budget, one connection count and one memory release for every front end.
-  const shared = sessionHost(config, clock, options.memory);
+  const shared = sessionHost(config, clock, options.memory, metrics);
   const http = createHttpServer(runtime, config, {
     logger,
     metrics,

@@ -20,6 +20,11 @@ const METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIO
 /** The route label of a request whose path is no route's: one value for every such path. */
 export const UNKNOWN_ROUTE = 'unknown';
 
+/** The streaming protocols built on the session shell (src/session/). */
+export type SessionProtocol = 'realtime' | 'wyoming' | 'bridge';
+/** Why a streaming session ended (voxd_sessions_ended_total's reason label). */
+export type SessionEndReason = 'client_gone' | 'idle' | 'expired' | 'send_timeout' | 'shutdown' | 'error';
+
 /** How a model request ended (voxd_model_requests_total's outcome label). */
 export type ModelOutcome = 'ok' | 'error' | 'cancelled' | 'rejected';
 
@@ -62,6 +67,9 @@ export class Metrics {
   readonly #realtimeLatency: Histogram<'model'>;
   readonly #exchanges: Counter<'protocol' | 'kind' | 'model' | 'outcome'>;
   readonly #wyomingConnections: Gauge;
+  readonly #sessionsEnded: Counter<'protocol' | 'reason'>;
+  /** What the server-wide gauges read (byte budget, connections), once the front ends share it. */
+  #shared: { bytesHeld(): number; connections(): number } | undefined;
   /** route → method → children. */
   readonly #http = new Map<string, Map<string, HttpChildren>>();
   /** model → task → children. */
@@ -143,6 +151,11 @@ export class Metrics {
       help: 'Wyoming connections open now',
       registers,
     });
+    this.#sessionsEnded = counter(
+      'voxd_sessions_ended_total',
+      'Streaming sessions (protocol: realtime, wyoming, bridge) by why they ended: client_gone, idle (no whole event for the idle timeout, or an event begun and not finished in time), expired (the longest life), send_timeout (the client stopped reading), shutdown, error',
+      ['protocol', 'reason'],
+    );
     const gauge = (name: string, help: string, read: (s: ModelSample) => number | null) =>
       new Gauge({
         name,
@@ -192,6 +205,16 @@ export class Metrics {
           this.set(read());
         },
       });
+    reading(
+      'voxd_client_bytes_held',
+      'Client bytes held in memory now against max_inflight_body_bytes: request bodies and what streaming sessions hold (realtime buffers and waiting turns, Wyoming utterances, bridge frames waiting)',
+      () => this.#shared?.bytesHeld() ?? 0,
+    );
+    reading(
+      'voxd_connections',
+      'Client connections open now under max_connections, over HTTP and Wyoming (a WebSocket is its HTTP connection)',
+      () => this.#shared?.connections() ?? 0,
+    );
     reading('voxd_models_loaded', 'Models loaded now', () => {
       let loaded = 0;
       for (const sample of samples()) if (sample.loaded) loaded++;
@@ -313,6 +336,16 @@ export class Metrics {
   /** A Wyoming connection opened (+1) or closed (-1). */
   wyomingConnection(delta: 1 | -1): void {
     this.#wyomingConnections.inc(delta);
+  }
+
+  /** The server-wide readings (the byte budget and the connection count every front end shares). */
+  watchShared(shared: { bytesHeld(): number; connections(): number }): void {
+    this.#shared = shared;
+  }
+
+  /** A streaming session ended, and why. */
+  sessionEnded(protocol: SessionProtocol, reason: SessionEndReason): void {
+    this.#sessionsEnded.labels(protocol, reason).inc();
   }
 
   /** An exchange of a non-HTTP protocol ended (`model`: a registered model's id). */

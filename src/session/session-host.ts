@@ -5,6 +5,7 @@
  * so a limit means the same thing whichever protocol a client speaks.
  */
 import type { ServerConfig } from '../config/types.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Clock } from '../util/clock.js';
 import { type MemoryRelease, memoryRelease } from '../util/release-memory.js';
 import { ByteBudget } from './byte-budget.js';
@@ -36,17 +37,26 @@ export interface SessionHost {
   budget: ByteBudget;
   connections: ConnectionCount;
   memory: MemoryRelease;
+  /** Where sessions count their ends; absent outside a server. */
+  metrics?: Metrics;
 }
 
 export function sessionHost(
   config: Pick<ServerConfig, 'max_inflight_body_bytes' | 'max_connections'>,
   clock: Clock,
   memory: MemoryRelease = memoryRelease,
+  metrics?: Metrics,
 ): SessionHost {
-  return {
+  const host: SessionHost = {
     clock,
     budget: new ByteBudget(config.max_inflight_body_bytes),
     connections: new ConnectionCount(config.max_connections),
     memory,
+    metrics,
   };
+  metrics?.watchShared({
+    bytesHeld: () => host.budget.inUse,
+    connections: () => host.connections.open,
+  });
+  return host;
 }

@@ -22,6 +22,7 @@
  * a VoxdError it renders in its own terms (error event, close code); `leave` is the client going.
  */
 import { VoxdError } from '../errors.js';
+import type { SessionEndReason, SessionProtocol } from '../observability/metrics.js';
 import type { Timer } from '../util/clock.js';
 import { ByteLease } from './byte-budget.js';
 import type { SessionHost } from './session-host.js';
@@ -29,6 +30,8 @@ import type { SessionHost } from './session-host.js';
 export interface ShellOptions {
   /** What the session is, in messages ("realtime session", "Wyoming connection"). */
   what: string;
+  /** Its protocol, for voxd_sessions_ended_total. */
+  protocol?: SessionProtocol;
   /** Events waiting before the source is paused. */
   inboxEvents: number;
   /** No whole event and no work for this long ends the session (0: never). */
@@ -192,6 +195,8 @@ export class SessionShell {
   leave(reason: VoxdError): void {
     if (this.#ended) return;
     this.#ended = true;
+    const { protocol } = this.#options;
+    if (protocol) this.#host.metrics?.sessionEnded(protocol, endReason(reason));
     for (const timer of [this.#idle, this.#event, this.#lifetime]) timer?.cancel();
     this.bytes.end();
     this.#gone.abort(reason);
@@ -215,6 +220,24 @@ export class SessionShell {
         ),
       ),
     );
+  }
+}
+
+/** The metric's reason for an end, from the error the session ended with. */
+function endReason(reason: unknown): SessionEndReason {
+  switch ((reason as VoxdError | undefined)?.code) {
+    case 'E_CLIENT_GONE':
+      return 'client_gone';
+    case 'E_SESSION_IDLE':
+      return 'idle';
+    case 'E_SESSION_EXPIRED':
+      return 'expired';
+    case 'E_SEND_TIMEOUT':
+      return 'send_timeout';
+    case 'E_SHUTTING_DOWN':
+      return 'shutdown';
+    default:
+      return 'error';
   }
 }
 
