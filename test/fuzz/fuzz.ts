@@ -987,19 +987,67 @@ function parseArgs(argv: string[]): Args {
   return args;
 }
 
+/**
+ * How long the server under test may take to close once the cases are done: a clean close takes
+ * well under a second; one that waits out a held slot or a session (shutdown_timeout_ms) is a finding.
+ */
+const CLOSE_DEADLINE_MS = 15_000;
+
+/** An error or rejection reason, as a finding shows it. */
+function described(reason: unknown): string {
+  if (reason instanceof Error) return (reason.stack ?? `${reason.name}: ${reason.message}`).slice(0, 800);
+  return String(reason).slice(0, 800);
+}
+
+/** Closes the server within CLOSE_DEADLINE_MS; what went wrong, if anything. */
+async function closeWithin(server: TestServer): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<string>((resolve) => {
+    timer = setTimeout(
+      () => resolve(`the server did not close within ${CLOSE_DEADLINE_MS} ms`),
+      CLOSE_DEADLINE_MS,
+    );
+  });
+  const closing = server.close().then(
+    () => undefined,
+    (err: unknown) => `the server's close failed: ${described(err)}`,
+  );
+  try {
+    return await Promise.race([closing, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
+  const findings: string[] = [];
+  // A rejection nobody handled or an exception nobody caught, the server's or the fuzzer's own, is
+  // a finding of the run: counted before the summary instead of turning the exit code after it
+  // (node's default for both is exit 1, whatever the summary said).
+  const onRejection = (reason: unknown) => findings.push(`unhandled rejection: ${described(reason)}`);
+  const onException = (err: unknown) => findings.push(`uncaught exception: ${described(err)}`);
+  process.on('unhandledRejection', onRejection);
+  process.on('uncaughtException', onException);
+  try {
+    return await fuzz(args, findings);
+  } finally {
+    process.off('unhandledRejection', onRejection);
+    process.off('uncaughtException', onException);
+  }
+}
+
+async function fuzz(args: Args, findings: string[]): Promise<number> {
   const server = await startTarget();
   const started = Date.now();
   const byCategory = new Map<string, number>();
   const statuses = new Map<string, number>();
-  const findings: string[] = [];
   const replay = (k: number) => `npm run fuzz -- --seed ${args.seed} --case ${k}`;
+  const indexes = args.case !== undefined ? [args.case] : Array.from({ length: args.cases }, (_, i) => i);
   try {
     // Taken after startup: the fixture starts runner processes only for its fault options, which no
     // case carries, so any child beyond these is one a request left behind.
     const baseline = { fds: openFds(), children: childProcesses() };
-    const indexes = args.case !== undefined ? [args.case] : Array.from({ length: args.cases }, (_, i) => i);
     let next = 0;
     let batchEnd = 0;
     const worker = async () => {
@@ -1036,21 +1084,28 @@ export async function main(argv: string[]): Promise<number> {
         `fuzz: ${batchEnd}/${indexes.length} cases, ${elapsed} s, ${findings.length} findings\n`,
       );
     }
-    for (const r of server.records.filter((r) => r.level === 'error' || r.level === 'fatal').slice(0, 5))
-      findings.push(`logged ${r.level}: ${r.msg} ${r.err?.stack?.slice(0, 800) ?? ''}`);
-    const faults = server.logs.filter((line) => /unhandled|uncaught/i.test(line));
-    for (const f of faults.slice(0, 5)) findings.push(`logged: ${f.slice(0, 500)}`);
-    const seconds = (Date.now() - started) / 1000;
-    const out = process.stdout;
-    out.write(`fuzz: seed ${args.seed}, ${indexes.length} cases in ${seconds.toFixed(1)} s\n`);
-    out.write('cases per category:\n');
-    for (const [c, n] of [...byCategory].sort()) out.write(`  ${c}: ${n}\n`);
-    out.write('outcomes:\n');
-    for (const [s, n] of [...statuses].sort()) out.write(`  ${s}: ${n}\n`);
-    out.write(`findings: ${findings.length}\n`);
-    for (const f of findings.slice(0, 50)) out.write(`  ${f}\n`);
-    return findings.length === 0 ? 0 : 1;
-  } finally {
-    await server.close();
+  } catch (err) {
+    findings.push(`the fuzzer itself failed: ${described(err)}`);
   }
+  // Closed before the summary: a close that fails or hangs is a finding the summary counts, not
+  // an exit code it contradicts.
+  const closeProblem = await closeWithin(server);
+  if (closeProblem) findings.push(closeProblem);
+  // Read after the close, so that what the server logged while it shut down is judged too.
+  for (const r of server.records.filter((r) => r.level === 'error' || r.level === 'fatal').slice(0, 5))
+    findings.push(`logged ${r.level}: ${r.msg} ${r.err?.stack?.slice(0, 800) ?? ''}`);
+  const faults = server.logs.filter((line) => /unhandled|uncaught/i.test(line));
+  for (const f of faults.slice(0, 5)) findings.push(`logged: ${f.slice(0, 500)}`);
+  // The summary and the exit code come from this one copy: nothing pushed later can split them.
+  const reported = [...findings];
+  const seconds = (Date.now() - started) / 1000;
+  const out = process.stdout;
+  out.write(`fuzz: seed ${args.seed}, ${indexes.length} cases in ${seconds.toFixed(1)} s\n`);
+  out.write('cases per category:\n');
+  for (const [c, n] of [...byCategory].sort()) out.write(`  ${c}: ${n}\n`);
+  out.write('outcomes:\n');
+  for (const [s, n] of [...statuses].sort()) out.write(`  ${s}: ${n}\n`);
+  out.write(`findings: ${reported.length}\n`);
+  for (const f of reported.slice(0, 50)) out.write(`  ${f}\n`);
+  return reported.length === 0 ? 0 : 1;
 }
