@@ -193,7 +193,10 @@ export class WyomingConnection {
         if (this.#streamed) return;
         return this.#counted('tts', () => this.#synthesize(data));
       case 'synthesize-start':
-        this.#streamed = { voice: data['voice'], text: new SentenceBuffer() };
+        this.#streamed = {
+          voice: data['voice'],
+          text: new SentenceBuffer({ maxChars: this.#deps.config.max_input_chars }),
+        };
         return;
       case 'synthesize-chunk':
         return this.#synthesizeChunk(data);
