@@ -1,9 +1,13 @@
 /**
- * The one parser for JSON text a client sends: every JSON body and the multipart `options` field.
- * JSON.parse accepts what the rest of voxd cannot take, so one walk checks the parsed value first:
- * nesting deeper than MAX_JSON_DEPTH would overflow the stack of any recursive code that touches it
- * later (JSON.stringify, option flattening, error messages), and a number beyond a double
- * (`1e400`) parses as Infinity, which has no JSON form to hand to an engine.
+ * The one parser for JSON text a client sends: every JSON body, the multipart `options` field,
+ * realtime events; the WebSocket bridge's frames and Wyoming's header lines and data blocks use its
+ * depth check. JSON.parse accepts what the rest of voxd cannot take:
+ * - nesting deeper than MAX_JSON_DEPTH would overflow the stack of any recursive code that touches
+ *   it later (JSON.stringify, option flattening, error messages), and V8's JSON.parse itself spends
+ *   about a microsecond per level on the main thread (probe 2026-12 F7: a 20 MB body of `[`, 8-10 s
+ *   for every client). So the text is scanned for its depth once, linearly, before it is parsed;
+ * - a number beyond a double (`1e400`) parses as Infinity, which has no JSON form to hand to an
+ *   engine: one walk of the parsed value finds it.
  */
 import { keyPath } from '../config/errors.js';
 import { cutText, invalidRequest, showValue } from '../errors.js';
@@ -11,12 +15,138 @@ import { cutText, invalidRequest, showValue } from '../errors.js';
 /** Deepest nesting of objects and arrays a client's JSON may have; the body itself is level 1. */
 export const MAX_JSON_DEPTH = 64;
 
-/** An object or array met by the walk, with what is needed to name its path on failure. */
-interface Frame {
-  value: object;
-  depth: number;
-  parent: Frame | undefined;
-  key: string | number | undefined;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const COMMA = 0x2c;
+
+export interface DepthOptions {
+  /** What the text is, for messages, as parseJsonText's `field`: undefined for a request body. */
+  field?: string | undefined;
+  /** The deepest level allowed; MAX_JSON_DEPTH unless the text wraps a body (a bridge frame). */
+  limit?: number;
+}
+
+/**
+ * Why `text` is refused for its nesting (deeper than the limit), or undefined. Linear in the text and
+ * never parses it: string literals are skipped with indexOf, so a 30 MB base64 string costs one
+ * search. Malformed text is left to JSON.parse: before its first error the text is a valid prefix,
+ * whose depth this counts exactly, so JSON.parse never goes deeper than the limit either.
+ */
+export function jsonDepthFault(text: string, options: DepthOptions = {}): string | undefined {
+  const limit = options.limit ?? MAX_JSON_DEPTH;
+  const at = openingPast(text, limit);
+  if (at < 0) return undefined;
+  const path = pathTo(text, at, options.field);
+  return `${path || (options.field ?? 'request body')}: JSON nesting is deeper than ${limit} levels; voxd accepts at most ${limit}`;
+}
+
+/** Fails with a 400 (jsonDepthFault's message) when `text` nests deeper than the limit. */
+export function checkJsonDepth(text: string, options: DepthOptions = {}): void {
+  const fault = jsonDepthFault(text, options);
+  if (fault !== undefined) throw invalidRequest(fault);
+}
+
+/** Where the `[` or `{` that opens level `limit + 1` is, or -1. */
+function openingPast(text: string, limit: number): number {
+  let depth = 0;
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      i = stringEnd(text, i);
+      if (i < 0) return -1;
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > limit) return i;
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) depth--;
+  }
+  return -1;
+}
+
+/**
+ * The closing quote of the string literal opened at `open`, or -1 when none closes it. A quote is
+ * escaped when an odd number of backslashes stands before it; those backslashes lie after the
+ * previous quote found, so every character is looked at a bounded number of times. A literal full
+ * of escaped quotes is read a character at a time instead: a search per quote costs more.
+ */
+function stringEnd(text: string, open: number): number {
+  let at = open;
+  for (let escaped = 0; escaped < 16; escaped++) {
+    at = text.indexOf('"', at + 1);
+    if (at < 0) return -1;
+    let slashes = 0;
+    while (text.charCodeAt(at - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return at;
+  }
+  for (let i = at + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === BACKSLASH) i++;
+    else if (c === QUOTE) return i;
+  }
+  return -1;
+}
+
+/** One open object or array on the way to the refused opening. */
+interface Level {
+  array: boolean;
+  /** The member being read: its index, or for an object its key literal's span (open quote, close quote). */
+  index: number;
+  keyOpen: number;
+  keyClose: number;
+  /** An object expects its next string to be a key (after `{` or `,`). */
+  wantKey: boolean;
+}
+
+/**
+ * The path of the member that opens at `target` (`options.x[0][0]...`, cut to 200 characters), by a
+ * second scan that only runs once the text is refused: keys are read from their literals.
+ */
+function pathTo(text: string, target: number, field: string | undefined): string {
+  const levels: Level[] = [];
+  for (let i = 0; i < target; i++) {
+    const c = text.charCodeAt(i);
+    const top = levels[levels.length - 1];
+    if (c === QUOTE) {
+      const close = stringEnd(text, i);
+      if (close < 0) break;
+      if (top && !top.array && top.wantKey) {
+        top.keyOpen = i;
+        top.keyClose = close;
+        top.wantKey = false;
+      }
+      i = close;
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      levels.push({ array: c === OPEN_ARRAY, index: 0, keyOpen: -1, keyClose: -1, wantKey: true });
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) levels.pop();
+    else if (c === COMMA && top) {
+      top.index++;
+      top.wantKey = true;
+    }
+  }
+  let path = field ?? '';
+  for (const level of levels) {
+    path = keyPath(path, level.array ? level.index : keyOf(text, level.keyOpen, level.keyClose));
+    // The start names the field; past the cut the segments are only read to be thrown away.
+    if (path.length > 200) break;
+  }
+  return cutText(path, 200);
+}
+
+/** A key literal's value, from at most its first 200 characters (a key can be megabytes long). */
+function keyOf(text: string, open: number, close: number): string {
+  if (open < 0) return '';
+  let literal = text.slice(open, Math.min(close, open + 201));
+  // A cut must not end inside an escape (`\u00e9`), which would not parse.
+  const backslash = literal.lastIndexOf('\\');
+  if (close > open + 201 && backslash > literal.length - 6) literal = literal.slice(0, backslash);
+  try {
+    return JSON.parse(`${literal}"`) as string;
+  } catch {
+    return literal.slice(1);
+  }
 }
 
 /**
@@ -25,9 +155,9 @@ interface Frame {
  * (paths start with it). Fails with a 400 naming the path at fault.
  */
 export function parseJsonText(text: string, field?: string): unknown {
+  checkJsonDepth(text, { field });
   let parsed: unknown;
   try {
-    // V8's JSON.parse is iterative: any depth parses without touching the stack.
     parsed = JSON.parse(text);
   } catch (err) {
     const reason = (err as Error).message;
@@ -37,23 +167,28 @@ export function parseJsonText(text: string, field?: string): unknown {
         : `${field}: ${showValue(text)} is not valid JSON (${reason})`,
     );
   }
-  checkJsonValue(parsed, field);
+  checkNumbers(parsed, field);
   return parsed;
 }
 
-/** The walk: an explicit stack, no recursion, so deep input fails here with a 400. */
-function checkJsonValue(root: unknown, field: string | undefined): void {
+/** An object or array met by the walk, with what is needed to name its path on failure. */
+interface Frame {
+  value: object;
+  parent: Frame | undefined;
+  key: string | number | undefined;
+}
+
+/**
+ * The walk for numbers out of range: an explicit stack, no recursion (the depth is bounded by the
+ * scan before the parse, but a wide value would make a deep recursion no cheaper).
+ */
+function checkNumbers(root: unknown, field: string | undefined): void {
   const label = field ?? 'request body';
   if (typeof root === 'number' && !Number.isFinite(root)) throw outOfRange(label, root);
   if (typeof root !== 'object' || root === null) return;
-  const stack: Frame[] = [{ value: root, depth: 1, parent: undefined, key: undefined }];
+  const stack: Frame[] = [{ value: root, parent: undefined, key: undefined }];
   while (stack.length > 0) {
     const frame = stack.pop()!;
-    if (frame.depth > MAX_JSON_DEPTH) {
-      throw invalidRequest(
-        `${pathOf(frame, field) || label}: JSON nesting is deeper than ${MAX_JSON_DEPTH} levels; voxd accepts at most ${MAX_JSON_DEPTH}`,
-      );
-    }
     // Indexes and keys rather than entries(): no [key, value] pair is made per member.
     const value = frame.value;
     if (Array.isArray(value)) {
@@ -78,8 +213,7 @@ function visitMember(
 ): void {
   if (typeof value === 'number' && !Number.isFinite(value))
     throw outOfRange(pathOf(frame, field, key), value);
-  if (typeof value === 'object' && value !== null)
-    stack.push({ value, depth: frame.depth + 1, parent: frame, key });
+  if (typeof value === 'object' && value !== null) stack.push({ value, parent: frame, key });
 }
 
 function outOfRange(path: string, value: number) {
@@ -94,6 +228,5 @@ function pathOf(frame: Frame, field: string | undefined, last?: string | number)
   for (let f: Frame | undefined = frame; f?.key !== undefined; f = f.parent) keys.push(f.key);
   let path = field ?? '';
   for (const key of keys.reverse()) path = keyPath(path, key);
-  // A path past the depth limit has MAX_JSON_DEPTH segments; the start names the field.
   return cutText(path, 200);
 }
