@@ -8,6 +8,7 @@
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { showValue, VoxdError } from '../../errors.js';
+import { checkJsonDepth, MAX_JSON_DEPTH } from '../../util/json-text.js';
 import type { ErrorObject } from '../transport/errors.js';
 
 export type FrameId = string | number | null;
@@ -52,8 +53,13 @@ export function isReservedHeader(name: string): boolean {
 const invalid = (param: string, message: string) =>
   new VoxdError('E_INVALID_REQUEST', `${param}: ${message}`, { param });
 
-/** A frame's JSON object; anything else is a 400 saying what arrived. */
+/**
+ * A frame's JSON object; anything else is a 400 saying what arrived. Its nesting is checked on the
+ * text before it is parsed (see json-text.ts): one level more than a body's, since an envelope's
+ * `body_json` is a body one level down, which the route then checks as its own.
+ */
 export function frameObject(text: string): Record<string, unknown> {
+  checkJsonDepth(text, { limit: MAX_JSON_DEPTH + 1 });
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
