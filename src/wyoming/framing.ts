@@ -5,6 +5,8 @@
  * bounded: a header line, a data block and a payload each have a limit, and anything malformed is a
  * WyomingError with the code the client's `error` event gets.
  */
+import { showValue } from '../errors.js';
+import { jsonDepthFault } from '../util/json-text.js';
 
 /** The protocol version voxd's events carry (the library's writer always adds one). */
 export const WYOMING_VERSION = '1.8.0';
@@ -46,16 +48,21 @@ function lengthOf(header: Record<string, unknown>, key: string, max: number): nu
   const value = header[key];
   if (value === undefined || value === null) return 0;
   if (!Number.isSafeInteger(value) || (value as number) < 0)
-    throw new WyomingError('invalid_event', `${key}: ${JSON.stringify(value)} is not a byte count`);
+    throw new WyomingError('invalid_event', `${key}: ${showValue(value)} is not a byte count`);
   if ((value as number) > max)
     throw new WyomingError('event_too_large', `${key}: ${value} is over voxd's limit of ${max} bytes`);
   return value as number;
 }
 
 function parseJson(bytes: Buffer, what: string): Record<string, unknown> {
+  const text = bytes.toString('utf8');
+  // Checked on the text, before it is parsed (see json-text.ts): deep nesting costs JSON.parse
+  // main-thread time, and JSON.stringify of a deep field (an error message) would overflow the stack.
+  const fault = jsonDepthFault(text);
+  if (fault !== undefined) throw new WyomingError('invalid_event', `${what}: ${fault}`);
   let value: unknown;
   try {
-    value = JSON.parse(bytes.toString('utf8'));
+    value = JSON.parse(text);
   } catch {
     throw new WyomingError('invalid_event', `${what} is not JSON`);
   }
@@ -122,10 +129,7 @@ export class FrameReader {
         );
       const header = parseJson(this.#take(newline + 1).subarray(0, newline), 'header line');
       if (typeof header['type'] !== 'string' || header['type'] === '')
-        throw new WyomingError(
-          'invalid_event',
-          `type: ${JSON.stringify(header['type'])} is not an event type`,
-        );
+        throw new WyomingError('invalid_event', `type: ${showValue(header['type'])} is not an event type`);
       if (header['data'] !== undefined && header['data'] !== null && !isObject(header['data']))
         throw new WyomingError('invalid_event', 'data: not a JSON object');
       this.#current = {
