@@ -5,7 +5,9 @@
  * written to a fresh TCP connection, built from valid requests and then mutated: HTTP framing, JSON
  * bodies of every POST route, multipart uploads, WAV headers (as uploads and as base64), media for
  * ffmpeg (playlists and indirection formats, real containers with absurd rates and channel counts:
- * media.ts), live PCM bodies and realtime WebSocket sessions (websocket.ts). A case passes when the server answers 2xx/4xx/503 (or closes the connection) within
+ * media.ts), live PCM bodies, realtime WebSocket sessions (websocket.ts), Wyoming events
+ * (wyoming.ts), and sessions of real clients that leave, stall or misbehave mid-turn on realtime,
+ * Wyoming and the bridge (sessions.ts). A case passes when the server answers 2xx/4xx/503 (or closes the connection) within
  * its deadline; a 5xx other than 503, or silence past the deadline, is a finding. Every
  * `--check-every` cases and at the end the server must still be healthy and hold nothing: no active
  * or queued requests, file descriptors and child processes back near the baseline.
@@ -15,11 +17,21 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { encodeWav } from '../../src/audio/wav-encode.js';
+import { encodeWav, wavHeader } from '../../src/audio/wav-encode.js';
 import { mulberry32 } from '../helpers/prng.js';
 import { parseResponse } from '../helpers/raw-http.js';
-import { fixtureModel, startServer, type TestServer } from '../helpers/voxd.js';
+import { fixtureModel, fliteSpeech, request, startServer, type TestServer } from '../helpers/voxd.js';
 import { mediaInput, mediaProblem } from './media.js';
+import {
+  endLeftovers,
+  lateProblems,
+  leftoverCount,
+  leftoverProblems,
+  SESSION_MODELS,
+  type SessionOutcome,
+  type SessionTarget,
+  sessionCase,
+} from './sessions.js';
 import { websocketCase } from './websocket.js';
 import { wyomingCase } from './wyoming.js';
 
@@ -71,15 +83,30 @@ const MODELS = {
 const BODY_LIMIT = 1024 * 1024;
 const BODY_TIMEOUT_MS = 250;
 
+/** Each target's Wyoming port by its URL, for a session case run without a prepared target. */
+const wyomingPorts = new Map<string, number>();
+
 export async function startTarget(): Promise<TestServer> {
-  return startServer(
+  const server = await startServer(
     {
       ui_management: true,
       max_request_body_bytes: BODY_LIMIT,
       body_timeout_ms: BODY_TIMEOUT_MS,
       max_input_chars: 2000,
       busy_timeout_ms: 2000,
-      live_ingest: { idle_timeout_ms: 250, total_timeout_ms: 3000, max_body_bytes: 256 * 1024 },
+      // send_timeout_ms: a session case's client that stops reading frees its slot within the
+      // batch check's wait (the default, 30 s, would outlast it).
+      live_ingest: {
+        idle_timeout_ms: 250,
+        total_timeout_ms: 3000,
+        max_body_bytes: 256 * 1024,
+        send_timeout_ms: 2000,
+      },
+      // Short, so that what a session case leaves to the server's timeouts (a client gone silent
+      // mid-turn, an idle socket) ends within the batch check's wait.
+      realtime_idle_timeout_ms: 1500,
+      wyoming_idle_timeout_ms: 1500,
+      bridge_idle_timeout_ms: 1500,
       // audio.cpp's WebSocket bridge, which the WebSocket category drives next to /v1/realtime.
       frontend_listener: 'websocket',
       // The Wyoming listener, which the Wyoming category drives.
@@ -93,10 +120,24 @@ export async function startTarget(): Promise<TestServer> {
         fixtureModel(MODELS.ttsLive, { task: 'tts', mode: 'streaming' }),
         // The real VAD, for realtime sessions' server VAD (chunking_vad_model's default id).
         { id: 'silero-vad', family: 'silero_vad', task: 'vad', lazy: true },
+        // A real live-input engine, which hears a turn as it is spoken (the session cases' turns
+        // go live on it), and real speech for it to hear and for the synthesis cases.
+        // Two slots: two sessions' turns live at once, and a third one queued behind them.
+        {
+          id: SESSION_MODELS.live,
+          family: 'pocketsphinx_asr',
+          task: 'asr',
+          mode: 'streaming',
+          slots: 2,
+          lazy: true,
+        },
+        { id: SESSION_MODELS.tts, family: 'flite_tts', task: 'tts', mode: 'streaming', lazy: true },
       ],
     },
     { parallel: true },
   );
+  wyomingPorts.set(server.url, server.voxd.wyoming!.port);
+  return server;
 }
 
 // ---------------------------------------------------------------- building blocks
@@ -740,6 +781,8 @@ interface Generated {
   pieces?: number;
   /** What the answer shows that it must not, beyond its status (media cases). */
   check?: (outcome: Outcome) => string | undefined;
+  /** A session case: real clients that follow their plan in time, instead of `request`'s bytes. */
+  session?: (target: SessionTarget, deadlineMs: number) => Promise<SessionOutcome>;
 }
 
 export function generate(seed: number, index: number): Generated {
@@ -758,6 +801,16 @@ export function generate(seed: number, index: number): Generated {
       target: 'wyoming',
       request: wy.request,
       check: (outcome) => wy.check(outcome.body),
+    };
+  }
+  // 5% session cases, 3% WebSocket framing and events.
+  if (kind < 97) {
+    const sc = sessionCase(rng, `case ${index} (replay: npm run fuzz -- --seed ${seed} --case ${index})`);
+    return {
+      category: sc.category,
+      request: Buffer.from(JSON.stringify(sc.plans)),
+      session: sc.run,
+      check: (outcome) => outcome.detail,
     };
   }
   const ws = websocketCase(
@@ -816,7 +869,24 @@ function runWyomingCase(port: number, gen: Generated): Promise<Outcome> {
   });
 }
 
-export function runCase(url: string, gen: Generated, wyomingPort?: number): Promise<Outcome> {
+export function runCase(
+  url: string,
+  gen: Generated,
+  wyomingPort?: number,
+  sessionTarget?: SessionTarget,
+): Promise<Outcome> {
+  if (gen.session) {
+    const run = gen.session;
+    // A caller that replays single cases (test/http/fuzz-regressions.test.ts) gives no target:
+    // the speech is made on first use, without the warm-up (a cold model is a case like another).
+    const target = sessionTarget ? Promise.resolve(sessionTarget) : speechFor(url);
+    return target
+      .then((t) => run(t, CASE_DEADLINE_MS))
+      .then((o) => ({
+        status: o.status,
+        detail: o.problems.length > 0 ? o.problems.slice(0, 3).join('; ') : undefined,
+      }));
+  }
   if (gen.target === 'wyoming') return runWyomingCase(wyomingPort!, gen);
   const { port, hostname } = new URL(url);
   return new Promise((resolve) => {
@@ -919,11 +989,34 @@ interface Baseline {
   children: number;
 }
 
+/**
+ * Whether the server holds nothing the cases left. First with the session clients that went on in
+ * the background still connected: every slot must be free while they live (a pinging or
+ * non-reading client holds no model), and those the server must close must be closed. Then, once
+ * the fuzzer has ended them, fds and runner processes back near the baseline (this process holds
+ * the clients' sockets too, so they are counted only once those are gone).
+ */
 async function settledServer(url: string, baseline: Baseline): Promise<string[]> {
+  const live = leftoverCount();
+  // Said apart, since they tell different bugs: a slot held while a silent or pinging client is
+  // still connected (a timeout that does not end its turn), and one still held once every client
+  // has gone (a turn that its client's leaving does not end).
+  const connected = (await quiet(url, baseline, true)).map((p) =>
+    live > 0 ? `with ${live} session client(s) still connected: ${p}` : p,
+  );
+  const problems = [...connected, ...lateProblems()];
+  endLeftovers();
+  const after = await quiet(url, baseline, false);
+  for (const p of after) problems.push(live > 0 ? `with every client gone: ${p}` : p);
+  return problems;
+}
+
+async function quiet(url: string, baseline: Baseline, sessionsLive: boolean): Promise<string[]> {
   const problems: string[] = [];
   const deadline = Date.now() + 10000;
   for (;;) {
     problems.length = 0;
+    if (sessionsLive) problems.push(...leftoverProblems());
     try {
       const health = await fetch(`${url}/health`);
       if (health.status !== 200) problems.push(`GET /health answered ${health.status}`);
@@ -936,11 +1029,13 @@ async function settledServer(url: string, baseline: Baseline): Promise<string[]>
     } catch (err) {
       problems.push(`health check failed: ${(err as Error).message}`);
     }
-    const fds = openFds();
-    if (fds > baseline.fds + 16) problems.push(`open fds ${fds}, baseline ${baseline.fds}`);
-    const children = childProcesses();
-    if (children > baseline.children + 2)
-      problems.push(`child processes ${children}, baseline ${baseline.children}`);
+    if (!sessionsLive) {
+      const fds = openFds();
+      if (fds > baseline.fds + 16) problems.push(`open fds ${fds}, baseline ${baseline.fds}`);
+      const children = childProcesses();
+      if (children > baseline.children + 2)
+        problems.push(`child processes ${children}, baseline ${baseline.children}`);
+    }
     if (problems.length === 0 || Date.now() > deadline) return problems;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -1037,6 +1132,48 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+const SPEECH_TEXT = 'Please call me tomorrow morning. The weather is nice today.';
+
+const speeches = new Map<string, Promise<SessionTarget>>();
+
+/** The session target of a server startTarget started, its speech made once. */
+function speechFor(url: string): Promise<SessionTarget> {
+  const wyomingPort = wyomingPorts.get(url);
+  if (wyomingPort === undefined) return Promise.reject(new Error(`${url} is no server startTarget started`));
+  let target = speeches.get(url);
+  if (!target) {
+    target = fliteSpeech(url, SPEECH_TEXT, 16000, SESSION_MODELS.tts).then((speech) => ({
+      url,
+      wyomingPort,
+      speech,
+    }));
+    speeches.set(url, target);
+  }
+  return target;
+}
+
+/**
+ * What the session cases need: speech, made once by flite through the server's own route, and the
+ * real models (pocketsphinx, flite, silero) loaded, so that their runner processes are part of the
+ * baseline rather than counted as left behind by the first case that loads them.
+ */
+async function prepareSessions(server: TestServer): Promise<SessionTarget> {
+  const target = await speechFor(server.url);
+  const { speech } = target;
+  const wav = Buffer.concat([wavHeader(16000, 1, speech.length), speech]).toString('base64');
+  for (const model of [SESSION_MODELS.live, 'silero-vad']) {
+    const res = await request(server.url, 'POST', '/v1/tasks/run', {
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model, audio_base64: wav }),
+    });
+    if (res.status !== 200)
+      throw new Error(
+        `the session cases need ${model}: ${res.status} ${res.body.toString('utf8').slice(0, 300)}`,
+      );
+  }
+  return target;
+}
+
 async function fuzz(args: Args, findings: string[]): Promise<number> {
   const server = await startTarget();
   const started = Date.now();
@@ -1045,16 +1182,21 @@ async function fuzz(args: Args, findings: string[]): Promise<number> {
   const replay = (k: number) => `npm run fuzz -- --seed ${args.seed} --case ${k}`;
   const indexes = args.case !== undefined ? [args.case] : Array.from({ length: args.cases }, (_, i) => i);
   try {
-    // Taken after startup: the fixture starts runner processes only for its fault options, which no
-    // case carries, so any child beyond these is one a request left behind.
+    const sessions = await prepareSessions(server);
+    // Taken after startup and the session models' warm-up: the fixture starts runner processes
+    // only for its fault options, which no case carries, so any child beyond these is one a
+    // request left behind.
     const baseline = { fds: openFds(), children: childProcesses() };
     let next = 0;
     let batchEnd = 0;
+    /** The batch's session cases, named when its check finds something (a slot is no case's own). */
+    const sessionCases: number[] = [];
     const worker = async () => {
       while (next < batchEnd) {
         const k = indexes[next++]!;
         const gen = generate(args.seed, k);
-        const outcome = await runCase(server.url, gen, server.voxd.wyoming?.port);
+        if (gen.session) sessionCases.push(k);
+        const outcome = await runCase(server.url, gen, server.voxd.wyoming?.port, sessions);
         byCategory.set(gen.category, (byCategory.get(gen.category) ?? 0) + 1);
         const key = `${outcome.status}${outcome.sseError ? ` (sse ${outcome.sseError})` : ''}`;
         statuses.set(key, (statuses.get(key) ?? 0) + 1);
@@ -1077,7 +1219,13 @@ async function fuzz(args: Args, findings: string[]): Promise<number> {
       batchEnd = Math.min(indexes.length, from + every);
       await Promise.all(Array.from({ length: Math.max(1, args.concurrency) }, worker));
       const where = batchEnd === indexes.length ? 'at the end' : `after case ${batchEnd - 1}`;
-      for (const p of await settledServer(server.url, baseline)) findings.push(`${where}: ${p}`);
+      const problems = await settledServer(server.url, baseline);
+      for (const p of problems) findings.push(`${where}: ${p}`);
+      if (problems.length > 0 && sessionCases.length > 0)
+        findings.push(
+          `${where}: the batch's session cases, each replayed alone by --case: ${sessionCases.sort((a, b) => a - b).join(' ')}`,
+        );
+      sessionCases.length = 0;
       // Progress on stderr, so a long run that is stopped still says how far it got and how fast.
       const elapsed = ((Date.now() - started) / 1000).toFixed(1);
       process.stderr.write(
@@ -1087,6 +1235,7 @@ async function fuzz(args: Args, findings: string[]): Promise<number> {
   } catch (err) {
     findings.push(`the fuzzer itself failed: ${described(err)}`);
   }
+  endLeftovers();
   // Closed before the summary: a close that fails or hangs is a finding the summary counts, not
   // an exit code it contradicts.
   const closeProblem = await closeWithin(server);
@@ -1097,7 +1246,12 @@ async function fuzz(args: Args, findings: string[]): Promise<number> {
   const faults = server.logs.filter((line) => /unhandled|uncaught/i.test(line));
   for (const f of faults.slice(0, 5)) findings.push(`logged: ${f.slice(0, 500)}`);
   // The summary and the exit code come from this one copy: nothing pushed later can split them.
-  const reported = [...findings];
+  // The run's own findings (the batch checks', the close's, the logs') first: when a leak makes
+  // many cases hang behind it, the leak is what the printed part must show.
+  const reported = [
+    ...findings.filter((f) => !f.startsWith('case ')),
+    ...findings.filter((f) => f.startsWith('case ')),
+  ];
   const seconds = (Date.now() - started) / 1000;
   const out = process.stdout;
   out.write(`fuzz: seed ${args.seed}, ${indexes.length} cases in ${seconds.toFixed(1)} s\n`);
