@@ -16,6 +16,18 @@ export const ERROR_CODES = {
   E_INVALID_API_KEY: { status: 401, type: 'authentication_error', apiCode: 'invalid_api_key' },
   /** The API key is valid but its scope does not cover the route (an inference key on an admin route). */
   E_INSUFFICIENT_SCOPE: { status: 403, type: 'permission_error', apiCode: 'insufficient_scope' },
+  /**
+   * A keyless server's request (or WebSocket upgrade) whose Host is a DNS name voxd was not told
+   * it answers to (allowed_hosts): a page reaching it through a name of its own (DNS rebinding).
+   */
+  E_HOST_NOT_ALLOWED: { status: 403, type: 'forbidden', apiCode: 'host_not_allowed' },
+  /**
+   * A page of another origin: a WebSocket upgrade, or a keyless server's POST, whose Origin is not
+   * voxd's own (nor an allowed_hosts name) while cors_origins is not "*".
+   */
+  E_ORIGIN_NOT_ALLOWED: { status: 403, type: 'forbidden', apiCode: 'origin_not_allowed' },
+  /** A keyless server's POST whose Content-Type is not one its route reads (a JSON route: application/json). */
+  E_UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'invalid_request_error', apiCode: 'unsupported_media_type' },
   /** Unknown model id. */
   E_MODEL_NOT_FOUND: { status: 404, type: 'not_found', apiCode: 'model_not_found' },
   /** Unknown endpoint. */

@@ -96,6 +96,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     port: ruled('port'),
     wyoming_host: ruled('wyoming_host'),
     cors_origins: ruled('cors_origins'),
+    allowed_hosts: ruled('allowed_hosts'),
     ui: ruled('ui'),
     ui_management: ruled('ui_management'),
     backend: read('backend', setting('backend').default!, (s) => parseBackend(s, notices)),

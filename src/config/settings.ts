@@ -55,6 +55,7 @@ export type Rule =
   | { kind: 'oneOf'; values: readonly string[]; expected?: string }
   | { kind: 'string'; nonEmpty?: boolean }
   | { kind: 'ip' }
+  | { kind: 'hosts' }
   | { kind: 'bespoke' };
 
 /** The ServerConfig value of a setting with this rule. */
@@ -77,6 +78,8 @@ const oneOf = <const V extends readonly string[]>(
 ): RuleOf<'oneOf'> & { values: V } & Typed<V[number]> => ({ kind: 'oneOf', values, expected });
 const string = (nonEmpty: boolean): RuleOf<'string'> & Typed<string> => ({ kind: 'string', nonEmpty });
 const ip = (): RuleOf<'ip'> & Typed<string> => ({ kind: 'ip' });
+/** Host names: an array in server.json, comma-separated text on the command line. */
+const hosts = (): RuleOf<'hosts'> & Typed<readonly string[]> => ({ kind: 'hosts' });
 /** A rule of the setting's own code, which makes a T of what it is given. */
 const bespoke = <T>(): RuleOf<'bespoke'> & Typed<T> => ({ kind: 'bespoke' });
 
@@ -391,6 +394,22 @@ const GROUPS = [
         doc: {
           allowed: '`""` or `"*"`',
           meaning: '`"*"` echoes the request\'s `Origin` on every response (see api.md, CORS).',
+        },
+      }),
+      define('allowed_hosts', hosts(), {
+        flag: {
+          value: 'text',
+          arg: '<name,...>',
+          help: ['more host names a keyless server answers to, "*" any'],
+          note: 'Comma-separated.',
+        },
+        default: [],
+        doc: {
+          type: 'array of strings',
+          default: '`[]`',
+          allowed: 'host names (`voxd.example.com`; `.example.com` also takes its subdomains), or `["*"]`',
+          meaning:
+            'Without API keys voxd answers only requests whose `Host` is an IP address, a name without a dot (`localhost`, a container\'s), or a `.localhost`, `.local`, `.internal` or `.home.arpa` name, so that no page can reach it through a DNS name of its own (DNS rebinding); these names are added, and a page they serve may also call voxd. `["*"]` turns the `Host` check off. See [Browsers and a keyless server](#browsers-and-a-keyless-server).',
         },
       }),
     ],
@@ -1038,9 +1057,36 @@ export function checkRule(rule: Rule, value: unknown, key: string): unknown {
       return expectString(value, key, rule);
     case 'ip':
       return expectIp(value, key);
+    case 'hosts':
+      return expectHosts(value, key);
     case 'bespoke':
       throw new Error(`${key} has a bespoke rule; its own code checks it`);
   }
+}
+
+/** A host name as a Host header or a URL carries it, without port; a leading `.` takes the subdomains. */
+const HOST_NAME = /^\.?(?:[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?$/i;
+
+/**
+ * allowed_hosts: an array of names (server.json), or the flag's comma-separated text. A name is
+ * compared with the Host header without its port, so one with a scheme or a port could never
+ * match and is refused; `*` stands alone.
+ */
+function expectHosts(value: unknown, key: string): readonly string[] {
+  const expected = 'host names such as "voxd.example.com" (no scheme, no port), or "*" alone';
+  // The flag's text (`key` is then the flag's name): `--allowed-hosts ''` is the empty list.
+  const text = typeof value === 'string' && key.startsWith('--');
+  const names = text ? (value.trim() === '' ? [] : value.split(',').map((name) => name.trim())) : value;
+  if (!Array.isArray(names)) throw ConfigError.invalid(key, value, `an array of ${expected}`);
+  for (const [i, name] of names.entries()) {
+    const valid =
+      typeof name === 'string' &&
+      (name === '*' || HOST_NAME.test(name) || isIP(name.replace(/^\[|\]$/g, '')) !== 0);
+    if (!valid) throw ConfigError.invalid(text ? key : `${key}[${i}]`, name, expected);
+  }
+  if (names.includes('*') && names.length > 1)
+    throw ConfigError.invalid(key, value, `"*" alone (it allows every host already)`);
+  return names as readonly string[];
 }
 
 /**

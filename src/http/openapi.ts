@@ -65,7 +65,7 @@ const responses: Obj = {
     'type authentication_error: the server has API keys and the request sent none, or an unknown one.',
   ),
   Forbidden: errorResponse(
-    'type forbidden (a management route while ui_management is off; a server path outside the file roots) or permission_error (an API key whose scopes do not cover the route).',
+    'type forbidden (a management route while ui_management is off; a server path outside the file roots; without API keys, a Host that is not a name the server answers to (host_not_allowed) or a POST from a page of another origin (origin_not_allowed)) or permission_error (an API key whose scopes do not cover the route).',
   ),
   NotFound: errorResponse('Unknown endpoint, unknown model id, unknown package or job.'),
   UpgradeRequired: errorResponse('A WebSocket endpoint asked without `Upgrade: websocket`.'),
@@ -78,6 +78,9 @@ const responses: Obj = {
   Conflict: errorResponse('A model install job is active for this id (or any, for a models-root change).'),
   PayloadTooLarge: errorResponse(
     'Body over max_request_body_bytes (a JSON body over max_json_body_bytes), or input audio over max_audio_seconds (or, decoded by ffmpeg, samples over max_request_body_bytes).',
+  ),
+  UnsupportedMediaType: errorResponse(
+    'Without API keys: a Content-Type the route does not read (application/json; multipart/form-data on the upload routes), such as the text/plain a page of another site could send unasked (unsupported_media_type).',
   ),
   Unprocessable: errorResponse('An installed folder that no engine family recognises.'),
   InternalError: errorResponse('An engine failed to load or run, or a fault inside voxd.'),
@@ -105,6 +108,7 @@ type Status =
   | '408'
   | '409'
   | '413'
+  | '415'
   | '422'
   | '426'
   | '500'
@@ -119,6 +123,7 @@ const ERROR_REFS: Record<Status, string> = {
   '408': 'RequestTimeout',
   '409': 'Conflict',
   '413': 'PayloadTooLarge',
+  '415': 'UnsupportedMediaType',
   '422': 'Unprocessable',
   '426': 'UpgradeRequired',
   '500': 'InternalError',
@@ -130,10 +135,10 @@ const errors = (...statuses: Status[]): Obj =>
   Object.fromEntries(statuses.map((s) => [s, res(ERROR_REFS[s])]));
 
 /**
- * Every route with a JSON body can be refused for its body (400, 408, 413, and 503 past the body
- * budget) or its key (401, 403).
+ * Every route with a JSON body can be refused for its body (400, 408, 413, 415 for another
+ * Content-Type without keys, and 503 past the body budget) or its key (401, 403).
  */
-const BODY_ERRORS: Status[] = ['400', '401', '403', '408', '413', '503'];
+const BODY_ERRORS: Status[] = ['400', '401', '403', '408', '413', '415', '503'];
 /**
  * What an inference route adds: its model (404), the engine (500), busy or full (503), too slow
  * (504), a full temporary folder while audio is stored for ffmpeg (507: base64 audio as well).
@@ -141,8 +146,11 @@ const BODY_ERRORS: Status[] = ['400', '401', '403', '408', '413', '503'];
 const INFERENCE_ERRORS: Status[] = [...BODY_ERRORS, '404', '500', '504', '507'];
 /** The routes that take multipart uploads: a full temporary folder while one is spooled (507). */
 const UPLOAD_ERRORS: Status[] = INFERENCE_ERRORS;
-/** The live routes: their model is a query parameter, so an unknown one is a 400, not a 404. */
-const LIVE_ERRORS: Status[] = INFERENCE_ERRORS.filter((s) => s !== '404' && s !== '507');
+/**
+ * The live routes: their model is a query parameter, so an unknown one is a 400, not a 404; their
+ * raw body may have any Content-Type.
+ */
+const LIVE_ERRORS: Status[] = INFERENCE_ERRORS.filter((s) => s !== '404' && s !== '507' && s !== '415');
 /** Management routes that read no model: a key, the ui_management gate, a bad body. */
 const MANAGEMENT_ERRORS: Status[] = BODY_ERRORS;
 

@@ -246,7 +246,14 @@ test('without ui_management the page has no management controls, and the routes 
     assert.equal(await page.locator('tr[data-model="m"] button').count(), 0);
     assert.equal(await page.locator('#unload-all').isVisible(), false);
     const status = await page.evaluate(
-      async () => (await fetch('/v1/models/unload', { method: 'POST', body: '{"id":"m"}' })).status,
+      async () =>
+        (
+          await fetch('/v1/models/unload', {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body: '{"id":"m"}',
+          })
+        ).status,
     );
     assert.equal(status, 403);
   } finally {

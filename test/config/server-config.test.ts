@@ -74,6 +74,7 @@ test('a minimal config gets every default', () => {
     port: 8080,
     wyoming_host: '127.0.0.1',
     cors_origins: '',
+    allowed_hosts: [],
     ui: true,
     ui_management: false,
     backend: 'cpu',
@@ -302,6 +303,24 @@ test('cors_origins: "" or "*"', () => {
   for (const bad of ['http://x', 1, null, true]) {
     expectConfigError(() => load({ cors_origins: bad }), 'cors_origins', bad);
   }
+});
+
+test('allowed_hosts: host names, `.suffix` names or "*" alone; the flag takes them comma-separated', () => {
+  const names = ['voxd.example.com', '.Example.org', 'voxd', '192.168.1.5', '[::1]'];
+  assert.deepEqual(load({ allowed_hosts: names }).config.allowed_hosts, names);
+  assert.deepEqual(load({ allowed_hosts: ['*'] }).config.allowed_hosts, ['*']);
+  assert.deepEqual(
+    load({ allowed_hosts: ['a.example'] }, { allowed_hosts: 'b.example, c.example' }).config.allowed_hosts,
+    ['b.example', 'c.example'],
+  );
+  assert.deepEqual(load({ allowed_hosts: ['a.example'] }, { allowed_hosts: '' }).config.allowed_hosts, []);
+  // A scheme or a port could never match a Host's name, so the entry is refused rather than ignored.
+  for (const bad of ['http://voxd.example.com', 'voxd.example.com:8080', 'a b', '', 7]) {
+    expectConfigError(() => load({ allowed_hosts: ['ok.example', bad] }), 'allowed_hosts[1]', bad);
+  }
+  expectConfigError(() => load({ allowed_hosts: 'voxd.example.com' }), 'allowed_hosts', 'voxd.example.com');
+  expectConfigError(() => load({ allowed_hosts: ['*', 'a.example'] }), 'allowed_hosts', ['*', 'a.example']);
+  expectConfigError(() => load({}, { allowed_hosts: 'a.example,x:1' }), '--allowed-hosts', 'x:1');
 });
 
 test('boolean keys reject other types', () => {

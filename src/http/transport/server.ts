@@ -39,8 +39,10 @@ import { EventStream } from '../stream/event-stream.js';
 import { authorize, REALTIME_PATH } from './auth.js';
 import { refuseOverCap, wasRefused } from './connection-cap.js';
 import { applyCors, preflightEnabled, writePreflight } from './cors.js';
+import { checkCrossSite } from './cross-site.js';
 import { toHttp } from './errors.js';
 import { allowHalfOpen, watchHalfClose } from './half-close.js';
+import { checkHost } from './host.js';
 import type { Reply, Route, RouteContext, StreamReply } from './route.js';
 
 export const ROUTES: readonly Route[] = [
@@ -398,6 +400,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   const dispatch = async (ex: Exchange): Promise<void> => {
     const { req, res, method, path, clientGone } = ex;
     try {
+      checkHost(req, config);
       if (method === 'OPTIONS' && preflightEnabled(config)) {
         ex.status = 204;
         writePreflight(res);
@@ -408,6 +411,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         new URL(ex.target, BASE).searchParams.get('api_key'),
       );
       if (route instanceof VoxdError) throw route;
+      checkCrossSite(req, route, config);
       const ctx = new RequestContext(
         req,
         res,
