@@ -132,6 +132,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     realtime_idle_timeout_ms: ruled('realtime_idle_timeout_ms'),
     realtime_max_session_ms: ruled('realtime_max_session_ms'),
     wyoming_idle_timeout_ms: ruled('wyoming_idle_timeout_ms'),
+    bridge_idle_timeout_ms: ruled('bridge_idle_timeout_ms'),
     chunking_vad_model: ruled('chunking_vad_model'),
     max_audio_seconds: ruled('max_audio_seconds'),
     max_input_chars: ruled('max_input_chars'),

@@ -557,7 +557,7 @@ const GROUPS = [
         {
           zero: 'no limit',
           meaning:
-            'Client connections the server keeps open at once (idle keep-alive ones included). A connection past it is answered at once with 503 `server_busy` (code `too_many_connections`, `Retry-After: 1`, `Connection: close`) and closed, without reading its request.',
+            "Client connections the server keeps open at once (idle keep-alive ones included). A WebSocket (a realtime session, a bridge socket) is the connection it was upgraded from and counts once, however many requests it carries; the bridge's in-process requests are not client connections and do not count. A connection past it is answered at once with 503 `server_busy` (code `too_many_connections`, `Retry-After: 1`, `Connection: close`) and closed, without reading its request.",
         },
       ),
       countSetting(
@@ -588,6 +588,16 @@ const GROUPS = [
           zero: 'never',
           meaning:
             'A Wyoming connection ([wyoming.md](wyoming.md)) whose client sends no byte for this long while voxd is not working on one of its events (a transcription waiting for its audio counts as idle; one waiting for its slot does not) is closed, and its exchange cancelled.',
+        },
+      ),
+      countSetting(
+        'bridge_idle_timeout_ms',
+        300_000,
+        ['close a bridge WebSocket that sends no frame this long, 0 = never'],
+        {
+          zero: 'never',
+          meaning:
+            "A WebSocket of the bridge ([websocket-bridge.md](websocket-bridge.md)) that sends no frame for this long while none of its requests runs or waits is closed with 1000 (reason `session_idle_timeout`). Pings answered by the client's WebSocket library do not count: a frame does.",
         },
       ),
       countSetting(

@@ -94,6 +94,7 @@ test('a minimal config gets every default', () => {
     realtime_idle_timeout_ms: 300000,
     realtime_max_session_ms: 3600000,
     wyoming_idle_timeout_ms: 300000,
+    bridge_idle_timeout_ms: 300000,
     chunking_vad_model: 'silero-vad',
     max_audio_seconds: 10800,
     max_input_chars: 100000,

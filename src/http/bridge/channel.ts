@@ -1,15 +1,23 @@
 /**
- * One WebSocket of the bridge: its frames are requests to its path, answered one at a time in the
- * order they came (as audio.cpp's bridge does: a client that wants requests side by side opens more
- * sockets, each a connection under max_connections). Everything it holds is bounded: frames
- * waiting behind the running one (MAX_WAITING_FRAMES, and their bytes), and what the client has
- * not read yet (a streamed answer waits for it; past MAX_UNREAD_BYTES the socket closes with 1008).
- * A socket that closes cancels the request running and drops the ones waiting.
+ * One WebSocket of the bridge, on the session shell (src/session/session-shell.ts): its frames are
+ * requests to its path, answered one at a time in the order they came (as audio.cpp's bridge does:
+ * a client that wants requests side by side opens more sockets, each a connection under
+ * max_connections). Everything it holds is bounded: frames waiting behind the running one
+ * (MAX_WAITING_FRAMES, their bytes per socket, and those bytes again on the server-wide byte budget,
+ * so that many sockets at once stay inside max_inflight_body_bytes), what the client has not read
+ * yet (a streamed answer waits for it; past MAX_UNREAD_BYTES the socket closes with 1008), and its
+ * time: no frame for bridge_idle_timeout_ms while none of its requests runs closes it with 1000,
+ * and a peer that stops answering pings is dropped. A socket that closes cancels the request running
+ * and drops the ones waiting.
  */
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
-import { VoxdError } from '../../errors.js';
+import { ERROR_CODES, VoxdError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
+import { keepAlive } from '../../session/keepalive.js';
+import type { SessionHost } from '../../session/session-host.js';
+import { SessionShell } from '../../session/session-shell.js';
+import type { Timer } from '../../util/clock.js';
 import { toHttp } from '../transport/errors.js';
 import { type AnswerSink, dispatchInProcess } from './dispatch.js';
 import {
@@ -23,6 +31,7 @@ import {
   responseFrame,
   startFrame,
 } from './frames.js';
+import { refusedFrameId } from './refused-frame-id.js';
 
 /** Requests a socket may have waiting behind the one running; one more is answered 503 at once. */
 export const MAX_WAITING_FRAMES = 16;
@@ -49,42 +58,68 @@ export interface ChannelDeps {
   logger: Logger;
   /** Bytes of frames a socket may hold waiting (their count is bounded too). */
   maxWaitingBytes: number;
+  /** The server's byte budget, connection count, memory release and clock. */
+  host: SessionHost;
+  /** bridge_idle_timeout_ms: no frame for this long while no request of the socket runs closes it (0: never). */
+  idleMs: number;
 }
 
 export class BridgeChannel {
   readonly #ws: WebSocket;
   readonly #origin: ChannelOrigin;
   readonly #deps: ChannelDeps;
-  readonly #waiting: { text: string; bytes: number }[] = [];
+  readonly #shell: SessionShell;
+  readonly #keepalive: Timer;
+  /** Frames taken and not yet over: the one running (or about to) and those waiting behind it. */
+  #taken = 0;
+  /** Bytes of the frames waiting, all of them held on the server's budget too. */
   #waitingBytes = 0;
-  #running = false;
-  /** Cancels the request running, when the socket closes. */
-  #abort = new AbortController();
   #closing = false;
-  /** Settles when no request runs (at once when none does). */
-  #idle: Promise<void> = Promise.resolve();
-  #markIdle: () => void = () => {};
 
   constructor(ws: WebSocket, origin: ChannelOrigin, deps: ChannelDeps) {
     this.#ws = ws;
     this.#origin = origin;
     this.#deps = deps;
+    this.#shell = new SessionShell(deps.host, {
+      what: `bridge WebSocket to ${origin.path}`,
+      protocol: 'bridge',
+      // The backlog is refused frame by frame (503 bridge_backlog) before the inbox could fill: its
+      // pause is only a guard.
+      inboxEvents: MAX_WAITING_FRAMES + 2,
+      idleMs: deps.idleMs,
+      idleSetting: 'bridge_idle_timeout_ms',
+      pause: () => ws.pause(),
+      resume: () => ws.resume(),
+      // Every frame voxd sends answers a request; an idle close answers none, so it is said in the
+      // close itself (code 1000, reason session_idle_timeout), as the bridge's other closes are.
+      expire: (why) => this.#end(1000, why, ERROR_CODES[why.code].apiCode),
+    });
+    this.#keepalive = keepAlive(ws, deps.host.clock);
     ws.on('message', (data: Buffer, isBinary: boolean) => this.#receive(data, isBinary));
     ws.on('close', () => {
       this.#closing = true;
-      this.#waiting.length = 0;
-      this.#waitingBytes = 0;
-      this.#abort.abort();
+      this.#keepalive.cancel();
+      this.#shell.leave(new VoxdError('E_CLIENT_GONE', 'the client closed the bridge WebSocket'));
     });
   }
 
-  /** Ends the socket at a shutdown: the request running finishes and is answered, then 1001. */
+  /**
+   * Ends the socket at a shutdown: the request running finishes and is answered, then 1001. Frames
+   * waiting are dropped without running, so an idle socket, or one with only frames waiting, closes
+   * at once.
+   */
   async shutdown(): Promise<void> {
     this.#closing = true;
-    this.#waiting.length = 0;
-    this.#waitingBytes = 0;
-    await this.#idle;
-    this.#ws.close(1001, 'voxd is shutting down');
+    await this.#shell.settled();
+    this.#end(1001, new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down'), 'voxd is shutting down');
+  }
+
+  /** The session is over for `why`: the request running is cancelled, what it holds goes back, then the close. */
+  #end(code: number, why: VoxdError, reason: string): void {
+    this.#closing = true;
+    this.#keepalive.cancel();
+    this.#shell.leave(why);
+    if (this.#ws.readyState === this.#ws.OPEN) this.#ws.close(code, reason);
   }
 
   #receive(data: Buffer, isBinary: boolean): void {
@@ -98,52 +133,56 @@ export class BridgeChannel {
       );
       return;
     }
-    const text = data.toString('utf8');
     if (this.#closing) {
       this.#answerError(
-        idOf(text),
+        refusedFrameId(data),
         new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new requests'),
       );
       return;
     }
-    if (
-      this.#waiting.length >= MAX_WAITING_FRAMES ||
-      this.#waitingBytes + data.length > this.#deps.maxWaitingBytes
-    ) {
-      this.#answerError(
-        idOf(text),
-        new VoxdError(
-          'E_BRIDGE_BACKLOG',
-          `this WebSocket already has ${this.#waiting.length} requests waiting behind the one running; wait for their answers, or open another socket`,
-          { retryAfterS: 1 },
-        ),
-      );
-      return;
-    }
-    this.#waiting.push({ text, bytes: data.length });
-    this.#waitingBytes += data.length;
-    if (!this.#running) void this.#drain();
-  }
-
-  /** Runs the waiting frames one after the other. */
-  async #drain(): Promise<void> {
-    this.#running = true;
-    this.#idle = new Promise((resolve) => {
-      this.#markIdle = resolve;
-    });
-    try {
-      for (let frame = this.#waiting.shift(); frame !== undefined; frame = this.#waiting.shift()) {
-        this.#waitingBytes -= frame.bytes;
-        if (this.#closing || !this.#roomToAnswer()) break;
-        await this.#run(frame.text);
+    // A frame with nothing ahead of it runs at once; the others wait, bounded per socket and held
+    // on the server's budget until they start (the HTTP request's own body lease counts them then).
+    const waits = this.#taken > 0;
+    if (waits) {
+      if (
+        this.#taken - 1 >= MAX_WAITING_FRAMES ||
+        this.#waitingBytes + data.length > this.#deps.maxWaitingBytes
+      ) {
+        this.#answerError(
+          refusedFrameId(data),
+          new VoxdError(
+            'E_BRIDGE_BACKLOG',
+            `this WebSocket already has ${this.#taken - 1} requests waiting behind the one running; wait for their answers, or open another socket`,
+            { retryAfterS: 1 },
+          ),
+        );
+        return;
       }
-    } finally {
-      this.#running = false;
-      this.#markIdle();
+      try {
+        this.#shell.bytes.hold(data.length);
+      } catch (err) {
+        this.#answerError(refusedFrameId(data), err);
+        return;
+      }
+      this.#waitingBytes += data.length;
     }
+    // Taken out when the frame starts, so that its bytes are not kept beside its request's.
+    const frame: { data?: Buffer; held: number } = { data, held: waits ? data.length : 0 };
+    this.#taken++;
+    this.#shell.receive(async () => {
+      this.#shell.bytes.free(frame.held);
+      this.#waitingBytes -= frame.held;
+      try {
+        if (this.#closing || !this.#roomToAnswer()) return;
+        await this.#shell.work((signal) => this.#run(takeText(frame), signal));
+      } finally {
+        frame.data = undefined;
+        this.#taken--;
+      }
+    });
   }
 
-  async #run(text: string): Promise<void> {
+  async #run(text: string, signal: AbortSignal): Promise<void> {
     let id: FrameId = null;
     try {
       const frame = frameObject(text);
@@ -160,7 +199,7 @@ export class BridgeChannel {
         },
         this.#deps.inject,
         this.#sinkFor(id),
-        this.#abort.signal,
+        signal,
       );
     } catch (err) {
       if (!this.#closing) this.#answerError(id, err);
@@ -198,9 +237,14 @@ export class BridgeChannel {
   /** Whether the client reads its answers; when it has stopped, the socket closes with 1008. */
   #roomToAnswer(): boolean {
     if (this.#ws.bufferedAmount <= MAX_UNREAD_BYTES) return true;
-    this.#closing = true;
-    this.#abort.abort();
-    this.#ws.close(1008, 'the client does not read its answers');
+    this.#end(
+      1008,
+      new VoxdError(
+        'E_SEND_TIMEOUT',
+        `the client left more than ${MAX_UNREAD_BYTES} bytes of answers unread`,
+      ),
+      'the client does not read its answers',
+    );
     return false;
   }
 
@@ -221,11 +265,9 @@ export class BridgeChannel {
   }
 }
 
-/** The id of a frame for an answer sent without running it; null when the frame has none. */
-function idOf(text: string): FrameId {
-  try {
-    return frameId(frameObject(text));
-  } catch {
-    return null;
-  }
+/** A waiting frame's text, its bytes let go. */
+function takeText(frame: { data?: Buffer }): string {
+  const text = frame.data!.toString('utf8');
+  frame.data = undefined;
+  return text;
 }

@@ -120,9 +120,13 @@ function frameMethod(method: unknown): string {
 
 function frameQuery(query: unknown): string | undefined {
   if (query === undefined) return undefined;
-  // What may follow a path's `?` as sent: no space, control character or fragment.
-  if (typeof query !== 'string' || /[^!-~\u0080-\u00ff]|#/.test(query))
-    throw invalid('query', `${showValue(query)} is not a query string (percent-encode spaces and the like)`);
+  // What may follow a path's `?` as sent: printable ASCII, no space or fragment. node's parser
+  // refuses any other byte in a request line, and the request would then fail with no answer.
+  if (typeof query !== 'string' || /[^!-~]|#/.test(query))
+    throw invalid(
+      'query',
+      `${showValue(query)} is not a query string (percent-encode spaces, non-ASCII characters and the like)`,
+    );
   return query.startsWith('?') ? query.slice(1) : query;
 }
 

@@ -15,6 +15,7 @@ import type { ServerConfig } from '../../config/types.js';
 import { VoxdError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import type { SessionHost } from '../../session/session-host.js';
 import { authorize } from '../transport/auth.js';
 import { checkOrigin } from '../transport/origin.js';
 import type { Route } from '../transport/route.js';
@@ -33,12 +34,14 @@ export interface BridgeDeps {
   routesOf(path: string): readonly Route[] | undefined;
   /** Hands an in-memory connection to the HTTP server as an accepted one. */
   inject(socket: Duplex): void;
+  /** What every front end shares: the byte budget that waiting frames draw on, the clock of their timers. */
+  host: SessionHost;
 }
 
 export interface BridgeFrontEnd {
   /** Answers an `upgrade` event of the HTTP server for a path other than /v1/realtime. */
   upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
-  /** Ends every socket at a shutdown: requests running are answered, then 1001. */
+  /** Ends every socket at a shutdown: requests running are answered, then 1001 (idle ones at once). */
   closeAll(): Promise<void>;
   /** Drops every socket now (a shutdown's deadline), cancelling what runs on them. */
   cut(): void;
@@ -55,7 +58,14 @@ export function maxFrameBytes(
   return Math.ceil((body * 4) / 3) + ENVELOPE_SLACK_BYTES;
 }
 
-export function websocketBridge({ runtime, config, logger, routesOf, inject }: BridgeDeps): BridgeFrontEnd {
+export function websocketBridge({
+  runtime,
+  config,
+  logger,
+  routesOf,
+  inject,
+  host,
+}: BridgeDeps): BridgeFrontEnd {
   const maxPayload = maxFrameBytes(config);
   const wss = new WebSocketServer({
     noServer: true,
@@ -83,7 +93,13 @@ export function websocketBridge({ runtime, config, logger, routesOf, inject }: B
   };
 
   const open = (ws: WebSocket, origin: ChannelOrigin): void => {
-    const channel = new BridgeChannel(ws, origin, { inject, logger, maxWaitingBytes: 2 * maxPayload });
+    const channel = new BridgeChannel(ws, origin, {
+      inject,
+      logger,
+      maxWaitingBytes: 2 * maxPayload,
+      host,
+      idleMs: config.bridge_idle_timeout_ms,
+    });
     channels.add(channel);
     logger.debug({ path: origin.path }, `WebSocket bridge to ${origin.path} opened`);
     ws.on('close', (code) => {

@@ -533,6 +533,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
           logger,
           routesOf,
           inject: (socket) => server.emit(connectionEvent, socket),
+          host,
         })
       : undefined;
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {

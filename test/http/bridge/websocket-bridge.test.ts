@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { MAX_WAITING_FRAMES } from '../../../src/http/bridge/channel.js';
+import { bodyBudgetOf } from '../../../src/http/request/body-budget.js';
 import { suiteServer } from '../../helpers/suite-server.js';
 import {
   fixtureModel,
@@ -334,19 +335,33 @@ describe('WebSocket bridge: bounds and shutdown', () => {
     });
   });
 
-  test('[time.custom-listener] bridge: a shutdown answers the request running, then closes the socket with 1001', async () => {
+  test('[time.custom-listener] bridge: a shutdown answers the request running, then closes the socket with 1001; an idle socket closes at once, frames waiting never run', async () => {
     await withServer({ frontend_listener: 'websocket', ui_management: true }, async (s) => {
       const gate = s.gate('bridge-shutdown');
       await gatedTts(s, gate.path);
+      const idle = await connect(s.url, '/health');
       const c = await connect(s.url, '/v1/audio/speech');
       c.send({ id: 'last', model: 'slow', input: 'finishing' });
       await waitUntil('the request runs', () => s.fixture.record.of('slow', 'run-start').length === 1);
+      const budget = bodyBudgetOf(s.voxd.server)!;
+      const running = budget.inUse;
+      c.send({ id: 'waiting', model: 'slow', input: 'dropped' });
+      await waitUntil('the frame waits on the budget', () => budget.inUse > running);
       const closing = s.voxd.close();
+      // The idle socket does not wait for the other's request.
+      assert.equal(await idle.closed, 1001);
       await gate.open();
       const r = await c.frames.next((f) => f.id === 'last');
       assert.equal(r.status, 200);
       assert.equal(await c.closed, 1001);
       await closing;
+      assert.deepEqual(
+        c.frames.all.map((f) => f.id),
+        ['last'],
+        'the frames waiting were dropped unanswered',
+      );
+      assert.equal(s.fixture.record.of('slow', 'run-start').length, 1, 'and never ran');
+      assert.equal(budget.inUse, 0);
     });
   });
 });
