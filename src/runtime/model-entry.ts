@@ -5,7 +5,7 @@
  */
 import type { ModelConfig, ModelIsolation } from '../config/types.js';
 import { JobError } from '../engines/job-error.js';
-import type { EngineFamily, EngineSession, LoadSpec } from '../engines/types.js';
+import type { AudioFormat, EngineFamily, EngineSession, LoadSpec } from '../engines/types.js';
 import { invalidField, invalidRequest, VoxdError } from '../errors.js';
 import { type Logger, messageLog, modelLogger } from '../observability/logger.js';
 import type { Changes } from '../util/changes.js';
@@ -102,6 +102,13 @@ export class ModelEntry {
   }
   get loaded(): boolean {
     return this.#state.kind === 'ready';
+  }
+  /**
+   * The format the published pool takes input audio in; undefined while none is published. A
+   * streaming front end converts audio to it as it arrives rather than holding the client's format.
+   */
+  get audioInput(): AudioFormat | undefined {
+    return this.#state.kind === 'ready' ? this.#state.pool.weights.audioInput : undefined;
   }
   /** The runner processes the published pool's sessions run on now (each once; none while unloaded). */
   runnerProcessIds(): number[] {

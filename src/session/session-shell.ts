@@ -4,9 +4,9 @@
  * something different (probe 2026-12). A protocol keeps its framing and its event shapes; the shell
  * owns:
  *
- * - the inbox: events handled one at a time in arrival order; past `inboxEvents` waiting, the
- *   source is paused (the socket stops being read), so a client cannot queue work faster than it
- *   is done;
+ * - the inbox: events handled one at a time in arrival order; past `inboxEvents` (or `inboxBytes`)
+ *   waiting, the source is paused (the socket stops being read), so a client cannot queue work
+ *   faster than it is done;
  * - one client-gone abort (`signal`) that every wait of the session takes: queue waits, runs, live
  *   input (the runtime wakes a live feed on its run's signal) and sends;
  * - the timers, on the runtime's clock so a ManualClock test moves them: idle (no whole event for
@@ -34,6 +34,8 @@ export interface ShellOptions {
   protocol?: SessionProtocol;
   /** Events waiting before the source is paused. */
   inboxEvents: number;
+  /** Bytes of events waiting (as `receive` counts them) past which the source is paused too. */
+  inboxBytes?: number;
   /** No whole event and no work for this long ends the session (0: never). */
   idleMs: number;
   /** The setting idleMs comes from, named in the message. */
@@ -58,11 +60,14 @@ export class SessionShell {
   readonly bytes: ByteLease;
   #inbox: Promise<void> = Promise.resolve();
   #waiting = 0;
+  #waitingBytes = 0;
   #paused = false;
   /** Pieces of work running (a turn, an exchange, a request): the session is not idle meanwhile. */
   #working = 0;
   #idle: Timer | undefined;
   #event: Timer | undefined;
+  /** An event is part-read; its deadline waits while the source is paused. */
+  #eventOpen = false;
   #lifetime: Timer | undefined;
   #ended = false;
 
@@ -98,16 +103,23 @@ export class SessionShell {
   }
 
   /**
-   * One whole event arrived: `handle` runs after the events before it. Past `inboxEvents` waiting
-   * the source is paused until the inbox drains below it. A failure of `handle` is the handler's
-   * own to render; the inbox goes on.
+   * One whole event arrived: `handle` runs after the events before it. Past `inboxEvents` waiting,
+   * or past `inboxBytes` of them (`bytes`: what this one holds, its payload), the source is paused
+   * until the inbox drains below both. A failure of `handle` is the handler's own to render; the
+   * inbox goes on.
    */
-  receive(handle: () => Promise<void> | void): void {
+  receive(handle: () => Promise<void> | void, bytes = 0): void {
     if (this.#ended) return;
     this.#eventWhole();
     this.#armIdle();
-    if (++this.#waiting >= this.#options.inboxEvents && !this.#paused) {
+    this.#waiting++;
+    this.#waitingBytes += bytes;
+    if (this.#full() && !this.#paused) {
       this.#paused = true;
+      // The rest of a part-read event may be waiting unread behind our own pause: its deadline
+      // stops until reading resumes, since the client is not the one holding it back.
+      this.#event?.cancel();
+      this.#event = undefined;
       this.#options.pause();
     }
     this.#inbox = this.#inbox.then(async () => {
@@ -116,16 +128,35 @@ export class SessionShell {
       } catch {
         // The handler renders its own failures; one that throws anyway must not stop the inbox.
       }
-      if (--this.#waiting < this.#options.inboxEvents && this.#paused) {
+      this.#waiting--;
+      this.#waitingBytes -= bytes;
+      if (!this.#full() && this.#paused) {
         this.#paused = false;
-        if (!this.#ended) this.#options.resume();
+        if (!this.#ended) {
+          this.#options.resume();
+          if (this.#eventOpen) this.#armEvent();
+        }
       }
       if (this.#waiting === 0) this.#armIdle();
     });
   }
 
-  /** Part of an event arrived and the rest has not: its deadline starts (once per event). */
+  #full(): boolean {
+    const bytes = this.#options.inboxBytes ?? 0;
+    return this.#waiting >= this.#options.inboxEvents || (bytes > 0 && this.#waitingBytes > bytes);
+  }
+
+  /**
+   * Part of an event arrived and the rest has not: its deadline starts (once per event). While the
+   * source is paused the deadline waits, and starts afresh when reading resumes.
+   */
   eventBegun(): void {
+    if ((this.#options.eventMs ?? 0) <= 0 || this.#ended) return;
+    this.#eventOpen = true;
+    if (!this.#paused) this.#armEvent();
+  }
+
+  #armEvent(): void {
     const ms = this.#options.eventMs ?? 0;
     if (ms <= 0 || this.#event || this.#ended) return;
     this.#event = this.#host.clock.after(ms, () =>
@@ -139,6 +170,7 @@ export class SessionShell {
   }
 
   #eventWhole(): void {
+    this.#eventOpen = false;
     this.#event?.cancel();
     this.#event = undefined;
   }
@@ -153,13 +185,21 @@ export class SessionShell {
    * session is not idle while it runs, the memory it leaves is given back once the server is quiet,
    * and past `deadlineMs` its signal aborts with `late` (the work's own deadline, for live input that
    * could otherwise trickle for ever). `fn` gets a signal aborted by the session's end or the deadline.
+   *
+   * `clientPaced` work moves only as the client sends (a live exchange between two of its audio
+   * chunks): the session still counts as idle while it runs, so a client that stops feeding it is
+   * let go at the idle timeout rather than at the work's deadline.
    */
   async work<T>(
     fn: (signal: AbortSignal) => Promise<T>,
     deadline?: { ms: number; late: () => VoxdError },
+    options: { clientPaced?: boolean } = {},
   ): Promise<T> {
-    this.#working++;
-    this.#idle?.cancel();
+    const busy = options.clientPaced !== true;
+    if (busy) {
+      this.#working++;
+      this.#idle?.cancel();
+    }
     this.#host.memory.requestStarted();
     let timer: Timer | undefined;
     let signal = this.#gone.signal;
@@ -175,19 +215,21 @@ export class SessionShell {
       } finally {
         this.#gone.signal.removeEventListener('abort', onGone);
         timer.cancel();
-        this.#workDone();
+        this.#workDone(busy);
       }
     }
     try {
       return await fn(signal);
     } finally {
-      this.#workDone();
+      this.#workDone(busy);
     }
   }
 
-  #workDone(): void {
-    this.#working--;
+  #workDone(busy: boolean): void {
     this.#host.memory.requestEnded();
+    // Client-paced work never stopped the idle wait: it goes on from the client's last event.
+    if (!busy) return;
+    this.#working--;
     this.#armIdle();
   }
 

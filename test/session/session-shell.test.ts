@@ -57,6 +57,18 @@ test('events run one at a time in arrival order; past the bound the source pause
   assert.deepEqual(flow, ['pause', 'resume']);
 });
 
+test('past inboxBytes of events waiting the source pauses too, and resumes once they drain below it', async () => {
+  const { s, flow } = shell({ inboxEvents: 10, inboxBytes: 100 });
+  const first = gate();
+  s.receive(() => first.opened, 60);
+  assert.deepEqual(flow, []);
+  s.receive(() => {}, 60);
+  assert.deepEqual(flow, ['pause'], '120 bytes wait, over 100');
+  first.open();
+  await s.settled();
+  assert.deepEqual(flow, ['pause', 'resume']);
+});
+
 test('a handler that throws does not stop the inbox', async () => {
   const { s } = shell();
   const seen: string[] = [];
@@ -116,6 +128,42 @@ test('a whole event cancels the event deadline', async () => {
   s.receive(() => {});
   clock.advance(500);
   assert.equal(expired.length, 0);
+});
+
+test("an event's deadline waits while the source is paused (the session's own backpressure) and starts afresh at resume", async () => {
+  const { s, clock, expired, flow } = shell({ eventMs: 300, idleMs: 10_000 });
+  const first = gate();
+  s.receive(() => first.opened);
+  s.receive(() => {});
+  assert.deepEqual(flow, ['pause']);
+  s.eventBegun(); // the rest of an event read before the pause
+  clock.advance(1000);
+  assert.equal(expired.length, 0, 'the client is not the one holding the event back');
+  first.open();
+  await s.settled();
+  assert.deepEqual(flow, ['pause', 'resume']);
+  clock.advance(299);
+  assert.equal(expired.length, 0);
+  clock.advance(1);
+  assert.equal(expired.length, 1, 'a full deadline from the resume');
+});
+
+test('client-paced work counts for the memory release and its deadline, but the session stays idle meanwhile', async () => {
+  const { s, clock, expired, memory } = shell();
+  const fed = gate();
+  const paced = s.work(
+    () => fed.opened,
+    { ms: 5000, late: () => new Error('late') as VoxdError },
+    { clientPaced: true },
+  );
+  assert.equal(memory.running, 1);
+  assert.equal(s.working, 0);
+  clock.advance(1000);
+  assert.equal(expired.length, 1, 'idle while the work waits for the client');
+  assert.equal(expired[0]!.code, 'E_SESSION_IDLE');
+  fed.open();
+  await paced;
+  assert.equal(memory.running, 0);
 });
 
 test('lifetime: the session expires at its longest life, even while work runs', () => {
