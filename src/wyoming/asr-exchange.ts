@@ -9,10 +9,16 @@
  * sent whole) is transcribed at audio-stop in one search over the whole utterance, as the HTTP
  * route does: the same words, for less work than searching it step by step, and nobody is waiting
  * for words that are still being spoken.
+ *
+ * Each chunk is converted to the model's rate, mono, as it arrives (arriving-audio.ts), and what
+ * the exchange holds is taken from the server's byte budget: past it the exchange ends with
+ * `body_budget`, as an HTTP body past it is refused.
  */
-import { type Audio, durationMs } from '../audio/types.js';
+import type { Audio } from '../audio/types.js';
 import { VoxdError } from '../errors.js';
 import { PushQueue } from '../util/push-queue.js';
+import { ArrivingAudio } from './arriving-audio.js';
+import type { PcmFormat } from './audio-format.js';
 import type { AudioExchange, ExchangeContext } from './exchange.js';
 import { WyomingError } from './framing.js';
 
@@ -37,11 +43,12 @@ export class AsrExchange implements AudioExchange {
   /** The engine can hear the utterance as it arrives. */
   readonly #streams: boolean;
   readonly #startedAt = performance.now();
-  /** Seconds of audio so far (chunks may differ in rate). */
+  readonly #audio: ArrivingAudio;
+  /** Seconds of audio so far. */
   #seconds = 0;
-  /** Audio held: all of it (a whole-utterance search), or what waits for the live feed. */
-  #pieces: Audio[] = [];
-  #pieceSeconds = 0;
+  /** Audio held, at the model's rate: all of it (a whole-utterance search), or what waits for the live feed. */
+  #pieces: Float32Array[] = [];
+  #pieceSamples = 0;
   #live:
     | { audio: PushQueue<Audio>; result: Promise<{ text: string; language: string | undefined }> }
     | undefined;
@@ -51,6 +58,7 @@ export class AsrExchange implements AudioExchange {
     this.model = model;
     this.#language = language;
     this.#streams = ctx.runtime.get(model).family.liveInput === true;
+    this.#audio = new ArrivingAudio(ctx.rate);
   }
 
   /** Sends transcript-start for a streaming engine (its transcript-chunks may follow). */
@@ -59,9 +67,8 @@ export class AsrExchange implements AudioExchange {
       await this.#ctx.send('transcript-start', this.#language ? { language: this.#language } : {});
   }
 
-  chunk(audio: Audio): void {
-    const pieceSeconds = durationMs(audio) / 1000;
-    const seconds = this.#seconds + pieceSeconds;
+  async chunk(payload: Buffer, format: PcmFormat): Promise<void> {
+    const seconds = this.#seconds + ArrivingAudio.seconds(payload, format);
     const configured = this.#ctx.config.max_audio_seconds;
     const limit = configured > 0 ? Math.min(configured, UTTERANCE_SECONDS) : UTTERANCE_SECONDS;
     if (seconds > limit)
@@ -69,14 +76,21 @@ export class AsrExchange implements AudioExchange {
         'E_AUDIO_TOO_LONG',
         `audio: the utterance is longer than ${limit} s; send audio-stop sooner`,
       );
+    const samples = await this.#audio.push(payload, format);
+    // Abandoned while the chunk was converted: nothing more starts.
+    if (this.#ctx.signal.aborted) return;
+    this.#keep(samples);
     this.#seconds = seconds;
-    const last = this.#pieces.at(-1);
-    if (this.#live && last && (last.sampleRate !== audio.sampleRate || last.channels !== audio.channels))
-      this.#feed();
-    this.#pieces.push(audio);
-    this.#pieceSeconds += pieceSeconds;
     if (!this.#live && this.#streams && this.#atSpeakingPace()) this.#goLive();
-    if (this.#live && this.#pieceSeconds >= LIVE_PIECE_SECONDS) this.#feed();
+    if (this.#live && this.#pieceSamples >= LIVE_PIECE_SECONDS * this.#ctx.rate) this.#feed();
+  }
+
+  /** Holds `samples` until they are searched or fed, once the budget has room for them. */
+  #keep(samples: Float32Array): void {
+    if (samples.length === 0) return;
+    this.#ctx.bytes.hold(samples.byteLength);
+    this.#pieces.push(samples);
+    this.#pieceSamples += samples.length;
   }
 
   #atSpeakingPace(): boolean {
@@ -95,22 +109,27 @@ export class AsrExchange implements AudioExchange {
     this.#live = { audio, result };
   }
 
-  /** Hands the live engine the audio waiting for it, as one piece. */
+  /** Hands the live engine the audio waiting for it, as one piece: it is the engine's from then on. */
   #feed(): void {
     if (this.#pieces.length === 0) return;
-    this.#live!.audio.push(joined(this.#pieces));
-    this.#pieces = [];
-    this.#pieceSeconds = 0;
+    const piece = this.#joined();
+    this.#live!.audio.push(piece);
+    this.#ctx.bytes.free(piece.samples.byteLength);
   }
 
   async stop(): Promise<void> {
+    this.#keep(this.#audio.flush());
     const live = this.#live;
     let result: { text: string; language: string | undefined };
     if (live) {
       this.#feed();
       live.audio.end();
       result = await live.result;
-    } else result = await this.#recognise({ audio: joined(this.#pieces) });
+    } else {
+      if (this.#pieces.length === 0)
+        throw new WyomingError('invalid_audio', 'audio-stop: no audio between audio-start and audio-stop');
+      result = await this.#recognise({ audio: this.#joined() });
+    }
     const language = result.language ?? this.#language;
     await this.#ctx.send('transcript', { text: result.text, ...(language ? { language } : {}) });
     if (this.#streams) await this.#ctx.send('transcript-stop');
@@ -124,6 +143,22 @@ export class AsrExchange implements AudioExchange {
       },
       `wyoming transcript from ${this.model}`,
     );
+  }
+
+  /** The pieces held, as one Audio; the exchange holds nothing more. */
+  #joined(): Audio {
+    const pieces = this.#pieces;
+    const samples = pieces.length === 1 ? pieces[0]! : new Float32Array(this.#pieceSamples);
+    if (pieces.length > 1) {
+      let at = 0;
+      for (const p of pieces) {
+        samples.set(p, at);
+        at += p.length;
+      }
+    }
+    this.#pieces = [];
+    this.#pieceSamples = 0;
+    return { samples, sampleRate: this.#ctx.rate, channels: 1 };
   }
 
   abandon(reason: Error): void {
@@ -152,21 +187,4 @@ export class AsrExchange implements AudioExchange {
     );
     return { text: (outcome.result.text ?? '').trim(), language: outcome.result.language };
   }
-}
-
-/** The pieces as one Audio (the first piece's rate and channels; later ones must match). */
-function joined(pieces: Audio[]): Audio {
-  const first = pieces[0];
-  if (!first)
-    throw new WyomingError('invalid_audio', 'audio-stop: no audio between audio-start and audio-stop');
-  for (const p of pieces)
-    if (p.sampleRate !== first.sampleRate || p.channels !== first.channels)
-      throw new WyomingError('invalid_audio', 'audio-chunk: the format changed within one utterance');
-  const samples = new Float32Array(pieces.reduce((n, p) => n + p.samples.length, 0));
-  let at = 0;
-  for (const p of pieces) {
-    samples.set(p.samples, at);
-    at += p.samples.length;
-  }
-  return { samples, sampleRate: first.sampleRate, channels: first.channels };
 }

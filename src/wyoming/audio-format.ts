@@ -1,9 +1,7 @@
 /**
  * Wyoming's audio: `{rate, width, channels}` on audio-start and on each audio-chunk, the payload raw
- * little-endian PCM, signed for widths 2..4 and unsigned for width 1 (as WAV keeps it). Samples go to
- * the runtime as they are, interleaved; it converts them to what the model wants.
+ * little-endian PCM, signed for widths 2..4 and unsigned for width 1 (as WAV keeps it).
  */
-import type { Audio } from '../audio/types.js';
 import { WyomingError } from './framing.js';
 
 export interface PcmFormat {
@@ -31,26 +29,47 @@ export function pcmFormat(data: Record<string, unknown>): PcmFormat {
   };
 }
 
-/** A chunk's samples; a payload that is not whole frames is an error. */
-export function decodePcm(payload: Buffer, format: PcmFormat): Audio {
-  const { width, channels, rate } = format;
+/** Whole frames in `payload`; a payload that is not whole frames is an error. */
+export function frameCount(payload: Buffer, format: PcmFormat): number {
+  const { width, channels } = format;
   if (payload.length % (width * channels) !== 0)
     throw new WyomingError(
       'invalid_audio',
       `audio-chunk: ${payload.length} bytes are not whole frames of ${channels} channel(s) of ${width} byte(s)`,
     );
-  const count = payload.length / width;
-  const samples = new Float32Array(count);
-  for (let i = 0; i < count; i++) {
-    const at = i * width;
-    samples[i] =
-      width === 1
-        ? (payload[at]! - 128) / 128
-        : width === 2
-          ? payload.readInt16LE(at) / 32768
-          : width === 3
-            ? payload.readIntLE(at, 3) / 8388608
-            : payload.readInt32LE(at) / 2147483648;
+  return payload.length / (width * channels);
+}
+
+/**
+ * A chunk's samples averaged to one channel as they are read, so that a wide format (384 kHz, 8
+ * channels) never exists as Float32 of its own shape: 4 bytes per sample of every channel was 4x
+ * an 8-bit chunk, and a whole utterance of them took gigabytes (probe 2026-12, F9). The result is
+ * exactly `toMono` of the interleaved samples (widths 1 to 3 are exact in Float32; 32-bit samples
+ * are rounded to it before the sum, as toMono's input was).
+ */
+export function decodeMono(payload: Buffer, format: PcmFormat): Float32Array {
+  const frames = frameCount(payload, format);
+  const { width, channels } = format;
+  const out = new Float32Array(frames);
+  if (width === 1) {
+    for (let f = 0, at = 0; f < frames; f++) {
+      let sum = 0;
+      for (let c = 0; c < channels; c++) sum += payload[at++]! - 128;
+      out[f] = sum / channels / 128;
+    }
+    return out;
   }
-  return { samples, sampleRate: rate, channels };
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.length);
+  for (let f = 0, at = 0; f < frames; f++) {
+    let sum = 0;
+    for (let c = 0; c < channels; c++, at += width)
+      sum +=
+        width === 2
+          ? view.getInt16(at, true) / 32768
+          : width === 3
+            ? ((view.getInt8(at + 2) << 16) | view.getUint16(at, true)) / 8388608
+            : Math.fround(view.getInt32(at, true) / 2147483648);
+    out[f] = sum / channels;
+  }
+  return out;
 }

@@ -1,114 +1,145 @@
 /**
- * One Wyoming client connection: events read in order, one exchange at a time. An exchange is one
- * request to the runtime (the model's FIFO, its busy timeout, management barriers), so it holds
- * one slot at most; a closed socket cancels it and frees the slot at once.
+ * One Wyoming client connection on the session shell (src/session/session-shell.ts): events read
+ * whole and handled in order, one exchange at a time. An exchange is one request to the runtime
+ * (the model's FIFO, its busy timeout, management barriers), so it holds one slot at most; the
+ * connection's end cancels it and frees the slot at once.
  *
  * - `describe` -> `info`; `ping` -> `pong`.
  * - Audio: `transcribe {name?, language?}` (optional), then `audio-start`, `audio-chunk`...,
  *   `audio-stop`: a transcription (asr-exchange.ts) or, when `name` is a VAD model, voice activity
- *   events (vad-exchange.ts).
- * - TTS: `synthesize {text, voice?{name, speaker}}` -> `audio-start`, `audio-chunk`..., `audio-stop`,
- *   sent as the engine makes the audio. Streamed text: `synthesize-start {voice?}`,
- *   `synthesize-chunk {text}`... (cut anywhere), the client's `synthesize` (for older servers; not
- *   spoken again), `synthesize-stop`: each sentence is spoken (its own audio-start..audio-stop, its
- *   own request) as soon as it is complete in the text, the rest at the stop, then
- *   `synthesize-stopped`.
+ *   events (vad-exchange.ts), each open from its audio-start (open-exchange.ts). An audio-start while
+ *   one is open begins a new utterance: the open one is abandoned without an answer.
+ * - TTS: `synthesize {text, voice?{name, speaker}}` -> `audio-start`, `audio-chunk`..., `audio-stop`
+ *   (synthesis.ts). Streamed text: `synthesize-start {voice?}`, `synthesize-chunk {text}`... (cut
+ *   anywhere), the client's `synthesize` (for older servers; not spoken again), `synthesize-stop`:
+ *   each sentence is spoken (its own audio-start..audio-stop, its own request) as soon as it is
+ *   complete in the text, the rest at the stop, then `synthesize-stopped`.
  * A refused or failed exchange is an `error {text, code}` event and the connection goes on; a
  * malformed frame is an `error` and the end of the connection (what follows it cannot be read).
+ *
+ * Bounds (docs/wyoming.md): only whole events are activity (wyoming_idle_timeout_ms), a begun event
+ * must be whole within EVENT_DEADLINE_MS, an answer waits for a client that stops reading at most
+ * live_ingest.send_timeout_ms, a transcription ends within live_ingest.total_timeout_ms of its
+ * audio-start, and the audio held counts against the server's byte budget.
  */
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { modelEntry, requireTask } from '../api/model-lookup.js';
-import { checkInputChars, SPEECH_TASKS } from '../api/speech/input-text.js';
 import { SentenceBuffer } from '../api/speech/sentence-buffer.js';
-import { unalias } from '../api/speech/voice.js';
-import type { Audio } from '../audio/types.js';
-import { encodePcm16 } from '../audio/wav-encode.js';
 import type { ServerConfig } from '../config/types.js';
-import { voiceAliases } from '../engines/voice-aliases.js';
 import { VoxdError } from '../errors.js';
+import { liveIngestLimits } from '../http/live/body.js';
 import { toHttp } from '../http/transport/errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { SessionHost } from '../session/session-host.js';
+import { drained, SessionShell } from '../session/session-shell.js';
+import { raceAbort } from '../util/wait.js';
+import { DEFAULT_INPUT_RATE } from './arriving-audio.js';
 import { AsrExchange } from './asr-exchange.js';
-import { decodePcm, pcmFormat } from './audio-format.js';
-import type { AudioExchange } from './exchange.js';
+import { pcmFormat } from './audio-format.js';
+import type { ExchangeContext } from './exchange.js';
+import { farewell } from './farewell.js';
 import { encodeEvent, FrameReader, WyomingError, type WyomingEvent } from './framing.js';
 import { describeInfo } from './info.js';
+import { type ExchangeDeadline, OpenExchange } from './open-exchange.js';
+import { synthesize } from './synthesis.js';
 import { VadExchange } from './vad-exchange.js';
 
 /** Events read and not yet handled before the socket is paused. */
 const INBOX_EVENTS = 32;
+/** Or payload bytes of them: two of the largest payloads, where 32 could hold 128 MiB. */
+const INBOX_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The longest one event may take to arrive once its first byte has (or wyoming_idle_timeout_ms if
+ * shorter): a client's events are a few KiB sent at once, and the largest the framing admits
+ * (a 4 MiB payload and a 1 MiB data block) needs only 175 KB/s. Without it a client trickling a
+ * byte now and then held its connection for good, since bytes are not whole events (F12).
+ */
+export const EVENT_DEADLINE_MS = 30_000;
 
 export interface ConnectionDeps {
   runtime: Runtime;
   config: ServerConfig;
   log: Logger;
+  /** The server's byte budget, connection count, memory release and clock. */
+  host: SessionHost;
   /** The server's metrics (exchanges by outcome); absent outside a server. */
   metrics?: Metrics;
 }
+
+/** An event read, with the bytes its payload took from the budget, or why it took none. */
+interface Received {
+  event: WyomingEvent;
+  held: number;
+  refused?: unknown;
+}
+
+/** The audio exchange open now, and its end told to the client (or kept quiet). */
+interface OpenAudio {
+  open: OpenExchange;
+  told: Promise<void>;
+  /** Abandoned by the connection (a new audio-start, a shutdown), not failed on its own. */
+  cancelled: boolean;
+  /** Its end is not told: the client began another utterance. */
+  quiet: boolean;
+}
+
+const AUDIO_EVENTS = new Set(['audio-start', 'audio-chunk', 'audio-stop']);
 
 export class WyomingConnection {
   readonly #socket: Socket;
   readonly #deps: ConnectionDeps;
   readonly #reader = new FrameReader();
-  /** Aborted when the client goes: the exchange in progress is cancelled and its slot freed. */
-  readonly #gone = new AbortController();
-  #inbox: Promise<void> = Promise.resolve();
-  #waiting = 0;
+  readonly #shell: SessionShell;
   #transcribe: { name: string | undefined; language: string | undefined } | undefined;
-  #audio: AudioExchange | undefined;
+  #audio: OpenAudio | undefined;
   /** Streamed synthesis between synthesize-start and synthesize-stop: its voice and its text so far. */
   #streamed: { voice: unknown; text: SentenceBuffer } | undefined;
   #closing = false;
-  #idle: NodeJS.Timeout | undefined;
-  /** The model the exchange in progress runs on, for its metric. */
-  #model: string | undefined;
 
   constructor(socket: Socket, deps: ConnectionDeps) {
     this.#socket = socket;
     this.#deps = deps;
-    socket.on('data', (chunk: Buffer) => {
-      clearTimeout(this.#idle);
-      this.#read(chunk);
-      if (this.#waiting === 0) this.#armIdle();
+    const idleMs = deps.config.wyoming_idle_timeout_ms;
+    this.#shell = new SessionShell(deps.host, {
+      what: 'Wyoming connection',
+      protocol: 'wyoming',
+      inboxEvents: INBOX_EVENTS,
+      inboxBytes: INBOX_BYTES,
+      idleMs,
+      idleSetting: 'wyoming_idle_timeout_ms',
+      eventMs: idleMs > 0 ? Math.min(idleMs, EVENT_DEADLINE_MS) : EVENT_DEADLINE_MS,
+      pause: () => socket.pause(),
+      resume: () => {
+        if (!this.#closing) socket.resume();
+      },
+      expire: (why) => this.#end(why),
     });
-    this.#armIdle();
-    socket.on('close', () => {
-      clearTimeout(this.#idle);
-      const gone = new VoxdError('E_CLIENT_GONE', 'the Wyoming client closed the connection');
-      this.#audio?.abandon(gone);
-      this.#gone.abort(gone);
-    });
+    socket.on('data', (chunk: Buffer) => this.#read(chunk));
+    socket.on('close', () =>
+      this.#shell.leave(new VoxdError('E_CLIENT_GONE', 'the Wyoming client closed the connection')),
+    );
     // A reset is followed by 'close'; unheard, it would end the process.
     socket.on('error', () => undefined);
   }
 
   /**
-   * Closes the connection once its client has been silent for wyoming_idle_timeout_ms while voxd
-   * had none of its events to work on: a client that leaves an exchange open without sending its
-   * audio (a streamed transcription holding a slot) is let go; one waiting for an answer is not.
+   * Ends the connection once the events read so far are handled (the shutdown's drain): an
+   * utterance still waiting for its audio cannot be finished (nothing more is read), so it is
+   * abandoned and its client told `shutting_down`.
    */
-  #armIdle(): void {
-    const ms = this.#deps.config.wyoming_idle_timeout_ms;
-    clearTimeout(this.#idle);
-    if (ms > 0 && !this.#socket.destroyed) this.#idle = setTimeout(() => this.#socket.destroy(), ms).unref();
-  }
-
-  get signal(): AbortSignal {
-    return this.#gone.signal;
-  }
-
-  /** Resolves once the events read so far are handled (the exchange in progress is done). */
-  settled(): Promise<void> {
-    return this.#inbox;
-  }
-
-  /** Ends the connection once the exchange in progress is done (the shutdown's drain). */
   async close(): Promise<void> {
     this.#closing = true;
-    await this.settled();
-    this.#socket.end();
+    await this.#shell.settled();
+    const shutdown = new VoxdError(
+      'E_SHUTTING_DOWN',
+      'voxd is shutting down; the utterance was not finished',
+    );
+    await this.#abandonAudio(shutdown, true);
+    this.#shell.leave(new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down'));
+    farewell(this.#socket);
   }
 
   #read(chunk: Buffer): void {
@@ -117,33 +148,55 @@ export class WyomingConnection {
     try {
       events = this.#reader.push(chunk);
     } catch (err) {
-      this.#fatal(err);
+      const { text, code } = errorOf(err);
+      this.#end(new VoxdError('E_INVALID_REQUEST', text), { text, code });
       return;
     }
     for (const event of events) {
-      if (++this.#waiting >= INBOX_EVENTS) this.#socket.pause();
-      this.#inbox = this.#inbox.then(async () => {
-        try {
-          if (!this.#gone.signal.aborted) await this.#handle(event);
-        } catch (err) {
-          // A failed audio exchange is over: a live engine stops waiting for audio and frees its slot.
-          this.#audio?.abandon(err instanceof Error ? err : new Error(String(err)));
-          this.#audio = undefined;
-          this.#transcribe = undefined;
-          // A streamed synthesis goes on: one sentence refused (a busy model) does not end it.
-          if (!this.#gone.signal.aborted) await this.#error(err);
-        }
-        if (--this.#waiting < INBOX_EVENTS && this.#socket.isPaused()) this.#socket.resume();
-        if (this.#waiting === 0) this.#armIdle();
-      });
+      const received = this.#take(event);
+      this.#shell.receive(() => this.#handleReceived(received), event.payload?.length ?? 0);
+    }
+    // Bytes of an event not yet whole: its deadline runs (the idle wait goes on meanwhile).
+    if (events.length === 0 || this.#reader.buffered > 0) this.#shell.eventBegun();
+  }
+
+  /** Takes an event's payload from the byte budget while it waits in the inbox. */
+  #take(event: WyomingEvent): Received {
+    const bytes = event.payload?.length ?? 0;
+    try {
+      this.#shell.bytes.hold(bytes);
+      return { event, held: bytes };
+    } catch (refused) {
+      return { event: { ...event, payload: undefined }, held: 0, refused };
     }
   }
 
-  /** A frame that cannot be read: the client hears why, and the connection ends. */
-  #fatal(err: unknown): void {
+  async #handleReceived({ event, held, refused }: Received): Promise<void> {
+    try {
+      await this.#handle(event, refused);
+    } catch (err) {
+      await this.#failed(event.type, err);
+    } finally {
+      this.#shell.bytes.free(held);
+    }
+  }
+
+  /** An event failed: a failed audio event ends its exchange (told once, by the exchange's end). */
+  async #failed(type: string, err: unknown): Promise<void> {
+    const audio = this.#audio;
+    if (audio && AUDIO_EVENTS.has(type)) {
+      audio.open.abandon(err instanceof Error ? err : new Error(String(err)));
+      await audio.told;
+      return;
+    }
+    if (!this.#shell.ended) await this.#error(err);
+  }
+
+  /** The session ends on voxd's side (a timer, a malformed frame): the client hears why. */
+  #end(why: VoxdError, told: { text: string; code: string } = errorOf(why)): void {
     this.#closing = true;
-    const { text, code } = errorOf(err);
-    this.#socket.end(encodeEvent('error', { text, code }));
+    this.#shell.leave(why);
+    farewell(this.#socket, encodeEvent('error', told));
   }
 
   async #error(err: unknown): Promise<void> {
@@ -156,21 +209,22 @@ export class WyomingConnection {
   async #send(type: string, data: Record<string, unknown> = {}, payload?: Buffer): Promise<void> {
     const socket = this.#socket;
     if (socket.destroyed || !socket.writable) return;
-    // A client that stops reading holds the engine, not voxd's memory (the caller waits here).
-    if (!socket.write(encodeEvent(type, data, payload))) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          socket.off('drain', done);
-          socket.off('close', done);
-          resolve();
-        };
-        socket.on('drain', done);
-        socket.on('close', done);
-      });
-    }
+    if (socket.write(encodeEvent(type, data, payload))) return;
+    // A client that stops reading holds the engine, not voxd's memory (the caller waits here), and
+    // not for longer than the send timeout: then the connection ends and its work is cancelled.
+    const ms = this.#deps.config.live_ingest.send_timeout_ms;
+    if (await drained(socket, this.#deps.host, ms, this.#shell.signal)) return;
+    this.#closing = true;
+    this.#shell.leave(
+      new VoxdError(
+        'E_SEND_TIMEOUT',
+        `the Wyoming client read nothing for live_ingest.send_timeout_ms (${ms} ms)`,
+      ),
+    );
+    socket.destroy();
   }
 
-  async #handle(event: WyomingEvent): Promise<void> {
+  async #handle(event: WyomingEvent, refused: unknown): Promise<void> {
     const { data } = event;
     switch (event.type) {
       case 'describe':
@@ -181,17 +235,15 @@ export class WyomingConnection {
         this.#transcribe = { name: optionalText(data, 'name'), language: optionalText(data, 'language') };
         return;
       case 'audio-start':
-        // Each chunk carries its own format; the start's is checked so a bad one is refused at once.
-        pcmFormat(data);
-        return this.#audioStart();
+        return this.#audioStart(data);
       case 'audio-chunk':
-        return this.#audioChunk(event);
+        return this.#audioChunk(event, refused);
       case 'audio-stop':
         return this.#audioStop();
       case 'synthesize':
         // Within a streamed synthesis it repeats the whole text for servers that do not stream.
         if (this.#streamed) return;
-        return this.#counted('tts', () => this.#synthesize(data));
+        return this.#speak(data);
       case 'synthesize-start':
         this.#streamed = {
           voice: data['voice'],
@@ -223,64 +275,129 @@ export class WyomingConnection {
     return { id: entry.id, task: entry.config.task };
   }
 
-  async #audioStart(): Promise<void> {
+  async #audioStart(data: Record<string, unknown>): Promise<void> {
+    // A new utterance: the one still open is over, unanswered, and its slot freed (docs/wyoming.md).
+    await this.#abandonAudio(
+      new VoxdError('E_INVALID_REQUEST', 'audio-start: a new utterance began before audio-stop'),
+      false,
+    );
+    // Each chunk carries its own format; the start's is checked so a bad one is refused at once.
+    pcmFormat(data);
+    const { runtime, config, log } = this.#deps;
     const asked = this.#transcribe;
     const model = await this.#audioModel(asked?.name);
+    const entry = runtime.get(model.id);
     const context = {
-      runtime: this.#deps.runtime,
-      config: this.#deps.config,
-      log: this.#deps.log,
-      signal: this.#gone.signal,
-      send: (type: string, data?: Record<string, unknown>, payload?: Buffer) =>
-        this.#send(type, data, payload),
+      runtime,
+      config,
+      log,
+      // The loaded model's rate; before a load, the one every engine here takes (a load that
+      // differs is converted again by the runtime).
+      rate: entry.audioInput?.sampleRate ?? DEFAULT_INPUT_RATE,
+      send: (type: string, d?: Record<string, unknown>, payload?: Buffer) => this.#send(type, d, payload),
     };
-    if (model.task === 'vad') {
-      this.#audio = new VadExchange(context, model.id);
-      return;
-    }
-    const asr = new AsrExchange(context, model.id, asked?.language);
-    await asr.start();
-    this.#audio = asr;
+    const make =
+      model.task === 'vad'
+        ? (ctx: ExchangeContext) => new VadExchange(ctx, model.id)
+        : (ctx: ExchangeContext) => new AsrExchange(ctx, model.id, asked?.language);
+    // A transcription may hold a slot while it waits for audio: it has the live bodies' deadline.
+    // A voice activity stream holds none between its probes and has no length limit.
+    const total = liveIngestLimits(config.live_ingest, entry.config.live_ingest).total_timeout_ms;
+    const deadline: ExchangeDeadline | undefined =
+      model.task === 'vad' || total <= 0
+        ? undefined
+        : {
+            ms: total,
+            late: () =>
+              new VoxdError(
+                'E_BODY_TIMEOUT',
+                `audio: the utterance did not end within live_ingest.total_timeout_ms (${total} ms) of its audio-start; send audio-stop sooner`,
+              ),
+          };
+    const open = new OpenExchange(this.#shell, context, make, deadline);
+    const audio: OpenAudio = { open, told: Promise.resolve(), cancelled: false, quiet: false };
+    audio.told = open.ended.then((failure) => this.#audioEnded(audio, failure));
+    this.#audio = audio;
+    await open.exchange.start?.();
   }
 
-  #audioChunk(event: WyomingEvent): void | Promise<void> {
-    const exchange = this.#audio;
-    if (!exchange)
+  async #audioChunk(event: WyomingEvent, refused: unknown): Promise<void> {
+    const audio = this.#audio;
+    if (!audio)
       throw new WyomingError(
         'invalid_event',
         'audio-chunk: no audio-start before it (send transcribe and audio-start first)',
       );
-    if (!event.payload) return;
-    return exchange.chunk(decodePcm(event.payload, pcmFormat(event.data)));
+    if (refused !== undefined) throw refused;
+    // An exchange already ending (its deadline passed) has its end told; later chunks are dropped.
+    if (!event.payload || audio.open.signal.aborted) return;
+    const { exchange, signal } = audio.open;
+    const format = pcmFormat(event.data);
+    // Converting a chunk, or waiting for the model (voice activity's backlog), is voxd's work, not
+    // the client's idleness.
+    await this.#shell.work(() => raceAbort(exchange.chunk(event.payload!, format), signal));
   }
 
   async #audioStop(): Promise<void> {
-    const exchange = this.#audio;
-    this.#audio = undefined;
-    this.#transcribe = undefined;
-    if (!exchange) throw new WyomingError('invalid_event', 'audio-stop: no audio-start before it');
-    await this.#counted(exchange.kind, async () => {
-      this.#model = exchange.model;
-      await exchange.stop();
-    });
+    const audio = this.#audio;
+    if (!audio) throw new WyomingError('invalid_event', 'audio-stop: no audio-start before it');
+    await audio.open.finish();
+    await audio.told;
   }
 
-  /**
-   * Runs one exchange and counts how it ended, under the model it ran on (#model), only when that
-   * is a registered model (a name a client made up is no label value).
-   */
-  async #counted(kind: 'asr' | 'tts' | 'vad', exchange: () => Promise<void>): Promise<void> {
-    this.#model = undefined;
-    const count = (outcome: 'completed' | 'failed' | 'cancelled') => {
-      const model = this.#model;
-      if (model !== undefined && this.#deps.runtime.has(model))
-        this.#deps.metrics?.exchange('wyoming', kind, model, outcome);
-    };
+  /** Abandons the open exchange, if any, and waits until it is over (told `reason` when `tell`). */
+  async #abandonAudio(reason: VoxdError, tell: boolean): Promise<void> {
+    const audio = this.#audio;
+    if (!audio) return;
+    audio.cancelled = true;
+    audio.quiet = !tell;
+    audio.open.abandon(reason);
+    await audio.told;
+  }
+
+  /** An exchange is over: counted, and its failure told unless the client no longer waits for it. */
+  async #audioEnded(audio: OpenAudio, failure: Error | undefined): Promise<void> {
+    if (this.#audio === audio) {
+      this.#audio = undefined;
+      this.#transcribe = undefined;
+    }
+    const { exchange } = audio.open;
+    const outcome =
+      failure === undefined ? 'completed' : audio.cancelled || this.#shell.ended ? 'cancelled' : 'failed';
+    this.#count(exchange.kind, exchange.model, outcome);
+    if (failure !== undefined && !audio.quiet && !this.#shell.ended) await this.#error(failure);
+  }
+
+  /** Counts an exchange under its model, only when that is a registered model (a made-up name is no label). */
+  #count(
+    kind: 'asr' | 'tts' | 'vad',
+    model: string | undefined,
+    outcome: 'completed' | 'failed' | 'cancelled',
+  ) {
+    if (model !== undefined && this.#deps.runtime.has(model))
+      this.#deps.metrics?.exchange('wyoming', kind, model, outcome);
+  }
+
+  /** One synthesis as the session's work, counted under the model it ran on. */
+  async #speak(data: Record<string, unknown>): Promise<void> {
+    let model: string | undefined;
     try {
-      await exchange();
-      count('completed');
+      await this.#shell.work((signal) =>
+        synthesize(
+          {
+            ...this.#deps,
+            signal,
+            send: (type, d, payload) => this.#send(type, d, payload),
+            chose: (id) => {
+              model = id;
+            },
+          },
+          data,
+        ),
+      );
+      this.#count('tts', model, 'completed');
     } catch (err) {
-      count(this.#gone.signal.aborted ? 'cancelled' : 'failed');
+      this.#count('tts', model, this.#shell.ended ? 'cancelled' : 'failed');
       throw err;
     }
   }
@@ -292,7 +409,7 @@ export class WyomingConnection {
     if (typeof text !== 'string')
       throw new WyomingError('invalid_event', `synthesize-chunk: text ${JSON.stringify(text)} is not text`);
     for (const sentence of streamed.text.push(text))
-      await this.#synthesize({ text: sentence, voice: streamed.voice });
+      await this.#speak({ text: sentence, voice: streamed.voice });
   }
 
   async #synthesizeStop(): Promise<void> {
@@ -300,72 +417,8 @@ export class WyomingConnection {
     this.#streamed = undefined;
     if (!streamed) throw new WyomingError('invalid_event', 'synthesize-stop: no synthesize-start before it');
     const rest = streamed.text.flush();
-    if (rest) await this.#counted('tts', () => this.#synthesize({ text: rest, voice: streamed.voice }));
+    if (rest) await this.#speak({ text: rest, voice: streamed.voice });
     await this.#send('synthesize-stopped');
-  }
-
-  async #synthesize(data: Record<string, unknown>): Promise<void> {
-    const text = data['text'];
-    if (typeof text !== 'string' || text.trim() === '')
-      throw new WyomingError(
-        'invalid_event',
-        `synthesize: text ${JSON.stringify(text)} is not text to speak`,
-      );
-    const voice = (data['voice'] ?? {}) as Record<string, unknown>;
-    const named = typeof voice['name'] === 'string' && voice['name'] !== '' ? voice['name'] : undefined;
-    const { runtime, config } = this.#deps;
-    const [modelName, voiceName] = named === undefined ? [undefined, undefined] : splitVoice(named);
-    const id = modelName ?? runtime.snapshots().find((m) => SPEECH_TASKS.includes(m.task as never))?.id;
-    if (id === undefined)
-      throw new VoxdError('E_MODEL_NOT_FOUND', 'synthesize: this server has no speech model');
-    const entry = await modelEntry(runtime, id);
-    requireTask(entry.config, SPEECH_TASKS, 'Wyoming synthesize');
-    this.#model = entry.id;
-    checkInputChars(text, 'text', entry.config, config);
-    const speaker =
-      typeof voice['speaker'] === 'string' && voice['speaker'] !== '' ? voice['speaker'] : undefined;
-    const wanted = voiceName ?? speaker;
-    const aliases = voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases);
-    const started = performance.now();
-    let shape: { rate: number; channels: number } | undefined;
-    const chunk = async (audio: Audio) => {
-      if (!shape) {
-        shape = { rate: audio.sampleRate, channels: audio.channels };
-        await this.#send('audio-start', { rate: shape.rate, width: 2, channels: shape.channels });
-      }
-      await this.#send(
-        'audio-chunk',
-        { rate: shape.rate, width: 2, channels: shape.channels },
-        encodePcm16(audio),
-      );
-    };
-    const outcome = await runtime.infer(
-      entry.id,
-      {
-        task: entry.config.task,
-        text,
-        voiceId: wanted === undefined ? undefined : unalias(wanted, aliases),
-        options: { ...entry.config.default_request_options },
-      },
-      {
-        signal: this.#gone.signal,
-        eventsOnly: true,
-        onEvent: (event) => (event.type === 'audio' ? chunk(event.audio) : undefined),
-      },
-    );
-    // An engine that answers whole: its audio in one-second chunks.
-    const whole = outcome.result.audio;
-    if (!shape && whole) {
-      const step = whole.sampleRate * whole.channels;
-      for (let at = 0; at < whole.samples.length; at += step)
-        await chunk({ ...whole, samples: whole.samples.subarray(at, at + step) });
-    }
-    if (!shape) throw new VoxdError('E_ENGINE', `model '${entry.id}' produced no audio output`);
-    await this.#send('audio-stop');
-    this.#deps.log.info(
-      { protocol: 'wyoming', model: entry.id, chars: text.length, ms: performance.now() - started },
-      `wyoming speech from ${entry.id}`,
-    );
   }
 }
 
@@ -375,12 +428,6 @@ function optionalText(data: Record<string, unknown>, key: string): string | unde
   if (typeof value !== 'string')
     throw new WyomingError('invalid_event', `${key}: ${JSON.stringify(value)} is not text`);
   return value;
-}
-
-/** `model` or `model:voice`. */
-function splitVoice(name: string): [string, string | undefined] {
-  const at = name.indexOf(':');
-  return at < 0 ? [name, undefined] : [name.slice(0, at), name.slice(at + 1) || undefined];
 }
 
 /** The `error` event's fields: the message as voxd words it, and its code. */

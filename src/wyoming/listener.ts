@@ -1,9 +1,10 @@
 /**
  * The Wyoming listener (`wyoming_port`): a TCP server for Home Assistant and other Wyoming clients,
  * one WyomingConnection per client. Wyoming has no authentication, so a host other than loopback
- * needs --insecure (checked at startup). Connections past `max_connections` hear an `error` and
- * are closed; one silent for wyoming_idle_timeout_ms is closed (connection.ts). The shutdown stops accepting, lets each
- * exchange in progress finish (bounded by the runtime's deadline), then ends every connection.
+ * needs --insecure (checked at startup). Its connections count under `max_connections` with HTTP's
+ * (host.connections): one past it hears `too_many_connections` and is closed (farewell.ts). The
+ * shutdown stops accepting, lets each exchange in progress finish (bounded by the runtime's
+ * deadline), then ends every connection; `cut` destroys every socket, refused ones included.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from 'pino';
@@ -12,6 +13,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHost } from '../session/session-host.js';
 import { WyomingConnection } from './connection.js';
+import { farewell } from './farewell.js';
 import { encodeEvent } from './framing.js';
 
 export interface WyomingListener {
@@ -30,24 +32,28 @@ export function createWyomingListener(
   metrics?: Metrics,
 ): WyomingListener {
   const connections = new Map<Socket, WyomingConnection>();
+  /** Refused sockets until they close: a shutdown's cut ends them too. */
+  const refused = new Set<Socket>();
   const server = createServer((socket) => {
-    const cap = config.max_connections;
-    if (cap > 0 && connections.size >= cap) {
-      socket.on('error', () => undefined);
-      socket.end(
+    if (!host.connections.admit()) {
+      refused.add(socket);
+      socket.once('close', () => refused.delete(socket));
+      farewell(
+        socket,
         encodeEvent('error', {
-          text: `voxd has max_connections (${cap}) Wyoming connections open; try again`,
+          text: `voxd has max_connections (${host.connections.max}) connections open, HTTP and Wyoming together; try again shortly`,
           code: 'too_many_connections',
         }),
       );
       return;
     }
     socket.setNoDelay(true);
-    const connection = new WyomingConnection(socket, { runtime, config, log, metrics });
+    const connection = new WyomingConnection(socket, { runtime, config, log, host, metrics });
     connections.set(socket, connection);
     metrics?.wyomingConnection(1);
-    socket.on('close', () => {
+    socket.once('close', () => {
       connections.delete(socket);
+      host.connections.release();
       metrics?.wyomingConnection(-1);
     });
   });
@@ -61,7 +67,7 @@ export function createWyomingListener(
       await closed;
     },
     cut: () => {
-      for (const socket of connections.keys()) socket.destroy();
+      for (const socket of [...connections.keys(), ...refused]) socket.destroy();
     },
   };
 }

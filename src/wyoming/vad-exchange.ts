@@ -10,15 +10,15 @@
  * probes of the model, each one request in its FIFO, so an exchange holds no slot between probes;
  * speech ends after 500 ms of silence. The stream has no length limit: the audio already examined
  * is dropped, and a client sending faster than the model examines waits (its socket is paused)
- * once 10 s are waiting.
+ * once 10 s are waiting. The audio is converted to the model's rate, mono, as it arrives, and what
+ * is held counts against the server's byte budget.
  */
 import { vadProbe } from '../api/vad/probe.js';
 import { SampleBuffer } from '../api/vad/sample-buffer.js';
 import { type DetectorSettings, SpeechDetector } from '../api/vad/speech-detector.js';
-import { toMono } from '../audio/convert.js';
-import type { Audio } from '../audio/types.js';
+import { ArrivingAudio } from './arriving-audio.js';
+import type { PcmFormat } from './audio-format.js';
 import type { AudioExchange, ExchangeContext } from './exchange.js';
-import { WyomingError } from './framing.js';
 
 /** silero's usual threshold, no padding (the client has its own audio), OpenAI's silence window. */
 const SETTINGS: DetectorSettings = {
@@ -36,44 +36,56 @@ export class VadExchange implements AudioExchange {
   readonly model: string;
   readonly #ctx: ExchangeContext;
   readonly #buffer = new SampleBuffer();
-  #detector: { rate: number; detector: SpeechDetector } | undefined;
+  readonly #audio: ArrivingAudio;
+  readonly #detector: SpeechDetector;
+  /** Bytes of the buffer taken from the budget. */
+  #held = 0;
   #failure: unknown;
 
   constructor(ctx: ExchangeContext, model: string) {
     this.#ctx = ctx;
     this.model = model;
+    this.#audio = new ArrivingAudio(ctx.rate);
+    this.#detector = this.#watch(ctx.rate);
   }
 
-  async chunk(audio: Audio): Promise<void> {
+  async chunk(payload: Buffer, format: PcmFormat): Promise<void> {
     if (this.#failure !== undefined) throw this.#failure;
-    this.#detector ??= this.#watch(audio.sampleRate);
-    const { rate, detector } = this.#detector;
-    if (audio.sampleRate !== rate)
-      throw new WyomingError(
-        'invalid_audio',
-        `audio-chunk: rate ${audio.sampleRate} differs from this stream's ${rate}; one stream has one rate`,
-      );
-    this.#buffer.append(toMono(audio).samples);
-    detector.update();
-    this.#buffer.dropBefore(detector.oldestNeeded);
-    while (detector.unexamined > rate * BACKLOG_SECONDS) {
+    const samples = await this.#audio.push(payload, format);
+    if (this.#ctx.signal.aborted) return;
+    this.#append(samples);
+    const detector = this.#detector;
+    while (detector.unexamined > this.#ctx.rate * BACKLOG_SECONDS) {
       detector.update();
       await detector.settled();
       if (this.#failure !== undefined) throw this.#failure;
     }
   }
 
+  #append(samples: Float32Array): void {
+    this.#buffer.append(samples);
+    this.#detector.update();
+    this.#buffer.dropBefore(this.#detector.oldestNeeded);
+    const held = this.#buffer.length * Float32Array.BYTES_PER_ELEMENT;
+    if (held > this.#held) this.#ctx.bytes.hold(held - this.#held);
+    else this.#ctx.bytes.free(this.#held - held);
+    this.#held = held;
+  }
+
   async stop(): Promise<void> {
-    if (this.#failure === undefined) await this.#detector?.detector.finish();
+    if (this.#failure === undefined) {
+      this.#append(this.#audio.flush());
+      await this.#detector.finish();
+    }
     // A probe that failed while the last audio was examined stopped the detector: it is told here.
     if (this.#failure !== undefined) throw this.#failure;
   }
 
   abandon(): void {
-    this.#detector?.detector.stop();
+    this.#detector.stop();
   }
 
-  #watch(rate: number): { rate: number; detector: SpeechDetector } {
+  #watch(rate: number): SpeechDetector {
     const ms = (position: number) => Math.round((position / rate) * 1000);
     const send = (type: string, position: number) => {
       void this.#ctx.send(type, { timestamp: ms(position) });
@@ -95,6 +107,6 @@ export class VadExchange implements AudioExchange {
       },
       Number.POSITIVE_INFINITY,
     );
-    return { rate, detector };
+    return detector;
   }
 }

@@ -259,25 +259,30 @@ test('wyoming_asr_model: a transcription that names no model goes to it; one tha
   );
 });
 
-test('max_connections: one Wyoming connection more hears too_many_connections and is closed; a closed one makes room', async () => {
+test('max_connections counts Wyoming and HTTP connections together: one more hears too_many_connections and is closed; a closed one makes room', async () => {
   await withServer(
-    { ...WYOMING, max_connections: 1, models: [fixtureModel('asr', { task: 'asr' })] },
+    { ...WYOMING, max_connections: 2, models: [fixtureModel('asr', { task: 'asr' })] },
     async (s) => {
+      // Read in the process: an HTTP scrape would itself be a connection under the cap.
+      const open = async (series: string) => {
+        const line = (await s.voxd.metrics.scrape()).text.split('\n').find((l) => l.startsWith(`${series} `));
+        return Number(line?.slice(series.length + 1) ?? 0);
+      };
       const first = await WyomingClient.open(portOf(s));
       first.send('describe');
       await first.next('info');
+      const http = connect(Number(new URL(s.url).port), '127.0.0.1');
+      await waitUntil('the HTTP connection is counted', async () => (await open('voxd_connections')) === 2);
       const second = await WyomingClient.open(portOf(s));
       assert.equal((await second.next('error')).data.code, 'too_many_connections');
       await second.closed;
-      await first.close();
-      await waitUntil(
-        'the first is gone',
-        async () => (await metric(s.url, 'voxd_wyoming_connections')) === 0,
-      );
+      http.destroy();
+      await waitUntil('the HTTP connection is gone', async () => (await open('voxd_connections')) === 1);
       const third = await WyomingClient.open(portOf(s));
       third.send('describe');
       await third.next('info');
-      await third.close();
+      await Promise.all([first.close(), third.close()]);
+      await waitUntil('both are gone', async () => (await open('voxd_wyoming_connections')) === 0);
     },
   );
 });
