@@ -235,7 +235,8 @@ const LETTER_UNIT = new Uint8Array(0x10000);
 /**
  * ABBREVIATIONS as numbers, read backwards as endsSentence reads them: so a period after "Dr" costs
  * no string. Only ASCII letters and periods make one: no other character lower-cases into them
- * but the Kelvin sign (to "k", which no abbreviation has).
+ * but the Kelvin sign (to "k", which no abbreviation has). A key is compared only for a word no
+ * longer than the longest abbreviation, whose number is exact.
  */
 const LONGEST_ABBREVIATION = Math.max(...[...ABBREVIATIONS].map((word) => word.length));
 const ABBREVIATION_KEYS = new Set([...ABBREVIATIONS].map((word) => abbreviationKey(word, 0, word.length)));
@@ -258,26 +259,38 @@ function abbreviationKey(text: string, start: number, end: number): number {
  * Whether the period at `i` of `work` ends a sentence: not after an abbreviation or an initial.
  * The word before it is the letters and periods that end there, as the regex `[\p{L}.]+$` would find
  * over the whole text, but looked for only WORD_WINDOW back. `offset`: where `work` starts in the text.
+ * An ASCII word is read without a call per character: "Dr. " repeated is the hostile case.
  */
 function endsSentence(work: string, i: number, offset: number): boolean {
-  const stop = Math.max(0, i - WORD_WINDOW);
+  const stop = i > WORD_WINDOW ? i - WORD_WINDOW : 0;
   let start = i;
+  // The word as abbreviationKey reads it, while it can be an abbreviation (ASCII); else -1.
+  let key = 0;
   while (start > stop) {
     const unit = work.charCodeAt(start - 1);
-    if (unit === PERIOD || isLetterUnit(unit)) start--;
+    const lower = unit >= 0x41 && unit <= 0x5a ? unit + 0x20 : unit;
+    if (lower >= 0x61 && lower <= 0x7a) key = key < 0 ? key : key * 32 + (lower - 0x60);
+    else if (unit === PERIOD) key = key < 0 ? key : key * 32 + 27;
+    else if (unit < 0x80) break;
+    else if (isLetterUnit(unit)) key = -1;
     else if (
       isLowSurrogate(unit) &&
       start >= 2 &&
       isHighSurrogate(work.charCodeAt(start - 2)) &&
       LETTER.test(work.slice(start - 2, start))
-    )
-      start -= 2;
-    else break;
+    ) {
+      key = -1;
+      start--;
+    } else break;
+    start--;
   }
   // A word that fills the window is longer than any abbreviation.
   if (start <= stop && offset + stop > 0) return true;
-  if (i - start === 1 && UPPER.test(work[start]!)) return false;
-  return !ABBREVIATION_KEYS.has(abbreviationKey(work, start, i));
+  if (i - start === 1) {
+    const unit = work.charCodeAt(start);
+    if (unit < 0x80 ? unit >= 0x41 && unit <= 0x5a : UPPER.test(work[start]!)) return false;
+  }
+  return key < 0 || i - start > LONGEST_ABBREVIATION || !ABBREVIATION_KEYS.has(key);
 }
 
 function isLetterUnit(unit: number): boolean {

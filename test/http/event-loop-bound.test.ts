@@ -1,0 +1,370 @@
+/**
+ * No single message of any protocol, of any size the limits admit, blocks the event loop more than
+ * 50 ms for its shape (probe 2026-12 F7, F4, L3). The server runs in this process, so
+ * monitorEventLoopDelay here sees its main thread. Each hostile message is built whole before the
+ * measured window and sent as bytes over a plain socket (HTTP, WebSocket frames made by hand,
+ * Wyoming), so that the window holds the server's work on it and not the client's.
+ *
+ * What any message of many megabytes costs whatever its shape (its bytes joined, decoded to text,
+ * parsed, and the garbage collected) is measured with a flat message of the same size and
+ * protocol, and the hostile one may block at most 50 ms more: on a loaded 2-core machine a flat
+ * 8 MiB body alone holds the loop 100-200 ms. The old code took seconds more on each: V8 parses
+ * nested JSON at about 1 µs a level (an 8 MiB body of `[`: 3-5 s; a 21 MiB realtime event: 9 s),
+ * and 1 MiB of "Dr. " in one synthesize-chunk would have taken the sentence scan over ten minutes.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { describe, type TestContext, test } from 'node:test';
+import { maxFrameBytes } from '../../src/http/bridge/upgrade.js';
+import { MAX_EVENT_BYTES } from '../../src/http/realtime/upgrade.js';
+import { FRAME_LIMITS } from '../../src/wyoming/framing.js';
+import { suiteServer } from '../helpers/suite-server.js';
+import { fixtureModel, type TestServer } from '../helpers/voxd.js';
+import type { Message } from '../helpers/websocket.js';
+import { WyomingClient } from '../helpers/wyoming.js';
+
+const BOUND_MS = 50;
+/** A loaded machine can hold the process off the CPU in any window: the best of a few tries is judged. */
+const TRIES = 3;
+const JSON_BODY_BYTES = 8 << 20;
+const CONFIG = {
+  max_json_body_bytes: JSON_BODY_BYTES,
+  frontend_listener: 'websocket',
+  wyoming_port: 0,
+  models: [fixtureModel('asr', { task: 'asr' }), fixtureModel('tts', { task: 'tts' })],
+};
+
+/** `prefix`, then `[` and `]` nested as deep as fits in `bytes` with `suffix`. */
+function deep(bytes: number, prefix = '', suffix = ''): Buffer {
+  const levels = Math.floor((bytes - prefix.length - suffix.length) / 2);
+  return Buffer.from(prefix + '['.repeat(levels) + ']'.repeat(levels) + suffix);
+}
+
+/** `prefix`, then a string of `a` as long as fits in `bytes` with `suffix`: the flat message of a size. */
+function flat(bytes: number, prefix = '', suffix = ''): Buffer {
+  return Buffer.from(`${prefix}"${'a'.repeat(bytes - prefix.length - suffix.length - 2)}"${suffix}`);
+}
+
+const RESOLUTION_MS = 10;
+
+/** Resolves once `holds()` does, looking every millisecond. */
+async function until(holds: () => boolean): Promise<void> {
+  while (!holds()) await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
+/**
+ * The event loop's longest delay in each try of `exchange` (it sends one message built beforehand
+ * and resolves with its answer), in ms; the tries stop at the first under `bound`. The histogram
+ * records the time between its ticks, RESOLUTION_MS when nothing blocks: a delay is what passes it.
+ */
+async function delays<T>(exchange: () => Promise<T>, bound = 0): Promise<{ tries: number[]; answer: T }> {
+  const tries: number[] = [];
+  let answer: T | undefined;
+  for (let n = 0; n < TRIES && !(tries.length > 0 && Math.min(...tries) < bound); n++) {
+    const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+    histogram.enable();
+    // Its first tick only starts its clock: a block before it would go unseen.
+    await until(() => histogram.count > 0);
+    answer = await exchange();
+    // The time between two ticks is recorded at the second: the one after the answer.
+    const ticks = histogram.count;
+    await until(() => histogram.count > ticks);
+    histogram.disable();
+    tries.push(Math.max(0, histogram.max / 1e6 - RESOLUTION_MS));
+  }
+  return { tries, answer: answer as T };
+}
+
+/**
+ * `hostile`'s answer, once its longest block is found under BOUND_MS more than that of `control`,
+ * a flat message of its size (or under BOUND_MS itself, without one).
+ */
+async function bounded<T>(
+  t: TestContext,
+  what: string,
+  hostile: () => Promise<T>,
+  control?: () => Promise<unknown>,
+): Promise<T> {
+  const base = control ? (await delays(control)).tries : [];
+  const bound = BOUND_MS + (base.length > 0 ? Math.min(...base) : 0);
+  const { tries, answer } = await delays(hostile, bound);
+  const ms = (list: number[]) => `${list.map((x) => x.toFixed(1)).join(', ')} ms`;
+  const shown = ms(tries);
+  t.diagnostic(
+    `${what}: longest delay ${shown}${base.length > 0 ? `; a flat one of its size ${ms(base)}` : ''}`,
+  );
+  assert.ok(
+    Math.min(...tries) < bound,
+    `${what} blocked the event loop ${shown}, over ${bound.toFixed(0)} ms`,
+  );
+  return answer;
+}
+
+/** POSTs `body` (built beforehand) and resolves with the status and parsed JSON answer. */
+function postBytes(s: TestServer, path: string, body: Buffer): Promise<{ status: number; json: Message }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${s.url}${path}`,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': body.length } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString()) }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A client-to-server text frame of `payload`, masked with a random key as a client must. */
+function maskedFrame(payload: Buffer): Buffer {
+  const head = Buffer.alloc(14);
+  head[0] = 0x81; // FIN, text
+  head[1] = 0x80 | 127;
+  head.writeBigUInt64BE(BigInt(payload.length), 2);
+  const mask = randomBytes(4);
+  mask[0]! |= 1; // never all zero: ws skips the unmasking of a zero key
+  mask.copy(head, 10);
+  const body = Buffer.from(payload);
+  for (let i = 0; i < body.length; i++) body[i]! ^= mask[i & 3]!;
+  return Buffer.concat([head, body]);
+}
+
+/** A WebSocket opened by hand on a plain socket: frames are written as built, text answers read. */
+class RawWebSocket {
+  readonly texts: string[] = [];
+  #buffer = Buffer.alloc(0);
+  #wake: (() => void) | undefined;
+
+  private constructor(readonly socket: Socket) {}
+
+  static open(s: TestServer, path: string): Promise<RawWebSocket> {
+    const { hostname, port } = new URL(s.url);
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      const ws = new RawWebSocket(socket);
+      let head = '';
+      const onHead = (chunk: Buffer) => {
+        head += chunk.toString('latin1');
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        socket.off('data', onHead);
+        if (!head.startsWith('HTTP/1.1 101')) return reject(new Error(head.split('\r\n')[0]));
+        socket.on('data', (c: Buffer) => ws.#read(c));
+        ws.#read(Buffer.from(head.slice(end + 4), 'latin1'));
+        resolve(ws);
+      };
+      socket.on('data', onHead);
+      socket.once('error', reject);
+      socket.write(
+        `GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+          `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
+    });
+  }
+
+  #read(chunk: Buffer): void {
+    this.#buffer = Buffer.concat([this.#buffer, chunk]);
+    for (;;) {
+      const b = this.#buffer;
+      if (b.length < 2) return;
+      let length = b[1]! & 0x7f;
+      let at = 2;
+      if (length === 126) {
+        if (b.length < 4) return;
+        length = b.readUInt16BE(2);
+        at = 4;
+      } else if (length === 127) {
+        if (b.length < 10) return;
+        length = Number(b.readBigUInt64BE(2));
+        at = 10;
+      }
+      if (b.length < at + length) return;
+      if ((b[0]! & 0x0f) === 1) this.texts.push(b.subarray(at, at + length).toString());
+      this.#buffer = b.subarray(at + length);
+      this.#wake?.();
+    }
+  }
+
+  /** Writes `frame` and resolves with the first message after it that `matches`. */
+  ask(frame: Buffer, matches: (message: Message) => boolean): Promise<Message> {
+    const seen = this.texts.length;
+    this.socket.write(frame);
+    return this.next(matches, seen);
+  }
+
+  /** The first text message after the `seen` first ones that `matches`, parsed. */
+  async next(matches: (message: Message) => boolean, seen = 0): Promise<Message> {
+    for (;;) {
+      const found = this.texts
+        .slice(seen)
+        .map((text) => JSON.parse(text))
+        .find(matches);
+      if (found) return found;
+      if (this.socket.destroyed) throw new Error(`closed; got ${this.texts.join(' ')}`);
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          this.socket.off('close', wake);
+          resolve();
+        };
+        this.#wake = wake;
+        this.socket.once('close', wake);
+      });
+    }
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+/** A Wyoming event of `type` with `data` as its data block. */
+function rawEvent(type: string, data: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(`${JSON.stringify({ type, data_length: data.length })}\n`), data]);
+}
+
+/** No error was logged: the refusals are the client's faults, with no stack (probe L3). */
+function noErrorLogged(s: TestServer): void {
+  const errors = s.records.filter((r) => r.level === 'error' || r.level === 'fatal');
+  assert.deepEqual(
+    errors.map((r) => r.msg),
+    [],
+  );
+}
+
+describe('one message of any protocol blocks the event loop at most 50 ms more than a flat one, and gets its refusal', () => {
+  const s = suiteServer(CONFIG);
+
+  test('HTTP: a JSON body nested as deep as max_json_body_bytes holds is a 400', async (t) => {
+    const body = deep(JSON_BODY_BYTES);
+    const control = flat(JSON_BODY_BYTES, '{"x":', '}');
+    const answer = await bounded(
+      t,
+      `HTTP body of ${body.length} bytes`,
+      () => postBytes(s, '/v1/tasks/run', body),
+      () => postBytes(s, '/v1/tasks/run', control),
+    );
+    assert.equal(answer.status, 400);
+    assert.match(answer.json.error.message, /^(\[0\])+: JSON nesting is deeper than 64 levels/);
+    noErrorLogged(s);
+  });
+
+  test('bridge: a frame nested as deep as the largest frame holds, in body_json, is a 400 response', async (t) => {
+    const bytes = maxFrameBytes({
+      max_json_body_bytes: JSON_BODY_BYTES,
+      max_request_body_bytes: JSON_BODY_BYTES,
+    });
+    const frame = maskedFrame(deep(bytes, '{"id":7,"body_json":', '}'));
+    const control = maskedFrame(flat(bytes, '{"id":7,"body_json":{"x":', '}}'));
+    const ws = await RawWebSocket.open(s, '/v1/tasks/run');
+    try {
+      const ask = (bytes: Buffer) => () => ws.ask(bytes, (m) => m.type === 'response');
+      const answer = await bounded(t, `bridge frame of ${frame.length} bytes`, ask(frame), ask(control));
+      assert.equal(answer.status, 400);
+      assert.match(
+        JSON.parse(answer.body).error.message,
+        /^body_json[[\]0]*(\.\.\.)?: JSON nesting is deeper than 65 levels/,
+      );
+    } finally {
+      ws.close();
+    }
+    noErrorLogged(s);
+  });
+
+  test('realtime: an event nested as deep as the largest event holds is an error event', async (t) => {
+    const frame = maskedFrame(
+      deep(MAX_EVENT_BYTES - 16, '{"type":"input_audio_buffer.append","audio":', '}'),
+    );
+    const control = maskedFrame(flat(MAX_EVENT_BYTES - 16, '{"type":"none","pad":', '}'));
+    const ws = await RawWebSocket.open(s, '/v1/realtime?model=asr');
+    try {
+      const ask = (bytes: Buffer) => () => ws.ask(bytes, (m) => m.type === 'error');
+      const answer = await bounded(t, `realtime event of ${frame.length} bytes`, ask(frame), ask(control));
+      assert.match(answer.error.message, /^event\.audio(\[0\])+: JSON nesting is deeper than 64 levels/);
+    } finally {
+      ws.close();
+    }
+    noErrorLogged(s);
+  });
+
+  /** A ping with a data block of `bytes`, which voxd reads and answers with a pong: a flat event of a size. */
+  const ping = (c: WyomingClient, bytes: number) => {
+    const event = rawEvent('ping', flat(bytes, '{"pad":', '}'));
+    return () => {
+      const seen = c.events.length;
+      c.socket.write(event);
+      return c.next('pong', seen);
+    };
+  };
+
+  test('Wyoming: 1 MiB of "Dr. " in one synthesize-chunk is refused past max_input_chars as it arrives', async (t) => {
+    const text = 'Dr. '.repeat(Math.floor((FRAME_LIMITS.dataBytes - 16) / 4));
+    const data = Buffer.from(JSON.stringify({ text }));
+    const event = rawEvent('synthesize-chunk', data);
+    const c = await WyomingClient.open(s.voxd.wyoming!.port);
+    try {
+      const chunk = () => {
+        const seen = c.events.length;
+        c.send('synthesize-start', { voice: { name: 'tts' } });
+        c.socket.write(event);
+        return c.next('error', seen);
+      };
+      const answer = await bounded(
+        t,
+        `synthesize-chunk of ${event.length} bytes`,
+        chunk,
+        ping(c, data.length),
+      );
+      assert.match(
+        answer.data.text,
+        /^text: more than 100000 characters without a sentence end, over max_input_chars=100000/,
+      );
+      // The connection goes on: a short streamed text is still spoken.
+      const seen = c.events.length;
+      c.send('synthesize-start', { voice: { name: 'tts' } });
+      c.send('synthesize-chunk', { text: 'Hello. ' });
+      c.send('synthesize-stop');
+      await c.next('synthesize-stopped', seen);
+      assert.ok(c.events.slice(seen).some((e) => e.type === 'audio-stop'));
+    } finally {
+      await c.close();
+    }
+    noErrorLogged(s);
+  });
+
+  test('Wyoming: a data block nested as deep as 1 MiB holds is an invalid_event error', async (t) => {
+    const data = deep(FRAME_LIMITS.dataBytes, '{"rate":', ',"width":2,"channels":1}');
+    const event = rawEvent('audio-start', data);
+    // The refused event ends its connection: each try opens one, and so does each try of the control.
+    const answer = await bounded(
+      t,
+      `audio-start of ${event.length} bytes`,
+      async () => {
+        const c = await WyomingClient.open(s.voxd.wyoming!.port);
+        try {
+          c.socket.write(event);
+          return await c.next('error');
+        } finally {
+          await c.close();
+        }
+      },
+      async () => {
+        const c = await WyomingClient.open(s.voxd.wyoming!.port);
+        try {
+          return await ping(c, data.length)();
+        } finally {
+          await c.close();
+        }
+      },
+    );
+    assert.equal(answer.data.code, 'invalid_event');
+    assert.match(answer.data.text, /^data block: rate(\[0\])+: JSON nesting is deeper than 64 levels/);
+    noErrorLogged(s);
+  });
+});
