@@ -553,11 +553,14 @@ const GROUPS = [
       countSetting(
         'max_connections',
         512,
-        ['open client connections at most, past it 503 and close, 0 = no limit'],
+        [
+          'open client connections at most, HTTP and Wyoming together;',
+          'past it refused and closed, 0 = no limit',
+        ],
         {
           zero: 'no limit',
           meaning:
-            "Client connections the server keeps open at once (idle keep-alive ones included). A WebSocket (a realtime session, a bridge socket) is the connection it was upgraded from and counts once, however many requests it carries; the bridge's in-process requests are not client connections and do not count. A connection past it is answered at once with 503 `server_busy` (code `too_many_connections`, `Retry-After: 1`, `Connection: close`) and closed, without reading its request.",
+            "Client connections the server keeps open at once over every listener, HTTP (idle keep-alive ones included) and Wyoming ([wyoming.md](wyoming.md)) counted together. A WebSocket (a realtime session, a bridge socket) is the connection it was upgraded from and counts once, however many requests it carries; the bridge's in-process requests are not client connections and do not count. An HTTP connection past it is answered at once with 503 `server_busy` (code `too_many_connections`, `Retry-After: 1`, `Connection: close`) and closed, without reading its request; a Wyoming one hears an `error` event (code `too_many_connections`) and is closed. What a refused client still sends is read and dropped, and its socket destroyed once it closes its side or after 2 s.",
         },
       ),
       countSetting(
@@ -583,11 +586,11 @@ const GROUPS = [
       countSetting(
         'wyoming_idle_timeout_ms',
         300_000,
-        ['close a Wyoming connection that sends nothing this long, 0 = never'],
+        ['close a Wyoming connection that sends no whole event this long, 0 = never'],
         {
           zero: 'never',
           meaning:
-            'A Wyoming connection ([wyoming.md](wyoming.md)) whose client sends no byte for this long while voxd is not working on one of its events (a transcription waiting for its audio counts as idle; one waiting for its slot does not) is closed, and its exchange cancelled.',
+            'A Wyoming connection ([wyoming.md](wyoming.md)) whose client sends no whole event for this long while voxd is not working on one of its events gets an `error` event (code `session_idle_timeout`) and is closed, and its exchange cancelled. A transcription waiting for its audio counts as idle, also one whose model already hears it live (holding its slot); one waiting for its slot or its answer does not. Bytes are not events: an event whose first byte has come must be whole within 30 s, or within this timeout when shorter (30 s also when this is 0), else the connection is closed the same way.',
         },
       ),
       countSetting(
