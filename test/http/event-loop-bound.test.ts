@@ -321,6 +321,7 @@ describe('one message of any protocol blocks the event loop at most 50 ms more t
         chunk,
         ping(c, data.length),
       );
+      assert.equal(answer.data.code, 'invalid_request');
       assert.match(
         answer.data.text,
         /^text: more than 100000 characters without a sentence end, over max_input_chars=100000/,
