@@ -2,6 +2,7 @@
  * Wyoming's audio: `{rate, width, channels}` on audio-start and on each audio-chunk, the payload raw
  * little-endian PCM, signed for widths 2..4 and unsigned for width 1 (as WAV keeps it).
  */
+import { showValue } from '../errors.js';
 import { WyomingError } from './framing.js';
 
 export interface PcmFormat {
@@ -15,7 +16,7 @@ function field(data: Record<string, unknown>, key: string, min: number, max: num
   if (!Number.isInteger(value) || (value as number) < min || (value as number) > max)
     throw new WyomingError(
       'invalid_audio',
-      `${key}: ${JSON.stringify(value)} is invalid; expected an integer from ${min} to ${max}`,
+      `${key}: ${showValue(value)} is invalid; expected an integer from ${min} to ${max}`,
     );
   return value as number;
 }

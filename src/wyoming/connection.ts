@@ -27,7 +27,7 @@ import type { Logger } from 'pino';
 import { modelEntry, requireTask } from '../api/model-lookup.js';
 import { SentenceBuffer } from '../api/speech/sentence-buffer.js';
 import type { ServerConfig } from '../config/types.js';
-import { VoxdError } from '../errors.js';
+import { showValue, VoxdError } from '../errors.js';
 import { liveIngestLimits } from '../http/live/body.js';
 import { toHttp } from '../http/transport/errors.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -407,7 +407,7 @@ export class WyomingConnection {
     if (!streamed) throw new WyomingError('invalid_event', 'synthesize-chunk: no synthesize-start before it');
     const text = data['text'];
     if (typeof text !== 'string')
-      throw new WyomingError('invalid_event', `synthesize-chunk: text ${JSON.stringify(text)} is not text`);
+      throw new WyomingError('invalid_event', `synthesize-chunk: text ${showValue(text)} is not text`);
     for (const sentence of streamed.text.push(text))
       await this.#speak({ text: sentence, voice: streamed.voice });
   }
@@ -426,7 +426,7 @@ function optionalText(data: Record<string, unknown>, key: string): string | unde
   const value = data[key];
   if (value === undefined || value === null || value === '') return undefined;
   if (typeof value !== 'string')
-    throw new WyomingError('invalid_event', `${key}: ${JSON.stringify(value)} is not text`);
+    throw new WyomingError('invalid_event', `${key}: ${showValue(value)} is not text`);
   return value;
 }
 

@@ -13,7 +13,7 @@ import type { Audio } from '../audio/types.js';
 import { encodePcm16 } from '../audio/wav-encode.js';
 import type { ServerConfig } from '../config/types.js';
 import { voiceAliases } from '../engines/voice-aliases.js';
-import { VoxdError } from '../errors.js';
+import { showValue, VoxdError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { WyomingError } from './framing.js';
 
@@ -31,7 +31,7 @@ export interface SynthesisContext {
 export async function synthesize(ctx: SynthesisContext, data: Record<string, unknown>): Promise<void> {
   const text = data['text'];
   if (typeof text !== 'string' || text.trim() === '')
-    throw new WyomingError('invalid_event', `synthesize: text ${JSON.stringify(text)} is not text to speak`);
+    throw new WyomingError('invalid_event', `synthesize: text ${showValue(text)} is not text to speak`);
   const voice = (data['voice'] ?? {}) as Record<string, unknown>;
   const named = typeof voice['name'] === 'string' && voice['name'] !== '' ? voice['name'] : undefined;
   const { runtime, config } = ctx;

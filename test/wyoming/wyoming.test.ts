@@ -206,10 +206,15 @@ describe('Wyoming listener', () => {
         assert.equal(error.data.code, 'invalid_audio');
         assert.match(error.data.text, message);
       }
+      // A field as large as the data block allows is shown as a short prefix, not echoed whole.
+      c.send('audio-start', { ...FORMAT, rate: Array.from({ length: 100_000 }, () => 1) });
+      const long = await c.nth('error', bad.length);
+      assert.equal(long.data.code, 'invalid_audio');
+      assert.ok(long.data.text.length < 1000, `${long.data.text.length} characters`);
       c.send('transcribe', { name: 'asr' });
       c.send('audio-start', FORMAT);
       c.send('audio-chunk', { ...FORMAT, channels: 2 }, Buffer.alloc(6));
-      const partial = await c.nth('error', bad.length);
+      const partial = await c.nth('error', bad.length + 1);
       assert.equal(partial.data.code, 'invalid_audio');
       assert.match(partial.data.text, /6 bytes are not whole frames of 2 channel\(s\) of 2 byte\(s\)/);
       c.send('ping');
