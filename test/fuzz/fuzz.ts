@@ -122,15 +122,10 @@ export async function startTarget(): Promise<TestServer> {
         { id: 'silero-vad', family: 'silero_vad', task: 'vad', lazy: true },
         // A real live-input engine, which hears a turn as it is spoken (the session cases' turns
         // go live on it), and real speech for it to hear and for the synthesis cases.
-        // Two slots: two sessions' turns live at once, and a third one queued behind them.
-        {
-          id: SESSION_MODELS.live,
-          family: 'pocketsphinx_asr',
-          task: 'asr',
-          mode: 'streaming',
-          slots: 2,
-          lazy: true,
-        },
+        // One slot: a second session's turn queues behind the first (and its client may leave
+        // there). Each slot is a runner process whose load costs about a second of CPU, paid
+        // again after every unload-all of the JSON cases.
+        { id: SESSION_MODELS.live, family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming', lazy: true },
         { id: SESSION_MODELS.tts, family: 'flite_tts', task: 'tts', mode: 'streaming', lazy: true },
       ],
     },
@@ -964,6 +959,21 @@ export function acceptable(outcome: Outcome): boolean {
 
 // ---------------------------------------------------------------- leak checks
 
+/** The models with a slot taken or a request queued, as `id:active/queued` (aliases left out). */
+async function busyModels(url: string): Promise<string> {
+  try {
+    const models = (await (await fetch(`${url}/v1/models`)).json()) as {
+      data: { id: string; active_slots?: number; queued_requests?: number; alias_of?: string }[];
+    };
+    const busy = models.data.filter(
+      (m) => m.alias_of === undefined && ((m.active_slots ?? 0) > 0 || (m.queued_requests ?? 0) > 0),
+    );
+    return busy.map((m) => `${m.id}:${m.active_slots ?? 0}/${m.queued_requests ?? 0}`).join(' ') || 'none';
+  } catch (err) {
+    return `unknown (${(err as Error).message})`;
+  }
+}
+
 function openFds(): number {
   return readdirSync('/proc/self/fd').length;
 }
@@ -1021,10 +1031,11 @@ async function quiet(url: string, baseline: Baseline, sessionsLive: boolean): Pr
       const health = await fetch(`${url}/health`);
       if (health.status !== 200) problems.push(`GET /health answered ${health.status}`);
       const models = (await (await fetch(`${url}/v1/models`)).json()) as {
-        data: { id: string; active_slots?: number; queued_requests?: number }[];
+        data: { id: string; active_slots?: number; queued_requests?: number; alias_of?: string }[];
       };
+      // An alias shows its model's slots: the model says it once.
       for (const m of models.data)
-        if ((m.active_slots ?? 0) !== 0 || (m.queued_requests ?? 0) !== 0)
+        if (m.alias_of === undefined && ((m.active_slots ?? 0) !== 0 || (m.queued_requests ?? 0) !== 0))
           problems.push(`${m.id}: active_slots ${m.active_slots}, queued_requests ${m.queued_requests}`);
     } catch (err) {
       problems.push(`health check failed: ${(err as Error).message}`);
@@ -1178,6 +1189,8 @@ async function fuzz(args: Args, findings: string[]): Promise<number> {
   const server = await startTarget();
   const started = Date.now();
   const byCategory = new Map<string, number>();
+  /** Milliseconds the cases of each category took, summed: what each costs a run at a given concurrency. */
+  const caseTime = new Map<string, number>();
   const statuses = new Map<string, number>();
   const replay = (k: number) => `npm run fuzz -- --seed ${args.seed} --case ${k}`;
   const indexes = args.case !== undefined ? [args.case] : Array.from({ length: args.cases }, (_, i) => i);
@@ -1196,14 +1209,19 @@ async function fuzz(args: Args, findings: string[]): Promise<number> {
         const k = indexes[next++]!;
         const gen = generate(args.seed, k);
         if (gen.session) sessionCases.push(k);
+        const t0 = performance.now();
         const outcome = await runCase(server.url, gen, server.voxd.wyoming?.port, sessions);
         byCategory.set(gen.category, (byCategory.get(gen.category) ?? 0) + 1);
+        caseTime.set(gen.category, (caseTime.get(gen.category) ?? 0) + performance.now() - t0);
         const key = `${outcome.status}${outcome.sseError ? ` (sse ${outcome.sseError})` : ''}`;
         statuses.set(key, (statuses.get(key) ?? 0) + 1);
         const problem = gen.check?.(outcome);
         if (!acceptable(outcome) || problem) {
+          // What held a case that hung is most often another's: the models still busy say whose.
+          const busy =
+            outcome.status === 'hang' ? ` (busy at its deadline: ${await busyModels(server.url)})` : '';
           findings.push(
-            `case ${k} [${gen.category}]: ${outcome.status} ${problem ?? outcome.detail ?? ''}\n  replay: ${replay(k)}`,
+            `case ${k} [${gen.category}]: ${outcome.status} ${problem ?? outcome.detail ?? ''}${busy}\n  replay: ${replay(k)}`,
           );
           if (args.case !== undefined)
             process.stdout.write(
@@ -1256,7 +1274,8 @@ async function fuzz(args: Args, findings: string[]): Promise<number> {
   const out = process.stdout;
   out.write(`fuzz: seed ${args.seed}, ${indexes.length} cases in ${seconds.toFixed(1)} s\n`);
   out.write('cases per category:\n');
-  for (const [c, n] of [...byCategory].sort()) out.write(`  ${c}: ${n}\n`);
+  for (const [c, n] of [...byCategory].sort())
+    out.write(`  ${c}: ${n} (${((caseTime.get(c) ?? 0) / 1000).toFixed(1)} s of case time)\n`);
   out.write('outcomes:\n');
   for (const [s, n] of [...statuses].sort()) out.write(`  ${s}: ${n}\n`);
   out.write(`findings: ${reported.length}\n`);

@@ -166,7 +166,9 @@ function realtimePlan(rng: Rng): RealtimePlan {
     } else if (roll < 74) steps.push({ do: 'clear' });
     else if (roll < 80) steps.push({ do: 'commit' });
     else if (roll < 88) steps.push({ do: 'flood', n: rng.range(3, 20), ms: rng.pick([20, 100, 250]) });
-    else if (roll < 94) steps.push({ do: 'huge', seconds: rng.pick([5, 15, 30]) });
+    // Sizes past what any pace sends, kept to seconds: a turn of minutes is minutes of decoding
+    // (legitimately), which would hold the model past the deadline of the cases beside it.
+    else if (roll < 94) steps.push({ do: 'huge', seconds: rng.pick([4, 10]) });
     else steps.push({ do: 'vad', on: rng.chance(0.5) });
   }
   return {
