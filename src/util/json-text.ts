@@ -15,6 +15,14 @@ import { cutText, invalidRequest, showValue } from '../errors.js';
 /** Deepest nesting of objects and arrays a client's JSON may have; the body itself is level 1. */
 export const MAX_JSON_DEPTH = 64;
 
+/**
+ * Most values (members of arrays and objects, counted by their separators and openings) a client's
+ * JSON may have. Width costs V8 too: 1M one-element arrays (4 MB) took 350 ms to parse, 100k about
+ * 20 ms. No voxd request needs more (audio travels as one base64 string, a batch of 10k requests of
+ * 10 fields fits), so past it the text is refused before it is parsed.
+ */
+export const MAX_JSON_VALUES = 100_000;
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const OPEN_ARRAY = 0x5b;
@@ -31,39 +39,46 @@ export interface DepthOptions {
 }
 
 /**
- * Why `text` is refused for its nesting (deeper than the limit), or undefined. Linear in the text and
- * never parses it: string literals are skipped with indexOf, so a 30 MB base64 string costs one
- * search. Malformed text is left to JSON.parse: before its first error the text is a valid prefix,
- * whose depth this counts exactly, so JSON.parse never goes deeper than the limit either.
+ * Why `text` is refused for its shape (nesting deeper than the limit, or more than MAX_JSON_VALUES
+ * values), or undefined. Linear in the text and never parses it: string literals are skipped with
+ * indexOf, so a 30 MB base64 string costs one search. Malformed text is left to JSON.parse: before
+ * its first error the text is a valid prefix, whose shape this counts exactly, so JSON.parse never
+ * goes deeper or wider than the limits either.
  */
-export function jsonDepthFault(text: string, options: DepthOptions = {}): string | undefined {
+export function jsonShapeFault(text: string, options: DepthOptions = {}): string | undefined {
   const limit = options.limit ?? MAX_JSON_DEPTH;
-  const at = openingPast(text, limit);
-  if (at < 0) return undefined;
-  const path = pathTo(text, at, options.field);
-  return `${path || (options.field ?? 'request body')}: JSON nesting is deeper than ${limit} levels; voxd accepts at most ${limit}`;
+  const at = faultAt(text, limit);
+  if (at === undefined) return undefined;
+  const what = options.field ?? 'request body';
+  if (at.wide)
+    return `${what}: JSON has more than ${MAX_JSON_VALUES} values; voxd accepts at most ${MAX_JSON_VALUES}`;
+  const path = pathTo(text, at.index, options.field);
+  return `${path || what}: JSON nesting is deeper than ${limit} levels; voxd accepts at most ${limit}`;
 }
 
-/** Fails with a 400 (jsonDepthFault's message) when `text` nests deeper than the limit. */
-export function checkJsonDepth(text: string, options: DepthOptions = {}): void {
-  const fault = jsonDepthFault(text, options);
+/** Fails with a 400 (jsonShapeFault's message) when `text` is too deep or too wide. */
+export function checkJsonShape(text: string, options: DepthOptions = {}): void {
+  const fault = jsonShapeFault(text, options);
   if (fault !== undefined) throw invalidRequest(fault);
 }
 
-/** Where the `[` or `{` that opens level `limit + 1` is, or -1. */
-function openingPast(text: string, limit: number): number {
+/** Where the `[` or `{` that opens level `limit + 1` is, or that the text has too many values. */
+function faultAt(text: string, limit: number): { index: number; wide: boolean } | undefined {
   let depth = 0;
+  let values = 0;
   const length = text.length;
   for (let i = 0; i < length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       i = stringEnd(text, i);
-      if (i < 0) return -1;
+      if (i < 0) return undefined;
     } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
-      if (++depth > limit) return i;
+      if (++depth > limit) return { index: i, wide: false };
+      if (++values > MAX_JSON_VALUES) return { index: i, wide: true };
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) depth--;
+    else if (c === COMMA && ++values > MAX_JSON_VALUES) return { index: i, wide: true };
   }
-  return -1;
+  return undefined;
 }
 
 /**
@@ -155,7 +170,7 @@ function keyOf(text: string, open: number, close: number): string {
  * (paths start with it). Fails with a 400 naming the path at fault.
  */
 export function parseJsonText(text: string, field?: string): unknown {
-  checkJsonDepth(text, { field });
+  checkJsonShape(text, { field });
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

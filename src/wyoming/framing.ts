@@ -6,7 +6,7 @@
  * WyomingError with the code the client's `error` event gets.
  */
 import { showValue } from '../errors.js';
-import { jsonDepthFault } from '../util/json-text.js';
+import { jsonShapeFault } from '../util/json-text.js';
 
 /** The protocol version voxd's events carry (the library's writer always adds one). */
 export const WYOMING_VERSION = '1.8.0';
@@ -58,7 +58,7 @@ function parseJson(bytes: Buffer, what: string): Record<string, unknown> {
   const text = bytes.toString('utf8');
   // Checked on the text, before it is parsed (see json-text.ts): deep nesting costs JSON.parse
   // main-thread time, and JSON.stringify of a deep field (an error message) would overflow the stack.
-  const fault = jsonDepthFault(text);
+  const fault = jsonShapeFault(text);
   if (fault !== undefined) throw new WyomingError('invalid_event', `${what}: ${fault}`);
   let value: unknown;
   try {

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
 import type { VoxdError } from '../../src/errors.js';
-import { checkJsonDepth, jsonDepthFault, MAX_JSON_DEPTH, parseJsonText } from '../../src/util/json-text.js';
+import {
+  checkJsonShape,
+  jsonShapeFault,
+  MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
+  parseJsonText,
+} from '../../src/util/json-text.js';
 
 const arrays = (levels: number, inner = '') => '['.repeat(levels) + inner + ']'.repeat(levels);
 const objects = (levels: number) => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1);
@@ -36,7 +42,7 @@ function refused(run: () => unknown, path: string): string {
 test('nesting of exactly MAX_JSON_DEPTH levels parses; one more is refused before any parse', () => {
   assert.equal(MAX_JSON_DEPTH, 64);
   assert.ok(Array.isArray(parseJsonText(arrays(64, '1'))));
-  assert.equal(jsonDepthFault(objects(64)), undefined);
+  assert.equal(jsonShapeFault(objects(64)), undefined);
   parses = 0;
   refused(() => parseJsonText(arrays(65)), `${'[0]'.repeat(64)}: `);
   refused(() => parseJsonText(objects(65)), `a${'.a'.repeat(63)}: `);
@@ -54,13 +60,13 @@ test('a deep text is refused in one linear scan, never parsed (V8 takes ~1 µs a
 
 test('brackets inside strings, escaped quotes and escaped backslashes do not count', () => {
   const brackets = `{"a":"${'['.repeat(200)}","b":"\\"${'{'.repeat(200)}\\"","c":"\\\\","d":${arrays(62)}}`;
-  assert.equal(jsonDepthFault(brackets), undefined);
+  assert.equal(jsonShapeFault(brackets), undefined);
   assert.equal((parseJsonText(brackets) as { a: string }).a.length, 200);
   // After `"\\\\"` (one escaped backslash) the string is closed: the brackets that follow count.
   refused(() => parseJsonText(`{"c":"\\\\","d":${arrays(64)}}`), `d${'[0]'.repeat(63)}`);
   // More than a few escaped quotes in one string (read a character at a time) skip the same.
   const q = `"[${'\\"'.repeat(100)}{"`;
-  assert.equal(jsonDepthFault(JSON.stringify({ q, d: JSON.parse(arrays(63)) })), undefined);
+  assert.equal(jsonShapeFault(JSON.stringify({ q, d: JSON.parse(arrays(63)) })), undefined);
   refused(() => parseJsonText(JSON.stringify({ q, d: JSON.parse(arrays(64)) })), `d${'[0]'.repeat(63)}: `);
 });
 
@@ -78,20 +84,20 @@ test('the refused path names the field, the keys as parsed (escapes read) and th
 });
 
 test('the limit is a parameter (a bridge frame wraps a body: one level more)', () => {
-  assert.equal(jsonDepthFault(arrays(65), { limit: 65 }), undefined);
+  assert.equal(jsonShapeFault(arrays(65), { limit: 65 }), undefined);
   assert.match(
-    jsonDepthFault(arrays(66), { limit: 65 }) ?? '',
+    jsonShapeFault(arrays(66), { limit: 65 }) ?? '',
     /deeper than 65 levels; voxd accepts at most 65$/,
   );
   assert.throws(
-    () => checkJsonDepth(arrays(3), { limit: 2, field: 'event' }),
+    () => checkJsonShape(arrays(3), { limit: 2, field: 'event' }),
     /^VoxdError: event\[0\]\[0\]: /,
   );
 });
 
 test('malformed text is left to JSON.parse, whose message it keeps', () => {
   // An unterminated string: no depth is known past it, and the parse says what is wrong.
-  assert.equal(jsonDepthFault(`["${arrays(100)}`), undefined);
+  assert.equal(jsonShapeFault(`["${arrays(100)}`), undefined);
   assert.throws(() => parseJsonText(`["${arrays(100)}`), /request body is not valid JSON/);
   assert.throws(
     () => parseJsonText('{"a":', 'options'),
@@ -99,4 +105,22 @@ test('malformed text is left to JSON.parse, whose message it keeps', () => {
   );
   // Numbers past a double are still refused after the parse.
   assert.throws(() => parseJsonText('{"a":[1e400]}'), /a\[0\]: number out of range/);
+});
+
+test('width: MAX_JSON_VALUES values parse; one more is refused before any parse, strings not counted', () => {
+  assert.equal(MAX_JSON_VALUES, 100_000);
+  // The array's opening and its n - 1 separators: n values as counted.
+  const wide = (n: number) => `[${'1,'.repeat(n - 1)}1]`;
+  assert.ok(Array.isArray(parseJsonText(wide(MAX_JSON_VALUES))));
+  parses = 0;
+  assert.throws(
+    () => parseJsonText(wide(MAX_JSON_VALUES + 1), 'options'),
+    (err: VoxdError) =>
+      err.code === 'E_INVALID_REQUEST' &&
+      err.message ===
+        `options: JSON has more than ${MAX_JSON_VALUES} values; voxd accepts at most ${MAX_JSON_VALUES}`,
+  );
+  assert.equal(parses, 0, 'refused text is never parsed');
+  // Commas and brackets inside a string are text, not values.
+  assert.equal(jsonShapeFault(JSON.stringify({ text: ',[{'.repeat(MAX_JSON_VALUES) })), undefined);
 });

@@ -8,7 +8,7 @@
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { showValue, VoxdError } from '../../errors.js';
-import { checkJsonDepth, MAX_JSON_DEPTH } from '../../util/json-text.js';
+import { checkJsonShape, MAX_JSON_DEPTH } from '../../util/json-text.js';
 import type { ErrorObject } from '../transport/errors.js';
 
 export type FrameId = string | number | null;
@@ -59,7 +59,7 @@ const invalid = (param: string, message: string) =>
  * `body_json` is a body one level down, which the route then checks as its own.
  */
 export function frameObject(text: string): Record<string, unknown> {
-  checkJsonDepth(text, { limit: MAX_JSON_DEPTH + 1 });
+  checkJsonShape(text, { limit: MAX_JSON_DEPTH + 1 });
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
