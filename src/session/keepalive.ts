@@ -13,11 +13,19 @@ export const KEEPALIVE_MS = 30_000;
 /** Pings `ws` every KEEPALIVE_MS on `clock`, terminating it once a ping goes unanswered; cancel at its close. */
 export function keepAlive(ws: WebSocket, clock: Clock): Timer {
   let pongDue = false;
+  // Anything the peer sends shows it is there: its pong may wait behind the events it is sending.
   const onPong = () => {
     pongDue = false;
   };
   ws.on('pong', onPong);
+  ws.on('message', onPong);
   const timer = clock.every(KEEPALIVE_MS, () => {
+    // While voxd does not read the socket (its own backpressure), no pong can arrive: the peer is
+    // judged once reading resumes, or a session paused behind a slow step would be dropped.
+    if (ws.isPaused) {
+      pongDue = false;
+      return;
+    }
     if (pongDue) {
       ws.terminate();
       return;
@@ -29,6 +37,7 @@ export function keepAlive(ws: WebSocket, clock: Clock): Timer {
     cancel() {
       timer.cancel();
       ws.off('pong', onPong);
+      ws.off('message', onPong);
     },
   };
 }
