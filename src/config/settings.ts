@@ -580,7 +580,7 @@ const GROUPS = [
         {
           zero: 'never',
           meaning:
-            "A realtime session whose client sends no event for this long (a turn in progress does not count as idle) gets an `error` event (code `session_idle_timeout`) and is closed with 1000. Pings answered by the client's WebSocket library do not count: an event does.",
+            "A realtime session whose client sends no event for this long gets an `error` event (code `session_idle_timeout`) and is closed with 1000. A turn waiting for its slot or being transcribed does not count as idle; a live turn (server VAD with a streaming engine) waiting for the client's audio does, and is cancelled with the session, so a client that stops sending mid-speech frees the model's slot. Pings answered by the client's WebSocket library do not count: an event does.",
         },
       ),
       countSetting(
@@ -610,7 +610,7 @@ const GROUPS = [
         {
           zero: 'never',
           meaning:
-            "A realtime session's longest life (OpenAI's is 60 minutes): then its turn in progress finishes, it gets an `error` event (code `session_expired`) and is closed with 1000. A client reconnects for a new session.",
+            "A realtime session's longest life (OpenAI's is 60 minutes): then it gets an `error` event (code `session_expired`) and is closed with 1000 at once, its turn in progress cancelled and the turn's slot freed. A client reconnects for a new session.",
         },
       ),
       define('live_ingest', bespoke<LiveIngestConfig>(), {

@@ -14,6 +14,7 @@ import { VoxdError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import type { SessionHost } from '../../session/session-host.js';
 import { authorize, REALTIME_PATH } from '../transport/auth.js';
 import { checkOrigin } from '../transport/origin.js';
 import type { Route } from '../transport/route.js';
@@ -33,6 +34,8 @@ export interface RealtimeDeps {
   /** The route the upgrade answers for (its scope is the key check's). */
   route: Route;
   metrics?: Metrics;
+  /** What every session of the server shares (the byte budget, the clock, the memory release). */
+  host: SessionHost;
 }
 
 export interface RealtimeFrontEnd {
@@ -52,6 +55,7 @@ export function realtimeFrontEnd({
   logger,
   route,
   metrics,
+  host,
 }: RealtimeDeps): RealtimeFrontEnd {
   const wss = new WebSocketServer({
     noServer: true,
@@ -92,7 +96,7 @@ export function realtimeFrontEnd({
   };
 
   const open = (ws: WebSocket, model: string | undefined): void => {
-    const session = new RealtimeSession(ws, { runtime, config, log: logger, model, metrics });
+    const session = new RealtimeSession(ws, { runtime, config, log: logger, host, model, metrics });
     sessions.add(session);
     metrics?.realtimeSession(1);
     logger.info({ session: session.id, model }, `realtime session ${session.id} opened`);

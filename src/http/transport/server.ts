@@ -522,7 +522,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   server.on('clientError', onClientError);
   // WebSocket sessions (the realtime API) on the same port; their socket counts as a connection
   // with a request in progress, so a drain ends the sessions itself rather than dropping them.
-  const realtime = realtimeFrontEnd({ runtime, config, logger, route: realtimeRoute, metrics });
+  const realtime = realtimeFrontEnd({ runtime, config, logger, route: realtimeRoute, metrics, host });
   // audio.cpp's WebSocket bridge (frontend_listener "websocket"): a WebSocket to any other route's
   // path, whose frames are requests handed back to this server as in-memory connections.
   const bridge =

@@ -1,0 +1,401 @@
+/**
+ * A realtime session's input audio buffer: appends decoded into one timeline of mono samples (at
+ * the model's rate, or the client's when lower: arriving-samples.ts), the client's commits and
+ * clears, and under server VAD the speech detector that finds turns in it (speech_started,
+ * speech_stopped, timeout_triggered) and feeds a live turn as its speech is examined. Turns go to
+ * the turn-taker.
+ *
+ * Bounds: a turn holds at most BUFFER_SECONDS; everything held counts against the server's byte
+ * budget (held-audio.ts), refused at the append that would pass it; under server VAD the audio not
+ * yet examined stays under UNEXAMINED_SECONDS: an append waits (the session stops reading its
+ * socket behind it) until the detector has caught up, as a Wyoming VAD exchange does.
+ *
+ * Positions on the timeline, and the event times made from them, count samples at the kept rate.
+ */
+import { registeredEntry } from '../../api/model-lookup.js';
+import { vadProbe } from '../../api/vad/probe.js';
+import { SampleBuffer } from '../../api/vad/sample-buffer.js';
+import { SpeechDetector } from '../../api/vad/speech-detector.js';
+import { isPaddedBase64Of } from '../../audio/base64.js';
+import type { Audio } from '../../audio/types.js';
+import type { ServerConfig } from '../../config/types.js';
+import { showValue, VoxdError } from '../../errors.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type { SessionShell } from '../../session/session-shell.js';
+import { ArrivingSamples } from './arriving-samples.js';
+import { bytesPerSample } from './audio-format.js';
+import { type ErrorBody, errorBody, type ServerEvent, type SessionSettings } from './events.js';
+import type { HeldAudio, HeldRange } from './held-audio.js';
+import { LiveFeed } from './live-feed.js';
+import type { ServerVad } from './turn-detection.js';
+import type { Turn, TurnTaker } from './turns.js';
+
+/**
+ * The longest turn a session buffers, whatever max_audio_seconds allows (3 hours by default): its
+ * samples are held until the commit, and 256 sessions of 3 hours would be terabytes. Two minutes
+ * kept at 16 kHz are 7.7 MB; a client dictating longer commits as it goes.
+ */
+export const BUFFER_SECONDS = 120;
+
+/**
+ * Under server VAD, audio appended and not yet examined by the detector before an append waits for
+ * it: the detector examines at most 5 s a probe, one probe at a time, so a client sending faster
+ * than that is slowed to its pace instead of piling audio up (60 appends of 110 s held 683 MB).
+ */
+export const UNEXAMINED_SECONDS = 10;
+
+/** The input rate of every engine voxd has, assumed for a model not loaded yet. */
+const MODEL_RATE = 16_000;
+
+export interface InputContext {
+  runtime: Runtime;
+  config: ServerConfig;
+  shell: SessionShell;
+  settings: SessionSettings;
+  turns: TurnTaker;
+  held: HeldAudio;
+  send(event: ServerEvent): void;
+  sendError(error: ErrorBody): void;
+}
+
+/** Server VAD's turn whose speech goes on: where its audio starts and how far a live turn was fed. */
+interface OpenTurn {
+  turn: Turn;
+  start: number;
+  sentTo: number;
+}
+
+export class InputBuffer {
+  readonly #ctx: InputContext;
+  readonly #buffer = new SampleBuffer();
+  /** The session's audio on the byte budget: the buffer, and the turns that hold some of it. */
+  readonly #held: HeldAudio;
+  /** The odd byte of a pcm16 append, waiting for its pair in the next one. */
+  #carry: number | undefined;
+  #detector: SpeechDetector | undefined;
+  #open: OpenTurn | undefined;
+  /** Appends on their way into the buffer, at the rate the buffer keeps. */
+  #arriving: ArrivingSamples;
+
+  constructor(ctx: InputContext) {
+    this.#ctx = ctx;
+    this.#arriving = this.#arrivingFor();
+    const buffer = this.#buffer;
+    this.#held = ctx.held;
+    this.#held.hold({
+      get from() {
+        return buffer.start;
+      },
+      get to() {
+        return buffer.end;
+      },
+    });
+  }
+
+  /** Whether audio in the current format waits (a format change is refused then). */
+  get holdsAudio(): boolean {
+    // Under server VAD the buffer holds only the detector's context until speech starts.
+    return (
+      this.#open !== undefined ||
+      (!this.#ctx.settings.vad && (this.#buffer.length > 0 || this.#carry !== undefined))
+    );
+  }
+
+  /** Turns server VAD on (afresh, from the audio that comes next) or off; speech going on is committed. */
+  detect(vad: ServerVad | undefined): void {
+    if (this.#open) this.#commitOpen();
+    this.#detector?.stop();
+    this.#detector = undefined;
+    this.#buffer.clear();
+    this.#carry = undefined;
+    this.#arriving = this.#arrivingFor();
+    this.#held.settle();
+    if (!vad) return;
+    const { runtime, config, shell } = this.#ctx;
+    const rate = this.#rate;
+    this.#detector = new SpeechDetector(
+      this.#buffer,
+      rate,
+      vad,
+      vadProbe(runtime, config.chunking_vad_model, rate, shell.signal),
+      {
+        started: (position) => this.#speechStarted(position),
+        examined: (to) => this.#feedOpen(to),
+        stopped: (position, to) => this.#speechStopped(position, to),
+        idle: (from, to) => this.#idleTimeout(from, to),
+        failed: (err) => {
+          const error = errorBody(err);
+          this.#ctx.sendError({ ...error, message: `server VAD: ${error.message}` });
+        },
+      },
+      // A turn is cut before the buffer's limit would refuse its audio.
+      this.#limitSeconds() * 0.9,
+    );
+  }
+
+  async append(audio: string): Promise<void> {
+    const decoded = Buffer.from(audio, 'base64');
+    if (!isPaddedBase64Of(audio, decoded))
+      throw new VoxdError('E_INVALID_REQUEST', `audio: ${showValue(audio.slice(0, 40))} is not base64`, {
+        param: 'audio',
+      });
+    const detector = this.#detector;
+    if (detector) await this.#catchUp(detector);
+    if (this.#ctx.shell.ended) return;
+    const { encoding } = this.#ctx.settings.format;
+    const width = bytesPerSample(encoding);
+    const bytes = this.#carry === undefined ? decoded : Buffer.concat([Buffer.of(this.#carry), decoded]);
+    const whole = bytes.length - (bytes.length % width);
+    const frames = this.#arriving.framesFor(whole / width);
+    const limit = this.#limitSeconds();
+    if ((this.#turnFrames() + frames) / this.#rate > limit)
+      throw new VoxdError(
+        'E_AUDIO_TOO_LONG',
+        `input_audio_buffer: the buffer would hold more than ${limit} s of audio (${limit === this.#ctx.config.max_audio_seconds ? 'max_audio_seconds' : "a realtime turn's limit"}); commit or clear it`,
+        { param: 'audio' },
+      );
+    // A refusal (this one, or the limit's above) leaves the buffer and the odd byte as they were.
+    this.#held.admit(frames);
+    this.#carry = whole < bytes.length ? bytes[whole] : undefined;
+    const samples = await this.#arriving.push(bytes.subarray(0, whole), encoding);
+    if (this.#ctx.shell.ended || samples.length === 0) return;
+    this.#buffer.append(samples);
+    if (!detector) return;
+    detector.update();
+    this.#dropExamined(detector);
+  }
+
+  /**
+   * Waits while more than UNEXAMINED_SECONDS wait for the detector, one probe after another; an
+   * E_BUSY refusal when a probe makes no progress (the VAD model fails or is busy: its error was
+   * told), so a detector that cannot keep up never lets the audio pile up behind it.
+   */
+  async #catchUp(detector: SpeechDetector): Promise<void> {
+    const most = this.#rate * UNEXAMINED_SECONDS;
+    while (detector.unexamined > most && !this.#ctx.shell.ended) {
+      const before = detector.unexamined;
+      detector.update();
+      await detector.settled();
+      this.#dropExamined(detector);
+      if (detector.unexamined >= before && !this.#ctx.shell.ended)
+        throw new VoxdError(
+          'E_BUSY',
+          `input_audio_buffer: server VAD has more than ${UNEXAMINED_SECONDS} s of audio to examine and its model does not answer; this append was dropped, send it again`,
+          { param: 'audio', retryAfterS: 1 },
+        );
+    }
+  }
+
+  /** Drops what neither the detector, a prefix padding, nor a turn going on needs any more. */
+  #dropExamined(detector: SpeechDetector): void {
+    const open = this.#open;
+    let keep = detector.oldestNeeded;
+    if (open) keep = open.turn.audio instanceof LiveFeed ? Math.min(keep, open.sentTo) : open.start;
+    this.#buffer.dropBefore(keep);
+    this.#held.settle();
+  }
+
+  commit(): void {
+    if (this.#open) {
+      this.#commitOpen();
+      return;
+    }
+    if (this.#buffer.length === 0) {
+      this.#ctx.sendError({
+        type: 'invalid_request_error',
+        code: 'input_audio_buffer_commit_empty',
+        message: 'input_audio_buffer: the buffer is empty; append audio before committing',
+        param: null,
+      });
+      return;
+    }
+    const { turns } = this.#ctx;
+    // Refused, the buffer keeps its audio for a commit once a transcript has come.
+    if (turns.full) throw turns.refusal();
+    // The commit ends the stream: the resampler's last samples belong to this turn.
+    this.#buffer.append(this.#arriving.flush());
+    const range = { from: this.#buffer.start, to: this.#buffer.end };
+    const turn = this.#wholeTurn(this.#buffer.slice(range.from), range);
+    this.#buffer.clear();
+    this.#carry = undefined;
+    this.#detector?.reset();
+    turns.committed(turn);
+    turns.schedule(turn);
+    this.#held.settle();
+  }
+
+  clear(): void {
+    if (this.#open) {
+      const { turn } = this.#open;
+      this.#open = undefined;
+      const reason = new VoxdError(
+        'E_CLIENT_GONE',
+        'the client cleared the buffer while the turn was spoken',
+      );
+      turn.cancel.abort(reason);
+      if (turn.audio instanceof LiveFeed) turn.audio.fail(reason);
+    }
+    this.#buffer.clear();
+    this.#carry = undefined;
+    this.#arriving.reset();
+    this.#detector?.reset();
+    this.#held.settle();
+  }
+
+  /** A shutdown: speech going on is committed as it is, to be transcribed before the close. */
+  commitSpeech(): void {
+    this.#detector?.stop();
+    if (this.#open) this.#commitOpen();
+  }
+
+  /** The session ended: detection stops, and a live turn's engine stops waiting for audio. */
+  end(reason: VoxdError): void {
+    this.#detector?.stop();
+    const open = this.#open;
+    this.#open = undefined;
+    if (open?.turn.audio instanceof LiveFeed) open.turn.audio.fail(reason);
+  }
+
+  /**
+   * A live turn passed its deadline: if its speech still goes on, it is committed as it is (its
+   * failure follows), and the detector starts afresh on what comes next.
+   */
+  late(turn: Turn): void {
+    if (this.#open?.turn !== turn) return;
+    this.#commitOpen();
+    this.#detector?.reset();
+    this.#held.settle();
+  }
+
+  /** The longest turn the buffer takes, in seconds. */
+  #limitSeconds(): number {
+    const configured = this.#ctx.config.max_audio_seconds;
+    return configured > 0 ? Math.min(configured, BUFFER_SECONDS) : BUFFER_SECONDS;
+  }
+
+  /**
+   * Frames that count toward a turn's limit: the buffer (manual commit); under server VAD the open
+   * turn's, or before speech starts what the detector has still to examine.
+   */
+  #turnFrames(): number {
+    if (!this.#detector) return this.#buffer.length;
+    return this.#open ? this.#buffer.end - this.#open.start : this.#detector.unexamined;
+  }
+
+  /** The rate the buffer keeps: positions on its timeline count samples at it. */
+  get #rate(): number {
+    return this.#arriving.rate;
+  }
+
+  /**
+   * Conversion for the current format to the session model's input rate (16 kHz while it is not
+   * loaded: every engine here takes it), or to the client's rate when that is lower.
+   */
+  #arrivingFor(): ArrivingSamples {
+    const { settings, runtime } = this.#ctx;
+    const model = settings.model === undefined ? undefined : registeredEntry(runtime, settings.model);
+    const modelRate = model?.audioInput?.sampleRate ?? MODEL_RATE;
+    return new ArrivingSamples(settings.format.rate, Math.min(settings.format.rate, modelRate));
+  }
+
+  #ms(position: number): number {
+    return Math.round((position * 1000) / this.#rate);
+  }
+
+  #audio(samples: Float32Array): Audio {
+    return { samples, sampleRate: this.#rate, channels: 1 };
+  }
+
+  #wholeTurn(samples: Float32Array, range: HeldRange): Turn {
+    return this.#ctx.turns.open(this.#audio(samples), range, this.#rate);
+  }
+
+  #speechStarted(position: number): void {
+    const { settings, runtime, turns } = this.#ctx;
+    const rate = this.#rate;
+    const prefix = Math.round((settings.vad!.prefixPaddingMs * rate) / 1000);
+    const start = Math.max(this.#buffer.start, position - prefix);
+    const model = settings.model === undefined ? undefined : registeredEntry(runtime, settings.model);
+    // A streaming engine hears the turn as it is spoken (what the detector has examined of it): its
+    // slot is taken now, in the model's FIFO. With turns waiting already it is taken whole at its
+    // commit instead, where the limit of waiting turns is checked again.
+    const feed =
+      model?.family.liveInput === true && !turns.full
+        ? new LiveFeed(start, () => this.#held.settle())
+        : undefined;
+    const turn = feed
+      ? turns.open(feed, feed.range, rate)
+      : this.#wholeTurn(new Float32Array(0), { from: start, to: start });
+    this.#open = { turn, start, sentTo: start };
+    this.#ctx.send({
+      type: 'input_audio_buffer.speech_started',
+      audio_start_ms: this.#ms(start),
+      item_id: turn.itemId,
+    });
+    if (feed) turns.schedule(turn);
+  }
+
+  /** Hands a live turn's engine its audio up to `to`. */
+  #feedOpen(to: number): void {
+    const open = this.#open;
+    if (!open || !(open.turn.audio instanceof LiveFeed) || to <= open.sentTo) return;
+    const samples = this.#buffer.slice(open.sentTo, to);
+    open.sentTo = to;
+    open.turn.frames += samples.length;
+    open.turn.audio.push(this.#audio(samples), to);
+  }
+
+  #speechStopped(position: number, to: number): void {
+    const open = this.#open;
+    if (!open) return;
+    this.#ctx.send({
+      type: 'input_audio_buffer.speech_stopped',
+      audio_end_ms: this.#ms(position),
+      item_id: open.turn.itemId,
+    });
+    this.#commitOpen(to);
+  }
+
+  /** idle_timeout_ms passed without speech: the quiet audio is committed as a turn of its own. */
+  #idleTimeout(from: number, to: number): void {
+    const { turns } = this.#ctx;
+    if (turns.full) {
+      this.#ctx.sendError(errorBody(turns.refusal()));
+      return;
+    }
+    const range = { from, to };
+    const turn = this.#wholeTurn(this.#buffer.slice(from, to), range);
+    this.#ctx.send({
+      type: 'input_audio_buffer.timeout_triggered',
+      audio_start_ms: this.#ms(from),
+      audio_end_ms: this.#ms(to),
+      item_id: turn.itemId,
+    });
+    turns.committed(turn);
+    turns.schedule(turn);
+  }
+
+  /** Commits the open turn with its audio up to `to` (its silence window included). */
+  #commitOpen(to = this.#buffer.end): void {
+    this.#feedOpen(to);
+    const { turn, start } = this.#open!;
+    this.#open = undefined;
+    const { turns } = this.#ctx;
+    if (turn.audio instanceof LiveFeed) {
+      turn.audio.end();
+      turns.committed(turn);
+      return;
+    }
+    // The server's own commit past the limit of waiting turns: the client is told, the turn dropped.
+    if (turns.full) {
+      this.#ctx.sendError(errorBody(turns.refusal()));
+      return;
+    }
+    const samples = this.#buffer.slice(start, to);
+    turn.audio = this.#audio(samples);
+    turn.frames = samples.length;
+    turn.range.to = to;
+    turns.committed(turn);
+    turns.schedule(turn);
+  }
+}
