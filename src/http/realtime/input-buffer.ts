@@ -15,7 +15,7 @@
 import { registeredEntry } from '../../api/model-lookup.js';
 import { vadProbe } from '../../api/vad/probe.js';
 import { SampleBuffer } from '../../api/vad/sample-buffer.js';
-import { SpeechDetector } from '../../api/vad/speech-detector.js';
+import { PROBE_STEP_MS, SpeechDetector } from '../../api/vad/speech-detector.js';
 import { isPaddedBase64Of } from '../../audio/base64.js';
 import type { Audio } from '../../audio/types.js';
 import type { ServerConfig } from '../../config/types.js';
@@ -139,15 +139,15 @@ export class InputBuffer {
       throw new VoxdError('E_INVALID_REQUEST', `audio: ${showValue(audio.slice(0, 40))} is not base64`, {
         param: 'audio',
       });
-    const detector = this.#detector;
-    if (detector) await this.#catchUp(detector);
-    if (this.#ctx.shell.ended) return;
     const { encoding } = this.#ctx.settings.format;
     const width = bytesPerSample(encoding);
     const bytes = this.#carry === undefined ? decoded : Buffer.concat([Buffer.of(this.#carry), decoded]);
     const whole = bytes.length - (bytes.length % width);
     const frames = this.#arriving.framesFor(whole / width);
     const limit = this.#limitSeconds();
+    const detector = this.#detector;
+    if (detector) await this.#catchUp(detector, frames, limit);
+    if (this.#ctx.shell.ended) return;
     if ((this.#turnFrames() + frames) / this.#rate > limit)
       throw new VoxdError(
         'E_AUDIO_TOO_LONG',
@@ -166,12 +166,16 @@ export class InputBuffer {
   }
 
   /**
-   * Waits while more than UNEXAMINED_SECONDS wait for the detector, one probe after another; an
-   * E_BUSY refusal when a probe makes no progress (the VAD model fails or is busy: its error was
-   * told), so a detector that cannot keep up never lets the audio pile up behind it.
+   * Waits while more than UNEXAMINED_SECONDS wait for the detector, or more than leave room for
+   * `incoming` frames under the buffer's limit, one probe after another (down to one probe's step,
+   * what the detector waits for before it probes); an E_BUSY refusal when a probe makes no progress
+   * (the VAD model fails or is busy: its error was told), so a detector that cannot keep up never
+   * lets the audio pile up behind it.
    */
-  async #catchUp(detector: SpeechDetector): Promise<void> {
-    const most = this.#rate * UNEXAMINED_SECONDS;
+  async #catchUp(detector: SpeechDetector, incoming: number, limitSeconds: number): Promise<void> {
+    const rate = this.#rate;
+    const room = Math.min(rate * UNEXAMINED_SECONDS, rate * limitSeconds - incoming);
+    const most = Math.max(Math.round((PROBE_STEP_MS * rate) / 1000), room);
     while (detector.unexamined > most && !this.#ctx.shell.ended) {
       const before = detector.unexamined;
       detector.update();

@@ -144,3 +144,33 @@ test('server VAD: an append flood waits for the detector, so the audio held stay
     },
   );
 });
+
+test('server VAD: appends as long as the buffer takes follow each other, each waiting until it fits', async () => {
+  await withServer(
+    {
+      models: [
+        fixtureModel('asr', { task: 'asr' }),
+        { id: 'silero-vad', family: 'silero_vad', task: 'vad', lazy: true },
+      ],
+    },
+    async (s) => {
+      const { ws, messages, send } = await session(s);
+      send({
+        type: 'session.update',
+        session: { audio: { input: { turn_detection: { type: 'server_vad' } } } },
+      });
+      await messages.next('session.updated');
+      // Two of 115 s: the second fits under the 120 s limit only once the first has been examined.
+      const append = silence(115);
+      send({ type: 'input_audio_buffer.append', audio: append });
+      send({ type: 'input_audio_buffer.append', audio: append });
+      send({ type: 'input_audio_buffer.clear' });
+      await messages.next('input_audio_buffer.cleared', 0, 60_000);
+      assert.deepEqual(
+        messages.all.filter((e) => e.type === 'error'),
+        [],
+      );
+      ws.close();
+    },
+  );
+});
