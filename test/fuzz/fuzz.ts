@@ -959,16 +959,30 @@ export function acceptable(outcome: Outcome): boolean {
 
 // ---------------------------------------------------------------- leak checks
 
-/** The models with a slot taken or a request queued, as `id:active/queued` (aliases left out). */
+/**
+ * The models with a slot taken or a request queued, as `id:active/queued`, and those loading or
+ * unloading, as `id:state` (aliases left out).
+ */
 async function busyModels(url: string): Promise<string> {
   try {
     const models = (await (await fetch(`${url}/v1/models`)).json()) as {
-      data: { id: string; active_slots?: number; queued_requests?: number; alias_of?: string }[];
+      data: {
+        id: string;
+        active_slots?: number;
+        queued_requests?: number;
+        alias_of?: string;
+        state?: string;
+      }[];
     };
-    const busy = models.data.filter(
-      (m) => m.alias_of === undefined && ((m.active_slots ?? 0) > 0 || (m.queued_requests ?? 0) > 0),
-    );
-    return busy.map((m) => `${m.id}:${m.active_slots ?? 0}/${m.queued_requests ?? 0}`).join(' ') || 'none';
+    const shown: string[] = [];
+    for (const m of models.data) {
+      if (m.alias_of !== undefined) continue;
+      if ((m.active_slots ?? 0) > 0 || (m.queued_requests ?? 0) > 0)
+        shown.push(`${m.id}:${m.active_slots ?? 0}/${m.queued_requests ?? 0}`);
+      if (m.state !== undefined && m.state !== 'ready' && m.state !== 'unloaded')
+        shown.push(`${m.id}:${m.state}`);
+    }
+    return shown.join(' ') || 'none';
   } catch (err) {
     return `unknown (${(err as Error).message})`;
   }
