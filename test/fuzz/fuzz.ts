@@ -94,6 +94,8 @@ export async function startTarget(): Promise<TestServer> {
       body_timeout_ms: BODY_TIMEOUT_MS,
       max_input_chars: 2000,
       busy_timeout_ms: 2000,
+      // The close at the end must keep to it (plus its grace): CLOSE_DEADLINE_MS is well past both.
+      shutdown_timeout_ms: 5000,
       // send_timeout_ms: a session case's client that stops reading frees its slot within the
       // batch check's wait (the default, 30 s, would outlast it).
       live_ingest: {
@@ -1109,7 +1111,8 @@ function parseArgs(argv: string[]): Args {
 
 /**
  * How long the server under test may take to close once the cases are done: a clean close takes
- * well under a second; one that waits out a held slot or a session (shutdown_timeout_ms) is a finding.
+ * well under a second, and one that has to cancel work ends at the target's shutdown_timeout_ms
+ * (5 s) and its grace; past this it did not keep to its own deadline, a finding.
  */
 const CLOSE_DEADLINE_MS = 15_000;
 
@@ -1269,9 +1272,10 @@ async function fuzz(args: Args, findings: string[]): Promise<number> {
   }
   endLeftovers();
   // Closed before the summary: a close that fails or hangs is a finding the summary counts, not
-  // an exit code it contradicts.
+  // an exit code it contradicts. What was busy as it began says what it may have waited for.
+  const busy = await busyModels(server.url);
   const closeProblem = await closeWithin(server);
-  if (closeProblem) findings.push(closeProblem);
+  if (closeProblem) findings.push(`${closeProblem} (busy as it began: ${busy})`);
   // Read after the close, so that what the server logged while it shut down is judged too.
   for (const r of server.records.filter((r) => r.level === 'error' || r.level === 'fatal').slice(0, 5))
     findings.push(`logged ${r.level}: ${r.msg} ${r.err?.stack?.slice(0, 800) ?? ''}`);

@@ -211,7 +211,9 @@ function wyomingPlan(rng: Rng): WyomingPlan {
   return {
     protocol: 'wyoming',
     kind: 'synthesize',
-    repeats: rng.range(10, 32),
+    // 4-12 sentences: 15-50 s of speech, a second or two of synthesis. Longer is legitimately
+    // longer work on flite's one slot, which an unload-all beside it must wait for past its deadline.
+    repeats: rng.range(4, 12),
     pauseAt: rng.pick(['start', 'audio']),
     holdMs: rng.range(100, 1200),
     leave: rng.pick(['destroy', 'paused']),
@@ -222,7 +224,8 @@ function bridgePlan(rng: Rng): BridgePlan {
   const idle = rng.chance(0.25);
   return {
     protocol: 'bridge',
-    slow: idle ? undefined : { repeats: rng.range(10, 32), stream: rng.chance(0.5) },
+    // As long as a synthesis case's text (wyomingPlan), for the same reason.
+    slow: idle ? undefined : { repeats: rng.range(4, 12), stream: rng.chance(0.5) },
     waiting: idle ? 0 : rng.range(0, 4),
     pause: !idle && rng.chance(0.5),
     holdMs: rng.range(100, 1200),
