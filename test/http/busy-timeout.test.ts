@@ -93,6 +93,7 @@ describe('busy timeout (serial runtime)', () => {
       const viaQuery = await timesOutAt(s, clock, 25, () =>
         request(s.url, 'POST', '/v1/tasks/run?busy_timeout_ms=25', {
           body: JSON.stringify({ model: 'm', text: 'x' }),
+          headers: { 'Content-Type': 'application/json' },
         }),
       );
       assert.match(errorOf(viaQuery, 503, 'server_busy'), /timed out after 25 ms/);
