@@ -7,6 +7,7 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { StreamResampler } from '../audio/convert.js';
+import { joinSamples } from '../audio/join-samples.js';
 import { decodeMono, frameCount, type PcmFormat } from './audio-format.js';
 import { WyomingError } from './framing.js';
 
@@ -55,7 +56,7 @@ export class ArrivingAudio {
       const slice = payload.subarray(at * frameBytes, Math.min(frames, at + SLICE_FRAMES) * frameBytes);
       parts.push(this.#convert(decodeMono(slice, format)));
     }
-    return joined(parts);
+    return joinSamples(parts);
   }
 
   #convert(mono: Float32Array): Float32Array {
@@ -68,14 +69,4 @@ export class ArrivingAudio {
   flush(): Float32Array {
     return this.#resampler?.flush() ?? new Float32Array(0);
   }
-}
-
-function joined(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }

@@ -8,6 +8,7 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { StreamResampler } from '../../audio/convert.js';
+import { joinSamples } from '../../audio/join-samples.js';
 import { bytesPerSample, decodeSamples, type Encoding } from './audio-format.js';
 
 /**
@@ -42,7 +43,7 @@ export class ArrivingSamples {
       const end = Math.min(frames, at + SLICE_FRAMES);
       parts.push(this.#convert(decodeSamples(bytes.subarray(at * width, end * width), encoding)));
     }
-    return joined(parts);
+    return joinSamples(parts);
   }
 
   /** The last samples of what was pushed; the next push starts a new stream. */
@@ -62,14 +63,4 @@ export class ArrivingSamples {
     this.#resampler ??= new StreamResampler(this.sourceRate, this.rate);
     return this.#resampler.push(samples);
   }
-}
-
-function joined(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }
