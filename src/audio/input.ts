@@ -161,7 +161,7 @@ export async function decodeBase64Audio(data: string, field: string, limits: Aud
 
 /**
  * The same from a JSON body's own bytes (the string literal, lifted out of the body before it was
- * parsed: request/lifted-fields.ts): the text of the payload is made and decoded on the audio
+ * parsed: util/json-reader.ts): the text of the payload is made and decoded on the audio
  * worker, so the main thread makes no string of it (issue 27). The answers, errors included, are
  * those of decodeBase64Audio.
  */

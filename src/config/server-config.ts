@@ -125,6 +125,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     max_request_body_bytes: ruled('max_request_body_bytes'),
     body_timeout_ms: ruled('body_timeout_ms'),
     max_json_body_bytes: ruled('max_json_body_bytes'),
+    max_websocket_message_bytes: ruled('max_websocket_message_bytes'),
     max_inflight_body_bytes: ruled('max_inflight_body_bytes'),
     body_deadline_ms: ruled('body_deadline_ms'),
     max_connections: ruled('max_connections'),

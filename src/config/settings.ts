@@ -531,6 +531,16 @@ const GROUPS = [
           'Largest JSON request body; larger gets 413 (a declared Content-Length before any byte is read). Lower than `max_request_body_bytes` because a JSON body is held whole and parsed (about 2-3 times its size in memory while it is), where a multipart upload is spooled to disk. 32 MiB holds about 13 minutes of 16 kHz mono 16-bit WAV as base64 (`audio_base64` of `/v1/tasks/run`). `max_request_body_bytes` still applies when it is lower.',
       }),
       countSetting(
+        'max_websocket_message_bytes',
+        8 << 20,
+        ['largest realtime event or bridge frame, past it', 'the socket closes 1009, 0 = no limit'],
+        {
+          zero: 'no limit',
+          meaning:
+            'Largest message a client may send on a WebSocket: a realtime event (`/v1/realtime`) or a bridge frame. A larger one closes its socket with 1009. The WebSocket library receives a message whole before voxd sees any of it, joining and unmasking it on the main thread at a few milliseconds a MiB on 2 cores, so this bounds how long one message can hold every other client; voxd then reads it a slice at a time. 8 MiB carries 131 s of 24 kHz PCM16 in one `input_audio_buffer.append` (OpenAI allows 15 MiB of audio an event) or a 6 MiB body as base64 in a bridge frame; larger uploads go over HTTP, or raise this knowing the cost. A bridge frame is also held to the request body limits.',
+        },
+      ),
+      countSetting(
         'max_inflight_body_bytes',
         DEFAULT_MAX_INFLIGHT_BODY_BYTES,
         ['request body bytes held at once over all requests, past it 503,', '0 = no limit'],

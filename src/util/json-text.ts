@@ -167,10 +167,11 @@ function keyOf(text: string, open: number, close: number): string {
 /**
  * Parses client JSON text. `field` names what the text is, for messages: undefined for a request
  * body (paths are then its field names, `seed`, `request.options.x`), or a field such as `options`
- * (paths start with it). Fails with a 400 naming the path at fault.
+ * (paths start with it). Fails with a 400 naming the path at fault. `shapeChecked`: the text's depth
+ * and width were checked already (json-reader.ts, on the bytes it came from).
  */
-export function parseJsonText(text: string, field?: string): unknown {
-  checkJsonShape(text, { field });
+export function parseJsonText(text: string, field?: string, checked?: { shapeChecked: boolean }): unknown {
+  if (!checked?.shapeChecked) checkJsonShape(text, { field });
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -26,8 +26,8 @@ import {
   errorFrame,
   type FrameId,
   frameId,
-  frameObject,
   frameRequest,
+  readFrame,
   responseFrame,
   startFrame,
 } from './frames.js';
@@ -174,7 +174,7 @@ export class BridgeChannel {
       this.#waitingBytes -= frame.held;
       try {
         if (this.#closing || !this.#roomToAnswer()) return;
-        await this.#shell.work((signal) => this.#run(takeText(frame), signal));
+        await this.#shell.work((signal) => this.#run(takeBytes(frame), signal));
       } finally {
         frame.data = undefined;
         this.#taken--;
@@ -182,12 +182,12 @@ export class BridgeChannel {
     });
   }
 
-  async #run(text: string, signal: AbortSignal): Promise<void> {
+  async #run(bytes: Buffer, signal: AbortSignal): Promise<void> {
     let id: FrameId = null;
     try {
-      const frame = frameObject(text);
-      id = frameId(frame);
-      const request = frameRequest(frame, text);
+      const read = await readFrame(bytes);
+      id = frameId(read.frame);
+      const request = await frameRequest(read, bytes);
       const query = request.query ?? this.#origin.query;
       await dispatchInProcess(
         {
@@ -265,9 +265,9 @@ export class BridgeChannel {
   }
 }
 
-/** A waiting frame's text, its bytes let go. */
-function takeText(frame: { data?: Buffer }): string {
-  const text = frame.data!.toString('utf8');
+/** A waiting frame's bytes, let go by the frame. */
+function takeBytes(frame: { data?: Buffer }): Buffer {
+  const bytes = frame.data!;
   frame.data = undefined;
-  return text;
+  return bytes;
 }

@@ -16,6 +16,7 @@ import { request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node
 import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { VoxdError } from '../../errors.js';
+import { SLICE_BYTES } from '../../util/json-reader.js';
 import { duplexPair } from './duplex-pair.js';
 import { isText, type ResponseHead } from './frames.js';
 
@@ -24,7 +25,8 @@ export interface InProcessRequest {
   /** Path and query, as in a request line. */
   target: string;
   headers: Record<string, string>;
-  body: Buffer | undefined;
+  /** The body in pieces, written a slice at a time. */
+  body: Uint8Array[] | undefined;
   /** The WebSocket client's address, which the server reads as the request's. */
   remoteAddress: string | undefined;
 }
@@ -98,7 +100,8 @@ export function dispatchInProcess(
     signal.addEventListener('abort', cancel, { once: true });
     inject(server);
     const headers: Record<string, string> = { ...request.headers, connection: 'close' };
-    if (request.body !== undefined) headers['content-length'] = String(request.body.length);
+    if (request.body !== undefined)
+      headers['content-length'] = String(request.body.reduce((sum, piece) => sum + piece.length, 0));
     const outgoing = httpRequest({
       method: request.method,
       path: request.target,
@@ -162,6 +165,10 @@ export function dispatchInProcess(
         settle();
       });
     });
-    outgoing.end(request.body);
+    // In slices: the server's reader copies each as it comes, a turn of the event loop at a time.
+    for (const piece of request.body ?? [])
+      for (let at = 0; at < piece.length; at += SLICE_BYTES)
+        outgoing.write(piece.subarray(at, at + SLICE_BYTES));
+    outgoing.end();
   });
 }

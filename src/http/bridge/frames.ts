@@ -7,8 +7,17 @@
  * only carry as text), said by `body_encoding`.
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { decodePaddedBase64, isPaddedBase64Of } from '../../audio/base64.js';
 import { showValue, VoxdError } from '../../errors.js';
-import { checkJsonShape, MAX_JSON_DEPTH } from '../../util/json-text.js';
+import {
+  isPlaceholder,
+  type LiftedLiteral,
+  liftedJson,
+  literalText,
+  type ReadJson,
+  readJson,
+} from '../../util/json-reader.js';
+import { MAX_JSON_DEPTH } from '../../util/json-text.js';
 import type { ErrorObject } from '../transport/errors.js';
 
 export type FrameId = string | number | null;
@@ -20,7 +29,8 @@ export interface FrameRequest {
   query: string | undefined;
   /** Headers the frame sets, lower-case names; they win over the upgrade's. */
   headers: Record<string, string>;
-  body: Buffer | undefined;
+  /** The body in pieces (a body_json's kept literals are the frame's own bytes). */
+  body: Uint8Array[] | undefined;
 }
 
 /** Fields that make a frame an envelope; a frame with none of them is the body itself. */
@@ -53,28 +63,38 @@ export function isReservedHeader(name: string): boolean {
 const invalid = (param: string, message: string) =>
   new VoxdError('E_INVALID_REQUEST', `${param}: ${message}`, { param });
 
+/** A frame read: its object, and the literals of its body kept as bytes. */
+export interface ReadFrame {
+  frame: Record<string, unknown>;
+  literals: ReadJson['literals'];
+}
+
 /**
- * A frame's JSON object; anything else is a 400 saying what arrived. Its nesting is checked on the
- * text before it is parsed (see json-text.ts): one level more than a body's, since an envelope's
- * `body_json` is a body one level down, which the route then checks as its own.
+ * A frame's JSON object; anything else is a 400 saying what arrived. It is read a slice at a time
+ * (util/json-reader.ts), with a depth one level more than a body's, since an envelope's
+ * `body_json` is a body one level down, which the route then reads as its own. The long literals
+ * of the body (`body`, and any within `body_json`) stay bytes: the body is handed on as bytes.
  */
-export function frameObject(text: string): Record<string, unknown> {
-  checkJsonShape(text, { limit: MAX_JSON_DEPTH + 1 });
-  let parsed: unknown;
+export async function readFrame(bytes: Buffer): Promise<ReadFrame> {
+  let read: ReadJson;
   try {
-    parsed = JSON.parse(text);
+    read = await readJson(bytes, {
+      limit: MAX_JSON_DEPTH + 1,
+      keep: (key, top) =>
+        top === 'body_json' || (top === undefined && (key === 'body' || key === 'body_json')),
+    });
   } catch (err) {
-    throw new VoxdError(
-      'E_INVALID_REQUEST',
-      `a frame must be a JSON object; it is not JSON (${(err as Error).message})`,
-    );
+    const reason = (err as Error).message.match(/^request body is not valid JSON: (.*)$/s)?.[1];
+    if (reason === undefined) throw err;
+    throw new VoxdError('E_INVALID_REQUEST', `a frame must be a JSON object; it is not JSON (${reason})`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+  const { value, literals } = read;
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new VoxdError(
       'E_INVALID_REQUEST',
-      `a frame must be a JSON object, got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : typeof parsed}`,
+      `a frame must be a JSON object, got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value}`,
     );
-  return parsed as Record<string, unknown>;
+  return { frame: value as Record<string, unknown>, literals };
 }
 
 /** The id echoed in the answers: a string or a number, else null (as audio.cpp). */
@@ -83,8 +103,8 @@ export function frameId(frame: Record<string, unknown>): FrameId {
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
 }
 
-/** The request of a frame (its `text`, parsed as `frame`); a bad field is a 400 naming it. */
-export function frameRequest(frame: Record<string, unknown>, text: string): FrameRequest {
+/** The request of a frame (its `bytes`, read as `read`); a bad field is a 400 naming it. */
+export async function frameRequest({ frame, literals }: ReadFrame, bytes: Buffer): Promise<FrameRequest> {
   const id = frame['id'];
   if (id !== undefined && id !== null && frameId(frame) === null)
     throw invalid('id', `expected a string or a number, got ${showValue(id)}`);
@@ -95,16 +115,20 @@ export function frameRequest(frame: Record<string, unknown>, text: string): Fram
       method: 'POST',
       query: undefined,
       headers: { 'content-type': 'application/json' },
-      body: Buffer.from(text),
+      body: [bytes],
     };
 
   const headers = frameHeaders(frame['headers']);
-  let body: Buffer | undefined;
+  let body: Uint8Array[] | undefined;
   if ('body' in frame && 'body_json' in frame) throw invalid('body', 'give body or body_json, not both');
-  if ('body' in frame) body = stringBody(frame['body'], frame['body_encoding']);
-  else if ('body_encoding' in frame) throw invalid('body_encoding', 'is only read with body');
+  if ('body' in frame) {
+    const kept = isPlaceholder(frame['body']) ? literals.get(frame['body']) : undefined;
+    body = [
+      kept ? await keptBody(kept, frame['body_encoding']) : stringBody(frame['body'], frame['body_encoding']),
+    ];
+  } else if ('body_encoding' in frame) throw invalid('body_encoding', 'is only read with body');
   else if ('body_json' in frame) {
-    body = Buffer.from(JSON.stringify(frame['body_json']));
+    body = liftedJson(frame['body_json'], literals);
     headers['content-type'] ??= 'application/json';
   }
   return { method: frameMethod(frame['method']), query: frameQuery(frame['query']), headers, body };
@@ -151,16 +175,36 @@ function frameHeaders(raw: unknown): Record<string, string> {
   return headers;
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
 function stringBody(body: unknown, encoding: unknown): Buffer {
   if (typeof body !== 'string') throw invalid('body', `expected a string, got ${showValue(body)}`);
-  if (encoding === undefined || encoding === 'utf8') return Buffer.from(body, 'utf8');
+  const kind = bodyEncoding(encoding);
+  if (kind === 'utf8') return Buffer.from(body, 'utf8');
+  const bytes = Buffer.from(body, 'base64');
+  if (!isPaddedBase64Of(body, bytes)) throw notBase64();
+  return bytes;
+}
+
+/** A long `body` kept as the frame's bytes: its text as it is, or decoded a slice at a time. */
+async function keptBody(literal: LiftedLiteral, encoding: unknown): Promise<Buffer> {
+  const kind = bodyEncoding(encoding);
+  const plain = literal.escaped
+    ? Buffer.from(await literalText(literal), kind === 'utf8' ? 'utf8' : 'latin1')
+    : undefined;
+  if (kind === 'utf8')
+    return plain ?? Buffer.from(literal.bytes.buffer, literal.bytes.byteOffset, literal.bytes.byteLength);
+  const bytes = await decodePaddedBase64(plain ?? literal.bytes);
+  if (!bytes) throw notBase64();
+  return bytes;
+}
+
+function bodyEncoding(encoding: unknown): BodyEncoding {
+  if (encoding === undefined || encoding === 'utf8') return 'utf8';
   if (encoding !== 'base64')
     throw invalid('body_encoding', `${showValue(encoding)} is not an encoding; expected "utf8" or "base64"`);
-  if (!BASE64.test(body)) throw invalid('body', 'is not base64 (body_encoding is "base64")');
-  return Buffer.from(body, 'base64');
+  return 'base64';
 }
+
+const notBase64 = () => invalid('body', 'is not base64 (body_encoding is "base64")');
 
 // ---- Answers ----
 

@@ -48,14 +48,19 @@ export interface BridgeFrontEnd {
 }
 
 /**
- * The largest frame: a body at the JSON limit sent as base64 (4/3 of it) in its envelope. A body
- * is then held to its own limits by the route, as over HTTP.
+ * The largest frame: a body at the JSON limit sent as base64 (4/3 of it) in its envelope, within
+ * max_websocket_message_bytes. A body is then held to its own limits by the route, as over HTTP.
  */
 export function maxFrameBytes(
-  config: Pick<ServerConfig, 'max_json_body_bytes' | 'max_request_body_bytes'>,
+  config: Pick<
+    ServerConfig,
+    'max_json_body_bytes' | 'max_request_body_bytes' | 'max_websocket_message_bytes'
+  >,
 ): number {
   const body = Math.min(config.max_json_body_bytes, config.max_request_body_bytes);
-  return Math.ceil((body * 4) / 3) + ENVELOPE_SLACK_BYTES;
+  const frame = Math.ceil((body * 4) / 3) + ENVELOPE_SLACK_BYTES;
+  const most = config.max_websocket_message_bytes;
+  return most > 0 ? Math.min(most, frame) : frame;
 }
 
 export function websocketBridge({

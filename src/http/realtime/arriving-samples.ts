@@ -8,7 +8,6 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { StreamResampler } from '../../audio/convert.js';
-import { joinSamples } from '../../audio/join-samples.js';
 import { bytesPerSample, decodeSamples, type Encoding } from './audio-format.js';
 
 /**
@@ -32,18 +31,20 @@ export class ArrivingSamples {
     return this.rate === this.sourceRate ? frames : Math.ceil((frames * this.rate) / this.sourceRate) + 1;
   }
 
-  /** The samples `bytes` (whole frames) complete; those the filter still needs come later or at flush(). */
-  async push(bytes: Uint8Array, encoding: Encoding): Promise<Float32Array> {
+  /**
+   * The samples `bytes` (whole frames) complete, in pieces (a piece a slice: joined, a 15 MiB
+   * append was one more copy into fresh memory); those the filter still needs come later or at flush().
+   */
+  async push(bytes: Uint8Array, encoding: Encoding): Promise<Float32Array[]> {
     const width = bytesPerSample(encoding);
     const frames = bytes.length / width;
-    if (frames <= SLICE_FRAMES) return this.#convert(decodeSamples(bytes, encoding));
     const parts: Float32Array[] = [];
     for (let at = 0; at < frames; at += SLICE_FRAMES) {
       if (at > 0) await nextTurn();
       const end = Math.min(frames, at + SLICE_FRAMES);
       parts.push(this.#convert(decodeSamples(bytes.subarray(at * width, end * width), encoding)));
     }
-    return joinSamples(parts);
+    return parts;
   }
 
   /** The last samples of what was pushed; the next push starts a new stream. */

@@ -16,12 +16,13 @@ import { registeredEntry } from '../../api/model-lookup.js';
 import { vadProbe } from '../../api/vad/probe.js';
 import { SampleBuffer } from '../../api/vad/sample-buffer.js';
 import { PROBE_STEP_MS, SpeechDetector } from '../../api/vad/speech-detector.js';
-import { isPaddedBase64Of } from '../../audio/base64.js';
+import { decodePaddedBase64, isPaddedBase64Of } from '../../audio/base64.js';
 import type { Audio } from '../../audio/types.js';
 import type { ServerConfig } from '../../config/types.js';
 import { showValue, VoxdError } from '../../errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { SessionShell } from '../../session/session-shell.js';
+import type { LiftedLiteral } from '../../util/json-reader.js';
 import { ArrivingSamples } from './arriving-samples.js';
 import { bytesPerSample } from './audio-format.js';
 import { type ErrorBody, errorBody, type ServerEvent, type SessionSettings } from './events.js';
@@ -133,12 +134,9 @@ export class InputBuffer {
     );
   }
 
-  async append(audio: string): Promise<void> {
-    const decoded = Buffer.from(audio, 'base64');
-    if (!isPaddedBase64Of(audio, decoded))
-      throw new VoxdError('E_INVALID_REQUEST', `audio: ${showValue(audio.slice(0, 40))} is not base64`, {
-        param: 'audio',
-      });
+  /** `audio`: the event's base64, or a long one's bytes as the event held them (decoded in slices). */
+  async append(audio: string | LiftedLiteral): Promise<void> {
+    const decoded = await decodeAppended(audio);
     const { encoding } = this.#ctx.settings.format;
     const width = bytesPerSample(encoding);
     const bytes = this.#carry === undefined ? decoded : Buffer.concat([Buffer.of(this.#carry), decoded]);
@@ -157,9 +155,9 @@ export class InputBuffer {
     // A refusal (this one, or the limit's above) leaves the buffer and the odd byte as they were.
     this.#held.admit(frames);
     this.#carry = whole < bytes.length ? bytes[whole] : undefined;
-    const samples = await this.#arriving.push(bytes.subarray(0, whole), encoding);
-    if (this.#ctx.shell.ended || samples.length === 0) return;
-    this.#buffer.append(samples);
+    const pieces = await this.#arriving.push(bytes.subarray(0, whole), encoding);
+    if (this.#ctx.shell.ended || !pieces.some((piece) => piece.length > 0)) return;
+    for (const piece of pieces) this.#buffer.append(piece);
     if (!detector) return;
     detector.update();
     this.#dropExamined(detector);
@@ -402,4 +400,19 @@ export class InputBuffer {
     turns.committed(turn);
     turns.schedule(turn);
   }
+}
+
+/** An append's audio bytes; a 400 showing its start when it is not strict base64. */
+async function decodeAppended(audio: string | LiftedLiteral): Promise<Buffer> {
+  let decoded: Buffer | undefined;
+  if (typeof audio === 'string') {
+    decoded = Buffer.from(audio, 'base64');
+    if (!isPaddedBase64Of(audio, decoded)) decoded = undefined;
+  } else decoded = audio.escaped ? undefined : await decodePaddedBase64(audio.bytes);
+  if (decoded) return decoded;
+  const start =
+    typeof audio === 'string'
+      ? audio.slice(0, 40)
+      : Buffer.from(audio.bytes.subarray(0, 40)).toString('latin1');
+  throw new VoxdError('E_INVALID_REQUEST', `audio: ${showValue(start)} is not base64`, { param: 'audio' });
 }

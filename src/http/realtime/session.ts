@@ -19,7 +19,7 @@ import { keepAlive } from '../../session/keepalive.js';
 import type { SessionHost } from '../../session/session-host.js';
 import { SessionShell } from '../../session/session-shell.js';
 import type { Timer } from '../../util/clock.js';
-import { parseJsonText } from '../../util/json-text.js';
+import { keepPlain, type LiftedLiteral, readJson, takeLifted } from '../../util/json-reader.js';
 import { toHttp } from '../transport/errors.js';
 import type { InputFormat } from './audio-format.js';
 import { CLIENT_EVENTS, type ClientEvent, type TurnDetectionField } from './client-events.js';
@@ -184,7 +184,8 @@ export class RealtimeSession {
           'E_INVALID_REQUEST',
           'binary frames are not events: send each event as JSON text',
         );
-      const raw = parseJsonText(data.toString('utf8'), 'event');
+      // An append's long audio stays bytes, decoded in slices (json-reader.ts).
+      const { value: raw } = await readJson(data, { field: 'event', keep: keepPlain('audio') });
       if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
         throw new VoxdError(
           'E_INVALID_REQUEST',
@@ -204,7 +205,7 @@ export class RealtimeSession {
           `type: ${showValue(fields['type'])} is not an event voxd takes; expected one of: ${Object.keys(CLIENT_EVENTS).join(', ')}`,
           { param: 'type' },
         );
-      await this.#handle(check(fields));
+      await this.#handle(check(fields), takeLifted(fields, 'audio'));
     } catch (err) {
       const mapped = toHttp(err);
       // A fault of voxd's own, not of the event: logged in full, as a request's would be.
@@ -213,7 +214,8 @@ export class RealtimeSession {
     }
   }
 
-  async #handle(event: ClientEvent): Promise<void> {
+  /** `audio`: an append's audio when it was long enough to be kept as bytes. */
+  async #handle(event: ClientEvent, audio: LiftedLiteral | undefined): Promise<void> {
     switch (event.type) {
       case 'session.update': {
         const input = event.session.audio?.input;
@@ -249,7 +251,7 @@ export class RealtimeSession {
         return;
       }
       case 'input_audio_buffer.append':
-        return this.#input.append(event.audio);
+        return this.#input.append(audio ?? event.audio);
       case 'input_audio_buffer.commit':
         return this.#input.commit();
       case 'input_audio_buffer.clear':

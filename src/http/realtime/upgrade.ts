@@ -21,12 +21,6 @@ import type { Route } from '../transport/route.js';
 import { refuseUpgrade } from '../transport/upgrade-refusal.js';
 import { RealtimeSession } from './session.js';
 
-/**
- * The largest event a client may send: OpenAI allows 15 MiB of audio an event, which is about
- * 20 MiB as base64 in its JSON.
- */
-export const MAX_EVENT_BYTES = 21 << 20;
-
 export interface RealtimeDeps {
   runtime: Runtime;
   config: ServerConfig;
@@ -59,7 +53,7 @@ export function realtimeFrontEnd({
 }: RealtimeDeps): RealtimeFrontEnd {
   const wss = new WebSocketServer({
     noServer: true,
-    maxPayload: MAX_EVENT_BYTES,
+    maxPayload: config.max_websocket_message_bytes,
     // Browsers offer the key as a subprotocol; the answer must be one they offered, never the key.
     handleProtocols: (offered) => (offered.has('realtime') ? 'realtime' : false),
   });

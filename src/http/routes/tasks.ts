@@ -20,9 +20,9 @@ import { encodeWav } from '../../audio/wav-encode.js';
 import type { EngineEvent, EngineRequest, EngineResult } from '../../engines/types.js';
 import { invalidRequest, VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
+import { takeLifted } from '../../util/json-reader.js';
 import { type FileAccess, fileAccessOf, serverFilePath } from '../../util/server-files.js';
 import { audioLimits } from '../request/audio-limits.js';
-import { takeLiftedField } from '../request/lifted-fields.js';
 import { jsonRoute } from '../request/schema.js';
 import { TaskResult, TaskStreamResult } from '../schemas/audio-responses.js';
 import { BusyQuery } from '../schemas/query.js';
@@ -51,7 +51,7 @@ async function inputAudio(
     throw invalidRequest('provide only one of audio or audio_base64');
   if (path !== undefined) return readAudioPath(path, 'audio', access, limits);
   if (base64 === undefined) return undefined;
-  const literal = takeLiftedField(request, 'audio_base64');
+  const literal = takeLifted(request, 'audio_base64');
   return literal
     ? decodeBase64Literal(literal.bytes, literal.movable, 'audio_base64', limits)
     : decodeBase64Audio(base64, 'audio_base64', limits);

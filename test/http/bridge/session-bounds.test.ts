@@ -82,10 +82,12 @@ const connectionsOf = (s: TestServer) =>
 
 /** A `/v1/audio/speech` frame for the slow model of exactly `bytes` bytes, its id 2 characters at `ID_AT`. */
 function bigFrame(bytes: number): Buffer {
-  const head = Buffer.from('{"id":"00","model":"slow","input":"hi","pad":"');
+  // Strings of 512 KiB: one string may be at most 1 MiB.
+  const head = Buffer.from('{"id":"00","model":"slow","input":"hi","pad":["');
   const frame = Buffer.alloc(bytes, 'a');
   head.copy(frame);
-  frame.write('"}', bytes - 2);
+  for (let at = head.length + 512 * 1024; at + 6 < bytes; at += 512 * 1024) frame.write('","', at);
+  frame.write('"]}', bytes - 3);
   return frame;
 }
 const ID_AT = 7;
@@ -118,73 +120,80 @@ describe('bridge: frames waiting behind a running request are on the server byte
     const LIMIT = 64 * MIB;
     const FRAME = 20 * MIB;
     const SOCKETS = 6;
-    await withGate({ max_inflight_body_bytes: LIMIT, ui_management: true }, {}, async (s, gate) => {
-      const budget = bodyBudgetOf(s.voxd.server)!;
-      // Every take is checked against the limit as it happens, not only at the moments sampled.
-      let highest = 0;
-      const take = budget.take.bind(budget);
-      budget.take = (bytes: number) => {
-        const took = take(bytes);
-        highest = Math.max(highest, budget.inUse);
-        return took;
-      };
-      const sockets: Socket[] = [];
-      for (let i = 0; i < SOCKETS; i++) sockets.push(await openUnmasked(`${s.url}/v1/audio/speech`));
-      for (const [i, c] of sockets.entries()) c.send({ id: `slow${i}`, model: 'slow', input: 'held' });
-      await whenRuntime(
-        s.voxd.runtime,
-        'one request runs and five wait for the slot',
-        () => scheduler(s).activeRequests === 1 && scheduler(s).queuedRequests === SOCKETS - 1,
-      );
-      // What fits beside the running requests' own small bodies.
-      const fitting = Math.floor((LIMIT - budget.inUse) / FRAME);
-      const frame = bigFrame(FRAME);
-      const base = rssKb();
-      resetPeak();
-      for (const [i, c] of sockets.entries()) {
-        for (const n of [1, 2]) {
-          frame.write(`${i}${n}`, ID_AT);
-          await sendText(c, frame);
+    await withGate(
+      { max_inflight_body_bytes: LIMIT, max_websocket_message_bytes: 32 * MIB, ui_management: true },
+      {},
+      async (s, gate) => {
+        const budget = bodyBudgetOf(s.voxd.server)!;
+        // Every take is checked against the limit as it happens, not only at the moments sampled.
+        let highest = 0;
+        const take = budget.take.bind(budget);
+        budget.take = (bytes: number) => {
+          const took = take(bytes);
+          highest = Math.max(highest, budget.inUse);
+          return took;
+        };
+        const sockets: Socket[] = [];
+        for (let i = 0; i < SOCKETS; i++) sockets.push(await openUnmasked(`${s.url}/v1/audio/speech`));
+        for (const [i, c] of sockets.entries()) c.send({ id: `slow${i}`, model: 'slow', input: 'held' });
+        await whenRuntime(
+          s.voxd.runtime,
+          'one request runs and five wait for the slot',
+          () => scheduler(s).activeRequests === 1 && scheduler(s).queuedRequests === SOCKETS - 1,
+        );
+        // What fits beside the running requests' own small bodies.
+        const fitting = Math.floor((LIMIT - budget.inUse) / FRAME);
+        const frame = bigFrame(FRAME);
+        const base = rssKb();
+        resetPeak();
+        for (const [i, c] of sockets.entries()) {
+          for (const n of [1, 2]) {
+            frame.write(`${i}${n}`, ID_AT);
+            await sendText(c, frame);
+          }
         }
-      }
-      const refusals = () => sockets.flatMap((c) => c.messages.all.filter((m) => m.status === 503));
-      await waitUntil(
-        'every frame past the budget is answered',
-        () => refusals().length === 2 * SOCKETS - fitting,
-        30_000,
-      );
-      const grown = (rssKb() - base) * 1024;
-      const peak = (peakKb() - base) * 1024;
-      for (const r of refusals()) {
-        assert.match(String(r.id), /^\d\d$/);
-        assert.equal(JSON.parse(r.body).error.code, 'body_budget');
-        assert.equal(r.headers['Retry-After'], '1');
-      }
-      assert.ok(highest <= LIMIT, `the budget held ${highest} bytes`);
-      assert.ok(budget.inUse >= fitting * FRAME, `${budget.inUse} bytes held for ${fitting} frames waiting`);
-      process.stdout.write(
-        `# F10: ${fitting} frames waiting, budget ${budget.inUse} bytes (highest ${highest}), RSS +${mb(grown)} MB, peak +${mb(peak)} MB\n`,
-      );
-      // The peak counts what the frames cost passing through too, not only what stays held.
-      assert.ok(peak < LIMIT + 100e6, `RSS peaked ${mb(peak)} MB above its start`);
-      // The frames that waited run once the slot frees: their bytes leave the bridge's lease as the
-      // request's own body lease takes them, so the budget empties with the sockets still open.
-      gate.open();
-      await waitUntil(
-        'every request is answered',
-        () => sockets.every((c) => c.messages.all.length === 3),
-        30_000,
-      );
-      const ran = sockets.flatMap((c) => c.messages.all.filter((m) => m.status !== 503));
-      assert.equal(ran.length, SOCKETS + fitting);
-      assert.ok(
-        ran.every((m) => m.status === 200),
-        JSON.stringify(ran.map((m) => [m.id, m.status])),
-      );
-      await waitUntil('the budget is empty', () => budget.inUse === 0);
-      assert.ok(highest <= LIMIT, `the budget held ${highest} bytes`);
-      for (const c of sockets) c.ws.close();
-    });
+        const refusals = () => sockets.flatMap((c) => c.messages.all.filter((m) => m.status === 503));
+        await waitUntil(
+          'every frame past the budget is answered',
+          () => refusals().length === 2 * SOCKETS - fitting,
+          30_000,
+        );
+        const grown = (rssKb() - base) * 1024;
+        const peak = (peakKb() - base) * 1024;
+        for (const r of refusals()) {
+          assert.match(String(r.id), /^\d\d$/);
+          assert.equal(JSON.parse(r.body).error.code, 'body_budget');
+          assert.equal(r.headers['Retry-After'], '1');
+        }
+        assert.ok(highest <= LIMIT, `the budget held ${highest} bytes`);
+        assert.ok(
+          budget.inUse >= fitting * FRAME,
+          `${budget.inUse} bytes held for ${fitting} frames waiting`,
+        );
+        process.stdout.write(
+          `# F10: ${fitting} frames waiting, budget ${budget.inUse} bytes (highest ${highest}), RSS +${mb(grown)} MB, peak +${mb(peak)} MB\n`,
+        );
+        // The peak counts what the frames cost passing through too, not only what stays held.
+        assert.ok(peak < LIMIT + 100e6, `RSS peaked ${mb(peak)} MB above its start`);
+        // The frames that waited run once the slot frees: their bytes leave the bridge's lease as the
+        // request's own body lease takes them, so the budget empties with the sockets still open.
+        gate.open();
+        await waitUntil(
+          'every request is answered',
+          () => sockets.every((c) => c.messages.all.length === 3),
+          30_000,
+        );
+        const ran = sockets.flatMap((c) => c.messages.all.filter((m) => m.status !== 503));
+        assert.equal(ran.length, SOCKETS + fitting);
+        assert.ok(
+          ran.every((m) => m.status === 200),
+          JSON.stringify(ran.map((m) => [m.id, m.status])),
+        );
+        await waitUntil('the budget is empty', () => budget.inUse === 0);
+        assert.ok(highest <= LIMIT, `the budget held ${highest} bytes`);
+        for (const c of sockets) c.ws.close();
+      },
+    );
   });
 
   test('frames waiting on a socket that closes give their bytes back', async () => {

@@ -17,12 +17,16 @@ import { wavHeader } from '../wav-helpers.js';
 
 const MIB = 1024 * 1024;
 
-/** A /v1/tasks/run JSON body of exactly `bytes` bytes (a `pad` field the route ignores fills it). */
+/**
+ * A /v1/tasks/run JSON body of exactly `bytes` bytes: a `pad` field the route ignores fills it, with
+ * strings of 512 KiB (one string may be at most 1 MiB).
+ */
 function paddedBody(bytes: number): Buffer {
-  const head = Buffer.from('{"model":"asr","text":"x","pad":"');
+  const head = Buffer.from('{"model":"asr","text":"x","pad":["');
   const body = Buffer.alloc(bytes, 'a');
   head.copy(body);
-  body.write('"}', bytes - 2);
+  for (let at = head.length + 512 * 1024; at + 6 < bytes; at += 512 * 1024) body.write('","', at);
+  body.write('"]}', bytes - 3);
   return body;
 }
 
