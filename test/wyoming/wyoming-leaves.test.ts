@@ -71,7 +71,7 @@ describe('Wyoming: a client that leaves or stalls mid-exchange frees the slot', 
     pcm = await warm(s);
   });
 
-  test('[F2] a second audio-start abandons the live transcription: its slot is free, also once the client leaves', async () => {
+  test('[F2] [time.disconnect-stream] a second audio-start abandons the live transcription: its slot is free, also once the client leaves', async () => {
     const c = await WyomingClient.open(s.voxd.wyoming!.port);
     await goLive(s, c, pcm);
     const seen = c.events.length;
@@ -165,7 +165,7 @@ describe('Wyoming: a client that leaves or stalls mid-exchange frees the slot', 
   });
 });
 
-test('a shutdown with a live transcription waiting for audio ends well before shutdown_timeout_ms; the client hears shutting_down', async () => {
+test('[time.shutdown-stalled-io] a shutdown with a live transcription waiting for audio ends well before shutdown_timeout_ms; the client hears shutting_down', async () => {
   await withServer(
     { wyoming_port: 0, busy_timeout_ms: 0, shutdown_timeout_ms: 20_000, models: MODELS },
     { parallel: true },

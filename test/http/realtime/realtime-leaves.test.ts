@@ -113,14 +113,14 @@ describe('a live realtime turn frees its slot however its client leaves', () => 
     await transcribes(s, wav);
   });
 
-  test('the client closes mid-speech', async () => {
+  test('[time.disconnect-stream] the client closes mid-speech', async () => {
     const rt = await speaking(s, speech);
     rt.ws.close();
     await freed(s);
     await transcribes(s, wav);
   });
 
-  test('the client terminates mid-speech', async () => {
+  test('[time.disconnect-stream] the client terminates mid-speech', async () => {
     const rt = await speaking(s, speech);
     rt.ws.terminate();
     await freed(s);
@@ -193,7 +193,7 @@ describe('a live realtime turn frees its slot however its client leaves', () => 
   });
 });
 
-test('a shutdown with live turns mid-speech (one client gone, one silent) ends well within its deadline', async () => {
+test('[time.shutdown-stalled-io] a shutdown with live turns mid-speech (one client gone, one silent) ends well within its deadline', async () => {
   const s = await startServer(
     { busy_timeout_ms: 0, shutdown_timeout_ms: 20_000, models: MODELS },
     { parallel: true },

@@ -1,0 +1,199 @@
+/**
+ * Every streaming protocol at once on one byte budget (issue 38): realtime sessions appending
+ * audio, Wyoming utterances streaming, bridge frames waiting behind a running request, all on a
+ * server with max_inflight_body_bytes at 64 MiB. What they hold together never passes the budget
+ * (every take is checked as it happens), the resident size grows by at most the budget and 100 MB,
+ * each client past the budget gets its protocol's documented refusal (`body_budget`), nothing
+ * crashes, and once they leave the budget is empty and no slot is held. The server runs in this
+ * process; the clients reuse one buffer per message and send it unmasked, so their own memory
+ * barely counts.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { WebSocket } from 'ws';
+import { bodyBudgetOf } from '../../src/http/request/body-budget.js';
+import { fixtureModel, tempDir, waitUntil, whenRuntime, withServer } from '../helpers/voxd.js';
+import { Messages } from '../helpers/websocket.js';
+import { frameOf, WyomingClient } from '../helpers/wyoming.js';
+
+const MIB = 1024 * 1024;
+const LIMIT = 64 * MIB;
+const rssKb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
+const peakKb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
+const resetPeak = () => writeFileSync('/proc/self/clear_refs', '5');
+
+interface Client {
+  ws: WebSocket;
+  messages: Messages;
+  closed: Promise<unknown>;
+}
+
+/** A WebSocket whose frames go out unmasked: ws then writes the caller's buffer, not a masked copy. */
+async function open(url: string): Promise<Client> {
+  const ws = new WebSocket(url.replace(/^http/, 'ws'), { generateMask: () => {} });
+  const messages = new Messages();
+  ws.on('message', (data) => messages.push(JSON.parse(data.toString())));
+  const closed = new Promise((resolve) => ws.on('close', resolve));
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return { ws, messages, closed };
+}
+
+/** Sends `bytes` as one text frame; resolves once it is written out. */
+const sendText = (c: Client, bytes: Buffer) =>
+  new Promise<void>((resolve, reject) =>
+    c.ws.send(bytes, { binary: false }, (err) => (err ? reject(err) : resolve())),
+  );
+
+/** A bridge frame for the gated model of exactly `bytes` bytes, padded with strings of 512 KiB. */
+function bridgeFrame(bytes: number): Buffer {
+  const head = Buffer.from('{"id":"big","model":"slow","input":"hi","pad":["');
+  const frame = Buffer.alloc(bytes, 'a');
+  head.copy(frame);
+  for (let at = head.length + 512 * 1024; at + 6 < bytes; at += 512 * 1024) frame.write('","', at);
+  frame.write('"]}', bytes - 3);
+  return frame;
+}
+
+test('realtime, Wyoming and bridge sessions together stay inside max_inflight_body_bytes: refused past it, resident size bounded, all given back', async () => {
+  const dir = tempDir('voxd-combined-gate-');
+  const gatePath = join(dir, 'gate');
+  const openGate = () => writeFileSync(gatePath, '');
+  try {
+    await withServer(
+      {
+        frontend_listener: 'websocket',
+        wyoming_port: 0,
+        max_inflight_body_bytes: LIMIT,
+        models: [
+          fixtureModel('slow', { task: 'tts', default_request_options: { run_gate: gatePath } }),
+          fixtureModel('asr', { task: 'asr' }),
+        ],
+      },
+      { beforeClose: [openGate] },
+      async (s) => {
+        const budget = bodyBudgetOf(s.voxd.server)!;
+        let highest = 0;
+        const take = budget.take.bind(budget);
+        budget.take = (bytes: number) => {
+          const took = take(bytes);
+          highest = Math.max(highest, budget.inUse);
+          return took;
+        };
+        // Bridge: three sockets, each with a request of the gated model running or waiting, so
+        // that the frames they are sent next wait too.
+        const bridges: Client[] = [];
+        for (let i = 0; i < 3; i++) bridges.push(await open(`${s.url}/v1/audio/speech`));
+        for (const [i, c] of bridges.entries())
+          await sendText(c, Buffer.from(JSON.stringify({ id: `held${i}`, model: 'slow', input: 'held' })));
+        await whenRuntime(s.voxd.runtime, 'the gated requests run or wait', () => {
+          const snapshot = s.voxd.runtime.get('slow').scheduler.snapshot();
+          return snapshot.activeRequests + snapshot.queuedRequests === 3;
+        });
+        const realtime = [
+          await open(`${s.url}/v1/realtime?model=asr`),
+          await open(`${s.url}/v1/realtime?model=asr`),
+        ];
+        for (const c of realtime) await c.messages.next('session.created');
+        const wyoming = [
+          await WyomingClient.open(s.voxd.wyoming!.port),
+          await WyomingClient.open(s.voxd.wyoming!.port),
+        ];
+
+        // 100 s of 24 kHz PCM16 an append (6.4 MiB as base64): kept at 16 kHz, 6.4 MB of samples.
+        const append = Buffer.from(
+          JSON.stringify({
+            type: 'input_audio_buffer.append',
+            audio: Buffer.alloc(100 * 48_000).toString('base64'),
+          }),
+        );
+        const format = { rate: 16_000, width: 2, channels: 1 };
+        // 30 s of 16 kHz PCM16 a chunk (960 KB): held as 1.9 MB of samples.
+        const chunk = frameOf('audio-chunk', format, Buffer.alloc(30 * 32_000));
+        const frame = bridgeFrame(8 * MIB - 64);
+
+        const base = rssKb();
+        resetPeak();
+        for (const c of wyoming) {
+          c.send('transcribe', { name: 'asr' });
+          c.send('audio-start', format);
+        }
+        // Each protocol in turn, three rounds: together far past the budget.
+        for (let round = 0; round < 3; round++) {
+          for (const c of bridges) await sendText(c, frame);
+          for (const c of realtime) await sendText(c, append);
+          for (const c of wyoming)
+            for (let n = 0; n < 3; n++)
+              if (!c.socket.write(chunk)) await new Promise((resolve) => c.socket.once('drain', resolve));
+        }
+        // Every message is answered or held: a ping on each Wyoming connection and a clear after the
+        // appends say what came before them was taken.
+        for (const c of wyoming) {
+          const seen = c.events.length;
+          c.send('ping');
+          await c.next('pong', seen, 60_000);
+        }
+        for (const c of realtime) {
+          await sendText(c, Buffer.from('{"type":"input_audio_buffer.clear"}'));
+          await c.messages.next('input_audio_buffer.cleared', 0, 60_000);
+        }
+        const refusedBridge = () =>
+          bridges.flatMap((c) => c.messages.all.filter((m) => m.type === 'response' && m.status === 503));
+        await waitUntil(
+          'the bridge frames past the budget are answered',
+          () => refusedBridge().length > 0,
+          30_000,
+        );
+        const grown = (peakKb() - base) * 1024;
+        process.stdout.write(
+          `# combined: budget highest ${highest} bytes; resident size peak +${(grown / 1e6).toFixed(0)} MB\n`,
+        );
+        assert.ok(highest <= LIMIT, `the budget held ${highest} bytes`);
+        assert.ok(
+          grown < LIMIT + 100e6,
+          `the resident size peaked ${(grown / 1e6).toFixed(0)} MB above its start`,
+        );
+
+        // Each refusal is its protocol's documented one: the budget's, or a bridge socket's own
+        // backlog of two frames (websocket-bridge.md).
+        const codes: string[] = [];
+        for (const r of refusedBridge()) {
+          const code = JSON.parse(r.body).error.code;
+          assert.ok(['body_budget', 'bridge_backlog'].includes(code), code);
+          assert.equal(r.headers['Retry-After'], '1');
+          codes.push(code);
+        }
+        for (const c of realtime)
+          for (const e of c.messages.all.filter((m) => m.type === 'error')) codes.push(e.error.code);
+        for (const c of wyoming) {
+          // The refusal ends the utterance: the chunks sent after it belong to no exchange.
+          const [first, ...later] = c.events.filter((m) => m.type === 'error');
+          if (first) codes.push(first.data.code);
+          for (const e of later) assert.equal(e.data.code, 'invalid_event', JSON.stringify(e));
+        }
+        assert.ok(
+          codes.every((code) => code === 'body_budget' || code === 'bridge_backlog'),
+          codes.join(', '),
+        );
+        assert.ok(codes.includes('body_budget'), `the budget refused some: ${codes.join(', ')}`);
+        process.stdout.write(`# combined: refusals ${codes.join(', ')}\n`);
+
+        // Everyone leaves: the budget empties and no slot stays held.
+        openGate();
+        for (const c of [...bridges, ...realtime]) c.ws.close();
+        for (const c of wyoming) await c.close();
+        await Promise.all([...bridges, ...realtime].map((c) => c.closed));
+        await waitUntil('the budget is given back', () => budget.inUse === 0, 30_000);
+        await whenRuntime(s.voxd.runtime, 'no slot is held', () =>
+          ['slow', 'asr'].every((id) => s.voxd.runtime.get(id).scheduler.snapshot().activeRequests === 0),
+        );
+      },
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
