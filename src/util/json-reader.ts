@@ -16,7 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { keyPath } from '../config/errors.js';
-import { invalidRequest } from '../errors.js';
+import { invalidRequest, showValue } from '../errors.js';
 import {
   checkJsonShape,
   type DepthOptions,
@@ -166,10 +166,6 @@ export async function readJson(bytes: Buffer, options: ReadOptions = {}): Promis
     const { holder, top, path } = stack.pop()!;
     const array = Array.isArray(holder);
     for (const key of Object.keys(holder)) {
-      if (key.startsWith(TOKEN))
-        throw invalidRequest(
-          `${path || 'request body'}: a key of ${LIFT_MIN_BYTES} bytes or more; keys are names, not data`,
-        );
       const member = holder[key];
       const under = top ?? (holder === value ? key : undefined);
       const at = () => keyPath(path, array ? Number(key) : key);
@@ -219,6 +215,7 @@ async function scan(bytes: Buffer, options: ReadOptions): Promise<Cut[]> {
           `${options.field === undefined ? 'request body is not valid JSON:' : `${options.field}: not valid JSON:`} the string that opens at byte ${i} never closes`,
         );
       if (end.close - i - 1 >= LIFT_MIN_BYTES) {
+        if (isKey(bytes, end.close + 1)) throw keyTooLong(bytes, i, end.close, options.field);
         cuts.push({ open: i, close: end.close, escaped: end.escaped });
         lifted += end.close - i + 1;
       }
@@ -246,6 +243,19 @@ function shapeFault(bytes: Buffer, at: number, cuts: readonly Cut[], options: Re
   prefix += bytes.toString('utf8', from, at + 1);
   throw invalidRequest(
     jsonShapeFault(prefix, options) ?? `${options.field ?? 'request body'}: JSON too deep or too wide`,
+  );
+}
+
+/** Whether the next byte after `at` that is not a space is `:`: the literal before it is a key. */
+function isKey(bytes: Buffer, at: number): boolean {
+  let p = at;
+  while (bytes[p] === 0x20 || bytes[p] === 0x09 || bytes[p] === 0x0a || bytes[p] === 0x0d) p++;
+  return bytes[p] === 0x3a;
+}
+
+function keyTooLong(bytes: Buffer, open: number, close: number, field: string | undefined) {
+  return invalidRequest(
+    `${field ?? 'request body'}: a key of ${close - open - 1} bytes (${showValue(bytes.toString('utf8', open + 1, open + 41))}); keys are names, of less than ${LIFT_MIN_BYTES} bytes`,
   );
 }
 

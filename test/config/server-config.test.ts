@@ -87,6 +87,7 @@ test('a minimal config gets every default', () => {
     max_request_body_bytes: 268435456,
     body_timeout_ms: 30000,
     max_json_body_bytes: 33554432,
+    max_websocket_message_bytes: 8388608,
     max_inflight_body_bytes: 536870912,
     body_deadline_ms: 300000,
     max_connections: 512,

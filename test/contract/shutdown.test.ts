@@ -231,12 +231,15 @@ function asResult(res: RawResponse): HttpResult {
 const BIG_TEXT_BYTES = 16 * 1024 * 1024;
 
 /**
- * A request whose 16 MiB text comes back in the fixture's report (far more than the socket
+ * A request whose 16 MiB of options come back in the fixture's report (far more than the socket
  * buffers hold), from a client that does not read until the test says so (`socket.resume()`).
+ * Sixteen values of 1 MiB: one JSON string may be at most 1 MiB.
  */
 function bigRequest(c: ContractServer): RawClient {
-  const text = 'x'.repeat(BIG_TEXT_BYTES);
-  const payload = Buffer.from(JSON.stringify({ model: 'M', request: { text, options: {} } }));
+  const options = Object.fromEntries(
+    Array.from({ length: BIG_TEXT_BYTES >> 20 }, (_, i) => [`pad${i}`, 'x'.repeat(1 << 20)]),
+  );
+  const payload = Buffer.from(JSON.stringify({ model: 'M', request: { text: 'big', options } }));
   const client = new RawClient(c.url, { read: false });
   void client.write(
     'POST /v1/tasks/run HTTP/1.1\r\nHost: voxd\r\nContent-Type: application/json\r\n',
@@ -778,7 +781,9 @@ describe('shutdown: a response in delivery', () => {
       assert.equal(res.status, 200);
       assert.equal(res.complete, true, 'the whole body arrived');
       assert.ok(res.body.length > BIG_TEXT_BYTES, `${res.body.length} bytes`);
-      assert.equal(JSON.parse(JSON.parse(res.body.toString('utf8')).text).text.length, BIG_TEXT_BYTES);
+      const report = JSON.parse(JSON.parse(res.body.toString('utf8')).text);
+      const echoed = Object.values(report.options as Record<string, string>).join('');
+      assert.equal(echoed.length, BIG_TEXT_BYTES);
       await within(closing.promise, 'the shutdown');
       assert.deepEqual(lifecycle(c, 'M'), [...loadOf(1, 1), ...teardownOf(1, 1)]);
     });

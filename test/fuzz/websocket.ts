@@ -226,7 +226,9 @@ export function websocketCase(
       case 6:
         // A length past the 8 MiB message limit (max_websocket_message_bytes), or one the frame never delivers (then the client leaves).
         if (rng.chance(0.5))
-          frames.push(frame(rng, 1, payload, { declared: rng.pick([(8n << 20n) + 1n, 22n << 20n, 1n << 62n]) }));
+          frames.push(
+            frame(rng, 1, payload, { declared: rng.pick([(8n << 20n) + 1n, 22n << 20n, 1n << 62n]) }),
+          );
         else {
           frames.push(frame(rng, 1, payload, { declared: BigInt(payload.length + 1000) }));
           earlyClose = true;

@@ -32,6 +32,8 @@ function postText(s: TestServer, path: string, text: string): Promise<HttpResult
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 
 const FIVE_MB = 'a'.repeat(5 * 1024 * 1024);
+/** The longest string a JSON text field may be (util/json-reader.ts MAX_TEXT_BYTES). */
+const ONE_MIB = 'a'.repeat(1024 * 1024);
 
 /** One chunk of a chunked body. */
 const chunk = (bytes: Buffer) =>
@@ -114,42 +116,61 @@ describe('hostile request bodies and values', () => {
     badRequest(await postText(s, '/v1/tasks/run', over), 'options.x', 'nesting');
   });
 
-  test('a 5 MB model id, voice or option value comes back cut to a short prefix', async () => {
+  test('a 1 MiB model id, voice or option value comes back cut to a short prefix', async () => {
     const small = (res: HttpResult) =>
       assert.ok(res.body.length < 1000, `a ${res.body.length}-byte error body: ${res.body.subarray(0, 200)}`);
-    const unknown = await post(s.url, '/v1/audio/speech', { model: FIVE_MB, input: 'hi' });
+    const unknown = await post(s.url, '/v1/audio/speech', { model: ONE_MIB, input: 'hi' });
     assert.match(errorOf(unknown, 404, 'not_found'), /^unknown model id: "aaaa.*\.\.\.$/);
     small(unknown);
     for (const [path, body] of [
-      ['/v1/tasks/run', { model: FIVE_MB, text: 'x' }],
-      ['/v1/models/unload', { id: FIVE_MB }],
+      ['/v1/tasks/run', { model: ONE_MIB, text: 'x' }],
+      ['/v1/models/unload', { id: ONE_MIB }],
     ] as const) {
       const res = await post(s.url, path, body);
       errorOf(res, 404, 'not_found');
       small(res);
     }
     // The voice reaches the flite engine, whose check names it.
-    const voice = await post(s.url, '/v1/audio/speech', { model: 'flite', input: 'hi', voice: FIVE_MB });
+    const voice = await post(s.url, '/v1/audio/speech', { model: 'flite', input: 'hi', voice: ONE_MIB });
     badRequest(voice, 'voice: "aaaa', 'not a flite voice');
     small(voice);
     // An option value the fixture engine parses as a number.
     const option = await post(s.url, '/v1/tasks/run', {
       model: 'asr',
       text: 'x',
-      options: { chunks: FIVE_MB },
+      options: { chunks: ONE_MIB },
     });
     badRequest(option, 'chunks');
     small(option);
     const field = await post(s.url, '/v1/audio/speech', {
       model: 'tts',
       input: 'hi',
-      response_format: FIVE_MB,
+      response_format: ONE_MIB,
     });
     badRequest(field, 'response_format');
     small(field);
-    const key = await postText(s, '/v1/tasks/run', `{"model":"asr","options":{"${FIVE_MB}":1e400}}`);
+    const key = await postText(s, '/v1/tasks/run', `{"model":"asr","options":{"${ONE_MIB.slice(0, 10_000)}":1e400}}`);
     badRequest(key, 'options.aaaa', 'finite');
     small(key);
+    await served();
+  });
+
+  test('a 5 MB model id, voice, option value or key is refused before any use: a short 400 naming the field', async () => {
+    for (const [path, body, field] of [
+      ['/v1/audio/speech', { model: FIVE_MB, input: 'hi' }, 'model'],
+      ['/v1/models/unload', { id: FIVE_MB }, 'id'],
+      ['/v1/audio/speech', { model: 'flite', input: 'hi', voice: FIVE_MB }, 'voice'],
+      ['/v1/tasks/run', { model: 'asr', text: 'x', options: { chunks: FIVE_MB } }, 'options.chunks'],
+    ] as const) {
+      const res = await post(s.url, path, body);
+      badRequest(
+        res,
+        `${field}: a string of 5242880 bytes; voxd takes at most 1048576 bytes in a text field`,
+      );
+      assert.ok(res.body.length < 1000, `a ${res.body.length}-byte error body`);
+    }
+    const key = await postText(s, '/v1/tasks/run', `{"model":"asr","options":{"${FIVE_MB}":1}}`);
+    badRequest(key, 'request body: a key of 5242880 bytes ("aaaa');
     await served();
   });
 
