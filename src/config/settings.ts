@@ -547,7 +547,7 @@ const GROUPS = [
         {
           zero: 'no limit',
           meaning:
-            "The server-wide budget of request body bytes held in memory at once, over every request. A JSON body's declared Content-Length is taken from it when its reading starts (a chunked body's bytes as they arrive; a multipart upload's bytes while they are in memory, not the parts spooled to disk) and given back when its response ends, however it ends. A body that does not fit is answered 503 `server_busy` (code `body_budget`) with `Retry-After`, before it is read. The default keeps the bodies of 16 default-sized JSON requests in memory at once, a peak of about 1.5 GB.",
+            "The server-wide budget of client bytes held in memory at once, over every request and streaming session. A JSON body's declared Content-Length is taken from it when its reading starts (a chunked body's bytes as they arrive; a multipart upload's bytes while they are in memory, not the parts spooled to disk) and given back when its response ends, however it ends. A body that does not fit is answered 503 `server_busy` (code `body_budget`) with `Retry-After`, before it is read. Streaming sessions hold their audio and messages on the same budget: a realtime session's events waiting and its buffered and committed audio, a Wyoming utterance and the events waiting, a bridge socket's frames waiting behind its running request; past it a realtime event gets an `error` event, a Wyoming exchange an `error` event and a bridge frame a 503 response frame, all `body_budget`. The default keeps the bodies of 16 default-sized JSON requests in memory at once, a peak of about 1.5 GB.",
         },
       ),
       countSetting(

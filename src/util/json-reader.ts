@@ -18,12 +18,19 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { keyPath } from '../config/errors.js';
 import { invalidRequest, showValue } from '../errors.js';
 import {
+  BACKSLASH,
+  CLOSE_ARRAY,
+  CLOSE_OBJECT,
+  COMMA,
   checkJsonShape,
   type DepthOptions,
   jsonShapeFault,
   MAX_JSON_DEPTH,
   MAX_JSON_VALUES,
+  OPEN_ARRAY,
+  OPEN_OBJECT,
   parseJsonText,
+  QUOTE,
 } from './json-text.js';
 import { ownsItsMemory } from './own-memory.js';
 
@@ -37,14 +44,6 @@ export const LIFT_MIN_BYTES = 16 * 1024;
  * 100,000 values (MAX_JSON_VALUES) of a few dozen bytes each fit.
  */
 export const MAX_SKELETON_BYTES = 4 << 20;
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const COMMA = 0x2c;
 
 /** A placeholder no client can guess, so none can make another field stand for lifted bytes. */
 const TOKEN = `voxd-lifted-${randomBytes(16).toString('hex')}-`;

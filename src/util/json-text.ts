@@ -23,13 +23,14 @@ export const MAX_JSON_DEPTH = 64;
  */
 export const MAX_JSON_VALUES = 100_000;
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-const COMMA = 0x2c;
+/** The characters a shape scan looks for, as char codes (and as bytes: all ASCII). */
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const OPEN_ARRAY = 0x5b;
+export const CLOSE_ARRAY = 0x5d;
+export const OPEN_OBJECT = 0x7b;
+export const CLOSE_OBJECT = 0x7d;
+export const COMMA = 0x2c;
 
 export interface DepthOptions {
   /** What the text is, for messages, as parseJsonText's `field`: undefined for a request body. */

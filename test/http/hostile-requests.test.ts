@@ -149,7 +149,11 @@ describe('hostile request bodies and values', () => {
     });
     badRequest(field, 'response_format');
     small(field);
-    const key = await postText(s, '/v1/tasks/run', `{"model":"asr","options":{"${ONE_MIB.slice(0, 10_000)}":1e400}}`);
+    const key = await postText(
+      s,
+      '/v1/tasks/run',
+      `{"model":"asr","options":{"${ONE_MIB.slice(0, 10_000)}":1e400}}`,
+    );
     badRequest(key, 'options.aaaa', 'finite');
     small(key);
     await served();

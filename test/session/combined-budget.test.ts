@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { WebSocket } from 'ws';
 import { bodyBudgetOf } from '../../src/http/request/body-budget.js';
+import { paddedJson, watchHighest } from '../helpers/budget.js';
 import { fixtureModel, tempDir, waitUntil, whenRuntime, withServer } from '../helpers/voxd.js';
 import { Messages } from '../helpers/websocket.js';
 import { frameOf, WyomingClient } from '../helpers/wyoming.js';
@@ -49,16 +50,6 @@ const sendText = (c: Client, bytes: Buffer) =>
     c.ws.send(bytes, { binary: false }, (err) => (err ? reject(err) : resolve())),
   );
 
-/** A bridge frame for the gated model of exactly `bytes` bytes, padded with strings of 512 KiB. */
-function bridgeFrame(bytes: number): Buffer {
-  const head = Buffer.from('{"id":"big","model":"slow","input":"hi","pad":["');
-  const frame = Buffer.alloc(bytes, 'a');
-  head.copy(frame);
-  for (let at = head.length + 512 * 1024; at + 6 < bytes; at += 512 * 1024) frame.write('","', at);
-  frame.write('"]}', bytes - 3);
-  return frame;
-}
-
 test('realtime, Wyoming and bridge sessions together stay inside max_inflight_body_bytes: refused past it, resident size bounded, all given back', async () => {
   const dir = tempDir('voxd-combined-gate-');
   const gatePath = join(dir, 'gate');
@@ -77,13 +68,7 @@ test('realtime, Wyoming and bridge sessions together stay inside max_inflight_bo
       { beforeClose: [openGate] },
       async (s) => {
         const budget = bodyBudgetOf(s.voxd.server)!;
-        let highest = 0;
-        const take = budget.take.bind(budget);
-        budget.take = (bytes: number) => {
-          const took = take(bytes);
-          highest = Math.max(highest, budget.inUse);
-          return took;
-        };
+        const watch = watchHighest(budget);
         // Bridge: three sockets, each with a request of the gated model running or waiting, so
         // that the frames they are sent next wait too.
         const bridges: Client[] = [];
@@ -114,7 +99,7 @@ test('realtime, Wyoming and bridge sessions together stay inside max_inflight_bo
         const format = { rate: 16_000, width: 2, channels: 1 };
         // 30 s of 16 kHz PCM16 a chunk (960 KB): held as 1.9 MB of samples.
         const chunk = frameOf('audio-chunk', format, Buffer.alloc(30 * 32_000));
-        const frame = bridgeFrame(8 * MIB - 64);
+        const frame = paddedJson('{"id":"big","model":"slow","input":"hi","pad":["', 8 * MIB - 64);
 
         const base = rssKb();
         resetPeak();
@@ -150,9 +135,9 @@ test('realtime, Wyoming and bridge sessions together stay inside max_inflight_bo
         );
         const grown = (peakKb() - base) * 1024;
         process.stdout.write(
-          `# combined: budget highest ${highest} bytes; resident size peak +${(grown / 1e6).toFixed(0)} MB\n`,
+          `# combined: budget highest ${watch.highest} bytes; resident size peak +${(grown / 1e6).toFixed(0)} MB\n`,
         );
-        assert.ok(highest <= LIMIT, `the budget held ${highest} bytes`);
+        assert.ok(watch.highest <= LIMIT, `the budget held ${watch.highest} bytes`);
         assert.ok(
           grown < LIMIT + 100e6,
           `the resident size peaked ${(grown / 1e6).toFixed(0)} MB above its start`,

@@ -12,9 +12,10 @@
  * TLS to itself under HTTPS. Destroying the in-memory connection is a client leaving: the server
  * cancels the request and frees its slot as for a dropped TCP connection.
  */
-import { request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
+import { type ClientRequest, request as httpRequest, type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { VoxdError } from '../../errors.js';
 import { SLICE_BYTES } from '../../util/json-reader.js';
 import { duplexPair } from './duplex-pair.js';
@@ -165,10 +166,21 @@ export function dispatchInProcess(
         settle();
       });
     });
-    // In slices: the server's reader copies each as it comes, a turn of the event loop at a time.
-    for (const piece of request.body ?? [])
-      for (let at = 0; at < piece.length; at += SLICE_BYTES)
-        outgoing.write(piece.subarray(at, at + SLICE_BYTES));
-    outgoing.end();
+    void writeBody(outgoing, request.body ?? [], signal);
   });
+}
+
+/**
+ * Writes a body a slice at a time with the event loop turning in between: the in-memory connection
+ * hands each write to the server's reader within the same tick, so a body written whole was read,
+ * parsed and copied in one piece of main-thread work (8 MiB: 40-50 ms).
+ */
+async function writeBody(outgoing: ClientRequest, pieces: Uint8Array[], signal: AbortSignal): Promise<void> {
+  for (const piece of pieces)
+    for (let at = 0; at < piece.length; at += SLICE_BYTES) {
+      if (at > 0 || piece !== pieces[0]) await nextTurn();
+      if (signal.aborted || outgoing.destroyed) return;
+      outgoing.write(piece.subarray(at, at + SLICE_BYTES));
+    }
+  outgoing.end();
 }

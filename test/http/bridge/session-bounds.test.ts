@@ -13,6 +13,7 @@ import { describe, test } from 'node:test';
 import { WebSocket } from 'ws';
 import { bodyBudgetOf } from '../../../src/http/request/body-budget.js';
 import { KEEPALIVE_MS } from '../../../src/session/keepalive.js';
+import { paddedJson, watchHighest } from '../../helpers/budget.js';
 import { RawClient } from '../../helpers/raw-http.js';
 import {
   fixtureModel,
@@ -81,15 +82,7 @@ const connectionsOf = (s: TestServer) =>
   new Promise<number>((resolve) => s.voxd.server.getConnections((_, n) => resolve(n)));
 
 /** A `/v1/audio/speech` frame for the slow model of exactly `bytes` bytes, its id 2 characters at `ID_AT`. */
-function bigFrame(bytes: number): Buffer {
-  // Strings of 512 KiB: one string may be at most 1 MiB.
-  const head = Buffer.from('{"id":"00","model":"slow","input":"hi","pad":["');
-  const frame = Buffer.alloc(bytes, 'a');
-  head.copy(frame);
-  for (let at = head.length + 512 * 1024; at + 6 < bytes; at += 512 * 1024) frame.write('","', at);
-  frame.write('"]}', bytes - 3);
-  return frame;
-}
+const bigFrame = (bytes: number) => paddedJson('{"id":"00","model":"slow","input":"hi","pad":["', bytes);
 const ID_AT = 7;
 
 /**
@@ -125,14 +118,7 @@ describe('bridge: frames waiting behind a running request are on the server byte
       {},
       async (s, gate) => {
         const budget = bodyBudgetOf(s.voxd.server)!;
-        // Every take is checked against the limit as it happens, not only at the moments sampled.
-        let highest = 0;
-        const take = budget.take.bind(budget);
-        budget.take = (bytes: number) => {
-          const took = take(bytes);
-          highest = Math.max(highest, budget.inUse);
-          return took;
-        };
+        const watch = watchHighest(budget);
         const sockets: Socket[] = [];
         for (let i = 0; i < SOCKETS; i++) sockets.push(await openUnmasked(`${s.url}/v1/audio/speech`));
         for (const [i, c] of sockets.entries()) c.send({ id: `slow${i}`, model: 'slow', input: 'held' });
@@ -165,13 +151,13 @@ describe('bridge: frames waiting behind a running request are on the server byte
           assert.equal(JSON.parse(r.body).error.code, 'body_budget');
           assert.equal(r.headers['Retry-After'], '1');
         }
-        assert.ok(highest <= LIMIT, `the budget held ${highest} bytes`);
+        assert.ok(watch.highest <= LIMIT, `the budget held ${watch.highest} bytes`);
         assert.ok(
           budget.inUse >= fitting * FRAME,
           `${budget.inUse} bytes held for ${fitting} frames waiting`,
         );
         process.stdout.write(
-          `# F10: ${fitting} frames waiting, budget ${budget.inUse} bytes (highest ${highest}), RSS +${mb(grown)} MB, peak +${mb(peak)} MB\n`,
+          `# F10: ${fitting} frames waiting, budget ${budget.inUse} bytes (highest ${watch.highest}), RSS +${mb(grown)} MB, peak +${mb(peak)} MB\n`,
         );
         // The peak counts what the frames cost passing through too, not only what stays held.
         assert.ok(peak < LIMIT + 100e6, `RSS peaked ${mb(peak)} MB above its start`);
@@ -190,7 +176,7 @@ describe('bridge: frames waiting behind a running request are on the server byte
           JSON.stringify(ran.map((m) => [m.id, m.status])),
         );
         await waitUntil('the budget is empty', () => budget.inUse === 0);
-        assert.ok(highest <= LIMIT, `the budget held ${highest} bytes`);
+        assert.ok(watch.highest <= LIMIT, `the budget held ${watch.highest} bytes`);
         for (const c of sockets) c.ws.close();
       },
     );

@@ -13,6 +13,7 @@ import { INBOX_BYTES } from '../../../src/http/realtime/session.js';
 import { MAX_WAITING_TURNS } from '../../../src/http/realtime/turns.js';
 import { bodyBudgetOf } from '../../../src/http/request/body-budget.js';
 import type { ByteBudget } from '../../../src/session/byte-budget.js';
+import { watchHighest } from '../../helpers/budget.js';
 import { fixtureModel, post, type TestServer, waitUntil, withServer } from '../../helpers/voxd.js';
 import { openSocket } from '../../helpers/websocket.js';
 
@@ -111,14 +112,7 @@ test('server VAD: an append flood waits for the detector, so the audio held stay
     },
     async (s) => {
       const budget = budgetOf(s);
-      // The most held at once, seen at every take from the budget.
-      let peak = 0;
-      const take = budget.take.bind(budget);
-      budget.take = (bytes: number) => {
-        const fits = take(bytes);
-        peak = Math.max(peak, budget.inUse);
-        return fits;
-      };
+      const watch = watchHighest(budget);
       const { ws, messages, send, closed } = await session(s);
       send({
         type: 'session.update',
@@ -136,8 +130,11 @@ test('server VAD: an append flood waits for the detector, so the audio held stay
       );
       // At most the unexamined bound, one append and its context as samples, plus the events waiting.
       const bound = (UNEXAMINED_SECONDS + 20 + 1) * KEPT_RATE * 4 + INBOX_BYTES + 2 * append.length;
-      assert.ok(peak > 0, 'the buffer counts against the budget');
-      assert.ok(peak <= bound, `held at most ${peak} bytes, bound ${bound} (240 s: ${240 * KEPT_RATE * 4})`);
+      assert.ok(watch.highest > 0, 'the buffer counts against the budget');
+      assert.ok(
+        watch.highest <= bound,
+        `held at most ${watch.highest} bytes, bound ${bound} (240 s: ${240 * KEPT_RATE * 4})`,
+      );
       ws.close();
       await closed;
       await waitUntil('the session gave everything back', () => budget.inUse === 0);

@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { bodyBudgetOf } from '../../../src/http/request/body-budget.js';
 import { COLLECT_DELAY_MS, MemoryRelease } from '../../../src/util/release-memory.js';
+import { paddedJson } from '../../helpers/budget.js';
 import { releasesAfter } from '../../helpers/memory-release.js';
 import { RawClient, type RawResponse } from '../../helpers/raw-http.js';
 import { sseEvents, typeOf } from '../../helpers/sse.js';
@@ -21,14 +22,7 @@ const MIB = 1024 * 1024;
  * A /v1/tasks/run JSON body of exactly `bytes` bytes: a `pad` field the route ignores fills it, with
  * strings of 512 KiB (one string may be at most 1 MiB).
  */
-function paddedBody(bytes: number): Buffer {
-  const head = Buffer.from('{"model":"asr","text":"x","pad":["');
-  const body = Buffer.alloc(bytes, 'a');
-  head.copy(body);
-  for (let at = head.length + 512 * 1024; at + 6 < bytes; at += 512 * 1024) body.write('","', at);
-  body.write('"]}', bytes - 3);
-  return body;
-}
+const paddedBody = (bytes: number) => paddedJson('{"model":"asr","text":"x","pad":["', bytes);
 
 const head = (length: number | 'chunked', path = '/v1/tasks/run') =>
   `POST ${path} HTTP/1.1\r\nHost: voxd\r\nContent-Type: application/json\r\n${
