@@ -189,7 +189,7 @@ export class WyomingConnection {
       await audio.told;
       return;
     }
-    if (!this.#shell.ended) await this.#error(err);
+    if (!this.#shell.ended) this.#error(err);
   }
 
   /** The session ends on voxd's side (a timer, a malformed frame): the client hears why. */
@@ -199,11 +199,18 @@ export class WyomingConnection {
     farewell(this.#socket, encodeEvent('error', told));
   }
 
-  async #error(err: unknown): Promise<void> {
+  /**
+   * An event or exchange failed: the `error` is the connection's last event, and the connection
+   * closes, as the reference servers end theirs (wyoming-piper and wyoming-faster-whisper write the
+   * error and drop the connection). Home Assistant reads until a `transcript`, an `audio-stop` or
+   * the end of the connection, so an error alone left it waiting for the idle timeout.
+   */
+  #error(err: unknown): void {
     // A fault of voxd's own, not of the event: logged in full, as a request's would be.
     if (!(err instanceof WyomingError) && toHttp(err).internal)
       this.#deps.log.error({ err }, 'wyoming event failed');
-    await this.#send('error', errorOf(err));
+    const told = errorOf(err);
+    this.#end(err instanceof VoxdError ? err : new VoxdError('E_INVALID_REQUEST', told.text), told);
   }
 
   async #send(type: string, data: Record<string, unknown> = {}, payload?: Buffer): Promise<void> {
@@ -365,7 +372,7 @@ export class WyomingConnection {
     const outcome =
       failure === undefined ? 'completed' : audio.cancelled || this.#shell.ended ? 'cancelled' : 'failed';
     this.#count(exchange.kind, exchange.model, outcome);
-    if (failure !== undefined && !audio.quiet && !this.#shell.ended) await this.#error(failure);
+    if (failure !== undefined && !audio.quiet && !this.#shell.ended) this.#error(failure);
   }
 
   /** Counts an exchange under its model, only when that is a registered model (a made-up name is no label). */

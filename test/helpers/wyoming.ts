@@ -25,6 +25,8 @@ export class WyomingClient {
       this.#parse();
     });
     this.closed = new Promise((resolve) => socket.on('close', () => resolve()));
+    // A write after voxd ended the connection (EPIPE, a reset) only ends it here too.
+    socket.on('error', () => undefined);
     socket.on('close', () => {
       for (const wake of [...this.#waiters]) wake();
     });
@@ -99,6 +101,56 @@ export class WyomingClient {
 
   types(): string[] {
     return this.events.map((e) => e.type);
+  }
+
+  /**
+   * The `error` after the `seen` first events, once the connection has ended after it within `ms`
+   * (voxd ends a connection at its error, as the reference servers do); fails if another event
+   * follows the error or the connection stays open.
+   */
+  async refusal(seen = 0, ms = 1000): Promise<ClientEvent> {
+    const error = await this.next('error', seen);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the connection stayed open ${ms} ms after its error: ${error.data.text}`)),
+        ms,
+      );
+    });
+    try {
+      await Promise.race([this.closed, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+    const after = this.events.slice(this.events.indexOf(error) + 1);
+    if (after.length > 0) throw new Error(`events after the error: ${after.map((e) => e.type).join(' ')}`);
+    return error;
+  }
+
+  /**
+   * Reads as Home Assistant's loops read: until an event of one of `types` after the `seen` first
+   * ones, or the end of the connection, within `ms`; then whether the connection ended, and the
+   * events it read.
+   */
+  readUntil(types: string[], seen = 0, ms = 1000): Promise<{ ended: boolean; events: ClientEvent[] }> {
+    return new Promise((resolve, reject) => {
+      const look = () => {
+        const events = this.events.slice(seen);
+        const found = events.some((e) => types.includes(e.type));
+        if (!found && !this.socket.destroyed) return;
+        this.#waiters.delete(look);
+        clearTimeout(timer);
+        resolve({ ended: !found, events });
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(look);
+        reject(
+          new Error(`read ${ms} ms without ${types.join(', ')} or the end; got ${this.types().join(' ')}`),
+        );
+      }, ms);
+      this.#waiters.add(look);
+      look();
+    });
   }
 
   close(): Promise<void> {

@@ -339,35 +339,40 @@ describe('one message of any protocol, of any size the default limits admit, blo
   test('Wyoming: 1 MiB of "Dr. " in one synthesize-chunk is refused past max_input_chars as it arrives', async (t) => {
     const text = 'Dr. '.repeat(Math.floor((FRAME_LIMITS.dataBytes - 16) / 4));
     const event = rawEvent('synthesize-chunk', Buffer.from(JSON.stringify({ text })));
-    const c = await WyomingClient.open(s.voxd.wyoming!.port);
-    try {
-      const answer = await bounded(t, `synthesize-chunk of ${event.length} bytes`, () => {
-        const seen = c.events.length;
+    // The refusal ends its connection: each try opens one.
+    const answer = await bounded(t, `synthesize-chunk of ${event.length} bytes`, async () => {
+      const c = await WyomingClient.open(s.voxd.wyoming!.port);
+      try {
         c.send('synthesize-start', { voice: { name: 'tts' } });
         c.socket.write(event);
-        return c.next('error', seen);
-      });
-      assert.equal(answer.data.code, 'invalid_request');
-      assert.match(
-        answer.data.text,
-        /^text: more than 100000 characters without a sentence end, over max_input_chars=100000/,
-      );
-      // The connection goes on: a short streamed text is still spoken.
-      const seen = c.events.length;
-      c.send('synthesize-start', { voice: { name: 'tts' } });
-      c.send('synthesize-chunk', { text: 'Hello. ' });
-      c.send('synthesize-stop');
-      await c.next('synthesize-stopped', seen);
-      assert.ok(c.events.slice(seen).some((e) => e.type === 'audio-stop'));
-      // A flat data block as large as one may be: a ping, which voxd reads and answers.
-      const ping = rawEvent('ping', flat(FRAME_LIMITS.dataBytes, '{"pad":', '}'));
+        return await c.refusal();
+      } finally {
+        c.socket.destroy();
+      }
+    });
+    assert.equal(answer.data.code, 'invalid_request');
+    assert.match(
+      answer.data.text,
+      /^text: more than 100000 characters without a sentence end, over max_input_chars=100000/,
+    );
+    // A flat data block as large as one may be: a ping, which voxd reads and answers.
+    const ping = rawEvent('ping', flat(FRAME_LIMITS.dataBytes, '{"pad":', '}'));
+    const p = await WyomingClient.open(s.voxd.wyoming!.port);
+    try {
       await bounded(t, `ping of ${ping.length} bytes`, () => {
-        const before = c.events.length;
-        c.socket.write(ping);
-        return c.next('pong', before);
+        const before = p.events.length;
+        p.socket.write(ping);
+        return p.next('pong', before);
       });
+      // A short streamed text is spoken.
+      const seen = p.events.length;
+      p.send('synthesize-start', { voice: { name: 'tts' } });
+      p.send('synthesize-chunk', { text: 'Hello. ' });
+      p.send('synthesize-stop');
+      await p.next('synthesize-stopped', seen);
+      assert.ok(p.events.slice(seen).some((e) => e.type === 'audio-stop'));
     } finally {
-      await c.close();
+      await p.close();
     }
     noErrorLogged(s);
   });

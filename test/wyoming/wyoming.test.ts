@@ -162,67 +162,72 @@ describe('Wyoming listener', () => {
     }
   });
 
-  test('errors: bad events are error events and the connection goes on; a malformed frame ends it', async () => {
+  /** Opens a connection, sends what `send` sends, and gives the error that ends the connection. */
+  const refusal = async (send: (c: WyomingClient) => void) => {
     const c = await WyomingClient.open(portOf(s));
     try {
-      c.send('audio-chunk', FORMAT, TONE);
-      assert.equal((await c.next('error')).data.code, 'invalid_event');
-      c.send('audio-start', { rate: 16000, width: 7, channels: 1 });
-      const bad = await c.next('error', 1);
-      assert.equal(bad.data.code, 'invalid_audio');
-      assert.match(bad.data.text, /width: 7/);
-      c.send('transcribe', { name: 'tts' });
-      c.send('audio-start', FORMAT);
-      assert.match((await c.next('error', 2)).data.text, /task 'tts'/);
-      c.send('synthesize', { text: 'x', voice: { name: 'nope' } });
-      assert.equal((await c.next('error', 3)).data.code, 'model_not_found');
-      c.send('describe');
-      await c.next('info');
-      // A header that is not JSON: the stream cannot be read past it.
-      c.socket.write('{"type": "describe"\n');
-      assert.equal((await c.next('error', 4)).data.code, 'invalid_event');
-      await c.closed;
+      send(c);
+      return await c.refusal();
     } finally {
       c.socket.destroy();
     }
-  });
+  };
 
-  test('audio formats out of range (rate 1000..384000, width 1..4, channels 1..8, integers) and partial frames are invalid_audio naming the field; the connection goes on', async () => {
+  test('errors: a refused event is an error event and the end of its connection (as the reference servers do); so is a malformed frame', async () => {
+    assert.equal((await refusal((c) => c.send('audio-chunk', FORMAT, TONE))).data.code, 'invalid_event');
+    const bad = await refusal((c) => c.send('audio-start', { rate: 16000, width: 7, channels: 1 }));
+    assert.equal(bad.data.code, 'invalid_audio');
+    assert.match(bad.data.text, /width: 7/);
+    const task = await refusal((c) => {
+      c.send('transcribe', { name: 'tts' });
+      c.send('audio-start', FORMAT);
+    });
+    assert.match(task.data.text, /task 'tts'/);
+    const voice = await refusal((c) => c.send('synthesize', { text: 'x', voice: { name: 'nope' } }));
+    assert.equal(voice.data.code, 'model_not_found');
+    // A header that is not JSON: the stream cannot be read past it.
+    const frame = await refusal((c) => c.socket.write('{"type": "describe"\n'));
+    assert.equal(frame.data.code, 'invalid_event');
+    // Another connection is served as ever.
     const c = await WyomingClient.open(portOf(s));
     try {
-      const bad: [Record<string, unknown>, RegExp][] = [
-        [{ ...FORMAT, rate: 999 }, /rate: 999 is invalid; expected an integer from 1000 to 384000/],
-        [{ ...FORMAT, rate: 384_001 }, /rate: 384001/],
-        [{ ...FORMAT, rate: '16000' }, /rate: "16000"/],
-        [{ ...FORMAT, width: 0 }, /width: 0 is invalid; expected an integer from 1 to 4/],
-        [{ ...FORMAT, width: 5 }, /width: 5/],
-        [{ ...FORMAT, channels: 0 }, /channels: 0 is invalid; expected an integer from 1 to 8/],
-        [{ ...FORMAT, channels: 9 }, /channels: 9/],
-        [{ ...FORMAT, channels: 1.5 }, /channels: 1.5/],
-      ];
-      for (const [i, [format, message]] of bad.entries()) {
-        c.send('audio-start', format);
-        const error = await c.nth('error', i);
-        assert.equal(error.data.code, 'invalid_audio');
-        assert.match(error.data.text, message);
-      }
-      // A large field (within the 100000 values a data block may have) is shown as a short prefix,
-      // not echoed whole.
-      c.send('audio-start', { ...FORMAT, rate: Array.from({ length: 50_000 }, () => 1) });
-      const long = await c.nth('error', bad.length);
-      assert.equal(long.data.code, 'invalid_audio');
-      assert.ok(long.data.text.length < 1000, `${long.data.text.length} characters`);
-      c.send('transcribe', { name: 'asr' });
-      c.send('audio-start', FORMAT);
-      c.send('audio-chunk', { ...FORMAT, channels: 2 }, Buffer.alloc(6));
-      const partial = await c.nth('error', bad.length + 1);
-      assert.equal(partial.data.code, 'invalid_audio');
-      assert.match(partial.data.text, /6 bytes are not whole frames of 2 channel\(s\) of 2 byte\(s\)/);
-      c.send('ping');
-      await c.next('pong');
+      c.send('describe');
+      await c.next('info');
     } finally {
       await c.close();
     }
+  });
+
+  test('audio formats out of range (rate 1000..384000, width 1..4, channels 1..8, integers) and partial frames are invalid_audio naming the field, and end the connection', async () => {
+    const bad: [Record<string, unknown>, RegExp][] = [
+      [{ ...FORMAT, rate: 999 }, /rate: 999 is invalid; expected an integer from 1000 to 384000/],
+      [{ ...FORMAT, rate: 384_001 }, /rate: 384001/],
+      [{ ...FORMAT, rate: '16000' }, /rate: "16000"/],
+      [{ ...FORMAT, width: 0 }, /width: 0 is invalid; expected an integer from 1 to 4/],
+      [{ ...FORMAT, width: 5 }, /width: 5/],
+      [{ ...FORMAT, channels: 0 }, /channels: 0 is invalid; expected an integer from 1 to 8/],
+      [{ ...FORMAT, channels: 9 }, /channels: 9/],
+      [{ ...FORMAT, channels: 1.5 }, /channels: 1.5/],
+    ];
+    for (const [format, message] of bad) {
+      const error = await refusal((c) => c.send('audio-start', format));
+      assert.equal(error.data.code, 'invalid_audio');
+      assert.match(error.data.text, message);
+    }
+    // A large field (within the 100000 values a data block may have) is shown as a short prefix,
+    // not echoed whole.
+    const long = await refusal((c) =>
+      c.send('audio-start', { ...FORMAT, rate: Array.from({ length: 50_000 }, () => 1) }),
+    );
+    assert.equal(long.data.code, 'invalid_audio');
+    assert.ok(long.data.text.length < 1000, `${long.data.text.length} characters`);
+    const partial = await refusal((c) => {
+      c.send('transcribe', { name: 'asr' });
+      c.send('audio-start', FORMAT);
+      c.send('audio-chunk', { ...FORMAT, channels: 2 }, Buffer.alloc(6));
+    });
+    assert.equal(partial.data.code, 'invalid_audio');
+    assert.match(partial.data.text, /6 bytes are not whole frames of 2 channel\(s\) of 2 byte\(s\)/);
   });
 
   test('limits: a header line without a newline past 64 KiB, a data_length past 1 MiB and a payload_length past 4 MiB end the connection', async () => {
@@ -339,7 +344,7 @@ test('wyoming_idle_timeout_ms: a silent connection is closed, one left mid-trans
 });
 
 describe('Wyoming exchanges under the admission contract', () => {
-  test('[time.admission-timeout] a Wyoming exchange past the busy timeout is error server_busy, and the connection goes on', async () => {
+  test('[time.admission-timeout] a Wyoming exchange past the busy timeout is error server_busy, which ends its connection; the next connection is served', async () => {
     await withServer(
       { ...WYOMING, models: [fixtureModel('tts', { task: 'tts', busy_timeout_ms: 50 })] },
       async (s) => {
@@ -350,12 +355,17 @@ describe('Wyoming exchanges under the admission contract', () => {
           options: { run_gate: gate.path },
         });
         await waitUntil('the holder runs', () => s.fixture.record.of('tts', 'run-start').length === 1);
+        const refused = await WyomingClient.open(portOf(s));
+        try {
+          refused.send('synthesize', { text: 'hi' });
+          assert.equal((await refused.refusal()).data.code, 'server_busy');
+        } finally {
+          refused.socket.destroy();
+        }
+        await gate.open();
+        assert.equal((await held).status, 200);
         const c = await WyomingClient.open(portOf(s));
         try {
-          c.send('synthesize', { text: 'hi' });
-          assert.equal((await c.next('error')).data.code, 'server_busy');
-          await gate.open();
-          assert.equal((await held).status, 200);
           c.send('synthesize', { text: 'hi' });
           await c.next('audio-stop');
           assert.equal(await metric(s.url, exchanges('tts', 'tts', 'failed')), 1);
