@@ -22,6 +22,8 @@ export const DEFAULT_MODEL_ALIASES: Readonly<Record<string, string>> = {
   'whisper-1': 'pocketsphinx',
   'gpt-4o-transcribe': 'pocketsphinx',
   'gpt-4o-mini-transcribe': 'pocketsphinx',
+  // LiveKit Agents 1.9's default realtime transcription model (`openai.STT` with no `model`).
+  'gpt-realtime-whisper': 'pocketsphinx',
   'tts-1': 'flite',
   'tts-1-hd': 'flite',
   'gpt-4o-mini-tts': 'flite',

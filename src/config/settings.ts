@@ -998,7 +998,7 @@ const GROUPS = [
         doc: {
           type: 'object',
           default:
-            '`whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe` → `pocketsphinx`; `tts-1`, `tts-1-hd`, `gpt-4o-mini-tts` → `flite`',
+            '`whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe`, `gpt-realtime-whisper` → `pocketsphinx`; `tts-1`, `tts-1-hd`, `gpt-4o-mini-tts` → `flite`',
           allowed: '`"name": "model id"` pairs; `null` removes a default name',
           meaning:
             'Other names a request may give in `model`; they add to and override the defaults. A model id always wins over an alias (see [Model aliases](#model-aliases)).',

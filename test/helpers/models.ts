@@ -23,4 +23,5 @@ export const DEFAULT_ALIAS_IDS = [
   'whisper-1',
   'gpt-4o-transcribe',
   'gpt-4o-mini-transcribe',
+  'gpt-realtime-whisper',
 ];
