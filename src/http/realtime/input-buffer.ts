@@ -75,6 +75,12 @@ export class InputBuffer {
   #carry: number | undefined;
   #detector: SpeechDetector | undefined;
   #open: OpenTurn | undefined;
+  /**
+   * Where the last turn's audio ended: a turn never starts before it, prefix padding or not, so no
+   * two turns share audio (OpenAI clears the buffer at a commit; with LiveKit's defaults, 600 ms of
+   * padding reached back into the previous turn's silence window and its last words were heard twice).
+   */
+  #committedTo = 0;
   /** Appends on their way into the buffer, at the rate the buffer keeps. */
   #arriving: ArrivingSamples;
 
@@ -316,7 +322,7 @@ export class InputBuffer {
     const { settings, runtime, turns } = this.#ctx;
     const rate = this.#rate;
     const prefix = Math.round((settings.vad!.prefixPaddingMs * rate) / 1000);
-    const start = Math.max(this.#buffer.start, position - prefix);
+    const start = Math.max(this.#buffer.start, this.#committedTo, position - prefix);
     const model = settings.model === undefined ? undefined : registeredEntry(runtime, settings.model);
     // A streaming engine hears the turn as it is spoken (what the detector has examined of it): its
     // slot is taken now, in the model's FIFO. With turns waiting already it is taken whole at its
@@ -366,6 +372,7 @@ export class InputBuffer {
       return;
     }
     const range = { from, to };
+    this.#committedTo = to;
     const turn = this.#wholeTurn(this.#buffer.slice(from, to), range);
     this.#ctx.send({
       type: 'input_audio_buffer.timeout_triggered',
@@ -380,6 +387,7 @@ export class InputBuffer {
   /** Commits the open turn with its audio up to `to` (its silence window included). */
   #commitOpen(to = this.#buffer.end): void {
     this.#feedOpen(to);
+    this.#committedTo = to;
     const { turn, start } = this.#open!;
     this.#open = undefined;
     const { turns } = this.#ctx;

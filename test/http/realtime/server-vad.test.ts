@@ -87,6 +87,59 @@ describe('server VAD in a realtime session', () => {
     }
   });
 
+  test("turns never share audio: with LiveKit's and OpenAI's defaults, the next turn's padding stops where the last turn ended", async () => {
+    // flite's sentence without its own quiet start and end, so that the pause is the one between.
+    const spoken = await sentence();
+    const pcm = new Int16Array(spoken.buffer, spoken.byteOffset, spoken.length / 2);
+    const [a, b] = speechBounds(Float32Array.from(pcm, (v) => v / 32768)) as [number, number];
+    const speech = spoken.subarray(a * 2, b * 2);
+    // [prefix_padding_ms, silence_duration_ms]: LiveKit Agents' defaults, then OpenAI's.
+    for (const [prefix, quiet] of [
+      [600, 350],
+      [300, 500],
+    ] as const)
+      for (const pause of [650, 900]) {
+        const rt = await session({
+          type: 'server_vad',
+          prefix_padding_ms: prefix,
+          silence_duration_ms: quiet,
+        });
+        try {
+          rt.append(Buffer.concat([silence(500), speech, silence(pause), speech, silence(1500)]));
+          const started = [
+            await rt.next('input_audio_buffer.speech_started', 0),
+            await rt.next('input_audio_buffer.speech_started', 1),
+          ];
+          const stopped = [
+            await rt.next('input_audio_buffer.speech_stopped', 0),
+            await rt.next('input_audio_buffer.speech_stopped', 1),
+          ];
+          const completed = [
+            await rt.next('conversation.item.input_audio_transcription.completed', 0),
+            await rt.next('conversation.item.input_audio_transcription.completed', 1),
+          ];
+          const what = `prefix ${prefix} ms, silence ${quiet} ms, pause ${pause} ms`;
+          // The first turn's audio ends with its silence window; the second starts no earlier.
+          const firstEnd = stopped[0].audio_end_ms + quiet;
+          assert.ok(
+            started[1].audio_start_ms >= firstEnd - 1,
+            `${what}: turn 2 starts at ${started[1].audio_start_ms} ms, turn 1 ends at ${firstEnd} ms`,
+          );
+          // And each turn's audio is exactly its range.
+          for (const n of [0, 1]) {
+            const samples = JSON.parse(completed[n].transcript).audio.samples / 16;
+            const expected = stopped[n].audio_end_ms + quiet - started[n].audio_start_ms;
+            assert.ok(
+              Math.abs(samples - expected) <= 2,
+              `${what}: turn ${n + 1} holds ${samples} ms, expected ${expected}`,
+            );
+          }
+        } finally {
+          rt.ws.close();
+        }
+      }
+  });
+
   test('clear while speech goes on drops its turn; the next speech is a turn of its own', async () => {
     const speech = await sentence();
     const rt = await session({ type: 'server_vad' });
