@@ -16,7 +16,14 @@ import { base64Bytes } from './base64.js';
 import { type Codec, missingFfmpeg } from './ffmpeg.js';
 import type { SlotOwner } from './slots.js';
 import type { Audio } from './types.js';
-import { decodeData, HEADER_WINDOW, parseWavLayout, WavError, type WavLayout } from './wav-decode.js';
+import {
+  decodeData,
+  HEADER_WINDOW,
+  parseWavLayout,
+  WavEncodingError,
+  WavError,
+  type WavLayout,
+} from './wav-decode.js';
 
 /**
  * What one request's input audio may be, checked from the header before any sample is decoded, and
@@ -125,6 +132,9 @@ export async function decodeAudio(source: AudioSource, field: string, limits: Au
     if (data.length < layout.dataBytes) throw new WavError('the WAV file ended before its data');
     return decodeData(data, layout.format);
   } catch (err) {
+    // A telephony WAV (mu-law, A-law) and the like: ffmpeg reads what voxd's own reader does not.
+    if (err instanceof WavEncodingError && limits.codec?.available)
+      return await transcode(source, field, limits);
     if (err instanceof WavError) throw invalidRequest(`${field}: ${err.message}`, err);
     throw err;
   }

@@ -10,6 +10,12 @@ export class WavError extends Error {
   }
 }
 
+/**
+ * A well-formed WAV whose samples are in an encoding voxd does not read itself (mu-law and A-law
+ * telephony audio, ADPCM, MP3 in WAV...): ffmpeg decodes it where the server has one.
+ */
+export class WavEncodingError extends WavError {}
+
 const SUPPORTED = 'supported: PCM 8/16/24/32-bit and IEEE float 32/64-bit';
 const FORMAT_PCM = 0x0001;
 const FORMAT_FLOAT = 0x0003;
@@ -204,7 +210,7 @@ function parseFmt(view: DataView, at: number, size: number): WavFormat {
     const known = SUBFORMAT_GUID_TAIL.every((b, i) => view.getUint8(guid + 4 + i) === b);
     const sub = view.getUint32(guid, true);
     if (!known || sub > 0xffff) {
-      throw new WavError(
+      throw new WavEncodingError(
         `unsupported WAV encoding: extensible subformat {${formatGuid(view, guid)}}; ${SUPPORTED}`,
       );
     }
@@ -213,7 +219,7 @@ function parseFmt(view: DataView, at: number, size: number): WavFormat {
   }
 
   if (code !== FORMAT_PCM && code !== FORMAT_FLOAT) {
-    throw new WavError(`unsupported WAV encoding: ${label}; ${SUPPORTED}`);
+    throw new WavEncodingError(`unsupported WAV encoding: ${label}; ${SUPPORTED}`);
   }
   if (channels === 0) throw new WavError('WAV fmt chunk declares 0 channels');
   if (sampleRate < MIN_SAMPLE_RATE || sampleRate > MAX_SAMPLE_RATE) {

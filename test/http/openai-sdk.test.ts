@@ -33,6 +33,8 @@ describe('the official openai SDK against voxd', () => {
   let client: OpenAI;
   /** flite's WAV of SPOKEN, made once through the SDK. */
   let spokenWav: Buffer;
+  /** The same at 24 kHz, the rate of OpenAI's `pcm`. */
+  let spokenWav24: Buffer;
   /** flite's kal16 voice speaking `input` through the SDK, in the format `as` asks for. */
   const speak = (input: string, as: Omit<OpenAI.Audio.SpeechCreateParams, 'model' | 'voice' | 'input'>) =>
     client.audio.speech.create({ model: 'flite', voice: 'kal16', input, ...as });
@@ -60,6 +62,10 @@ describe('the official openai SDK against voxd', () => {
     client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'test', maxRetries: 0 });
     const res = await speak(SPOKEN, { response_format: 'wav' });
     spokenWav = Buffer.from(await res.arrayBuffer());
+    // sample_rate is voxd's, not in the SDK's type: the SDK sends what it is given.
+    const res24 = await speak(SPOKEN, { response_format: 'wav', sample_rate: 24000 } as never);
+    spokenWav24 = Buffer.from(await res24.arrayBuffer());
+    assert.equal(decodeWav(spokenWav24).sampleRate, 24000);
   });
   after(() => s?.close());
 
@@ -132,15 +138,15 @@ describe('the official openai SDK against voxd', () => {
     );
   });
 
-  test('audio.speech.create pcm: the WAV data without its header', async () => {
-    const wav = decodeWav(spokenWav);
+  test("audio.speech.create pcm: OpenAI's 24 kHz mono, the 24 kHz WAV's data", async () => {
+    const wav = decodeWav(spokenWav24);
     const res = await speak(SPOKEN, { response_format: 'pcm' });
     const pcm = Buffer.from(await res.arrayBuffer());
     assert.equal(pcm.length, wav.samples.length * wav.channels * 2);
-    assert.ok(pcm.equals(spokenWav.subarray(spokenWav.length - pcm.length)), 'the same PCM16 as the WAV');
+    assert.ok(pcm.equals(spokenWav24.subarray(spokenWav24.length - pcm.length)), 'the same PCM16 as the WAV');
   });
 
-  test('audio.speech.create stream_format sse: base64 PCM16 deltas that add up to the speech', async () => {
+  test('audio.speech.create stream_format sse: base64 PCM16 deltas at 24 kHz that add up to the speech', async () => {
     const res = await speak(SPOKEN, { stream_format: 'sse' });
     assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
     const events = sseEvents(Buffer.from(await res.arrayBuffer()));
@@ -158,15 +164,15 @@ describe('the official openai SDK against voxd', () => {
     const deltas = typed.filter((e) => e.type === 'speech.audio.delta') as unknown as { audio: string }[];
     assert.ok(deltas.length >= 1);
     const pcm = Buffer.concat(deltas.map((d) => Buffer.from(d.audio, 'base64')));
-    assert.ok(pcm.equals(spokenWav.subarray(spokenWav.length - pcm.length)), 'the same PCM16 as the WAV');
-    assert.equal(pcm.length, decodeWav(spokenWav).samples.length * 2);
+    assert.ok(pcm.equals(spokenWav24.subarray(spokenWav24.length - pcm.length)), 'the same PCM16 as the WAV');
+    assert.equal(pcm.length, decodeWav(spokenWav24).samples.length * 2);
   });
 
-  test('audio.speech.create stream_format audio: the raw PCM16 of the speech', async () => {
+  test('audio.speech.create stream_format audio: the raw PCM16 of the speech at 24 kHz', async () => {
     const res = await speak(SPOKEN, { stream_format: 'audio' });
     const pcm = Buffer.from(await res.arrayBuffer());
-    assert.equal(pcm.length, decodeWav(spokenWav).samples.length * 2);
-    assert.ok(pcm.equals(spokenWav.subarray(spokenWav.length - pcm.length)));
+    assert.equal(pcm.length, decodeWav(spokenWav24).samples.length * 2);
+    assert.ok(pcm.equals(spokenWav24.subarray(spokenWav24.length - pcm.length)));
   });
 
   test('audio.transcriptions.create json and text: pocketsphinx hears flite', async () => {

@@ -136,9 +136,29 @@ describe('POST /v1/audio/speech', () => {
     }
   });
 
-  test('response_format pcm is the WAV without its 44-byte header', async () => {
+  test("response_format pcm is OpenAI's 24 kHz mono, the WAV resampled to 24 kHz without its header; at sample_rate it is that rate's WAV data", async () => {
+    const wav24 = await speech({
+      model: 'tts',
+      input: 'raw pcm',
+      seed: 4,
+      response_format: 'wav',
+      sample_rate: 24000,
+    });
+    const openai = await speech({ model: 'tts', input: 'raw pcm', seed: 4, response_format: 'pcm' });
+    assert.equal(openai.status, 200);
+    assert.ok(openai.body.equals(wav24.body.subarray(44)), 'pcm is 24 kHz by default');
+    const modelRate = readWavHeader(
+      (await speech({ model: 'tts', input: 'raw pcm', seed: 4 })).body,
+    ).sampleRate;
+    assert.notEqual(modelRate, 24000, 'the fixture speaks at another rate, so the default is seen');
     const wav = await speech({ model: 'tts', input: 'raw pcm', seed: 4, response_format: 'wav' });
-    const pcm = await speech({ model: 'tts', input: 'raw pcm', seed: 4, response_format: 'pcm' });
+    const pcm = await speech({
+      model: 'tts',
+      input: 'raw pcm',
+      seed: 4,
+      response_format: 'pcm',
+      sample_rate: modelRate,
+    });
     assert.equal(pcm.status, 200);
     assert.equal(pcm.headers.get('content-type'), 'application/octet-stream');
     assert.equal(pcm.body.length, wav.body.length - 44);

@@ -43,7 +43,15 @@ for (const parallel of [false, true]) {
     const speech = (body: Record<string, unknown>) => post(s.url, '/v1/audio/speech', body);
 
     test('SSE speech: one delta per engine chunk, then done with ttft_ms, then [DONE]; PCM equals the offline WAV', async () => {
-      const res = await speech({ model: 'tts', input: 'streamed words', stream: true, seed: 3 });
+      // At the model's own rate: resampled (OpenAI's 24 kHz, the default), the filter's tail is one
+      // delta more, at the end.
+      const res = await speech({
+        model: 'tts',
+        input: 'streamed words',
+        stream: true,
+        seed: 3,
+        sample_rate: 16000,
+      });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-type'), 'text/event-stream; charset=utf-8');
       assert.equal(res.headers.get('cache-control'), 'no-cache');
@@ -67,11 +75,11 @@ for (const parallel of [false, true]) {
       assert.deepEqual(pcm, offline.body.subarray(44));
     });
 
-    test('raw audio stream: the PCM16 bytes only, equal to the offline answer', async () => {
+    test("raw audio stream: the PCM16 bytes only, at OpenAI's 24 kHz, equal to the offline answer at that rate", async () => {
       const res = await speech({ model: 'tts', input: 'raw', stream: true, stream_format: 'audio' });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-type'), 'application/octet-stream');
-      const offline = await speech({ model: 'tts', input: 'raw' });
+      const offline = await speech({ model: 'tts', input: 'raw', sample_rate: 24000 });
       assert.deepEqual(res.body, offline.body.subarray(44));
       const wav = decodeWav(offline.body);
       assert.equal(res.body.length, wav.samples.length * 2);

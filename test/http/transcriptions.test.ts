@@ -98,6 +98,42 @@ describe('POST /v1/audio/transcriptions', () => {
     assert.ok(Math.abs(res.json.timing.audio_duration_ms - 100) <= 0.001);
   });
 
+  test('a telephony WAV (G.711 mu-law, 8 kHz) is decoded by ffmpeg, not refused', async () => {
+    // 100 ms of a 300 Hz sine at half scale, each sample mu-law encoded (G.711).
+    const muLaw = (x: number) => {
+      let s = Math.round(x * 32767);
+      const sign = s < 0 ? 0x80 : 0;
+      s = Math.min(Math.abs(s), 32635) + 0x84;
+      let exponent = 7;
+      for (let mask = 0x4000; (s & mask) === 0 && exponent > 0; mask >>= 1) exponent--;
+      return ~(sign | (exponent << 4) | ((s >> (exponent + 3)) & 0x0f)) & 0xff;
+    };
+    const samples = Buffer.from(
+      Array.from({ length: 800 }, (_, i) => muLaw(0.5 * Math.sin((2 * Math.PI * 300 * i) / 8000))),
+    );
+    const fmt = Buffer.alloc(16);
+    fmt.writeUInt16LE(7, 0); // WAVE_FORMAT_MULAW
+    fmt.writeUInt16LE(1, 2);
+    fmt.writeUInt32LE(8000, 4);
+    fmt.writeUInt32LE(8000, 8);
+    fmt.writeUInt16LE(1, 12);
+    fmt.writeUInt16LE(8, 14);
+    const data = Buffer.concat([
+      Buffer.from('RIFF'),
+      Buffer.from(Uint32Array.of(4 + 8 + 16 + 8 + samples.length).buffer),
+      Buffer.from('WAVEfmt '),
+      Buffer.from(Uint32Array.of(16).buffer),
+      fmt,
+      Buffer.from('data'),
+      Buffer.from(Uint32Array.of(samples.length).buffer),
+      samples,
+    ]);
+    const report = reportOf(await upload(server.url, { model: 'asr' }, wav('call.wav', data)));
+    assert.equal(report.audio.sample_rate, 16000);
+    assert.ok(Math.abs(report.audio.samples - 1600) <= 32, `${report.audio.samples} samples`);
+    assert.ok(Math.abs(report.audio.rms - SINE_RMS(0.5)) < 0.02, `rms ${report.audio.rms}`);
+  });
+
   test('32-bit float at 16 kHz mono passes through unchanged', async () => {
     const data = buildWav({
       sampleRate: 16000,
@@ -169,9 +205,14 @@ describe('POST /v1/audio/transcriptions', () => {
       text.includes('could not be decoded') && !text.includes('hell'),
       `the file's bytes are not echoed: ${text}`,
     );
+    // A WAV that says MP3 is given to ffmpeg, which finds no MP3 in it.
     const mp3InWav = smallWav();
     mp3InWav.writeUInt16LE(0x0055, 20);
-    badRequest(await upload(server.url, { model: 'asr' }, wav('a.wav', mp3InWav)), 'file', 'MP3');
+    badRequest(
+      await upload(server.url, { model: 'asr' }, wav('a.wav', mp3InWav)),
+      'file',
+      'could not be decoded',
+    );
   });
 
   test('an empty file is a 400', async () => {

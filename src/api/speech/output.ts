@@ -24,6 +24,12 @@ export type SpeechFormat = (typeof SPEECH_FORMATS)[number];
 const STREAM_FORMATS = ['pcm', ...SPEECH_ENCODINGS] as const;
 type StreamedFormat = (typeof STREAM_FORMATS)[number];
 
+/**
+ * The rate of OpenAI's `pcm`: 24 kHz 16-bit mono, which its clients hard-code (LiveKit's
+ * `OPENAI_TTS_SAMPLE_RATE`, the SDKs' players). Headerless audio carries no rate to read.
+ */
+export const OPENAI_PCM_RATE = 24_000;
+
 export interface SpeechOutput {
   format: SpeechFormat;
   /** Resample the model's audio to this rate; undefined keeps the model's own. */
@@ -37,13 +43,15 @@ function isEncoding(format: string): format is SpeechEncoding {
 /**
  * response_format (default: default_speech_format; a stream's default is pcm unless that is a
  * compressed format) and sample_rate, checked before any work: a compressed format this server
- * cannot encode is a 400 now, not after the synthesis.
+ * cannot encode is a 400 now, not after the synthesis. `pcm` without a sample_rate is at
+ * `pcmRate` when one is given (OpenAI's route: OPENAI_PCM_RATE), else at the model's own rate.
  */
 export function parseSpeechOutput(
   body: Fields,
   config: Pick<ServerConfig, 'default_speech_format'>,
   codec: Codec,
   streaming: boolean,
+  pcmRate?: number,
 ): SpeechOutput {
   const fallback = config.default_speech_format;
   const format =
@@ -58,7 +66,8 @@ export function parseSpeechOutput(
       `response_format: "${format}" needs ffmpeg with its encoder, which this server does not have (install ffmpeg or set ffmpeg_path); wav and pcm always work`,
     );
   const raw = body['sample_rate'];
-  if (raw === undefined || raw === null) return { format };
+  if (raw === undefined || raw === null)
+    return format === 'pcm' && pcmRate !== undefined ? { format, sampleRate: pcmRate } : { format };
   if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < MIN_SAMPLE_RATE || raw > MAX_SAMPLE_RATE)
     throw invalidRequest(
       `sample_rate: ${showValue(raw)} is invalid; expected an integer in ${MIN_SAMPLE_RATE}..${MAX_SAMPLE_RATE}`,

@@ -6,6 +6,7 @@ import { buildOptions, SPEECH_KNOBS } from '../../api/request-options.js';
 import { checkInputChars, SPEECH_TASKS, speechUsage } from '../../api/speech/input-text.js';
 import {
   encodeSpeech,
+  OPENAI_PCM_RATE,
   parseSpeechOutput,
   type SpeechOutput,
   SpeechStreamWriter,
@@ -64,7 +65,8 @@ async function speech(ctx: RouteContext, body: Static<typeof SpeechRequest>) {
   requireTask(entry.config, SPEECH_TASKS, '/v1/audio/speech');
   checkInputChars(input, 'input', entry.config, config);
   const streaming = optionalBool(body, 'stream') === true || (body.stream_format ?? undefined) !== undefined;
-  const output = parseSpeechOutput(body, config, ctx.codec, streaming);
+  // OpenAI's route: its raw `pcm` (whole, streamed, or in SSE deltas) is 24 kHz unless asked otherwise.
+  const output = parseSpeechOutput(body, config, ctx.codec, streaming, OPENAI_PCM_RATE);
   const streamFormat = body.stream_format ?? 'sse';
   if (streaming) requireStreamingMode(entry.config);
   const accepted = new Set(entry.family.params.map((p) => p.name));

@@ -44,7 +44,8 @@ for (const model of ['flite', 'espeak', 'festival']) {
         chunks.push(Buffer.from(next.value));
       }
       const streamed = Buffer.concat(chunks);
-      const offline = await post(s.url, '/v1/audio/speech', { model, input: TEXT });
+      // The stream's raw PCM is OpenAI's 24 kHz; the offline WAV is asked for at that rate.
+      const offline = await post(s.url, '/v1/audio/speech', { model, input: TEXT, sample_rate: 24000 });
       assert.equal(offline.status, 200);
       assert.ok(streamed.length > 32000, `${streamed.length} bytes`);
       assert.deepEqual(streamed, offline.body.subarray(44), 'streamed PCM = offline WAV data, byte for byte');
