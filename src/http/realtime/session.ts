@@ -62,6 +62,8 @@ export interface SessionDeps {
   model: string | undefined;
   /** The server's metrics (turns by outcome, commit-to-transcript time); absent outside a server. */
   metrics?: Metrics;
+  /** A beta transcription session (upgrade.ts betaTranscription): it opens in the beta shape. */
+  beta?: boolean;
 }
 
 export class RealtimeSession {
@@ -117,7 +119,10 @@ export class RealtimeSession {
     this.#keepalive = keepAlive(ws, deps.host.clock);
     ws.on('message', (data, binary) => this.#arrived(data as Buffer, binary));
     ws.on('close', () => this.#leave(new VoxdError('E_CLIENT_GONE', 'the client closed the session')));
-    this.#send({ type: 'session.created', session: this.#settings.ga() });
+    if (deps.beta) {
+      this.#settings.beta = true;
+      this.#send({ type: 'transcription_session.created', session: this.#settings.betaShape() });
+    } else this.#send({ type: 'session.created', session: this.#settings.ga() });
   }
 
   get id(): string {

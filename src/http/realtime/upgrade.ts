@@ -89,8 +89,8 @@ export function realtimeFrontEnd({
     return model;
   };
 
-  const open = (ws: WebSocket, model: string | undefined): void => {
-    const session = new RealtimeSession(ws, { runtime, config, log: logger, host, model, metrics });
+  const open = (ws: WebSocket, model: string | undefined, beta: boolean): void => {
+    const session = new RealtimeSession(ws, { runtime, config, log: logger, host, model, metrics, beta });
     sessions.add(session);
     metrics?.realtimeSession(1);
     logger.info({ session: session.id, model }, `realtime session ${session.id} opened`);
@@ -112,7 +112,8 @@ export function realtimeFrontEnd({
         (model) => {
           // The session is in `sessions` once handleUpgrade returns (ws calls back synchronously).
           try {
-            if (!socket.destroyed) wss.handleUpgrade(req, socket, head, (ws) => open(ws, model));
+            if (!socket.destroyed)
+              wss.handleUpgrade(req, socket, head, (ws) => open(ws, model, betaTranscription(req, url)));
           } finally {
             opening--;
           }
@@ -133,4 +134,20 @@ export function realtimeFrontEnd({
       return sessions.size;
     },
   };
+}
+
+/**
+ * Whether a client opens a beta transcription session: OpenAI's beta clients say `OpenAI-Beta:
+ * realtime=v1` (a browser, which sets no header, offers the `openai-beta.realtime-v1` subprotocol)
+ * and ask `?intent=transcription`. OpenAI answers those with `transcription_session.created` first,
+ * which such a client may wait for before it sends its update.
+ */
+function betaTranscription(req: IncomingMessage, url: URL): boolean {
+  if (url.searchParams.get('intent') !== 'transcription') return false;
+  const header = req.headers['openai-beta'];
+  const protocols = req.headers['sec-websocket-protocol'] ?? '';
+  return (
+    (typeof header === 'string' && /(^|,)\s*realtime=v1\s*($|,)/.test(header)) ||
+    protocols.split(',').some((p) => p.trim() === 'openai-beta.realtime-v1')
+  );
 }

@@ -143,6 +143,44 @@ describe('/v1/realtime through the official openai SDK', () => {
     }
   });
 
+  test("a beta transcription session (OpenAI-Beta: realtime=v1, ?intent=transcription) opens with transcription_session.created, as OpenAI's does", async () => {
+    for (const options of [
+      { headers: { 'OpenAI-Beta': 'realtime=v1' } },
+      // A browser sets no header: it offers the beta subprotocol.
+      { protocols: ['realtime', 'openai-beta.realtime-v1'] },
+    ]) {
+      const { ws, events, send } = await connect(
+        s.url,
+        '/v1/realtime?intent=transcription&model=asr',
+        options,
+      );
+      try {
+        const first = await events.next(() => true);
+        assert.equal(first.type, 'transcription_session.created', JSON.stringify(options));
+        assert.equal(first.session.input_audio_transcription.model, 'asr');
+        send({
+          type: 'transcription_session.update',
+          session: { input_audio_format: 'pcm16', turn_detection: null },
+        });
+        await events.next('transcription_session.updated');
+        // Created once: the update answers with updated alone.
+        assert.deepEqual(
+          events.all.filter((e) => e.type.endsWith('.created')).map((e) => e.type),
+          ['transcription_session.created'],
+        );
+      } finally {
+        ws.close();
+      }
+    }
+    // Without the beta signal the same URL opens a GA session.
+    const ga = await connect(s.url, '/v1/realtime?intent=transcription&model=asr');
+    try {
+      assert.equal((await ga.events.next(() => true)).type, 'session.created');
+    } finally {
+      ga.ws.close();
+    }
+  });
+
   test('beta shape, g711_ulaw at 8 kHz: transcription_session.created/updated and conversation.item.created', async () => {
     const { rt, events } = await open('asr');
     try {
