@@ -649,7 +649,7 @@ const GROUPS = [
         doc: {
           allowed: 'a model id',
           meaning:
-            'The model (family `silero_vad`) that finds speech: the silences where a transcription\'s `chunking_strategy` cuts long audio (see [api.md](api.md), POST /v1/audio/transcriptions), and the turns of a realtime session under server VAD ([realtime.md](realtime.md)). Without a config file the embedded `silero-vad` model serves; with one, register it (`{ "id": "silero-vad", "family": "silero_vad", "task": "vad" }`). A request with `chunking_strategy` when no such model is registered is a 400 naming this key; a realtime session asking for server VAD gets an error event naming it.',
+            'The model (family `silero_vad`) that finds speech: the silences where a transcription\'s `chunking_strategy` cuts long audio (see [api.md](api.md), POST /v1/audio/transcriptions), and the turns of a realtime session under server VAD ([realtime.md](realtime.md)). Without a config file the embedded `silero-vad` model serves; with one, register it (`{ "id": "silero-vad", "family": "silero_vad", "task": "vad" }`). When no model has this id but exactly one `silero_vad` model is registered, whatever its id, that one serves. A request with `chunking_strategy` when none is found is a 400 naming this key; a realtime session asking for server VAD gets an error event naming it.',
         },
       }),
     ],

@@ -1,11 +1,15 @@
 /**
- * The server's VAD model (`chunking_vad_model`), which finds speech for a transcription's
- * `chunking_strategy` and for a realtime session's server VAD. It must be a registered silero_vad
- * model; a request that needs it when it is not gets a 400 naming the field that asked for it.
+ * The server's VAD model, which finds speech for a transcription's `chunking_strategy` and for a
+ * realtime session's server VAD: `chunking_vad_model` when that is a registered silero_vad model,
+ * else the one silero_vad model registered, if there is exactly one (a config that registers its
+ * VAD under another id, `vad` say, should not need the setting too). A request that needs it when
+ * there is none gets a 400 naming the field that asked for it.
  */
 import type { ServerConfig } from '../../config/types.js';
 import { invalidField } from '../../errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
+
+const FAMILY = 'silero_vad';
 
 export function requireVadModel(
   runtime: Runtime,
@@ -14,10 +18,14 @@ export function requireVadModel(
 ): string {
   const vadId = config.chunking_vad_model;
   const vad = runtime.has(vadId) ? runtime.get(vadId).config : undefined;
-  if (vad?.family !== 'silero_vad')
-    throw invalidField(
-      field,
-      `${field}: the server's chunking_vad_model ${JSON.stringify(vadId)} is ${vad ? `a ${vad.family} model, not silero_vad` : 'not registered'}; register a silero_vad model with that id, or leave ${field} out`,
-    );
-  return vadId;
+  if (vad?.family === FAMILY) return vadId;
+  const others = runtime
+    .snapshots()
+    .map((m) => m.id)
+    .filter((id) => runtime.get(id).config.family === FAMILY);
+  if (others.length === 1) return others[0]!;
+  throw invalidField(
+    field,
+    `${field}: the server's chunking_vad_model ${JSON.stringify(vadId)} is ${vad ? `a ${vad.family} model, not ${FAMILY}` : 'not registered'}${others.length > 1 ? ` and ${others.length} ${FAMILY} models are (${others.join(', ')}): set chunking_vad_model to one` : `; register a ${FAMILY} model`}, or leave ${field} out`,
+  );
 }

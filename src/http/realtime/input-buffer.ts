@@ -14,6 +14,7 @@
  */
 import { registeredEntry } from '../../api/model-lookup.js';
 import { vadProbe } from '../../api/vad/probe.js';
+import { requireVadModel } from '../../api/vad/vad-model.js';
 import { SampleBuffer } from '../../api/vad/sample-buffer.js';
 import { PROBE_STEP_MS, SpeechDetector } from '../../api/vad/speech-detector.js';
 import { decodePaddedBase64, isPaddedBase64Of } from '../../audio/base64.js';
@@ -124,7 +125,7 @@ export class InputBuffer {
       this.#buffer,
       rate,
       vad,
-      vadProbe(runtime, config.chunking_vad_model, rate, shell.signal),
+      vadProbe(runtime, requireVadModel(runtime, config, 'turn_detection'), rate, shell.signal),
       {
         started: (position) => this.#speechStarted(position),
         examined: (to) => this.#feedOpen(to),

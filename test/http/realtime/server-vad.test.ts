@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { speechBounds } from '../../helpers/samples.js';
 import { suiteServer } from '../../helpers/suite-server.js';
-import { fixtureModel, fliteSpeech } from '../../helpers/voxd.js';
+import { fixtureModel, fliteSpeech, withServer } from '../../helpers/voxd.js';
 import { type Message, openSocket } from '../../helpers/websocket.js';
 
 type Event = Message;
@@ -185,4 +185,37 @@ describe('server VAD in a realtime session', () => {
       rt.ws.close();
     }
   });
+});
+
+test('server VAD finds the one silero_vad model registered under another id than chunking_vad_model; with none it names the setting', async () => {
+  await withServer(
+    {
+      models: [
+        fixtureModel('asr', { task: 'asr' }),
+        { id: 'my-vad', family: 'silero_vad', task: 'vad', lazy: true },
+        { id: 'flite', family: 'flite_tts', task: 'tts', lazy: true },
+      ],
+    },
+    async (s) => {
+      const { ws, messages, send } = await openSocket(`${s.url}/v1/realtime?model=asr`);
+      try {
+        send({
+          type: 'session.update',
+          session: { audio: { input: { turn_detection: { type: 'server_vad' } } } },
+        });
+        await messages.nth('session.updated', 0, 20_000);
+        const speech = await fliteSpeech(s.url, 'Please call me back tomorrow morning.', 24000);
+        const audio = Buffer.concat([Buffer.alloc(24000), speech, Buffer.alloc(48000)]);
+        for (let at = 0; at < audio.length; at += 4800)
+          send({
+            type: 'input_audio_buffer.append',
+            audio: audio.subarray(at, at + 4800).toString('base64'),
+          });
+        await messages.nth('input_audio_buffer.committed', 0, 20_000);
+        assert.equal(messages.all.filter((e) => e.type === 'error').length, 0);
+      } finally {
+        ws.close();
+      }
+    },
+  );
 });
