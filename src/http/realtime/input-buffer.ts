@@ -14,9 +14,9 @@
  */
 import { registeredEntry } from '../../api/model-lookup.js';
 import { vadProbe } from '../../api/vad/probe.js';
-import { requireVadModel } from '../../api/vad/vad-model.js';
 import { SampleBuffer } from '../../api/vad/sample-buffer.js';
 import { PROBE_STEP_MS, SpeechDetector } from '../../api/vad/speech-detector.js';
+import { requireVadModel } from '../../api/vad/vad-model.js';
 import { decodePaddedBase64, isPaddedBase64Of } from '../../audio/base64.js';
 import type { Audio } from '../../audio/types.js';
 import type { ServerConfig } from '../../config/types.js';
