@@ -107,6 +107,48 @@ export function textSegments(outcome: InferenceOutcome, duration: number): Timed
   return text.trim() === '' ? [] : [{ start: 0, end: round3(duration), text, confidence: 0 }];
 }
 
+/**
+ * The most a subtitle cue shows: two lines of 42 characters, for at most 7 s (the usual broadcast
+ * rule). An engine that gives one segment for a whole utterance (pocketsphinx: 190 characters over
+ * 10.6 s for an 11 s clip) would otherwise put a paragraph on screen.
+ */
+export const MAX_CUE_CHARS = 84;
+export const MAX_CUE_SECONDS = 7;
+
+/** The cues of srt and vtt: the segments, each longer than a cue may be cut at its words. */
+export function subtitleCues(outcome: InferenceOutcome, duration: number): Cue[] {
+  const words = wordsOf(outcome);
+  return textSegments(outcome, duration).flatMap((segment): Cue[] => {
+    if (segment.text.length <= MAX_CUE_CHARS && segment.end - segment.start <= MAX_CUE_SECONDS)
+      return [segment];
+    const inside = wordsWithin(words, segment.start, segment.end);
+    if (inside.length < 2) return [segment];
+    const cues: Cue[] = [];
+    let current: TimedWord[] = [];
+    let chars = 0;
+    for (const word of inside) {
+      const first = current[0];
+      if (
+        first &&
+        (chars + 1 + word.word.length > MAX_CUE_CHARS || word.end - first.start > MAX_CUE_SECONDS)
+      ) {
+        cues.push({
+          start: first.start,
+          end: current.at(-1)!.end,
+          text: current.map((w) => w.word).join(' '),
+        });
+        current = [];
+        chars = -1;
+      }
+      current.push(word);
+      chars += 1 + word.word.length;
+    }
+    const first = current[0]!;
+    cues.push({ start: first.start, end: current.at(-1)!.end, text: current.map((w) => w.word).join(' ') });
+    return cues;
+  });
+}
+
 /** OpenAI's zlib ratio: how repetitive a segment's text is (Whisper's hallucination check). */
 function compressionRatio(text: string): number {
   const bytes = Buffer.from(text, 'utf8');
@@ -248,8 +290,8 @@ export function timedReply(answer: TranscriptAnswer): FormattedAnswer {
   const { format } = answer.request;
   if (format === 'diarized_json') return { json: diarizedJson(answer) };
   if (format === 'verbose_json') return { json: verboseJson(answer) };
-  const segments = textSegments(answer.outcome, audioSeconds(answer.audio));
+  const cues = subtitleCues(answer.outcome, audioSeconds(answer.audio));
   if (format === 'srt')
-    return { body: Buffer.from(toSrt(segments), 'utf8'), contentType: 'application/x-subrip; charset=utf-8' };
-  return { body: Buffer.from(toVtt(segments), 'utf8'), contentType: 'text/vtt; charset=utf-8' };
+    return { body: Buffer.from(toSrt(cues), 'utf8'), contentType: 'application/x-subrip; charset=utf-8' };
+  return { body: Buffer.from(toVtt(cues), 'utf8'), contentType: 'text/vtt; charset=utf-8' };
 }

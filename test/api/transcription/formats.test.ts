@@ -178,6 +178,40 @@ describe('transcript formats', () => {
     assert.equal(srt.body.toString('utf8'), `1\n00:00:00,000 --> 00:00:06,000\n${res.json.text}\n\n`);
   });
 
+  test('srt and vtt: a segment longer than a cue may be (84 characters, 7 s) is cut at its words', async () => {
+    // 30 words over 10.5 s with no pause or sentence end: one segment, as pocketsphinx gives one.
+    const words = Array.from({ length: 30 }, (_, i) => `word${String(i).padStart(2, '0')}`);
+    const timed = words
+      .map((w, i) => `${w}@${(i * 0.35).toFixed(2)}-${(i * 0.35 + 0.3).toFixed(2)}`)
+      .join(' ');
+    const verbose = await transcribe({
+      options: JSON.stringify({ words: timed }),
+      response_format: 'verbose_json',
+    });
+    assert.equal(verbose.json.segments.length, 1, 'one segment');
+    const srt = await transcribe({ options: JSON.stringify({ words: timed }), response_format: 'srt' });
+    const cues = srt.body
+      .toString('utf8')
+      .trim()
+      .split('\n\n')
+      .map((block) => {
+        const [, times, text] = block.split('\n') as [string, string, string];
+        const [start, end] = times.split(' --> ').map((t) => {
+          const [h, m, rest] = t.split(':') as [string, string, string];
+          return Number(h) * 3600 + Number(m) * 60 + Number(rest.replace(',', '.'));
+        }) as [number, number];
+        return { start, end, text };
+      });
+    assert.ok(cues.length > 1, `${cues.length} cues`);
+    for (const cue of cues) {
+      assert.ok(cue.text.length <= 84, `${cue.text.length} characters`);
+      assert.ok(cue.end - cue.start <= 7, `${cue.end - cue.start} s`);
+    }
+    assert.equal(cues.map((c) => c.text).join(' '), words.join(' '), 'every word, once, in order');
+    assert.equal(cues[0]!.start, 0);
+    assert.ok(Math.abs(cues.at(-1)!.end - (29 * 0.35 + 0.3)) < 0.002);
+  });
+
   test('diarized_json: speaker turns as lettered segments holding their words', async () => {
     const res = await form(s.url, '/v1/audio/transcriptions', {
       model: 'diar',
