@@ -98,7 +98,9 @@ describe('WebSocket bridge: frames as audio.cpp frontend answers them', () => {
   test('a streaming route answers response.start, response.body pieces, then response.done', async () => {
     const c = await connect(s.url, '/v1/audio/speech');
     try {
-      c.send({ id: 's', body_json: { model: 'tts', input: 'streamed', stream: true } });
+      // At the model's rate: one delta per engine chunk (at OpenAI's 24 kHz, the default, the
+      // resampler's tail is one more).
+      c.send({ id: 's', body_json: { model: 'tts', input: 'streamed', stream: true, sample_rate: 16000 } });
       await c.frames.next((f) => f.type === 'response.done');
       const mine = c.frames.all.filter((f) => f.id === 's');
       assert.equal(mine[0].type, 'response.start');
@@ -123,7 +125,12 @@ describe('WebSocket bridge: frames as audio.cpp frontend answers them', () => {
       const pcm = Buffer.concat(
         raw.filter((f: Frame) => f.type === 'response.body').map((f: Frame) => Buffer.from(f.body, 'base64')),
       );
-      const offline = await post(s.url, '/v1/audio/speech', { model: 'tts', input: 'raw' });
+      // OpenAI's 24 kHz, the raw stream's default: the offline WAV at that rate holds the same PCM.
+      const offline = await post(s.url, '/v1/audio/speech', {
+        model: 'tts',
+        input: 'raw',
+        sample_rate: 24000,
+      });
       assert.deepEqual(pcm, offline.body.subarray(44));
     } finally {
       c.ws.close();
