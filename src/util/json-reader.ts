@@ -29,6 +29,7 @@ import {
   MAX_JSON_VALUES,
   OPEN_ARRAY,
   OPEN_OBJECT,
+  type ParseOptions,
   parseJsonText,
   QUOTE,
 } from './json-text.js';
@@ -61,7 +62,7 @@ export interface LiftedLiteral {
   movable: boolean;
 }
 
-export interface ReadOptions extends DepthOptions {
+export interface ReadOptions extends DepthOptions, Pick<ParseOptions, 'notJson'> {
   /**
    * Whether a long literal stays bytes (takeLifted gives it): `key` is its member's key (an index
    * in an array), `top` the top-level key it lies under (undefined for a top-level member).
@@ -126,7 +127,7 @@ export async function readJson(bytes: Buffer, options: ReadOptions = {}): Promis
   if (bytes.length <= SLICE_BYTES) {
     const text = bytes.toString('utf8');
     checkJsonShape(text, options);
-    return { value: parseJsonText(text, options.field, { shapeChecked: true }), literals };
+    return { value: parseJsonText(text, options.field, { ...options, shapeChecked: true }), literals };
   }
   const cuts = await scan(bytes, options);
   const parts: string[] = [];
@@ -140,7 +141,7 @@ export async function readJson(bytes: Buffer, options: ReadOptions = {}): Promis
   }
   parts.push(bytes.toString('utf8', from));
   // The shape was checked on the whole text: the skeleton's is the same.
-  const value = parseJsonText(parts.join(''), options.field, { shapeChecked: true });
+  const value = parseJsonText(parts.join(''), options.field, { ...options, shapeChecked: true });
   if (placed.size === 0) return { value, literals };
   const movable = ownsItsMemory(bytes);
   const keep = options.keep ?? (() => false);
@@ -209,10 +210,13 @@ async function scan(bytes: Buffer, options: ReadOptions): Promise<Cut[]> {
     const c = bytes[i]!;
     if (c === QUOTE) {
       const end = await literalEnd(bytes, i);
-      if (end.close < 0)
+      if (end.close < 0) {
+        const reason = `the string that opens at byte ${i} never closes`;
         throw invalidRequest(
-          `${options.field === undefined ? 'request body is not valid JSON:' : `${options.field}: not valid JSON:`} the string that opens at byte ${i} never closes`,
+          options.notJson?.(reason) ??
+            `${options.field === undefined ? 'request body is' : `${options.field}:`} not valid JSON: ${reason}`,
         );
+      }
       if (end.close - i - 1 >= LIFT_MIN_BYTES) {
         if (isKey(bytes, end.close + 1)) throw keyTooLong(bytes, i, end.close, options.field);
         cuts.push({ open: i, close: end.close, escaped: end.escaped });

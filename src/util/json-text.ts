@@ -165,23 +165,30 @@ function keyOf(text: string, open: number, close: number): string {
   }
 }
 
+export interface ParseOptions {
+  /** The text's depth and width were checked already (json-reader.ts, on the bytes it came from). */
+  shapeChecked?: boolean;
+  /** The message for text that is not JSON, from the reason (a bridge frame words its own). */
+  notJson?: (reason: string) => string;
+}
+
 /**
  * Parses client JSON text. `field` names what the text is, for messages: undefined for a request
  * body (paths are then its field names, `seed`, `request.options.x`), or a field such as `options`
- * (paths start with it). Fails with a 400 naming the path at fault. `shapeChecked`: the text's depth
- * and width were checked already (json-reader.ts, on the bytes it came from).
+ * (paths start with it). Fails with a 400 naming the path at fault.
  */
-export function parseJsonText(text: string, field?: string, checked?: { shapeChecked: boolean }): unknown {
-  if (!checked?.shapeChecked) checkJsonShape(text, { field });
+export function parseJsonText(text: string, field?: string, options: ParseOptions = {}): unknown {
+  if (!options.shapeChecked) checkJsonShape(text, { field });
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (err) {
     const reason = (err as Error).message;
     throw invalidRequest(
-      field === undefined
-        ? `request body is not valid JSON: ${reason}`
-        : `${field}: ${showValue(text)} is not valid JSON (${reason})`,
+      options.notJson?.(reason) ??
+        (field === undefined
+          ? `request body is not valid JSON: ${reason}`
+          : `${field}: ${showValue(text)} is not valid JSON (${reason})`),
     );
   }
   checkNumbers(parsed, field);

@@ -1,4 +1,6 @@
 /** Small helpers for audio samples that tests build from synthesised speech, and test tones. */
+
+import { joinSamples } from '../../src/audio/join-samples.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 
 /** First and last sample above a small amplitude: where the synthesised speech really is. */
@@ -10,16 +12,8 @@ export function speechBounds(samples: Float32Array): [number, number] {
   return [first, last + 1];
 }
 
-/** The parts one after another, in one new array. */
-export function concat(parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
+/** The parts one after another, in one new array: the server's own join. */
+export const concat = joinSamples;
 
 /** A two-voice conversation's turns, spoken by flite in the diarization tests. None of these sentences was used to tune the window, threshold or frame selection. */
 export const SENTENCES = [

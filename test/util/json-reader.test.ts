@@ -18,6 +18,7 @@ import {
   takeLifted,
 } from '../../src/util/json-reader.js';
 import { MAX_JSON_VALUES } from '../../src/util/json-text.js';
+import { longParses } from '../helpers/json-parses.js';
 
 const payload = Buffer.from(Array.from({ length: SLICE_BYTES }, (_, i) => (i * 31) % 256)).toString('base64');
 const read = async (json: string, options: ReadOptions = {}) =>
@@ -96,13 +97,7 @@ test('liftedJson puts kept bytes back: the same JSON, without a string of them m
 
 test('too deep, too wide, too much outside long strings, a string that never closes: 400s before any parse', async () => {
   const pad = `"${'p'.repeat(SLICE_BYTES)}"`;
-  const parse = JSON.parse;
-  let parsed = 0;
-  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => {
-    if (args[0].length > 1000) parsed++;
-    return parse(...args);
-  }) as typeof JSON.parse;
-  try {
+  const parsed = await longParses(async () => {
     await refused(
       `{"pad":${pad},"x":${'['.repeat(70)}${']'.repeat(70)}}`,
       /^x(\[0\]){63}: JSON nesting is deeper than 64 levels/,
@@ -128,9 +123,7 @@ test('too deep, too wide, too much outside long strings, a string that never clo
       `{"${'k'.repeat(LIFT_MIN_BYTES)}":${pad}}`,
       /^request body: a key of 16384 bytes \("kkkk.*"\); keys are names, of less than 16384 bytes$/,
     );
-  } finally {
-    JSON.parse = parse;
-  }
+  });
   assert.equal(parsed, 0, 'no refused text was parsed');
   // Malformed JSON is still JSON.parse's error, on the skeleton.
   await refused(`{"pad":${pad},}`, /^request body is not valid JSON: /);

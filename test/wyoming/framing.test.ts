@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MAX_JSON_DEPTH } from '../../src/util/json-text.js';
 import { FrameReader, WyomingError } from '../../src/wyoming/framing.js';
+import { longParses } from '../helpers/json-parses.js';
 
 const arrays = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
 
@@ -26,15 +27,8 @@ function refused(bytes: Buffer, code: string, pattern: RegExp): string {
   return message;
 }
 
-test('a data block or header nested past the limit is an invalid_event naming the field, never parsed', () => {
-  const parse = JSON.parse;
-  let parsed = 0;
-  // Only the event's text counts: a refusal's message reads its keys' literals with JSON.parse.
-  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => {
-    if (args[0].length > 300) parsed++;
-    return parse(...args);
-  }) as typeof JSON.parse;
-  try {
+test('a data block or header nested past the limit is an invalid_event naming the field, never parsed', async () => {
+  const parsed = await longParses(() => {
     // The probe's case (L3): 400,000 levels in audio-start's rate, within the 1 MiB data block.
     const message = refused(
       rawEvent('audio-start', `{"rate":${arrays(400_000)},"width":2,"channels":1}`),
@@ -47,9 +41,7 @@ test('a data block or header nested past the limit is an invalid_event naming th
       'invalid_event',
       /^header line: data\.text\[0\]/,
     );
-  } finally {
-    JSON.parse = parse;
-  }
+  });
   assert.equal(parsed, 0);
 });
 

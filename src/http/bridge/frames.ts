@@ -76,19 +76,11 @@ export interface ReadFrame {
  * of the body (`body`, and any within `body_json`) stay bytes: the body is handed on as bytes.
  */
 export async function readFrame(bytes: Buffer): Promise<ReadFrame> {
-  let read: ReadJson;
-  try {
-    read = await readJson(bytes, {
-      limit: MAX_JSON_DEPTH + 1,
-      keep: (key, top) =>
-        top === 'body_json' || (top === undefined && (key === 'body' || key === 'body_json')),
-    });
-  } catch (err) {
-    const reason = (err as Error).message.match(/^request body is not valid JSON: (.*)$/s)?.[1];
-    if (reason === undefined) throw err;
-    throw new VoxdError('E_INVALID_REQUEST', `a frame must be a JSON object; it is not JSON (${reason})`);
-  }
-  const { value, literals } = read;
+  const { value, literals } = await readJson(bytes, {
+    limit: MAX_JSON_DEPTH + 1,
+    keep: (key, top) => top === 'body_json' || (top === undefined && (key === 'body' || key === 'body_json')),
+    notJson: (reason) => `a frame must be a JSON object; it is not JSON (${reason})`,
+  });
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new VoxdError(
       'E_INVALID_REQUEST',

@@ -417,7 +417,7 @@ async function decodeAppended(audio: string | LiftedLiteral): Promise<Buffer> {
   if (typeof audio === 'string') {
     decoded = Buffer.from(audio, 'base64');
     if (!isPaddedBase64Of(audio, decoded)) decoded = undefined;
-  } else decoded = audio.escaped ? undefined : await decodePaddedBase64(audio.bytes);
+  } else decoded = await decodePaddedBase64(audio.bytes);
   if (decoded) return decoded;
   const start =
     typeof audio === 'string'

@@ -86,7 +86,7 @@ interface BodySink<T> {
 /**
  * The whole body, within `limit` bytes (`key` names the setting), the idle timeout and the request's
  * lease (the server-wide budget and the whole-body deadline, body-budget.ts), each chunk handed to
- * `sink`. Read through 'data' events rather than the stream's async iterator, which costs a promise
+ * the sink `sinkFor` makes for the declared length (undefined for a chunked body). Read through 'data' events rather than the stream's async iterator, which costs a promise
  * race and several listeners per chunk. A declared length is taken from the budget before any byte
  * is read; a chunked body takes its bytes as they arrive. A read that fails (too large, over budget,
  * stalled, late) pauses the request and leaves it be: destroying it would close the socket before
@@ -100,10 +100,11 @@ function readBodyInto<T>(
   limit: number,
   idleMs: number,
   key: string,
-  sink: BodySink<T>,
+  sinkFor: (declared: number | undefined) => BodySink<T>,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const declared = checkDeclaredLength(req, limit, key);
+    const sink = sinkFor(declared);
     const lease = bodyLeaseOf(req);
     const memory = lease?.memory ?? memoryRelease;
     const owe = (bytes: number) => memory.noteLargeBuffer(bytes);
@@ -176,22 +177,22 @@ export function readBody(
   idleMs: number,
   key = 'max_request_body_bytes',
 ): Promise<Buffer> {
-  const declared = req.headers['content-length'];
-  const length = declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : undefined;
-  if (length !== undefined && length > 64 * 1024 && length <= limit) {
-    const whole = Buffer.allocUnsafeSlow(length);
-    let at = 0;
-    return readBodyInto(req, limit, idleMs, key, {
-      push: (chunk) => {
-        at += chunk.copy(whole, at);
-      },
-      end: () => whole.subarray(0, at),
-    });
-  }
-  const parts: Buffer[] = [];
-  return readBodyInto(req, limit, idleMs, key, {
-    push: (chunk) => parts.push(chunk),
-    end: (size) => (parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)),
+  return readBodyInto(req, limit, idleMs, key, (declared): BodySink<Buffer> => {
+    if (declared !== undefined && declared > 64 * 1024) {
+      const whole = Buffer.allocUnsafeSlow(declared);
+      let at = 0;
+      return {
+        push: (chunk) => {
+          at += chunk.copy(whole, at);
+        },
+        end: () => whole.subarray(0, at),
+      };
+    }
+    const parts: Buffer[] = [];
+    return {
+      push: (chunk) => parts.push(chunk),
+      end: (size) => (parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)),
+    };
   });
 }
 

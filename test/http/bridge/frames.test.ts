@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import type { VoxdError } from '../../../src/errors.js';
 import { frameRequest, readFrame } from '../../../src/http/bridge/frames.js';
 import { MAX_JSON_DEPTH } from '../../../src/util/json-text.js';
+import { longParses } from '../../helpers/json-parses.js';
 
 const arrays = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
 
@@ -17,22 +18,13 @@ async function invalid(run: () => Promise<unknown>, pattern: RegExp): Promise<vo
 const frameObject = async (text: string) => (await readFrame(Buffer.from(text))).frame;
 
 test('a frame nested deeper than a body and its envelope is refused before it is parsed', async () => {
-  const parse = JSON.parse;
-  let parsed = 0;
-  // Only the frame's text counts: a refusal's message reads its keys' literals with JSON.parse.
-  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => {
-    if (args[0].length > 300) parsed++;
-    return parse(...args);
-  }) as typeof JSON.parse;
-  try {
+  const parsed = await longParses(async () => {
     await invalid(
       () => frameObject(`{"id":1,"body_json":${arrays(1_000_000)}}`),
       /^body_json\[0\][[\]0]*\.\.\.: JSON nesting is deeper than 65 levels/,
     );
     await invalid(() => frameObject(arrays(100)), /^(\[0\]){65}: JSON nesting is deeper than 65 levels/);
-  } finally {
-    JSON.parse = parse;
-  }
+  });
   assert.equal(parsed, 0);
 });
 
