@@ -1,14 +1,14 @@
 /**
  * The `info` answer to `describe`: voxd's registered models as Wyoming programs. One `asr` program
  * whose models are the ASR models (each model's id is its name); one `tts` program whose voices are
- * the speech models (the voice name is the model id, or `model:voice` for each of its voice aliases).
+ * the speech models' own voices (tts-voices.ts), the model a voiceless `synthesize` gets first.
  * Only registered models appear: an installable package that is not on disk is not offered.
  */
 import { registeredEntry } from '../api/model-lookup.js';
 import { SPEECH_TASKS } from '../api/speech/input-text.js';
-import { voiceAliases } from '../engines/voice-aliases.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { VERSION } from '../version.js';
+import { defaultSpeechModel, modelVoices } from './tts-voices.js';
 
 const ATTRIBUTION = { name: 'voxd', url: '' };
 
@@ -22,7 +22,9 @@ export function describeInfo(runtime: Runtime): Record<string, unknown> {
   const asr: Record<string, unknown>[] = [];
   const voices: Record<string, unknown>[] = [];
   let streams = false;
-  for (const { id, task } of runtime.snapshots()) {
+  const first = defaultSpeechModel(runtime);
+  const models = runtime.snapshots().sort((a, b) => Number(b.id === first) - Number(a.id === first));
+  for (const { id, task } of models) {
     const entry = registeredEntry(runtime, id);
     if (!entry) continue;
     const languages = languagesOf(entry.config.default_request_options);
@@ -31,10 +33,7 @@ export function describeInfo(runtime: Runtime): Record<string, unknown> {
       streams ||= entry.family.liveInput === true;
       asr.push({ ...artifact, name: id, description: `${entry.config.family} (${id})`, languages });
     } else if (SPEECH_TASKS.includes(entry.config.task)) {
-      voices.push({ ...artifact, name: id, description: `${entry.config.family} (${id})`, languages });
-      const names = [...voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases).keys()];
-      for (const name of names.sort())
-        voices.push({ ...artifact, name: `${id}:${name}`, description: `${id}, voice ${name}`, languages });
+      for (const voice of modelVoices(entry)) voices.push({ ...artifact, ...voice, languages });
     }
   }
   const program = (kind: string) => ({

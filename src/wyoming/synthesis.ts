@@ -1,9 +1,10 @@
 /**
  * One Wyoming synthesis: `synthesize {text, voice?{name, speaker}}` (or one sentence of a streamed
  * synthesis) -> `audio-start`, `audio-chunk`..., `audio-stop`, each chunk sent as the engine makes
- * it. `voice.name` is `model` or `model:voice`; without it the first speech model speaks. The
- * engine waits on each send, so a client that reads slowly slows the engine rather than filling
- * voxd's memory; the connection bounds that wait (live_ingest.send_timeout_ms).
+ * it. `voice.name` is `model` or `model:voice`; without it the default speech model (the one `tts-1`
+ * names, else the first) speaks. The engine waits on each send, so a client that reads slowly slows
+ * the engine rather than filling voxd's memory; the connection bounds that wait
+ * (live_ingest.send_timeout_ms).
  */
 import type { Logger } from 'pino';
 import { modelEntry, requireTask } from '../api/model-lookup.js';
@@ -16,6 +17,7 @@ import { voiceAliases } from '../engines/voice-aliases.js';
 import { showValue, VoxdError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { WyomingError } from './framing.js';
+import { defaultSpeechModel } from './tts-voices.js';
 
 export interface SynthesisContext {
   runtime: Runtime;
@@ -36,7 +38,7 @@ export async function synthesize(ctx: SynthesisContext, data: Record<string, unk
   const named = typeof voice['name'] === 'string' && voice['name'] !== '' ? voice['name'] : undefined;
   const { runtime, config } = ctx;
   const [modelName, voiceName] = named === undefined ? [undefined, undefined] : splitVoice(named);
-  const id = modelName ?? runtime.snapshots().find((m) => SPEECH_TASKS.includes(m.task as never))?.id;
+  const id = modelName ?? defaultSpeechModel(runtime);
   if (id === undefined)
     throw new VoxdError('E_MODEL_NOT_FOUND', 'synthesize: this server has no speech model');
   const entry = await modelEntry(runtime, id);
