@@ -146,6 +146,8 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), {
     timeoutMs: config.ffmpeg_timeout_ms,
     stallMs: config.ffmpeg_decode_stall_ms,
+    // A compressed speech answer's first byte need not wait for ffmpeg to start (ffmpeg-spares.ts).
+    spares: { max: 4, idleMs: 60_000 },
   });
   // One byte budget, one connection count and one memory release for every front end.
   const shared = sessionHost(config, clock, options.memory, metrics);
@@ -204,6 +206,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
       closing ??= (async () => {
         // The runtime first: from here on readiness says not-ready and queued work is refused.
         const runtimeClosed = runtime.close(config.shutdown_timeout_ms);
+        codec.close();
         // Downloads stop at once; their partial files stay for a later resume.
         const installsStopped = modelsRoot.installer.stopAll();
         const deadline = config.shutdown_timeout_ms;

@@ -11,6 +11,7 @@ import { availableParallelism } from 'node:os';
 import { VoxdError } from '../errors.js';
 import { DecodedAudio, type Overrun } from './decoded-audio.js';
 import { ACCEPTED_FORMATS, decodeArgs, lastLine, MAX_DECODE_RATE, refusedFormat } from './ffmpeg-input.js';
+import { EncoderSpares } from './ffmpeg-spares.js';
 import { flacInput, withStreamInfo } from './flac-streaminfo.js';
 import { type SlotOwner, Slots } from './slots.js';
 import type { Audio } from './types.js';
@@ -129,6 +130,18 @@ export interface CodecOptions {
   /** ffmpeg_decode_stall_ms: the longest a decode may go without output (0 = no limit). */
   stallMs?: number;
   maxChildren?: number;
+  /**
+   * Encoders kept started ahead of need (ffmpeg-spares.ts): at most `max`, one per command line,
+   * each retired after `idleMs` unused. Off when absent (a one-shot CLI run has no next request).
+   */
+  spares?: { max: number; idleMs: number };
+}
+
+/** What every owner's view of one codec shares. */
+interface Shared {
+  slots: Slots;
+  children: Set<ChildProcess>;
+  spares: EncoderSpares | undefined;
 }
 
 export class Codec {
@@ -138,25 +151,27 @@ export class Codec {
   readonly #stallMs: number;
   /** Whose children this view starts (see `forOwner`); undefined: each its own. */
   readonly #owner: SlotOwner;
-  /** Children alive now (for tests and shutdown). */
+  /** Children alive now (for tests and shutdown), spares among them. */
   readonly children: Set<ChildProcess>;
+  readonly #spares: EncoderSpares | undefined;
 
   /** Decodes and encodes waiting for a child's slot now (for tests). */
   get waiting(): number {
     return this.#slots.waiting;
   }
 
-  constructor(
-    info: CodecInfo,
-    options: CodecOptions,
-    shared?: { slots: Slots; children: Set<ChildProcess>; owner: SlotOwner },
-  ) {
+  constructor(info: CodecInfo, options: CodecOptions, shared?: Shared & { owner: SlotOwner }) {
     this.info = info;
     this.#timeoutMs = options.timeoutMs;
     this.#stallMs = options.stallMs ?? 0;
     this.#slots = shared?.slots ?? new Slots(options.maxChildren ?? Math.max(2, availableParallelism()));
     this.children = shared?.children ?? new Set();
     this.#owner = shared?.owner;
+    this.#spares = shared
+      ? shared.spares
+      : options.spares && info.path
+        ? new EncoderSpares((args) => this.#spawn(args, 'pipe'), options.spares.max, options.spares.idleMs)
+        : undefined;
   }
 
   /** The same children and slots, taken for `owner` (a request's API key or client address). */
@@ -165,8 +180,18 @@ export class Codec {
     return new Codec(
       this.info,
       { timeoutMs: this.#timeoutMs, stallMs: this.#stallMs },
-      { slots: this.#slots, children: this.children, owner },
+      { slots: this.#slots, children: this.children, spares: this.#spares, owner },
     );
+  }
+
+  /** Encoders started ahead of need, waiting now (for tests). */
+  get spareCount(): number {
+    return this.#spares?.size ?? 0;
+  }
+
+  /** Kills the spare encoders and starts no more (shutdown); running children finish as they do. */
+  close(): void {
+    this.#spares?.close();
   }
 
   /** The children's slots (for tests). */
@@ -192,6 +217,9 @@ export class Codec {
     });
     this.children.add(child);
     child.once('close', () => this.children.delete(child));
+    // A child that could not start is reported to whoever listens (a decode, an Encoder); a spare
+    // has no one yet, and an unheard 'error' would end the process.
+    child.on('error', () => {});
     // A pipe broken by a child that exited early is reported by 'close' with its code.
     child.stdin?.on('error', () => {});
     child.stdout!.on('error', () => {});
@@ -324,7 +352,14 @@ export class Codec {
     const rawInput = ['-probesize', '32', '-analyzeduration', '0', '-f', raw.format];
     const rate = ['-ar', String(input.sampleRate), '-ac', String(input.channels)];
     const output = ['-c:a', encoder, ...args, '-flush_packets', '1', '-f', muxer, 'pipe:1'];
-    const child = this.#spawn([...rawInput, ...rate, '-i', 'pipe:0', ...output], 'pipe');
+    const argv = [...rawInput, ...rate, '-i', 'pipe:0', ...output];
+    let child: ChildProcess;
+    try {
+      child = this.#spares ? this.#spares.take(argv) : this.#spawn(argv, 'pipe');
+    } catch (err) {
+      release();
+      throw err;
+    }
     return new Encoder(child, onData, signal, this.#timeoutMs, release, raw.pack);
   }
 

@@ -34,8 +34,8 @@ describe('POST /v1/audio/speech', () => {
   });
   const speech = (body: unknown, query = '') => post(server.url, `/v1/audio/speech${query}`, body);
 
-  test('answers a PCM16 WAV at the model sample rate with timing headers', async () => {
-    const res = await speech({ model: 'tts', input: 'hello' });
+  test('"stream": false answers a whole PCM16 WAV at the model sample rate with its length and timing headers', async () => {
+    const res = await speech({ model: 'tts', input: 'hello', stream: false });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'audio/wav');
     assert.equal(Number(res.headers.get('content-length')), res.body.length);
@@ -76,7 +76,7 @@ describe('POST /v1/audio/speech', () => {
     assert.equal(otherText.body.length, a.body.length, 'same length text, same duration');
     assert.ok(!otherText.body.equals(a.body), 'another text changes the audio');
     const longer = await speech({ model: 'tts', input: 'hello there', seed: 1 });
-    assert.equal(readWavHeader(longer.body).dataBytes, toneSamples('hello there') * 2);
+    assert.equal(readWavHeader(longer.body, 'streamed').dataBytes, toneSamples('hello there') * 2);
   });
 
   test('a seed given top-level (number or string) or in options is the same option', async () => {
@@ -118,8 +118,13 @@ describe('POST /v1/audio/speech', () => {
     assert.deepEqual(reportOf(res).options, { alpha: '1', beta: 'request', gamma: '3' });
   });
 
-  test('response_format json and b64_json give {audio, format, timing} with the same WAV', async () => {
-    const wav = await speech({ model: 'tts', input: 'json', seed: 4 });
+  test('response_format json and b64_json give {audio, format, timing} with the whole WAV', async () => {
+    const wav = await speech({ model: 'tts', input: 'json', seed: 4, stream: false });
+    const streamed = await speech({ model: 'tts', input: 'json', seed: 4 });
+    assert.ok(
+      streamed.body.subarray(44).equals(wav.body.subarray(44)),
+      'a plain request streams the same samples',
+    );
     for (const format of ['json', 'b64_json']) {
       const res = await speech({ model: 'tts', input: 'json', seed: 4, response_format: format });
       assert.equal(res.status, 200, format);
@@ -149,6 +154,7 @@ describe('POST /v1/audio/speech', () => {
     assert.ok(openai.body.equals(wav24.body.subarray(44)), 'pcm is 24 kHz by default');
     const modelRate = readWavHeader(
       (await speech({ model: 'tts', input: 'raw pcm', seed: 4 })).body,
+      'streamed',
     ).sampleRate;
     assert.notEqual(modelRate, 24000, 'the fixture speaks at another rate, so the default is seen');
     const wav = await speech({ model: 'tts', input: 'raw pcm', seed: 4, response_format: 'wav' });
@@ -163,15 +169,30 @@ describe('POST /v1/audio/speech', () => {
     assert.equal(pcm.headers.get('content-type'), 'application/octet-stream');
     assert.equal(pcm.body.length, wav.body.length - 44);
     assert.ok(pcm.body.equals(wav.body.subarray(44)));
-    assert.match(pcm.headers.get('x-audiocpp-audio-duration-ms') ?? '', SIX_DECIMALS);
+    const whole = await speech({
+      model: 'tts',
+      input: 'raw pcm',
+      seed: 4,
+      response_format: 'pcm',
+      sample_rate: modelRate,
+      stream: false,
+    });
+    assert.ok(whole.body.equals(pcm.body), 'the whole answer holds the same samples');
+    assert.match(whole.headers.get('x-audiocpp-audio-duration-ms') ?? '', SIX_DECIMALS);
   });
 
-  test('an answer made in pieces is the same WAV: in one write when it fits the stream buffer, streamed when longer', async () => {
-    const whole = await speech({ model: 'tts', input: 'hello', seed: 4 });
+  test('a whole answer made in pieces is the same WAV: in one write when it fits the stream buffer, streamed when longer', async () => {
+    const whole = await speech({ model: 'tts', input: 'hello', seed: 4, stream: false });
     const pcm = whole.body.subarray(44);
     // 30 repeats of 0.32 s at 22,050 Hz: 423 KB, over the 256 KiB a response holds before waiting.
     for (const repeat of [1, 30]) {
-      const res = await speech({ model: 'tts', input: 'hello', seed: 4, options: { chunks: 4, repeat } });
+      const res = await speech({
+        model: 'tts',
+        input: 'hello',
+        seed: 4,
+        options: { chunks: 4, repeat },
+        stream: false,
+      });
       assert.equal(res.status, 200, `repeat ${repeat}`);
       assert.equal(res.headers.get('content-type'), 'audio/wav');
       assert.equal(Number(res.headers.get('content-length')), res.body.length, `repeat ${repeat}`);
@@ -307,7 +328,7 @@ describe('POST /v1/audio/speech', () => {
 
     const ok = await speech({ model: 'tts', input: 'still here' });
     assert.equal(ok.status, 200);
-    assert.equal(readWavHeader(ok.body).dataBytes, toneSamples('still here') * 2);
+    assert.equal(readWavHeader(ok.body, 'streamed').dataBytes, toneSamples('still here') * 2);
     assert.equal(reportOf(await post(server.url, '/v1/tasks/run', { model: 'asr', text: 'y' })).text, 'y');
   });
 });
@@ -379,6 +400,6 @@ describe('max_request_body_bytes on /v1/audio/speech', () => {
     assert.ok(message.includes(String(LIMIT)), message);
     const ok = await postChunked(server.url, '/v1/audio/speech', [bodyOf(LIMIT)]);
     assert.equal(ok.status, 200);
-    readWavHeader(ok.body);
+    readWavHeader(ok.body, 'streamed');
   });
 });

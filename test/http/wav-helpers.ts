@@ -88,11 +88,19 @@ export interface WavHeader {
   dataBytes: number;
 }
 
-/** Checks the canonical 44-byte header voxd writes and returns its fields. */
-export function readWavHeader(buf: Buffer): WavHeader {
+/**
+ * Checks the canonical 44-byte header voxd writes and returns its fields. `sizes`: `exact` for a
+ * whole answer (`"stream": false`, JSON), whose RIFF and data sizes count the file; `streamed` for
+ * one sent as it is made (a plain request), whose sizes are both 0xFFFFFFFF ("to the end"). Either
+ * way `dataBytes` is what the file holds after its header.
+ */
+export function readWavHeader(buf: Buffer, sizes: 'exact' | 'streamed' = 'exact'): WavHeader {
   assert.ok(buf.length >= 44, `WAV of ${buf.length} bytes is shorter than its header`);
   assert.equal(buf.toString('latin1', 0, 4), 'RIFF');
-  assert.equal(buf.readUInt32LE(4), buf.length - 8, 'RIFF size counts everything after itself');
+  if (sizes === 'streamed') {
+    assert.equal(buf.readUInt32LE(4), 0xffffffff, 'a streamed WAV declares no RIFF size');
+    assert.equal(buf.readUInt32LE(40), 0xffffffff, 'a streamed WAV declares no data size');
+  } else assert.equal(buf.readUInt32LE(4), buf.length - 8, 'RIFF size counts everything after itself');
   assert.equal(buf.toString('latin1', 8, 12), 'WAVE');
   assert.equal(buf.toString('latin1', 12, 16), 'fmt ');
   assert.equal(buf.readUInt32LE(16), 16);
@@ -104,7 +112,7 @@ export function readWavHeader(buf: Buffer): WavHeader {
     byteRate: buf.readUInt32LE(28),
     blockAlign: buf.readUInt16LE(32),
     bits: buf.readUInt16LE(34),
-    dataBytes: buf.readUInt32LE(40),
+    dataBytes: sizes === 'streamed' ? buf.length - 44 : buf.readUInt32LE(40),
   };
   assert.equal(header.dataBytes, buf.length - 44, 'data size is the rest of the file');
   return header;

@@ -14,6 +14,7 @@ import {
 } from '../../api/speech/output.js';
 import { resolveVoice, unalias } from '../../api/speech/voice.js';
 import { timing, timingFor, timingHeaders } from '../../api/timing.js';
+import { durationMs } from '../../audio/types.js';
 import { encodePcm16, wavHeader } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
@@ -27,6 +28,7 @@ import { SpeechJson } from '../schemas/audio-responses.js';
 import { BusyQuery, LIVE_SPEECH_OPTIONS, LiveSpeechQuery } from '../schemas/query.js';
 import { SpeechRequest } from '../schemas/speech-request.js';
 import { type EventStream, STREAM_BUFFER_BYTES, type StreamFormat } from '../stream/event-stream.js';
+import { streamFromFirstByte } from '../stream/first-byte.js';
 import { streamedInference } from '../stream/streamed-inference.js';
 import { ownedCodec } from '../transport/caller.js';
 import type { Reply, Route, RouteContext } from '../transport/route.js';
@@ -64,7 +66,8 @@ async function speech(ctx: RouteContext, body: Static<typeof SpeechRequest>) {
   const modelId = entry.id;
   requireTask(entry.config, SPEECH_TASKS, '/v1/audio/speech');
   checkInputChars(input, 'input', entry.config, config);
-  const streaming = optionalBool(body, 'stream') === true || (body.stream_format ?? undefined) !== undefined;
+  const stream = optionalBool(body, 'stream');
+  const streaming = stream === true || (body.stream_format ?? undefined) !== undefined;
   // OpenAI's route: its raw `pcm` (whole, streamed, or in SSE deltas) is 24 kHz unless asked otherwise.
   const output = parseSpeechOutput(body, config, ctx.codec, streaming, OPENAI_PCM_RATE);
   const streamFormat = body.stream_format ?? 'sse';
@@ -98,6 +101,10 @@ async function speech(ctx: RouteContext, body: Static<typeof SpeechRequest>) {
   };
   const busyTimeoutMs = requestBusyTimeout(body, ctx);
   if (streaming) return streamSpeech(ctx, modelId, request, busyTimeoutMs, streamFormat, output);
+  // A plain request is streamed as it is made, as OpenAI's are; `"stream": false` and the JSON
+  // formats (audio.cpp's shapes) keep the whole answer with its Content-Length and timing headers.
+  if (stream === undefined && output.format !== 'json' && output.format !== 'b64_json')
+    return speechFromFirstByte(ctx, modelId, request, busyTimeoutMs, output);
   if (output.format === 'wav' || output.format === 'pcm') {
     const made = await speechAsMade(ctx, modelId, request, busyTimeoutMs, output);
     if (made) return made;
@@ -183,6 +190,93 @@ async function speechAsMade(
       },
     },
   };
+}
+
+/** The timing of an answer streamed as it is made, known at its end: sent as HTTP trailers. */
+const TIMING_TRAILER = 'X-AudioCPP-Wall-Ms, X-AudioCPP-Audio-Duration-Ms, X-AudioCPP-RTF';
+
+/**
+ * A WAV header for a stream whose length is not known yet: RIFF and data sizes 0xFFFFFFFF, as
+ * ffmpeg writes to a pipe and OpenAI sends; readers take the data to the end of the file.
+ */
+function streamingWavHeader(sampleRate: number, channels: number): Buffer {
+  const header = wavHeader(sampleRate, channels, 0);
+  header.writeUInt32LE(0xffffffff, 4);
+  header.writeUInt32LE(0xffffffff, header.length - 4);
+  return header;
+}
+
+/**
+ * A plain request's answer, sent as it is made (first-byte.ts): each audio event the engine emits
+ * (a sentence, for voxd's synthesizers) goes out as PCM16, behind a WAV header, or through the
+ * encoder, while the next is made. Nothing is sent before the first byte exists, so an error
+ * until then is a plain error response; the timing headers, known only at the end, come as
+ * trailers. An engine that emits no audio events is answered whole, as before.
+ */
+function speechFromFirstByte(
+  ctx: RouteContext,
+  modelId: string,
+  request: EngineRequest,
+  busyTimeoutMs: number | undefined,
+  output: SpeechOutput,
+): Promise<Reply> {
+  const wav = output.format === 'wav';
+  let shape: { sampleRate: number; channels: number } | undefined;
+  let audioMs = 0;
+  let writer: SpeechStreamWriter | undefined;
+  return streamFromFirstByte(ctx, {
+    async produce(send) {
+      let headed = !wav;
+      writer = new SpeechStreamWriter(
+        wav ? { format: 'pcm', sampleRate: output.sampleRate } : output,
+        ownedCodec(ctx),
+        ctx.signal,
+        async (bytes) => {
+          if (!headed) {
+            headed = true;
+            await send(streamingWavHeader(shape!.sampleRate, shape!.channels));
+          }
+          await send(bytes);
+        },
+      );
+      const outcome = await ctx.runtime.infer(modelId, request, {
+        busyTimeoutMs,
+        signal: ctx.signal,
+        eventsOnly: true,
+        onEvent: async (event) => {
+          if (event.type !== 'audio') return;
+          shape ??= {
+            sampleRate: output.sampleRate ?? event.audio.sampleRate,
+            channels: event.audio.channels,
+          };
+          audioMs += durationMs(event.audio);
+          await writer!.write(event.audio);
+        },
+      });
+      if (shape) await writer.end();
+      return outcome;
+    },
+    headers: () => ({
+      'Content-Type': wav ? 'audio/wav' : streamContentType(output.format),
+      Trailer: TIMING_TRAILER,
+    }),
+    trailers: (outcome) => timingHeaders(timingFor(outcome.wallMs, audioMs)),
+    async whole(outcome) {
+      const audio = outcome.result.audio;
+      if (!audio) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio output`);
+      const encoded = await encodeSpeech(audio, output, ownedCodec(ctx), ctx.signal);
+      return {
+        body: encoded.body,
+        contentType: encoded.contentType,
+        headers: timingHeaders(timing(outcome.wallMs, audio)),
+      };
+    },
+    cleanup: () => writer?.close(),
+    onCut: (err, sent) =>
+      ctx.log(
+        `speech: model '${modelId}': the ${output.format} stream was cut after ${sent} bytes: ${err instanceof Error ? err.message : String(err)}`,
+      ),
+  });
 }
 
 /**

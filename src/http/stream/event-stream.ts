@@ -72,6 +72,14 @@ export class EventStream {
     return this.#write(chunk);
   }
 
+  /**
+   * HTTP trailers, sent after the last chunk when the stream ends (a raw stream's timing, known only
+   * then); the headers must have named them in `Trailer`.
+   */
+  trailers(headers: Record<string, string>): void {
+    if (!this.#ended && !this.res.destroyed) this.res.addTrailers(headers);
+  }
+
   /** Ends a successful stream: `data: [DONE]` for SSE. */
   async done(): Promise<void> {
     if (this.format === 'sse') await this.#write('data: [DONE]\n\n');

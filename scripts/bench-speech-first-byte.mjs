@@ -1,0 +1,66 @@
+// First byte of a speech answer as the openai SDK sees it (issue 39, item 2): the SDK's default
+// call (`audio.speech.create`, mp3, no stream_format) against the streamed baseline
+// (`stream_format: "audio"`, pcm), 4 sentences of flite, with the other plain formats and the
+// whole-answer opt-out (`stream: false`) beside them. The requests take turns within each round,
+// so every path sees the same load; the medians of the rounds are printed as Markdown for
+// docs/performance.md.
+// Usage: npm run build && node scripts/bench-speech-first-byte.mjs [--rounds=N]
+import OpenAI from 'openai';
+import { startServeChild } from './bench-server.mjs';
+
+const args = process.argv.slice(2);
+const ROUNDS = Number(args.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 9);
+const INPUT =
+  'The quick brown fox jumps over the lazy dog. Seven happy children watch from the old wooden bridge. ' +
+  'The weather is nice today, so we walk along the river. Please call me tomorrow morning before nine.';
+
+const { base, child } = await startServeChild({
+  models: [{ id: 'flite', family: 'flite_tts', task: 'tts', mode: 'streaming' }],
+});
+const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'sk-none', maxRetries: 0 });
+
+const PATHS = {
+  'SDK, `stream_format: "audio"`, pcm (baseline)': { response_format: 'pcm', stream_format: 'audio' },
+  'SDK default call: mp3, no `stream_format`': { response_format: 'mp3' },
+  'SDK, mp3, `stream_format: "audio"`': { response_format: 'mp3', stream_format: 'audio' },
+  'SDK, pcm, no `stream_format`': { response_format: 'pcm' },
+  'SDK, wav, no `stream_format`': { response_format: 'wav' },
+  'SDK, opus, no `stream_format`': { response_format: 'opus' },
+  'SDK, mp3, `stream: false` (whole answer)': { response_format: 'mp3', stream: false },
+};
+
+/** Milliseconds from the call to its first body byte and to its last, and the byte count. */
+async function once(extra) {
+  const started = performance.now();
+  const res = await client.audio.speech.create({ model: 'flite', voice: 'alloy', input: INPUT, ...extra });
+  const reader = res.body.getReader();
+  let first;
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    first ??= performance.now() - started;
+    bytes += value.length;
+  }
+  return { first, last: performance.now() - started, bytes };
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const runs = Object.fromEntries(Object.keys(PATHS).map((name) => [name, []]));
+// One warm-up round: the model's first load and ffmpeg's first start are not what is measured.
+for (const extra of Object.values(PATHS)) await once(extra);
+for (let round = 0; round < ROUNDS; round++)
+  for (const [name, extra] of Object.entries(PATHS)) runs[name].push(await once(extra));
+
+const baseline = median(runs[Object.keys(PATHS)[0]].map((r) => r.first));
+console.log(`flite, 4 sentences (${INPUT.length} characters), ${ROUNDS} rounds, medians\n`);
+console.log('| request | first byte | last byte | bytes | first byte / baseline |');
+console.log('|---|---|---|---|---|');
+for (const [name, list] of Object.entries(runs)) {
+  const first = median(list.map((r) => r.first));
+  const last = median(list.map((r) => r.last));
+  console.log(
+    `| ${name} | ${first.toFixed(0)} ms | ${last.toFixed(0)} ms | ${median(list.map((r) => r.bytes))} | ${(first / baseline).toFixed(2)}x |`,
+  );
+}
+child.kill('SIGKILL');

@@ -1,0 +1,106 @@
+/**
+ * An answer streamed as it is made, whose status and headers wait for its first byte. Until then
+ * nothing is sent, so a failure (a busy model, a bad option the engine refuses, an engine that
+ * fails on its first sentence) is still a plain JSON error with its status, as for a whole
+ * answer. From the first byte on the body goes out in chunks as the work makes it, and a failure
+ * cuts it: the response ends without chunked encoding's last (empty) chunk, which every HTTP
+ * client reports as an incomplete body, never as a short file that looks whole (OpenAI's
+ * streamed answers end the same way).
+ *
+ * The work runs from the handler, so the slot it holds is held through the stream: its writes
+ * wait for the client (EventStream's bound), and through them the engine does too.
+ */
+import type { Reply, RouteContext } from '../transport/route.js';
+import type { EventStream } from './event-stream.js';
+
+export interface FirstBytePlan<R> {
+  /**
+   * Runs the work; every byte of the answer goes through `send`, in order, each awaited (it waits
+   * for the client once the stream is out). Resolves once the answer is complete.
+   */
+  produce(send: (bytes: Buffer) => Promise<void>): Promise<R>;
+  /** The stream's headers, asked for when its first byte exists. */
+  headers(): Record<string, string>;
+  /** Trailers for the end of a complete stream (the headers must name them in `Trailer`). */
+  trailers?(result: R): Record<string, string>;
+  /** The answer when the work completed without sending a byte. */
+  whole(result: R): Promise<Reply>;
+  /** Runs once, however it ended (stops an encoder). */
+  cleanup(): void;
+  /** Told when a stream already begun is cut by `err` after `sent` body bytes (not when the client left). */
+  onCut?(err: unknown, sent: number): void;
+}
+
+export async function streamFromFirstByte<R>(ctx: RouteContext, plan: FirstBytePlan<R>): Promise<Reply> {
+  const { signal } = ctx;
+  let out: EventStream | undefined;
+  let attach!: () => void;
+  // Also let go when the client leaves: a send waiting for a stream that will never carry it fails.
+  const attached = new Promise<void>((resolve) => {
+    attach = resolve;
+    signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  let firstByte!: () => void;
+  const first = new Promise<void>((resolve) => {
+    firstByte = resolve;
+  });
+  let began = false;
+  let sent = 0;
+  const send = async (bytes: Buffer): Promise<void> => {
+    if (bytes.length === 0) return;
+    if (!out) {
+      began = true;
+      firstByte();
+      await attached;
+      if (!out) throw signal.reason;
+    }
+    await out.bytes(bytes);
+    sent += bytes.length;
+  };
+  let failure: { err: unknown } | undefined;
+  const work = plan.produce(send);
+  work.catch((err: unknown) => {
+    failure = { err };
+  });
+  let cleaned = false;
+  const cleanup = () => {
+    if (cleaned) return;
+    cleaned = true;
+    plan.cleanup();
+  };
+  try {
+    await Promise.race([first, work]);
+    // Completed without a byte: answered whole (or its error thrown), like any plain answer.
+    if (!began) return await plan.whole(await work);
+  } catch (err) {
+    cleanup();
+    throw err;
+  } finally {
+    if (!began) cleanup();
+  }
+  return {
+    stream: {
+      format: 'audio',
+      run: async (stream) => {
+        try {
+          // A failure between the first byte and this moment is still answered plainly: nothing was sent.
+          if (failure) throw failure.err;
+          stream.start(plan.headers());
+          out = stream;
+          attach();
+          const done = await work;
+          const trailers = plan.trailers?.(done);
+          if (trailers) stream.trailers(trailers);
+          await stream.done();
+        } catch (err) {
+          if (stream.started && !signal.aborted) plan.onCut?.(err, sent);
+          // A send still waiting is let go (it fails: no stream), so the work stops at it.
+          attach();
+          throw err;
+        } finally {
+          cleanup();
+        }
+      },
+    },
+  };
+}
