@@ -51,6 +51,8 @@ export const ERROR_CODES = {
   E_TOO_MANY_CONNECTIONS: { status: 503, type: 'server_busy', apiCode: 'too_many_connections' },
   /** max_realtime_sessions sessions are open already; sent with Retry-After at the upgrade. */
   E_TOO_MANY_SESSIONS: { status: 503, type: 'server_busy', apiCode: 'too_many_sessions' },
+  /** max_client_secrets ephemeral realtime keys are live already; sent with Retry-After. */
+  E_TOO_MANY_CLIENT_SECRETS: { status: 503, type: 'server_busy', apiCode: 'too_many_client_secrets' },
   /**
    * A WebSocket bridge socket already has as many requests waiting behind the one running as it may
    * hold (docs/websocket-bridge.md); answered at once as that frame's response.

@@ -130,6 +130,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     body_deadline_ms: ruled('body_deadline_ms'),
     max_connections: ruled('max_connections'),
     max_realtime_sessions: ruled('max_realtime_sessions'),
+    max_client_secrets: ruled('max_client_secrets'),
     realtime_idle_timeout_ms: ruled('realtime_idle_timeout_ms'),
     realtime_max_session_ms: ruled('realtime_max_session_ms'),
     wyoming_idle_timeout_ms: ruled('wyoming_idle_timeout_ms'),

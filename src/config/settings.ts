@@ -584,6 +584,16 @@ const GROUPS = [
         },
       ),
       countSetting(
+        'max_client_secrets',
+        1024,
+        ['ephemeral realtime keys live at once, past it 503, 0 = minting off'],
+        {
+          zero: 'none minted (403)',
+          meaning:
+            'Ephemeral keys (`ek_...`) minted by `POST /v1/realtime/client_secrets` and `/v1/realtime/transcription_sessions` ([realtime.md](realtime.md)) that are alive at once. Each lives 10 to 7200 s (600 by default, as the minting request says); one more is refused with 503 `server_busy` (code `too_many_client_secrets`) and `Retry-After` the seconds until the soonest expires. The keys are kept in memory only, a few hundred bytes each, and die with the process.',
+        },
+      ),
+      countSetting(
         'realtime_idle_timeout_ms',
         300_000,
         ['close a realtime session that sends nothing this long, 0 = never'],

@@ -375,6 +375,30 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       },
     },
   },
+  '/v1/realtime/client_secrets': {
+    post: {
+      tags: ['Audio'],
+      summary: 'Mint an ephemeral key for a realtime transcription session (OpenAI client secrets)',
+      description:
+        "OpenAI's ephemeral-key flow for browser apps: a short-lived `ek_...` key (10 to 7200 s, 600 by default) that /v1/realtime accepts as `Authorization: Bearer`, the `openai-insecure-api-key.` subprotocol or `?api_key=`, and every other route refuses (401). Its session config is checked as a session update is; the key starts its sessions on its model. At most max_client_secrets keys live at once (503 too_many_client_secrets; 403 when that is 0). docs/realtime.md.",
+      responses: {
+        '200': ok('The key, its expiry and the session it starts.'),
+        ...errors(...BODY_ERRORS, '404'),
+      },
+    },
+  },
+  '/v1/realtime/transcription_sessions': {
+    post: {
+      tags: ['Audio'],
+      summary: 'Mint an ephemeral key for a transcription session (OpenAI beta shape)',
+      description:
+        "The beta form of /v1/realtime/client_secrets: the body is a transcription session config (the key's life under client_secret.expires_at), the answer that session with client_secret {value, expires_at}. docs/realtime.md.",
+      responses: {
+        '200': ok('The session with its key.'),
+        ...errors(...BODY_ERRORS, '404'),
+      },
+    },
+  },
   '/v1/batches/transcriptions': {
     post: {
       tags: ['Audio'],

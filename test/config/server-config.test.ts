@@ -92,6 +92,7 @@ test('a minimal config gets every default', () => {
     body_deadline_ms: 300000,
     max_connections: 512,
     max_realtime_sessions: 256,
+    max_client_secrets: 1024,
     realtime_idle_timeout_ms: 300000,
     realtime_max_session_ms: 3600000,
     wyoming_idle_timeout_ms: 300000,

@@ -10,7 +10,7 @@ import { bodyChecker, OneOf, Optional } from '../request/schema.js';
 
 const open = { additionalProperties: true } as const;
 
-const Transcription = Type.Object(
+export const Transcription = Type.Object(
   {
     model: Optional(Type.String({ description: 'A voxd ASR model id or alias.' })),
     language: Optional(Type.String()),
@@ -27,7 +27,7 @@ const ms = (max: number, words: string) =>
  * semantic_vad: mapped to server_vad by its eagerness (src/http/realtime/turn-detection.ts). One
  * object for both types, so a bad field is named by its own path rather than by the union.
  */
-const TurnDetection = Type.Union(
+export const TurnDetection = Type.Union(
   [
     Type.Null(),
     Type.Object(
@@ -45,7 +45,7 @@ const TurnDetection = Type.Union(
   { 'x-expected': 'null or an object with type server_vad or semantic_vad' },
 );
 
-const GaFormat = Type.Object(
+export const GaFormat = Type.Object(
   {
     type: OneOf(['audio/pcm', 'audio/pcmu', 'audio/pcma'] as const),
     rate: Optional(

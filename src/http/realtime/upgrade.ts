@@ -15,10 +15,11 @@ import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { SessionHost } from '../../session/session-host.js';
-import { authorize, REALTIME_PATH } from '../transport/auth.js';
+import { authorizeRealtime, REALTIME_PATH } from '../transport/auth.js';
 import { checkOrigin } from '../transport/origin.js';
 import type { Route } from '../transport/route.js';
 import { refuseUpgrade } from '../transport/upgrade-refusal.js';
+import type { ClientSecrets } from './client-secrets.js';
 import { RealtimeSession } from './session.js';
 
 export interface RealtimeDeps {
@@ -30,6 +31,8 @@ export interface RealtimeDeps {
   metrics?: Metrics;
   /** What every session of the server shares (the byte budget, the clock, the memory release). */
   host: SessionHost;
+  /** The ephemeral keys minted by /v1/realtime/client_secrets, which open sessions here only. */
+  secrets: ClientSecrets;
 }
 
 export interface RealtimeFrontEnd {
@@ -50,6 +53,7 @@ export function realtimeFrontEnd({
   route,
   metrics,
   host,
+  secrets,
 }: RealtimeDeps): RealtimeFrontEnd {
   const wss = new WebSocketServer({
     noServer: true,
@@ -67,7 +71,14 @@ export function realtimeFrontEnd({
         'E_NOT_FOUND',
         `no WebSocket endpoint at ${url.pathname}; the realtime one is ${REALTIME_PATH}`,
       );
-    authorize(req, url.pathname, route, config, () => url.searchParams.get('api_key'));
+    const minted = authorizeRealtime(
+      req,
+      url.pathname,
+      route,
+      config,
+      () => url.searchParams.get('api_key'),
+      secrets,
+    );
     checkOrigin(req, config, 'a realtime session');
     if (runtime.closing)
       throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sessions');
@@ -81,7 +92,8 @@ export function realtimeFrontEnd({
           retryAfterS: 1,
         },
       );
-    const model = url.searchParams.get('model') ?? undefined;
+    // The connection's own model wins over the key's, as OpenAI lets a connection override it.
+    const model = url.searchParams.get('model') ?? minted?.model;
     if (model !== undefined) {
       const entry = await modelEntry(runtime, model);
       requireTask(entry.config, ['asr', 'diar'], REALTIME_PATH);

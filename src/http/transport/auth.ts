@@ -9,6 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import { type ApiKey, type ApiScope, keyDigest, OPENABLE_PATHS } from '../../config/api-keys.js';
 import type { ServerConfig } from '../../config/types.js';
 import { VoxdError } from '../../errors.js';
+import { type ClientSecrets, EPHEMERAL_PREFIX, type SecretSession } from '../realtime/client-secrets.js';
 import type { Route } from './route.js';
 
 /** An EventSource cannot send headers, so this route also takes the key as `?api_key=`. */
@@ -80,6 +81,22 @@ function scopeOf(key: string, keys: readonly ApiKey[]): ApiScope | undefined {
   return scope;
 }
 
+/** The 401 of an ephemeral key anywhere but the realtime upgrade, which is all it is good for. */
+function ephemeralElsewhere(path: string): VoxdError {
+  return new VoxdError(
+    'E_INVALID_API_KEY',
+    `an ephemeral key (${EPHEMERAL_PREFIX}...) opens only a ${REALTIME_PATH} WebSocket session; ${path} needs an API key`,
+  );
+}
+
+/** Whether the request's headers carry an ephemeral key (a keyless server reads no other key). */
+function headerEphemeral(req: IncomingMessage): boolean {
+  const header = req.headers.authorization;
+  if (header !== undefined) return BEARER.exec(header)?.[1]?.startsWith(EPHEMERAL_PREFIX) ?? false;
+  const apiKey = req.headers['x-api-key'];
+  return typeof apiKey === 'string' && apiKey.startsWith(EPHEMERAL_PREFIX);
+}
+
 /**
  * Throws the 401 or 403 for a request that may not reach `route` (undefined: no such route).
  * `bridge`: the request is a WebSocket bridge's upgrade, which may give its key as `?api_key=`.
@@ -92,7 +109,11 @@ export function authorize(
   queryKey: () => string | null,
   bridge = false,
 ): void {
-  if (config.api_keys.length === 0) return;
+  if (config.api_keys.length === 0) {
+    // Refused here as with keys, so an app that works against a keyless server works with keys.
+    if (headerEphemeral(req)) throw ephemeralElsewhere(path);
+    return;
+  }
   const needed = requiredScope(route, path, config);
   if (needed === 'open') return;
   const key = presentedKey(req, route, queryKey, bridge);
@@ -101,11 +122,49 @@ export function authorize(
   }
   // The key is never part of a message: a mistyped key is still close to a real one.
   const scope = scopeOf(key, config.api_keys);
-  if (scope === undefined) throw new VoxdError('E_INVALID_API_KEY', 'the API key is not valid');
+  if (scope === undefined) {
+    if (key.startsWith(EPHEMERAL_PREFIX)) throw ephemeralElsewhere(path);
+    throw new VoxdError('E_INVALID_API_KEY', 'the API key is not valid');
+  }
   if (needed === 'admin' && scope !== 'admin') {
     throw new VoxdError(
       'E_INSUFFICIENT_SCOPE',
       `${route?.method} ${path} needs an API key with the admin scope; this key's scope is ${scope}`,
     );
   }
+}
+
+/**
+ * The key check of a realtime upgrade: a live ephemeral key is let in, keys or not, and its
+ * session's starting point returned; an ephemeral key that is not live is a 401 even on a keyless
+ * server (the session it was minted for cannot be had, and the app should mint another). Any
+ * other key, or none, is checked as on every route.
+ */
+export function authorizeRealtime(
+  req: IncomingMessage,
+  path: string,
+  route: Route,
+  config: ServerConfig,
+  queryKey: () => string | null,
+  secrets: ClientSecrets,
+): SecretSession | undefined {
+  let key: string | undefined;
+  try {
+    key = presentedKey(req, route, queryKey);
+  } catch (err) {
+    // A keyless server takes any Authorization header, as it always has.
+    if (config.api_keys.length > 0) throw err;
+  }
+  if (key?.startsWith(EPHEMERAL_PREFIX)) {
+    const session = secrets.find(key);
+    if (session) return session;
+    // An API key may begin with the same three letters.
+    if (config.api_keys.length === 0 || scopeOf(key, config.api_keys) === undefined)
+      throw new VoxdError(
+        'E_INVALID_API_KEY',
+        `the ephemeral key has expired or was not minted by this server; mint another with POST /v1/realtime/client_secrets`,
+      );
+  }
+  authorize(req, path, route, config, queryKey);
+  return undefined;
 }

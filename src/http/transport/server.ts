@@ -21,6 +21,7 @@ import { type MemoryRelease, memoryRelease } from '../../util/release-memory.js'
 import { PairEnd } from '../bridge/duplex-pair.js';
 import { websocketBridge } from '../bridge/upgrade.js';
 import { reportClientError } from '../live/body.js';
+import { ClientSecrets } from '../realtime/client-secrets.js';
 import { realtimeFrontEnd } from '../realtime/upgrade.js';
 import { leaseBody, setBodyBudgetOf } from '../request/body-budget.js';
 import { compileSchemas } from '../request/schema.js';
@@ -31,6 +32,7 @@ import { modelRoutes } from '../routes/models.js';
 import { modelsRootRoutes } from '../routes/models-root.js';
 import { openapiRoutes } from '../routes/openapi.js';
 import { realtimeRoute } from '../routes/realtime.js';
+import { realtimeSecretRoutes } from '../routes/realtime-secrets.js';
 import { speechRoutes } from '../routes/speech.js';
 import { taskRoutes } from '../routes/tasks.js';
 import { transcriptionRoutes } from '../routes/transcriptions.js';
@@ -55,6 +57,7 @@ export const ROUTES: readonly Route[] = [
   ...installerRoutes,
   ...uiRoutes,
   realtimeRoute,
+  ...realtimeSecretRoutes,
   ...openapiRoutes(() => ROUTES),
   ...metricsRoutes,
 ];
@@ -140,6 +143,7 @@ class RequestContext implements RouteContext {
     readonly clientGone: LazyAbort,
     readonly codec: Codec,
     readonly metrics: Metrics,
+    readonly secrets: ClientSecrets,
   ) {
     this.#url = url;
   }
@@ -301,6 +305,8 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   const host = options.host ?? sessionHost(config, runtime.clock, options.memory ?? memoryRelease);
   const { memory } = host;
   const bodyBudget = host.budget;
+  // Ephemeral realtime keys live as long as this server: a restart forgets them.
+  const secrets = new ClientSecrets(runtime.clock, config.max_client_secrets);
   // Levels are fixed for the server's life: the check is made once, not per request.
   const requestLevel = options.logRequests ? 'info' : 'debug';
   const logRequests = logger.isLevelEnabled(requestLevel);
@@ -423,6 +429,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
         clientGone,
         options.codec,
         metrics,
+        secrets,
       );
       const reply = await route.handler(ctx);
       ex.status = reply.status ?? 200;
@@ -522,7 +529,15 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   server.on('clientError', onClientError);
   // WebSocket sessions (the realtime API) on the same port; their socket counts as a connection
   // with a request in progress, so a drain ends the sessions itself rather than dropping them.
-  const realtime = realtimeFrontEnd({ runtime, config, logger, route: realtimeRoute, metrics, host });
+  const realtime = realtimeFrontEnd({
+    runtime,
+    config,
+    logger,
+    route: realtimeRoute,
+    metrics,
+    host,
+    secrets,
+  });
   // audio.cpp's WebSocket bridge (frontend_listener "websocket"): a WebSocket to any other route's
   // path, whose frames are requests handed back to this server as in-memory connections.
   const bridge =
