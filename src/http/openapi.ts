@@ -368,7 +368,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Audio'],
       summary: 'Realtime transcription over a WebSocket (OpenAI Realtime API)',
       description:
-        "A WebSocket upgrade (`Upgrade: websocket`): the session's events are OpenAI's Realtime transcription events, GA (`session.update`) and beta (`transcription_session.update`) shapes, described in docs/realtime.md. Keys as on every route, and also `?api_key=` or the subprotocol `openai-insecure-api-key.<key>` (answered with `realtime`). Every refusal happens at the upgrade, as an HTTP answer with the Error body; asked without the upgrade, 426.",
+        "A WebSocket upgrade (`Upgrade: websocket`): the session's events are OpenAI's Realtime transcription events, GA (`session.update`) and beta (`transcription_session.update`) shapes, described in docs/realtime.md. Keys as on every route, and also `?api_key=` or the subprotocol `openai-insecure-api-key.<key>` (answered with `realtime`); an ephemeral key from /v1/realtime/client_secrets in any of those places, with or without API keys. Every refusal happens at the upgrade, as an HTTP answer with the Error body; asked without the upgrade, 426.",
       responses: {
         '101': { description: 'Switching Protocols: the session begins with a session.created event.' },
         ...errors('400', '401', '403', '404', '426', '503'),

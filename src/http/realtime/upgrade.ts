@@ -1,7 +1,8 @@
 /**
  * The WebSocket upgrade of `GET /v1/realtime` on voxd's own port (and TLS when voxd serves TLS),
  * through `ws`. Everything that can refuse a session refuses it at the upgrade, as an HTTP answer
- * with the usual error body: an unknown path (404), keys (401/403, as HTTP, scope inference), a
+ * with the usual error body: an unknown path (404), keys (401/403, as HTTP, scope inference, or a
+ * live ephemeral key from /v1/realtime/client_secrets, which also names the session's model), a
  * browser Origin that CORS does not allow (403), a shutdown (503), an unknown or non-ASR model in
  * `?model=` (404/400). A session's events then flow on the socket (session.ts).
  */
