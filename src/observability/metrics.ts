@@ -70,6 +70,8 @@ export class Metrics {
   readonly #sessionsEnded: Counter<'protocol' | 'reason'>;
   /** What the server-wide gauges read (byte budget, connections), once the front ends share it. */
   #shared: { bytesHeld(): number; connections(): number } | undefined;
+  /** The live ephemeral realtime keys, once the HTTP server keeps them. */
+  #clientSecrets: (() => number) | undefined;
   /** route → method → children. */
   readonly #http = new Map<string, Map<string, HttpChildren>>();
   /** model → task → children. */
@@ -215,6 +217,11 @@ export class Metrics {
       'Client connections open now under max_connections, over HTTP and Wyoming (a WebSocket is its HTTP connection)',
       () => this.#shared?.connections() ?? 0,
     );
+    reading(
+      'voxd_client_secrets',
+      'Ephemeral realtime keys (/v1/realtime/client_secrets) alive now, against max_client_secrets',
+      () => this.#clientSecrets?.() ?? 0,
+    );
     reading('voxd_models_loaded', 'Models loaded now', () => {
       let loaded = 0;
       for (const sample of samples()) if (sample.loaded) loaded++;
@@ -341,6 +348,11 @@ export class Metrics {
   /** The server-wide readings (the byte budget and the connection count every front end shares). */
   watchShared(shared: { bytesHeld(): number; connections(): number }): void {
     this.#shared = shared;
+  }
+
+  /** What voxd_client_secrets reads: the HTTP server's count of live ephemeral keys. */
+  watchClientSecrets(live: () => number): void {
+    this.#clientSecrets = live;
   }
 
   /** A streaming session ended, and why. */

@@ -108,6 +108,7 @@ describe('GET /metrics', () => {
       voxd_model_resident_memory_bytes: 'gauge',
       voxd_runner_restarts_total: 'counter',
       voxd_realtime_sessions: 'gauge',
+      voxd_client_secrets: 'gauge',
       voxd_realtime_turns_total: 'counter',
       voxd_realtime_transcript_seconds: 'histogram',
       voxd_info: 'gauge',

@@ -184,7 +184,9 @@ describe('ephemeral keys on a keyless server', () => {
       assert.match(errorOf(full, 503, 'server_busy'), /2 client secrets are live \(max_client_secrets\)/);
       assert.equal(full.json.error.code, 'too_many_client_secrets');
       assert.equal(full.headers.get('retry-after'), '30');
+      assert.match((await get(s.url, '/metrics')).body.toString(), /^voxd_client_secrets 2$/m);
       clock.advance(30_000);
+      assert.match((await get(s.url, '/metrics')).body.toString(), /^voxd_client_secrets 1$/m);
       const next = await mint(s.url, {});
       assert.equal((next.session as { type: string }).type, 'transcription');
       errorOf(await post(s.url, '/v1/realtime/client_secrets', {}), 503, 'server_busy');

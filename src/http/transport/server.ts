@@ -307,6 +307,7 @@ export function createHttpServer(runtime: Runtime, config: ServerConfig, options
   const bodyBudget = host.budget;
   // Ephemeral realtime keys live as long as this server: a restart forgets them.
   const secrets = new ClientSecrets(runtime.clock, config.max_client_secrets);
+  metrics.watchClientSecrets(() => secrets.size);
   // Levels are fixed for the server's life: the check is made once, not per request.
   const requestLevel = options.logRequests ? 'info' : 'debug';
   const logRequests = logger.isLevelEnabled(requestLevel);
