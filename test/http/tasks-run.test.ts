@@ -189,7 +189,13 @@ describe('POST /v1/tasks/run', () => {
       Math.abs(res.json.timing.rtf - res.json.timing.wall_ms / res.json.timing.audio_duration_ms) <= 0.002,
     );
 
-    const speech = await post(server.url, '/v1/audio/speech', { model: 'tts', input: 'speak', seed: 3 });
+    // The whole answer: a plain one is streamed, its header declaring no sizes.
+    const speech = await post(server.url, '/v1/audio/speech', {
+      model: 'tts',
+      input: 'speak',
+      seed: 3,
+      stream: false,
+    });
     assert.equal(speech.status, 200);
     assert.ok(wav.equals(speech.body), 'the same WAV as /v1/audio/speech for the same text and seed');
   });
