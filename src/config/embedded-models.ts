@@ -24,6 +24,9 @@ export const DEFAULT_MODEL_ALIASES: Readonly<Record<string, string>> = {
   'gpt-4o-mini-transcribe': 'pocketsphinx',
   // LiveKit Agents 1.9's default realtime transcription model (`openai.STT` with no `model`).
   'gpt-realtime-whisper': 'pocketsphinx',
+  // OpenAI's transcription with speakers: the diarizer's turns, with the text of
+  // diarization_text_model (pocketsphinx), as src/api/transcription/diarized-text.ts joins them.
+  'gpt-4o-transcribe-diarize': 'diarizer',
   'tts-1': 'flite',
   'tts-1-hd': 'flite',
   'gpt-4o-mini-tts': 'flite',

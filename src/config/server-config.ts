@@ -136,6 +136,7 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     wyoming_idle_timeout_ms: ruled('wyoming_idle_timeout_ms'),
     bridge_idle_timeout_ms: ruled('bridge_idle_timeout_ms'),
     chunking_vad_model: ruled('chunking_vad_model'),
+    diarization_text_model: ruled('diarization_text_model'),
     max_audio_seconds: ruled('max_audio_seconds'),
     max_input_chars: ruled('max_input_chars'),
     ffmpeg_path: ruled('ffmpeg_path'),

@@ -654,6 +654,14 @@ const GROUPS = [
         meaning:
           "Longest text a speech model (task `tts`, `clon`, `vdes`) is asked to speak, in characters (code points): `input` of `/v1/audio/speech` and `/v1/audio/speech/live`, `text` of the `/v1/tasks/*` routes. Longer text is a 400 naming the field and the limit. A model's own `max_input_chars` wins.",
       }),
+      define('diarization_text_model', string(false), {
+        default: 'pocketsphinx',
+        doc: {
+          allowed: 'a model id or alias, or empty',
+          meaning:
+            "The ASR model whose text goes with a diarization model's speakers. A diarizer finds who spoke when and hears no words; a transcription by one (`POST /v1/audio/transcriptions` and `/details`, not streamed; `gpt-4o-transcribe-diarize` names the embedded `diarizer`) also runs this model on the same audio, at the same time, and answers with its text, words and language beside the speaker turns, so `json` and `text` carry the words and each `diarized_json` segment the words spoken in it (see [api.md](api.md)). When it names no registered ASR model, or is empty, a diarizer answers with speaker turns and an empty text, as before.",
+        },
+      }),
       define('chunking_vad_model', string(true), {
         default: 'silero-vad',
         doc: {
@@ -1008,7 +1016,7 @@ const GROUPS = [
         doc: {
           type: 'object',
           default:
-            '`whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe`, `gpt-realtime-whisper` → `pocketsphinx`; `tts-1`, `tts-1-hd`, `gpt-4o-mini-tts` → `flite`',
+            '`whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe`, `gpt-realtime-whisper` → `pocketsphinx`; `gpt-4o-transcribe-diarize` → `diarizer`; `tts-1`, `tts-1-hd`, `gpt-4o-mini-tts` → `flite`',
           allowed: '`"name": "model id"` pairs; `null` removes a default name',
           meaning:
             'Other names a request may give in `model`; they add to and override the defaults. A model id always wins over an alias (see [Model aliases](#model-aliases)).',

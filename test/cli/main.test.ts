@@ -428,7 +428,7 @@ describe('serving', () => {
       const { url } = await voxd.listening();
       const models = await fetchJson(`${url}/v1/models`);
       const ids = (models.json as { data: { id: string }[] }).data.map((m) => m.id);
-      // The embedded models, then OpenAI's names for flite and pocketsphinx (the default aliases).
+      // The embedded models, then OpenAI's names for flite, pocketsphinx and the diarizer (the default aliases).
       assert.deepEqual(ids, [
         'espeak',
         'festival',
@@ -437,6 +437,7 @@ describe('serving', () => {
         'silero-vad',
         'diarizer',
         ...DEFAULT_ALIAS_IDS,
+        'gpt-4o-transcribe-diarize',
       ]);
       for (const model of ['espeak', 'festival', 'flite']) {
         const res = await fetch(`${url}/v1/audio/speech`, {

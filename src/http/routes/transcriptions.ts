@@ -16,6 +16,7 @@ import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../../
 import { buildOptions } from '../../api/request-options.js';
 import { timing } from '../../api/timing.js';
 import { requireChunkingVad, runChunked } from '../../api/transcription/chunked.js';
+import { diarizeWithText } from '../../api/transcription/diarized-text.js';
 import { audioSeconds, durationUsage, timedReply, transcriptJson } from '../../api/transcription/formats.js';
 import {
   parseTranscriptRequest,
@@ -211,12 +212,18 @@ async function translations(ctx: RouteContext) {
   return answer(ctx, parsed, 'translate');
 }
 
-/** One run of the model, or with chunking_strategy one per chunk of the audio, joined. */
+/**
+ * One run of the model, or with chunking_strategy one per chunk of the audio, joined; a diarizer's
+ * run goes with a recogniser's for its text (diarized-text.ts).
+ */
 function infer(ctx: RouteContext, parsed: ParsedTranscription): Promise<InferenceOutcome> {
   const { modelId, request, audio, busyTimeoutMs } = parsed;
   const chunking = parsed.transcript.chunking;
   if (chunking) return runChunked(ctx, modelId, { ...request, audio }, chunking, busyTimeoutMs);
-  return ctx.runtime.infer(modelId, request, { busyTimeoutMs, signal: clientGoneOf(ctx) });
+  const run = (id: string, req: EngineRequest) =>
+    ctx.runtime.infer(id, req, { busyTimeoutMs, signal: clientGoneOf(ctx) });
+  if (request.task === 'diar') return diarizeWithText(ctx.runtime, modelId, request, run);
+  return run(modelId, request);
 }
 
 /** Runs a parsed transcription or translation and answers in its response_format. */
