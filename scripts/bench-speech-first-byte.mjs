@@ -49,8 +49,14 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 const runs = Object.fromEntries(Object.keys(PATHS).map((name) => [name, []]));
 // One warm-up round: the model's first load and ffmpeg's first start are not what is measured.
 for (const extra of Object.values(PATHS)) await once(extra);
+// Each round starts one path later, so no path always follows the same one (an mp3 answer's ffmpeg
+// exits, and its spare starts, as the next request begins).
+const entries = Object.entries(PATHS);
 for (let round = 0; round < ROUNDS; round++)
-  for (const [name, extra] of Object.entries(PATHS)) runs[name].push(await once(extra));
+  for (let i = 0; i < entries.length; i++) {
+    const [name, extra] = entries[(i + round) % entries.length];
+    runs[name].push(await once(extra));
+  }
 
 const baseline = median(runs[Object.keys(PATHS)[0]].map((r) => r.first));
 console.log(`flite, 4 sentences (${INPUT.length} characters), ${ROUNDS} rounds, medians\n`);

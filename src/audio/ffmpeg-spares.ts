@@ -51,9 +51,9 @@ export class EncoderSpares {
   }
 
   /**
-   * An encoder process for `args`: the spare if one is ready, else a new one; either way a spare
-   * for the next request with the same line is started after this turn of the event loop, so
-   * this request's first byte does not wait for it.
+   * An encoder process for `args`: the spare if one is ready, else a new one. Either way a spare
+   * for the next request with the same line is started once this one's process has exited: not
+   * sooner, so starting it (100+ ms of CPU) does not compete with this request's synthesis.
    */
   take(args: string[]): ChildProcess {
     const key = args.join('\0');
@@ -68,8 +68,9 @@ export class EncoderSpares {
         setRef(child, true);
       } else spare.child.kill('SIGKILL');
     }
-    if (this.max > 0 && !this.#closed) setImmediate(() => this.#refill(key, args));
-    return child ?? this.spawn(args);
+    child ??= this.spawn(args);
+    if (this.max > 0 && !this.#closed) child.once('close', () => this.#refill(key, args));
+    return child;
   }
 
   /** Kills every spare; none is started after this. */
