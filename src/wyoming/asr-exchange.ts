@@ -8,7 +8,9 @@
  * the utterance as it comes, holding its slot from then on. Audio that comes faster (a recording
  * sent whole) is transcribed at audio-stop in one search over the whole utterance, as the HTTP
  * route does: the same words, for less work than searching it step by step, and nobody is waiting
- * for words that are still being spoken.
+ * for words that are still being spoken; its words still come as `transcript-chunk`s before the
+ * `transcript`, as `supports_transcript_streaming` promises. Either way the chunks join into the
+ * transcript's text: words once sent are never taken back.
  *
  * Each chunk is converted to the model's rate, mono, as it arrives (arriving-audio.ts), and what
  * the exchange holds is taken from the server's byte budget: past it the exchange ends with
@@ -98,12 +100,12 @@ export class AsrExchange implements AudioExchange {
     return (performance.now() - this.#startedAt) / 1000 >= this.#seconds * PACE_RATIO;
   }
 
+  readonly #chunk = (text: string): Promise<void> => this.#ctx.send('transcript-chunk', { text });
+
   /** The engine takes its slot and hears the audio so far, then the rest as it comes. */
   #goLive(): void {
     const audio = new PushQueue<Audio>();
-    const result = this.#recognise({ liveAudio: audio }, (text) =>
-      this.#ctx.send('transcript-chunk', { text }),
-    );
+    const result = this.#recognise({ liveAudio: audio }, this.#chunk);
     // Its failure is told at audio-stop; until then it must not be an unhandled rejection.
     result.catch(() => undefined);
     this.#live = { audio, result };
@@ -128,7 +130,7 @@ export class AsrExchange implements AudioExchange {
     } else {
       if (this.#pieces.length === 0)
         throw new WyomingError('invalid_audio', 'audio-stop: no audio between audio-start and audio-stop');
-      result = await this.#recognise({ audio: this.#joined() });
+      result = await this.#recognise({ audio: this.#joined() }, this.#streams ? this.#chunk : undefined);
     }
     const language = result.language ?? this.#language;
     await this.#ctx.send('transcript', { text: result.text, ...(language ? { language } : {}) });

@@ -119,7 +119,7 @@ export async function heardOffline(
   return { text: (await transcribeFile(base, model, bytes, filename)).json.text as string };
 }
 
-/** An upload transcribed with `stream=true` (decoded in steps, words sent as they settle). */
+/** An upload transcribed with `stream=true` (searched whole, as offline; its words sent as deltas). */
 export async function heardStreamed(
   base: string,
   model: string,

@@ -12,6 +12,7 @@ import { CpuFamily } from '../cpu-family.js';
 import { inputSamples, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
 import type { EngineRequest, EngineResult, LoadSpec, ParamRow, RunContext } from '../types.js';
 import type { PsCall as Job, PsPartial, PsReply, PsSettings } from './ps-worker.js';
+import { SettledWords, splitWords } from './settled-words.js';
 
 const WORKER_URL = new URL('./ps-worker.js', import.meta.url);
 export const DEFAULT_POCKETSPHINX_MODEL = '/usr/share/pocketsphinx/model/en-us';
@@ -25,23 +26,27 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
   }
 
   /**
-   * A listener (a streamed response) gets text deltas as the words settle: pocketsphinx then
-   * decodes in quarter-second steps, and the words on which its last three guesses agree are sent
-   * on (early guesses are often revised); what is left of the final text follows at the end.
+   * A recording is searched whole (the most accurate search). A listener (a streamed answer) then
+   * gets its words as deltas: a step-by-step search would send words sooner, but its final text
+   * differs from the whole search's, and a streamed answer must say what the plain one says.
    */
   async run(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
     const samples = inputSamples(request, 'speech recognition');
-    const words = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
-    const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
-    const job = { kind: 'decode' as const, samples, partials: onEvent !== undefined };
-    const reply = await this.job(job, signal, [], onEvent ? onPartial : undefined);
-    if (onEvent) await words.final(reply.text);
-    return { text: reply.text, language: 'en', words: reply.words ?? [] };
+    const reply = await this.job({ kind: 'decode', samples }, signal);
+    const said = splitWords(reply.text);
+    if (onEvent)
+      for (const [i, word] of said.entries())
+        await onEvent({ type: 'text', delta: i > 0 ? ` ${word}` : word });
+    return { text: said.join(' '), language: 'en', words: reply.words ?? [] };
   }
-  /** Live input: one utterance fed piece by piece as the client sends it, guesses streamed back. */
+  /**
+   * Live input: one utterance fed piece by piece as the client sends it. Words the decoder's
+   * guesses settle on are sent as they settle; the text at the end starts with exactly those
+   * (settled-words.ts), and so do its timed words.
+   */
   async runLive(request: EngineRequest, { signal, onEvent }: RunContext): Promise<EngineResult> {
-    const words = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
-    const onPartial = (event: unknown) => words.guess((event as PsPartial).hypothesis);
+    const settled = new SettledWords((delta) => onEvent?.({ type: 'text', delta }));
+    const onPartial = (event: unknown) => settled.guess((event as PsPartial).hypothesis);
     const call = (job: Job) => this.job(job, signal, [], onPartial);
     await call({ kind: 'begin' });
     try {
@@ -52,41 +57,8 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
       if (!signal.aborted) await call({ kind: 'end' }).catch(() => undefined);
       throw err;
     }
-    const { text, words: timed = [] } = await call({ kind: 'end' });
-    await words.final(text);
-    return { text, language: 'en', words: timed };
-  }
-}
-
-/** Turns a decoder's successive guesses into text deltas that are never taken back. */
-export class SettledWords {
-  #sent: string[] = [];
-  #recent: string[][] = [];
-
-  /** `send`'s promise, when it gives one, is returned by the call that sent (for backpressure). */
-  constructor(private readonly send: (delta: string) => unknown) {}
-
-  /** One guess; words on which the last three guesses agree are sent. */
-  guess(hypothesis: string): unknown {
-    this.#recent = [...this.#recent.slice(-2), hypothesis.split(' ').filter(Boolean)];
-    if (this.#recent.length < 3) return;
-    const [a, b, c] = this.#recent as [string[], string[], string[]];
-    let agreed = 0;
-    while (agreed < a.length && a[agreed] === b[agreed] && a[agreed] === c[agreed]) agreed++;
-    return this.#extend(a.slice(0, agreed));
-  }
-
-  /** The final text: the rest of it, if it still extends what was sent. */
-  final(text: string): unknown {
-    return this.#extend(text.split(' ').filter(Boolean));
-  }
-
-  #extend(words: string[]): unknown {
-    if (words.length <= this.#sent.length || this.#sent.some((w, i) => words[i] !== w)) return;
-    const added = words.slice(this.#sent.length);
-    const sent = this.send(`${this.#sent.length > 0 ? ' ' : ''}${added.join(' ')}`);
-    this.#sent = words;
-    return sent;
+    const reply = await call({ kind: 'end' });
+    return { ...(await settled.final(reply.text, reply.words)), language: 'en' };
   }
 }
 

@@ -15,8 +15,8 @@ export type PsSettings = PsModelFiles;
 
 export type PsJob =
   | { id: number; kind: 'ping' }
-  /** `partials`: decode in steps, emitting `{ hypothesis }` whenever the best guess changes. */
-  | { id: number; kind: 'decode'; samples: RunnerSamples; partials?: boolean }
+  /** A whole utterance, searched at once. */
+  | { id: number; kind: 'decode'; samples: RunnerSamples }
   /** Live input: open an utterance, feed it pieces as they arrive (emitting guesses), end it. */
   | { id: number; kind: 'begin' }
   | { id: number; kind: 'feed'; samples: RunnerSamples }
@@ -25,7 +25,7 @@ export type PsJob =
 /** A job as the session sends it (the worker adds the id). */
 export type PsCall = PsJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
 
-/** An event of a decode with partials: the best hypothesis so far. */
+/** An event of a live utterance: the best hypothesis so far. */
 export interface PsPartial {
   hypothesis: string;
 }
@@ -34,7 +34,7 @@ export type PsReply = { id: number; ok: true; text: string; words?: Word[] } | J
 
 const decoder = new PsDecoder(engineData<PsSettings>());
 
-/** A quarter second at 16 kHz: how much audio a decode with partials takes between guesses. */
+/** A quarter second at 16 kHz: how much audio a live utterance takes between guesses. */
 const STEP = 4000;
 
 let open = false;
@@ -90,15 +90,11 @@ function end(): { text: string; words: Word[] } {
   return { text: decoder.hypothesis(), words: segmentWords(decoder.segments(), fed) };
 }
 
-async function decode(pcm: Int16Array, emit?: (partial: PsPartial) => Promise<void>) {
+function decode(pcm: Int16Array) {
   if (pcm.length === 0) return { text: '', words: [] };
   begin();
-  // Without a listener, the whole utterance at once: the most accurate search (the offline answer).
-  if (emit) await feed(pcm, emit);
-  else {
-    decoder.decodeWhole(pcm);
-    fed = pcm.length;
-  }
+  decoder.decodeWhole(pcm);
+  fed = pcm.length;
   return end();
 }
 
@@ -107,7 +103,7 @@ serveJobs(async (job: PsJob, emit) => {
     case 'ping':
       return { text: '' };
     case 'decode':
-      return await decode(decoderPcm(job.samples), job.partials ? emit : undefined);
+      return decode(decoderPcm(job.samples));
     case 'begin':
       begin();
       return { text: '' };

@@ -2,8 +2,10 @@
  * A realtime session's input audio buffer: appends decoded into one timeline of mono samples (at
  * the model's rate, or the client's when lower: arriving-samples.ts), the client's commits and
  * clears, and under server VAD the speech detector that finds turns in it (speech_started,
- * speech_stopped, timeout_triggered) and feeds a live turn as its speech is examined. Turns go to
- * the turn-taker.
+ * speech_stopped, timeout_triggered) and feeds a live turn as its speech is examined. Without
+ * server VAD, a streaming engine (pocketsphinx) hears the buffer as it is appended, in a live turn
+ * opened at the first append, so a commit waits only for what was appended since the engine's last
+ * step, not for a search of the whole buffer. Turns go to the turn-taker.
  *
  * Bounds: a turn holds at most BUFFER_SECONDS; everything held counts against the server's byte
  * budget (held-audio.ts), refused at the append that would pass it; under server VAD the audio not
@@ -60,7 +62,10 @@ export interface InputContext {
   sendError(error: ErrorBody): void;
 }
 
-/** Server VAD's turn whose speech goes on: where its audio starts and how far a live turn was fed. */
+/**
+ * A turn whose audio goes on (server VAD's speech, or a manual buffer a streaming engine hears as it
+ * is appended): where its audio starts and how far a live turn was fed.
+ */
 interface OpenTurn {
   turn: Turn;
   start: number;
@@ -109,9 +114,13 @@ export class InputBuffer {
     );
   }
 
-  /** Turns server VAD on (afresh, from the audio that comes next) or off; speech going on is committed. */
+  /**
+   * Turns server VAD on (afresh, from the audio that comes next) or off; speech going on is
+   * committed, a manual buffer not committed is dropped (its live turn with it).
+   */
   detect(vad: ServerVad | undefined): void {
-    if (this.#open) this.#commitOpen();
+    if (this.#open && this.#detector) this.#commitOpen();
+    else this.#dropOpen('the session changed its turn detection before the buffer was committed');
     this.#detector?.stop();
     this.#detector = undefined;
     this.#buffer.clear();
@@ -165,7 +174,10 @@ export class InputBuffer {
     const pieces = await this.#arriving.push(bytes.subarray(0, whole), encoding);
     if (this.#ctx.shell.ended || !pieces.some((piece) => piece.length > 0)) return;
     for (const piece of pieces) this.#buffer.append(piece);
-    if (!detector) return;
+    if (!detector) {
+      this.#hearAppended();
+      return;
+    }
     detector.update();
     this.#dropExamined(detector);
   }
@@ -205,6 +217,15 @@ export class InputBuffer {
   }
 
   commit(): void {
+    if (this.#open && !this.#detector) {
+      // The commit ends the stream: the resampler's last samples belong to this turn.
+      this.#buffer.append(this.#arriving.flush());
+      this.#commitOpen();
+      this.#buffer.clear();
+      this.#carry = undefined;
+      this.#held.settle();
+      return;
+    }
     if (this.#open) {
       this.#commitOpen();
       return;
@@ -234,16 +255,7 @@ export class InputBuffer {
   }
 
   clear(): void {
-    if (this.#open) {
-      const { turn } = this.#open;
-      this.#open = undefined;
-      const reason = new VoxdError(
-        'E_CLIENT_GONE',
-        'the client cleared the buffer while the turn was spoken',
-      );
-      turn.cancel.abort(reason);
-      if (turn.audio instanceof LiveFeed) turn.audio.fail(reason);
-    }
+    this.#dropOpen('the client cleared the buffer while the turn was spoken');
     this.#buffer.clear();
     this.#carry = undefined;
     this.#arriving.reset();
@@ -251,10 +263,15 @@ export class InputBuffer {
     this.#held.settle();
   }
 
-  /** A shutdown: speech going on is committed as it is, to be transcribed before the close. */
+  /**
+   * A shutdown: speech going on is committed as it is, to be transcribed before the close; a manual
+   * buffer the client did not commit is not (nobody asked for its transcript).
+   */
   commitSpeech(): void {
-    this.#detector?.stop();
-    if (this.#open) this.#commitOpen();
+    const detector = this.#detector;
+    detector?.stop();
+    if (detector && this.#open) this.#commitOpen();
+    else this.#dropOpen('the server shut down before the buffer was committed');
   }
 
   /** The session ended: detection stops, and a live turn's engine stops waiting for audio. */
@@ -273,6 +290,11 @@ export class InputBuffer {
     if (this.#open?.turn !== turn) return;
     this.#commitOpen();
     this.#detector?.reset();
+    // A manual buffer went to the turn whole: a later commit starts from what comes next.
+    if (!this.#detector) {
+      this.#buffer.clear();
+      this.#carry = undefined;
+    }
     this.#held.settle();
   }
 
@@ -287,8 +309,8 @@ export class InputBuffer {
    * turn's, or before speech starts what the detector has still to examine.
    */
   #turnFrames(): number {
-    if (!this.#detector) return this.#buffer.length;
-    return this.#open ? this.#buffer.end - this.#open.start : this.#detector.unexamined;
+    if (this.#open) return this.#buffer.end - this.#open.start;
+    return this.#detector ? this.#detector.unexamined : this.#buffer.length;
   }
 
   /** The rate the buffer keeps: positions on its timeline count samples at it. */
@@ -342,6 +364,41 @@ export class InputBuffer {
       item_id: turn.itemId,
     });
     if (feed) turns.schedule(turn);
+  }
+
+  /**
+   * Manual commit: a streaming engine hears the buffer as it is appended, in a live turn whose slot
+   * is taken at the first append (in the model's FIFO), and the buffer keeps only what the engine
+   * has not taken. With turns waiting already the buffer is taken whole at its commit instead, as
+   * under server VAD; an append once they have gone opens the live turn with the buffer so far.
+   */
+  #hearAppended(): void {
+    if (!this.#open) {
+      const { settings, runtime, turns } = this.#ctx;
+      const model = settings.model === undefined ? undefined : registeredEntry(runtime, settings.model);
+      if (model?.family.liveInput !== true || turns.full || this.#buffer.length === 0) return;
+      const start = this.#buffer.start;
+      const feed = new LiveFeed(start, () => this.#held.settle());
+      const turn = turns.open(feed, feed.range, this.#rate);
+      // No event has named the item yet: its words wait for its commit events.
+      turn.heldDeltas = '';
+      this.#open = { turn, start, sentTo: start };
+      turns.schedule(turn);
+    }
+    if (!(this.#open.turn.audio instanceof LiveFeed)) return;
+    this.#feedOpen(this.#buffer.end);
+    this.#buffer.dropBefore(this.#open.sentTo);
+    this.#held.settle();
+  }
+
+  /** The turn going on will not be transcribed: its run stops, its live engine with it. */
+  #dropOpen(why: string): void {
+    const open = this.#open;
+    if (!open) return;
+    this.#open = undefined;
+    const reason = new VoxdError('E_CLIENT_GONE', why);
+    open.turn.cancel.abort(reason);
+    if (open.turn.audio instanceof LiveFeed) open.turn.audio.fail(reason);
   }
 
   /** Hands a live turn's engine its audio up to `to`. */

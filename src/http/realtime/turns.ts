@@ -62,6 +62,11 @@ export interface Turn {
   readonly committed: Promise<void>;
   isCommitted: boolean;
   committedAt: number;
+  /**
+   * Deltas held until the commit, for a turn no event has named before it (a manual buffer heard
+   * as it is appended): a client learns of an item from its commit events, as from OpenAI.
+   */
+  heldDeltas?: string;
 }
 
 export interface TurnContext {
@@ -159,6 +164,8 @@ export class TurnTaker {
     for (const event of commitEvents(itemId, previous, this.#ctx.settings.beta)) this.#ctx.send(event);
     turn.isCommitted = true;
     turn.committedAt = performance.now();
+    if (turn.heldDeltas) this.#delta(turn, turn.heldDeltas);
+    turn.heldDeltas = undefined;
     this.#commits.get(turn)?.();
     // A live turn stops waiting for the client here: what is left (the engine finishing its
     // transcript, or its wait for a slot) is the session's work, during which it is not idle.
@@ -224,11 +231,8 @@ export class TurnTaker {
           onEvent: (event) => {
             if (event.type !== 'text' || !event.delta) return;
             sent += event.delta;
-            this.#ctx.send({
-              type: 'conversation.item.input_audio_transcription.delta',
-              ...item,
-              delta: event.delta,
-            });
+            if (turn.heldDeltas !== undefined) turn.heldDeltas += event.delta;
+            else this.#delta(turn, event.delta);
           },
         },
       );
@@ -239,11 +243,7 @@ export class TurnTaker {
       const transcript = outcome.result.text ?? sent;
       // Engines that answer whole still give the client its delta before the completed event.
       if (transcript.startsWith(sent) && transcript.length > sent.length)
-        this.#ctx.send({
-          type: 'conversation.item.input_audio_transcription.delta',
-          ...item,
-          delta: transcript.slice(sent.length),
-        });
+        this.#delta(turn, transcript.slice(sent.length));
       const audioSeconds = turn.frames / turn.rate;
       this.#ctx.send({
         type: 'conversation.item.input_audio_transcription.completed',
@@ -279,6 +279,15 @@ export class TurnTaker {
       });
       log.info({ session: this.#ctx.settings.id, turn: n, err: error }, `realtime turn ${n} failed`);
     }
+  }
+
+  #delta(turn: Turn, delta: string): void {
+    this.#ctx.send({
+      type: 'conversation.item.input_audio_transcription.delta',
+      item_id: turn.itemId,
+      content_index: 0,
+      delta,
+    });
   }
 
   /** Waits for the turn's commit; false when the session ends first (nothing more is sent). */

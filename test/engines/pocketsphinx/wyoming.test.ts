@@ -3,7 +3,8 @@
  * sent, streamed back in 100 ms chunks at speaking pace to pocketsphinx (`transcribe`), comes back
  * as the sentence's words, with `transcript-start` and `transcript-chunk` events while the audio
  * still flows (a streaming engine), then `transcript` and `transcript-stop`. The same audio sent
- * at once is searched whole at audio-stop: no chunks, and the very words the HTTP route gives.
+ * at once is searched whole at audio-stop, its words sent as chunks before the transcript: the very
+ * words the HTTP route gives.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -107,7 +108,7 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
     }
   });
 
-  test('the same speech sent at once is searched whole at audio-stop: no chunks, the words HTTP gives', async () => {
+  test('the same speech sent at once is searched whole at audio-stop: its words as chunks, then the words HTTP gives', async () => {
     const c = await WyomingClient.open(s.voxd.wyoming!.port);
     try {
       const { start, pcm } = await speakSentence(c);
@@ -121,7 +122,20 @@ describe('Wyoming: flite speaks, pocketsphinx hears', () => {
       c.send('audio-stop');
       const transcript = await c.next('transcript', seen, 30_000);
       await c.next('transcript-stop', seen);
-      assert.deepEqual(c.types().slice(seen), ['transcript-start', 'transcript', 'transcript-stop']);
+      const types = c.types().slice(seen);
+      const chunks = c.events.slice(seen).filter((e) => e.type === 'transcript-chunk');
+      assert.ok(chunks.length >= 3, `chunks, as supports_transcript_streaming promises: ${types.join(', ')}`);
+      assert.deepEqual(types, [
+        'transcript-start',
+        ...chunks.map(() => 'transcript-chunk'),
+        'transcript',
+        'transcript-stop',
+      ]);
+      assert.equal(
+        chunks.map((e) => e.data.text).join(''),
+        transcript.data.text,
+        'the chunks join into the transcript',
+      );
       const http = await transcribe(
         s.url,
         'pocketsphinx',
