@@ -37,6 +37,8 @@ export async function diarizeWithText(
     task: 'asr',
     ...(request.audio ? { audio: request.audio } : {}),
     ...(request.language ? { language: request.language } : {}),
+    // The prompt is about the words, so it goes with them.
+    ...(request.text ? { text: request.text } : {}),
     // The diarizer's options (speaker counts) mean nothing to the recogniser: its own defaults.
     options: {
       ...runtime.get(textId).config.default_request_options,
