@@ -197,6 +197,42 @@ describe('ephemeral keys on a keyless server', () => {
     });
   });
 
+  test("the session config is echoed in the session events' shapes; turn_detection without a type is server VAD, as OpenAI's", async () => {
+    const vad = { id: 'silero-vad', family: 'silero_vad', task: 'vad' };
+    await withServer({ models: [ASR, vad] }, async (s) => {
+      const beta = await post(s.url, '/v1/realtime/transcription_sessions', {
+        input_audio_format: 'pcm16',
+        input_audio_transcription: { model: 'asr', prompt: 'names' },
+        turn_detection: { silence_duration_ms: 800 },
+        include: ['item.input_audio_transcription.logprobs'],
+      });
+      assert.equal(beta.status, 200, beta.body.toString());
+      assert.equal(beta.json.object, 'realtime.transcription_session');
+      assert.deepEqual(beta.json.input_audio_transcription, {
+        model: 'asr',
+        language: null,
+        prompt: 'names',
+      });
+      assert.equal(beta.json.turn_detection.type, 'server_vad');
+      assert.equal(beta.json.turn_detection.silence_duration_ms, 800);
+      assert.deepEqual(beta.json.include, ['item.input_audio_transcription.logprobs']);
+      const ga = await mint(s.url, {
+        session: {
+          type: 'transcription',
+          audio: {
+            input: {
+              format: { type: 'audio/pcmu' },
+              turn_detection: { type: 'semantic_vad', eagerness: 'high' },
+            },
+          },
+        },
+      });
+      const input = (ga.session as { audio: { input: Record<string, unknown> } }).audio.input;
+      assert.deepEqual(input['format'], { type: 'audio/pcmu' });
+      assert.deepEqual(input['turn_detection'], { type: 'semantic_vad', eagerness: 'high' });
+    });
+  });
+
   test('bad bodies are 400s naming the field and its value; nothing is minted for a session that would be refused', async () => {
     await withServer({ models: [ASR, fixtureModel('tts', { task: 'tts' })] }, async (s) => {
       const ga = (body: unknown) => post(s.url, '/v1/realtime/client_secrets', body);

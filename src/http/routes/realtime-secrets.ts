@@ -37,7 +37,7 @@ interface StartingConfig {
     | { model?: string | null; language?: string | null; prompt?: string | null }
     | null
     | undefined;
-  turnDetection: TurnDetectionField | undefined;
+  turnDetection: Partial<NonNullable<TurnDetectionField>> | null | undefined;
   include: string[] | null | undefined;
   params: FieldPaths;
 }
@@ -58,7 +58,11 @@ async function startingSettings(ctx: RouteContext, config: StartingConfig): Prom
   const settings = new SessionSettings(model);
   if (config.turnDetection) {
     requireVadModel(ctx.runtime, ctx.config, params.turnDetection);
-    settings.vad = turnDetection(config.turnDetection);
+    // OpenAI's create requests may leave the type out: server VAD.
+    settings.vad = turnDetection({
+      ...config.turnDetection,
+      type: config.turnDetection.type ?? 'server_vad',
+    });
   }
   if (config.format) settings.format = config.format;
   settings.language = transcription?.language ?? undefined;

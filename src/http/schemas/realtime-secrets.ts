@@ -14,6 +14,14 @@ import { anyObject, int, object, str } from './response-schema.js';
 
 const open = { additionalProperties: true } as const;
 
+/**
+ * turn_detection as OpenAI's create requests type it: `type` may be left out (server_vad), where a
+ * session's update names it. The fields are the update's own.
+ */
+const MintTurnDetection = Type.Union([Type.Null(), Type.Partial(TurnDetection.anyOf[1]!)], {
+  'x-expected': 'null or a turn detection object (type server_vad or semantic_vad)',
+});
+
 const Seconds = Type.Integer({
   minimum: MIN_LIFE_S,
   maximum: MAX_LIFE_S,
@@ -46,7 +54,7 @@ export const ClientSecretRequest = Type.Object(
                     {
                       format: Optional(GaFormat),
                       transcription: Optional(Transcription),
-                      turn_detection: Type.Optional(TurnDetection),
+                      turn_detection: Type.Optional(MintTurnDetection),
                     },
                     open,
                   ),
@@ -74,7 +82,7 @@ export const TranscriptionSessionRequest = Type.Object(
     client_secret: Optional(Type.Object({ expires_at: Optional(ExpiresAfter) }, open)),
     input_audio_format: Optional(OneOf(['pcm16', 'g711_ulaw', 'g711_alaw'] as const)),
     input_audio_transcription: Optional(Transcription),
-    turn_detection: Type.Optional(TurnDetection),
+    turn_detection: Type.Optional(MintTurnDetection),
     include: Optional(Type.Array(Type.String())),
   },
   {
