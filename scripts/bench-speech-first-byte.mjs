@@ -19,18 +19,25 @@ const { base, child } = await startServeChild({
 });
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'sk-none', maxRetries: 0 });
 
+// The mp3 requests are spread out, so each finds the spare encoder its predecessor's exit started
+// (src/audio/ffmpeg-spares.ts), as a client that asks one request after another does. The cold
+// row asks for a sample_rate no request asked for before, for which no spare can be waiting: the
+// first byte when ffmpeg must start (plus resampling 16 kHz to about 22 kHz).
 const PATHS = {
   'SDK, `stream_format: "audio"`, pcm (baseline)': { response_format: 'pcm', stream_format: 'audio' },
   'SDK default call: mp3, no `stream_format`': { response_format: 'mp3' },
-  'SDK, mp3, `stream_format: "audio"`': { response_format: 'mp3', stream_format: 'audio' },
   'SDK, pcm, no `stream_format`': { response_format: 'pcm' },
+  'SDK, mp3, `stream_format: "audio"`': { response_format: 'mp3', stream_format: 'audio' },
   'SDK, wav, no `stream_format`': { response_format: 'wav' },
+  'SDK, mp3, a new `sample_rate` each time (cold: no spare encoder)': { response_format: 'mp3', cold: true },
   'SDK, opus, no `stream_format`': { response_format: 'opus' },
   'SDK, mp3, `stream: false` (whole answer)': { response_format: 'mp3', stream: false },
 };
 
 /** Milliseconds from the call to its first body byte and to its last, and the byte count. */
-async function once(extra) {
+let coldRate = 22_050;
+async function once({ cold, ...extra }) {
+  if (cold) extra.sample_rate = coldRate++;
   const started = performance.now();
   const res = await client.audio.speech.create({ model: 'flite', voice: 'alloy', input: INPUT, ...extra });
   const reader = res.body.getReader();
