@@ -31,7 +31,8 @@ const heavy = (f) =>
   f.includes(join('cli', 'one-shot.test'));
 const browser = (f) => f.startsWith(join('dist', 'test', 'browser'));
 // The engine files that take a minute or more on the 2-core machine (determinism about 120 s,
-// edge-cases about 100 s, pocketsphinx history and its suite over 60 s each) start first, so that
+// edge-cases about 100 s, pocketsphinx history, its suite and its 20-clip streaming check over 60 s
+// each) start first, so that
 // the group does not end on one long file running alone.
 const LONGEST = [
   'determinism.test',
@@ -39,6 +40,7 @@ const LONGEST = [
   'pocketsphinx/history.test',
   'pocketsphinx/pocketsphinx.test',
   'cli/one-shot.test',
+  'pocketsphinx/settled-prefix.test',
 ];
 const rank = (f) => {
   const at = LONGEST.findIndex((name) => f.includes(join(...name.split('/'))));

@@ -367,16 +367,20 @@ export class InputBuffer {
   }
 
   /**
-   * Manual commit: a streaming engine hears the buffer as it is appended, in a live turn whose slot
-   * is taken at the first append (in the model's FIFO), and the buffer keeps only what the engine
-   * has not taken. With turns waiting already the buffer is taken whole at its commit instead, as
-   * under server VAD; an append once they have gone opens the live turn with the buffer so far.
+   * Manual commit: a streaming engine hears the buffer as it is appended, in a live turn that takes
+   * its slot at the first append, and the buffer keeps only what the engine has not taken. Only
+   * while the model has a slot free and nobody waits for one: a live turn holds its slot until the
+   * commit, and sessions that append must not keep it from requests that are ready. Otherwise the
+   * buffer is searched whole at its commit, as before; a later append, once a slot is free, opens
+   * the live turn with the buffer so far.
    */
   #hearAppended(): void {
     if (!this.#open) {
       const { settings, runtime, turns } = this.#ctx;
       const model = settings.model === undefined ? undefined : registeredEntry(runtime, settings.model);
       if (model?.family.liveInput !== true || turns.full || this.#buffer.length === 0) return;
+      const slots = model.scheduler.snapshot();
+      if (slots.queuedRequests + slots.queuedManagers > 0 || slots.activeRequests >= slots.capacity) return;
       const start = this.#buffer.start;
       const feed = new LiveFeed(start, () => this.#held.settle());
       const turn = turns.open(feed, feed.range, this.#rate);
