@@ -32,8 +32,7 @@ const heavy = (f) =>
 const browser = (f) => f.startsWith(join('dist', 'test', 'browser'));
 // The engine files that take a minute or more on the 2-core machine (determinism about 120 s,
 // edge-cases about 100 s, pocketsphinx history, its suite and its 20-clip streaming check over 60 s
-// each) start first, so that
-// the group does not end on one long file running alone.
+// each) start first, so that the group does not end on one long file running alone.
 const LONGEST = [
   'determinism.test',
   'engines/edge-cases.test',
