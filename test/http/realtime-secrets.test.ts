@@ -230,6 +230,16 @@ describe('ephemeral keys on a keyless server', () => {
       const input = (ga.session as { audio: { input: Record<string, unknown> } }).audio.input;
       assert.deepEqual(input['format'], { type: 'audio/pcmu' });
       assert.deepEqual(input['turn_detection'], { type: 'semantic_vad', eagerness: 'high' });
+      // A session opened with each key starts from what the key was minted with, as OpenAI's does.
+      const realtime = `${s.url}/v1/realtime`;
+      const betaStart = await firstEvent(realtime, subprotocol(beta.json.client_secret.value));
+      assert.equal(betaStart.type, 'transcription_session.created');
+      const { id: _b, expires_at: _e, client_secret: _c, ...minted } = beta.json;
+      const { id: _s, ...started } = betaStart.session;
+      assert.deepEqual(started, minted);
+      const gaStart = await firstEvent(realtime, bearer(ga.value));
+      assert.equal(gaStart.type, 'session.created');
+      assert.deepEqual(gaStart.session.audio.input, input);
     });
   });
 

@@ -7,6 +7,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { VoxdError } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
+import type { InputFormat } from './audio-format.js';
+import type { ServerVad } from './turn-detection.js';
 
 /** OpenAI's prefix; auth.ts tells an ephemeral key from an API key by it. */
 export const EPHEMERAL_PREFIX = 'ek_';
@@ -20,6 +22,18 @@ export const DEFAULT_LIFE_S = 600;
 export interface SecretSession {
   /** The session's model (the upgrade's `?model=` wins over it, as OpenAI lets the connection override). */
   model: string | undefined;
+  /** The rest of the session's settings as the minting request gave them; absent: voxd's defaults. */
+  start?: SessionStart;
+}
+
+/** A session's settings before its first event (a minted key's, checked when it was minted). */
+export interface SessionStart {
+  format: InputFormat;
+  language: string | undefined;
+  prompt: string | undefined;
+  include: string[];
+  vad: ServerVad | undefined;
+  beta: boolean;
 }
 
 interface Minted {

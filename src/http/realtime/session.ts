@@ -23,6 +23,7 @@ import { keepPlain, type LiftedLiteral, readJson, takeLifted } from '../../util/
 import { toHttp } from '../transport/errors.js';
 import type { InputFormat } from './audio-format.js';
 import { CLIENT_EVENTS, type ClientEvent, type TurnDetectionField } from './client-events.js';
+import type { SessionStart } from './client-secrets.js';
 import {
   BETA_PARAMS,
   type ErrorBody,
@@ -64,6 +65,8 @@ export interface SessionDeps {
   metrics?: Metrics;
   /** A beta transcription session (upgrade.ts betaTranscription): it opens in the beta shape. */
   beta?: boolean;
+  /** The settings an ephemeral key was minted with: the session starts from them. */
+  start?: SessionStart;
 }
 
 export class RealtimeSession {
@@ -80,6 +83,15 @@ export class RealtimeSession {
     this.#deps = deps;
     const { config, runtime } = deps;
     this.#settings = new SessionSettings(deps.model);
+    const { start } = deps;
+    if (start) {
+      const settings = this.#settings;
+      settings.format = start.format;
+      settings.language = start.language;
+      settings.prompt = start.prompt;
+      settings.include = [...start.include];
+      settings.beta = start.beta;
+    }
     this.#shell = new SessionShell(deps.host, {
       what: 'realtime session',
       protocol: 'realtime',
@@ -116,13 +128,24 @@ export class RealtimeSession {
       send,
       sendError: (error) => this.#sendError(error),
     });
+    // Server VAD the key was minted with; its model was checked then, and is checked again here.
+    let refused: ErrorBody | undefined;
+    if (start?.vad) {
+      try {
+        this.#input.detect(start.vad);
+        this.#settings.vad = start.vad;
+      } catch (err) {
+        refused = errorBody(err);
+      }
+    }
     this.#keepalive = keepAlive(ws, deps.host.clock);
     ws.on('message', (data, binary) => this.#arrived(data as Buffer, binary));
     ws.on('close', () => this.#leave(new VoxdError('E_CLIENT_GONE', 'the client closed the session')));
-    if (deps.beta) {
+    if (deps.beta || this.#settings.beta) {
       this.#settings.beta = true;
       this.#send({ type: 'transcription_session.created', session: this.#settings.betaShape() });
     } else this.#send({ type: 'session.created', session: this.#settings.ga() });
+    if (refused) this.#sendError({ ...refused, message: `the key's turn_detection: ${refused.message}` });
   }
 
   get id(): string {

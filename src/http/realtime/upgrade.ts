@@ -20,7 +20,7 @@ import { authorizeRealtime, REALTIME_PATH } from '../transport/auth.js';
 import { checkOrigin } from '../transport/origin.js';
 import type { Route } from '../transport/route.js';
 import { refuseUpgrade } from '../transport/upgrade-refusal.js';
-import type { ClientSecrets } from './client-secrets.js';
+import type { ClientSecrets, SessionStart } from './client-secrets.js';
 import { RealtimeSession } from './session.js';
 
 export interface RealtimeDeps {
@@ -47,6 +47,11 @@ export interface RealtimeFrontEnd {
   readonly size: number;
 }
 
+interface Admitted {
+  model: string | undefined;
+  start: SessionStart | undefined;
+}
+
 export function realtimeFrontEnd({
   runtime,
   config,
@@ -66,7 +71,8 @@ export function realtimeFrontEnd({
   /** Upgrades being checked: they count against max_realtime_sessions until they open or fail. */
   let opening = 0;
 
-  const admit = async (req: IncomingMessage, url: URL): Promise<string | undefined> => {
+  /** The session's model, and the settings its ephemeral key was minted with. */
+  const admit = async (req: IncomingMessage, url: URL): Promise<Admitted> => {
     if (url.pathname !== REALTIME_PATH)
       throw new VoxdError(
         'E_NOT_FOUND',
@@ -99,11 +105,25 @@ export function realtimeFrontEnd({
       const entry = await modelEntry(runtime, model);
       requireTask(entry.config, ['asr', 'diar'], REALTIME_PATH);
     }
-    return model;
+    return { model, start: minted?.start };
   };
 
-  const open = (ws: WebSocket, model: string | undefined, beta: boolean): void => {
-    const session = new RealtimeSession(ws, { runtime, config, log: logger, host, model, metrics, beta });
+  const open = (
+    ws: WebSocket,
+    admitted: { model: string | undefined; start?: SessionStart },
+    beta: boolean,
+  ): void => {
+    const { model, start } = admitted;
+    const session = new RealtimeSession(ws, {
+      runtime,
+      config,
+      log: logger,
+      host,
+      model,
+      start,
+      metrics,
+      beta,
+    });
     sessions.add(session);
     metrics?.realtimeSession(1);
     logger.info({ session: session.id, model }, `realtime session ${session.id} opened`);
@@ -122,11 +142,11 @@ export function realtimeFrontEnd({
       const url = new URL(req.url ?? '/', 'http://voxd.invalid');
       opening++;
       admit(req, url).then(
-        (model) => {
+        (admitted) => {
           // The session is in `sessions` once handleUpgrade returns (ws calls back synchronously).
           try {
             if (!socket.destroyed)
-              wss.handleUpgrade(req, socket, head, (ws) => open(ws, model, betaTranscription(req, url)));
+              wss.handleUpgrade(req, socket, head, (ws) => open(ws, admitted, betaTranscription(req, url)));
           } finally {
             opening--;
           }

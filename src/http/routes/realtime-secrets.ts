@@ -79,7 +79,8 @@ function secretsOf(ctx: RouteContext): ClientSecrets {
 /** Mints the key; its expiry in epoch seconds, as OpenAI gives it. */
 function mint(ctx: RouteContext, settings: SessionSettings, lifeS: number | null | undefined) {
   const life = lifeS ?? DEFAULT_LIFE_S;
-  const value = secretsOf(ctx).mint({ model: settings.model }, life);
+  const { model, format, language, prompt, include, vad, beta } = settings;
+  const value = secretsOf(ctx).mint({ model, start: { format, language, prompt, include, vad, beta } }, life);
   return { value, expires_at: Math.floor(Date.now() / 1000) + life };
 }
 
