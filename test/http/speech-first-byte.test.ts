@@ -178,6 +178,20 @@ describe('a plain /v1/audio/speech request is streamed as it is made', () => {
     );
   });
 
+  test('an HTTP/1.0 client, which cannot tell a cut body from a whole one, gets the whole answer', async () => {
+    const client = new RawClient(server.url);
+    const json = JSON.stringify({ model: 'tts', input: INPUT, seed: 5 });
+    await client.write(
+      `POST /v1/audio/speech HTTP/1.0\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`,
+    );
+    const res = await client.finished();
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['transfer-encoding'], undefined);
+    assert.equal(Number(res.headers['content-length']), res.body.length);
+    for (const name of TIMING) assert.match(res.headers[name] ?? '', SIX_DECIMALS, name);
+    assert.equal(readWavHeader(res.body).dataBytes, Math.round((RATE * toneMs(INPUT)) / 1000) * 2);
+  });
+
   test("the openai SDK's default call gets a streamed answer that decodes: mp3, and the server's wav", async () => {
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'sk-none', maxRetries: 0 });
     const mp3 = await client.audio.speech

@@ -28,7 +28,7 @@ import { SpeechJson } from '../schemas/audio-responses.js';
 import { BusyQuery, LIVE_SPEECH_OPTIONS, LiveSpeechQuery } from '../schemas/query.js';
 import { SpeechRequest } from '../schemas/speech-request.js';
 import { type EventStream, STREAM_BUFFER_BYTES, type StreamFormat } from '../stream/event-stream.js';
-import { streamFromFirstByte } from '../stream/first-byte.js';
+import { canChunk, streamFromFirstByte } from '../stream/first-byte.js';
 import { streamedInference } from '../stream/streamed-inference.js';
 import { ownedCodec } from '../transport/caller.js';
 import type { Reply, Route, RouteContext } from '../transport/route.js';
@@ -102,8 +102,9 @@ async function speech(ctx: RouteContext, body: Static<typeof SpeechRequest>) {
   const busyTimeoutMs = requestBusyTimeout(body, ctx);
   if (streaming) return streamSpeech(ctx, modelId, request, busyTimeoutMs, streamFormat, output);
   // A plain request is streamed as it is made, as OpenAI's are; `"stream": false` and the JSON
-  // formats (audio.cpp's shapes) keep the whole answer with its Content-Length and timing headers.
-  if (stream === undefined && output.format !== 'json' && output.format !== 'b64_json')
+  // formats (audio.cpp's shapes) keep the whole answer with its Content-Length and timing headers,
+  // as does an HTTP/1.0 client, which could not tell a cut stream from a whole one.
+  if (stream === undefined && output.format !== 'json' && output.format !== 'b64_json' && canChunk(ctx.req))
     return speechFromFirstByte(ctx, modelId, request, busyTimeoutMs, output);
   if (output.format === 'wav' || output.format === 'pcm') {
     const made = await speechAsMade(ctx, modelId, request, busyTimeoutMs, output);
@@ -193,7 +194,7 @@ async function speechAsMade(
 }
 
 /** The timing of an answer streamed as it is made, known at its end: sent as HTTP trailers. */
-const TIMING_TRAILER = 'X-AudioCPP-Wall-Ms, X-AudioCPP-Audio-Duration-Ms, X-AudioCPP-RTF';
+const TIMING_TRAILERS = ['X-AudioCPP-Wall-Ms', 'X-AudioCPP-Audio-Duration-Ms', 'X-AudioCPP-RTF'];
 
 /**
  * A WAV header for a stream whose length is not known yet: RIFF and data sizes 0xFFFFFFFF, as
@@ -256,11 +257,11 @@ function speechFromFirstByte(
       if (shape) await writer.end();
       return outcome;
     },
-    headers: () => ({
-      'Content-Type': wav ? 'audio/wav' : streamContentType(output.format),
-      Trailer: TIMING_TRAILER,
-    }),
-    trailers: (outcome) => timingHeaders(timingFor(outcome.wallMs, audioMs)),
+    headers: () => ({ 'Content-Type': wav ? 'audio/wav' : streamContentType(output.format) }),
+    trailers: {
+      names: TIMING_TRAILERS,
+      values: (outcome) => timingHeaders(timingFor(outcome.wallMs, audioMs)),
+    },
     async whole(outcome) {
       const audio = outcome.result.audio;
       if (!audio) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio output`);

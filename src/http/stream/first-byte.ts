@@ -10,6 +10,7 @@
  * The work runs from the handler, so the slot it holds is held through the stream: its writes
  * wait for the client (EventStream's bound), and through them the engine does too.
  */
+import type { IncomingMessage } from 'node:http';
 import type { Reply, RouteContext } from '../transport/route.js';
 import type { EventStream } from './event-stream.js';
 
@@ -21,8 +22,11 @@ export interface FirstBytePlan<R> {
   produce(send: (bytes: Buffer) => Promise<void>): Promise<R>;
   /** The stream's headers, asked for when its first byte exists. */
   headers(): Record<string, string>;
-  /** Trailers for the end of a complete stream (the headers must name them in `Trailer`). */
-  trailers?(result: R): Record<string, string>;
+  /**
+   * Trailers for the end of a complete stream, named in the `Trailer` header; over HTTP/1.1 only
+   * (an HTTP/1.0 body is not chunked and has no place for them: node refuses the header).
+   */
+  trailers?: { names: string[]; values(result: R): Record<string, string> };
   /** The answer when the work completed without sending a byte. */
   whole(result: R): Promise<Reply>;
   /** Runs once, however it ended (stops an encoder). */
@@ -31,8 +35,17 @@ export interface FirstBytePlan<R> {
   onCut?(err: unknown, sent: number): void;
 }
 
+/**
+ * Whether the answer to `req` can be chunked: HTTP/1.1 and later. An HTTP/1.0 body ends when the
+ * connection closes, so a cut one would look whole: such a client is answered whole instead.
+ */
+export function canChunk(req: IncomingMessage): boolean {
+  return req.httpVersionMajor > 1 || (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1);
+}
+
 export async function streamFromFirstByte<R>(ctx: RouteContext, plan: FirstBytePlan<R>): Promise<Reply> {
   const { signal } = ctx;
+  const trailers = canChunk(ctx.req) ? plan.trailers : undefined;
   let out: EventStream | undefined;
   let attach!: () => void;
   // Also let go when the client leaves: a send waiting for a stream that will never carry it fails.
@@ -85,12 +98,13 @@ export async function streamFromFirstByte<R>(ctx: RouteContext, plan: FirstByteP
         try {
           // A failure between the first byte and this moment is still answered plainly: nothing was sent.
           if (failure) throw failure.err;
-          stream.start(plan.headers());
+          const headers = plan.headers();
+          if (trailers) headers['Trailer'] = trailers.names.join(', ');
+          stream.start(headers);
           out = stream;
           attach();
           const done = await work;
-          const trailers = plan.trailers?.(done);
-          if (trailers) stream.trailers(trailers);
+          if (trailers) stream.trailers(trailers.values(done));
           await stream.done();
         } catch (err) {
           if (stream.started && !signal.aborted) plan.onCut?.(err, sent);

@@ -54,10 +54,12 @@ describe('flite: a long WAV answer', () => {
   test(`${SENTENCES} sentences: the peak stays near the answer's size; the header's sizes are exact`, async (t) => {
     const base = kb('VmRSS');
     writeFileSync('/proc/self/clear_refs', '5');
+    // The whole answer (a plain one is streamed, its header declaring no sizes).
     const answer = await speak(s.url, {
       model: 'flite',
       input: 'Hi you. '.repeat(SENTENCES),
       response_format: 'wav',
+      stream: false,
     });
     const grown = kb('VmHWM') - base;
     assert.equal(answer.status, 200);
