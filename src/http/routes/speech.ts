@@ -28,7 +28,7 @@ import { SpeechJson } from '../schemas/audio-responses.js';
 import { BusyQuery, LIVE_SPEECH_OPTIONS, LiveSpeechQuery } from '../schemas/query.js';
 import { SpeechRequest } from '../schemas/speech-request.js';
 import { type EventStream, STREAM_BUFFER_BYTES, type StreamFormat } from '../stream/event-stream.js';
-import { canChunk, streamFromFirstByte } from '../stream/first-byte.js';
+import { mayStreamPlain, streamFromFirstByte } from '../stream/first-byte.js';
 import { streamedInference } from '../stream/streamed-inference.js';
 import { ownedCodec } from '../transport/caller.js';
 import type { Reply, Route, RouteContext } from '../transport/route.js';
@@ -103,8 +103,13 @@ async function speech(ctx: RouteContext, body: Static<typeof SpeechRequest>) {
   if (streaming) return streamSpeech(ctx, modelId, request, busyTimeoutMs, streamFormat, output);
   // A plain request is streamed as it is made, as OpenAI's are; `"stream": false` and the JSON
   // formats (audio.cpp's shapes) keep the whole answer with its Content-Length and timing headers,
-  // as does an HTTP/1.0 client, which could not tell a cut stream from a whole one.
-  if (stream === undefined && output.format !== 'json' && output.format !== 'b64_json' && canChunk(ctx.req))
+  // as do an HTTP/1.0 client and audio.cpp's WebSocket bridge (mayStreamPlain).
+  if (
+    stream === undefined &&
+    output.format !== 'json' &&
+    output.format !== 'b64_json' &&
+    mayStreamPlain(ctx.req)
+  )
     return speechFromFirstByte(ctx, modelId, request, busyTimeoutMs, output);
   if (output.format === 'wav' || output.format === 'pcm') {
     const made = await speechAsMade(ctx, modelId, request, busyTimeoutMs, output);

@@ -11,6 +11,7 @@
  * wait for the client (EventStream's bound), and through them the engine does too.
  */
 import type { IncomingMessage } from 'node:http';
+import { PairEnd } from '../bridge/duplex-pair.js';
 import type { Reply, RouteContext } from '../transport/route.js';
 import type { EventStream } from './event-stream.js';
 
@@ -35,12 +36,19 @@ export interface FirstBytePlan<R> {
   onCut?(err: unknown, sent: number): void;
 }
 
-/**
- * Whether the answer to `req` can be chunked: HTTP/1.1 and later. An HTTP/1.0 body ends when the
- * connection closes, so a cut one would look whole: such a client is answered whole instead.
- */
-export function canChunk(req: IncomingMessage): boolean {
+/** Whether the answer to `req` can be chunked (HTTP/1.1 and later), so a cut one shows as cut. */
+function canChunk(req: IncomingMessage): boolean {
   return req.httpVersionMajor > 1 || (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1);
+}
+
+/**
+ * Whether a plain request's answer may go out as it is made. Not to an HTTP/1.0 client: its body
+ * ends when the connection closes, so a cut one would look whole. Not over audio.cpp's WebSocket
+ * bridge (its requests come on an in-memory PairEnd connection): audio.cpp answers a plain request
+ * there with one `response` frame, its timing headers in it.
+ */
+export function mayStreamPlain(req: IncomingMessage): boolean {
+  return canChunk(req) && !(req.socket instanceof PairEnd);
 }
 
 export async function streamFromFirstByte<R>(ctx: RouteContext, plan: FirstBytePlan<R>): Promise<Reply> {

@@ -66,8 +66,13 @@ describe('WebSocket bridge: frames as audio.cpp frontend answers them', () => {
     assert.equal(wav.subarray(0, 4).toString('latin1'), 'RIFF');
     assert.equal(wav.subarray(8, 12).toString('latin1'), 'WAVE');
     assert.ok(wav.length > 44);
-    // The same answer as over HTTP, byte for byte, with its headers.
-    const http = await post(s.url, '/v1/audio/speech', { model: 'tts', input: 'over the bridge' });
+    // The same answer as HTTP's whole one, byte for byte, with its headers (a plain HTTP request is
+    // streamed as it is made; the bridge answers it whole, as audio.cpp's does).
+    const http = await post(s.url, '/v1/audio/speech', {
+      model: 'tts',
+      input: 'over the bridge',
+      stream: false,
+    });
     assert.deepEqual(wav, http.body);
     assert.ok(r.headers['X-AudioCPP-Audio-Duration-Ms'], JSON.stringify(r.headers));
     assert.match(r.headers['X-Request-Id'], /\S/);
