@@ -68,8 +68,9 @@ export class PocketsphinxFamily extends CpuFamily {
   readonly liveInput = true;
   readonly params: readonly ParamRow[] = [];
 
+  /** A decoder of about 105 MB, and its second search for live input (PsDecoder) of about 65 MB. */
   async estimateFootprint(): Promise<number> {
-    return 120 * 1024 * 1024;
+    return 185 * 1024 * 1024;
   }
 
   async load(spec: LoadSpec, signal: AbortSignal) {

@@ -123,7 +123,14 @@ const lib = {
   ),
   cmnLiveSet: sphinxbase.func('void cmn_live_set(void *cmn, const float *vec)'),
   streamOffset: ps.func('int32_t acmod_stream_offset(void *acmod)'),
+  getSearch: ps.func('const char *ps_get_search(void *ps)'),
+  setSearch: ps.func('int ps_set_search(void *ps, const char *name)'),
+  setLmFile: ps.func('int ps_set_lm_file(void *ps, const char *name, const char *path)'),
+  setInt: sphinxbase.func('void cmd_ln_set_int_r(void *cmdln, const char *name, long iv)'),
 };
+
+/** The name of the search live utterances use (`PsDecoder.startFresh(true)`). */
+const LIVE_SEARCH = 'voxd-live';
 
 interface CmnFields {
   cmn_mean: unknown;
@@ -141,6 +148,8 @@ export class PsDecoder {
   readonly #initialType: number;
   readonly #initialCmn: CmnState;
   readonly #times: FrameTimes;
+  /** The search whole utterances use (the decoder's own, with its flat-lexicon pass). */
+  readonly #wholeSearch: string;
   /** Whether the open utterance's frames are being mapped to its input (after startFresh). */
   #timed = false;
 
@@ -158,6 +167,27 @@ export class PsDecoder {
     this.#initialType = this.cmnType;
     this.#initialCmn = this.cmnState();
     this.#times = new FrameTimes(lib.getConfig(this.#ps));
+    this.#wholeSearch = lib.getSearch(this.#ps) as string;
+    this.#addLiveSearch(files.lm);
+  }
+
+  /**
+   * A second search over the language model, without pocketsphinx's flat-lexicon pass (`-fwdflat`,
+   * read from the configuration when a search is made): that pass searches the whole utterance
+   * again when it ends, which is what a realtime commit waits for, and live words are as good
+   * without it (docs/performance.md, "Realtime manual commit"). Whole utterances keep it.
+   */
+  #addLiveSearch(lm: string): void {
+    const config = lib.getConfig(this.#ps);
+    lib.setInt(config, '-fwdflat', 0);
+    try {
+      if ((lib.setLmFile(this.#ps, LIVE_SEARCH, lm) as number) < 0)
+        throw new Error(`pocketsphinx could not load the language model ${lm} for live input`);
+    } finally {
+      lib.setInt(config, '-fwdflat', 1);
+    }
+    if ((lib.setSearch(this.#ps, this.#wholeSearch) as number) < 0)
+      throw new Error('pocketsphinx could not return to its own search');
   }
 
   /**
@@ -170,7 +200,9 @@ export class PsDecoder {
    * weight of 500 frames (cmn_live_set) heard 2 of 71 LibriVox words better streamed, but its
    * guesses settled on a word the final pass then changed; docs/performance.md has the figures.
    */
-  startFresh(): void {
+  startFresh(live = false): void {
+    if ((lib.setSearch(this.#ps, live ? LIVE_SEARCH : this.#wholeSearch) as number) < 0)
+      throw new Error('pocketsphinx could not choose its search');
     this.startStream();
     this.cmnType = this.#initialType;
     this.setCmnState(this.#initialCmn);

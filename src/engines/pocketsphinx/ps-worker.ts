@@ -1,6 +1,6 @@
 /**
- * The engine of one pocketsphinx session, in its runner process: its own decoder (about 110 MB)
- * over the shared model files (ps-decoder.ts). Every utterance starts from the same state, so the
+ * The engine of one pocketsphinx session, in its runner process: its own decoder (about 170 MB,
+ * its live search included) over the shared model files (ps-decoder.ts). Every utterance starts from the same state, so the
  * same audio gives the same words and times whatever the session transcribed before.
  */
 import { engineData, serveJobs } from '../engine-port.js';
@@ -44,9 +44,10 @@ let fed = 0;
 /** The open utterance's samples short of a whole step, decoded with the next piece or at its end. */
 let pending = new Int16Array(0);
 
-function begin(): void {
+/** Opens an utterance: `live`, fed in steps (its own search, PsDecoder.startFresh), else whole. */
+function begin(live: boolean): void {
   if (open) decoder.endUtt();
-  decoder.startFresh();
+  decoder.startFresh(live);
   open = true;
   lastGuess = '';
   fed = 0;
@@ -92,7 +93,7 @@ function end(): { text: string; words: Word[] } {
 
 function decode(pcm: Int16Array) {
   if (pcm.length === 0) return { text: '', words: [] };
-  begin();
+  begin(false);
   decoder.decodeWhole(pcm);
   fed = pcm.length;
   return end();
@@ -105,7 +106,7 @@ serveJobs(async (job: PsJob, emit) => {
     case 'decode':
       return decode(decoderPcm(job.samples));
     case 'begin':
-      begin();
+      begin(true);
       return { text: '' };
     case 'feed':
       await feed(decoderPcm(job.samples), emit);
