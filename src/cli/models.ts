@@ -66,11 +66,15 @@ async function openInstaller(args: ModelsArgs, onJobUpdate?: (job: InstallJob) =
     overrides,
     knownFamilies: [...catalog.keys()],
   });
+  // The URL comes from the operator's own shell, not from a client over the network: the guard
+  // against private addresses (installer_allow_private_hosts) is for URLs clients send, so a pull
+  // from a LAN mirror needs no config.
   const build = async (root: string) =>
     new Installer({
       root,
       engines: catalog,
       ...installerSettings(config),
+      allowPrivateHosts: true,
       ...(onJobUpdate ? { onJobUpdate } : {}),
     });
   return (await openModelsRoot(config, catalog, build)).installer;
