@@ -9,8 +9,10 @@
  * A probe runs when PROBE_STEP_MS of new audio is waiting, or sooner when the audio reaches the end
  * of a turn's silence window, so the end of a turn is seen within one append of its happening.
  * One probe per session is in flight at a time; audio appended meanwhile waits for the next, and
- * audio sent faster than real time is examined in order, every sample once, so a turn ends exactly
- * where its silence did whatever the pace.
+ * audio sent faster than real time is examined in order, every sample once, in windows of up to
+ * MAX_WINDOW_MS. silero's answer depends on where a window starts and ends, so the turns found in
+ * audio sent faster than real time can differ from those found at real time (docs/realtime.md;
+ * scripts/bench-vad-turns.mjs measures it); at either pace no two turns share audio.
  */
 import type { SampleBuffer } from './sample-buffer.js';
 
