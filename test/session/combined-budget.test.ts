@@ -89,11 +89,14 @@ test('realtime, Wyoming and bridge sessions together stay inside max_inflight_bo
           await WyomingClient.open(s.voxd.wyoming!.port),
         ];
 
-        // 100 s of 24 kHz PCM16 an append (6.4 MiB as base64): kept at 16 kHz, 6.4 MB of samples.
+        // 38 s of 24 kHz PCM16 an append (2.4 MiB as base64): kept at 16 kHz, 2.4 MB of samples.
+        // Three rounds stay under a turn's 120 s, so a realtime refusal can only be the budget's
+        // (with 100 s appends the second round was refused audio_too_long whenever its message
+        // arrived while the budget still had room).
         const append = Buffer.from(
           JSON.stringify({
             type: 'input_audio_buffer.append',
-            audio: Buffer.alloc(100 * 48_000).toString('base64'),
+            audio: Buffer.alloc(38 * 48_000).toString('base64'),
           }),
         );
         const format = { rate: 16_000, width: 2, channels: 1 };

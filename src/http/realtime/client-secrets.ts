@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { VoxdError } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import type { InputFormat } from './audio-format.js';
-import type { ServerVad } from './turn-detection.js';
+import type { ServerVad } from './server-vad.js';
 
 /** OpenAI's prefix; auth.ts tells an ephemeral key from an API key by it. */
 export const EPHEMERAL_PREFIX = 'ek_';

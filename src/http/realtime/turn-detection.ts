@@ -5,13 +5,10 @@
  * gives low/medium/high at most 8/4/2 s before it ends a turn; a speaker who has stopped is usually
  * done well before that, so voxd waits 1.2/0.7/0.35 s of silence (auto is medium).
  */
-import type { DetectorSettings } from '../../api/vad/speech-detector.js';
 import type { TurnDetectionField } from './client-events.js';
+import type { ServerVad } from './server-vad.js';
 
-export interface ServerVad extends DetectorSettings {
-  type: 'server_vad' | 'semantic_vad';
-  eagerness?: 'low' | 'medium' | 'high' | 'auto';
-}
+export type { ServerVad } from './server-vad.js';
 
 /** OpenAI's server_vad defaults. */
 const DEFAULTS = { threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, idleTimeoutMs: 0 };
