@@ -5,7 +5,7 @@
  * utterance can still disagree with them ("then love the" settled, "then lock the front yard"
  * final): a client that joins the deltas (`process.stdout.write(delta)`, Wyoming's
  * transcript-chunks) must read the same text as the final one, so the final text keeps the settled
- * words and takes from the final search only what comes after them (`afterSettled`).
+ * words and takes from the final search only what comes after them (`alignSettled`).
  */
 
 import type { Word } from '../types.js';
@@ -134,9 +134,4 @@ export function alignSettled(settled: readonly string[], final: readonly string[
     else j--;
   }
   return { pairs, rest };
-}
-
-/** The words of `final` after those `settled` stands for (`alignSettled`). */
-export function afterSettled(settled: readonly string[], final: readonly string[]): string[] {
-  return final.slice(alignSettled(settled, final).rest);
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { afterSettled, alignSettled, SettledWords } from '../../../src/engines/pocketsphinx/settled-words.js';
+import { alignSettled, SettledWords } from '../../../src/engines/pocketsphinx/settled-words.js';
 
 test('SettledWords: sends the words three guesses agree on, never takes one back, ends with the final text', async () => {
   const sent: string[] = [];
@@ -69,7 +69,9 @@ test('alignSettled: which final word each settled word stands for, and where the
   assert.deepEqual(alignSettled(many, w('w0 w1')).rest, 2, 'far fewer final words than settled ones');
 });
 
-test('afterSettled: the rest of the final text after the prefix the settled words match best', () => {
+const afterSettled = (settled: string[], final: string[]) => final.slice(alignSettled(settled, final).rest);
+
+test('alignSettled: the rest of the final text after the prefix the settled words match best', () => {
   const w = (text: string) => text.split(' ').filter(Boolean);
   assert.deepEqual(afterSettled([], w('a b c')), w('a b c'));
   assert.deepEqual(afterSettled(w('a b'), w('a b c d')), w('c d'));
