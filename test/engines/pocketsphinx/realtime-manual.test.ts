@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { bodyBudgetOf } from '../../../src/http/request/body-budget.js';
 import { LIBRIVOX_RATE, librivoxWav } from '../../helpers/librivox.js';
 import { lazyModel } from '../../helpers/models.js';
 import { suiteServer } from '../../helpers/suite-server.js';
@@ -62,6 +63,10 @@ describe('pocketsphinx: a manual-commit realtime buffer is heard as it is append
       append(rt, SPEECH);
       // Before any commit, the engine holds its slot: it is hearing the buffer.
       await waitUntil('the live turn takes its slot', async () => (await activeSlots(s)) === 1);
+      // The session holds no byte of the audio once the engine has taken every piece: by then it
+      // has decoded all but the last, and settled words of "he was not..." exist, held.
+      const budget = bodyBudgetOf(s.voxd.server)!;
+      await waitUntil('the engine takes the whole buffer', () => budget.inUse === 0, 30_000);
       assert.deepEqual(
         rt.messages.types().filter((t) => t.startsWith('conversation.')),
         [],
@@ -80,6 +85,10 @@ describe('pocketsphinx: a manual-commit realtime buffer is heard as it is append
         .filter((m) => m.type === 'conversation.item.input_audio_transcription.delta')
         .map((m) => m.delta);
       assert.equal(deltas.join(''), completed.transcript);
+      assert.ok(
+        deltas.length >= 2,
+        `the words settled before the commit, then the rest: ${JSON.stringify(deltas)}`,
+      );
       assert.ok(
         /\bman\b/.test(completed.transcript) && /\bwas\b/.test(completed.transcript),
         completed.transcript,
