@@ -64,21 +64,6 @@ import type { LivePcmFormat, LiveSampleFormat } from './pcm-format.js';
 
 // ---- limits ----
 
-/** The server's live_ingest with the model's overrides on top (an undefined override is ignored). */
-export function liveIngestLimits(
-  server: LiveIngestConfig,
-  model?: Partial<LiveIngestConfig>,
-): LiveIngestConfig {
-  const out = { ...server };
-  if (model) {
-    for (const key of Object.keys(out) as (keyof LiveIngestConfig)[]) {
-      const value = model[key];
-      if (value !== undefined) out[key] = value;
-    }
-  }
-  return out;
-}
-
 /**
  * A 400 unless the body comes with `Transfer-Encoding: chunked` as its single coding (tokens are
  * case-insensitive). `label` names the route: "live transcription", "live speech".

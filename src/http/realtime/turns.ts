@@ -15,12 +15,12 @@ import type { Logger } from 'pino';
 import { modelEntry, registeredEntry, requireTask } from '../../api/model-lookup.js';
 import { diarizedSegments, wordLogprobs } from '../../api/transcription/formats.js';
 import type { Audio } from '../../audio/types.js';
+import { liveIngestLimits } from '../../config/live-ingest-limits.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
 import { invalidRequest, VoxdError } from '../../errors.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { SessionShell } from '../../session/session-shell.js';
-import { liveIngestLimits } from '../live/body.js';
 import {
   commitEvents,
   errorBody,

@@ -9,13 +9,13 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import type { Audio } from '../../../src/audio/types.js';
+import { liveIngestLimits } from '../../../src/config/live-ingest-limits.js';
 import type { LiveIngestConfig } from '../../../src/config/types.js';
 import { VoxdError } from '../../../src/errors.js';
 import {
   LIVE_BODY_HIGH_WATER_BYTES,
   type LiveBody,
   type LiveBodyOptions,
-  liveIngestLimits,
   openLiveBody,
   reportClientError,
 } from '../../../src/http/live/body.js';
