@@ -5,7 +5,7 @@
  * shows the value. Fields voxd does not use pass through, as OpenAI's clients send more than
  * transcription needs.
  */
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { bodyChecker, OneOf, Optional } from '../request/schema.js';
 
 const open = { additionalProperties: true } as const;
@@ -55,34 +55,38 @@ export const GaFormat = Type.Object(
   open,
 );
 
-export const SessionUpdate = Type.Object(
-  {
-    type: Type.Literal('session.update'),
-    session: Type.Object(
-      {
-        type: Optional(OneOf(['transcription'] as const)),
-        audio: Optional(
-          Type.Object(
-            {
-              input: Optional(
-                Type.Object(
-                  {
-                    format: Optional(GaFormat),
-                    transcription: Optional(Transcription),
-                    turn_detection: Type.Optional(TurnDetection),
-                  },
-                  open,
-                ),
+/**
+ * A GA session's config, as a session's `session.update` and minting a client secret
+ * (src/http/schemas/realtime-secrets.ts) both take it; `turnDetection` differs between the two.
+ */
+export const GaSessionConfig = <T extends TSchema>(turnDetection: T, typeDescription?: string) =>
+  Type.Object(
+    {
+      type: Optional(OneOf(['transcription'] as const, typeDescription)),
+      audio: Optional(
+        Type.Object(
+          {
+            input: Optional(
+              Type.Object(
+                {
+                  format: Optional(GaFormat),
+                  transcription: Optional(Transcription),
+                  turn_detection: Type.Optional(turnDetection),
+                },
+                open,
               ),
-            },
-            open,
-          ),
+            ),
+          },
+          open,
         ),
-        include: Optional(Type.Array(Type.String())),
-      },
-      open,
-    ),
-  },
+      ),
+      include: Optional(Type.Array(Type.String())),
+    },
+    open,
+  );
+
+export const SessionUpdate = Type.Object(
+  { type: Type.Literal('session.update'), session: GaSessionConfig(TurnDetection) },
   open,
 );
 

@@ -7,7 +7,7 @@
  * session would take; fields voxd does not use pass through, as in the session's events.
  */
 import { Type } from '@sinclair/typebox';
-import { GaFormat, Transcription, TurnDetection } from '../realtime/client-events.js';
+import { GaSessionConfig, Transcription, TurnDetection } from '../realtime/client-events.js';
 import { MAX_LIFE_S, MIN_LIFE_S } from '../realtime/client-secrets.js';
 import { OneOf, Optional } from '../request/schema.js';
 import { anyObject, int, object, str } from './response-schema.js';
@@ -38,34 +38,9 @@ export const ClientSecretRequest = Type.Object(
   {
     expires_after: Optional(ExpiresAfter),
     session: Optional(
-      Type.Object(
-        {
-          type: Optional(
-            OneOf(
-              ['transcription'] as const,
-              "voxd's realtime sessions transcribe: only transcription (OpenAI's realtime conversations are not served).",
-            ),
-          ),
-          audio: Optional(
-            Type.Object(
-              {
-                input: Optional(
-                  Type.Object(
-                    {
-                      format: Optional(GaFormat),
-                      transcription: Optional(Transcription),
-                      turn_detection: Type.Optional(MintTurnDetection),
-                    },
-                    open,
-                  ),
-                ),
-              },
-              open,
-            ),
-          ),
-          include: Optional(Type.Array(Type.String())),
-        },
-        open,
+      GaSessionConfig(
+        MintTurnDetection,
+        "voxd's realtime sessions transcribe: only transcription (OpenAI's realtime conversations are not served).",
       ),
     ),
   },
