@@ -1,8 +1,9 @@
 /**
  * The one catalogue of voxd errors. Every error that can reach a client carries a stable `code`;
  * the HTTP status, the wire `type` and the wire `code` (`apiCode`, the OpenAI-style
- * machine-readable string) of each code live here and nowhere else (src/http/transport/errors.ts turns them
- * into responses).
+ * machine-readable string) of each code live here and nowhere else. describeError turns any error
+ * into the protocol-neutral description every surface sends (src/http/transport/errors.ts writes it as
+ * an HTTP response; realtime, the bridge and Wyoming put it in their error events).
  */
 
 export const ERROR_CODES = {
@@ -129,7 +130,7 @@ export interface VoxdErrorOptions {
   cause?: unknown;
   /**
    * The request field at fault (`seed`, `options.x`, `requests[0].input`), sent as `error.param`.
-   * When it is not set, src/http/transport/errors.ts reads it from the message's leading `name:`.
+   * When it is not set, describeError reads it from the message's leading `name:`.
    */
   param?: string;
   /** Seconds a client should wait before retrying, sent as the Retry-After header. */
@@ -151,6 +152,17 @@ export class VoxdError extends Error {
     this.type = ERROR_CODES[code].type;
     this.param = options?.param;
     this.retryAfterS = options?.retryAfterS;
+  }
+}
+
+/**
+ * A fault in what a client sent that is not a VoxdError: a registration body's ConfigError, an
+ * uploaded WAV's WavError. describeError answers it with a 400 naming `param` when it knows one.
+ */
+export class InputError extends Error {
+  /** The request field at fault, when the error knows it. */
+  get param(): string | undefined {
+    return undefined;
   }
 }
 
@@ -197,4 +209,90 @@ export function showValue(value: unknown): string {
     }
   }
   return cutText(text);
+}
+
+/**
+ * The longest error message a client is sent. Messages cut each value they echo (showValue), and
+ * this cap is the safety net for one that does not: no request can make voxd echo megabytes.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 1000;
+
+/**
+ * The error object every surface sends: `message` and `type` are what audio.cpp clients read;
+ * `param` and `code` complete the OpenAI shape.
+ */
+export interface ErrorObject {
+  message: string;
+  type: string;
+  /** The request field at fault (`seed`, `options.speed`, `requests[0].input`), else null. */
+  param: string | null;
+  /** The catalogue's machine-readable code (`invalid_request`, `model_not_found`, `server_busy`, ...). */
+  code: string;
+}
+
+/** An error as any protocol tells it: HTTP writes it as a response, realtime and Wyoming as an event. */
+export interface ErrorDescription {
+  status: number;
+  error: ErrorObject;
+  /** True when the cause is a fault in voxd or an engine rather than in the request. */
+  internal: boolean;
+  /** Seconds a client should wait before retrying (a full queue). */
+  retryAfterS?: number;
+}
+
+/** A field path: `seed`, `options.x`, `requests[0].input`, `file[1]`. */
+const FIELD = String.raw`[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])*(?:\.[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])*)*`;
+/** `seed: ...` or `'file' is required...`: voxd's messages name the field first. */
+const LEADING_FIELD = new RegExp(`^(?:(${FIELD}): |'(${FIELD})' is required)`);
+
+/**
+ * `error.param`: the field the error names, else null. An error that knows its field says so;
+ * otherwise a client error (4xx) whose message begins with a field path and `: `, or with
+ * `'name' is required`, names that field. Server-side errors (5xx) never have one: their prefixes
+ * are contexts, not fields.
+ */
+function paramOf(code: ErrorCode, message: string, known?: string): string | null {
+  if (known !== undefined) return known;
+  if (ERROR_CODES[code].status >= 500) return null;
+  const match = LEADING_FIELD.exec(message);
+  return match ? (match[1] ?? match[2] ?? null) : null;
+}
+
+function errorObject(code: ErrorCode, message: string, param?: string): ErrorObject {
+  const { type, apiCode } = ERROR_CODES[code];
+  return {
+    message: cutText(message, MAX_ERROR_MESSAGE_CHARS),
+    type,
+    param: paramOf(code, message, param),
+    code: apiCode,
+  };
+}
+
+/**
+ * The one mapping from errors to what a client is told. Unknown errors are internal faults: the
+ * caller logs them in full, and the client gets a generic 500 so internals do not leak.
+ */
+export function describeError(err: unknown): ErrorDescription {
+  if (err instanceof VoxdError) {
+    return {
+      status: err.status,
+      error: errorObject(err.code, err.message, err.param),
+      // Refusals (busy, residency, memory, shutdown) are expected; only faults are logged in full.
+      internal: err.code === 'E_ENGINE' || err.code === 'E_INTERNAL',
+      ...(err.retryAfterS === undefined ? {} : { retryAfterS: err.retryAfterS }),
+    };
+  }
+  if (err instanceof InputError) {
+    return {
+      status: ERROR_CODES.E_INVALID_REQUEST.status,
+      error: errorObject('E_INVALID_REQUEST', err.message, err.param),
+      internal: false,
+    };
+  }
+  const { status, type, apiCode } = ERROR_CODES.E_INTERNAL;
+  return {
+    status,
+    error: { message: 'internal server error', type, param: null, code: apiCode },
+    internal: true,
+  };
 }

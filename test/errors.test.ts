@@ -3,8 +3,15 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { WavError } from '../src/audio/wav-decode.js';
 import { ConfigError } from '../src/config/errors.js';
-import { ERROR_CODES, invalidRequest, notFound, unknownModel, VoxdError } from '../src/errors.js';
-import { MAX_ERROR_MESSAGE_CHARS, toHttp } from '../src/http/transport/errors.js';
+import {
+  ERROR_CODES,
+  invalidRequest,
+  MAX_ERROR_MESSAGE_CHARS,
+  notFound,
+  unknownModel,
+  VoxdError,
+} from '../src/errors.js';
+import { toHttp } from '../src/http/transport/errors.js';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 

@@ -1,9 +1,10 @@
+import { InputError } from '../errors.js';
 import { pcm16Audio } from './pcm16-audio.js';
 import { type Audio, HOST_LITTLE_ENDIAN } from './types.js';
 import { floatToPcm16 } from './wav-encode.js';
 
 /** Any WAV input voxd cannot decode. The message says what was received, so it can go to the client. */
-export class WavError extends Error {
+export class WavError extends InputError {
   constructor(message: string) {
     super(message);
     this.name = 'WavError';

@@ -3,9 +3,9 @@
  * server.json, a CLI flag or a dynamic registration body, is reported the same way: one line that
  * names the key path, shows the offending value and says what is allowed.
  */
-import { cutText, showValue } from '../errors.js';
+import { cutText, InputError, showValue } from '../errors.js';
 
-export class ConfigError extends Error {
+export class ConfigError extends InputError {
   /** The key path (`models[1].busy_timeout_ms`) or the CLI flag (`--port`) that was wrong. */
   readonly key: string;
   readonly value: unknown;
@@ -16,6 +16,11 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
     this.key = key;
     this.value = value;
+  }
+
+  /** A registration body's key path is its field; a CLI flag (`--port`) never reaches a client and is no field. */
+  override get param(): string | undefined {
+    return /^[A-Za-z_]/.test(this.key) ? this.key : undefined;
   }
 
   /** `key: value is invalid; expected ...` */

@@ -28,8 +28,7 @@ import { modelEntry, requireTask } from '../api/model-lookup.js';
 import { SentenceBuffer } from '../api/speech/sentence-buffer.js';
 import { liveIngestLimits } from '../config/live-ingest-limits.js';
 import type { ServerConfig } from '../config/types.js';
-import { showValue, VoxdError } from '../errors.js';
-import { toHttp } from '../http/transport/errors.js';
+import { describeError, showValue, VoxdError } from '../errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHost } from '../session/session-host.js';
@@ -207,7 +206,7 @@ export class WyomingConnection {
    */
   #error(err: unknown): void {
     // A fault of voxd's own, not of the event: logged in full, as a request's would be.
-    if (!(err instanceof WyomingError) && toHttp(err).internal)
+    if (!(err instanceof WyomingError) && describeError(err).internal)
       this.#deps.log.error({ err }, 'wyoming event failed');
     const told = errorOf(err);
     this.#end(err instanceof VoxdError ? err : new VoxdError('E_INVALID_REQUEST', told.text), told);
@@ -440,6 +439,6 @@ function optionalText(data: Record<string, unknown>, key: string): string | unde
 /** The `error` event's fields: the message as voxd words it, and its code. */
 function errorOf(err: unknown): { text: string; code: string } {
   if (err instanceof WyomingError) return { text: err.message, code: err.code };
-  const { error } = toHttp(err).body as { error: { message: string; code: string } };
+  const { error } = describeError(err);
   return { text: error.message, code: error.code };
 }

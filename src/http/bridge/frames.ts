@@ -8,6 +8,7 @@
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { decodePaddedBase64, isPaddedBase64Of } from '../../audio/base64.js';
+import type { ErrorObject } from '../../errors.js';
 import { showValue, VoxdError } from '../../errors.js';
 import {
   isPlaceholder,
@@ -18,7 +19,6 @@ import {
   readJson,
 } from '../../util/json-reader.js';
 import { MAX_JSON_DEPTH } from '../../util/json-text.js';
-import type { ErrorObject } from '../transport/errors.js';
 
 export type FrameId = string | number | null;
 

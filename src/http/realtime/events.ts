@@ -4,8 +4,7 @@
  * error bodies and ids. Nothing here holds audio or talks to a socket.
  */
 import { randomBytes } from 'node:crypto';
-import { VoxdError } from '../../errors.js';
-import { toHttp } from '../transport/errors.js';
+import { describeError, VoxdError } from '../../errors.js';
 import { DEFAULT_FORMAT, GA_TYPES, gaFormat, type InputFormat } from './audio-format.js';
 import { type ServerVad, shownTurnDetection } from './turn-detection.js';
 
@@ -118,8 +117,7 @@ export function commitEvents(itemId: string, previous: string | null, beta: bool
 
 /** The error object of an error event: the HTTP error body's, as the catalogue maps it. */
 export function errorBody(err: unknown): ErrorBody {
-  const { error } = toHttp(err).body as { error: ErrorBody };
-  return error;
+  return describeError(err).error as ErrorBody;
 }
 
 /** A format from its GA type and rate (G.711 is 8 kHz by definition). */

@@ -12,7 +12,7 @@ import type { WebSocket } from 'ws';
 import { modelEntry, requireTask } from '../../api/model-lookup.js';
 import { requireVadModel } from '../../api/vad/vad-model.js';
 import type { ServerConfig } from '../../config/types.js';
-import { showValue, VoxdError } from '../../errors.js';
+import { describeError, showValue, VoxdError } from '../../errors.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { keepAlive } from '../../session/keepalive.js';
@@ -20,7 +20,6 @@ import type { SessionHost } from '../../session/session-host.js';
 import { SessionShell } from '../../session/session-shell.js';
 import type { Timer } from '../../util/clock.js';
 import { keepPlain, type LiftedLiteral, readJson, takeLifted } from '../../util/json-reader.js';
-import { toHttp } from '../transport/errors.js';
 import type { InputFormat } from './audio-format.js';
 import { CLIENT_EVENTS, type ClientEvent, type TurnDetectionField } from './client-events.js';
 import type { SessionStart } from './client-secrets.js';
@@ -235,10 +234,10 @@ export class RealtimeSession {
         );
       await this.#handle(check(fields), takeLifted(fields, 'audio'));
     } catch (err) {
-      const mapped = toHttp(err);
+      const described = describeError(err);
       // A fault of voxd's own, not of the event: logged in full, as a request's would be.
-      if (mapped.internal) this.#deps.log.error({ err, session: this.id }, 'realtime event failed');
-      this.#sendError((mapped.body as { error: ErrorBody }).error, clientEventId);
+      if (described.internal) this.#deps.log.error({ err, session: this.id }, 'realtime event failed');
+      this.#sendError(described.error as ErrorBody, clientEventId);
     }
   }
 

@@ -6,9 +6,10 @@
  * byte, like a stream; in the parallel runtime they are taken before the headers, so a busy model
  * is a real 503. A failed item is reported in its own result event and the others go on.
  */
+
 import type { EngineRequest } from '../../engines/types.js';
+import { describeError, type ErrorObject } from '../../errors.js';
 import type { Admission, InferenceOutcome } from '../../runtime/runtime.js';
-import { type ErrorObject, toHttp } from '../transport/errors.js';
 import type { Reply, RouteContext } from '../transport/route.js';
 
 export interface BatchPlan {
@@ -75,7 +76,7 @@ export async function batchInference(ctx: RouteContext, plan: BatchPlan): Promis
             } catch (err) {
               if (signal.aborted) throw err;
               errors++;
-              await write(plan.failure(index, toHttp(err).body.error));
+              await write(plan.failure(index, describeError(err).error));
             }
           }
         };

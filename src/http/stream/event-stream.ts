@@ -8,8 +8,7 @@
  * or cuts a raw stream short.
  */
 import type { ServerResponse } from 'node:http';
-import { VoxdError } from '../../errors.js';
-import { toHttp } from '../transport/errors.js';
+import { describeError, VoxdError } from '../../errors.js';
 import { streamBodyStarted } from '../transport/half-close.js';
 
 export type StreamFormat = 'sse' | 'audio';
@@ -94,9 +93,9 @@ export class EventStream {
   async fail(err: unknown): Promise<void> {
     if (!this.#started || this.#ended) return;
     if (this.format === 'sse' && !this.signal.aborted) {
-      const { body } = toHttp(err);
+      const { error } = describeError(err);
       try {
-        await this.#write(`data: ${JSON.stringify({ type: 'error', error: body.error })}\n\n`);
+        await this.#write(`data: ${JSON.stringify({ type: 'error', error })}\n\n`);
         this.#end();
         return;
       } catch {
