@@ -16,6 +16,7 @@ import { keyNotice, LIVE_INGEST_DEFAULTS, parseLiveIngest, parseModelConfig } fr
 import { toOptionMap } from './options.js';
 import {
   type ConfigKey,
+  type ConfigOf,
   checkRule,
   FILE_KEYS,
   type Flag,
@@ -59,126 +60,198 @@ interface Source {
   base: string;
 }
 
+/** The two places a setting is given, server.json and the command line (which wins). */
+class Sources {
+  readonly cwd = process.cwd();
+  readonly configFile: string | undefined;
+  readonly file: Record<string, unknown>;
+  /** The folder the file's relative paths resolve against. */
+  readonly baseDir: string;
+  readonly overrides: CliOverrides;
+
+  constructor(configPath: string | undefined, overrides: CliOverrides) {
+    this.configFile = configPath === undefined ? undefined : path.resolve(this.cwd, configPath);
+    this.file = this.configFile === undefined ? {} : readConfigFile(this.configFile);
+    this.baseDir = this.configFile === undefined ? this.cwd : path.dirname(this.configFile);
+    this.overrides = overrides;
+  }
+
+  source(name: string): Source {
+    const flag = FLAGS.get(name);
+    const cli = flag === undefined ? undefined : (this.overrides as Record<string, unknown>)[name];
+    if (cli === undefined) return { value: this.file[name], key: name, base: this.baseDir };
+    // `--no-ui` is the flag that set false; errors name the flag the user typed.
+    const given = cli === false && flag!.negation !== undefined ? flag!.negation.name : flag!.name;
+    return { value: cli, key: given, base: this.cwd };
+  }
+
+  /** The setting parsed from where it was given, or `fallback` when it was given nowhere. */
+  read<T>(name: string, fallback: T, parse: (s: Source) => T): T {
+    const s = this.source(name);
+    return s.value === undefined ? fallback : parse(s);
+  }
+}
+
+interface LoadContext {
+  sources: Sources;
+  notices: ConfigNotice[];
+}
+
+/**
+ * Fields that steps below make of several sources, or of the command line and the environment
+ * alone; the table loop leaves them (tableSettings).
+ */
+const COMPOSED = [
+  'log',
+  'log_file',
+  'parallel_jobs',
+  'enable_fixture',
+  'model_spec_override',
+  'voice_dir',
+  'models_root',
+  'frontend_options',
+  'file_roots',
+  'api_keys',
+  'open_endpoints',
+  'models',
+  'model_aliases',
+] as const satisfies readonly ConfigKey[];
+const COMPOSED_KEYS: ReadonlySet<string> = new Set(COMPOSED);
+
+/** The ServerConfig fields the table loop makes: every table key but the composed ones. */
+type TableFields = Omit<ConfigOf<SettingEntry>, (typeof COMPOSED)[number]>;
+
+/** How a table setting that its rule alone cannot check is read. */
+interface OwnRead<K extends ConfigKey> {
+  /** Checks a given value; wins over the table's rule. */
+  parse?: (s: Source, ctx: LoadContext) => ServerConfig[K];
+  /** The value when none is given, for a setting whose default the table cannot hold (it is computed). */
+  fallback?: (ctx: LoadContext) => ServerConfig[K];
+}
+
+const OWN_READS: { readonly [K in ConfigKey]?: OwnRead<K> } = {
+  backend: { parse: (s, { notices }) => parseBackend(s, notices) },
+  device: { parse: parseDevice },
+  // Without a config file every model arrives by registration, so nothing should load eagerly.
+  lazy_load: { fallback: ({ sources }) => sources.configFile === undefined },
+  log_request_body: { parse: parseLogRequestBody },
+  live_ingest: {
+    parse: (s) => ({ ...LIVE_INGEST_DEFAULTS, ...parseLiveIngest(s.value, s.key) }),
+    fallback: () => ({ ...LIVE_INGEST_DEFAULTS }),
+  },
+  frontend_listener: { parse: (s) => parseFrontendListener(s.value, s.key) },
+};
+
+/**
+ * Every table setting that is a ServerConfig field of its own, in the table's order: checked by
+ * its rule (or its own read), else the table's default; an optional one without either stays out.
+ */
+function tableSettings(ctx: LoadContext): TableFields {
+  const out: Record<string, unknown> = {};
+  for (const entry of SETTINGS) {
+    const key = entry.key as ConfigKey | undefined;
+    if (key === undefined || entry.config === 'none' || COMPOSED_KEYS.has(key)) continue;
+    const own = OWN_READS[key] as OwnRead<ConfigKey> | undefined;
+    const rule = entry.rule!;
+    const parse =
+      own?.parse ?? (rule.kind === 'bespoke' ? undefined : (s: Source) => checkRule(rule, s.value, s.key));
+    // A programming error: a new bespoke setting needs its read here or a composing step.
+    if (parse === undefined)
+      throw new Error(`setting ${key} has a bespoke rule and no read in server-config.ts`);
+    const s = ctx.sources.source(key);
+    const value = s.value === undefined ? (own?.fallback?.(ctx) ?? entry.default) : parse(s, ctx);
+    if (value === undefined && entry.config === 'required') throw new Error(`setting ${key} has no default`);
+    if (value !== undefined) out[key] = value;
+  }
+  if (out['wyoming_zeroconf'] !== undefined && out['wyoming_port'] === undefined)
+    throw ConfigError.rejected(
+      'wyoming_zeroconf',
+      out['wyoming_zeroconf'],
+      'it announces the Wyoming listener; set wyoming_port too',
+    );
+  return out as TableFields;
+}
+
 export function loadServerConfig(opts: LoadServerConfigOptions): {
   config: ServerConfig;
   notices: ConfigNotice[];
 } {
-  const { overrides } = opts;
-  const cwd = process.cwd();
-  const configFile = opts.configPath === undefined ? undefined : path.resolve(cwd, opts.configPath);
-  const file = configFile === undefined ? {} : readConfigFile(configFile);
-  const baseDir = configFile === undefined ? cwd : path.dirname(configFile);
+  const sources = new Sources(opts.configPath, opts.overrides);
   const notices: ConfigNotice[] = [];
-  for (const name of Object.keys(file)) {
+  for (const name of Object.keys(sources.file)) {
     if (!FILE_KEYS.has(name)) notices.push(keyNotice(name, name));
   }
-
-  const source = (name: string): Source => {
-    const flag = FLAGS.get(name);
-    const cli = flag === undefined ? undefined : (overrides as Record<string, unknown>)[name];
-    if (cli === undefined) return { value: file[name], key: name, base: baseDir };
-    // `--no-ui` is the flag that set false; errors name the flag the user typed.
-    const given = cli === false && flag!.negation !== undefined ? flag!.negation.name : flag!.name;
-    return { value: cli, key: given, base: cwd };
-  };
-  const read = <T>(name: string, fallback: T, parse: (s: Source) => T): T => {
-    const s = source(name);
-    return s.value === undefined ? fallback : parse(s);
-  };
-  /** A setting the table's rule checks, with the table's default. */
-  const ruled = <K extends ConfigKey>(name: K): ServerConfig[K] => {
-    const { rule, default: fallback } = setting(name);
-    return read(name, fallback, (s) => checkRule(rule!, s.value, s.key)) as ServerConfig[K];
-  };
-
+  const env = opts.env ?? process.env;
   const config: ServerConfig = {
-    host: ruled('host'),
-    port: ruled('port'),
-    wyoming_host: ruled('wyoming_host'),
-    cors_origins: ruled('cors_origins'),
-    allowed_hosts: ruled('allowed_hosts'),
-    ui: ruled('ui'),
-    ui_management: ruled('ui_management'),
-    backend: read('backend', setting('backend').default!, (s) => parseBackend(s, notices)),
-    device: read('device', setting('device').default!, (s) => {
-      const device = checkRule(setting('device').rule!, s.value, s.key) as number;
-      if (device !== 0) {
-        notices.push({
-          key: s.key,
-          message: `${s.key}: voxd engines run on the CPU; device ${device} is ignored`,
-        });
-      }
-      return device;
-    }),
-    threads: ruled('threads'),
-    // Without a config file every model arrives by registration, so nothing should load eagerly.
-    lazy_load: read('lazy_load', configFile === undefined, (s) => expectBoolean(s.value, s.key)),
-    log: overrides.log === true,
-    log_request_body: read('log_request_body', setting('log_request_body').default!, (s) => {
-      const on = expectBoolean(s.value, s.key);
-      if (on && overrides.log !== true) {
-        notices.push({ key: s.key, message: `${s.key}: request bodies are logged only with --log` });
-      }
-      return on;
-    }),
-    log_level: ruled('log_level'),
-    max_request_body_bytes: ruled('max_request_body_bytes'),
-    body_timeout_ms: ruled('body_timeout_ms'),
-    max_json_body_bytes: ruled('max_json_body_bytes'),
-    max_websocket_message_bytes: ruled('max_websocket_message_bytes'),
-    max_inflight_body_bytes: ruled('max_inflight_body_bytes'),
-    body_deadline_ms: ruled('body_deadline_ms'),
-    max_connections: ruled('max_connections'),
-    max_realtime_sessions: ruled('max_realtime_sessions'),
-    max_client_secrets: ruled('max_client_secrets'),
-    realtime_idle_timeout_ms: ruled('realtime_idle_timeout_ms'),
-    realtime_max_session_ms: ruled('realtime_max_session_ms'),
-    wyoming_idle_timeout_ms: ruled('wyoming_idle_timeout_ms'),
-    bridge_idle_timeout_ms: ruled('bridge_idle_timeout_ms'),
-    chunking_vad_model: ruled('chunking_vad_model'),
-    diarization_text_model: ruled('diarization_text_model'),
-    max_audio_seconds: ruled('max_audio_seconds'),
-    max_input_chars: ruled('max_input_chars'),
-    ffmpeg_path: ruled('ffmpeg_path'),
-    ffmpeg_timeout_ms: ruled('ffmpeg_timeout_ms'),
-    ffmpeg_decode_stall_ms: ruled('ffmpeg_decode_stall_ms'),
-    default_speech_format: ruled('default_speech_format'),
-    file_roots: [],
-    max_download_bytes: ruled('max_download_bytes'),
-    max_package_bytes: ruled('max_package_bytes'),
-    installer_allow_private_hosts: ruled('installer_allow_private_hosts'),
-    busy_timeout_ms: ruled('busy_timeout_ms'),
-    max_queued_requests: ruled('max_queued_requests'),
-    ready_when_saturated: ruled('ready_when_saturated'),
-    max_loaded_models: ruled('max_loaded_models'),
-    idle_unload_ms: ruled('idle_unload_ms'),
-    shutdown_timeout_ms: ruled('shutdown_timeout_ms'),
-    max_inference_ms: ruled('max_inference_ms'),
-    min_free_memory_mb: ruled('min_free_memory_mb'),
-    live_ingest: {
-      ...LIVE_INGEST_DEFAULTS,
-      ...read('live_ingest', {}, (s) => parseLiveIngest(s.value, s.key)),
-    },
-    frontend_listener: read('frontend_listener', setting('frontend_listener').default!, (s) =>
-      parseFrontendListener(s.value, s.key),
-    ),
-    frontend_options: {},
-    parallel_jobs: overrides.parallel_jobs === true,
-    models: [],
-    model_aliases: {},
-    base_dir: baseDir,
+    ...tableSettings({ sources, notices }),
+    ...flagOnlySettings(sources, env),
+    base_dir: sources.baseDir,
     default_models_root: defaultModelsRoot(),
+    // Set by the steps below, which read what the table loop made.
     models_root: '',
+    frontend_options: {},
+    file_roots: [],
     api_keys: [],
     open_endpoints: [],
-    insecure: false,
-    enable_fixture: false,
+    models: [],
+    model_aliases: {},
   };
+  readPaths(config, sources, notices);
+  readListenerTls(config, sources, notices);
+  config.file_roots = sources.read(
+    'file_roots',
+    defaultFileRoots(sources.configFile, config),
+    parseFileRoots,
+  );
+  config.api_keys = [
+    ...keysFromConfig(sources.file['api_keys']),
+    ...sources.read('api_keys_file', [], (s) =>
+      keysFromFile(path.resolve(s.base, expectString(s.value, s.key, { nonEmpty: true })), s.key),
+    ),
+    ...keysFromEnv(env['VOXD_API_KEYS']),
+  ];
+  config.open_endpoints = parseOpenEndpoints(sources.file['open_endpoints']);
+  readModels(config, sources, opts.knownFamilies, notices);
+  return { config, notices };
+}
 
-  if (overrides.log_file !== undefined) {
-    config.log_file = path.resolve(cwd, expectString(overrides.log_file, '--log-file', { nonEmpty: true }));
+/** The settings only the command line (and the environment) set; server.json does not know them. */
+function flagOnlySettings(
+  { overrides, cwd }: Sources,
+  env: NodeJS.ProcessEnv,
+): Pick<ServerConfig, 'log' | 'log_file' | 'parallel_jobs' | 'enable_fixture'> {
+  return {
+    log: overrides.log === true,
+    parallel_jobs: overrides.parallel_jobs === true,
+    enable_fixture: overrides.enable_fixture === true || env['VOXD_ENABLE_FIXTURE'] === '1',
+    ...(overrides.log_file === undefined
+      ? {}
+      : { log_file: path.resolve(cwd, expectString(overrides.log_file, '--log-file', { nonEmpty: true })) }),
+  };
+}
+
+function parseDevice(s: Source, { notices }: LoadContext): number {
+  const device = checkRule(setting('device').rule!, s.value, s.key) as number;
+  if (device !== 0) {
+    notices.push({
+      key: s.key,
+      message: `${s.key}: voxd engines run on the CPU; device ${device} is ignored`,
+    });
   }
-  const specOverride = read('model_spec_override', undefined, (s) => {
+  return device;
+}
+
+function parseLogRequestBody(s: Source, { sources, notices }: LoadContext): boolean {
+  const on = expectBoolean(s.value, s.key);
+  if (on && sources.overrides.log !== true) {
+    notices.push({ key: s.key, message: `${s.key}: request bodies are logged only with --log` });
+  }
+  return on;
+}
+
+/** model_spec_override, voice_dir and models_root: folders and files resolved against where they were given. */
+function readPaths(config: ServerConfig, sources: Sources, notices: ConfigNotice[]): void {
+  const specOverride = sources.read('model_spec_override', undefined, (s) => {
     const resolved = path.resolve(s.base, expectString(s.value, s.key, { nonEmpty: true }));
     notices.push({
       key: s.key,
@@ -187,39 +260,17 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     return resolved;
   });
   if (specOverride !== undefined) config.model_spec_override = specOverride;
-  const wyomingPort = read(
-    'wyoming_port',
-    undefined,
-    (s) => checkRule(setting('wyoming_port').rule!, s.value, s.key) as number,
-  );
-  if (wyomingPort !== undefined) config.wyoming_port = wyomingPort;
-  const wyomingAsr = read(
-    'wyoming_asr_model',
-    undefined,
-    (s) => checkRule(setting('wyoming_asr_model').rule!, s.value, s.key) as string,
-  );
-  if (wyomingAsr !== undefined) config.wyoming_asr_model = wyomingAsr;
-  const zeroconf = read(
-    'wyoming_zeroconf',
-    undefined,
-    (s) => checkRule(setting('wyoming_zeroconf').rule!, s.value, s.key) as string,
-  );
-  if (zeroconf !== undefined) {
-    if (config.wyoming_port === undefined)
-      throw ConfigError.rejected(
-        'wyoming_zeroconf',
-        zeroconf,
-        'it announces the Wyoming listener; set wyoming_port too',
-      );
-    config.wyoming_zeroconf = zeroconf;
-  }
-  const voiceDir = read('voice_dir', undefined, parseVoiceDir);
+  const voiceDir = sources.read('voice_dir', undefined, parseVoiceDir);
   if (voiceDir !== undefined) config.voice_dir = voiceDir;
-  config.models_root = read('models_root', config.default_models_root, (s) =>
+  config.models_root = sources.read('models_root', config.default_models_root, (s) =>
     path.resolve(s.base, expectString(s.value, s.key, { nonEmpty: true })),
   );
-  const cert = read('tls_cert_file', undefined, parsePemFile);
-  const key = read('tls_key_file', undefined, parsePemFile);
+}
+
+/** HTTPS: tls_cert_file and tls_key_file, then the frontend listener's options, which may name them too. */
+function readListenerTls(config: ServerConfig, sources: Sources, notices: ConfigNotice[]): void {
+  const cert = sources.read('tls_cert_file', undefined, parsePemFile);
+  const key = sources.read('tls_key_file', undefined, parsePemFile);
   if ((cert === undefined) !== (key === undefined)) {
     const [given, missing] =
       cert === undefined ? ['tls_key_file', 'tls_cert_file'] : ['tls_cert_file', 'tls_key_file'];
@@ -230,40 +281,34 @@ export function loadServerConfig(opts: LoadServerConfigOptions): {
     );
   }
   if (cert !== undefined && key !== undefined) config.tls = { cert, key };
+  const frontendOptions = sources.file['frontend_options'];
   const frontendSources = {
-    file:
-      file['frontend_options'] === undefined ? {} : toOptionMap(file['frontend_options'], 'frontend_options'),
-    cli: overrides.frontend_options ?? {},
+    file: frontendOptions === undefined ? {} : toOptionMap(frontendOptions, 'frontend_options'),
+    cli: sources.overrides.frontend_options ?? {},
   };
   config.frontend_options = checkFrontendOptions(config.frontend_listener, frontendSources, notices);
   if (config.frontend_listener === 'https')
-    config.tls = httpsListenerTls(config.tls, frontendSources, baseDir);
-  config.file_roots = read('file_roots', defaultFileRoots(configFile, config), parseFileRoots);
-  const env = opts.env ?? process.env;
-  config.api_keys = [
-    ...keysFromConfig(file['api_keys']),
-    ...read('api_keys_file', [], (s) =>
-      keysFromFile(path.resolve(s.base, expectString(s.value, s.key, { nonEmpty: true })), s.key),
-    ),
-    ...keysFromEnv(env['VOXD_API_KEYS']),
-  ];
-  config.open_endpoints = parseOpenEndpoints(file['open_endpoints']);
-  config.insecure = ruled('insecure');
-  config.enable_fixture = overrides.enable_fixture === true || env['VOXD_ENABLE_FIXTURE'] === '1';
+    config.tls = httpsListenerTls(config.tls, frontendSources, sources.baseDir);
+}
 
-  // Without a config file voxd serves the embedded models (lazily); with one, exactly its models.
-  const models = configFile === undefined ? [...EMBEDDED_MODELS] : file['models'];
-  config.models = parseModels(models, config, opts.knownFamilies, notices);
+/** The models (without a config file the embedded ones, lazily; with one exactly its models) and their aliases. */
+function readModels(
+  config: ServerConfig,
+  sources: Sources,
+  knownFamilies: readonly string[],
+  notices: ConfigNotice[],
+): void {
+  const models = sources.configFile === undefined ? [...EMBEDDED_MODELS] : sources.file['models'];
+  config.models = parseModels(models, config, knownFamilies, notices);
   config.model_aliases = parseModelAliases(
     {
-      file: file['model_aliases'],
-      flags: overrides.model_aliases,
+      file: sources.file['model_aliases'],
+      flags: sources.overrides.model_aliases,
       modelIds: config.models.map((m) => m.id),
       modelsRoot: config.models_root,
     },
     notices,
   );
-  return { config, notices };
 }
 
 function readConfigFile(configFile: string): Record<string, unknown> {
