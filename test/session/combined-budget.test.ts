@@ -13,7 +13,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { WebSocket } from 'ws';
-import { bodyBudgetOf } from '../../src/http/request/body-budget.js';
+import { bodyBudgetOf } from '../../src/http/transport/body-budget.js';
 import { paddedJson, watchHighest } from '../helpers/budget.js';
 import { fixtureModel, tempDir, waitUntil, whenRuntime, withServer } from '../helpers/voxd.js';
 import { Messages } from '../helpers/websocket.js';

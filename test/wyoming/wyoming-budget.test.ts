@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { test } from 'node:test';
 import { runInNewContext } from 'node:vm';
 import { wavHeader } from '../../src/audio/wav-encode.js';
-import { bodyBudgetOf } from '../../src/http/request/body-budget.js';
+import { bodyBudgetOf } from '../../src/http/transport/body-budget.js';
 import { lazyModel } from '../helpers/models.js';
 import { fixtureModel, fliteSpeech, transcribe, waitUntil, withServer } from '../helpers/voxd.js';
 import { frameOf, WyomingClient } from '../helpers/wyoming.js';

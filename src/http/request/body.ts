@@ -8,7 +8,7 @@ import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { type Clock, systemClock, type Timer } from '../../util/clock.js';
 import { keepPlain, readJson } from '../../util/json-reader.js';
 import { memoryRelease } from '../../util/release-memory.js';
-import { bodyLeaseOf } from './body-budget.js';
+import { bodyLeaseOf } from '../transport/body-budget.js';
 
 /** The 413 for a body past `limit`, naming the setting that set it. */
 export function tooLarge(limit: number, key = 'max_request_body_bytes'): VoxdError {

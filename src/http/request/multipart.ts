@@ -20,8 +20,8 @@ import { invalidField, invalidRequest, showValue, VoxdError } from '../../errors
 import { ownsItsMemory } from '../../util/own-memory.js';
 import { memoryRelease } from '../../util/release-memory.js';
 import { storageFull } from '../../util/storage-full.js';
+import { bodyLeaseOf } from '../transport/body-budget.js';
 import { bodyIdleTimer, checkDeclaredLength } from './body.js';
-import { bodyLeaseOf } from './body-budget.js';
 
 /** Larger file parts go to disk. */
 export const SPOOL_THRESHOLD = 1 << 20;

@@ -12,8 +12,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { PairEnd } from '../bridge/duplex-pair.js';
+import type { EventStream } from '../transport/event-stream.js';
 import type { Reply, RouteContext } from '../transport/route.js';
-import type { EventStream } from './event-stream.js';
 
 export interface FirstBytePlan<R> {
   /**

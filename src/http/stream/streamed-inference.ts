@@ -6,8 +6,8 @@
  */
 import type { EngineEvent, EngineRequest } from '../../engines/types.js';
 import type { Admission, InferenceOutcome } from '../../runtime/runtime.js';
+import type { EventStream, StreamFormat } from '../transport/event-stream.js';
 import type { Reply, RouteContext } from '../transport/route.js';
-import type { EventStream, StreamFormat } from './event-stream.js';
 
 export interface StreamPlan {
   modelId: string;

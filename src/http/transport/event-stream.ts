@@ -9,7 +9,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { describeError, VoxdError } from '../../errors.js';
-import { streamBodyStarted } from '../transport/half-close.js';
+import { streamBodyStarted } from './half-close.js';
 
 export type StreamFormat = 'sse' | 'audio';
 

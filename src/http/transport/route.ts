@@ -8,7 +8,7 @@ import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { AbortSource } from '../../util/lazy-abort.js';
 import type { ClientSecrets } from '../realtime/client-secrets.js';
-import type { EventStream, StreamFormat } from '../stream/event-stream.js';
+import type { EventStream, StreamFormat } from './event-stream.js';
 
 export interface RouteContext {
   req: IncomingMessage;

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { bodyBudgetOf } from '../../../src/http/request/body-budget.js';
+import { bodyBudgetOf } from '../../../src/http/transport/body-budget.js';
 import { LIBRIVOX_RATE, librivoxWav } from '../../helpers/librivox.js';
 import { lazyModel } from '../../helpers/models.js';
 import { suiteServer } from '../../helpers/suite-server.js';

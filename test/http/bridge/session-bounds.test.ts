@@ -11,7 +11,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { WebSocket } from 'ws';
-import { bodyBudgetOf } from '../../../src/http/request/body-budget.js';
+import { bodyBudgetOf } from '../../../src/http/transport/body-budget.js';
 import { KEEPALIVE_MS } from '../../../src/session/keepalive.js';
 import { paddedJson, watchHighest } from '../../helpers/budget.js';
 import { RawClient } from '../../helpers/raw-http.js';

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { MAX_WAITING_FRAMES } from '../../../src/http/bridge/channel.js';
-import { bodyBudgetOf } from '../../../src/http/request/body-budget.js';
+import { bodyBudgetOf } from '../../../src/http/transport/body-budget.js';
 import { suiteServer } from '../../helpers/suite-server.js';
 import {
   fixtureModel,

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { UNEXAMINED_SECONDS } from '../../../src/http/realtime/input-buffer.js';
 import { INBOX_BYTES } from '../../../src/http/realtime/session.js';
 import { MAX_WAITING_TURNS } from '../../../src/http/realtime/turns.js';
-import { bodyBudgetOf } from '../../../src/http/request/body-budget.js';
+import { bodyBudgetOf } from '../../../src/http/transport/body-budget.js';
 import type { ByteBudget } from '../../../src/session/byte-budget.js';
 import { watchHighest } from '../../helpers/budget.js';
 import { fixtureModel, post, type TestServer, waitUntil, withServer } from '../../helpers/voxd.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { bodyBudgetOf } from '../../../src/http/request/body-budget.js';
+import { bodyBudgetOf } from '../../../src/http/transport/body-budget.js';
 import { COLLECT_DELAY_MS, MemoryRelease } from '../../../src/util/release-memory.js';
 import { paddedJson } from '../../helpers/budget.js';
 import { releasesAfter } from '../../helpers/memory-release.js';

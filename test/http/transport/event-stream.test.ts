@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { EventStream } from '../../../src/http/stream/event-stream.js';
+import { EventStream } from '../../../src/http/transport/event-stream.js';
 import { withDeadline } from '../../helpers/voxd.js';
 
 test('a write after the stream ended is refused, not emitted as an error event on the response', async () => {
