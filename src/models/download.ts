@@ -237,6 +237,31 @@ class BoundError extends Error {
   }
 }
 
+/** One download's options with their defaults applied. */
+interface Job {
+  options: DownloadOptions;
+  url: string;
+  dest: string;
+  part: string;
+  signal: AbortSignal | undefined;
+  stallMs: number;
+  expected: number | null;
+  want: string | null;
+  maxBytes: number;
+}
+
+/** What the server's answer means for the `.part` file. */
+interface Answer {
+  /** Whether the body continues the `.part` file (206) or replaces it. */
+  append: boolean;
+  /** Bytes of the `.part` file the body continues (0 unless appending). */
+  have: number;
+  /** The whole file's size, when known. */
+  total: number | null;
+  /** The body's Content-Length, when declared. */
+  length: number | null;
+}
+
 /**
  * Downloads `url` to `dest` (see the module comment). Errors are VoxdErrors: E_HOST_UNREACHABLE
  * (no HTTP answer, or a name that does not resolve), E_DOWNLOAD (an HTTP status, named; a cut
@@ -246,50 +271,74 @@ class BoundError extends Error {
  * bound passed deletes it.
  */
 export async function download(options: DownloadOptions): Promise<DownloadResult> {
-  const { url, dest, signal } = options;
-  const stallMs = options.stallTimeoutMs ?? 30_000;
-  const freeSpace = options.freeSpace ?? freeSpaceOf;
-  const expected = options.expectedSize ?? null;
-  const want = options.sha256?.toLowerCase() ?? null;
-  const part = partialPath(dest);
-  const maxBytes = options.maxBytes ?? 0;
-  signal?.throwIfAborted();
-  if (maxBytes > 0 && expected !== null && expected > maxBytes)
-    throw tooLarge(url, `its size ${expected} is past max_download_bytes (${maxBytes})`);
-  // A file finished by an earlier attempt (its job failed later, or on another file) is kept.
-  if ((await sizeOf(part)) === -1 && (await sizeOf(dest)) >= 0) {
-    const hash = createHash('sha256');
-    await hashFile(dest, hash);
-    const size = await sizeOf(dest);
-    const sha256 = hash.digest('hex');
-    if ((expected === null || size === expected) && (want === null || sha256 === want))
-      return { path: dest, size, sha256, resumedFrom: size };
-    await unlink(dest);
-  }
-
-  let have = Math.max(0, await sizeOf(part));
-  if (expected !== null && have > expected) {
-    await unlink(part);
-    have = 0;
-  }
-  const headers: Record<string, string> = have > 0 ? { range: `bytes=${have}-` } : {};
-  const {
-    req,
-    res,
-    url: answered,
-    body,
-  } = await open(url, headers, {
-    signal,
-    stallMs,
+  const job: Job = {
+    options,
+    url: options.url,
+    dest: options.dest,
+    part: partialPath(options.dest),
+    signal: options.signal,
+    stallMs: options.stallTimeoutMs ?? 30_000,
+    expected: options.expectedSize ?? null,
+    want: options.sha256?.toLowerCase() ?? null,
+    maxBytes: options.maxBytes ?? 0,
+  };
+  job.signal?.throwIfAborted();
+  if (job.maxBytes > 0 && job.expected !== null && job.expected > job.maxBytes)
+    throw tooLarge(job.url, `its size ${job.expected} is past max_download_bytes (${job.maxBytes})`);
+  const kept = await keptFile(job);
+  if (kept !== undefined) return kept;
+  const have = await partialSize(job);
+  const opened = await open(job.url, have > 0 ? { range: `bytes=${have}-` } : {}, {
+    signal: job.signal,
+    stallMs: job.stallMs,
     redirectsLeft: options.maxRedirects ?? 5,
-    original: url,
+    original: job.url,
     hosts: options.hosts ?? PUBLIC_ONLY,
   });
+  const answer = await readAnswer(job, opened, have);
+  if (answer === 'whole') return finish(options, job.part, have, job.want, job.expected);
+  if (answer === 'restart') return download(options);
+  const ceiling = await room(job, opened.req, answer);
+  const { downloaded, hash } = await receive(job, opened, answer, ceiling);
+  if (answer.length !== null && downloaded !== answer.have + answer.length)
+    throw downloadError(job.url, `connection closed after ${downloaded} bytes`);
+  return finish(options, job.part, downloaded, job.want, job.expected, hash, answer.have);
+}
+
+/** A file finished by an earlier attempt (its job failed later, or on another file) is kept. */
+async function keptFile({ part, dest, expected, want }: Job): Promise<DownloadResult | undefined> {
+  if ((await sizeOf(part)) !== -1 || (await sizeOf(dest)) < 0) return undefined;
+  const hash = createHash('sha256');
+  await hashFile(dest, hash);
+  const size = await sizeOf(dest);
+  const sha256 = hash.digest('hex');
+  if ((expected === null || size === expected) && (want === null || sha256 === want))
+    return { path: dest, size, sha256, resumedFrom: size };
+  await unlink(dest);
+  return undefined;
+}
+
+/** Bytes of an earlier attempt's `.part` to resume from (one longer than the file is dropped). */
+async function partialSize({ part, expected }: Job): Promise<number> {
+  const have = Math.max(0, await sizeOf(part));
+  if (expected === null || have <= expected) return have;
+  await unlink(part);
+  return 0;
+}
+
+/**
+ * What the answer's status and headers say: a body to write (a resume's 206 or a whole 200), a
+ * partial file that was whole already (416 with its size), or a partial file to drop and start over.
+ */
+async function readAnswer(
+  { url, part, expected }: Job,
+  { req, res, url: answered }: Opened,
+  have: number,
+): Promise<Answer | 'whole' | 'restart'> {
   const status = res.statusCode ?? 0;
-  let append = false;
-  let total: number | null = expected;
-  const length = Number(res.headers['content-length']);
-  const knownLength = Number.isFinite(length) && res.headers['content-length'] !== undefined;
+  const declared = Number(res.headers['content-length']);
+  const length = Number.isFinite(declared) && res.headers['content-length'] !== undefined ? declared : null;
+  let answer: Answer;
   if (status === 206 && have > 0) {
     const range = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers['content-range'] ?? '');
     if (!range || Number(range[1]) !== have) {
@@ -300,37 +349,44 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
         `the server answered a resume with a wrong Content-Range (${res.headers['content-range']})`,
       );
     }
-    append = true;
-    if (range[3] !== '*') total ??= Number(range[3]);
+    answer = { append: true, have, total: expected ?? (range[3] !== '*' ? Number(range[3]) : null), length };
   } else if (status === 416 && have > 0) {
     // The partial may already be whole: "bytes */<size>" equal to what we have.
     res.resume();
     req.destroy();
     const whole = /^bytes \*\/(\d+)$/.exec(res.headers['content-range'] ?? '');
-    if (whole && Number(whole[1]) === have) return finish(options, part, have, want, expected);
+    if (whole && Number(whole[1]) === have) return 'whole';
     await unlink(part).catch(() => {});
-    return download(options);
+    return 'restart';
   } else if (status === 200) {
     // A fresh download, or a server that ignores Range: either way from byte 0.
-    if (knownLength) total ??= length;
-    have = 0;
+    answer = { append: false, have: 0, total: expected ?? length, length };
   } else {
     res.resume();
     req.destroy();
     throw statusError(url, answered, res);
   }
-  if (knownLength && total !== null && (append ? have + length : length) !== total) {
+  if (length !== null && answer.total !== null && answer.have + length !== answer.total) {
     req.destroy();
-    throw downloadError(url, `the server sends ${length} bytes, expected ${total - have}`);
+    throw downloadError(url, `the server sends ${length} bytes, expected ${answer.total - answer.have}`);
   }
+  return answer;
+}
 
+/**
+ * Checks the file fits (max_download_bytes, the free space) and returns the most it may reach:
+ * without a known length, what the disk had free (so a server that sends without end stops
+ * before the disk is full) and max_download_bytes.
+ */
+async function room({ options, url, dest, part, maxBytes }: Job, req: ClientRequest, answer: Answer) {
+  const { total, have, length } = answer;
   if (maxBytes > 0 && total !== null && total > maxBytes) {
     req.destroy();
     await unlink(part).catch(() => {});
     throw tooLarge(url, `the server sends ${total} bytes, past max_download_bytes (${maxBytes})`);
   }
-  const needed = knownLength ? length : total !== null ? total - have : 0;
-  const free = await freeSpace(dirname(dest));
+  const needed = length ?? (total !== null ? total - have : 0);
+  const free = await (options.freeSpace ?? freeSpaceOf)(dirname(dest));
   if (needed > free) {
     req.destroy();
     throw new VoxdError(
@@ -338,17 +394,27 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
       `download of ${showUrl(url)} needs ${needed} bytes; ${dirname(dest)} has ${free} free`,
     );
   }
-  // The most the file may reach: without a known length, what the disk had free (so a server
-  // that sends without end stops before the disk is full) and max_download_bytes.
-  const ceiling = Math.min(
+  return Math.min(
     maxBytes > 0 ? maxBytes : Number.POSITIVE_INFINITY,
     total !== null ? Number.POSITIVE_INFINITY : have + free,
   );
+}
 
+/**
+ * Writes the body to the `.part` file, each chunk before the next is read, so a cut connection
+ * keeps every byte received; stops at `ceiling`, on an abort, or when the body stalls.
+ */
+async function receive(
+  job: Job,
+  { req, res, body }: Opened,
+  answer: Answer,
+  ceiling: number,
+): Promise<{ downloaded: number; hash: Hash }> {
+  const { signal, stallMs, url, part, options } = job;
   const hash = createHash('sha256');
-  if (append) await hashFile(part, hash);
-  let downloaded = have;
-  options.onProgress?.(downloaded, total);
+  if (answer.append) await hashFile(part, hash);
+  let downloaded = answer.have;
+  options.onProgress?.(downloaded, answer.total);
   const onAbort = () => res.destroy(signal!.reason);
   signal?.addEventListener('abort', onAbort, { once: true });
   // The socket's idle timeout guards the body too; its error is kept, as destroying the response
@@ -362,18 +428,17 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
     );
     res.destroy(stalled);
   });
-  // An abort during the awaits above found no listener yet.
+  // An abort during the awaits before this found no listener yet.
   if (signal?.aborted) onAbort();
-  // Each chunk is written before the next is read, so a cut connection keeps every byte received.
   let file: FileHandle | undefined;
   try {
-    file = await fsOpen(part, append ? 'a' : 'w');
+    file = await fsOpen(part, answer.append ? 'a' : 'w');
     for await (const chunk of body) {
       if (downloaded + chunk.length > ceiling) throw new BoundError(downloaded + chunk.length);
       await file.write(chunk);
       hash.update(chunk);
       downloaded += chunk.length;
-      options.onProgress?.(downloaded, total);
+      options.onProgress?.(downloaded, answer.total);
     }
   } catch (err) {
     req.destroy();
@@ -383,18 +448,7 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
       await file?.close().catch(() => {});
       file = undefined;
       await unlink(part).catch(() => {});
-      if (err instanceof BoundError && maxBytes > 0 && ceiling === maxBytes)
-        throw tooLarge(
-          url,
-          `it sends more than max_download_bytes (${maxBytes}); the partial file is deleted`,
-        );
-      throw new VoxdError(
-        'E_INSUFFICIENT_STORAGE',
-        err instanceof BoundError
-          ? `download of ${showUrl(url)} sends more than the ${ceiling - have} bytes free in ${dirname(dest)}; the partial file is deleted`
-          : `download of ${showUrl(url)}: the disk is full (ENOSPC); the partial file is deleted`,
-        { cause: err },
-      );
+      throw boundPassed(job, err, ceiling - answer.have, ceiling);
     }
     if (err instanceof VoxdError) throw err;
     throw downloadError(url, `connection lost after ${downloaded} bytes (${(err as Error).message})`, err);
@@ -402,9 +456,20 @@ export async function download(options: DownloadOptions): Promise<DownloadResult
     signal?.removeEventListener('abort', onAbort);
     await file?.close();
   }
-  if (knownLength && downloaded !== (append ? have + length : length))
-    throw downloadError(url, `connection closed after ${downloaded} bytes`);
-  return finish(options, part, downloaded, want, expected, hash, have);
+  return { downloaded, hash };
+}
+
+/** The error of a body that passed its ceiling or filled the disk; its partial file is deleted already. */
+function boundPassed({ url, dest, maxBytes }: Job, err: unknown, free: number, ceiling: number): VoxdError {
+  if (err instanceof BoundError && maxBytes > 0 && ceiling === maxBytes)
+    return tooLarge(url, `it sends more than max_download_bytes (${maxBytes}); the partial file is deleted`);
+  return new VoxdError(
+    'E_INSUFFICIENT_STORAGE',
+    err instanceof BoundError
+      ? `download of ${showUrl(url)} sends more than the ${free} bytes free in ${dirname(dest)}; the partial file is deleted`
+      : `download of ${showUrl(url)}: the disk is full (ENOSPC); the partial file is deleted`,
+    { cause: err },
+  );
 }
 
 async function finish(
