@@ -229,6 +229,55 @@ interface EntryData {
 }
 
 /**
+ * The first failure of a reading, and the waits it must end. Not a race against one long-lived
+ * promise: each race would add a reaction to it that keeps its result (a chunk of data) alive
+ * until the end.
+ */
+class FirstFailure {
+  error: unknown;
+  readonly #waiting = new Set<(err: unknown) => void>();
+
+  get failed(): boolean {
+    return this.error !== undefined;
+  }
+
+  fail(err: unknown): void {
+    if (this.error !== undefined) return;
+    this.error = err;
+    for (const stop of this.#waiting) stop(err);
+    this.#waiting.clear();
+  }
+
+  /** `promise`'s result, or a rejection with the failure as soon as there is one. */
+  unless<T>(promise: Promise<T>): Promise<T> {
+    if (this.error !== undefined) return Promise.reject(this.error);
+    return new Promise<T>((resolve, reject) => {
+      this.#waiting.add(reject);
+      promise.then(
+        (value) => {
+          this.#waiting.delete(reject);
+          resolve(value);
+        },
+        (err: unknown) => {
+          this.#waiting.delete(reject);
+          reject(err);
+        },
+      );
+    });
+  }
+}
+
+/** What the parser has told of the archive so far. */
+interface TarReading {
+  /** The entries' visits, one after the other; settles after the last. */
+  readonly chain: Promise<void>;
+  /** Whether the end-of-archive blocks were read (what follows them is never decompressed). */
+  readonly atEnd: boolean;
+  /** Settles once the parser has ended. */
+  readonly ended: Promise<void>;
+}
+
+/**
  * Reads a tar archive with node-tar's Parser and calls `visit` for each entry, one at a time, in
  * order; an entry's data is what `body` yields (what `visit` leaves unread is skipped). Stops
  * reading at the first refusal or error, and at the end-of-archive blocks (what follows them is
@@ -239,46 +288,35 @@ async function readTar(
   format: ArchiveFormat,
   visit: (entry: ArchiveEntry, data: EntryData) => void | Promise<void>,
 ): Promise<void> {
-  let failure: unknown;
-  // Waits that the first failure must end. Not a race against one long-lived promise: each race
-  // would add a reaction to it that keeps its result (a chunk of data) alive until the end.
-  const waiting = new Set<(err: unknown) => void>();
-  const fail = (err: unknown) => {
-    if (failure !== undefined) return;
-    failure = err;
-    for (const stop of waiting) stop(err);
-    waiting.clear();
-  };
-  const unlessFailed = <T>(promise: Promise<T>): Promise<T> =>
-    failure !== undefined
-      ? Promise.reject(failure)
-      : new Promise<T>((resolve, reject) => {
-          waiting.add(reject);
-          promise.then(
-            (value) => {
-              waiting.delete(reject);
-              resolve(value);
-            },
-            (err: unknown) => {
-              waiting.delete(reject);
-              reject(err);
-            },
-          );
-        });
-  let atEnd = false;
-  let sawEnd: () => void = () => {};
-  const ended = new Promise<void>((resolve) => {
-    sawEnd = resolve;
-  });
+  const failure = new FirstFailure();
   // strict: a header node-tar would skip with a warning (a bad checksum, truncated data) is an error.
   const parser = new Parser({ strict: true, brotli: false, zstd: false });
+  const reading = visitEntries(path, parser, failure, visit);
+  await feedTar(path, tarSource(path, format), parser, failure, reading);
+  if (!failure.failed) {
+    parser.end();
+    await failure.unless(reading.ended).catch(() => {});
+  }
+  await reading.chain;
+  if (failure.failed) throw failure.error;
+}
+
+/** Hands each entry the parser reads to `visit`, after the previous one's visit has ended. */
+function visitEntries(
+  path: string,
+  parser: Parser,
+  failure: FirstFailure,
+  visit: (entry: ArchiveEntry, data: EntryData) => void | Promise<void>,
+): TarReading {
   let chain: Promise<void> = Promise.resolve();
+  let atEnd = false;
   let sparseNext = false;
+  const ended = new Promise<void>((resolve) => parser.on('end', () => resolve()));
   const bodyOf = (entry: ReadEntry): Body =>
     async function* () {
       const chunks = entry[Symbol.asyncIterator]();
       for (;;) {
-        const next = await unlessFailed(chunks.next());
+        const next = await failure.unless(chunks.next());
         if (next.done) return;
         yield next.value as Buffer;
       }
@@ -288,19 +326,14 @@ async function readTar(
     sparseNext = false;
     chain = chain.then(async () => {
       try {
-        if (failure !== undefined) return;
-        const global = entry.globalExtended;
-        if (global && (global.path !== undefined || global.linkpath !== undefined))
-          // A global header naming paths would rename every later entry.
-          throw unsafe(path, 'pax global header', 'it sets path or linkpath for every entry');
-        if (entry.meta) throw badArchive(path, `a ${entry.type} header of ${entry.size} bytes`);
-        const listed = fromTar(entry, sparse);
+        if (failure.failed) return;
+        const listed = checkedTarEntry(path, entry, sparse);
         await visit(listed, {
           ...(listed.type === 'file' ? { body: bodyOf(entry) } : {}),
           mode: entry.mode ?? 0o644,
         });
       } catch (err) {
-        fail(err);
+        failure.fail(err);
       } finally {
         entry.resume();
       }
@@ -313,32 +346,52 @@ async function readTar(
   parser.on('meta', (text: string) => {
     if (SPARSE_PAX.test(text)) sparseNext = true;
   });
-  parser.on('error', (err: Error) => fail(badArchive(path, err.message, err)));
+  parser.on('error', (err: Error) => failure.fail(badArchive(path, err.message, err)));
   parser.on('eof', () => {
     atEnd = true;
   });
-  parser.on('end', () => sawEnd());
+  return {
+    get chain() {
+      return chain;
+    },
+    get atEnd() {
+      return atEnd;
+    },
+    ended,
+  };
+}
 
-  const source = tarSource(path, format);
+/** The entry as listed, or a refusal of a header that would change other entries or is too big to read. */
+function checkedTarEntry(path: string, entry: ReadEntry, sparse: boolean): ArchiveEntry {
+  const global = entry.globalExtended;
+  if (global && (global.path !== undefined || global.linkpath !== undefined))
+    // A global header naming paths would rename every later entry.
+    throw unsafe(path, 'pax global header', 'it sets path or linkpath for every entry');
+  if (entry.meta) throw badArchive(path, `a ${entry.type} header of ${entry.size} bytes`);
+  return fromTar(entry, sparse);
+}
+
+/** Writes the decompressed archive into the parser until its end, a failure, or the source's end. */
+async function feedTar(
+  path: string,
+  source: TarSource,
+  parser: Parser,
+  failure: FirstFailure,
+  reading: TarReading,
+): Promise<void> {
   try {
     for await (const chunk of source.stream as AsyncIterable<Buffer>) {
-      if (failure !== undefined || atEnd) break;
-      if (!parser.write(chunk)) await unlessFailed(new Promise((resolve) => parser.once('drain', resolve)));
-      if (failure !== undefined || atEnd) break;
+      if (failure.failed || reading.atEnd) break;
+      if (!parser.write(chunk)) await failure.unless(new Promise((resolve) => parser.once('drain', resolve)));
+      if (failure.failed || reading.atEnd) break;
     }
     // A failed bzip2 fails the archive even when what it wrote looked whole.
-    if (failure === undefined && !atEnd) await source.done;
+    if (!failure.failed && !reading.atEnd) await source.done;
   } catch (err) {
-    fail(failure ?? badArchive(path, (err as Error).message, err));
+    failure.fail(failure.error ?? badArchive(path, (err as Error).message, err));
   } finally {
     source.stop();
   }
-  if (failure === undefined) {
-    parser.end();
-    await unlessFailed(ended).catch(() => {});
-  }
-  await chain;
-  if (failure !== undefined) throw failure;
 }
 
 /**
