@@ -43,6 +43,9 @@ export const TASK_KNOBS = [
   'energy_scale',
 ] as const;
 
+/** Options that name server files (under the file roots; relative paths resolve against the config folder). */
+export const PATH_OPTIONS = ['source_audio', 'target_voice', 'prosody_ref', 'style_ref'] as const;
+
 /** Fields whose option name differs from the field name. */
 export const TASK_RENAMES: Readonly<Record<string, string>> = {
   repaint_start: 'repainting_start',
@@ -51,15 +54,20 @@ export const TASK_RENAMES: Readonly<Record<string, string>> = {
   route: 'route',
 };
 
+/** The model's `defaults` under the request's own `options` object (absent or null: the defaults). */
+export function withRequestOptions(defaults: OptionMap, raw: unknown): OptionMap {
+  return raw === undefined || raw === null
+    ? { ...defaults }
+    : { ...defaults, ...toOptionMap(raw, 'options') };
+}
+
 export function buildOptions(
   body: Fields,
   defaults: OptionMap,
   knobs: readonly string[],
   renames: Readonly<Record<string, string>> = {},
 ): OptionMap {
-  const raw = body['options'];
-  const options: OptionMap =
-    raw === undefined || raw === null ? { ...defaults } : { ...defaults, ...toOptionMap(raw, 'options') };
+  const options = withRequestOptions(defaults, body['options']);
   // Most bodies set no knob: their few fields are checked rather than every knob looked up. When
   // one is there, the knobs are read in their own order, which is the options' order.
   if (!Object.keys(body).some((key) => knobs.includes(key) || Object.hasOwn(renames, key))) return options;

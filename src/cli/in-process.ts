@@ -1,17 +1,18 @@
 /**
  * One-shot commands in this process: the runtime and engines built as `startVoxd` builds them,
- * from the embedded models or a server config, but with no HTTP server. The request steps are the
- * routes' own (voice resolution, speed, options, input decoding, response formats), so a command
- * answers what the same request to `voxd serve` would.
+ * from the embedded models or a server config, but with no HTTP server. The requests are built by
+ * the routes' own builders (src/api: voice resolution, speed, options, input limits) and answered
+ * in their formats, so a command answers what the same request to `voxd serve` would.
  */
 
+import { type AudioCaller, audioLimits } from '../api/audio-limits.js';
 import type { Fields } from '../api/fields.js';
 import { modelEntry } from '../api/model-lookup.js';
-import { buildOptions, SPEECH_KNOBS } from '../api/request-options.js';
-import { checkInputChars, SPEECH_TASKS } from '../api/speech/input-text.js';
+import { SPEECH_TASKS } from '../api/speech/input-text.js';
 import { encodeSpeech } from '../api/speech/output.js';
-import { resolveVoice } from '../api/speech/voice.js';
+import { speechRequest } from '../api/speech/request.js';
 import { timing } from '../api/timing.js';
+import { transcriptionRequest } from '../api/transcription/engine-request.js';
 import { audioSeconds, timedReply, transcriptJson, verboseJson } from '../api/transcription/formats.js';
 import { openModelsRoot } from '../app.js';
 import { Codec, probeFfmpeg } from '../audio/ffmpeg.js';
@@ -21,13 +22,9 @@ import { type CliOverrides, loadServerConfig } from '../config/server-config.js'
 import type { ServerConfig, TaskToken } from '../config/types.js';
 import { createEngineCatalog } from '../engines/catalog.js';
 import { killRunnerProcesses } from '../engines/engine-worker.js';
-import { voiceAliases } from '../engines/voice-aliases.js';
 import { VoxdError } from '../errors.js';
-import { audioLimits } from '../http/request/audio-limits.js';
-import { speedOptions } from '../http/routes/speech.js';
 import type { ModelEntry } from '../runtime/model-entry.js';
 import { Runtime } from '../runtime/runtime.js';
-import { fileAccessOf } from '../util/server-files.js';
 import {
   type AudioInput,
   type Backend,
@@ -114,15 +111,13 @@ export class InProcessBackend implements Backend {
     return entry;
   }
 
-  #limits(entry: ModelEntry) {
-    return audioLimits(
-      { config: this.#config, codec: this.#codec, signal: this.#abort.signal },
-      entry.config,
-    );
+  /** Every command's audio is read under the server's limits, with its ffmpeg, until it is killed. */
+  get #caller(): AudioCaller {
+    return { config: this.#config, codec: this.#codec, signal: this.#abort.signal };
   }
 
   async #decode(input: AudioInput, entry: ModelEntry, verb: string, progress: ProgressSink): Promise<Audio> {
-    const audio = await decodeAudio(input.source, input.name, this.#limits(entry));
+    const audio = await decodeAudio(input.source, input.name, audioLimits(this.#caller, entry.config));
     const seconds = audioSeconds(audio);
     if (seconds >= LONG_AUDIO_SECONDS)
       progress.start(`${verb} ${Math.round(seconds)} s of audio with ${entry.id}`);
@@ -131,30 +126,13 @@ export class InProcessBackend implements Backend {
 
   async speak(job: SpeakJob, progress: ProgressSink): Promise<Buffer> {
     const entry = await this.#model(SPEECH_TASKS, job.model);
-    const config = this.#config;
-    checkInputChars(job.text, 'text', entry.config, config);
-    const body: Fields = {};
-    if (job.voice !== undefined) body['voice'] = job.voice;
-    if (job.speed !== undefined) body['speed'] = job.speed;
-    const accepted = new Set(entry.family.params.map((p) => p.name));
-    const options = {
-      ...buildOptions(body, entry.config.default_request_options, SPEECH_KNOBS),
-      ...speedOptions(body, accepted),
-    };
-    const voice = await resolveVoice(
-      body,
-      entry.config,
-      entry.presets,
-      { voice_dir: config.voice_dir, access: fileAccessOf(config), limits: this.#limits(entry) },
-      voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases),
-    );
+    const fields: Fields = {};
+    if (job.voice !== undefined) fields['voice'] = job.voice;
+    if (job.speed !== undefined) fields['speed'] = job.speed;
+    const request = await speechRequest(entry, { text: job.text, textField: 'text', fields }, this.#caller);
     if (job.text.length >= LONG_TEXT_CHARS)
       progress.start(`speaking ${job.text.length} characters with ${entry.id}`);
-    const outcome = await this.#runtime.infer(
-      entry.id,
-      { task: entry.config.task, text: job.text, ...voice, options },
-      { signal: this.#abort.signal },
-    );
+    const outcome = await this.#runtime.infer(entry.id, request, { signal: this.#abort.signal });
     const audio = outcome.result.audio;
     if (!audio) throw new VoxdError('E_ENGINE', `model '${entry.id}' produced no audio output`);
     const encoded = await encodeSpeech(audio, { format: job.format }, this.#codec, this.#abort.signal);
@@ -164,9 +142,7 @@ export class InProcessBackend implements Backend {
   async transcribe(input: AudioInput, job: TranscribeJob, progress: ProgressSink): Promise<string> {
     const entry = await this.#model(['asr'], job.model);
     const audio = await this.#decode(input, entry, 'transcribing', progress);
-    const options = { ...entry.config.default_request_options };
-    if (job.language) options['language'] = job.language;
-    const request = { task: entry.config.task, audio, language: job.language, options };
+    const request = transcriptionRequest(entry, { language: job.language }, { audio });
     const outcome = await this.#runtime.infer(entry.id, request, { signal: this.#abort.signal });
     const text = outcome.result.text;
     if (text === undefined) throw new VoxdError('E_ENGINE', `model '${entry.id}' produced no text`);
@@ -204,7 +180,7 @@ export class InProcessBackend implements Backend {
     const entry = await this.#model([kind], model);
     const verb = kind === 'diar' ? 'diarizing' : 'finding speech in';
     const audio = await this.#decode(input, entry, verb, progress);
-    const request = { task: entry.config.task, audio, options: { ...entry.config.default_request_options } };
+    const request = transcriptionRequest(entry, {}, { audio });
     const outcome = await this.#runtime.infer(entry.id, request, { signal: this.#abort.signal });
     const { result } = outcome;
     const positions = kind === 'diar' ? result.speakerTurns : result.segments;

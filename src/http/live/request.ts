@@ -1,8 +1,8 @@
 /** A live route's body, opened for its model: the PCM format of the query, the limits of both configs. */
 
+import { audioLimits } from '../../api/audio-limits.js';
 import { liveIngestLimits } from '../../config/live-ingest-limits.js';
 import type { ModelEntry } from '../../runtime/model-entry.js';
-import { audioLimits } from '../request/audio-limits.js';
 import type { RouteContext } from '../transport/route.js';
 import { type LiveBody, openLiveBody } from './body.js';
 import { type LivePcmParams, livePcmFormat } from './pcm-format.js';

@@ -1,8 +1,7 @@
 /** POST /v1/audio/speech: text to speech, as WAV bytes, raw PCM or JSON with base64 WAV. */
 import type { Static } from '@sinclair/typebox';
 import { optionalBool, requestBusyTimeout } from '../../api/fields.js';
-import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../../api/model-lookup.js';
-import { buildOptions, SPEECH_KNOBS } from '../../api/request-options.js';
+import { liveModel, requireStreamingMode } from '../../api/model-lookup.js';
 import { checkInputChars, SPEECH_TASKS, speechUsage } from '../../api/speech/input-text.js';
 import {
   encodeSpeech,
@@ -12,17 +11,15 @@ import {
   SpeechStreamWriter,
   streamContentType,
 } from '../../api/speech/output.js';
-import { resolveVoice, unalias } from '../../api/speech/voice.js';
+import { liveSpeechRequest, speechModel, speechRequest } from '../../api/speech/request.js';
 import { timing, timingFor, timingHeaders } from '../../api/timing.js';
 import { durationMs } from '../../audio/types.js';
 import { encodePcm16, wavHeader } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
-import { voiceAliases } from '../../engines/voice-aliases.js';
-import { invalidField, invalidRequest, showValue, VoxdError } from '../../errors.js';
-import { fileAccessOf } from '../../util/server-files.js';
+import { invalidField, VoxdError } from '../../errors.js';
 import { openLiveRequest } from '../live/request.js';
-import { audioLimits } from '../request/audio-limits.js';
+import { audioCaller } from '../request/audio-caller.js';
 import { jsonRoute, queryRoute } from '../request/schema.js';
 import { SpeechJson } from '../schemas/audio-responses.js';
 import { BusyQuery, LIVE_SPEECH_OPTIONS, LiveSpeechQuery } from '../schemas/query.js';
@@ -33,72 +30,29 @@ import { ownedCodec } from '../transport/caller.js';
 import { type EventStream, STREAM_BUFFER_BYTES, type StreamFormat } from '../transport/event-stream.js';
 import type { Reply, Route, RouteContext } from '../transport/route.js';
 
-/**
- * `speed` (or `speaking_rate`) as the option the model takes; 1.0 is accepted by any model. The
- * one-shot `voxd speak` shares it, so `--speed` means what the request field means.
- */
-export function speedOptions(
-  body: Record<string, unknown>,
-  accepted: ReadonlySet<string>,
-): Record<string, string> {
-  const key = body['speed'] !== undefined && body['speed'] !== null ? 'speed' : 'speaking_rate';
-  const raw = body[key];
-  if (raw === undefined || raw === null) return {};
-  if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0) {
-    throw invalidRequest(`${key}: ${showValue(raw)} is invalid; expected a positive number`);
-  }
-  const option = accepted.has('speed')
-    ? 'speed'
-    : accepted.has('speaking_rate')
-      ? 'speaking_rate'
-      : undefined;
-  if (option) return { [option]: String(raw) };
-  // 1.0 is what every model does anyway, so it is accepted as if omitted.
-  if (raw === 1) return {};
-  throw invalidRequest(`${key}: ${raw} is not supported by this model`);
-}
-
 async function speech(ctx: RouteContext, body: Static<typeof SpeechRequest>) {
   const { runtime, config, signal } = ctx;
   const input = body.input;
-  const entry = await modelEntry(runtime, body.model);
+  const entry = await speechModel(runtime, body.model, '/v1/audio/speech');
   // The model's own id from here on, whatever alias the request used.
   const modelId = entry.id;
-  requireTask(entry.config, SPEECH_TASKS, '/v1/audio/speech');
-  checkInputChars(input, 'input', entry.config, config);
   const stream = optionalBool(body, 'stream');
   const streaming = stream === true || (body.stream_format ?? undefined) !== undefined;
   // OpenAI's route: its raw `pcm` (whole, streamed, or in SSE deltas) is 24 kHz unless asked otherwise.
   const output = parseSpeechOutput(body, config, ctx.codec, streaming, OPENAI_PCM_RATE);
   const streamFormat = body.stream_format ?? 'sse';
   if (streaming) requireStreamingMode(entry.config);
-  const accepted = new Set(entry.family.params.map((p) => p.name));
-  const options = {
-    ...buildOptions(body, entry.config.default_request_options, SPEECH_KNOBS),
-    ...speedOptions(body, accepted),
-  };
-  if (typeof body.instructions === 'string') options['instruction'] = body.instructions;
-  const voice = await resolveVoice(
-    body,
-    entry.config,
-    entry.presets,
+  const request = await speechRequest(
+    entry,
     {
-      voice_dir: config.voice_dir,
-      access: fileAccessOf(config),
-      limits: audioLimits(ctx, entry.config),
+      text: input,
+      textField: 'input',
+      fields: body,
+      language: body.language ?? undefined,
+      instructions: typeof body.instructions === 'string' ? body.instructions : undefined,
     },
-    voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases),
+    audioCaller(ctx),
   );
-
-  const request = {
-    task: entry.config.task,
-    text: input,
-    language: body.language ?? undefined,
-    voiceId: voice.voiceId,
-    voiceRef: voice.voiceRef,
-    referenceText: voice.referenceText,
-    options,
-  };
   const busyTimeoutMs = requestBusyTimeout(body, ctx);
   if (streaming) return streamSpeech(ctx, modelId, request, busyTimeoutMs, streamFormat, output);
   // A plain request is streamed as it is made, as OpenAI's are; `"stream": false` and the JSON
@@ -362,21 +316,14 @@ async function speechLive(ctx: RouteContext, query: Static<typeof LiveSpeechQuer
   const { clock } = runtime;
   const started = clock.now();
   const body = openLiveRequest(ctx, entry, 'live speech', query);
-  const options: Record<string, string> = { ...entry.config.default_request_options };
-  for (const key of LIVE_SPEECH_OPTIONS) {
-    const value = query[key];
-    if (value !== undefined) options[key] = value;
-  }
-  if (instructions !== undefined) options['system_prompt'] = instructions;
-  const aliases = voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases);
-  const request: EngineRequest = {
-    task: entry.config.task,
+  const request = liveSpeechRequest(entry, {
     text: input,
     language: query.language,
-    voiceId: voice ? unalias(voice, aliases) : undefined,
+    voice,
+    instructions,
+    options: Object.fromEntries(LIVE_SPEECH_OPTIONS.map((key) => [key, query[key]])),
     liveAudio: body,
-    options,
-  };
+  });
   let firstAudioAt: number | undefined;
   let text = '';
   return streamedInference(ctx, {

@@ -6,56 +6,24 @@
 import type { Static } from '@sinclair/typebox';
 import { optionalBusyTimeout, requestBusyTimeout } from '../../api/fields.js';
 import { modelEntry, requireStreamingMode } from '../../api/model-lookup.js';
-import { buildOptions, TASK_KNOBS, TASK_RENAMES } from '../../api/request-options.js';
-import { checkInputChars } from '../../api/speech/input-text.js';
+import { taskRequest } from '../../api/tasks/request.js';
 import { timing } from '../../api/timing.js';
-import {
-  type AudioLimits,
-  decodeBase64Audio,
-  decodeBase64Literal,
-  readAudioPath,
-} from '../../audio/input.js';
 import type { Audio } from '../../audio/types.js';
 import { encodeWav } from '../../audio/wav-encode.js';
 import type { EngineEvent, EngineRequest, EngineResult } from '../../engines/types.js';
-import { invalidRequest, VoxdError } from '../../errors.js';
+import { VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
-import { takeLifted } from '../../util/json-reader.js';
-import { type FileAccess, fileAccessOf, serverFilePath } from '../../util/server-files.js';
-import { audioLimits } from '../request/audio-limits.js';
+import { audioCaller } from '../request/audio-caller.js';
 import { jsonRoute } from '../request/schema.js';
 import { TaskResult, TaskStreamResult } from '../schemas/audio-responses.js';
 import { BusyQuery } from '../schemas/query.js';
-import {
-  PATH_OPTIONS,
-  TaskBatchRequest,
-  type TaskFields,
-  TaskRunRequest,
-  TaskStreamRequest,
-} from '../schemas/task-request.js';
+import { TaskBatchRequest, TaskRunRequest, TaskStreamRequest } from '../schemas/task-request.js';
 import { batchInference } from '../stream/batch-inference.js';
 import { streamedInference } from '../stream/streamed-inference.js';
 import { clientGoneOf, type Route, type RouteContext } from '../transport/route.js';
 
 /** A field that may be null (absent). */
 const given = <T>(value: T | null | undefined): T | undefined => value ?? undefined;
-
-async function inputAudio(
-  request: TaskFields,
-  access: FileAccess,
-  limits: AudioLimits,
-): Promise<Audio | undefined> {
-  const path = given(request.audio);
-  const base64 = given(request.audio_base64);
-  if (path !== undefined && base64 !== undefined)
-    throw invalidRequest('provide only one of audio or audio_base64');
-  if (path !== undefined) return readAudioPath(path, 'audio', access, limits);
-  if (base64 === undefined) return undefined;
-  const literal = takeLifted(request, 'audio_base64');
-  return literal
-    ? decodeBase64Literal(literal.bytes, literal.movable, 'audio_base64', limits)
-    : decodeBase64Audio(base64, 'audio_base64', limits);
-}
 
 /**
  * The result object. Segments, turns and words count samples at the rate the input was converted
@@ -80,55 +48,13 @@ function resultJson(result: EngineResult, wallMs: number, inputSampleRate?: numb
   return out;
 }
 
-/**
- * An engine request from the CLI request-sequence fields of one task request; `at` is where those
- * fields sit in the body (`request.`, `requests[2].` or nothing), for messages.
- */
-async function taskRequest(
-  ctx: RouteContext,
-  modelId: string,
-  request: TaskFields,
-  at: string,
-): Promise<EngineRequest> {
-  const { runtime, config } = ctx;
-  const entry = await modelEntry(runtime, modelId);
-  const text = given(request.text);
-  checkInputChars(text, `${at}text`, entry.config, config);
-  const options = buildOptions(request, entry.config.default_request_options, TASK_KNOBS, TASK_RENAMES);
-  const access = fileAccessOf(config);
-  for (const key of PATH_OPTIONS) {
-    const value = given(request[key]);
-    if (value !== undefined) options[key] = await serverFilePath(value, key, access);
-  }
-  const voiceRefPath = given(request.voice_ref);
-  // Most requests carry no audio: the limits (and the request signal they hold) are made only for one.
-  const hasAudio =
-    given(request.audio) !== undefined ||
-    given(request.audio_base64) !== undefined ||
-    voiceRefPath !== undefined;
-  const limits = hasAudio ? audioLimits(ctx, entry.config) : undefined;
-  return {
-    task: entry.config.task,
-    text,
-    language: given(request.language),
-    audio: limits && (await inputAudio(request, access, limits)),
-    voiceId: given(request.voice_id),
-    voiceRef:
-      voiceRefPath === undefined || !limits
-        ? undefined
-        : await readAudioPath(voiceRefPath, 'voice_ref', access, limits),
-    referenceText: given(request.reference_text),
-    options,
-  };
-}
-
 /** The engine request of a /v1/tasks/run or /v1/tasks/stream body: `{model, request?, busy_timeout_ms?}`. */
 async function taskBody(ctx: RouteContext, body: Static<typeof TaskRunRequest>) {
   // The model's own id from here on, whatever alias the request used.
   const modelId = (await modelEntry(ctx.runtime, body.model)).id;
   const nested = given(body.request);
   const fields = nested ?? body;
-  const request = await taskRequest(ctx, modelId, fields, nested ? 'request.' : '');
+  const request = await taskRequest(ctx.runtime, modelId, fields, nested ? 'request.' : '', audioCaller(ctx));
   const busyTimeoutMs = requestBusyTimeout(body, ctx) ?? optionalBusyTimeout(fields);
   return { modelId, request, busyTimeoutMs };
 }
@@ -236,7 +162,7 @@ async function batch(ctx: RouteContext, body: Static<typeof TaskBatchRequest>) {
   const modelId = (await modelEntry(ctx.runtime, body.model)).id;
   const items: EngineRequest[] = [];
   for (const [i, item] of body.requests.entries())
-    items.push(await taskRequest(ctx, modelId, item, `requests[${i}].`));
+    items.push(await taskRequest(ctx.runtime, modelId, item, `requests[${i}].`, audioCaller(ctx)));
   return batchInference(ctx, {
     modelId,
     items,

@@ -5,6 +5,7 @@
  */
 
 import type { Static } from '@sinclair/typebox';
+import { audioLimits } from '../../api/audio-limits.js';
 import {
   type Fields,
   optionalBool,
@@ -13,10 +14,10 @@ import {
   requireString,
 } from '../../api/fields.js';
 import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../../api/model-lookup.js';
-import { buildOptions } from '../../api/request-options.js';
 import { timing } from '../../api/timing.js';
 import { requireChunkingVad, runChunked } from '../../api/transcription/chunked.js';
 import { diarizeWithText } from '../../api/transcription/diarized-text.js';
+import { type TranscriptionAsk, transcriptionRequest } from '../../api/transcription/engine-request.js';
 import { audioSeconds, durationUsage, timedReply, transcriptJson } from '../../api/transcription/formats.js';
 import {
   parseTranscriptRequest,
@@ -33,7 +34,7 @@ import { parseJsonText } from '../../util/json-text.js';
 import { fileAccessOf } from '../../util/server-files.js';
 import type { LiveBody } from '../live/body.js';
 import { openLiveRequest } from '../live/request.js';
-import { audioLimits } from '../request/audio-limits.js';
+import { audioCaller } from '../request/audio-caller.js';
 import { readJsonObject } from '../request/body.js';
 import { isMultipart, type MultipartBody, readMultipart } from '../request/multipart.js';
 import { bodyChecker, queryRoute } from '../request/schema.js';
@@ -74,13 +75,11 @@ function contextText(fields: Fields): string | undefined {
   return optionalString(fields, 'text') ?? optionalString(fields, 'prompt');
 }
 
-/** What a transcription runs with: the model's defaults, then `options`, then `language`. */
-function transcriptionOptions(fields: Fields, defaults: Record<string, string>) {
+/** What a transcription's fields ask of its model (engine-request.ts builds the request from it). */
+function transcriptionAsk(fields: Fields): TranscriptionAsk {
   parseOptionsField(fields);
   const language = optionalString(fields, 'language');
-  const options = buildOptions(fields, defaults, []);
-  if (language) options['language'] = language;
-  return { language, options };
+  return { language, prompt: contextText(fields), options: fields['options'] };
 }
 
 function fromMultipart({ fields, files }: MultipartBody): TranscriptionInput {
@@ -154,18 +153,15 @@ async function parseInput(
   const diarization = entry.config.task === 'diar';
   const transcript = parseTranscriptRequest(fields, { id: modelId, diarization }, translation);
   if (transcript.chunking) requireChunkingVad(ctx);
-  const { language, options } = transcriptionOptions(fields, entry.config.default_request_options);
-  if (translation) options['task'] = 'translate';
-  // Only an engine that lists temperature samples with it; the others decode greedily and ignore it.
-  if (transcript.temperature !== undefined && entry.family.params.some((p) => p.name === 'temperature'))
-    options['temperature'] = String(transcript.temperature);
+  const ask = { ...transcriptionAsk(fields), translate: translation, temperature: transcript.temperature };
+  const unheard = transcriptionRequest(entry, ask);
   const busyTimeoutMs = requestBusyTimeout(fields, ctx);
   // A full queue refuses before the audio is decoded (admission checks again: the queue may fill meanwhile).
   ctx.runtime.checkQueueRoom(modelId);
-  const audio = await decode(audioLimits(ctx, entry.config));
+  const audio = await decode(audioLimits(audioCaller(ctx), entry.config));
   return {
     modelId,
-    request: { task: entry.config.task, audio, text: contextText(fields), language, options },
+    request: { ...unheard, audio },
     audio,
     fields,
     stream,
@@ -371,17 +367,16 @@ async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
   const uploads = files.filter((f) => f.field === 'file');
   if (uploads.length === 0)
     throw invalidRequest(`'file' is required: expected one or more audio uploads in "file" fields`);
-  const { language, options } = transcriptionOptions(plain, entry.config.default_request_options);
-  const limits = audioLimits(ctx, entry.config);
+  const unheard = transcriptionRequest(entry, transcriptionAsk(plain));
+  const limits = audioLimits(audioCaller(ctx), entry.config);
   const audios: Audio[] = [];
   for (const [i, file] of uploads.entries()) {
     if (file.size === 0) throw invalidRequest(`file[${i}]: ${showValue(file.filename)} is empty`);
     audios.push(await decodeAudio(file.source, `file[${i}]`, limits));
   }
-  const text = contextText(plain);
   return batchInference(ctx, {
     modelId,
-    items: audios.map((audio) => ({ task: entry.config.task, audio, text, language, options })),
+    items: audios.map((audio) => ({ ...unheard, audio })),
     busyTimeoutMs: requestBusyTimeout(plain, ctx),
     result: (index, outcome) => ({
       type: 'batch.transcription.result',
@@ -414,15 +409,8 @@ async function transcriptionsLive(ctx: RouteContext, query: Static<typeof LiveTr
   const modelId = entry.config.id;
   const busyTimeoutMs = query.busy_timeout_ms;
   const body = openLiveRequest(ctx, entry, 'live transcription', query);
-  const language = query.language || undefined;
-  const options = { ...entry.config.default_request_options, ...(language ? { language } : {}) };
-  const request: EngineRequest = {
-    task: entry.config.task,
-    liveAudio: body,
-    text: query.prompt,
-    language,
-    options,
-  };
+  const ask = { language: query.language || undefined, prompt: query.prompt };
+  const request = transcriptionRequest(entry, ask, { liveAudio: body });
   return streamTranscription(ctx, modelId, request, busyTimeoutMs, { body });
 }
 

@@ -4,12 +4,9 @@
  * Every field may be null (absent); unknown fields pass through.
  */
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { SPEECH_KNOBS, TASK_KNOBS, TASK_RENAMES } from '../../api/request-options.js';
+import { PATH_OPTIONS, SPEECH_KNOBS, TASK_KNOBS, TASK_RENAMES } from '../../api/request-options.js';
 import * as Field from '../request/schema.js';
 import { SPEECH_KNOB_KINDS } from './speech-request.js';
-
-/** Options that name server files (under the file roots; relative paths resolve against the config folder). */
-export const PATH_OPTIONS = ['source_audio', 'target_voice', 'prosody_ref', 'style_ref'] as const;
 
 /** The kind of value of each knob beyond the speech ones; anything else is text or a number. */
 const TASK_KNOB_KINDS: Partial<Record<(typeof TASK_KNOBS)[number], (description?: string) => TSchema>> = {
