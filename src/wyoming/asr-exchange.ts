@@ -16,6 +16,7 @@
  * the exchange holds is taken from the server's byte budget: past it the exchange ends with
  * `body_budget`, as an HTTP body past it is refused.
  */
+import { transcriptionRequest } from '../api/transcription/engine-request.js';
 import type { Audio } from '../audio/types.js';
 import { VoxdError } from '../errors.js';
 import { PushQueue } from '../util/push-queue.js';
@@ -172,21 +173,13 @@ export class AsrExchange implements AudioExchange {
     onText?: (text: string) => Promise<void>,
   ): Promise<{ text: string; language: string | undefined }> {
     const { runtime, signal } = this.#ctx;
-    const entry = runtime.get(this.model);
-    const options = {
-      ...entry.config.default_request_options,
-      ...(this.#language ? { language: this.#language } : {}),
-    };
-    const outcome = await runtime.infer(
-      this.model,
-      { task: 'asr', ...input, language: this.#language, options },
-      {
-        signal,
-        onEvent: onText
-          ? (event) => (event.type === 'text' && event.delta ? onText(event.delta) : undefined)
-          : undefined,
-      },
-    );
+    const request = transcriptionRequest(runtime.get(this.model), { language: this.#language }, input);
+    const outcome = await runtime.infer(this.model, request, {
+      signal,
+      onEvent: onText
+        ? (event) => (event.type === 'text' && event.delta ? onText(event.delta) : undefined)
+        : undefined,
+    });
     return { text: (outcome.result.text ?? '').trim(), language: outcome.result.language };
   }
 }

@@ -6,6 +6,8 @@
  */
 import { registeredEntry } from '../api/model-lookup.js';
 import { SPEECH_TASKS } from '../api/speech/input-text.js';
+import { defaultLanguage } from '../api/transcription/engine-request.js';
+import type { ModelConfig } from '../config/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { VERSION } from '../version.js';
 import { defaultSpeechModel, modelVoices } from './tts-voices.js';
@@ -13,9 +15,9 @@ import { defaultSpeechModel, modelVoices } from './tts-voices.js';
 const ATTRIBUTION = { name: 'voxd', url: '' };
 
 /** Languages a model declares (`language` in its default options), else English, which every embedded engine speaks. */
-function languagesOf(options: Record<string, unknown>): string[] {
-  const language = options['language'];
-  return typeof language === 'string' && language !== '' ? [language] : ['en'];
+function languagesOf(model: ModelConfig): string[] {
+  const language = defaultLanguage(model);
+  return language === undefined ? ['en'] : [language];
 }
 
 export function describeInfo(runtime: Runtime): Record<string, unknown> {
@@ -27,7 +29,7 @@ export function describeInfo(runtime: Runtime): Record<string, unknown> {
   for (const { id, task } of models) {
     const entry = registeredEntry(runtime, id);
     if (!entry) continue;
-    const languages = languagesOf(entry.config.default_request_options);
+    const languages = languagesOf(entry.config);
     const artifact = { attribution: ATTRIBUTION, installed: true, version: VERSION };
     if (task === 'asr') {
       streams ||= entry.family.liveInput === true;

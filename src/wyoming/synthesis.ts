@@ -2,18 +2,17 @@
  * One Wyoming synthesis: `synthesize {text, voice?{name, speaker}}` (or one sentence of a streamed
  * synthesis) -> `audio-start`, `audio-chunk`..., `audio-stop`, each chunk sent as the engine makes
  * it. `voice.name` is `model` or `model:voice`; without it the default speech model (the one `tts-1`
- * names, else the first) speaks. The engine waits on each send, so a client that reads slowly slows
+ * names, else the first) speaks. The voice is resolved as POST /v1/audio/speech resolves `voice`
+ * (src/api/speech/request.ts): a preset, a voice_dir file, an alias, the engine's own voice, and
+ * with none the model's default preset. The engine waits on each send, so a client that reads slowly slows
  * the engine rather than filling voxd's memory; the connection bounds that wait
  * (live_ingest.send_timeout_ms).
  */
 import type { Logger } from 'pino';
-import { modelEntry, requireTask } from '../api/model-lookup.js';
-import { checkInputChars, SPEECH_TASKS } from '../api/speech/input-text.js';
-import { unalias } from '../api/speech/voice.js';
+import { speechModel, speechRequest } from '../api/speech/request.js';
 import type { Audio } from '../audio/types.js';
 import { encodePcm16 } from '../audio/wav-encode.js';
 import type { ServerConfig } from '../config/types.js';
-import { voiceAliases } from '../engines/voice-aliases.js';
 import { showValue, VoxdError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { WyomingError } from './framing.js';
@@ -41,14 +40,17 @@ export async function synthesize(ctx: SynthesisContext, data: Record<string, unk
   const id = modelName ?? defaultSpeechModel(runtime);
   if (id === undefined)
     throw new VoxdError('E_MODEL_NOT_FOUND', 'synthesize: this server has no speech model');
-  const entry = await modelEntry(runtime, id);
-  requireTask(entry.config, SPEECH_TASKS, 'Wyoming synthesize');
+  const entry = await speechModel(runtime, id, 'Wyoming synthesize');
   ctx.chose(entry.id);
-  checkInputChars(text, 'text', entry.config, config);
   const speaker =
     typeof voice['speaker'] === 'string' && voice['speaker'] !== '' ? voice['speaker'] : undefined;
   const wanted = voiceName ?? speaker;
-  const aliases = voiceAliases(entry.family.voiceAliases, entry.config.voice_aliases);
+  // The voice as HTTP resolves it: a preset, a voice_dir file, an alias, or the engine's own voice.
+  const request = await speechRequest(
+    entry,
+    { text, textField: 'text', fields: wanted === undefined ? {} : { voice: wanted } },
+    { config, signal: ctx.signal },
+  );
   const started = performance.now();
   let shape: { rate: number; channels: number } | undefined;
   const chunk = async (audio: Audio) => {
@@ -62,20 +64,11 @@ export async function synthesize(ctx: SynthesisContext, data: Record<string, unk
       encodePcm16(audio),
     );
   };
-  const outcome = await runtime.infer(
-    entry.id,
-    {
-      task: entry.config.task,
-      text,
-      voiceId: wanted === undefined ? undefined : unalias(wanted, aliases),
-      options: { ...entry.config.default_request_options },
-    },
-    {
-      signal: ctx.signal,
-      eventsOnly: true,
-      onEvent: (event) => (event.type === 'audio' ? chunk(event.audio) : undefined),
-    },
-  );
+  const outcome = await runtime.infer(entry.id, request, {
+    signal: ctx.signal,
+    eventsOnly: true,
+    onEvent: (event) => (event.type === 'audio' ? chunk(event.audio) : undefined),
+  });
   // An engine that answers whole: its audio in one-second chunks.
   const whole = outcome.result.audio;
   if (!shape && whole) {

@@ -9,6 +9,7 @@
 import type { EngineRequest, EngineResult, Segment, Word } from '../../engines/types.js';
 import type { InferenceOutcome, Runtime } from '../../runtime/runtime.js';
 import { registeredEntry } from '../model-lookup.js';
+import { transcriptionRequest } from './engine-request.js';
 
 /** Runs one model on one request (the route's busy timeout and client-gone signal). */
 export type RunModel = (id: string, request: EngineRequest) => Promise<InferenceOutcome>;
@@ -33,18 +34,13 @@ export async function diarizeWithText(
 ): Promise<InferenceOutcome> {
   const textId = textModelOf(runtime);
   if (textId === undefined) return run(modelId, request);
-  const asr: EngineRequest = {
-    task: 'asr',
-    ...(request.audio ? { audio: request.audio } : {}),
-    ...(request.language ? { language: request.language } : {}),
-    // The prompt is about the words, so it goes with them.
-    ...(request.text ? { text: request.text } : {}),
-    // The diarizer's options (speaker counts) mean nothing to the recogniser: its own defaults.
-    options: {
-      ...runtime.get(textId).config.default_request_options,
-      ...(request.language ? { language: request.language } : {}),
-    },
-  };
+  // The prompt is about the words, so it goes with them; the diarizer's options (speaker counts)
+  // mean nothing to the recogniser, which runs with its own defaults.
+  const asr = transcriptionRequest(
+    runtime.get(textId),
+    { language: request.language || undefined, prompt: request.text || undefined },
+    request.audio ? { audio: request.audio } : {},
+  );
   const [diarized, heard] = await Promise.allSettled([run(modelId, request), run(textId, asr)]);
   if (diarized.status === 'rejected') throw diarized.reason;
   if (heard.status === 'rejected') throw heard.reason;

@@ -13,6 +13,7 @@
  */
 import type { Logger } from 'pino';
 import { modelEntry, registeredEntry, requireTask } from '../../api/model-lookup.js';
+import { transcriptionRequest } from '../../api/transcription/engine-request.js';
 import { diarizedSegments, wordLogprobs } from '../../api/transcription/formats.js';
 import type { Audio } from '../../audio/types.js';
 import { liveIngestLimits } from '../../config/live-ingest-limits.js';
@@ -218,14 +219,10 @@ export class TurnTaker {
       const entry = await modelEntry(runtime, turn.model);
       modelId = entry.id;
       requireTask(entry.config, TASKS, '/v1/realtime');
-      const options = {
-        ...entry.config.default_request_options,
-        ...(turn.language ? { language: turn.language } : {}),
-      };
       const input = turn.audio instanceof LiveFeed ? { liveAudio: turn.audio } : { audio: turn.audio };
       const outcome = await runtime.infer(
         entry.id,
-        { task: entry.config.task, ...input, text: turn.prompt, language: turn.language, options },
+        transcriptionRequest(entry, { language: turn.language, prompt: turn.prompt }, input),
         {
           signal,
           onEvent: (event) => {
