@@ -10,14 +10,15 @@ import { ConfigError } from './config/errors.js';
 import { FIXTURE_FAMILY, FIXTURE_OFF } from './config/model-config.js';
 import type { ServerConfig } from './config/types.js';
 import { createEngineCatalog, type EngineCatalog } from './engines/catalog.js';
-import { createHttpServer } from './http/transport/server.js';
+import { httpFrontEnds } from './http/index.js';
 import { Installer } from './models/installer.js';
 import { ModelsRoot } from './models/models-root.js';
 import { createLogger, type Logger, messageLog } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { Runtime } from './runtime/runtime.js';
 import { CUT_GRACE_MS } from './runtime/shutdown-timing.js';
-import { sessionHost } from './session/session-host.js';
+import type { FrontEnd } from './session/front-end.js';
+import { type SessionHost, sessionHost } from './session/session-host.js';
 import { type Clock, systemClock } from './util/clock.js';
 import type { MemoryRelease } from './util/release-memory.js';
 import { VERSION } from './version.js';
@@ -122,7 +123,53 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const { config } = options;
   checkStartup(config);
   const logger = options.logger ?? createLogger({ level: config.log_level }).logger;
-  const log = messageLog(logger);
+  const { runtime, metrics, modelsRoot } = await startRuntime(options, clock, logger);
+  const codec = openCodec(await probeFfmpeg(config.ffmpeg_path), config);
+  // One byte budget, one connection count and one memory release for every front end.
+  const shared = sessionHost(config, clock, options.memory, metrics);
+  const { http, realtime, bridge } = httpFrontEnds(runtime, config, {
+    logger,
+    metrics,
+    logRequests: config.log,
+    codec,
+    host: shared,
+  });
+  const { server } = http;
+  await listen(server, config.port, config.host);
+  const wyoming = await startWyoming(runtime, config, logger, shared, metrics, server);
+  // Once listening, the server emits 'error' when accept() fails (out of memory or socket buffers;
+  // out of file descriptors once libuv's reserve descriptor is used up). Unheard it would end the
+  // process; the connection is lost, the server keeps listening.
+  server.on('error', (err) => logger.warn({ err }, 'server: accept failed'));
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `${config.tls ? 'https' : 'http'}://${host}:${address.port}`;
+  logger.info({ url, version: VERSION }, 'started');
+  // Drained together, in this order, and cut together at a shutdown's deadline.
+  const frontEnds: FrontEnd[] = [http, realtime, bridge, wyoming?.listener].filter((f) => f !== undefined);
+  const stopping: Stopping = { runtime, codec, modelsRoot, config, clock, logger, frontEnds, wyoming };
+  let closing: Promise<void> | undefined;
+  return {
+    runtime,
+    metrics,
+    codec,
+    server,
+    url,
+    wyoming: wyoming?.address,
+    close() {
+      closing ??= shutDown(stopping);
+      return closing;
+    },
+    abandon(why) {
+      runtime.cancelRunning(why);
+      clock.after(CUT_GRACE_MS, () => cutAll(frontEnds), { unref: true });
+    },
+  };
+}
+
+/** The runtime over the config's engines and models root, started, with the metrics that read it. */
+async function startRuntime(options: StartOptions, clock: Clock, logger: Logger) {
+  const { config } = options;
   const allFamilies = options.catalog ?? createEngineCatalog();
   // Without the flag the runtime cannot build the fixture at all, whatever names it (a package too).
   const catalog = config.enable_fixture
@@ -137,115 +184,107 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
     modelsRoot,
     clock,
     freeMemoryMb: options.freeMemoryMb,
-    log,
+    log: messageLog(logger),
     metrics,
     logger,
   });
   runtimeRef = runtime;
   await runtime.start();
-  const codec = new Codec(await probeFfmpeg(config.ffmpeg_path), {
+  return { runtime, metrics, modelsRoot };
+}
+
+function openCodec(ffmpeg: Awaited<ReturnType<typeof probeFfmpeg>>, config: ServerConfig): Codec {
+  return new Codec(ffmpeg, {
     timeoutMs: config.ffmpeg_timeout_ms,
     stallMs: config.ffmpeg_decode_stall_ms,
     // A compressed speech answer's first byte need not wait for ffmpeg to start (ffmpeg-spares.ts).
     spares: { max: 4, idleMs: 60_000 },
   });
-  // One byte budget, one connection count and one memory release for every front end.
-  const shared = sessionHost(config, clock, options.memory, metrics);
-  const http = createHttpServer(runtime, config, {
-    logger,
-    metrics,
-    logRequests: config.log,
-    codec,
-    host: shared,
-  });
-  const { server } = http;
-  await listen(server, config.port, config.host);
-  let wyoming: WyomingListener | undefined;
-  let wyomingAddress: Voxd['wyoming'];
-  let announcement: Announcement | undefined;
-  if (config.wyoming_port !== undefined) {
-    wyoming = createWyomingListener(runtime, config, logger, shared, metrics);
-    try {
-      await listen(wyoming.server, config.wyoming_port, config.wyoming_host);
-    } catch (err) {
-      // A port in use ends the start: nothing is left listening.
-      server.close();
-      await runtime.close(0);
-      throw err;
-    }
-    const bound = wyoming.server.address() as AddressInfo;
-    wyomingAddress = { host: bound.address, port: bound.port };
-    logger.info({ host: bound.address, port: bound.port }, 'wyoming listening');
-    if (config.wyoming_zeroconf !== undefined) {
-      if (isLoopbackHost(config.wyoming_host))
-        logger.warn(
-          `wyoming zeroconf: the listener is on ${config.wyoming_host}, which other machines cannot reach`,
-        );
-      announcement = announceWyoming(config.wyoming_zeroconf, bound.port, logger);
-    }
+}
+
+interface WyomingStarted {
+  listener: WyomingListener;
+  address: { host: string; port: number };
+  announcement: Announcement | undefined;
+}
+
+/**
+ * The Wyoming listener when `wyoming_port` asks for one, listening, and announced when
+ * `wyoming_zeroconf` says so. A port in use ends the start: the HTTP server closes and the runtime
+ * stops, so nothing is left listening.
+ */
+async function startWyoming(
+  runtime: Runtime,
+  config: ServerConfig,
+  logger: Logger,
+  shared: SessionHost,
+  metrics: Metrics,
+  httpServer: Server,
+): Promise<WyomingStarted | undefined> {
+  if (config.wyoming_port === undefined) return undefined;
+  const listener = createWyomingListener(runtime, config, logger, shared, metrics);
+  try {
+    await listen(listener.server, config.wyoming_port, config.wyoming_host);
+  } catch (err) {
+    httpServer.close();
+    await runtime.close(0);
+    throw err;
   }
-  // Once listening, the server emits 'error' when accept() fails (out of memory or socket buffers;
-  // out of file descriptors once libuv's reserve descriptor is used up). Unheard it would end the
-  // process; the connection is lost, the server keeps listening.
-  server.on('error', (err) => logger.warn({ err }, 'server: accept failed'));
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  let closing: Promise<void> | undefined;
-  logger.info(
-    { url: `${config.tls ? 'https' : 'http'}://${host}:${address.port}`, version: VERSION },
-    'started',
-  );
-  return {
-    runtime,
-    metrics,
-    codec,
-    server,
-    url: `${config.tls ? 'https' : 'http'}://${host}:${address.port}`,
-    wyoming: wyomingAddress,
-    close() {
-      closing ??= (async () => {
-        // The runtime first: from here on readiness says not-ready and queued work is refused.
-        const runtimeClosed = runtime.close(config.shutdown_timeout_ms);
-        codec.close();
-        // Downloads stop at once; their partial files stay for a later resume.
-        const installsStopped = modelsRoot.installer.stopAll();
-        const deadline = config.shutdown_timeout_ms;
-        // Cancelled requests get a moment to answer their 503 before every connection is cut.
-        const cutTimer =
-          deadline > 0
-            ? clock.after(deadline + CUT_GRACE_MS, () => {
-                http.cut();
-                wyoming?.cut();
-              })
-            : undefined;
-        logger.info('shutting down');
-        try {
-          await Promise.all([
-            http.drain(),
-            wyoming?.drain(),
-            announcement?.stop(),
-            runtimeClosed,
-            installsStopped,
-          ]);
-        } finally {
-          cutTimer?.cancel();
-        }
-        logger.info('stopped');
-      })();
-      return closing;
-    },
-    abandon(why) {
-      runtime.cancelRunning(why);
-      clock.after(
-        CUT_GRACE_MS,
-        () => {
-          http.cut();
-          wyoming?.cut();
-        },
-        { unref: true },
+  const bound = listener.server.address() as AddressInfo;
+  logger.info({ host: bound.address, port: bound.port }, 'wyoming listening');
+  let announcement: Announcement | undefined;
+  if (config.wyoming_zeroconf !== undefined) {
+    if (isLoopbackHost(config.wyoming_host))
+      logger.warn(
+        `wyoming zeroconf: the listener is on ${config.wyoming_host}, which other machines cannot reach`,
       );
-    },
-  };
+    announcement = announceWyoming(config.wyoming_zeroconf, bound.port, logger);
+  }
+  return { listener, address: { host: bound.address, port: bound.port }, announcement };
+}
+
+/** What a shutdown stops. */
+interface Stopping {
+  runtime: Runtime;
+  codec: Codec;
+  modelsRoot: ModelsRoot<Installer>;
+  config: ServerConfig;
+  clock: Clock;
+  logger: Logger;
+  frontEnds: readonly FrontEnd[];
+  wyoming: WyomingStarted | undefined;
+}
+
+/** Drops every connection of every front end now. */
+function cutAll(frontEnds: readonly FrontEnd[]): void {
+  for (const frontEnd of frontEnds) frontEnd.cut();
+}
+
+/**
+ * The shutdown: the runtime first (from here on readiness says not-ready and queued work is
+ * refused), downloads stop, every front end drains; at the deadline every connection is cut.
+ */
+async function shutDown(s: Stopping): Promise<void> {
+  const { runtime, config, frontEnds } = s;
+  const runtimeClosed = runtime.close(config.shutdown_timeout_ms);
+  s.codec.close();
+  // Downloads stop at once; their partial files stay for a later resume.
+  const installsStopped = s.modelsRoot.installer.stopAll();
+  const deadline = config.shutdown_timeout_ms;
+  // Cancelled requests get a moment to answer their 503 before every connection is cut.
+  const cutTimer = deadline > 0 ? s.clock.after(deadline + CUT_GRACE_MS, () => cutAll(frontEnds)) : undefined;
+  s.logger.info('shutting down');
+  try {
+    await Promise.all([
+      ...frontEnds.map((frontEnd) => frontEnd.drain()),
+      s.wyoming?.announcement?.stop(),
+      runtimeClosed,
+      installsStopped,
+    ]);
+  } finally {
+    cutTimer?.cancel();
+  }
+  s.logger.info('stopped');
 }
 
 /** Listens on `port` and `host`; a failure to bind (a port in use) rejects. */

@@ -11,12 +11,13 @@ import type { Logger } from 'pino';
 import type { ServerConfig } from '../config/types.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { FrontEnd } from '../session/front-end.js';
 import type { SessionHost } from '../session/session-host.js';
 import { WyomingConnection } from './connection.js';
 import { farewell } from './farewell.js';
 import { encodeEvent } from './framing.js';
 
-export interface WyomingListener {
+export interface WyomingListener extends FrontEnd {
   server: Server;
   /** Stops accepting; each connection ends once its exchange in progress is done. */
   drain(): Promise<void>;

@@ -21,8 +21,8 @@ import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { modelStatus } from '../../src/api/model-status.js';
 import type { ModelConfig } from '../../src/config/types.js';
+import { ROUTES } from '../../src/http/index.js';
 import type { RouteContext } from '../../src/http/transport/route.js';
-import { ROUTES } from '../../src/http/transport/server.js';
 import { CUT_GRACE_MS } from '../../src/runtime/shutdown-timing.js';
 import { RawClient, type RawResponse } from '../helpers/raw-http.js';
 import {

@@ -7,8 +7,8 @@
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { ROUTES } from '../../src/http/index.js';
 import { buildOpenApi } from '../../src/http/openapi.js';
-import { ROUTES } from '../../src/http/transport/server.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON
 type Json = any;

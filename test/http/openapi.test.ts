@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { ROUTES } from '../../src/http/index.js';
 import { buildOpenApi } from '../../src/http/openapi.js';
-import { ROUTES } from '../../src/http/transport/server.js';
 import { assertMatchesOpenApi, OPENAPI } from '../helpers/openapi.js';
 import { sseEvents } from '../helpers/sse.js';
 import {

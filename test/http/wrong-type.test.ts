@@ -10,8 +10,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { ROUTES } from '../../src/http/index.js';
 import { buildOpenApi } from '../../src/http/openapi.js';
-import { ROUTES } from '../../src/http/transport/server.js';
 import { suiteServer } from '../helpers/suite-server.js';
 import { errorOf, fixtureModel, get, post } from '../helpers/voxd.js';
 

@@ -9,17 +9,17 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { ServerConfig } from '../../config/types.js';
 import { VoxdError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import type { FrontEnd } from '../../session/front-end.js';
 import type { SessionHost } from '../../session/session-host.js';
 import { authorize } from '../transport/auth.js';
 import { checkOrigin } from '../transport/origin.js';
-import type { Route } from '../transport/route.js';
 import { refuseUpgrade } from '../transport/upgrade-refusal.js';
+import type { UpgradeShell } from '../transport/upgrades.js';
 import { BridgeChannel, type ChannelOrigin } from './channel.js';
 import { isReservedHeader } from './frames.js';
 
@@ -30,19 +30,18 @@ export interface BridgeDeps {
   runtime: Runtime;
   config: ServerConfig;
   logger: Logger;
-  /** The routes of a path (undefined: none), as the HTTP server finds them. */
-  routesOf(path: string): readonly Route[] | undefined;
-  /** Hands an in-memory connection to the HTTP server as an accepted one. */
-  inject(socket: Duplex): void;
   /** What every front end shares: the byte budget that waiting frames draw on, the clock of their timers. */
   host: SessionHost;
 }
 
-export interface BridgeFrontEnd {
-  /** Answers an `upgrade` event of the HTTP server for a path other than /v1/realtime. */
-  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
+export interface BridgeFrontEnd extends FrontEnd {
+  /**
+   * Answers an `upgrade` event of the HTTP server for a path other than /v1/realtime; the frames'
+   * requests go back to the server it came through (`shell`).
+   */
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer, shell: UpgradeShell): void;
   /** Ends every socket at a shutdown: requests running are answered, then 1001 (idle ones at once). */
-  closeAll(): Promise<void>;
+  drain(): Promise<void>;
   /** Drops every socket now (a shutdown's deadline), cancelling what runs on them. */
   cut(): void;
 }
@@ -63,14 +62,7 @@ export function maxFrameBytes(
   return most > 0 ? Math.min(most, frame) : frame;
 }
 
-export function websocketBridge({
-  runtime,
-  config,
-  logger,
-  routesOf,
-  inject,
-  host,
-}: BridgeDeps): BridgeFrontEnd {
+export function websocketBridge({ runtime, config, logger, host }: BridgeDeps): BridgeFrontEnd {
   const maxPayload = maxFrameBytes(config);
   const wss = new WebSocketServer({
     noServer: true,
@@ -80,9 +72,9 @@ export function websocketBridge({
   });
   const channels = new Set<BridgeChannel>();
 
-  const admit = (req: IncomingMessage, url: URL): ChannelOrigin => {
+  const admit = (req: IncomingMessage, url: URL, shell: UpgradeShell): ChannelOrigin => {
     const path = url.pathname;
-    const routes = routesOf(path);
+    const routes = shell.routesOf(path);
     // As over HTTP, the key comes first: which paths exist is told only to a caller with one.
     const queryKey = () => url.searchParams.get('api_key');
     authorize(req, path, routes?.find((r) => r.method === 'POST') ?? routes?.[0], config, queryKey, true);
@@ -97,9 +89,9 @@ export function websocketBridge({
     return { path, ...forwarded(req, url), remoteAddress: req.socket.remoteAddress };
   };
 
-  const open = (ws: WebSocket, origin: ChannelOrigin): void => {
+  const open = (ws: WebSocket, origin: ChannelOrigin, shell: UpgradeShell): void => {
     const channel = new BridgeChannel(ws, origin, {
-      inject,
+      inject: (socket) => shell.inject(socket),
       logger,
       maxWaitingBytes: 2 * maxPayload,
       host,
@@ -115,19 +107,19 @@ export function websocketBridge({
   };
 
   return {
-    upgrade(req, socket, head) {
+    upgrade(req, socket, head, shell) {
       // A socket error after the client left is its own business, never the process's.
       socket.on('error', () => socket.destroy());
       let origin: ChannelOrigin;
       try {
-        origin = admit(req, new URL(req.url ?? '/', 'http://voxd.invalid'));
+        origin = admit(req, new URL(req.url ?? '/', 'http://voxd.invalid'), shell);
       } catch (err) {
         refuseUpgrade(socket, err);
         return;
       }
-      wss.handleUpgrade(req, socket, head, (ws) => open(ws, origin));
+      wss.handleUpgrade(req, socket, head, (ws) => open(ws, origin, shell));
     },
-    async closeAll() {
+    async drain() {
       await Promise.all([...channels].map((c) => c.shutdown()));
     },
     cut() {

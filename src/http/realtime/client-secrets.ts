@@ -7,11 +7,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { VoxdError } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
+import { EPHEMERAL_PREFIX } from '../transport/auth.js';
 import type { InputFormat } from './audio-format.js';
 import type { ServerVad } from './server-vad.js';
-
-/** OpenAI's prefix; auth.ts tells an ephemeral key from an API key by it. */
-export const EPHEMERAL_PREFIX = 'ek_';
 
 /** OpenAI's bounds on `expires_after.seconds`, and its default. */
 export const MIN_LIFE_S = 10;

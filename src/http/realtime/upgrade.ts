@@ -15,6 +15,7 @@ import { VoxdError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import type { FrontEnd } from '../../session/front-end.js';
 import type { SessionHost } from '../../session/session-host.js';
 import { authorizeRealtime, REALTIME_PATH } from '../transport/auth.js';
 import { checkOrigin } from '../transport/origin.js';
@@ -36,11 +37,11 @@ export interface RealtimeDeps {
   secrets: ClientSecrets;
 }
 
-export interface RealtimeFrontEnd {
+export interface RealtimeFrontEnd extends FrontEnd {
   /** Answers an `upgrade` event of the HTTP server. */
   upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
   /** Ends every session at a shutdown: turns in progress end, then an error event and 1001. */
-  closeAll(): Promise<void>;
+  drain(): Promise<void>;
   /** Drops every session now (a shutdown's deadline). */
   cut(): void;
   /** Open sessions. */
@@ -52,46 +53,43 @@ interface Admitted {
   start: SessionStart | undefined;
 }
 
-export function realtimeFrontEnd({
-  runtime,
-  config,
-  logger,
-  route,
-  metrics,
-  host,
-  secrets,
-}: RealtimeDeps): RealtimeFrontEnd {
-  const wss = new WebSocketServer({
-    noServer: true,
-    maxPayload: config.max_websocket_message_bytes,
-    // Browsers offer the key as a subprotocol; the answer must be one they offered, never the key.
-    handleProtocols: (offered) => (offered.has('realtime') ? 'realtime' : false),
-  });
-  const sessions = new Set<RealtimeSession>();
+export function realtimeFrontEnd(deps: RealtimeDeps): RealtimeFrontEnd {
+  return new RealtimeSessions(deps);
+}
+
+class RealtimeSessions implements RealtimeFrontEnd {
+  readonly #deps: RealtimeDeps;
+  readonly #wss: WebSocketServer;
+  readonly #sessions = new Set<RealtimeSession>();
   /** Upgrades being checked: they count against max_realtime_sessions until they open or fail. */
-  let opening = 0;
+  #opening = 0;
+
+  constructor(deps: RealtimeDeps) {
+    this.#deps = deps;
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: deps.config.max_websocket_message_bytes,
+      // Browsers offer the key as a subprotocol; the answer must be one they offered, never the key.
+      handleProtocols: (offered) => (offered.has('realtime') ? 'realtime' : false),
+    });
+  }
 
   /** The session's model, and the settings its ephemeral key was minted with. */
-  const admit = async (req: IncomingMessage, url: URL): Promise<Admitted> => {
+  async #admit(req: IncomingMessage, url: URL): Promise<Admitted> {
+    const { runtime, config, route, secrets } = this.#deps;
     if (url.pathname !== REALTIME_PATH)
       throw new VoxdError(
         'E_NOT_FOUND',
         `no WebSocket endpoint at ${url.pathname}; the realtime one is ${REALTIME_PATH}`,
       );
-    const minted = authorizeRealtime(
-      req,
-      url.pathname,
-      route,
-      config,
-      () => url.searchParams.get('api_key'),
-      secrets,
-    );
+    const queryKey = () => url.searchParams.get('api_key');
+    const minted = authorizeRealtime(req, url.pathname, route, config, queryKey, (key) => secrets.find(key));
     checkOrigin(req, config, 'a realtime session');
     if (runtime.closing)
       throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sessions');
     const max = config.max_realtime_sessions;
     // `opening` counts this upgrade too.
-    if (max > 0 && sessions.size + opening > max)
+    if (max > 0 && this.#sessions.size + this.#opening > max)
       throw new VoxdError(
         'E_TOO_MANY_SESSIONS',
         `${max} realtime sessions are open (max_realtime_sessions)`,
@@ -106,13 +104,10 @@ export function realtimeFrontEnd({
       requireTask(entry.config, ['asr', 'diar'], REALTIME_PATH);
     }
     return { model, start: minted?.start };
-  };
+  }
 
-  const open = (
-    ws: WebSocket,
-    admitted: { model: string | undefined; start?: SessionStart },
-    beta: boolean,
-  ): void => {
+  #open(ws: WebSocket, admitted: Admitted, beta: boolean): void {
+    const { runtime, config, logger, host, metrics } = this.#deps;
     const { model, start } = admitted;
     const session = new RealtimeSession(ws, {
       runtime,
@@ -124,49 +119,52 @@ export function realtimeFrontEnd({
       metrics,
       beta,
     });
-    sessions.add(session);
+    this.#sessions.add(session);
     metrics?.realtimeSession(1);
     logger.info({ session: session.id, model }, `realtime session ${session.id} opened`);
     ws.on('close', (code) => {
-      sessions.delete(session);
+      this.#sessions.delete(session);
       metrics?.realtimeSession(-1);
       logger.info({ session: session.id, code }, `realtime session ${session.id} closed (${code})`);
     });
     ws.on('error', (err) => logger.debug({ err, session: session.id }, 'realtime socket error'));
-  };
+  }
 
-  return {
-    upgrade(req, socket, head) {
-      // A socket error after the client left is its own business, never the process's.
-      socket.on('error', () => socket.destroy());
-      const url = new URL(req.url ?? '/', 'http://voxd.invalid');
-      opening++;
-      admit(req, url).then(
-        (admitted) => {
-          // The session is in `sessions` once handleUpgrade returns (ws calls back synchronously).
-          try {
-            if (!socket.destroyed)
-              wss.handleUpgrade(req, socket, head, (ws) => open(ws, admitted, betaTranscription(req, url)));
-          } finally {
-            opening--;
-          }
-        },
-        (err: unknown) => {
-          opening--;
-          if (!socket.destroyed) refuseUpgrade(socket, err);
-        },
-      );
-    },
-    async closeAll() {
-      await Promise.all([...sessions].map((s) => s.shutdown()));
-    },
-    cut() {
-      for (const client of wss.clients) client.terminate();
-    },
-    get size() {
-      return sessions.size;
-    },
-  };
+  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    // A socket error after the client left is its own business, never the process's.
+    socket.on('error', () => socket.destroy());
+    const url = new URL(req.url ?? '/', 'http://voxd.invalid');
+    this.#opening++;
+    this.#admit(req, url).then(
+      (admitted) => {
+        // The session is in `sessions` once handleUpgrade returns (ws calls back synchronously).
+        try {
+          if (!socket.destroyed)
+            this.#wss.handleUpgrade(req, socket, head, (ws) =>
+              this.#open(ws, admitted, betaTranscription(req, url)),
+            );
+        } finally {
+          this.#opening--;
+        }
+      },
+      (err: unknown) => {
+        this.#opening--;
+        if (!socket.destroyed) refuseUpgrade(socket, err);
+      },
+    );
+  }
+
+  async drain(): Promise<void> {
+    await Promise.all([...this.#sessions].map((s) => s.shutdown()));
+  }
+
+  cut(): void {
+    for (const client of this.#wss.clients) client.terminate();
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
 }
 
 /**

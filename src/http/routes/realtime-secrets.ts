@@ -71,20 +71,19 @@ async function startingSettings(ctx: RouteContext, config: StartingConfig): Prom
   return settings;
 }
 
-function secretsOf(ctx: RouteContext): ClientSecrets {
-  if (!ctx.secrets) throw new VoxdError('E_INTERNAL', 'this server keeps no client secrets');
-  return ctx.secrets;
-}
-
 /** Mints the key; its expiry in epoch seconds, as OpenAI gives it. */
-function mint(ctx: RouteContext, settings: SessionSettings, lifeS: number | null | undefined) {
+function mint(secrets: ClientSecrets, settings: SessionSettings, lifeS: number | null | undefined) {
   const life = lifeS ?? DEFAULT_LIFE_S;
   const { model, format, language, prompt, include, vad, beta } = settings;
-  const value = secretsOf(ctx).mint({ model, start: { format, language, prompt, include, vad, beta } }, life);
+  const value = secrets.mint({ model, start: { format, language, prompt, include, vad, beta } }, life);
   return { value, expires_at: Math.floor(Date.now() / 1000) + life };
 }
 
-async function clientSecret(ctx: RouteContext, body: Static<typeof ClientSecretRequest>) {
+async function clientSecret(
+  secrets: ClientSecrets,
+  ctx: RouteContext,
+  body: Static<typeof ClientSecretRequest>,
+) {
   const session = body.session ?? {};
   const input = session.audio?.input;
   const settings = await startingSettings(ctx, {
@@ -94,11 +93,15 @@ async function clientSecret(ctx: RouteContext, body: Static<typeof ClientSecretR
     include: session.include,
     params: GA_PARAMS,
   });
-  const secret = mint(ctx, settings, body.expires_after?.seconds);
+  const secret = mint(secrets, settings, body.expires_after?.seconds);
   return { json: { ...secret, session: { ...settings.ga(), expires_at: secret.expires_at } } };
 }
 
-async function transcriptionSession(ctx: RouteContext, body: Static<typeof TranscriptionSessionRequest>) {
+async function transcriptionSession(
+  secrets: ClientSecrets,
+  ctx: RouteContext,
+  body: Static<typeof TranscriptionSessionRequest>,
+) {
   const encoding = body.input_audio_format ?? undefined;
   const settings = await startingSettings(ctx, {
     format: encoding ? { encoding, rate: encoding === 'pcm16' ? 24000 : 8000 } : undefined,
@@ -108,18 +111,19 @@ async function transcriptionSession(ctx: RouteContext, body: Static<typeof Trans
     params: BETA_BODY_PARAMS,
   });
   settings.beta = true;
-  const secret = mint(ctx, settings, body.client_secret?.expires_at?.seconds);
+  const secret = mint(secrets, settings, body.client_secret?.expires_at?.seconds);
   return { json: { ...settings.betaShape(), client_secret: secret } };
 }
 
-export const realtimeSecretRoutes: Route[] = [
+/** The routes, minting into the server's own store of keys (a restart forgets them). */
+export const realtimeSecretRoutes = (secrets: ClientSecrets): Route[] => [
   jsonRoute({
     method: 'POST',
     path: '/v1/realtime/client_secrets',
     scope: 'inference',
     body: ClientSecretRequest,
     response: ClientSecret,
-    handler: clientSecret,
+    handler: (ctx, body) => clientSecret(secrets, ctx, body),
   }),
   jsonRoute({
     method: 'POST',
@@ -127,6 +131,6 @@ export const realtimeSecretRoutes: Route[] = [
     scope: 'inference',
     body: TranscriptionSessionRequest,
     response: TranscriptionSessionSecret,
-    handler: transcriptionSession,
+    handler: (ctx, body) => transcriptionSession(secrets, ctx, body),
   }),
 ];

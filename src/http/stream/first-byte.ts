@@ -11,8 +11,8 @@
  * wait for the client (EventStream's bound), and through them the engine does too.
  */
 import type { IncomingMessage } from 'node:http';
-import { PairEnd } from '../bridge/duplex-pair.js';
 import type { EventStream } from '../transport/event-stream.js';
+import { isInMemory } from '../transport/in-memory.js';
 import type { Reply, RouteContext } from '../transport/route.js';
 
 export interface FirstBytePlan<R> {
@@ -44,11 +44,11 @@ function canChunk(req: IncomingMessage): boolean {
 /**
  * Whether a plain request's answer may go out as it is made. Not to an HTTP/1.0 client: its body
  * ends when the connection closes, so a cut one would look whole. Not over audio.cpp's WebSocket
- * bridge (its requests come on an in-memory PairEnd connection): audio.cpp answers a plain request
+ * bridge (its requests come on a connection handed to the server in memory): audio.cpp answers a plain request
  * there with one `response` frame, its timing headers in it.
  */
 export function mayStreamPlain(req: IncomingMessage): boolean {
-  return canChunk(req) && !(req.socket instanceof PairEnd);
+  return canChunk(req) && !isInMemory(req.socket);
 }
 
 export async function streamFromFirstByte<R>(ctx: RouteContext, plan: FirstBytePlan<R>): Promise<Reply> {

@@ -9,7 +9,6 @@ import type { IncomingMessage } from 'node:http';
 import { type ApiKey, type ApiScope, keyDigest, OPENABLE_PATHS } from '../../config/api-keys.js';
 import type { ServerConfig } from '../../config/types.js';
 import { VoxdError } from '../../errors.js';
-import { type ClientSecrets, EPHEMERAL_PREFIX, type SecretSession } from '../realtime/client-secrets.js';
 import type { Route } from './route.js';
 
 /** An EventSource cannot send headers, so this route also takes the key as `?api_key=`. */
@@ -21,6 +20,12 @@ export const STATUS_STREAM_PATH = '/v1/ui/status/stream';
  */
 export const REALTIME_PATH = '/v1/realtime';
 const KEY_PROTOCOL = 'openai-insecure-api-key.';
+
+/**
+ * OpenAI's prefix of an ephemeral key (minted by /v1/realtime/client_secrets, src/http/realtime/
+ * client-secrets.ts): the check below tells one from an API key by it.
+ */
+export const EPHEMERAL_PREFIX = 'ek_';
 
 /** The key a WebSocket upgrade offers among its subprotocols, if any. */
 function protocolKey(req: IncomingMessage): string | undefined {
@@ -135,19 +140,19 @@ export function authorize(
 }
 
 /**
- * The key check of a realtime upgrade: a live ephemeral key is let in, keys or not, and its
- * session's starting point returned; an ephemeral key that is not live is a 401 even on a keyless
- * server (the session it was minted for cannot be had, and the app should mint another). Any
- * other key, or none, is checked as on every route.
+ * The key check of a realtime upgrade: a live ephemeral key (`live` finds what it was minted with)
+ * is let in, keys or not, and what it was minted with returned; an ephemeral key that is not live
+ * is a 401 even on a keyless server (the session it was minted for cannot be had, and the app
+ * should mint another). Any other key, or none, is checked as on every route.
  */
-export function authorizeRealtime(
+export function authorizeRealtime<Minted>(
   req: IncomingMessage,
   path: string,
   route: Route,
   config: ServerConfig,
   queryKey: () => string | null,
-  secrets: ClientSecrets,
-): SecretSession | undefined {
+  live: (key: string) => Minted | undefined,
+): Minted | undefined {
   let key: string | undefined;
   try {
     key = presentedKey(req, route, queryKey);
@@ -156,7 +161,7 @@ export function authorizeRealtime(
     if (config.api_keys.length > 0) throw err;
   }
   if (key?.startsWith(EPHEMERAL_PREFIX)) {
-    const session = secrets.find(key);
+    const session = live(key);
     if (session) return session;
     // An API key may begin with the same three letters.
     if (config.api_keys.length === 0 || scopeOf(key, config.api_keys) === undefined)

@@ -7,7 +7,6 @@ import { VoxdError } from '../../errors.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { AbortSource } from '../../util/lazy-abort.js';
-import type { ClientSecrets } from '../realtime/client-secrets.js';
 import type { EventStream, StreamFormat } from './event-stream.js';
 
 export interface RouteContext {
@@ -29,8 +28,6 @@ export interface RouteContext {
   codec: Codec;
   /** The server's metrics; absent in a context built outside the server. */
   metrics?: Metrics;
-  /** The server's ephemeral realtime keys (routes/realtime-secrets.ts); absent outside the server. */
-  secrets?: ClientSecrets;
 }
 
 export interface Reply {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI, { AuthenticationError } from 'openai';
 import { isLoopbackHost } from '../../../src/config/api-keys.js';
-import { ROUTES } from '../../../src/http/transport/server.js';
+import { ROUTES } from '../../../src/http/index.js';
 import {
   errorOf,
   fixtureModel,
