@@ -9,7 +9,7 @@ import type { Audio } from '../../audio/types.js';
 import type { ServerConfig } from '../../config/types.js';
 import type { EngineRequest, EngineResult, Segment, Word } from '../../engines/types.js';
 import type { InferenceOutcome, Runtime } from '../../runtime/runtime.js';
-import { requireVadModel } from '../vad/vad-model.js';
+import { requireVadModel, vadRequest } from '../vad/vad-model.js';
 import type { ChunkingStrategy } from './chunking.js';
 import { audioSeconds, textSegments } from './formats.js';
 
@@ -73,19 +73,8 @@ async function speechRegions(
   busyTimeoutMs: number | undefined,
 ): Promise<Span[]> {
   const vadId = requireChunkingVad(ctx);
-  const outcome = await ctx.runtime.infer(
-    vadId,
-    {
-      task: 'vad',
-      audio,
-      options: {
-        // silero takes 0.01..0.99; OpenAI's range is 0..1.
-        threshold: String(Math.min(0.99, Math.max(0.01, strategy.threshold))),
-        min_silence_ms: String(strategy.silenceDurationMs),
-      },
-    },
-    { busyTimeoutMs, signal: ctx.signal },
-  );
+  const request = vadRequest(audio, strategy.threshold, strategy.silenceDurationMs);
+  const outcome = await ctx.runtime.infer(vadId, request, { busyTimeoutMs, signal: ctx.signal });
   const rate = outcome.inputSampleRate;
   return (outcome.result.segments ?? []).map((s) => ({
     start: s.start_sample / rate,

@@ -4,20 +4,13 @@
  */
 import type { Runtime } from '../../runtime/runtime.js';
 import type { Probe } from './speech-detector.js';
+import { vadRequest } from './vad-model.js';
 
 export function vadProbe(runtime: Runtime, vadId: string, rate: number, signal: AbortSignal): Probe {
   return async (samples, threshold) => {
-    const outcome = await runtime.infer(
-      vadId,
-      {
-        task: 'vad',
-        audio: { samples, sampleRate: rate, channels: 1 },
-        // silero takes 0.01..0.99; OpenAI's range is 0..1. Short silences split spans; the
-        // detector's own silence window decides where a turn ends.
-        options: { threshold: String(Math.min(0.99, Math.max(0.01, threshold))), min_silence_ms: '100' },
-      },
-      { signal },
-    );
+    // Short silences split spans; the detector's own silence window decides where a turn ends.
+    const audio = { samples, sampleRate: rate, channels: 1 };
+    const outcome = await runtime.infer(vadId, vadRequest(audio, threshold, 100), { signal });
     const per = outcome.inputSampleRate;
     return (outcome.result.segments ?? []).map((s) => ({
       start: s.start_sample / per,
