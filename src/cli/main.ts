@@ -26,8 +26,8 @@ function version(): string {
 /** `voxd serve`'s log once it is made: a failure writes out its lines before saying why it stops. */
 let serveLog: LogOutput | undefined;
 
-function fail(message: string, code: number): never {
-  serveLog?.flush();
+async function fail(message: string, code: number): Promise<never> {
+  await serveLog?.flush();
   process.stderr.write(`voxd: ${message}\n`);
   process.exit(code);
 }
@@ -52,16 +52,16 @@ async function serve(argv: string[]): Promise<void> {
   let voxd: Voxd | undefined;
   let stopping = false;
   /**
-   * Logs `message` and ends the process at once with `code`. Every exit after startup goes through
+   * Logs `message`, writes out the log (a second at most, the event loop running on) and ends the
+   * process with `code`. Every exit after startup goes through
    * here rather than process.exit(), which hangs for good when a libuv pool thread is stuck in a
    * blocking call (see src/util/hard-exit.ts): such a thread is never cancelled, even by a clean close.
    */
-  const exitNow = (code: number, message: string): never => {
+  const exitNow = (code: number, message: string): void => {
     killRunnerProcesses();
     killFestivalProcesses();
     logger.info(message);
-    output.flush();
-    return hardExit(code);
+    void output.flush().finally(() => hardExit(code));
   };
   /**
    * The last resort that bounds a shutdown: an engine stuck in native code on a thread cannot be
@@ -93,15 +93,14 @@ async function serve(argv: string[]): Promise<void> {
         // folder been removed (that waits for its exit); the exit leaves neither behind.
         // The log's last lines ('stopped') may still be in a write: let it end, then write the rest.
         void endRunnerProcesses(RUNNER_EXIT_MS)
-          .then(() => output.drained())
-          .finally(() => {
-            output.flush();
-            hardExit(0);
-          }),
-      (err: unknown) => {
-        output.flush();
-        hardExit(1, `voxd: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`);
-      },
+          .then(() => output.flush())
+          .finally(() => hardExit(0)),
+      (err: unknown) =>
+        void output
+          .flush()
+          .finally(() =>
+            hardExit(1, `voxd: shutdown failed: ${err instanceof Error ? err.message : String(err)}\n`),
+          ),
     );
   };
   process.on('SIGINT', () => stop('SIGINT'));
@@ -136,13 +135,13 @@ async function main(argv: string[]): Promise<void> {
   }
   if (isCommand(command)) return void (await RUN[command](rest));
   if (command.startsWith('-')) return serve(argv);
-  fail(`unknown command "${command}"; run voxd --help`, 2);
+  await fail(`unknown command "${command}"; run voxd --help`, 2);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   // A registration the runtime refuses at startup (a task the family does not serve, a preset WAV
   // that does not decode, slots above the engine's capacity) is a config error too.
   if (err instanceof ConfigError || (err instanceof VoxdError && err.code === 'E_INVALID_REQUEST'))
-    fail(err.message, 2);
-  fail(err instanceof Error ? err.message : String(err), 1);
+    return fail(err.message, 2);
+  return fail(err instanceof Error ? err.message : String(err), 1);
 });

@@ -3,7 +3,7 @@
  * file, to stderr, or to a caller's sink; readable lines instead when stderr is a terminal. Lines
  * for a file or a non-terminal stderr are batched: they wait in memory until 4 KiB have gathered
  * or the event loop's turn ends, and are written asynchronously, a batch a write. An exit writes
- * out what is left (flush, drained); a model's and a request's lines come from child loggers
+ * out what is left (flush, drained) without blocking the event loop; a model's and a request's lines come from child loggers
  * (modelLogger, requestLogger) that carry their id.
  */
 import { type DestinationStream, type Logger, pino } from 'pino';
@@ -23,11 +23,12 @@ export interface LoggerOptions {
 export interface LogOutput {
   logger: Logger;
   /**
-   * Writes out what is buffered, synchronously: for an exit that cannot wait (hardExit ends the
-   * process without the exit handlers that would write it otherwise). A batch already being written
-   * asynchronously is left to that write; drained() waits for it.
+   * Writes out every line logged so far, for an exit (hardExit ends the process without the exit
+   * handlers that would write them otherwise): waits up to `ms` for the writes in progress, as
+   * drained() does, then writes what is left synchronously. Never blocks the event loop while it
+   * waits; resolves once the lines are out (or cannot be).
    */
-  flush(): void;
+  flush(ms?: number): Promise<void>;
   /**
    * Resolves once every line logged so far has been written, or after `ms` (a stalled write): for
    * an exit that can wait, before flush(), and before a line written to stderr around the logger.
@@ -38,20 +39,68 @@ export interface LogOutput {
 /** Lines wait in memory until this many bytes have gathered, or the event loop's turn ends. */
 const BATCH_BYTES = 4096;
 
-/** How long drained() waits by default for the writes in progress. */
+/** How long drained() and flush() wait by default for the writes in progress. */
 const DRAIN_MS = 1000;
-
-/** How long an exit's flush lets a batch already being written finish first (see flush). */
-const IN_FLIGHT_WAIT_MS = 20;
-const PAUSE = new Int32Array(new SharedArrayBuffer(4));
 
 /** How many times an exit's flush retries a write that would block (100 ms apart) before giving up. */
 const FLUSH_RETRIES = 10;
 
 /**
+ * Bytes handed to the destination and bytes it has written (what is left is buffered or being
+ * written), and the waits for the two to meet.
+ */
+class WriteProgress {
+  given = 0;
+  written = 0;
+  /** The destination failed: nothing more will be written, so no one waits for it. */
+  broken = false;
+  readonly #waiters = new Set<() => void>();
+
+  get settled(): boolean {
+    return this.broken || this.written >= this.given;
+  }
+
+  wrote(bytes: number): void {
+    this.written += bytes;
+    if (this.written >= this.given) this.#wake();
+  }
+
+  fail(): void {
+    this.broken = true;
+    this.#wake();
+  }
+
+  /** Resolves once every byte given so far is written (or the destination broke), or after `ms`. */
+  until(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.settled) return resolve();
+      const target = this.given;
+      const timer = setTimeout(done, ms).unref();
+      const waiters = this.#waiters;
+      function done() {
+        clearTimeout(timer);
+        waiters.delete(check);
+        resolve();
+      }
+      const check = () => {
+        if (this.broken || this.written >= target) done();
+      };
+      waiters.add(check);
+    });
+  }
+
+  #wake(): void {
+    for (const wake of this.#waiters) wake();
+  }
+}
+
+/**
  * pino's asynchronous destination (sonic-boom, `sync: false`) for a file or a descriptor, with its
  * batches bounded in time too: sonic-boom alone writes only once `minLength` bytes are buffered, so
- * a quiet server's last lines would wait for the next 4 KiB. Each turn that logs schedules a flush.
+ * a quiet server's last lines would wait for the next 4 KiB. Each turn that logs schedules a
+ * flush() at its end. sonic-boom's `periodicFlush` would bound them too, but by a timer that
+ * writes an empty buffer every period while the server is quiet (19 writes a second at 50 ms,
+ * measured), where the end of a turn costs nothing while nothing is logged.
  */
 function batchedDestination(
   dest: string | number,
@@ -67,85 +116,77 @@ function batchedDestination(
     // A reader that stops reading must not hold an exit for good; otherwise writes wait for it.
     retryEAGAIN: () => !flushing || ++retries <= FLUSH_RETRIES,
   });
-  // Bytes handed to the destination and bytes it has written: what is left is buffered or in flight.
-  let given = 0;
-  let written = 0;
-  let broken = false;
-  let scheduled = false;
-  const waiters = new Set<() => void>();
-  const kick = () => {
-    scheduled = false;
-    // flush() does nothing while a write is in flight; its end ('drain') kicks again.
-    if (!broken && given > written) boom.flush();
-  };
-  const schedule = () => {
-    if (scheduled || broken) return;
-    scheduled = true;
-    setImmediate(kick).unref();
-  };
-  boom.on('write', (n: number) => {
-    written += n;
-    if (written >= given) for (const wake of waiters) wake();
-  });
-  boom.on('drain', () => {
-    if (given > written) schedule();
-  });
-  // A file's lines logged before it opened wait for this.
-  boom.on('ready', schedule);
-  boom.on('error', (err: Error) => {
-    broken = true;
-    for (const wake of waiters) wake();
-    onError(err);
-  });
+  const progress = new WriteProgress();
+  const kick = endOfTurn(boom, progress, onError);
   const stream: DestinationStream = {
     write(line: string) {
-      given += Buffer.byteLength(line);
+      progress.given += Buffer.byteLength(line);
       boom.write(line);
-      schedule();
+      kick.schedule();
     },
   };
-  const flush = () => {
-    if (broken || given <= written) return;
+  const drained = (ms = DRAIN_MS) => {
+    const settled = progress.until(ms);
+    kick.now();
+    return settled;
+  };
+  const flush = async (ms = DRAIN_MS) => {
+    // A batch being written asynchronously waits for a libuv pool thread: an exit before that
+    // thread runs loses it, and flushSync would write the lines after it first (reproduced under
+    // CPU load with flushSync alone: 1 run in 45 lost or reordered lines). sonic-boom's public API
+    // cannot tell whether a write is in flight, but its 'write' events tell when every byte given
+    // is written: wait for that (the event loop runs on), then write what a stalled write left.
+    await drained(ms);
+    if (progress.settled) return;
     flushing = true;
     retries = 0;
     try {
-      // A batch written asynchronously may still be on its way: its write waits for a libuv pool
-      // thread, and an exit before that thread runs loses the batch, while flushSync writes the
-      // lines after it (reproduced under CPU load: 3 runs in 25 of the logger test lost or
-      // reordered lines). Its end cannot be seen from here (it is told on the event loop), so the
-      // pool gets the CPU for a moment first; its write takes microseconds once it runs.
-      if ((boom as unknown as { _writing?: boolean })._writing !== false)
-        Atomics.wait(PAUSE, 0, 0, IN_FLIGHT_WAIT_MS);
       boom.flushSync();
-      // flushSync tells no 'write' events; what it wrote is written (an in-flight batch counts twice, harmlessly).
-      written = given;
+      // flushSync tells no 'write' events; what it wrote is written.
+      progress.written = progress.given;
     } catch {
       // Not open yet, already broken, or a reader that stays full: nothing more can be saved.
     } finally {
       flushing = false;
     }
   };
-  const drained = (ms = DRAIN_MS) =>
-    new Promise<void>((resolve) => {
-      if (broken || given <= written) return resolve();
-      const target = given;
-      const timer = setTimeout(done, ms).unref();
-      function done() {
-        clearTimeout(timer);
-        waiters.delete(check);
-        resolve();
-      }
-      function check() {
-        if (broken || written >= target) done();
-      }
-      waiters.add(check);
-      kick();
-    });
   return { stream, flush, drained };
 }
 
+/**
+ * The flush at the end of each turn that logs: scheduled at the first line of a turn, again when
+ * a write ends with lines left (flush() does nothing while a write is in flight) and once a
+ * file's lines logged before it opened can be written.
+ */
+function endOfTurn(
+  boom: ReturnType<typeof pino.destination>,
+  progress: WriteProgress,
+  onError: (err: Error) => void,
+): { schedule(): void; now(): void } {
+  let scheduled = false;
+  const now = () => {
+    scheduled = false;
+    if (!progress.broken && progress.given > progress.written) boom.flush();
+  };
+  const schedule = () => {
+    if (scheduled || progress.broken) return;
+    scheduled = true;
+    setImmediate(now).unref();
+  };
+  boom.on('write', (n: number) => progress.wrote(n));
+  boom.on('drain', () => {
+    if (progress.given > progress.written) schedule();
+  });
+  boom.on('ready', schedule);
+  boom.on('error', (err: Error) => {
+    progress.fail();
+    onError(err);
+  });
+  return { schedule, now };
+}
+
 export function createLogger(options: LoggerOptions): LogOutput {
-  let output: Omit<LogOutput, 'logger'> = { flush: () => {}, drained: async () => {} };
+  let output: Omit<LogOutput, 'logger'> = { flush: async () => {}, drained: async () => {} };
   let destination: DestinationStream;
   if (options.sink) destination = options.sink;
   else if (options.file) {

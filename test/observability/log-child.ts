@@ -1,7 +1,7 @@
 /**
  * A process that logs through createLogger's stderr destination (a pipe: the parent's), counting
  * the writes that reach fd 2, then ends as `voxd serve` does: hardExit, which runs no exit handlers.
- * argv: the number of lines, then how it ends: `flush` (flush(), as a fatal exit does), `drained`
+ * argv: the number of lines, then how it ends: `flush` (await flush(), as a fatal exit does), `drained`
  * (await drained(), as the clean exit does first) or `none` (neither: the lines may be lost).
  * It tells the parent on stdout, synchronously, how many writes reached stderr.
  */
@@ -31,6 +31,6 @@ for (let turn = 0; turn < 4; turn++) {
 }
 output.logger.info('last line');
 if (ending === 'drained') await output.drained();
-if (ending === 'flush') output.flush();
+if (ending === 'flush') await output.flush();
 writeSync(1, `${JSON.stringify({ writes })}\n`);
 hardExit(0);
