@@ -4,14 +4,15 @@
  * hop would cost more than the work.
  */
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
 import { invalidRequest } from '../errors.js';
+import type { AbortSource } from '../util/lazy-abort.js';
 import { memoryRelease } from '../util/release-memory.js';
 import type { AudioFailure, AudioJob, AudioReply } from './audio-worker.js';
 import { conformAudio } from './convert.js';
 import { fromPlain, type PlainAudio, plainBuffer, toPlain } from './pcm16-audio.js';
 import type { Audio } from './types.js';
 import { decodeWav, isPcm16, parseWavLayout, WavError, type WavLayout } from './wav-decode.js';
+import { WorkerPool } from './worker-pool.js';
 
 /** Inputs below this many bytes (WAV) or samples (a conversion that only mixes channels) are handled inline. */
 export const INLINE_LIMIT = 1 << 20;
@@ -26,9 +27,6 @@ export const INLINE_LIMIT = 1 << 20;
 export const RESAMPLE_INLINE_LIMIT = 8192;
 
 type Need = { sampleRate: number; channels: number };
-/** What a job's reply carries: audio, or a base64 job's bytes. */
-type Result = { audio: PlainAudio } | { bytes: Uint8Array };
-type Pending = { resolve(result: Result): void; reject(err: Error): void };
 type Job = AudioJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never;
 
 /** The error each failure code of the worker stands for, so a bad WAV stays a WavError (a 400). */
@@ -43,77 +41,34 @@ function owed(bytes: number): void {
   memoryRelease.noteLargeBuffer(bytes);
 }
 
-class AudioPool {
-  readonly #size = Math.max(1, Math.min(2, availableParallelism() - 1));
-  readonly #idle: Worker[] = [];
-  readonly #busy = new Map<Worker, number>();
-  readonly #queue: { job: AudioJob; pending: Pending; transfer: ArrayBuffer[] }[] = [];
-  readonly #pending = new Map<number, Pending>();
-  #nextId = 1;
-  /** Jobs run on worker threads so far, for tests. */
-  offloaded = 0;
+/** Threads: one or two, leaving a core to the event loop. */
+export const AUDIO_THREADS = Math.max(1, Math.min(2, availableParallelism() - 1));
 
-  /** `transfer`: buffers of the job moved to the worker rather than copied (the caller's no more). */
-  run(job: Job, transfer: ArrayBuffer[] = []): Promise<Result> {
-    return new Promise<Result>((resolve, reject) => {
-      const id = this.#nextId++;
-      this.#queue.push({ job: { ...job, id } as AudioJob, pending: { resolve, reject }, transfer });
-      this.#dispatch();
-    });
-  }
+/**
+ * Jobs that may wait for a thread. Only inputs too long to convert inline come here, and the
+ * longest measured (60 s at 44.1 kHz, resampled in 472 ms: docs/performance.md) keep a thread
+ * about half a second, so 64 waiting a thread is a backlog of about 30 s at worst, a tenth of the
+ * default busy_timeout_ms. A queue longer than that means the threads cannot keep up, which a
+ * prompt 503 tells a client better than a long wait.
+ */
+export const AUDIO_MAX_QUEUE = 64 * AUDIO_THREADS;
 
-  async audio(job: Job): Promise<Audio> {
-    const { audio } = (await this.run(job)) as { audio: PlainAudio };
-    owed(plainBuffer(audio).byteLength);
-    return fromPlain(audio);
-  }
+export const audioPool = new WorkerPool<Job, AudioReply>({
+  url: new URL('./audio-worker.js', import.meta.url),
+  size: AUDIO_THREADS,
+  maxQueue: AUDIO_MAX_QUEUE,
+  name: 'audio worker pool',
+  failure: (reply) => {
+    const { code, message } = reply as Extract<AudioReply, { ok: false }>;
+    return FAILURES[code](message);
+  },
+});
 
-  #dispatch(): void {
-    while (this.#queue.length > 0) {
-      const worker = this.#idle.pop() ?? (this.#busy.size < this.#size ? this.#spawn() : undefined);
-      if (!worker) return;
-      const { job, pending, transfer } = this.#queue.shift()!;
-      this.#pending.set(job.id, pending);
-      this.#busy.set(worker, job.id);
-      this.offloaded++;
-      worker.ref();
-      worker.postMessage(job, transfer);
-    }
-  }
-
-  #spawn(): Worker {
-    const worker = new Worker(new URL('./audio-worker.js', import.meta.url));
-    worker.on('message', (reply: AudioReply) => {
-      const pending = this.#pending.get(reply.id);
-      this.#pending.delete(reply.id);
-      this.#busy.delete(worker);
-      // An idle worker must not keep the process alive.
-      worker.unref();
-      this.#idle.push(worker);
-      if (reply.ok) pending?.resolve(reply);
-      else pending?.reject(FAILURES[reply.code](reply.message));
-      this.#dispatch();
-    });
-    worker.on('error', (err) => this.#lose(worker, err));
-    worker.on('exit', (code) => this.#lose(worker, new Error(`audio worker exited with code ${code}`)));
-    return worker;
-  }
-
-  /** A worker that died fails its job only; the next job gets a fresh worker. */
-  #lose(worker: Worker, err: Error): void {
-    const id = this.#busy.get(worker);
-    this.#busy.delete(worker);
-    const idle = this.#idle.indexOf(worker);
-    if (idle >= 0) this.#idle.splice(idle, 1);
-    if (id !== undefined) {
-      this.#pending.get(id)?.reject(err);
-      this.#pending.delete(id);
-    }
-    this.#dispatch();
-  }
+async function offloadAudio(job: Job, signal: AbortSource | undefined): Promise<Audio> {
+  const { audio } = (await audioPool.run(job, { signal })) as { audio: PlainAudio };
+  owed(plainBuffer(audio).byteLength);
+  return fromPlain(audio);
 }
-
-export const audioPool = new AudioPool();
 
 /**
  * 16-bit PCM bytes up to this size are taken inline whatever their length: kept as PCM16, their
@@ -123,24 +78,36 @@ export const audioPool = new AudioPool();
 export const PCM16_INLINE_LIMIT = 16 << 20;
 
 /** `owned`: bytes nobody else holds, whose 16-bit samples may be read in place (decodeData). */
-export async function decodeWavAsync(bytes: Uint8Array, owned = false): Promise<Audio> {
+/**
+ * `owned`: bytes nobody else holds, whose 16-bit samples may be read in place (decodeData).
+ * `signal`: the caller going away before a thread takes the job (then it never runs).
+ */
+export async function decodeWavAsync(bytes: Uint8Array, owned = false, signal?: AbortSource): Promise<Audio> {
   if (bytes.length < INLINE_LIMIT) return decodeWav(bytes, owned);
   if (bytes.length < PCM16_INLINE_LIMIT && isPcm16(parseWavLayout(bytes, bytes.byteLength).format))
     return decodeWav(bytes, owned);
-  return audioPool.audio({ kind: 'decode', bytes });
+  return offloadAudio({ kind: 'decode', bytes }, signal);
 }
 
-/** The samples of an open WAV file whose layout is known, decoded on a worker thread. */
-export async function decodeWavFileAsync(fd: number, layout: WavLayout): Promise<Audio> {
-  return audioPool.audio({ kind: 'decode-file', fd, layout });
+/**
+ * The samples of an open WAV file whose layout is known, decoded on a worker thread. The caller
+ * keeps the file open until this settles (a job already on its thread runs to its end).
+ */
+export async function decodeWavFileAsync(
+  fd: number,
+  layout: WavLayout,
+  signal?: AbortSource,
+): Promise<Audio> {
+  return offloadAudio({ kind: 'decode-file', fd, layout }, signal);
 }
 
-export async function conformAudioAsync(audio: Audio, need: Need): Promise<Audio> {
+/** conformAudio, on a thread for long inputs; `signal` as for decodeWavAsync. */
+export async function conformAudioAsync(audio: Audio, need: Need, signal?: AbortSource): Promise<Audio> {
   const resamples = audio.sampleRate !== need.sampleRate;
   if (!resamples && audio.channels === need.channels) return conformAudio(audio, need);
   if (audio.samples.length < (resamples ? RESAMPLE_INLINE_LIMIT : INLINE_LIMIT))
     return conformAudio(audio, need);
-  return audioPool.audio({ kind: 'conform', audio: toPlain(audio), need });
+  return offloadAudio({ kind: 'conform', audio: toPlain(audio), need }, signal);
 }
 
 /**
@@ -153,13 +120,16 @@ export async function decodeBase64Async(
   movable: boolean,
   field: string,
   maxBytes: number,
+  signal?: AbortSource,
 ): Promise<Buffer> {
   // Moved, never cloned: a structured clone would copy the whole body the characters lie in.
   const own = movable ? literal : literal.slice();
   // Read before the move, which leaves `own` empty.
   const moved = own.buffer.byteLength;
   const job = { kind: 'base64', literal: own, field, maxBytes } as const;
-  const { bytes } = (await audioPool.run(job, [own.buffer as ArrayBuffer])) as { bytes: Uint8Array };
+  const { bytes } = (await audioPool.run(job, { signal, transfer: [own.buffer as ArrayBuffer] })) as {
+    bytes: Uint8Array;
+  };
   owed(moved + bytes.byteLength);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

@@ -7,7 +7,7 @@
 import { type FileHandle, mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { invalidRequest, VoxdError } from '../errors.js';
+import { invalidField, VoxdError } from '../errors.js';
 import { readFully } from '../util/read-fully.js';
 import { type FileAccess, openServerFile } from '../util/server-files.js';
 import { storageFull } from '../util/storage-full.js';
@@ -36,6 +36,7 @@ export interface AudioLimits {
   maxBytes: number;
   /** Decodes compressed formats; without it (or without ffmpeg) only WAV is taken. */
   codec?: Codec;
+  /** The request's: stops ffmpeg, and takes a WAV decode still waiting for the audio pool out of its queue. */
   signal?: AbortSignal;
   /** Who waits for an ffmpeg child (the request's API key or address), for their fair share. */
   owner?: SlotOwner;
@@ -101,6 +102,7 @@ function checkDuration(layout: WavLayout, field: string, maxSeconds: number): vo
     throw new VoxdError(
       'E_AUDIO_TOO_LONG',
       `${field}: the audio is ${Math.ceil(seconds)} s long; the limit is max_audio_seconds=${maxSeconds} (server or model)`,
+      { param: field },
     );
   }
 }
@@ -122,12 +124,13 @@ export async function decodeAudio(source: AudioSource, field: string, limits: Au
     if (!isWav(magic)) return await transcode(source, field, limits);
     if ('bytes' in source) {
       checkDuration(parseWavLayout(source.bytes, source.bytes.byteLength), field, limits.maxSeconds);
-      return await decodeWavAsync(source.bytes, source.owned);
+      return await decodeWavAsync(source.bytes, source.owned, limits.signal);
     }
     const head = await readAt(source.file, 0, Math.min(source.size, HEADER_WINDOW));
     const layout = parseWavLayout(head, source.size);
     checkDuration(layout, field, limits.maxSeconds);
-    if (layout.dataBytes >= INLINE_LIMIT) return await decodeWavFileAsync(source.file.fd, layout);
+    if (layout.dataBytes >= INLINE_LIMIT)
+      return await decodeWavFileAsync(source.file.fd, layout, limits.signal);
     const data = await readAt(source.file, layout.dataStart, layout.dataBytes);
     if (data.length < layout.dataBytes) throw new WavError('the WAV file ended before its data');
     return decodeData(data, layout.format);
@@ -135,7 +138,7 @@ export async function decodeAudio(source: AudioSource, field: string, limits: Au
     // A telephony WAV (mu-law, A-law) and the like: ffmpeg reads what voxd's own reader does not.
     if (err instanceof WavEncodingError && limits.codec?.available)
       return await transcode(source, field, limits);
-    if (err instanceof WavError) throw invalidRequest(`${field}: ${err.message}`, err);
+    if (err instanceof WavError) throw invalidField(field, `${field}: ${err.message}`, err);
     throw err;
   }
 }
@@ -157,6 +160,7 @@ export async function readAudioPath(
       throw new VoxdError(
         'E_BODY_TOO_LARGE',
         `${field}: the file is ${size} bytes; the limit is max_request_body_bytes=${limits.maxBytes}`,
+        { param: field },
       );
     return await decodeAudio({ file: handle, size }, field, limits);
   } finally {
@@ -181,6 +185,6 @@ export async function decodeBase64Literal(
   field: string,
   limits: AudioLimits,
 ): Promise<Audio> {
-  const bytes = await decodeBase64Async(literal, movable, field, limits.maxBytes);
+  const bytes = await decodeBase64Async(literal, movable, field, limits.maxBytes, limits.signal);
   return decodeAudio({ bytes, owned: true }, field, limits);
 }

@@ -8,16 +8,25 @@ import { conformPieces } from '../audio/convert.js';
 import { type Audio, durationMs } from '../audio/types.js';
 import type { ServerConfig } from '../config/types.js';
 import { EngineCrashed, EngineRestarted } from '../engines/engine-worker.js';
-import type { AudioFormat, EngineEvent, EngineRequest, EngineResult, RunContext } from '../engines/types.js';
+import type {
+  AudioFormat,
+  EngineEvent,
+  EngineRequest,
+  EngineResult,
+  EngineSession,
+  RunContext,
+} from '../engines/types.js';
 import { VoxdError } from '../errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import { traceOf } from '../observability/request-trace.js';
-import type { Clock, Timer } from '../util/clock.js';
-import { type AbortSource, LazyAbort } from '../util/lazy-abort.js';
+import type { Clock } from '../util/clock.js';
+import type { AbortSource, LazyAbort } from '../util/lazy-abort.js';
 import { untilAborted } from '../util/until-aborted.js';
 import { effectiveBusyTimeout } from './busy-timeout.js';
 import { engineFailure, type ModelEntry } from './model-entry.js';
+import type { Pool } from './model-state.js';
 import { retireCrashed } from './reconfiguration.js';
+import { RunGuard } from './run-guard.js';
 
 export interface InferenceOptions {
   /** The request's busy_timeout_ms, if it sent one. */
@@ -47,7 +56,7 @@ export interface InferenceOutcome {
  * them, joined, then converted once, exactly as an uploaded file is (converting piece by piece
  * would round each piece's length and filter each edge as if silence lay beyond it).
  */
-async function collect(pieces: AsyncIterable<Audio>, need: AudioFormat): Promise<Audio> {
+async function collect(pieces: AsyncIterable<Audio>, need: AudioFormat, signal: AbortSource): Promise<Audio> {
   const parts: Audio[] = [];
   for await (const piece of pieces) parts.push(piece);
   const first = parts[0];
@@ -58,7 +67,32 @@ async function collect(pieces: AsyncIterable<Audio>, need: AudioFormat): Promise
     samples.set(part.samples, at);
     at += part.samples.length;
   }
-  return conformAudioAsync({ samples, sampleRate: first.sampleRate, channels: first.channels }, need);
+  return conformAudioAsync({ samples, sampleRate: first.sampleRate, channels: first.channels }, need, signal);
+}
+
+/**
+ * Runs `request` on `session` with its input audio in the engine's format (`need`). A conversion
+ * long enough for the audio pool leaves its queue, never run, when the run is cancelled first.
+ */
+async function runConformed(
+  session: EngineSession,
+  request: EngineRequest,
+  context: RunContext,
+  need: AudioFormat,
+  run: LazyAbort,
+): Promise<EngineResult> {
+  if (request.liveAudio) {
+    // A live input fed from outside wakes its reader when the run is cancelled (client gone,
+    // shutdown, max_inference_ms), whatever the feeder does.
+    const live = untilAborted(request.liveAudio, run.signal);
+    return session.runLive
+      ? session.runLive({ ...request, liveAudio: conformPieces(live, need) }, context)
+      : session.run({ ...request, liveAudio: undefined, audio: await collect(live, need, run) }, context);
+  }
+  const prepared = request.audio
+    ? { ...request, audio: await conformAudioAsync(request.audio, need, run) }
+    : request;
+  return session.run(prepared, context);
 }
 
 /** A request's place on a model: one lease, for one run. */
@@ -164,137 +198,103 @@ export class Inference {
   }
 
   /**
-   * One run on a session. The engine's signal is the run's own controller, aborted when the client
-   * goes away, when a shutdown cancels the running requests (cancelAll), or past
-   * max_inference_ms. It is built by hand rather than with AbortSignal.any and AbortSignal.timeout:
-   * on Node 20 each AbortSignal costs several microseconds to make (AbortSignal.any adds a WeakRef
-   * and a FinalizationRegistry entry, AbortSignal.timeout a second signal), and this path runs
-   * thousands of times a second. The shutdown reaches the run through #running, not a listener.
+   * One run on a session: the model made ready, the watchdog armed, a session checked out for the
+   * run and back in after it. The engine's signal is the run's own (run-guard.ts).
    */
   async #run(
     entry: ModelEntry,
     request: EngineRequest,
     options: Pick<InferenceOptions, 'signal' | 'onEvent' | 'eventsOnly'>,
   ): Promise<InferenceOutcome> {
-    const maxMs = entry.config.max_inference_ms ?? this.#config.max_inference_ms;
-    const client = options.signal;
-    // The engine's signal is made only when the engine reads it (the fixture's no-op run does not).
-    const run = new LazyAbort();
-    const onClientAbort = () => run.abort(client.reason);
-    let watchdog: Timer | undefined;
-    let overran: VoxdError | undefined;
-    if (client.aborted) run.abort(client.reason);
-    else if (this.#cancel.signal.aborted) run.abort(this.#cancel.signal.reason);
-    else {
-      client.addEventListener('abort', onClientAbort, { once: true });
-      this.#running.add(run);
-    }
-    // Armed once the pool is ready, not before: a cold load (after an eviction, an idle retirement,
-    // a reconfiguration) is not inference, and a load slower than max_inference_ms would otherwise
-    // answer the first request after it 504 without having run anything.
-    const arm = () => {
-      if (maxMs <= 0 || run.aborted) return;
-      watchdog = this.#clock.after(
-        maxMs,
-        () => {
-          // The watchdog aborts with the 504 itself, so whoever hears the abort (another request
-          // on a shared runner, say) is told what happened.
-          overran = new VoxdError(
-            'E_INFERENCE_TIMEOUT',
-            `model '${entry.config.id}': the request ran past max_inference_ms=${maxMs} and was cancelled`,
-          );
-          run.abort(overran);
-        },
-        { unref: true },
-      );
-    };
+    const guard = new RunGuard(options.signal, this.#cancel.signal, this.#running);
     // Whether the outcome was counted: a run's own failure is, a failed load before it is not yet.
     let counted = false;
     try {
       // A ready pool is taken without the hop through ensureReady's promise.
       const state = entry.state;
-      const pool = state.kind === 'ready' ? state.pool : await entry.ensureReady(run.signal);
-      arm();
-      const { session, slot, checkin } = entry.checkout(pool);
-      const started = performance.now();
-      entry.touch();
+      const pool = state.kind === 'ready' ? state.pool : await entry.ensureReady(guard.run.signal);
+      guard.arm(this.#clock, entry.config.max_inference_ms ?? this.#config.max_inference_ms, entry.config.id);
+      const checkout = entry.checkout(pool);
       try {
-        // An engine told to keep only events returns no audio: its length, for the metrics, is
-        // what its events carried.
-        let eventAudioMs = 0;
-        const onEvent =
-          options.eventsOnly && options.onEvent
-            ? (event: EngineEvent) => {
-                if (event.type === 'audio') eventAudioMs += durationMs(event.audio);
-                return options.onEvent!(event);
-              }
-            : options.onEvent;
-        const context: RunContext = {
-          get signal() {
-            return run.signal;
-          },
-          onEvent,
-          eventsOnly: options.eventsOnly,
-        };
-        const need = pool.weights.audioInput;
-        let result: EngineResult;
-        if (request.liveAudio) {
-          // A live input fed from outside wakes its reader when the run is cancelled (client gone,
-          // shutdown, max_inference_ms), whatever the feeder does.
-          const live = untilAborted(request.liveAudio, run.signal);
-          result = session.runLive
-            ? await session.runLive({ ...request, liveAudio: conformPieces(live, need) }, context)
-            : await session.run(
-                { ...request, liveAudio: undefined, audio: await collect(live, need) },
-                context,
-              );
-        } else {
-          const prepared = request.audio
-            ? { ...request, audio: await conformAudioAsync(request.audio, need) }
-            : request;
-          result = await session.run(prepared, context);
-        }
-        const wallMs = performance.now() - started;
-        this.#ran(entry, request, result, wallMs, slot, client, eventAudioMs);
-        return {
-          result,
-          wallMs,
-          slot,
-          generation: pool.generation,
-          inputSampleRate: pool.weights.audioInput.sampleRate,
-        };
+        return await this.#onSession(entry, pool, checkout, request, options, guard);
       } catch (err) {
         counted = true;
-        this.#metrics?.outcome(entry.id, entry.config.task, run.aborted && !overran ? 'cancelled' : 'error');
-        if (overran && !client.aborted) throw overran;
-        if (run.aborted) throw run.reason;
-        if (err instanceof EngineCrashed) {
-          this.#metrics?.runnerRestarted(entry.id);
-          retireCrashed(entry, err.message);
-        }
-        if (err instanceof EngineRestarted) {
-          // Every call lost with a shared runner hears of it; the first one counts the restart.
-          if (err.firstOfRunner) this.#metrics?.runnerRestarted(entry.id);
-          if (err.crashed) retireCrashed(entry, err.message);
-          throw new VoxdError(
-            'E_ENGINE_RESTARTED',
-            `model '${entry.config.id}': ${err.message}; this request was lost with it and can be retried`,
-            { cause: err },
-          );
-        }
-        throw engineFailure(`model '${entry.config.id}' failed`, err);
+        throw this.#runFailed(entry, err, guard, options.signal);
       } finally {
-        checkin();
+        checkout.checkin();
         entry.touch();
       }
     } catch (err) {
-      if (!counted) this.#metrics?.outcome(entry.id, entry.config.task, run.aborted ? 'cancelled' : 'error');
+      if (!counted)
+        this.#metrics?.outcome(entry.id, entry.config.task, guard.run.aborted ? 'cancelled' : 'error');
       throw err;
     } finally {
-      client.removeEventListener('abort', onClientAbort);
-      this.#running.delete(run);
-      watchdog?.cancel();
+      guard.close();
     }
+  }
+
+  /** The run itself, on a checked-out session: input conformed, engine called, outcome counted. */
+  async #onSession(
+    entry: ModelEntry,
+    pool: Pool,
+    { session, slot }: ReturnType<ModelEntry['checkout']>,
+    request: EngineRequest,
+    options: Pick<InferenceOptions, 'signal' | 'onEvent' | 'eventsOnly'>,
+    guard: RunGuard,
+  ): Promise<InferenceOutcome> {
+    const started = performance.now();
+    entry.touch();
+    // An engine told to keep only events returns no audio: its length, for the metrics, is what
+    // its events carried.
+    let eventAudioMs = 0;
+    const onEvent =
+      options.eventsOnly && options.onEvent
+        ? (event: EngineEvent) => {
+            if (event.type === 'audio') eventAudioMs += durationMs(event.audio);
+            return options.onEvent!(event);
+          }
+        : options.onEvent;
+    const run = guard.run;
+    const context: RunContext = {
+      get signal() {
+        return run.signal;
+      },
+      onEvent,
+      eventsOnly: options.eventsOnly,
+    };
+    const result = await runConformed(session, request, context, pool.weights.audioInput, run);
+    const wallMs = performance.now() - started;
+    this.#ran(entry, request, result, wallMs, slot, options.signal, eventAudioMs);
+    return {
+      result,
+      wallMs,
+      slot,
+      generation: pool.generation,
+      inputSampleRate: pool.weights.audioInput.sampleRate,
+    };
+  }
+
+  /** Counts a failed run and gives the error its caller hears. */
+  #runFailed(entry: ModelEntry, err: unknown, guard: RunGuard, client: AbortSource): unknown {
+    const { run, overran } = guard;
+    this.#metrics?.outcome(entry.id, entry.config.task, run.aborted && !overran ? 'cancelled' : 'error');
+    if (overran && !client.aborted) return overran;
+    if (run.aborted) return run.reason;
+    if (err instanceof EngineCrashed) {
+      this.#metrics?.runnerRestarted(entry.id);
+      retireCrashed(entry, err.message);
+    }
+    if (err instanceof EngineRestarted) {
+      // Every call lost with a shared runner hears of it; the first one counts the restart.
+      if (err.firstOfRunner) this.#metrics?.runnerRestarted(entry.id);
+      if (err.crashed) retireCrashed(entry, err.message);
+      return new VoxdError(
+        'E_ENGINE_RESTARTED',
+        `model '${entry.config.id}': ${err.message}; this request was lost with it and can be retried`,
+        { cause: err },
+      );
+    }
+    return engineFailure(`model '${entry.config.id}' failed`, err);
   }
 
   /** A finished run: its metrics, and the slot and run time on the request's trace. */
