@@ -129,8 +129,8 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 export interface VoxdErrorOptions {
   cause?: unknown;
   /**
-   * The request field at fault (`seed`, `options.x`, `requests[0].input`), sent as `error.param`.
-   * When it is not set, describeError reads it from the message's leading `name:`.
+   * The request field at fault (`seed`, `options.x`, `requests[0].input`), sent as `error.param`
+   * (null when not set: an error about no one field).
    */
   param?: string;
   /** Seconds a client should wait before retrying, sent as the Retry-After header. */
@@ -169,8 +169,11 @@ export class InputError extends Error {
 export const invalidRequest = (message: string, cause?: unknown) =>
   new VoxdError('E_INVALID_REQUEST', message, { cause });
 /** A 400 for one named field: `param` goes to the client as `error.param`. */
-export const invalidField = (param: string, message: string) =>
-  new VoxdError('E_INVALID_REQUEST', message, { param });
+export const invalidField = (param: string, message: string, cause?: unknown) =>
+  new VoxdError('E_INVALID_REQUEST', message, { param, cause });
+/** A 400 about a place in a client's JSON: its field path, or none (undefined, '') for the whole body. */
+export const invalidAt = (path: string | undefined, message: string) =>
+  path ? invalidField(path, message) : invalidRequest(message);
 export const notFound = (message: string) => new VoxdError('E_NOT_FOUND', message);
 export const unknownModel = (id: string) =>
   new VoxdError('E_MODEL_NOT_FOUND', `unknown model id: ${showValue(id)}`, { param: 'model' });
@@ -240,30 +243,13 @@ export interface ErrorDescription {
   retryAfterS?: number;
 }
 
-/** A field path: `seed`, `options.x`, `requests[0].input`, `file[1]`. */
-const FIELD = String.raw`[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])*(?:\.[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])*)*`;
-/** `seed: ...` or `'file' is required...`: voxd's messages name the field first. */
-const LEADING_FIELD = new RegExp(`^(?:(${FIELD}): |'(${FIELD})' is required)`);
-
-/**
- * `error.param`: the field the error names, else null. An error that knows its field says so;
- * otherwise a client error (4xx) whose message begins with a field path and `: `, or with
- * `'name' is required`, names that field. Server-side errors (5xx) never have one: their prefixes
- * are contexts, not fields.
- */
-function paramOf(code: ErrorCode, message: string, known?: string): string | null {
-  if (known !== undefined) return known;
-  if (ERROR_CODES[code].status >= 500) return null;
-  const match = LEADING_FIELD.exec(message);
-  return match ? (match[1] ?? match[2] ?? null) : null;
-}
-
 function errorObject(code: ErrorCode, message: string, param?: string): ErrorObject {
   const { type, apiCode } = ERROR_CODES[code];
   return {
     message: cutText(message, MAX_ERROR_MESSAGE_CHARS),
     type,
-    param: paramOf(code, message, param),
+    // From the throw site (invalidField, a schema's path), never read back out of the message.
+    param: param ?? null,
     code: apiCode,
   };
 }

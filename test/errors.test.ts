@@ -5,6 +5,7 @@ import { WavError } from '../src/audio/wav-decode.js';
 import { ConfigError } from '../src/config/errors.js';
 import {
   ERROR_CODES,
+  invalidField,
   invalidRequest,
   MAX_ERROR_MESSAGE_CHARS,
   notFound,
@@ -64,19 +65,22 @@ test('toHttp maps typed errors, client input errors and unknown faults', () => {
   );
 });
 
-test('error.param: the field an error carries, else the field its message begins with, else null', () => {
+test('error.param: the field the throw site or the validator names, never one read out of the message', () => {
   const param = (err: unknown) => toHttp(err).body.error.param;
   assert.equal(param(new VoxdError('E_INVALID_REQUEST', 'bad', { param: 'voice' })), 'voice');
   assert.equal(param(unknownModel('nope')), 'model');
-  assert.equal(param(invalidRequest('seed: number out of range')), 'seed');
-  assert.equal(param(invalidRequest('options.speed: "x" is invalid; expected a number')), 'options.speed');
-  assert.equal(param(invalidRequest('requests[0].input: "" is invalid')), 'requests[0].input');
-  assert.equal(param(invalidRequest("'file' is required: expected a WAV upload")), 'file');
-  assert.equal(param(new VoxdError('E_FORBIDDEN', 'audio: a server-local file ...')), 'audio');
-  // Not a field: a sentence, a header, a context of a server-side error.
-  assert.equal(param(invalidRequest('malformed multipart request: no boundary')), null);
-  assert.equal(param(invalidRequest('Content-Length: "x" is not a decimal number')), null);
-  assert.equal(param(invalidRequest("model 'a': bad option")), null);
+  assert.equal(param(invalidField('seed', 'seed: number out of range')), 'seed');
+  assert.equal(
+    param(invalidField('requests[0].input', 'requests[0].input: "" is invalid')),
+    'requests[0].input',
+  );
+  assert.equal(param(ConfigError.invalid('models[0].slots', 0, 'an integer')), 'models[0].slots');
+  // A CLI flag is no field of a request.
+  assert.equal(param(ConfigError.invalid('--port', 'x', 'a port')), null);
+  // The message is not read: an error that names no field has none, whatever its words.
+  assert.equal(param(invalidRequest('seed: number out of range')), null);
+  assert.equal(param(invalidRequest("'file' is required: expected a WAV upload")), null);
+  assert.equal(param(new WavError('fmt: not a WAV file')), null);
   assert.equal(param(new VoxdError('E_ENGINE', 'load: the engine crashed')), null);
   assert.equal(param(notFound('unknown endpoint: /v1/nope')), null);
 });

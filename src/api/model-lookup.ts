@@ -1,7 +1,7 @@
 /** Which model a request names, and which task tokens and modes each inference route serves. */
 import { aliasTarget } from '../config/model-aliases.js';
 import type { ModelConfig, TaskToken } from '../config/types.js';
-import { invalidField, invalidRequest, isVoxdError, showValue, VoxdError } from '../errors.js';
+import { invalidField, isVoxdError, showValue, VoxdError } from '../errors.js';
 import type { ModelEntry } from '../runtime/model-entry.js';
 import type { Runtime } from '../runtime/runtime.js';
 
@@ -52,7 +52,8 @@ export function registeredEntry(runtime: Runtime, name: string): ModelEntry | un
 
 export function requireTask(model: ModelConfig, tasks: readonly TaskToken[], route: string): void {
   if (!tasks.includes(model.task)) {
-    throw invalidRequest(
+    throw invalidField(
+      'model',
       `model: ${showValue(model.id)} has task '${model.task}'; ${route} serves ${tasks.join(', ')} models (use /v1/tasks/run for any task)`,
     );
   }
@@ -61,7 +62,8 @@ export function requireTask(model: ModelConfig, tasks: readonly TaskToken[], rou
 /** Streamed answers need a model configured `mode: "streaming"` (audio.cpp answers 500; voxd 400). */
 export function requireStreamingMode(model: ModelConfig): void {
   if (model.mode !== 'streaming') {
-    throw invalidRequest(
+    throw invalidField(
+      'stream',
       `stream: model ${showValue(model.id)} is configured mode "${model.mode}"; streamed responses need a model entry with "mode": "streaming"`,
     );
   }

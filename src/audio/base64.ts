@@ -4,7 +4,7 @@
  * JSON body's bytes), so both give the same bytes and the same errors.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { invalidRequest } from '../errors.js';
+import { invalidField } from '../errors.js';
 
 /** Base64 characters decoded in one turn of the event loop (a multiple of 4): about a millisecond. */
 const SLICE_CHARS = 256 * 1024;
@@ -47,14 +47,14 @@ export function isPaddedBase64Of(payload: string, bytes: Buffer): boolean {
 /** The bytes of base64 `data` (optionally a `data:` URI), at most `maxBytes`; a 400 naming `field` otherwise. */
 export function base64Bytes(data: string, field: string, maxBytes: number): Buffer {
   const payload = data.startsWith('data:') ? data.slice(data.indexOf(',') + 1) : data;
-  if (payload.trim().length === 0) throw invalidRequest(`${field}: the base64 payload is empty`);
+  if (payload.trim().length === 0) throw invalidField(field, `${field}: the base64 payload is empty`);
   // Three bytes for every four characters: refuse before allocating.
   if (Math.floor((payload.length * 3) / 4) > maxBytes + 3)
-    throw invalidRequest(`${field}: decoded audio is larger than the limit of ${maxBytes} bytes`);
+    throw invalidField(field, `${field}: decoded audio is larger than the limit of ${maxBytes} bytes`);
   const bytes = Buffer.from(payload, 'base64');
-  if (!isBase64Of(payload, bytes)) throw invalidRequest(`${field}: not valid base64`);
+  if (!isBase64Of(payload, bytes)) throw invalidField(field, `${field}: not valid base64`);
   if (bytes.length > maxBytes)
-    throw invalidRequest(`${field}: decoded audio is ${bytes.length} bytes; the limit is ${maxBytes}`);
+    throw invalidField(field, `${field}: decoded audio is ${bytes.length} bytes; the limit is ${maxBytes}`);
   return bytes;
 }
 

@@ -244,11 +244,13 @@ export class Codec {
         throw new VoxdError(
           'E_AUDIO_TOO_LONG',
           `${field}: the decoded audio is longer than max_audio_seconds=${limits.maxSeconds} (server or model)`,
+          { param: field },
         );
       if (stopped === 'bytes')
         throw new VoxdError(
           'E_AUDIO_TOO_LONG',
           `${field}: the decoded audio is larger than max_request_body_bytes=${limits.maxBytes} (4 bytes a mono sample at the input's rate, at most ${MAX_DECODE_RATE} Hz: ${describeSeconds(limits.maxBytes / 4 / (audio.sampleRate || MAX_DECODE_RATE))})`,
+          { param: field },
         );
       if (stopped === 'time')
         throw new VoxdError(
@@ -259,20 +261,25 @@ export class Codec {
         throw new VoxdError(
           'E_INVALID_REQUEST',
           `${field}: ffmpeg decoded no audio from it for ffmpeg_decode_stall_ms=${this.#stallMs}`,
+          { param: field },
         );
       const refused = refusedFormat(stderr);
       if (refused)
         throw new VoxdError(
           'E_INVALID_REQUEST',
           `${field}: the format "${refused}" is not accepted; audio files only: ${ACCEPTED_FORMATS}`,
+          { param: field },
         );
       if (code === 0 && audio.started && audio.frames === 0)
-        throw new VoxdError('E_INVALID_REQUEST', `${field}: the audio holds no samples once decoded`);
+        throw new VoxdError('E_INVALID_REQUEST', `${field}: the audio holds no samples once decoded`, {
+          param: field,
+        });
       if (code !== 0 || !audio.started) {
         const why = lastLine(stderr);
         throw new VoxdError(
           'E_INVALID_REQUEST',
           `${field}: the audio could not be decoded${why ? ` (ffmpeg: ${why})` : ' (no audio stream)'}`,
+          { param: field },
         );
       }
       return audio.take();
@@ -344,6 +351,7 @@ export class Codec {
       throw new VoxdError(
         'E_INVALID_REQUEST',
         `response_format: "${format}" needs ffmpeg with the ${ENCODINGS[format].encoder} encoder, which this server does not have (install ffmpeg or set ffmpeg_path)`,
+        { param: 'response_format' },
       );
     const release = await this.#slots.take(this.#owner, signal);
     const { encoder, muxer, args, input: raw } = ENCODINGS[format];
@@ -386,6 +394,7 @@ export function missingFfmpeg(field: string, what = 'this audio'): VoxdError {
   return new VoxdError(
     'E_INVALID_REQUEST',
     `${field}: ${what} is not WAV; decoding it needs ffmpeg, which this server does not have (install ffmpeg or set ffmpeg_path)`,
+    { param: field },
   );
 }
 

@@ -2,7 +2,7 @@
  * Reading engine options and inputs that several families share. Option maps hold strings; every
  * bad value is a 400 naming where it came from (`options.` for a request, `load_options.` for a model).
  */
-import { invalidRequest, showValue } from '../errors.js';
+import { invalidField, showValue } from '../errors.js';
 import type { EngineRequest } from './types.js';
 
 export interface NumberRule {
@@ -29,7 +29,8 @@ export function numberOption(
     value > max ||
     (integer && !Number.isInteger(value))
   ) {
-    throw invalidRequest(
+    throw invalidField(
+      `${where}${key}`,
       `${where}${key}: ${showValue(raw)} is invalid; expected ${integer ? 'an integer' : 'a number'} between ${min} and ${max}`,
     );
   }
@@ -43,7 +44,7 @@ export function speedOption(options: Record<string, string>): number {
   if (raw === undefined) return 1;
   const speed = Number(raw);
   if (raw.trim() === '' || !Number.isFinite(speed) || speed < 0.25 || speed > 4) {
-    throw invalidRequest(`${key}: ${showValue(raw)} is invalid; expected a number between 0.25 and 4`);
+    throw invalidField(key, `${key}: ${showValue(raw)} is invalid; expected a number between 0.25 and 4`);
   }
   return speed;
 }
@@ -53,7 +54,7 @@ const SPEAKABLE = /[\p{L}\p{N}]/u;
 /** The text of a TTS request; a 400 when it has nothing a synthesizer could say. */
 export function speakableText(request: EngineRequest): string {
   const text = request.text ?? '';
-  if (!SPEAKABLE.test(text)) throw invalidRequest('input: the text has no letters or digits to speak');
+  if (!SPEAKABLE.test(text)) throw invalidField('input', 'input: the text has no letters or digits to speak');
   return text;
 }
 

@@ -8,7 +8,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { type EventEmitter, once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { ModelIsolation } from '../config/types.js';
-import { invalidRequest } from '../errors.js';
+import { invalidField } from '../errors.js';
 import type { EventAck, ProcessInit } from './engine-port.js';
 import { type JobFailure, type JobReply, jobFailed } from './job-error.js';
 import { hasBulk, readBulk, writeBulk } from './runner-bulk.js';
@@ -409,6 +409,6 @@ export class ModelRunners<J extends object, R extends Reply> {
  * the message to the runner is a copy already; a 400 without audio.
  */
 export function inputSamples(request: EngineRequest, purpose: string): RunnerSamples {
-  if (!request.audio) throw invalidRequest(`'audio' is required: ${purpose} needs input audio`);
+  if (!request.audio) throw invalidField('audio', `'audio' is required: ${purpose} needs input audio`);
   return request.audio.pcm16 ?? request.audio.samples;
 }

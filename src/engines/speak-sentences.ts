@@ -8,7 +8,7 @@
  */
 import { joinPcm16 } from '../audio/pcm16-audio.js';
 import { type Audio, frameCount } from '../audio/types.js';
-import { invalidRequest } from '../errors.js';
+import { invalidField } from '../errors.js';
 import { sentences } from './engine-options.js';
 import type { EngineEvent } from './types.js';
 
@@ -54,7 +54,7 @@ export async function speakSentences(
     await onEvent?.({ type: 'text', delta });
     await onEvent?.({ type: 'audio', audio });
   }
-  if (!first) throw invalidRequest(nothing());
+  if (!first) throw invalidField('input', nothing());
   if (parts.length === 0) return undefined;
   if (parts.length === 1) return parts[0]!;
   const joined = joinPcm16(parts);

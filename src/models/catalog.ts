@@ -4,7 +4,7 @@
  * mirror or a test server stands in for GitHub or Hugging Face through an environment variable.
  */
 import { readFileSync } from 'node:fs';
-import { invalidRequest, showValue } from '../errors.js';
+import { invalidField, showValue } from '../errors.js';
 
 /** Package ids: what a folder under the models root may be called. */
 /** Package ids become folder names: letters, digits, `_`, `-` and `.`, never a leading `.` (so never `.`, `..` or a hidden folder). */
@@ -80,7 +80,8 @@ export function findPackage(id: string): CatalogPackage | undefined {
 /** Throws a 400 unless `id` is a valid package id. */
 export function checkPackageId(id: unknown): string {
   if (typeof id !== 'string' || !PACKAGE_ID.test(id))
-    throw invalidRequest(
+    throw invalidField(
+      'id',
       `id: ${showValue(id)} is invalid; expected 1 to 128 of A-Z a-z 0-9 _ - . (not starting with .)`,
     );
   return id;

@@ -29,7 +29,7 @@
 import { lstat, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative } from 'node:path';
 import { createEngineCatalog, type EngineCatalog } from '../engines/catalog.js';
-import { cutText, invalidRequest, notFound, VoxdError } from '../errors.js';
+import { cutText, invalidField, invalidRequest, notFound, VoxdError } from '../errors.js';
 import { makeFolder } from '../util/make-folder.js';
 import {
   type Artifact,
@@ -255,7 +255,7 @@ export class Installer {
     const entry = this.#jobs.get(checkPackageId(id));
     if (!entry) throw notFound(`no install job for ${id}`);
     if (entry.job.state !== 'queued' && entry.job.state !== 'running')
-      throw invalidRequest(`id: the install job for ${id} is not running (${entry.job.state})`);
+      throw invalidField('id', `id: the install job for ${id} is not running (${entry.job.state})`);
     moveJob(entry.job, 'cancelling');
     entry.job.message = 'cancelling';
     this.#changed(entry.job);
@@ -455,17 +455,21 @@ export class Installer {
     try {
       url = new URL(request.url);
     } catch {
-      throw invalidRequest(`url: ${JSON.stringify(String(request.url).slice(0, 80))} is not a URL`);
+      throw invalidField('url', `url: ${JSON.stringify(String(request.url).slice(0, 80))} is not a URL`);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:')
-      throw invalidRequest(`url: only http and https URLs are accepted`);
+      throw invalidField('url', `url: only http and https URLs are accepted`);
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (!this.#hostPolicy().allowPrivate && isPrivateAddress(host))
-      throw invalidRequest(
+      throw invalidField(
+        'url',
         `url: ${showUrl(url.href)} names ${host}, a loopback, link-local or private address; set installer_allow_private_hosts to allow it`,
       );
     if (request.family !== undefined && !this.#engines.get(request.family)?.recognise)
-      throw invalidRequest(`family: ${JSON.stringify(request.family)} is not a family that can be installed`);
+      throw invalidField(
+        'family',
+        `family: ${JSON.stringify(request.family)} is not a family that can be installed`,
+      );
     const id = request.id === undefined ? idFromUrl(url.href) : checkPackageId(request.id);
     return {
       id,

@@ -13,7 +13,7 @@
  */
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { invalidRequest, VoxdError } from '../errors.js';
+import { invalidField, VoxdError } from '../errors.js';
 import { makeFolder } from '../util/make-folder.js';
 import { refusedRootLocation } from './root-location.js';
 
@@ -116,24 +116,28 @@ async function stage<I>(
   build: (root: string) => Promise<I>,
 ): Promise<Pair<I>> {
   const before = await refusedRootLocation(requested);
-  if (before) throw invalidRequest(`path: the models root ${requested} is refused: ${before}`);
+  if (before) throw invalidField('path', `path: the models root ${requested} is refused: ${before}`);
   try {
     await makeFolder(requested);
   } catch (err) {
-    throw invalidRequest(`path: the models root ${requested} cannot be created (${(err as Error).message})`);
+    throw invalidField(
+      'path',
+      `path: the models root ${requested} cannot be created (${(err as Error).message})`,
+    );
   }
   // Made or found: where it really is now (a link swapped meanwhile is judged again).
   const root = await realpath(requested).catch(() => undefined);
   const info = root === undefined ? undefined : await stat(root).catch(() => undefined);
   if (root === undefined || !info?.isDirectory())
-    throw invalidRequest(`path: the models root ${requested} is not a folder`);
+    throw invalidField('path', `path: the models root ${requested} is not a folder`);
   const after = await refusedRootLocation(root);
-  if (after) throw invalidRequest(`path: the models root ${requested} is refused: ${after}`);
+  if (after) throw invalidField('path', `path: the models root ${requested} is refused: ${after}`);
   let installer: I;
   try {
     installer = await build(root);
   } catch (err) {
-    throw invalidRequest(
+    throw invalidField(
+      'path',
       `path: the installer for the models root ${root} could not be set up (${(err as Error).message})`,
     );
   }

@@ -6,7 +6,7 @@
 import type { ModelConfig, TaskToken } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
 import type { EngineFamily } from '../engines/types.js';
-import { invalidRequest } from '../errors.js';
+import { invalidField, invalidRequest } from '../errors.js';
 import type { Installer } from '../models/installer.js';
 import type { ModelsRoot } from '../models/models-root.js';
 import { type ResolvedPreset, resolvePresets } from './voice-presets.js';
@@ -33,7 +33,8 @@ export async function defineModel(config: ModelConfig, sources: DefinitionSource
 export function familyOf(config: ModelConfig, catalog: EngineCatalog): EngineFamily {
   const family = catalog.get(config.family);
   if (!family) {
-    throw invalidRequest(
+    throw invalidField(
+      'family',
       `family: "${config.family}" is unknown; known families: ${[...catalog.keys()].join(', ')}`,
     );
   }
@@ -49,11 +50,13 @@ async function withPackage(config: ModelConfig, modelsRoot: ModelsRoot<Installer
   const root = modelsRoot.root;
   const installed = (await modelsRoot.installer.list()).find((p) => p.id === config.package);
   if (!installed)
-    throw invalidRequest(
+    throw invalidField(
+      'package',
       `package: "${config.package}" is not installed in ${root}; install it with \`voxd models pull ${config.package}\` or POST /v1/ui/models/install`,
     );
   if (config.family !== '' && config.family !== installed.family)
-    throw invalidRequest(
+    throw invalidField(
+      'family',
       `family: "${config.family}" does not match package "${installed.id}", which is a ${installed.family} model`,
     );
   return {
@@ -73,7 +76,8 @@ function checkTask(config: ModelConfig, catalog: EngineCatalog): void {
   }
   const isolations = family.isolations ?? ['session'];
   if (config.isolation && !isolations.includes(config.isolation)) {
-    throw invalidRequest(
+    throw invalidField(
+      'isolation',
       `isolation: "${config.isolation}" is not available for model '${config.id}': family '${family.name}' supports ${isolations.map((i) => `"${i}"`).join(', ')} (its engine object cannot serve two slots at once; see docs/engines.md)`,
     );
   }

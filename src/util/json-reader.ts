@@ -16,7 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { keyPath } from '../config/errors.js';
-import { invalidRequest, showValue } from '../errors.js';
+import { invalidAt, showValue } from '../errors.js';
 import {
   BACKSLASH,
   CLOSE_ARRAY,
@@ -24,7 +24,7 @@ import {
   COMMA,
   checkJsonShape,
   type DepthOptions,
-  jsonShapeFault,
+  jsonShapeError,
   MAX_JSON_DEPTH,
   MAX_JSON_VALUES,
   OPEN_ARRAY,
@@ -86,7 +86,8 @@ export const keepPlain =
 export const MAX_TEXT_BYTES = 1 << 20;
 
 function textTooLong(path: string, literal: LiftedLiteral) {
-  return invalidRequest(
+  return invalidAt(
+    path === 'request body' ? undefined : path,
     `${path}: a string of ${literal.bytes.length} bytes; voxd takes at most ${MAX_TEXT_BYTES} bytes in a text field (audio goes as base64 in its own field, or as a file)`,
   );
 }
@@ -212,7 +213,8 @@ async function scan(bytes: Buffer, options: ReadOptions): Promise<Cut[]> {
       const end = await literalEnd(bytes, i);
       if (end.close < 0) {
         const reason = `the string that opens at byte ${i} never closes`;
-        throw invalidRequest(
+        throw invalidAt(
+          options.notJson ? undefined : options.field,
           options.notJson?.(reason) ??
             `${options.field === undefined ? 'request body is' : `${options.field}:`} not valid JSON: ${reason}`,
         );
@@ -244,8 +246,9 @@ function shapeFault(bytes: Buffer, at: number, cuts: readonly Cut[], options: Re
     from = cut.close + 1;
   }
   prefix += bytes.toString('utf8', from, at + 1);
-  throw invalidRequest(
-    jsonShapeFault(prefix, options) ?? `${options.field ?? 'request body'}: JSON too deep or too wide`,
+  throw (
+    jsonShapeError(prefix, options) ??
+    invalidAt(options.field, `${options.field ?? 'request body'}: JSON too deep or too wide`)
   );
 }
 
@@ -257,13 +260,15 @@ function isKey(bytes: Buffer, at: number): boolean {
 }
 
 function keyTooLong(bytes: Buffer, open: number, close: number, field: string | undefined) {
-  return invalidRequest(
+  return invalidAt(
+    field,
     `${field ?? 'request body'}: a key of ${close - open - 1} bytes (${showValue(bytes.toString('utf8', open + 1, open + 41))}); keys are names, of less than ${LIFT_MIN_BYTES} bytes`,
   );
 }
 
 function skeletonTooLarge(field: string | undefined) {
-  return invalidRequest(
+  return invalidAt(
+    field,
     `${field ?? 'request body'}: more than ${MAX_SKELETON_BYTES} bytes of JSON outside strings of ${LIFT_MIN_BYTES} bytes or more (numbers, short strings, spaces); voxd accepts at most ${MAX_SKELETON_BYTES}`,
   );
 }

@@ -10,7 +10,7 @@
  *   engine: one walk of the parsed value finds it.
  */
 import { keyPath } from '../config/errors.js';
-import { cutText, invalidRequest, showValue } from '../errors.js';
+import { cutText, invalidAt, showValue, type VoxdError } from '../errors.js';
 
 /** Deepest nesting of objects and arrays a client's JSON may have; the body itself is level 1. */
 export const MAX_JSON_DEPTH = 64;
@@ -47,20 +47,37 @@ export interface DepthOptions {
  * goes deeper or wider than the limits either.
  */
 export function jsonShapeFault(text: string, options: DepthOptions = {}): string | undefined {
+  return shapeFaultOf(text, options)?.message;
+}
+
+/** The fault and the field path it names ('' for the text as a whole). */
+function shapeFaultOf(text: string, options: DepthOptions): { path: string; message: string } | undefined {
   const limit = options.limit ?? MAX_JSON_DEPTH;
   const at = faultAt(text, limit);
   if (at === undefined) return undefined;
   const what = options.field ?? 'request body';
   if (at.wide)
-    return `${what}: JSON has more than ${MAX_JSON_VALUES} values; voxd accepts at most ${MAX_JSON_VALUES}`;
+    return {
+      path: options.field ?? '',
+      message: `${what}: JSON has more than ${MAX_JSON_VALUES} values; voxd accepts at most ${MAX_JSON_VALUES}`,
+    };
   const path = pathTo(text, at.index, options.field);
-  return `${path || what}: JSON nesting is deeper than ${limit} levels; voxd accepts at most ${limit}`;
+  return {
+    path,
+    message: `${path || what}: JSON nesting is deeper than ${limit} levels; voxd accepts at most ${limit}`,
+  };
+}
+
+/** The 400 of jsonShapeFault, naming the field it is about, or undefined when the shape is fine. */
+export function jsonShapeError(text: string, options: DepthOptions = {}): VoxdError | undefined {
+  const fault = shapeFaultOf(text, options);
+  return fault && invalidAt(fault.path, fault.message);
 }
 
 /** Fails with a 400 (jsonShapeFault's message) when `text` is too deep or too wide. */
 export function checkJsonShape(text: string, options: DepthOptions = {}): void {
-  const fault = jsonShapeFault(text, options);
-  if (fault !== undefined) throw invalidRequest(fault);
+  const error = jsonShapeError(text, options);
+  if (error !== undefined) throw error;
 }
 
 /** Where the `[` or `{` that opens level `limit + 1` is, or that the text has too many values. */
@@ -184,7 +201,8 @@ export function parseJsonText(text: string, field?: string, options: ParseOption
     parsed = JSON.parse(text);
   } catch (err) {
     const reason = (err as Error).message;
-    throw invalidRequest(
+    throw invalidAt(
+      options.notJson ? undefined : field,
       options.notJson?.(reason) ??
         (field === undefined
           ? `request body is not valid JSON: ${reason}`
@@ -241,7 +259,8 @@ function visitMember(
 }
 
 function outOfRange(path: string, value: number) {
-  return invalidRequest(
+  return invalidAt(
+    path === 'request body' ? undefined : path,
     `${path}: number out of range (it parses as ${value}); expected a finite number, at most about 1.8e308`,
   );
 }

@@ -30,6 +30,7 @@ export function forbiddenPath(field: string, roots: readonly string[]): VoxdErro
   return new VoxdError(
     'E_FORBIDDEN',
     `${field}: a server-local file must be a readable regular file under a file root; ${where}`,
+    { param: field },
   );
 }
 
@@ -65,7 +66,7 @@ export async function openServerFile(
   if (file) return file;
   throw access
     ? forbiddenPath(field, access.roots)
-    : new VoxdError('E_FORBIDDEN', `${field}: ${path} is not a readable regular file`);
+    : new VoxdError('E_FORBIDDEN', `${field}: ${path} is not a readable regular file`, { param: field });
 }
 
 /** A path option an engine will open itself: confined, and a regular file now. */

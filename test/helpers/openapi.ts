@@ -9,6 +9,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { ROUTES } from '../../src/http/index.js';
 import { buildOpenApi } from '../../src/http/openapi.js';
+import { formObject as readForm } from '../../src/http/request/form-text.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON
 type Json = any;
@@ -141,15 +142,18 @@ function describe(errors: ErrorObject[] | null | undefined): string {
   return (errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message}`).join('; ');
 }
 
-/** A multipart body as the form schema sees it: each field a string (a file part: its name), listed fields as arrays. */
-function formObject(form: FormData, schema: Json): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const key of new Set(form.keys())) {
-    const values = form.getAll(key).map((v) => (typeof v === 'string' ? v : (v as File).name || 'blob'));
-    const listed = resolveSchema(schema.properties?.[key])?.type === 'array' || values.length > 1;
-    out[key] = listed ? values : values[0];
+/**
+ * A multipart body as the form schema sees it: each field read from its text as the server reads
+ * it (src/http/request/form-text.ts), a file part as its name, listed fields as arrays.
+ */
+function formValue(form: FormData, schema: Json): Record<string, unknown> {
+  const lists = new Map<string, string[]>();
+  const files: { field: string; filename: string }[] = [];
+  for (const [key, value] of form.entries()) {
+    if (typeof value !== 'string') files.push({ field: key, filename: (value as File).name || 'blob' });
+    else lists.set(key, [...(lists.get(key) ?? []), value]);
   }
-  return out;
+  return { ...readForm({ lists, files }, schema).value };
 }
 
 const resolveSchema = (schema: Json): Json =>
@@ -184,7 +188,7 @@ export function assertRequestMatchesOpenApi(
   const at = `${pointer('paths', template!, m, 'requestBody', 'content', type, 'schema')}`;
   const value =
     sent.body instanceof FormData
-      ? formObject(sent.body, resolveSchema(content[type].schema))
+      ? formValue(sent.body, resolveSchema(content[type].schema))
       : JSON.parse(sent.body.toString());
   const validate = validatorAt(at);
   if (!validate(value))

@@ -1,6 +1,6 @@
 /** The max_input_chars limit on the text a speech model is asked to speak, the same on every route. */
 import type { ModelConfig, ServerConfig, TaskToken } from '../../config/types.js';
-import { invalidRequest } from '../../errors.js';
+import { invalidField } from '../../errors.js';
 
 /** Tasks whose text is spoken: the text is what a request's cost grows with. */
 export const SPEECH_TASKS: readonly TaskToken[] = ['tts', 'clon', 'vdes'];
@@ -26,7 +26,8 @@ export function checkInputChars(
   const raise = own
     ? "raise max_input_chars in this model's entry"
     : 'raise the server max_input_chars (--max-input-chars), or set max_input_chars on the model';
-  throw invalidRequest(
+  throw invalidField(
+    field,
     `${field}: ${chars} characters is over max_input_chars=${limit}; send a shorter text, or ${raise} (0 = no limit)`,
   );
 }

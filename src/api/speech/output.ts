@@ -15,7 +15,7 @@ import { type Audio, frameCount } from '../../audio/types.js';
 import { MAX_SAMPLE_RATE, MIN_SAMPLE_RATE } from '../../audio/wav-decode.js';
 import { encodePcm16, encodeWav } from '../../audio/wav-encode.js';
 import type { ServerConfig } from '../../config/types.js';
-import { invalidRequest, showValue } from '../../errors.js';
+import { invalidField, showValue } from '../../errors.js';
 import { type Fields, optionalEnum } from '../fields.js';
 
 export const SPEECH_FORMATS = ['wav', 'pcm', ...SPEECH_ENCODINGS, 'json', 'b64_json'] as const;
@@ -58,18 +58,21 @@ export function parseSpeechOutput(
     optionalEnum(body, 'response_format', SPEECH_FORMATS) ??
     (streaming && !isEncoding(fallback) ? 'pcm' : fallback);
   if (streaming && !(STREAM_FORMATS as readonly string[]).includes(format))
-    throw invalidRequest(
+    throw invalidField(
+      'response_format',
       `response_format: "${format}" is invalid for a streamed response; expected one of: ${STREAM_FORMATS.join(', ')}`,
     );
   if (isEncoding(format) && !codec.info.encodings.includes(format))
-    throw invalidRequest(
+    throw invalidField(
+      'response_format',
       `response_format: "${format}" needs ffmpeg with its encoder, which this server does not have (install ffmpeg or set ffmpeg_path); wav and pcm always work`,
     );
   const raw = body['sample_rate'];
   if (raw === undefined || raw === null)
     return format === 'pcm' && pcmRate !== undefined ? { format, sampleRate: pcmRate } : { format };
   if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < MIN_SAMPLE_RATE || raw > MAX_SAMPLE_RATE)
-    throw invalidRequest(
+    throw invalidField(
+      'sample_rate',
       `sample_rate: ${showValue(raw)} is invalid; expected an integer in ${MIN_SAMPLE_RATE}..${MAX_SAMPLE_RATE}`,
     );
   return { format, sampleRate: raw };
@@ -158,7 +161,10 @@ export class SpeechStreamWriter {
     this.#rate ??= target ?? audio.sampleRate;
     if (target === undefined || target === audio.sampleRate) return audio.samples;
     if (audio.channels !== 1)
-      throw invalidRequest('sample_rate: a streamed answer can be resampled only from a mono model');
+      throw invalidField(
+        'sample_rate',
+        'sample_rate: a streamed answer can be resampled only from a mono model',
+      );
     this.#resampler ??= new StreamResampler(audio.sampleRate, target);
     return this.#resampler.push(audio.samples);
   }

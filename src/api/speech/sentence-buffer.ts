@@ -13,7 +13,7 @@
  * text held is kept as its pieces (appending to one string would copy it whole on every push);
  * and that text is refused past maxChars as it arrives.
  */
-import { invalidRequest } from '../../errors.js';
+import { invalidField } from '../../errors.js';
 
 const TERMINATORS = '.!?…。！？';
 const CLOSERS = `"'”’»)]}`;
@@ -203,7 +203,8 @@ export class SentenceBuffer {
 
   #refuse(): never {
     this.flush();
-    throw invalidRequest(
+    throw invalidField(
+      this.#field,
       `${this.#field}: more than ${this.#maxChars} characters without a sentence end, over max_input_chars=${this.#maxChars}; end a sentence sooner, or raise the server max_input_chars (--max-input-chars) (0 = no limit)`,
     );
   }

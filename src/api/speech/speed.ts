@@ -1,5 +1,5 @@
 /** `speed` (or `speaking_rate`) of a speech request, as the option its model takes. */
-import { invalidRequest, showValue } from '../../errors.js';
+import { invalidField, showValue } from '../../errors.js';
 import type { Fields } from '../fields.js';
 
 /**
@@ -12,7 +12,7 @@ export function speedOptions(body: Fields, accepted: ReadonlySet<string>): Recor
   const raw = body[key];
   if (raw === undefined || raw === null) return {};
   if (typeof raw !== 'number' || !Number.isFinite(raw) || raw <= 0) {
-    throw invalidRequest(`${key}: ${showValue(raw)} is invalid; expected a positive number`);
+    throw invalidField(key, `${key}: ${showValue(raw)} is invalid; expected a positive number`);
   }
   const option = accepted.has('speed')
     ? 'speed'
@@ -22,5 +22,5 @@ export function speedOptions(body: Fields, accepted: ReadonlySet<string>): Recor
   if (option) return { [option]: String(raw) };
   // 1.0 is what every model does anyway, so it is accepted as if omitted.
   if (raw === 1) return {};
-  throw invalidRequest(`${key}: ${raw} is not supported by this model`);
+  throw invalidField(key, `${key}: ${raw} is not supported by this model`);
 }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { type AudioLimits, decodeBase64Audio, readAudioPath } from '../../audio/input.js';
 import type { Audio } from '../../audio/types.js';
 import type { ModelConfig } from '../../config/types.js';
-import { invalidRequest, showValue } from '../../errors.js';
+import { invalidField, showValue } from '../../errors.js';
 import { DEFAULT_PRESET, type ResolvedPreset } from '../../runtime/voice-presets.js';
 import { openRegularFile } from '../../util/regular-file.js';
 import type { FileAccess } from '../../util/server-files.js';
@@ -44,7 +44,8 @@ async function explicitVoiceRef(
       return decodeBase64Audio(ref['data'], 'voice_ref.data', { ...limits, maxBytes: MAX_VOICE_REF_BYTES });
     }
   }
-  throw invalidRequest(
+  throw invalidField(
+    'voice_ref',
     `voice_ref: ${showValue(raw)} is invalid; expected a path, {"type":"path","path":...} or {"type":"base64","data":...}`,
   );
 }
@@ -104,7 +105,7 @@ export function voiceName(body: Fields): string | undefined {
   if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
     const id = (raw as Record<string, unknown>)['id'];
     if (typeof id === 'string') return id;
-    throw invalidRequest(`voice: ${showValue(raw)} is invalid; expected a voice name or {"id": name}`);
+    throw invalidField('voice', `voice: ${showValue(raw)} is invalid; expected a voice name or {"id": name}`);
   }
   return optionalString(body, 'voice');
 }

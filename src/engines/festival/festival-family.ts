@@ -7,7 +7,7 @@
 import { access } from 'node:fs/promises';
 import { pcm16Audio } from '../../audio/pcm16-audio.js';
 import { readPcm16Wav } from '../../audio/wav-decode.js';
-import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { invalidField, showValue, VoxdError } from '../../errors.js';
 import { CpuFamily } from '../cpu-family.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { speakSentences } from '../speak-sentences.js';
@@ -31,7 +31,7 @@ export const FESTIVAL_ALIASES: VoiceAliasMap = Object.fromEntries(OPENAI_VOICES.
 
 function checkVoice(voice: string): void {
   if (!(FESTIVAL_VOICES as readonly string[]).includes(voice)) {
-    throw invalidRequest(`voice: ${showValue(voice)} is not a festival voice; use slt ${ALIAS_HINT}`);
+    throw invalidField('voice', `voice: ${showValue(voice)} is not a festival voice; use slt ${ALIAS_HINT}`);
   }
 }
 

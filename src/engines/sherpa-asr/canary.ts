@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { OptionMap } from '../../config/types.js';
-import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { invalidField, invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { TOKENS } from '../sherpa-model-folder.js';
 import type { EngineRequest, ParamRow } from '../types.js';
 import { SherpaRecognizerFamily } from './recognizer-family.js';
@@ -31,17 +31,26 @@ const SPECIAL_TOKENS = [
 const LANGUAGES = CANARY_LANGUAGES.join(', ');
 const BOOLEANS: Record<string, boolean> = { true: true, false: false, '1': true, '0': false };
 
-function language(where: string, raw: string): string {
+/**
+ * The 400 of a bad value at `field`: a request's field is named as `param`; a model's load option
+ * (`context` names the model) is no field of the request that loaded it.
+ */
+function invalid(field: string, context: string, problem: string) {
+  const message = `${context}${field}: ${problem}`;
+  return context ? invalidRequest(message) : invalidField(field, message);
+}
+
+function language(field: string, raw: string, context = ''): string {
   const lang = raw.trim().toLowerCase();
   if (!(CANARY_LANGUAGES as readonly string[]).includes(lang))
-    throw invalidRequest(`${where}: ${showValue(raw)} is invalid; canary_asr expects one of ${LANGUAGES}`);
+    throw invalid(field, context, `${showValue(raw)} is invalid; canary_asr expects one of ${LANGUAGES}`);
   return lang;
 }
 
-function flag(where: string, raw: string): boolean {
+function flag(field: string, raw: string, context = ''): boolean {
   const value = BOOLEANS[raw.trim().toLowerCase()];
   if (value === undefined)
-    throw invalidRequest(`${where}: ${showValue(raw)} is invalid; expected true or false`);
+    throw invalid(field, context, `${showValue(raw)} is invalid; expected true or false`);
   return value;
 }
 
@@ -53,11 +62,11 @@ interface CanaryDefaults {
 }
 
 function loadDefaults(load: OptionMap, modelId: string): CanaryDefaults {
-  const where = `model '${modelId}': load_options.`;
+  const model = `model '${modelId}': `;
   return {
-    src: load.src_lang === undefined ? undefined : language(`${where}src_lang`, load.src_lang),
-    tgt: load.tgt_lang === undefined ? undefined : language(`${where}tgt_lang`, load.tgt_lang),
-    pnc: load.use_pnc === undefined ? true : flag(`${where}use_pnc`, load.use_pnc),
+    src: load.src_lang === undefined ? undefined : language('load_options.src_lang', load.src_lang, model),
+    tgt: load.tgt_lang === undefined ? undefined : language('load_options.tgt_lang', load.tgt_lang, model),
+    pnc: load.use_pnc === undefined ? true : flag('load_options.use_pnc', load.use_pnc, model),
   };
 }
 

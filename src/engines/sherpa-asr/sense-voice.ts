@@ -9,7 +9,7 @@
  * Inverse text normalization is read from the stream, so `use_itn` works per request too.
  */
 import type { OptionMap } from '../../config/types.js';
-import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { invalidField, showValue, VoxdError } from '../../errors.js';
 import { readOnnxMetadata } from '../onnx-info.js';
 import type { FileRole, FolderFiles } from '../sherpa-model-folder.js';
 import { TOKENS } from '../sherpa-model-folder.js';
@@ -47,7 +47,10 @@ function flag(options: OptionMap, key: string, where: string): boolean | undefin
   if (raw === undefined) return undefined;
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
-  throw invalidRequest(`${where}${key}: ${showValue(raw)} is invalid; expected true or false`);
+  throw invalidField(
+    `${where}${key}`,
+    `${where}${key}: ${showValue(raw)} is invalid; expected true or false`,
+  );
 }
 
 function loadLanguage(loadOptions: OptionMap, modelId: string): Language {
@@ -74,14 +77,16 @@ function requestSettings(request: EngineRequest, loadOptions: OptionMap, modelId
   const asked = (request.language || request.options['language'] || '').trim();
   if (asked) {
     if (!isLanguage(asked)) {
-      throw invalidRequest(
+      throw invalidField(
+        'language',
         `language: ${showValue(asked)} is invalid; expected one of: ${LANGUAGES.join(', ')}`,
       );
     }
     const loaded = loadLanguage(loadOptions, modelId);
     // With auto, a requested language is a hint (as OpenAI documents `language`): detection decides.
     if (loaded !== 'auto' && asked !== loaded) {
-      throw invalidRequest(
+      throw invalidField(
+        'language',
         `language: ${showValue(asked)} cannot be set per request: model '${modelId}' was loaded with ` +
           `load_options.language "${loaded}" and sherpa-onnx fixes SenseVoice's language at load; ` +
           `configure a model with load_options.language ${showValue(asked)}`,

@@ -9,7 +9,7 @@
  * on missing encoder metadata, so both are checked here first, from the encoder's metadata.
  */
 import type { OptionMap } from '../../config/types.js';
-import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { invalidField, showValue, VoxdError } from '../../errors.js';
 import { readOnnxMetadata } from '../onnx-info.js';
 import { TOKENS } from '../sherpa-model-folder.js';
 import type { EngineRequest } from '../types.js';
@@ -89,23 +89,26 @@ function pickLanguage(model: KnownLanguages, where: string, raw: string): string
   const value = raw.trim().toLowerCase();
   if (model.languages.length === 0) {
     if (value === '' || value === 'auto' || value === 'en' || value.startsWith('en-')) return 'en';
-    throw invalidRequest(
+    throw invalidField(
+      where,
       `${where}: ${showValue(raw)} is not available: model '${model.modelId}' is an English-only Whisper model (language en)`,
     );
   }
   if (value === '' || value === 'auto') return '';
   const code = model.languages.includes(value) ? value : value.split(/[-_]/)[0]!;
   if (model.languages.includes(code)) return code;
-  throw invalidRequest(
+  throw invalidField(
+    where,
     `${where}: ${showValue(raw)} is not a language of Whisper model '${model.modelId}'; expected auto or one of ${model.languages.join(', ')}`,
   );
 }
 
 function pickTask(model: KnownLanguages, where: string, raw: string): Task {
   if (!(TASKS as readonly string[]).includes(raw))
-    throw invalidRequest(`${where}: ${showValue(raw)} is invalid; expected transcribe or translate`);
+    throw invalidField(where, `${where}: ${showValue(raw)} is invalid; expected transcribe or translate`);
   if (raw === 'translate' && model.languages.length === 0)
-    throw invalidRequest(
+    throw invalidField(
+      where,
       `${where}: "translate" needs a multilingual Whisper model; '${model.modelId}' is English-only`,
     );
   return raw as Task;

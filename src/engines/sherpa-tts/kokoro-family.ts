@@ -8,7 +8,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { OptionMap } from '../../config/types.js';
-import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { invalidField, showValue, VoxdError } from '../../errors.js';
 import { readOnnxMetadata } from '../onnx-info.js';
 import { ANY_ONNX, findModelFiles, precisionOption, TOKENS } from '../sherpa-model-folder.js';
 import type { LoadSpec } from '../types.js';
@@ -168,14 +168,16 @@ export function kokoroVoices(meta: KokoroMeta): VoiceResolver {
     if (/^\d{1,6}$/.test(voice)) {
       const sid = Number(voice);
       if (sid >= numSpeakers)
-        throw invalidRequest(
+        throw invalidField(
+          'voice',
           `voice: speaker ${sid} does not exist; this model has ${numSpeakers} speaker(s): ${listed()}`,
         );
       return sid;
     }
     const sid = speakerNames.indexOf(voice);
     if (sid < 0)
-      throw invalidRequest(
+      throw invalidField(
+        'voice',
         `voice: ${showValue(voice)} is not a voice of this model; its voices are ${listed()}`,
       );
     return sid;

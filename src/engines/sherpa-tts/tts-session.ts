@@ -1,5 +1,5 @@
 /** The sherpa-onnx TTS families and their session (any model type): text in, mono audio at the model's rate out. */
-import { invalidRequest, showValue } from '../../errors.js';
+import { invalidField, showValue } from '../../errors.js';
 import { CpuFamily } from '../cpu-family.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { WorkerEngineSession } from '../engine-worker.js';
@@ -18,7 +18,8 @@ export type VoiceResolver = (voice: string | undefined) => number;
 /** Speaker numbers only (0, 1, ...): Piper and Matcha voices have no names. */
 export const speakerNumber: VoiceResolver = (voice = '0') => {
   if (!/^\d{1,4}$/.test(voice))
-    throw invalidRequest(
+    throw invalidField(
+      'voice',
       `voice: ${showValue(voice)} is invalid; this model's voices are speaker numbers (0, 1, ...)`,
     );
   return Number(voice);

@@ -1,6 +1,6 @@
 /** A TTS session: text and voice checks here, synthesis in its own runner process (EngineWorker). */
 import { pcm16Audio } from '../../audio/pcm16-audio.js';
-import { invalidRequest, showValue } from '../../errors.js';
+import { invalidField, showValue } from '../../errors.js';
 import { speakableText, speedOption } from '../engine-options.js';
 import { WorkerEngineSession } from '../engine-worker.js';
 import { jobFailed } from '../job-error.js';
@@ -38,7 +38,7 @@ export class SynthSession extends WorkerEngineSession<Omit<SynthJob, 'id'>, Synt
           if (reply.code === 'invalid_voice')
             throw (
               voices.voiceError?.(voice) ??
-              invalidRequest(`voice: ${showValue(voice)} is not available in this engine`)
+              invalidField('voice', `voice: ${showValue(voice)} is not available in this engine`)
             );
           throw jobFailed(reply);
         }

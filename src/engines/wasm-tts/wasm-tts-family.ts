@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { invalidRequest, showValue } from '../../errors.js';
+import { invalidField, showValue } from '../../errors.js';
 import { CpuFamily } from '../cpu-family.js';
 import type { EngineFamily, LoadSpec, ParamRow } from '../types.js';
 import { ALIAS_HINT, type VoiceAliasMap } from '../voice-aliases.js';
@@ -90,7 +90,8 @@ export function createFliteFamily(): EngineFamily {
       defaultVoice: options['voice'] ?? 'kal16',
       check(voice) {
         if (!(FLITE_VOICES as readonly string[]).includes(voice)) {
-          throw invalidRequest(
+          throw invalidField(
+            'voice',
             `voice: ${showValue(voice)} is not a flite voice; use ${FLITE_VOICES.join(', ')} ${ALIAS_HINT}`,
           );
         }
@@ -136,7 +137,8 @@ export const ESPEAK_ALIASES: VoiceAliasMap = {
 
 /** The 400 for a name that can not be an espeak-ng voice, or one espeak-ng does not have. */
 const unknownEspeakVoice = (voice: string) =>
-  invalidRequest(
+  invalidField(
+    'voice',
     `voice: ${showValue(voice)} is not an espeak-ng voice; use one such as en-us, en, de, en-us+f3 ${ALIAS_HINT}`,
   );
 

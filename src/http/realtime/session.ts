@@ -217,6 +217,7 @@ export class RealtimeSession {
         throw new VoxdError(
           'E_INVALID_REQUEST',
           `event: ${showValue(raw)} is invalid; expected a JSON object`,
+          { param: 'event' },
         );
       const fields = raw as Record<string, unknown>;
       if (typeof fields['event_id'] === 'string') clientEventId = fields['event_id'];

@@ -13,6 +13,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { invalidField, showValue } from '../../errors.js';
 import { type Reply, type Route, type RouteContext, requireManagement } from '../transport/route.js';
 import { readJsonObject } from './body.js';
+import { type FormParts, formObject, readTextFields } from './form-text.js';
 
 /** The words of a field's expectation in an error message (`expected <this>`). */
 const EXPECTED = 'x-expected';
@@ -108,7 +109,7 @@ export function Optional<T extends TSchema>(schema: T) {
 }
 
 /** `/requests/0/input` as a client writes it: `requests[0].input`. */
-function fieldPath(pointer: string): string {
+function pathOf(pointer: string): string {
   return pointer
     .split('/')
     .slice(1)
@@ -137,9 +138,10 @@ function typeWords(schema: TSchema): string {
 /** The schema at an ajv schema path (`#/properties/request/anyOf/0`) inside `root`. */
 function schemaAt(root: TSchema, schemaPath: string): TSchema | undefined {
   let schema: unknown = root;
+  // ajv writes a schema path as a URI fragment: `include[]` is `include%5B%5D`.
   for (const part of schemaPath.split('/').slice(1))
     schema = (schema as Record<string, unknown> | undefined)?.[
-      part.replaceAll('~1', '/').replaceAll('~0', '~')
+      decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~')
     ];
   return schema as TSchema | undefined;
 }
@@ -172,17 +174,48 @@ const isUnion = (e: ErrorObject) => e.keyword === 'anyOf' || e.keyword === 'oneO
  */
 function reported(root: TSchema, body: unknown, errors: readonly ErrorObject[]): ErrorObject {
   const last = errors[errors.length - 1]!;
-  if (!isUnion(last) || valueAt(body, last.instancePath) === null) return last;
+  const value = valueAt(body, last.instancePath);
+  if (!isUnion(last) || value === null) return last;
   const branches = (schemaAt(root, last.schemaPath) ?? []) as TSchema[];
   const kinds = branches.flatMap((branch, i) => (branch['type'] === 'null' ? [] : [i]));
-  if (kinds.length !== 1) return last;
-  const inner = errors.filter((e) => e.schemaPath.startsWith(`${last.schemaPath}/${kinds[0]}/`));
+  const chosen = kinds.length === 1 ? kinds[0] : taggedBranch(branches, value);
+  if (chosen === undefined) return last;
+  const inner = errors.filter((e) => e.schemaPath.startsWith(`${last.schemaPath}/${chosen}/`));
   return inner.length ? reported(root, body, inner) : last;
 }
 
-/** The 400 of the first mismatch, naming the field by its path and showing its value. */
-function mismatch(root: TSchema, body: unknown, errors: readonly ErrorObject[]) {
-  const error = reported(root, body, errors);
+/**
+ * The branch of a union that an object names by its `type` (`{"type":"server_vad",...}`): its
+ * fields are what is wrong, not the choice of branch.
+ */
+function taggedBranch(branches: readonly TSchema[], value: unknown): number | undefined {
+  const tag = (value as Record<string, unknown> | undefined)?.['type'];
+  if (typeof value !== 'object' || Array.isArray(value) || typeof tag !== 'string') return undefined;
+  const index = branches.findIndex((branch) => {
+    const allowed = (branch['properties'] as Record<string, TSchema> | undefined)?.['type']?.['enum'];
+    return Array.isArray(allowed) && allowed.includes(tag);
+  });
+  return index < 0 ? undefined : index;
+}
+
+/** What the checker saw (`read`) and what the client wrote (`sent`: text not yet read as its type). */
+interface Checked {
+  read: unknown;
+  sent: unknown;
+  /** A form: a list field is named as the client names it (`include[]`), not by its part's index. */
+  form?: boolean;
+}
+
+/**
+ * The 400 of the first mismatch, naming the field by its path and showing its value as the client
+ * wrote it (inside JSON text, as it was read).
+ */
+function mismatch(root: TSchema, { read, sent, form = false }: Checked, errors: readonly ErrorObject[]) {
+  const error = reported(root, read, errors);
+  const fieldPath = (pointer: string) => {
+    const path = pathOf(pointer);
+    return form ? path.replace(/\[\]\[\d+\]/, '[]') : path;
+  };
   if (error.keyword === 'required') {
     const missing = (error.params as { missingProperty: string }).missingProperty;
     const path = fieldPath(`${error.instancePath}/${missing}`);
@@ -191,9 +224,10 @@ function mismatch(root: TSchema, body: unknown, errors: readonly ErrorObject[]) 
   }
   const path = fieldPath(error.instancePath);
   const schema = ownerOf(root, error);
+  const value = valueAt(sent, error.instancePath) ?? valueAt(read, error.instancePath);
   return invalidField(
     path,
-    `${path || 'request body'}: ${showValue(valueAt(body, error.instancePath))} is invalid; expected ${wordsOf(schema)}`,
+    `${path || 'request body'}: ${showValue(value)} is invalid; expected ${wordsOf(schema)}`,
   );
 }
 
@@ -202,8 +236,37 @@ export function bodyChecker<T extends TSchema>(schema: T): (body: Record<string,
   const compile = compiler(schema);
   return (body) => {
     const valid = compile();
-    if (!valid(body)) throw mismatch(schema, body, valid.errors ?? []);
+    if (!valid(body)) throw mismatch(schema, { read: body, sent: body }, valid.errors ?? []);
     return body as Static<T>;
+  };
+}
+
+/**
+ * A checker of a route's JSON body that also takes its fields as text, as the route's form sends
+ * them (`"temperature": "0.5"`, `"options": "{...}"`): each is read as its schema's type first.
+ */
+export function textBodyChecker<T extends TSchema>(schema: T): (body: Record<string, unknown>) => Static<T> {
+  const compile = compiler(schema);
+  return (body) => {
+    const read = readTextFields(body, schema);
+    const valid = compile();
+    if (!valid(read)) throw mismatch(schema, { read, sent: body }, valid.errors ?? []);
+    return read as Static<T>;
+  };
+}
+
+/**
+ * A checker of multipart bodies against a route's form schema: each field is read from its text as
+ * the schema's type (form-text.ts), a file part stands as its file name, and the fields come back
+ * typed, or the 400 naming one and showing it as the client wrote it.
+ */
+export function formChecker<T extends TSchema>(schema: T): (parts: FormParts) => Static<T> {
+  const compile = compiler(schema);
+  return (parts) => {
+    const { value, text } = formObject(parts, schema);
+    const valid = compile();
+    if (!valid(value)) throw mismatch(schema, { read: value, sent: text, form: true }, valid.errors ?? []);
+    return value as Static<T>;
   };
 }
 
@@ -248,7 +311,7 @@ export function queryChecker<T extends TSchema>(schema: T): (params: URLSearchPa
     for (const [name, value] of params) if (!Object.hasOwn(text, name)) text[name] = value;
     const query = queryObject(text, schema);
     const valid = compile();
-    if (!valid(query)) throw mismatch(schema, text, valid.errors ?? []);
+    if (!valid(query)) throw mismatch(schema, { read: query, sent: text }, valid.errors ?? []);
     return query as Static<T>;
   };
 }

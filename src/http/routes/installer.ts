@@ -7,7 +7,7 @@
 
 import type { Static } from '@sinclair/typebox';
 import { requireString } from '../../api/fields.js';
-import { invalidRequest } from '../../errors.js';
+import { invalidField } from '../../errors.js';
 import { checkPackageId } from '../../models/catalog.js';
 import type { UrlSource } from '../../models/installer.js';
 import { managedRoute, queryRoute } from '../request/schema.js';
@@ -59,7 +59,8 @@ async function remove(ctx: RouteContext, body: IdBody) {
   const installed = (await installer.list()).find((p) => p.id === id);
   const user = installed && runtime.snapshots().find((m) => m.loaded && m.path === installed.path);
   if (user)
-    throw invalidRequest(
+    throw invalidField(
+      'id',
       `id: package ${id} is loaded as model '${user.id}'; unload it first (POST /v1/models/unload)`,
     );
   return { json: await installer.remove(id) };

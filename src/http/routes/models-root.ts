@@ -75,6 +75,7 @@ async function confine(target: string, roots: readonly string[]): Promise<string
   throw new VoxdError(
     'E_FORBIDDEN',
     `path: the folder picker shows only folders under ${roots.join(', ') || '(no folder)'}`,
+    { param: 'path' },
   );
 }
 
@@ -92,6 +93,7 @@ async function browse(ctx: RouteContext, body: PathBody) {
     throw new VoxdError(
       'E_INVALID_REQUEST',
       `path: folder is not accessible: ${current} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      { param: 'path' },
     );
   }
   const directories = entries
@@ -106,7 +108,7 @@ async function browse(ctx: RouteContext, body: PathBody) {
 
 async function pathStatus(ctx: RouteContext, body: PathBody) {
   const requested = pathField(body);
-  if (requested === '') throw new VoxdError('E_INVALID_REQUEST', "'path' is required");
+  if (requested === '') throw new VoxdError('E_INVALID_REQUEST', "'path' is required", { param: 'path' });
   const target = await confine(path.resolve(ctx.config.base_dir, requested), await browseRoots(ctx));
   const info = await stat(target).catch(() => undefined);
   return {

@@ -6,38 +6,27 @@
 
 import type { Static } from '@sinclair/typebox';
 import { audioLimits } from '../../api/audio-limits.js';
-import {
-  type Fields,
-  optionalBool,
-  optionalString,
-  requestBusyTimeout,
-  requireString,
-} from '../../api/fields.js';
+import { requestBusyTimeout } from '../../api/fields.js';
 import { liveModel, modelEntry, requireStreamingMode, requireTask } from '../../api/model-lookup.js';
 import { timing } from '../../api/timing.js';
 import { requireChunkingVad, runChunked } from '../../api/transcription/chunked.js';
 import { diarizeWithText } from '../../api/transcription/diarized-text.js';
 import { type TranscriptionAsk, transcriptionRequest } from '../../api/transcription/engine-request.js';
 import { audioSeconds, durationUsage, timedReply, transcriptJson } from '../../api/transcription/formats.js';
-import {
-  parseTranscriptRequest,
-  type TranscriptRequest,
-  withListFields,
-} from '../../api/transcription/request.js';
+import { parseTranscriptRequest, type TranscriptRequest } from '../../api/transcription/request.js';
 import { type AudioLimits, decodeAudio, readAudioPath } from '../../audio/input.js';
 import type { Audio } from '../../audio/types.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
-import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import { invalidField, invalidRequest, showValue, VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
-import { parseJsonText } from '../../util/json-text.js';
 import { fileAccessOf } from '../../util/server-files.js';
 import type { LiveBody } from '../live/body.js';
 import { openLiveRequest } from '../live/request.js';
 import { audioCaller } from '../request/audio-caller.js';
 import { readJsonObject } from '../request/body.js';
 import { isMultipart, type MultipartBody, readMultipart } from '../request/multipart.js';
-import { bodyChecker, queryRoute } from '../request/schema.js';
+import { formChecker, queryRoute, textBodyChecker } from '../request/schema.js';
 import { Transcription, TranscriptionDetails } from '../schemas/audio-responses.js';
 import { BusyQuery, LiveTranscriptionQuery } from '../schemas/query.js';
 import {
@@ -50,6 +39,9 @@ import { streamedInference } from '../stream/streamed-inference.js';
 import { clientGoneOf, type Route, type RouteContext } from '../transport/route.js';
 
 const TRANSCRIPTION_TASKS: readonly TaskToken[] = ['asr', 'diar'];
+
+/** The fields of the JSON body or the form, as their schemas passed them. */
+type Fields = Static<typeof TranscriptionJsonRequest> | Static<typeof TranscriptionForm>;
 
 /** The request's fields and its audio, not decoded yet (the model's limits apply to decoding). */
 interface TranscriptionInput {
@@ -71,26 +63,29 @@ async function withMultipart<T>(ctx: RouteContext, use: (body: MultipartBody) =>
 }
 
 /** The context text: audio.cpp's `text`, else OpenAI's `prompt`. */
-function contextText(fields: Fields): string | undefined {
-  return optionalString(fields, 'text') ?? optionalString(fields, 'prompt');
+function contextText(fields: Pick<Fields, 'text' | 'prompt'>): string | undefined {
+  return fields.text ?? fields.prompt ?? undefined;
 }
 
 /** What a transcription's fields ask of its model (engine-request.ts builds the request from it). */
-function transcriptionAsk(fields: Fields): TranscriptionAsk {
-  parseOptionsField(fields);
-  const language = optionalString(fields, 'language');
+function transcriptionAsk(
+  fields: Pick<Fields, 'text' | 'prompt' | 'language' | 'options'>,
+): TranscriptionAsk {
+  const language = fields.language ?? undefined;
   return { language, prompt: contextText(fields), options: fields['options'] };
 }
 
-function fromMultipart({ fields, files }: MultipartBody): TranscriptionInput {
-  const file = files.find((f) => f.field === 'file');
-  if (!file)
-    throw invalidRequest(`'file' is required: expected an audio upload in the multipart field "file"`);
-  if (file.size === 0) throw invalidRequest(`file: ${showValue(file.filename)} is empty`);
-  return { fields: Object.fromEntries(fields), decode: (limits) => decodeAudio(file.source, 'file', limits) };
+const checkTranscriptionForm = formChecker(TranscriptionForm);
+
+function fromMultipart(body: MultipartBody): TranscriptionInput {
+  const fields = checkTranscriptionForm(body);
+  // The form's schema asked for the part; of repeated ones, the first is the audio.
+  const file = body.files.find((f) => f.field === 'file')!;
+  if (file.size === 0) throw invalidField('file', `file: ${showValue(file.filename)} is empty`);
+  return { fields, decode: (limits) => decodeAudio(file.source, 'file', limits) };
 }
 
-const checkTranscriptionJson = bodyChecker(TranscriptionJsonRequest);
+const checkTranscriptionJson = textBodyChecker(TranscriptionJsonRequest);
 
 async function fromJson(ctx: RouteContext): Promise<TranscriptionInput> {
   const body = checkTranscriptionJson(await readJsonObject(ctx));
@@ -98,10 +93,12 @@ async function fromJson(ctx: RouteContext): Promise<TranscriptionInput> {
     (k) => body[k] !== undefined && body[k] !== null,
   );
   if (!key)
-    throw invalidRequest(
+    throw invalidField(
+      'audio',
       `'audio' is required: expected a server-local WAV path in "audio", "audio_path" or "file"`,
     );
-  const path = requireString(body, key);
+  const path = body[key]!;
+  if (path === '') throw invalidField(key, `${key}: "" is invalid; expected a non-empty string`);
   return {
     fields: body,
     decode: (limits) => readAudioPath(path, key, fileAccessOf(ctx.config), limits),
@@ -122,17 +119,15 @@ interface ParsedTranscription {
 /** The request forms the transcription and translation routes share (multipart upload, or JSON with a path). */
 function parse(ctx: RouteContext, route: string, translation = false): Promise<ParsedTranscription> {
   if (isMultipart(ctx.req))
-    return withMultipart(ctx, (body) => {
-      const input = fromMultipart(body);
-      return parseInput(ctx, route, { ...input, fields: withListFields(input.fields, body) }, translation);
-    });
+    return withMultipart(ctx, (body) => parseInput(ctx, route, fromMultipart(body), translation));
   return fromJson(ctx).then((input) => parseInput(ctx, route, input, translation));
 }
 
 /** Only Whisper translates (its `task` option); any other model is named in a 400. */
 function requireTranslation(config: { id: string; family: string }): void {
   if (config.family !== 'whisper_asr')
-    throw invalidRequest(
+    throw invalidField(
+      'model',
       `model: '${config.id}' cannot translate: it is a ${config.family} model, and only whisper_asr models translate (into English)`,
     );
 }
@@ -144,12 +139,12 @@ async function parseInput(
   { fields, decode }: TranscriptionInput,
   translation: boolean,
 ): Promise<ParsedTranscription> {
-  const entry = await modelEntry(ctx.runtime, requireString(fields, 'model'));
+  const entry = await modelEntry(ctx.runtime, fields.model);
   // The model's own id from here on, whatever alias the request used.
   const modelId = entry.id;
   requireTask(entry.config, translation ? ['asr'] : TRANSCRIPTION_TASKS, route);
   if (translation) requireTranslation(entry.config);
-  const stream = optionalBool(fields, 'stream') === true;
+  const stream = fields.stream === true;
   const diarization = entry.config.task === 'diar';
   const transcript = parseTranscriptRequest(fields, { id: modelId, diarization }, translation);
   if (transcript.chunking) requireChunkingVad(ctx);
@@ -186,12 +181,6 @@ function detailJson(outcome: InferenceOutcome): Record<string, unknown> {
   return json;
 }
 
-/** A multipart `options` field carries a JSON object as text, parsed as JSON bodies are. */
-function parseOptionsField(fields: Fields): void {
-  if (typeof fields['options'] !== 'string') return;
-  fields['options'] = parseJsonText(fields['options'], 'options');
-}
-
 async function transcriptions(ctx: RouteContext) {
   const parsed = await parse(ctx, '/v1/audio/transcriptions');
   if (parsed.stream) {
@@ -204,7 +193,7 @@ async function transcriptions(ctx: RouteContext) {
 /** POST /v1/audio/translations: OpenAI's translation into English, on Whisper models. */
 async function translations(ctx: RouteContext) {
   const parsed = await parse(ctx, '/v1/audio/translations', true);
-  if (parsed.stream) throw invalidRequest('stream: /v1/audio/translations does not stream');
+  if (parsed.stream) throw invalidField('stream', 'stream: /v1/audio/translations does not stream');
   return answer(ctx, parsed, 'translate');
 }
 
@@ -251,7 +240,8 @@ async function answer(ctx: RouteContext, parsed: ParsedTranscription, task: 'tra
 async function details(ctx: RouteContext) {
   const parsed = await parse(ctx, '/v1/audio/transcriptions/details');
   if (parsed.stream)
-    throw invalidRequest(
+    throw invalidField(
+      'stream',
       'stream: /v1/audio/transcriptions/details does not stream; use /v1/audio/transcriptions',
     );
   const { modelId, audio } = parsed;
@@ -359,19 +349,19 @@ async function batchTranscriptions(ctx: RouteContext) {
   return withMultipart(ctx, (body) => batchOf(ctx, body));
 }
 
-async function batchOf(ctx: RouteContext, { fields, files }: MultipartBody) {
-  const plain: Fields = Object.fromEntries(fields);
-  const entry = await modelEntry(ctx.runtime, requireString(plain, 'model'));
+const checkBatchForm = formChecker(BatchTranscriptionForm);
+
+async function batchOf(ctx: RouteContext, body: MultipartBody) {
+  const plain = checkBatchForm(body);
+  const entry = await modelEntry(ctx.runtime, plain.model);
   const modelId = entry.id;
   requireTask(entry.config, TRANSCRIPTION_TASKS, '/v1/batches/transcriptions');
-  const uploads = files.filter((f) => f.field === 'file');
-  if (uploads.length === 0)
-    throw invalidRequest(`'file' is required: expected one or more audio uploads in "file" fields`);
+  const uploads = body.files.filter((f) => f.field === 'file');
   const unheard = transcriptionRequest(entry, transcriptionAsk(plain));
   const limits = audioLimits(audioCaller(ctx), entry.config);
   const audios: Audio[] = [];
   for (const [i, file] of uploads.entries()) {
-    if (file.size === 0) throw invalidRequest(`file[${i}]: ${showValue(file.filename)} is empty`);
+    if (file.size === 0) throw invalidField(`file[${i}]`, `file[${i}]: ${showValue(file.filename)} is empty`);
     audios.push(await decodeAudio(file.source, `file[${i}]`, limits));
   }
   return batchInference(ctx, {
