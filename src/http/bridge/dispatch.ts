@@ -123,50 +123,77 @@ export function dispatchInProcess(
     });
     outgoing.on('response', (res) => {
       answered = true;
-      res.on('error', () => {});
-      const head = headOf(res);
-      if (isWhole(res, request.method)) {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          if (!signal.aborted) sink.whole(head, Buffer.concat(chunks));
-          settle();
-        });
-        res.on('close', () => {
-          if (!res.complete)
-            settle(
-              new VoxdError('E_INTERNAL', `${STATUS_CODES[head.status] ?? head.status} answer cut short`),
-            );
-        });
-        return;
-      }
-      sink.start(head);
-      const text = isText(head.content_type) ? new StringDecoder('utf8') : undefined;
-      res.on('data', (chunk: Buffer) => {
-        if (signal.aborted) return;
-        const piece = text ? text.write(chunk) : chunk;
-        if (piece.length === 0) return;
-        const wait = sink.piece(piece);
-        if (wait) {
-          res.pause();
-          void wait.then(() => res.resume());
-        }
-      });
-      res.on('end', () => {
-        const rest = text?.end();
-        if (!signal.aborted) {
-          if (rest) sink.piece(rest);
-          sink.done();
-        }
-        settle();
-      });
-      res.on('close', () => {
-        if (res.complete) return;
-        if (!signal.aborted) sink.cut();
-        settle();
-      });
+      readAnswer(res, request.method, sink, signal, settle);
     });
     void writeBody(outgoing, request.body ?? [], signal);
+  });
+}
+
+/**
+ * Feeds an answer to `sink` as it arrives and calls `settle` once it is over, however it ends:
+ * with an error for a whole answer cut short (a cut stream is the sink's `cut`). Nothing reaches
+ * the sink once `signal` has aborted.
+ */
+function readAnswer(
+  res: IncomingMessage,
+  method: string,
+  sink: AnswerSink,
+  signal: AbortSignal,
+  settle: (err?: unknown) => void,
+): void {
+  res.on('error', () => {});
+  const answer: Answer = { res, head: headOf(res), sink, signal, settle };
+  if (isWhole(res, method)) readWhole(answer);
+  else readStreamed(answer);
+}
+
+/** An answer being read, and where it goes. */
+interface Answer {
+  res: IncomingMessage;
+  head: ResponseHead;
+  sink: AnswerSink;
+  signal: AbortSignal;
+  settle: (err?: unknown) => void;
+}
+
+function readWhole({ res, head, sink, signal, settle }: Answer): void {
+  const chunks: Buffer[] = [];
+  res.on('data', (chunk: Buffer) => chunks.push(chunk));
+  res.on('end', () => {
+    if (!signal.aborted) sink.whole(head, Buffer.concat(chunks));
+    settle();
+  });
+  res.on('close', () => {
+    if (!res.complete)
+      settle(new VoxdError('E_INTERNAL', `${STATUS_CODES[head.status] ?? head.status} answer cut short`));
+  });
+}
+
+function readStreamed({ res, head, sink, signal, settle }: Answer): void {
+  sink.start(head);
+  const text = isText(head.content_type) ? new StringDecoder('utf8') : undefined;
+  res.on('data', (chunk: Buffer) => {
+    if (signal.aborted) return;
+    const piece = text ? text.write(chunk) : chunk;
+    if (piece.length === 0) return;
+    const wait = sink.piece(piece);
+    if (wait) {
+      res.pause();
+      void wait.then(() => res.resume());
+    }
+  });
+  res.on('end', () => {
+    const rest = text?.end();
+    if (!signal.aborted) {
+      if (rest) sink.piece(rest);
+      sink.done();
+    }
+    settle();
+  });
+  res.on('close', () => {
+    if (res.complete) return;
+    if (!signal.aborted) sink.cut();
+    settle();
   });
 }
 
