@@ -218,9 +218,8 @@ async function pull(args: ModelsArgs, installer: Installer, bar: PullBar): Promi
   bar.stop();
   if (done.state === 'complete') return writeStdout(`${join(installer.root, done.id)}\n`);
   if (done.state === 'cancelled') {
-    const kept = /partial downloads kept/.test(done.message);
     throw new ExitError(
-      kept
+      done.partial_files
         ? `interrupted: the partial download of ${done.id} is kept in ${join(installer.root, '.partial', done.id)}; run the same pull again to resume`
         : `interrupted: ${done.message}`,
       EXIT_INTERRUPTED,
