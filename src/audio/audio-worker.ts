@@ -4,8 +4,9 @@ import { VoxdError } from '../errors.js';
 import { readFullySync } from '../util/read-fully.js';
 import { base64Bytes } from './base64.js';
 import { conformAudio } from './convert.js';
+import { decodePcm } from './pcm.js';
 import { fromPlain, type PlainAudio, plainBuffer, toPlain } from './pcm16-audio.js';
-import { decodeSamples, decodeWav, isPcm16, WavError, type WavLayout } from './wav-decode.js';
+import { decodeWav, isPcm16, WavError, type WavLayout } from './wav-decode.js';
 
 export type AudioJob =
   | { id: number; kind: 'decode'; bytes: Uint8Array }
@@ -50,7 +51,7 @@ function decodeFile(fd: number, layout: WavLayout): PlainAudio {
   while (done < dataBytes) {
     const want = Math.min(piece.length, dataBytes - done);
     readWhole(fd, piece.subarray(0, want), dataStart + done);
-    decodeSamples(piece.subarray(0, want), format, out, offset);
+    decodePcm(piece.subarray(0, want), format, out, offset);
     offset += (want / frameBytes) * format.channels;
     done += want;
   }

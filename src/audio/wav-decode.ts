@@ -1,4 +1,5 @@
 import { InputError } from '../errors.js';
+import { decodePcm } from './pcm.js';
 import { pcm16Audio } from './pcm16-audio.js';
 import { type Audio, HOST_LITTLE_ENDIAN } from './types.js';
 import { floatToPcm16 } from './wav-encode.js';
@@ -93,7 +94,8 @@ export function decodeWav(bytes: Buffer | Uint8Array, owned = false): Audio {
  * are decoded to floats.
  */
 export function decodeData(data: Uint8Array, format: WavFormat, owned = false): Audio {
-  if (!isPcm16(format)) return decodeSamples(data, format);
+  if (!isPcm16(format))
+    return { samples: decodePcm(data, format), sampleRate: format.sampleRate, channels: format.channels };
   // `owned`: bytes nobody else holds (made for this request: a decoded base64 payload, an upload), read in place.
   if (owned && data.byteOffset % 2 === 0)
     return pcm16Audio(
@@ -234,53 +236,6 @@ function parseFmt(view: DataView, at: number, size: number): WavFormat {
     throw new WavError(`unsupported WAV: ${bits} bits per sample (${kind}); ${SUPPORTED}`);
   }
   return { float, channels, sampleRate, bits };
-}
-
-/**
- * Converts sample bytes (whole frames of the data chunk, or a frame-aligned piece of it) to floats,
- * into `out` at `offset` when given. One tight loop per encoding rather than a per-sample reader
- * callback, because this runs over every sample of every upload.
- */
-export function decodeSamples(data: Uint8Array, format: WavFormat): Audio;
-export function decodeSamples(data: Uint8Array, format: WavFormat, out: Float32Array, offset: number): Audio;
-export function decodeSamples(data: Uint8Array, format: WavFormat, into?: Float32Array, offset = 0): Audio {
-  const { channels, sampleRate, bits, float } = format;
-  const width = bits / 8;
-  const n = Math.floor(data.byteLength / (width * channels)) * channels;
-  const out = into ?? new Float32Array(n);
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-
-  if (float && bits === 32) {
-    for (let i = offset, p = 0; i < offset + n; i++, p += 4) out[i] = clampUnit(view.getFloat32(p, true));
-  } else if (float) {
-    for (let i = offset, p = 0; i < offset + n; i++, p += 8) out[i] = clampUnit(view.getFloat64(p, true));
-  } else if (bits === 8) {
-    // 8-bit WAV is unsigned with silence at 128.
-    for (let i = offset, p = 0; i < offset + n; i++, p++) out[i] = (view.getUint8(p) - 128) / 128;
-  } else if (bits === 16 && HOST_LITTLE_ENDIAN && data.byteOffset % 2 === 0) {
-    // The common case (PCM16 on a little-endian host, the data 2-byte aligned): a typed-array read
-    // costs about half the DataView's.
-    const pcm = new Int16Array(data.buffer, data.byteOffset, n);
-    for (let i = 0; i < n; i++) out[offset + i] = pcm[i]! / 32768;
-  } else if (bits === 16) {
-    for (let i = offset, p = 0; i < offset + n; i++, p += 2) out[i] = view.getInt16(p, true) / 32768;
-  } else if (bits === 24) {
-    for (let i = offset, p = 0; i < offset + n; i++, p += 3) {
-      const u = view.getUint8(p) | (view.getUint8(p + 1) << 8) | (view.getUint8(p + 2) << 16);
-      out[i] = ((u << 8) >> 8) / 8388608; // shift up and back to sign-extend bit 23
-    }
-  } else {
-    for (let i = offset, p = 0; i < offset + n; i++, p += 4) out[i] = view.getInt32(p, true) / 2147483648;
-  }
-  return { samples: out, sampleRate, channels };
-}
-
-/**
- * Float WAVs may hold values beyond full scale, or NaN/Infinity in a corrupt file; clamp so every decoded
- * sample honours the [-1, 1] contract that engines and the resampler rely on.
- */
-function clampUnit(v: number): number {
-  return v > 1 ? 1 : v >= -1 ? v : v < -1 ? -1 : 0;
 }
 
 function formatLabel(code: number): string {

@@ -2,6 +2,7 @@
  * Wyoming's audio: `{rate, width, channels}` on audio-start and on each audio-chunk, the payload raw
  * little-endian PCM, signed for widths 2..4 and unsigned for width 1 (as WAV keeps it).
  */
+import { decodePcmMono } from '../audio/pcm.js';
 import { showValue } from '../errors.js';
 import { WyomingError } from './framing.js';
 
@@ -42,35 +43,12 @@ export function frameCount(payload: Buffer, format: PcmFormat): number {
 }
 
 /**
- * A chunk's samples averaged to one channel as they are read, so that a wide format (384 kHz, 8
- * channels) never exists as Float32 of its own shape: 4 bytes per sample of every channel was 4x
- * an 8-bit chunk, and a whole utterance of them took gigabytes (probe 2026-12, F9). The result is
- * exactly `toMono` of the interleaved samples (widths 1 to 3 are exact in Float32; 32-bit samples
- * are rounded to it before the sum, as toMono's input was).
+ * A chunk's samples averaged to one channel as they are read (audio/pcm.ts, decodePcmMono), so that
+ * a wide format (384 kHz, 8 channels) never exists as Float32 of its own shape: 4 bytes per sample
+ * of every channel was 4x an 8-bit chunk, and a whole utterance of them took gigabytes (probe
+ * 2026-12, F9). The result is exactly `toMono` of the interleaved samples.
  */
 export function decodeMono(payload: Buffer, format: PcmFormat): Float32Array {
-  const frames = frameCount(payload, format);
-  const { width, channels } = format;
-  const out = new Float32Array(frames);
-  if (width === 1) {
-    for (let f = 0, at = 0; f < frames; f++) {
-      let sum = 0;
-      for (let c = 0; c < channels; c++) sum += payload[at++]! - 128;
-      out[f] = sum / channels / 128;
-    }
-    return out;
-  }
-  const view = new DataView(payload.buffer, payload.byteOffset, payload.length);
-  for (let f = 0, at = 0; f < frames; f++) {
-    let sum = 0;
-    for (let c = 0; c < channels; c++, at += width)
-      sum +=
-        width === 2
-          ? view.getInt16(at, true) / 32768
-          : width === 3
-            ? ((view.getInt8(at + 2) << 16) | view.getUint16(at, true)) / 8388608
-            : Math.fround(view.getInt32(at, true) / 2147483648);
-    out[f] = sum / channels;
-  }
-  return out;
+  frameCount(payload, format);
+  return decodePcmMono(payload, { bits: format.width * 8, float: false, channels: format.channels });
 }

@@ -12,9 +12,10 @@ import { test } from 'node:test';
 import { conformAudioAsync, INLINE_LIMIT } from '../../src/audio/audio-pool.js';
 import { conformAudio } from '../../src/audio/convert.js';
 import { decodeAudio } from '../../src/audio/input.js';
+import { decodePcm } from '../../src/audio/pcm.js';
 import { joinPcm16, pcm16Audio } from '../../src/audio/pcm16-audio.js';
 import { frameCount } from '../../src/audio/types.js';
-import { decodeSamples, decodeWav, readPcm16Wav } from '../../src/audio/wav-decode.js';
+import { decodeWav, readPcm16Wav } from '../../src/audio/wav-decode.js';
 import { encodePcm16, encodeWav } from '../../src/audio/wav-encode.js';
 
 const PCM = Int16Array.from({ length: 3000 }, (_, i) =>
@@ -105,7 +106,11 @@ test('a 16-bit upload stays PCM16 from every source (bytes or a file, inline or 
       ['short', short],
       ['long', long],
     ] as const) {
-      const old = decodeSamples(wav.subarray(44), { float: false, bits: 16, channels: 1, sampleRate: 16000 });
+      const old = {
+        samples: decodePcm(wav.subarray(44), { float: false, bits: 16, channels: 1 }),
+        sampleRate: 16000,
+        channels: 1,
+      };
       const path = join(dir, `${name}.wav`);
       await writeFile(path, wav);
       const file = await open(path);

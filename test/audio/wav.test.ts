@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Audio } from '../../src/audio/types.js';
 import { durationMs } from '../../src/audio/types.js';
-import { decodeSamples, decodeWav, WavError } from '../../src/audio/wav-decode.js';
+import { decodeWav, WavError } from '../../src/audio/wav-decode.js';
 import { encodePcm16, encodeWav } from '../../src/audio/wav-encode.js';
 import { mulberry32 } from '../helpers/prng.js';
 
@@ -446,26 +446,4 @@ test('a ten-minute 16-bit file decodes whole, every sample', () => {
   const expected = Math.round(0.25 * 32767) / 32768;
   const off = audio.samples.findIndex((v) => Math.abs(v - expected) > 1e-6);
   assert.equal(off, -1, `sample ${off} is ${audio.samples[off]}`);
-});
-
-test('PCM16 samples decode the same from an aligned and an unaligned byte offset', () => {
-  const values = [0, 1, -1, 32767, -32768, 12345, -2, 256];
-  const aligned = new Uint8Array(values.length * 2 + 2);
-  const unaligned = new Uint8Array(values.length * 2 + 1);
-  const a = new DataView(aligned.buffer);
-  const u = new DataView(unaligned.buffer);
-  values.forEach((v, i) => {
-    a.setInt16(2 + i * 2, v, true);
-    u.setInt16(1 + i * 2, v, true);
-  });
-  const format = { float: false, channels: 1, sampleRate: 16000, bits: 16 };
-  const fromAligned = decodeSamples(aligned.subarray(2), format);
-  const fromUnaligned = decodeSamples(unaligned.subarray(1), format);
-  const expected = values.map((v) => v / 32768);
-  assert.deepEqual([...fromAligned.samples], expected);
-  assert.deepEqual([...fromUnaligned.samples], expected);
-  // Into a larger buffer at an offset, as the live decoder fills its output.
-  const into = new Float32Array(values.length + 3);
-  decodeSamples(aligned.subarray(2), format, into, 3);
-  assert.deepEqual([...into.subarray(3)], expected);
 });

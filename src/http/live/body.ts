@@ -55,12 +55,13 @@
  * the client's sample format or channel count is not what it declared.
  */
 import type { IncomingMessage } from 'node:http';
+import { decodePcm } from '../../audio/pcm.js';
 import type { Audio } from '../../audio/types.js';
 import type { LiveIngestConfig } from '../../config/types.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
 import { type Clock, systemClock, type Timer } from '../../util/clock.js';
 import { lingerOnClose } from '../transport/lingering-close.js';
-import type { LivePcmFormat, LiveSampleFormat } from './pcm-format.js';
+import { type LivePcmFormat, pcmEncoding } from './pcm-format.js';
 
 // ---- limits ----
 
@@ -474,7 +475,7 @@ class LiveBodyReader implements LiveBody {
       }
     }
     return {
-      samples: decodePcm(bytes, whole, this.format.sampleFormat),
+      samples: decodePcm(bytes.subarray(0, whole), pcmEncoding(this.format)),
       sampleRate: this.format.sampleRate,
       channels: this.format.channels,
     };
@@ -485,21 +486,4 @@ function abortReason(signal: AbortSignal): unknown {
   const reason: unknown = signal.reason;
   if (reason instanceof Error) return reason;
   return new VoxdError('E_CLIENT_GONE', 'live body: aborted', { cause: reason });
-}
-
-/** Decodes the first `length` bytes (whole samples) of little-endian PCM to floats in [-1, 1]. */
-function decodePcm(bytes: Buffer, length: number, format: LiveSampleFormat): Float32Array {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, length);
-  if (format === 's16le') {
-    const out = new Float32Array(length >> 1);
-    for (let i = 0, p = 0; i < out.length; i++, p += 2) out[i] = view.getInt16(p, true) / 32768;
-    return out;
-  }
-  const out = new Float32Array(length >> 2);
-  for (let i = 0, p = 0; i < out.length; i++, p += 4) {
-    // Beyond full scale is clamped and NaN becomes 0, as for float WAV input.
-    const v = view.getFloat32(p, true);
-    out[i] = v > 1 ? 1 : v >= -1 ? v : v < -1 ? -1 : 0;
-  }
-  return out;
 }

@@ -4,6 +4,7 @@
  * opened, and because it is pure: a query in, a format or a 400 out, testable without a socket.
  */
 import type { Static } from '@sinclair/typebox';
+import type { PcmEncoding } from '../../audio/pcm.js';
 import { queryChecker } from '../request/schema.js';
 import { LivePcmQuery } from '../schemas/query.js';
 
@@ -32,6 +33,12 @@ export function livePcmFormat(query: LivePcmParams): LivePcmFormat {
     channels: query.channels ?? LIVE_PCM_DEFAULTS.channels,
     sampleFormat: query.sample_format ?? LIVE_PCM_DEFAULTS.sampleFormat,
   };
+}
+
+/** How the body's bytes are stored, for the one PCM decoder (audio/pcm.ts). */
+export function pcmEncoding(format: LivePcmFormat): PcmEncoding {
+  const float = format.sampleFormat === 'f32le';
+  return { bits: float ? 32 : 16, float, channels: format.channels };
 }
 
 const checkPcmQuery = queryChecker(LivePcmQuery);
