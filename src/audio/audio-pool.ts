@@ -4,7 +4,7 @@
  * hop would cost more than the work.
  */
 import { availableParallelism } from 'node:os';
-import { invalidRequest } from '../errors.js';
+import { invalidField, invalidRequest, VoxdError } from '../errors.js';
 import type { AbortSource } from '../util/lazy-abort.js';
 import { memoryRelease } from '../util/release-memory.js';
 import type { AudioFailure, AudioJob, AudioReply } from './audio-worker.js';
@@ -127,9 +127,14 @@ export async function decodeBase64Async(
   // Read before the move, which leaves `own` empty.
   const moved = own.buffer.byteLength;
   const job = { kind: 'base64', literal: own, field, maxBytes } as const;
-  const { bytes } = (await audioPool.run(job, { signal, transfer: [own.buffer as ArrayBuffer] })) as {
-    bytes: Uint8Array;
-  };
+  const { bytes } = (await audioPool
+    .run(job, { signal, transfer: [own.buffer as ArrayBuffer] })
+    .catch((err: unknown) => {
+      // The refusal is base64.ts's, about `field`; the thread boundary carried its words only.
+      throw err instanceof VoxdError && err.code === 'E_INVALID_REQUEST'
+        ? invalidField(field, err.message)
+        : err;
+    })) as { bytes: Uint8Array };
   owed(moved + bytes.byteLength);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

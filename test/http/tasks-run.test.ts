@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { INLINE_LIMIT } from '../../src/audio/audio-pool.js';
 import {
   badRequest,
   errorOf,
@@ -165,9 +166,17 @@ describe('POST /v1/tasks/run', () => {
     }
     const stray = `${b64.slice(0, 40)}$${b64.slice(40)}`;
     badRequest(await run({ model: 'asr', audio_base64: stray }), 'audio_base64: not valid base64');
+    // Past INLINE_LIMIT the characters are decoded on the audio thread: the refusal still names its field.
+    const long = sineWav(16000, 1, 16, 40 * 16000).toString('base64');
+    assert.ok(long.length > INLINE_LIMIT);
+    const refused = await run({ model: 'asr', audio_base64: `${long.slice(0, 40)}$${long.slice(40)}` });
+    badRequest(refused, 'audio_base64: not valid base64');
+    assert.equal(refused.json.error.param, 'audio_base64');
     const parsed = await send(escaped({ model: 'asr', audio_base64: stray }));
     assert.equal(parsed.status, 400);
-    assert.match(JSON.stringify(await parsed.json()), /audio_base64: not valid base64/);
+    const error = ((await parsed.json()) as { error: { message: string; param: string } }).error;
+    assert.match(error.message, /audio_base64: not valid base64/);
+    assert.equal(error.param, 'audio_base64');
   });
 
   test('a tts model returns a base64 WAV with sample_rate, channels and audio timing', async () => {
