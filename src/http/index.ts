@@ -84,11 +84,13 @@ export function httpFrontEnds(
   config: ServerConfig,
   options: HttpFrontEndOptions,
 ): HttpFrontEnds {
-  compileSchemas();
   const { logger, metrics, host } = options;
   // Ephemeral realtime keys live as long as this server: a restart forgets them.
   const secrets = new ClientSecrets(runtime.clock, config.max_client_secrets);
   metrics.watchClientSecrets(() => secrets.size);
+  const routes = new RouteTable(httpRoutes(secrets));
+  // Every route's schemas, these routes' among them, compiled now: no request pays for it.
+  compileSchemas();
   const realtime = realtimeFrontEnd({
     runtime,
     config,
@@ -105,7 +107,7 @@ export function httpFrontEnds(
   const toRealtime: UpgradeHandler = (req, socket, head) => realtime.upgrade(req, socket, head);
   const http = createHttpServer(runtime, config, {
     ...options,
-    routes: new RouteTable(httpRoutes(secrets)),
+    routes,
     upgrades: {
       paths: new Map([[REALTIME_PATH, toRealtime]]),
       // Without the bridge, the realtime front end refuses every other path (404).
