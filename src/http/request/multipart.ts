@@ -20,7 +20,7 @@ import { invalidField, invalidRequest, showValue, VoxdError } from '../../errors
 import { ownsItsMemory } from '../../util/own-memory.js';
 import { memoryRelease } from '../../util/release-memory.js';
 import { storageFull } from '../../util/storage-full.js';
-import { bodyLeaseOf } from '../transport/body-budget.js';
+import { type BodyLease, bodyLeaseOf } from '../transport/body-budget.js';
 import { bodyIdleTimer, checkDeclaredLength } from './body.js';
 
 /** Larger file parts go to disk. */
@@ -113,154 +113,197 @@ function malformed(err: Error): VoxdError {
   return invalidRequest(`malformed multipart request: ${detail}`);
 }
 
-export async function readMultipart(req: IncomingMessage, options: MultipartOptions): Promise<MultipartBody> {
-  const { limit } = options;
-  checkDeclaredLength(req, limit);
-  const lease = bodyLeaseOf(req);
-  const memory = lease?.memory ?? memoryRelease;
-  const owe = (bytes: number) => memory.noteLargeBuffer(bytes);
-  let parser: busboy.Busboy;
+/** busboy for the request, or the 400 when its headers describe no multipart body it can read. */
+function parserFor(req: IncomingMessage, limit: number): busboy.Busboy {
   try {
-    parser = busboy({
-      headers: req.headers,
-      limits: { fieldSize: MAX_FIELD_BYTES, fileSize: limit + 1 },
-    });
+    return busboy({ headers: req.headers, limits: { fieldSize: MAX_FIELD_BYTES, fileSize: limit + 1 } });
   } catch (err) {
     throw invalidRequest(`malformed multipart request: ${(err as Error).message}`);
   }
-  const spool = new Spool();
-  const fields = new Map<string, string>();
-  const lists = new Map<string, string[]>();
-  const files: UploadedFile[] = [];
-  const receiving: Promise<void>[] = [];
-  const open = new Set<Readable>();
-  let size = 0;
-  let failure: unknown;
+}
 
-  let timer = bodyIdleTimer(0, () => {});
-  let deadline: { stop(): void } | undefined;
-  const body = new Promise<void>((resolve, reject) => {
-    const fail = (err: unknown) => {
-      if (failure !== undefined) return;
-      failure = err;
-      timer.stop();
-      deadline?.stop();
-      // Everything read so far is garbage now, spooled or not (the socket's chunks die too).
-      owe(size);
-      req.unpipe(parser);
-      // The rest of the body is read and dropped, so the error answer can still be delivered.
-      req.resume();
-      // Parts still being received end now: their parser gets no more input.
-      for (const stream of open) stream.destroy();
-      reject(err);
-    };
-    const count = (bytes: number) => {
-      size += bytes;
-      if (size > limit)
-        throw new VoxdError('E_BODY_TOO_LARGE', `request body exceeds max_request_body_bytes=${limit}`);
-    };
+/** Which error a file part's receive failed with: a full temporary folder is the server's, the rest busboy's verdict. */
+function receiveFailure(err: unknown, field: string): unknown {
+  if (err instanceof VoxdError) return err;
+  return (
+    storageFull(err, `the upload of field ${showValue(field)} could not be spooled`) ??
+    malformed(err as Error)
+  );
+}
 
-    /** One file part, into memory and past the threshold into a spooled file; backpressure through for-await. */
-    const receive = async (index: number, field: string, filename: string, stream: Readable) => {
-      const chunks: Buffer[] = [];
-      let fileSize = 0;
-      let handle: FileHandle | undefined;
-      let batch: Buffer[] = [];
-      let batched = 0;
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
-        count(chunk.length);
-        fileSize += chunk.length;
-        if (handle) {
-          batch.push(chunk);
-          batched += chunk.length;
-          if (batched >= SPOOL_BATCH_BYTES) {
-            const full = batch;
-            batch = [];
-            await writeChunks(handle, full, batched);
-            batched = 0;
-          }
-          continue;
-        }
-        lease?.hold(chunk.length);
-        chunks.push(chunk);
-        if (fileSize > SPOOL_THRESHOLD) {
-          handle = await spool.create();
-          await writeChunks(handle, chunks, fileSize);
-          chunks.length = 0;
-          lease?.free(fileSize);
-        }
-      }
-      if (handle && batched > 0) await writeChunks(handle, batch, batched);
-      const source: AudioSource = handle ? { file: handle, size: fileSize } : joined(chunks);
-      files[index] = { field, filename, size: fileSize, source };
-    };
+/**
+ * One multipart body being read: its parts as they arrive, the bytes it counts against the limit,
+ * its first failure. Every failure ends the read at once and keeps the rest of the body from
+ * being parsed; `discard` then removes what was spooled.
+ */
+class MultipartRead {
+  readonly #req: IncomingMessage;
+  readonly #limit: number;
+  readonly #lease: BodyLease | undefined;
+  readonly #spool = new Spool();
+  readonly #fields = new Map<string, string>();
+  readonly #lists = new Map<string, string[]>();
+  readonly #files: UploadedFile[] = [];
+  readonly #receiving: Promise<void>[] = [];
+  readonly #open = new Set<Readable>();
+  #size = 0;
+  #failure: unknown;
+  #timer: { touch(): void; stop(): void } = bodyIdleTimer(0, () => {});
+  #deadline: { stop(): void } | undefined;
+  #parser: busboy.Busboy | undefined;
+  #reject: ((err: unknown) => void) | undefined;
 
+  constructor(req: IncomingMessage, limit: number) {
+    this.#req = req;
+    this.#limit = limit;
+    this.#lease = bodyLeaseOf(req);
+  }
+
+  /** Pipes the request into `parser` and settles once the body is read and every file part received. */
+  async read(parser: busboy.Busboy, idleMs: number): Promise<void> {
+    this.#parser = parser;
+    await new Promise<void>((resolve, reject) => {
+      this.#reject = reject;
+      this.#listen(parser, resolve, idleMs);
+    });
+    await Promise.all(this.#receiving);
+    if (this.#failure !== undefined) throw this.#failure;
+  }
+
+  /** After a failure: waits for the parts still being received, then removes the spooled files. */
+  async discard(err: unknown): Promise<unknown> {
+    await Promise.allSettled(this.#receiving);
+    await this.#spool.dispose();
+    return this.#failure ?? err;
+  }
+
+  body(): MultipartBody {
+    const spool = this.#spool;
+    return { fields: this.#fields, lists: this.#lists, files: this.#files, dispose: () => spool.dispose() };
+  }
+
+  #listen(parser: busboy.Busboy, resolve: () => void, idleMs: number): void {
+    const req = this.#req;
     // busboy gives a part without a name (or with name="") an undefined name; such a part is one
     // more field no route reads, so it goes under '' rather than break code that expects a string.
-    parser.on('field', (rawName: string | undefined, value, info) => {
-      const name = rawName ?? '';
-      if (failure !== undefined) return;
-      try {
-        if (info.valueTruncated)
-          throw invalidField(
-            name,
-            `${showValue(name)}: a form field may hold at most ${MAX_FIELD_BYTES} bytes`,
-          );
-        const bytes = Buffer.byteLength(value);
-        count(bytes);
-        lease?.hold(bytes);
-        fields.set(name, value);
-        const list = lists.get(name);
-        if (list) list.push(value);
-        else lists.set(name, [value]);
-      } catch (err) {
-        fail(err);
-      }
-    });
-    parser.on('file', (rawField: string | undefined, stream, info) => {
-      const field = rawField ?? '';
-      if (failure !== undefined) return void stream.resume();
-      open.add(stream);
-      receiving.push(
-        // Parts keep their order in the body whichever finishes first.
-        receive(receiving.length, field, info.filename ?? '', stream)
-          // A stream error is busboy's verdict on the framing (a body cut inside this part); a full
-          // temporary folder is the server's.
-          .catch((err: unknown) =>
-            fail(
-              err instanceof VoxdError
-                ? err
-                : (storageFull(err, `the upload of field ${showValue(field)} could not be spooled`) ??
-                    malformed(err as Error)),
-            ),
-          )
-          .finally(() => open.delete(stream)),
-      );
-    });
-    parser.on('error', (err: Error) => fail(malformed(err)));
+    parser.on('field', (name: string | undefined, value, info) => this.#field(name ?? '', value, info));
+    parser.on('file', (field: string | undefined, stream, info) =>
+      this.#file(field ?? '', info.filename ?? '', stream),
+    );
+    parser.on('error', (err: Error) => this.#fail(malformed(err)));
     parser.on('close', () => resolve());
-    timer = bodyIdleTimer(options.idleMs, fail, lease?.clock);
-    deadline = lease?.watchDeadline(fail);
-    req.on('data', () => timer.touch());
+    const fail = (err: unknown) => this.#fail(err);
+    this.#timer = bodyIdleTimer(idleMs, fail, this.#lease?.clock);
+    this.#deadline = this.#lease?.watchDeadline(fail);
+    req.on('data', () => this.#timer.touch());
     req.on('end', () => {
-      timer.stop();
-      deadline?.stop();
+      this.#timer.stop();
+      this.#deadline?.stop();
     });
     req.on('error', fail);
     req.on('close', () => {
-      if (!req.complete) fail(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
+      if (!req.complete) this.#fail(new VoxdError('E_CLIENT_GONE', 'client closed the connection'));
     });
     req.pipe(parser);
-  });
-
-  try {
-    await body;
-    await Promise.all(receiving);
-    if (failure !== undefined) throw failure;
-  } catch (err) {
-    await Promise.allSettled(receiving);
-    await spool.dispose();
-    throw failure ?? err;
   }
-  return { fields, lists, files, dispose: () => spool.dispose() };
+
+  #fail(err: unknown): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = err;
+    this.#timer.stop();
+    this.#deadline?.stop();
+    // Everything read so far is garbage now, spooled or not (the socket's chunks die too).
+    (this.#lease?.memory ?? memoryRelease).noteLargeBuffer(this.#size);
+    if (this.#parser) this.#req.unpipe(this.#parser);
+    // The rest of the body is read and dropped, so the error answer can still be delivered.
+    this.#req.resume();
+    // Parts still being received end now: their parser gets no more input.
+    for (const stream of this.#open) stream.destroy();
+    this.#reject?.(err);
+  }
+
+  #count(bytes: number): void {
+    this.#size += bytes;
+    if (this.#size > this.#limit)
+      throw new VoxdError('E_BODY_TOO_LARGE', `request body exceeds max_request_body_bytes=${this.#limit}`);
+  }
+
+  #field(name: string, value: string, info: busboy.FieldInfo): void {
+    if (this.#failure !== undefined) return;
+    try {
+      if (info.valueTruncated)
+        throw invalidField(
+          name,
+          `${showValue(name)}: a form field may hold at most ${MAX_FIELD_BYTES} bytes`,
+        );
+      const bytes = Buffer.byteLength(value);
+      this.#count(bytes);
+      this.#lease?.hold(bytes);
+      this.#fields.set(name, value);
+      const list = this.#lists.get(name);
+      if (list) list.push(value);
+      else this.#lists.set(name, [value]);
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  #file(field: string, filename: string, stream: Readable): void {
+    if (this.#failure !== undefined) return void stream.resume();
+    this.#open.add(stream);
+    // Parts keep their order in the body whichever finishes first.
+    const index = this.#receiving.length;
+    this.#receiving.push(
+      this.#receive(index, field, filename, stream)
+        .catch((err: unknown) => this.#fail(receiveFailure(err, field)))
+        .finally(() => this.#open.delete(stream)),
+    );
+  }
+
+  /** One file part, into memory and past the threshold into a spooled file; backpressure through for-await. */
+  async #receive(index: number, field: string, filename: string, stream: Readable): Promise<void> {
+    const chunks: Buffer[] = [];
+    let fileSize = 0;
+    let handle: FileHandle | undefined;
+    let batch: Buffer[] = [];
+    let batched = 0;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      this.#count(chunk.length);
+      fileSize += chunk.length;
+      if (handle) {
+        batch.push(chunk);
+        batched += chunk.length;
+        if (batched >= SPOOL_BATCH_BYTES) {
+          const full = batch;
+          batch = [];
+          await writeChunks(handle, full, batched);
+          batched = 0;
+        }
+        continue;
+      }
+      this.#lease?.hold(chunk.length);
+      chunks.push(chunk);
+      if (fileSize > SPOOL_THRESHOLD) {
+        handle = await this.#spool.create();
+        await writeChunks(handle, chunks, fileSize);
+        chunks.length = 0;
+        this.#lease?.free(fileSize);
+      }
+    }
+    if (handle && batched > 0) await writeChunks(handle, batch, batched);
+    const source: AudioSource = handle ? { file: handle, size: fileSize } : joined(chunks);
+    this.#files[index] = { field, filename, size: fileSize, source };
+  }
+}
+
+export async function readMultipart(req: IncomingMessage, options: MultipartOptions): Promise<MultipartBody> {
+  checkDeclaredLength(req, options.limit);
+  const parser = parserFor(req, options.limit);
+  const read = new MultipartRead(req, options.limit);
+  try {
+    await read.read(parser, options.idleMs);
+  } catch (err) {
+    throw await read.discard(err);
+  }
+  return read.body();
 }
