@@ -13,11 +13,12 @@ import {
 } from '../../api/speech/output.js';
 import { liveSpeechRequest, speechModel, speechRequest } from '../../api/speech/request.js';
 import { timing, timingFor, timingHeaders } from '../../api/timing.js';
-import { durationMs } from '../../audio/types.js';
+import { type Audio, durationMs } from '../../audio/types.js';
 import { encodePcm16, wavHeader } from '../../audio/wav-encode.js';
 import type { TaskToken } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
 import { invalidField, VoxdError } from '../../errors.js';
+import type { InferenceOutcome } from '../../runtime/runtime.js';
 import { openLiveRequest } from '../live/request.js';
 import { audioCaller } from '../request/audio-caller.js';
 import { jsonRoute, queryRoute } from '../request/schema.js';
@@ -82,6 +83,22 @@ async function speech(ctx: RouteContext, body: Static<typeof SpeechRequest>) {
   return { body: encoded.body, contentType: encoded.contentType, headers: timingHeaders(t) };
 }
 
+/** A run whose audio goes to `onAudio` as the engine makes it; the result keeps no copy of it. */
+function speechEvents(
+  ctx: RouteContext,
+  modelId: string,
+  request: EngineRequest,
+  busyTimeoutMs: number | undefined,
+  onAudio: (audio: Audio) => Promise<void>,
+): Promise<InferenceOutcome> {
+  return ctx.runtime.infer(modelId, request, {
+    busyTimeoutMs,
+    signal: ctx.signal,
+    eventsOnly: true,
+    onEvent: (event) => (event.type === 'audio' ? onAudio(event.audio) : undefined),
+  });
+}
+
 /**
  * A WAV or PCM answer kept as it is made: each audio event becomes PCM16 at once (resampled piece
  * by piece for `sample_rate`), so the engine keeps no float copy of the whole (RunContext
@@ -109,15 +126,9 @@ async function speechAsMade(
       bytes += pcm.length;
     },
   );
-  const outcome = await ctx.runtime.infer(modelId, request, {
-    busyTimeoutMs,
-    signal: ctx.signal,
-    eventsOnly: true,
-    onEvent: async (event) => {
-      if (event.type !== 'audio') return;
-      shape ??= { sampleRate: output.sampleRate ?? event.audio.sampleRate, channels: event.audio.channels };
-      await writer.write(event.audio);
-    },
+  const outcome = await speechEvents(ctx, modelId, request, busyTimeoutMs, async (audio) => {
+    shape ??= { sampleRate: output.sampleRate ?? audio.sampleRate, channels: audio.channels };
+    await writer.write(audio);
   });
   if (!shape) {
     if (!outcome.result.audio) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio output`);
@@ -199,19 +210,10 @@ function speechFromFirstByte(
           await send(bytes);
         },
       );
-      const outcome = await ctx.runtime.infer(modelId, request, {
-        busyTimeoutMs,
-        signal: ctx.signal,
-        eventsOnly: true,
-        onEvent: async (event) => {
-          if (event.type !== 'audio') return;
-          shape ??= {
-            sampleRate: output.sampleRate ?? event.audio.sampleRate,
-            channels: event.audio.channels,
-          };
-          audioMs += durationMs(event.audio);
-          await writer!.write(event.audio);
-        },
+      const outcome = await speechEvents(ctx, modelId, request, busyTimeoutMs, async (audio) => {
+        shape ??= { sampleRate: output.sampleRate ?? audio.sampleRate, channels: audio.channels };
+        audioMs += durationMs(audio);
+        await writer!.write(audio);
       });
       if (shape) await writer.end();
       return outcome;
