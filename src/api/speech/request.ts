@@ -5,7 +5,7 @@
  * as voice.ts resolves it (presets, voice_dir, aliases).
  */
 import type { Audio } from '../../audio/types.js';
-import type { OptionMap, TaskToken } from '../../config/types.js';
+import type { OptionMap } from '../../config/types.js';
 import type { EngineRequest } from '../../engines/types.js';
 import { voiceAliases } from '../../engines/voice-aliases.js';
 import type { ModelEntry } from '../../runtime/model-entry.js';
@@ -20,14 +20,9 @@ import { speedOptions } from './speed.js';
 import { resolveVoice, unalias } from './voice.js';
 
 /** The speech model `name` (an id, an alias or an installed package), refused unless it speaks. */
-export async function speechModel(
-  runtime: Runtime,
-  name: string,
-  route: string,
-  tasks: readonly TaskToken[] = SPEECH_TASKS,
-): Promise<ModelEntry> {
+export async function speechModel(runtime: Runtime, name: string, route: string): Promise<ModelEntry> {
   const entry = await modelEntry(runtime, name);
-  requireTask(entry.config, tasks, route);
+  requireTask(entry.config, SPEECH_TASKS, route);
   return entry;
 }
 
