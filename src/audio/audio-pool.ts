@@ -9,8 +9,7 @@ import type { AbortSource } from '../util/lazy-abort.js';
 import { memoryRelease } from '../util/release-memory.js';
 import type { AudioFailure, AudioJob, AudioReply } from './audio-worker.js';
 import { conformAudio } from './convert.js';
-import { fromPlain, type PlainAudio, plainBuffer, toPlain } from './pcm16-audio.js';
-import type { Audio } from './types.js';
+import { type Audio, heldSamples } from './types.js';
 import { decodeWav, isPcm16, parseWavLayout, WavError, type WavLayout } from './wav-decode.js';
 import { WorkerPool } from './worker-pool.js';
 
@@ -65,9 +64,9 @@ export const audioPool = new WorkerPool<Job, AudioReply>({
 });
 
 async function offloadAudio(job: Job, signal: AbortSource | undefined): Promise<Audio> {
-  const { audio } = (await audioPool.run(job, { signal })) as { audio: PlainAudio };
-  owed(plainBuffer(audio).byteLength);
-  return fromPlain(audio);
+  const { audio } = (await audioPool.run(job, { signal })) as { audio: Audio };
+  owed(heldSamples(audio).byteLength);
+  return audio;
 }
 
 /**
@@ -105,9 +104,9 @@ export async function decodeWavFileAsync(
 export async function conformAudioAsync(audio: Audio, need: Need, signal?: AbortSource): Promise<Audio> {
   const resamples = audio.sampleRate !== need.sampleRate;
   if (!resamples && audio.channels === need.channels) return conformAudio(audio, need);
-  if (audio.samples.length < (resamples ? RESAMPLE_INLINE_LIMIT : INLINE_LIMIT))
+  if (heldSamples(audio).length < (resamples ? RESAMPLE_INLINE_LIMIT : INLINE_LIMIT))
     return conformAudio(audio, need);
-  return offloadAudio({ kind: 'conform', audio: toPlain(audio), need }, signal);
+  return offloadAudio({ kind: 'conform', audio, need }, signal);
 }
 
 /**

@@ -5,18 +5,19 @@ import { readFullySync } from '../util/read-fully.js';
 import { base64Bytes } from './base64.js';
 import { conformAudio } from './convert.js';
 import { decodePcm } from './pcm.js';
-import { fromPlain, type PlainAudio, plainBuffer, toPlain } from './pcm16-audio.js';
+import { pcm16Audio } from './pcm16-audio.js';
+import { type Audio, heldSamples } from './types.js';
 import { decodeWav, isPcm16, WavError, type WavLayout } from './wav-decode.js';
 
 export type AudioJob =
   | { id: number; kind: 'decode'; bytes: Uint8Array }
   | { id: number; kind: 'decode-file'; fd: number; layout: WavLayout }
-  | { id: number; kind: 'conform'; audio: PlainAudio; need: { sampleRate: number; channels: number } }
+  | { id: number; kind: 'conform'; audio: Audio; need: { sampleRate: number; channels: number } }
   /** A base64 payload's characters as a JSON body held them (base64.ts): its bytes. */
   | { id: number; kind: 'base64'; literal: Uint8Array; field: string; maxBytes: number };
 
 export type AudioReply =
-  | { id: number; ok: true; audio: PlainAudio }
+  | { id: number; ok: true; audio: Audio }
   | { id: number; ok: true; bytes: Uint8Array }
   | { id: number; ok: false; code: AudioFailure; message: string };
 
@@ -34,14 +35,14 @@ const PIECE_BYTES = 1 << 20;
  * Decodes the samples of an open WAV file (the caller owns the descriptor and keeps it open until
  * the reply). Blocking reads are fine here: this thread does nothing else.
  */
-function decodeFile(fd: number, layout: WavLayout): PlainAudio {
+function decodeFile(fd: number, layout: WavLayout): Audio {
   const { format, dataStart, dataBytes } = layout;
   const { sampleRate, channels } = format;
   if (isPcm16(format)) {
     // Kept as PCM16 (wav-decode.ts, decodeData): read straight into the samples' own memory.
     const pcm16 = new Int16Array(dataBytes / 2);
     readWhole(fd, new Uint8Array(pcm16.buffer), dataStart);
-    return { pcm16, sampleRate, channels };
+    return pcm16Audio(pcm16, sampleRate, channels);
   }
   const frameBytes = (format.bits / 8) * format.channels;
   const out = new Float32Array(layout.frames * format.channels);
@@ -64,10 +65,10 @@ function readWhole(fd: number, into: Uint8Array, position: number): void {
     throw new WavError('the WAV file ended before its data');
 }
 
-function runJob(job: Exclude<AudioJob, { kind: 'base64' }>): PlainAudio {
-  if (job.kind === 'decode') return toPlain(decodeWav(job.bytes));
+function runJob(job: Exclude<AudioJob, { kind: 'base64' }>): Audio {
+  if (job.kind === 'decode') return decodeWav(job.bytes);
   if (job.kind === 'decode-file') return decodeFile(job.fd, job.layout);
-  return toPlain(conformAudio(fromPlain(job.audio), job.need));
+  return conformAudio(job.audio, job.need);
 }
 
 /** Input bytes of a job above which the worker collects its garbage once the reply is sent. */
@@ -77,7 +78,7 @@ function inputBytes(job: AudioJob): number {
   if (job.kind === 'decode') return job.bytes.byteLength;
   if (job.kind === 'decode-file') return job.layout.dataBytes;
   if (job.kind === 'base64') return job.literal.byteLength;
-  return plainBuffer(job.audio).byteLength;
+  return heldSamples(job.audio).byteLength;
 }
 
 parentPort?.on('message', (job: AudioJob) => {
@@ -89,7 +90,9 @@ parentPort?.on('message', (job: AudioJob) => {
       parentPort!.postMessage({ id: job.id, ok: true, bytes } satisfies AudioReply, [bytes.buffer]);
     } else {
       const audio = runJob(job);
-      parentPort!.postMessage({ id: job.id, ok: true, audio } satisfies AudioReply, [plainBuffer(audio)]);
+      parentPort!.postMessage({ id: job.id, ok: true, audio } satisfies AudioReply, [
+        heldSamples(audio).buffer as ArrayBuffer,
+      ]);
     }
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

@@ -1,9 +1,11 @@
+import { floats } from './pcm16-audio.js';
 import { type Audio, frameCount } from './types.js';
 
 /** Averages all channels into one. Mono input is returned as is (not copied). */
 export function toMono(audio: Audio): Audio {
-  const { channels, samples } = audio;
+  const { channels } = audio;
   if (channels === 1) return audio;
+  const samples = floats(audio);
   const frames = frameCount(audio);
   const out = new Float32Array(frames);
   for (let f = 0, p = 0; f < frames; f++) {
@@ -19,10 +21,11 @@ export function duplicateMono(audio: Audio, channels: number): Audio {
   if (audio.channels !== 1)
     throw new RangeError(`duplicateMono needs mono audio, got ${audio.channels} channels`);
   if (channels === 1) return audio;
-  const frames = audio.samples.length;
+  const samples = floats(audio);
+  const frames = samples.length;
   const out = new Float32Array(frames * channels);
   for (let f = 0, p = 0; f < frames; f++) {
-    const v = audio.samples[f]!;
+    const v = samples[f]!;
     for (let c = 0; c < channels; c++, p++) out[p] = v;
   }
   return { samples: out, sampleRate: audio.sampleRate, channels };
@@ -64,15 +67,16 @@ export function resample(audio: Audio, targetRate: number): Audio {
     );
   }
   const filter = getFilter(src, targetRate);
+  const samples = floats(audio);
   const out = new Float32Array(outFrames * channels);
   if (channels === 1) {
-    runFilter(filter, audio.samples, frames, out);
+    runFilter(filter, samples, frames, out);
   } else {
     // De-interleave so the inner loop walks contiguous memory; a few copies cost far less than the filter.
     const input = new Float32Array(frames);
     const output = new Float32Array(outFrames);
     for (let c = 0; c < channels; c++) {
-      for (let f = 0; f < frames; f++) input[f] = audio.samples[f * channels + c]!;
+      for (let f = 0; f < frames; f++) input[f] = samples[f * channels + c]!;
       runFilter(filter, input, frames, output);
       for (let f = 0; f < outFrames; f++) out[f * channels + c] = output[f]!;
     }
@@ -332,7 +336,7 @@ export async function* conformPieces(
     }
     rate ??= piece.sampleRate;
     if (piece.sampleRate !== rate) throw new RangeError('the sample rate changed within one input');
-    const mono = piece.channels === 1 ? piece.samples : toMono(piece).samples;
+    const mono = floats(toMono(piece));
     if (rate === need.sampleRate) {
       yield { samples: mono, sampleRate: rate, channels: 1 };
       continue;

@@ -13,6 +13,7 @@ import { DecodedAudio, type Overrun } from './decoded-audio.js';
 import { ACCEPTED_FORMATS, decodeArgs, lastLine, MAX_DECODE_RATE, refusedFormat } from './ffmpeg-input.js';
 import { EncoderSpares } from './ffmpeg-spares.js';
 import { flacInput, withStreamInfo } from './flac-streaminfo.js';
+import { floats } from './pcm16-audio.js';
 import { type SlotOwner, Slots } from './slots.js';
 import type { Audio } from './types.js';
 
@@ -378,10 +379,11 @@ export class Codec {
   async encode(format: SpeechEncoding, audio: Audio, signal: AbortSignal): Promise<Buffer> {
     const parts: Buffer[] = [];
     const encoder = await this.openEncoder(format, audio, (chunk) => void parts.push(chunk), signal);
-    await encoder.write(audio.samples);
+    const samples = floats(audio);
+    await encoder.write(samples);
     await encoder.end();
     const whole = Buffer.concat(parts);
-    return format === 'flac' ? withStreamInfo(whole, audio) : whole;
+    return format === 'flac' ? withStreamInfo(whole, samples, audio.channels) : whole;
   }
 }
 

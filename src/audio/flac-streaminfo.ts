@@ -6,7 +6,7 @@
  * them to 24-bit integers itself (flacInput), so it knows exactly what the FLAC decodes to.
  */
 import { createHash } from 'node:crypto';
-import { type Audio, HOST_LITTLE_ENDIAN } from './types.js';
+import { HOST_LITTLE_ENDIAN } from './types.js';
 
 /** The largest 24-bit sample, and the scale a float sample is multiplied by (as PCM16 uses 32768). */
 const MAX_24 = 0x7fffff;
@@ -59,7 +59,7 @@ const MD5_AT = STREAMINFO + 18;
  * `flac` (ffmpeg's whole output for `audio`, made from flacInput) with STREAMINFO's total sample
  * count and MD5 written in. Anything but a FLAC that opens with its STREAMINFO is a fault here.
  */
-export function withStreamInfo(flac: Buffer, audio: Audio): Buffer {
+export function withStreamInfo(flac: Buffer, samples: Float32Array, channels: number): Buffer {
   const opens =
     flac.length >= STREAMINFO + STREAMINFO_BYTES &&
     flac.toString('latin1', 0, 4) === 'fLaC' &&
@@ -67,12 +67,12 @@ export function withStreamInfo(flac: Buffer, audio: Audio): Buffer {
     (flac[4]! & 0x7f) === 0 &&
     flac.readUIntBE(5, 3) === STREAMINFO_BYTES;
   if (!opens) throw new Error('ffmpeg made a FLAC stream that does not open with its STREAMINFO block');
-  const frames = audio.samples.length / audio.channels;
+  const frames = samples.length / channels;
   if (!Number.isInteger(frames) || frames >= 2 ** 36)
     throw new RangeError(`cannot write a FLAC sample count of ${frames}`);
   // The count's top 4 bits share a byte with the bits per sample; the low 32 bits follow.
   flac[TOTAL_AT] = (flac[TOTAL_AT]! & 0xf0) | Math.floor(frames / 2 ** 32);
   flac.writeUInt32BE(frames % 2 ** 32, TOTAL_AT + 1);
-  samplesMd5(audio.samples).copy(flac, MD5_AT);
+  samplesMd5(samples).copy(flac, MD5_AT);
   return flac;
 }

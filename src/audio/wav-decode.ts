@@ -123,7 +123,8 @@ export function readPcm16Wav(bytes: Buffer | Uint8Array): {
 } {
   const audio = decodeWav(bytes);
   const { sampleRate, channels } = audio;
-  return { pcm16: audio.pcm16 ?? Int16Array.from(audio.samples, floatToPcm16), sampleRate, channels };
+  const pcm16 = audio.kind === 'pcm16' ? audio.pcm16 : Int16Array.from(audio.samples, floatToPcm16);
+  return { pcm16, sampleRate, channels };
 }
 
 /**

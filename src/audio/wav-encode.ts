@@ -1,4 +1,5 @@
-import { type Audio, HOST_LITTLE_ENDIAN } from './types.js';
+import { floats } from './pcm16-audio.js';
+import { type Audio, HOST_LITTLE_ENDIAN, heldSamples } from './types.js';
 
 /** Size of the canonical RIFF/WAVE header written by encodeWav (RIFF + fmt(16) + data headers). */
 export const WAV_HEADER_BYTES = 44;
@@ -9,13 +10,13 @@ export const WAV_HEADER_BYTES = 44;
 /** A 16-bit PCM WAV file (44-byte header) holding the audio at its own sample rate and channel count. */
 export function encodeWav(audio: Audio): Buffer {
   checkAudio(audio);
-  const pcm16 = littleEndianPcm16(audio);
-  const dataBytes = (pcm16 ?? audio.samples).length * 2;
+  const held = littleEndianPcm16(audio) ?? floats(audio);
+  const dataBytes = held.length * 2;
   checkSize(dataBytes);
   const out = new ArrayBuffer(WAV_HEADER_BYTES + dataBytes);
   writeHeader(new DataView(out), audio.sampleRate, audio.channels, dataBytes);
-  if (pcm16) new Int16Array(out, WAV_HEADER_BYTES, pcm16.length).set(pcm16);
-  else writePcm16(audio.samples, out, WAV_HEADER_BYTES);
+  if (held instanceof Int16Array) new Int16Array(out, WAV_HEADER_BYTES, held.length).set(held);
+  else writePcm16(held, out, WAV_HEADER_BYTES);
   return Buffer.from(out);
 }
 
@@ -59,8 +60,9 @@ export function encodePcm16(audio: Audio): Buffer {
   const pcm16 = littleEndianPcm16(audio);
   // The engine's own bytes, not copied: nothing changes them once made (pcm16-audio.ts).
   if (pcm16) return Buffer.from(pcm16.buffer, pcm16.byteOffset, pcm16.byteLength);
-  const out = new ArrayBuffer(audio.samples.length * 2);
-  writePcm16(audio.samples, out, 0);
+  const samples = floats(audio);
+  const out = new ArrayBuffer(samples.length * 2);
+  writePcm16(samples, out, 0);
   return Buffer.from(out);
 }
 
@@ -92,7 +94,7 @@ function writePcm16(samples: Float32Array, out: ArrayBuffer, byteOffset: number)
 
 /** The audio's PCM16 as an engine made it, when there is one and this machine stores it as WAV does. */
 function littleEndianPcm16(audio: Audio): Int16Array | undefined {
-  return HOST_LITTLE_ENDIAN ? audio.pcm16 : undefined;
+  return HOST_LITTLE_ENDIAN && audio.kind === 'pcm16' ? audio.pcm16 : undefined;
 }
 
 function writeAscii(view: DataView, offset: number, text: string): void {
@@ -108,7 +110,7 @@ function checkAudio(audio: Audio): void {
   if (!Number.isInteger(sampleRate) || sampleRate < 1 || sampleRate * channels * 2 > 0xffffffff) {
     throw new RangeError(`cannot encode WAV: invalid sample rate ${sampleRate}`);
   }
-  const count = (audio.pcm16 ?? audio.samples).length;
+  const count = heldSamples(audio).length;
   if (count % channels !== 0) {
     throw new RangeError(
       `cannot encode WAV: ${count} samples is not a whole number of ${channels}-channel frames`,

@@ -7,6 +7,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { type EventEmitter, once } from 'node:events';
 import { Worker } from 'node:worker_threads';
+import { heldSamples } from '../audio/types.js';
 import type { ModelIsolation } from '../config/types.js';
 import { invalidField } from '../errors.js';
 import type { EventAck, ProcessInit } from './engine-port.js';
@@ -410,5 +411,5 @@ export class ModelRunners<J extends object, R extends Reply> {
  */
 export function inputSamples(request: EngineRequest, purpose: string): RunnerSamples {
   if (!request.audio) throw invalidField('audio', `'audio' is required: ${purpose} needs input audio`);
-  return request.audio.pcm16 ?? request.audio.samples;
+  return heldSamples(request.audio);
 }

@@ -6,7 +6,7 @@
  * listener that needs only the events (`eventsOnly`) gets no concatenation, so a long answer is
  * never held whole.
  */
-import { joinPcm16 } from '../audio/pcm16-audio.js';
+import { floats, joinPcm16 } from '../audio/pcm16-audio.js';
 import { type Audio, frameCount } from '../audio/types.js';
 import { invalidField } from '../errors.js';
 import { sentences } from './engine-options.js';
@@ -59,11 +59,13 @@ export async function speakSentences(
   if (parts.length === 1) return parts[0]!;
   const joined = joinPcm16(parts);
   if (joined) return joined;
-  const samples = new Float32Array(parts.reduce((n, p) => n + p.samples.length, 0));
+  // Some sentences came as PCM16 and some not: all as floats, each converted once.
+  const pieces = parts.map(floats);
+  const samples = new Float32Array(pieces.reduce((n, p) => n + p.length, 0));
   let at = 0;
-  for (const part of parts) {
-    samples.set(part.samples, at);
-    at += part.samples.length;
+  for (const piece of pieces) {
+    samples.set(piece, at);
+    at += piece.length;
   }
   return { samples, sampleRate: parts[0]!.sampleRate, channels: parts[0]!.channels };
 }

@@ -17,7 +17,7 @@
  * `body_budget`, as an HTTP body past it is refused.
  */
 import { transcriptionRequest } from '../api/transcription/engine-request.js';
-import type { Audio } from '../audio/types.js';
+import { type Audio, heldSamples } from '../audio/types.js';
 import { VoxdError } from '../errors.js';
 import { PushQueue } from '../util/push-queue.js';
 import { ArrivingAudio } from './arriving-audio.js';
@@ -117,7 +117,7 @@ export class AsrExchange implements AudioExchange {
     if (this.#pieces.length === 0) return;
     const piece = this.#joined();
     this.#live!.audio.push(piece);
-    this.#ctx.bytes.free(piece.samples.byteLength);
+    this.#ctx.bytes.free(heldSamples(piece).byteLength);
   }
 
   async stop(): Promise<void> {

@@ -10,7 +10,8 @@
  */
 import type { Logger } from 'pino';
 import { speechModel, speechRequest } from '../api/speech/request.js';
-import type { Audio } from '../audio/types.js';
+import { sliceAudio } from '../audio/pcm16-audio.js';
+import { type Audio, heldSamples } from '../audio/types.js';
 import { encodePcm16 } from '../audio/wav-encode.js';
 import type { ServerConfig } from '../config/types.js';
 import { showValue, VoxdError } from '../errors.js';
@@ -69,12 +70,12 @@ export async function synthesize(ctx: SynthesisContext, data: Record<string, unk
     eventsOnly: true,
     onEvent: (event) => (event.type === 'audio' ? chunk(event.audio) : undefined),
   });
-  // An engine that answers whole: its audio in one-second chunks.
+  // An engine that answers whole: its audio in one-second chunks, PCM16 kept as it is.
   const whole = outcome.result.audio;
   if (!shape && whole) {
     const step = whole.sampleRate * whole.channels;
-    for (let at = 0; at < whole.samples.length; at += step)
-      await chunk({ ...whole, samples: whole.samples.subarray(at, at + step) });
+    const length = heldSamples(whole).length;
+    for (let at = 0; at < length; at += step) await chunk(sliceAudio(whole, at, at + step));
   }
   if (!shape) throw new VoxdError('E_ENGINE', `model '${entry.id}' produced no audio output`);
   await ctx.send('audio-stop');

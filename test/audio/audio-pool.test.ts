@@ -9,6 +9,7 @@ import {
   RESAMPLE_INLINE_LIMIT,
 } from '../../src/audio/audio-pool.js';
 import { conformAudio } from '../../src/audio/convert.js';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import type { Audio } from '../../src/audio/types.js';
 import { decodeWav, WavError } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
@@ -40,7 +41,7 @@ async function turnsWhile<T>(promise: Promise<T>): Promise<{ value: T; turns: nu
 
 /** A 32-bit float WAV of `audio`: an encoding that is decoded sample by sample, not copied. */
 function floatWav(audio: Audio): Buffer {
-  const data = Buffer.from(audio.samples.buffer, audio.samples.byteOffset, audio.samples.byteLength);
+  const data = Buffer.from(floats(audio).buffer, floats(audio).byteOffset, floats(audio).byteLength);
   const head = Buffer.alloc(44);
   head.write('RIFF', 0);
   head.writeUInt32LE(36 + data.length, 4);
@@ -67,7 +68,7 @@ test('long WAVs decode on a worker thread, with the same result and the event lo
   const inline = decodeWav(bytes);
   assert.equal(value.sampleRate, 44100);
   assert.equal(value.channels, 2);
-  assert.deepEqual(value.samples, inline.samples);
+  assert.deepEqual(floats(value), floats(inline));
 
   const pcm16 = encodeWav(tone(30, 44100, 2));
   assert.ok(pcm16.length > INLINE_LIMIT && pcm16.length < PCM16_INLINE_LIMIT);
@@ -75,24 +76,24 @@ test('long WAVs decode on a worker thread, with the same result and the event lo
   const copied = await decodeWavAsync(pcm16);
   assert.equal(audioPool.offloaded, before, 'no thread hop for a copy');
   assert.ok(copied.pcm16);
-  assert.deepEqual(copied.samples, decodeWav(pcm16).samples);
+  assert.deepEqual(floats(copied), floats(decodeWav(pcm16)));
 });
 
 test('long audio is converted on a worker thread with the same result as inline', async () => {
   const audio = tone(30, 48000, 2);
-  assert.ok(audio.samples.length > INLINE_LIMIT);
+  assert.ok(floats(audio).length > INLINE_LIMIT);
   const before = audioPool.offloaded;
   const need = { sampleRate: 16000, channels: 1 };
   const { value, turns } = await turnsWhile(conformAudioAsync(audio, need));
   assert.equal(audioPool.offloaded, before + 1);
   assert.ok(turns > 0);
   assert.deepEqual(value, conformAudio(audio, need));
-  assert.equal(audio.samples.length, 30 * 48000 * 2, 'the input stays usable (it was copied, not moved)');
+  assert.equal(floats(audio).length, 30 * 48000 * 2, 'the input stays usable (it was copied, not moved)');
 });
 
 test('resampling leaves the event loop above a few milliseconds of work: a realtime turn (5 s at 24 kHz) goes to a worker; mixing alone stays inline', async () => {
   const turn = tone(5, 24000, 1);
-  assert.ok(turn.samples.length < INLINE_LIMIT && turn.samples.length > RESAMPLE_INLINE_LIMIT);
+  assert.ok(floats(turn).length < INLINE_LIMIT && floats(turn).length > RESAMPLE_INLINE_LIMIT);
   const need = { sampleRate: 16000, channels: 1 };
   let before = audioPool.offloaded;
   const { value, turns } = await turnsWhile(conformAudioAsync(turn, need));
@@ -119,5 +120,5 @@ test('short inputs are handled inline; bad long input is a WavError', async () =
     (err: unknown) => err instanceof WavError && /not a WAV file/.test(err.message),
   );
   const parallel = await Promise.all([1, 2, 3].map(() => decodeWavAsync(encodeWav(tone(10, 44100, 2)))));
-  for (const audio of parallel) assert.equal(audio.samples.length, 10 * 44100 * 2);
+  for (const audio of parallel) assert.equal(floats(audio).length, 10 * 44100 * 2);
 });

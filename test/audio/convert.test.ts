@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { conformAudio, duplicateMono, resample, toMono } from '../../src/audio/convert.js';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import type { Audio } from '../../src/audio/types.js';
 
 function tone(freq: number, rate: number, seconds: number, amp = 0.5): Audio {
@@ -12,7 +13,7 @@ function tone(freq: number, rate: number, seconds: number, amp = 0.5): Audio {
 
 /** Channel `c` of interleaved audio. */
 function channel(audio: Audio, c: number): Float32Array {
-  return audio.samples.filter((_, i) => i % audio.channels === c);
+  return floats(audio).filter((_, i) => i % audio.channels === c);
 }
 
 /** RMS over the middle of a signal, skipping `edge` samples at each end where zero padding tapers it. */
@@ -55,10 +56,10 @@ test('toMono averages channels; mono passes through', () => {
   const mono = toMono(stereo);
   assert.equal(mono.channels, 1);
   assert.equal(mono.sampleRate, 8000);
-  assert.deepEqual(Array.from(mono.samples), [0.5, 0, -0.25]);
+  assert.deepEqual(Array.from(floats(mono)), [0.5, 0, -0.25]);
 
   const three: Audio = { samples: new Float32Array([0.3, 0.6, 0.9]), sampleRate: 8000, channels: 3 };
-  assert.ok(Math.abs(toMono(three).samples[0]! - 0.6) < 1e-6);
+  assert.ok(Math.abs(floats(toMono(three))[0]! - 0.6) < 1e-6);
 
   const already = tone(440, 8000, 0.01);
   assert.equal(toMono(already), already);
@@ -67,7 +68,7 @@ test('toMono averages channels; mono passes through', () => {
 test('duplicateMono copies the signal into every channel', () => {
   const out = duplicateMono({ samples: new Float32Array([0.1, -0.2]), sampleRate: 8000, channels: 1 }, 3);
   assert.equal(out.channels, 3);
-  assert.deepEqual(Array.from(out.samples), Array.from(new Float32Array([0.1, 0.1, 0.1, -0.2, -0.2, -0.2])));
+  assert.deepEqual(Array.from(floats(out)), Array.from(new Float32Array([0.1, 0.1, 0.1, -0.2, -0.2, -0.2])));
 });
 
 test('resample output length is round(frames * dst / src)', () => {
@@ -85,7 +86,7 @@ test('resample output length is round(frames * dst / src)', () => {
       const audio: Audio = { samples: new Float32Array(frames * 2), sampleRate: src, channels: 2 };
       const out = resample(audio, dst);
       const expected = Math.round((frames * dst) / src);
-      assert.equal(out.samples.length, expected * 2, `${src} -> ${dst}, ${frames} frames`);
+      assert.equal(floats(out).length, expected * 2, `${src} -> ${dst}, ${frames} frames`);
       assert.equal(out.sampleRate, dst);
       assert.equal(out.channels, 2);
     }
@@ -106,9 +107,9 @@ test('resample rejects invalid rates', () => {
 
 test('440 Hz at 44100 -> 16000 keeps its frequency and amplitude', () => {
   const out = resample(tone(440, 44100, 1), 16000);
-  const freq = measureFrequency(out.samples, 16000, 200);
+  const freq = measureFrequency(floats(out), 16000, 200);
   assert.ok(Math.abs(freq - 440) < 0.5, `measured ${freq} Hz`);
-  assert.ok(Math.abs(rms(out.samples, 200) - 0.5 / Math.SQRT2) < 0.005, `rms ${rms(out.samples, 200)}`);
+  assert.ok(Math.abs(rms(floats(out), 200) - 0.5 / Math.SQRT2) < 0.005, `rms ${rms(floats(out), 200)}`);
 });
 
 test('tones above the new Nyquist frequency are removed when downsampling (no aliasing)', () => {
@@ -116,13 +117,13 @@ test('tones above the new Nyquist frequency are removed when downsampling (no al
   for (const freq of [8500, 10000, 12000, 15000]) {
     const input = tone(freq, 44100, 0.5);
     const out = resample(input, 16000);
-    const ratio = rms(out.samples, 200) / rms(input.samples);
+    const ratio = rms(floats(out), 200) / rms(floats(input));
     assert.ok(ratio < 0.05, `${freq} Hz kept ${ratio} of its RMS`);
     assert.ok(ratio < 1e-3, `${freq} Hz kept ${ratio} of its RMS (expected about -95 dB)`);
   }
   // A 7 kHz tone cannot survive a 8 kHz output (Nyquist 4 kHz).
   const input = tone(7000, 44100, 0.5);
-  assert.ok(rms(resample(input, 8000).samples, 100) / rms(input.samples) < 1e-3);
+  assert.ok(rms(floats(resample(input, 8000)), 100) / rms(floats(input)) < 1e-3);
 });
 
 test('tones well inside the passband keep their level', () => {
@@ -134,40 +135,40 @@ test('tones well inside the passband keep their level', () => {
   ] as const) {
     const input = tone(freq, src, 0.5);
     const out = resample(input, dst);
-    const ratio = rms(out.samples, 200) / rms(input.samples);
+    const ratio = rms(floats(out), 200) / rms(floats(input));
     assert.ok(Math.abs(ratio - 1) < 0.01, `${src} -> ${dst}: ${freq} Hz kept ${ratio} of its RMS`);
-    assert.ok(Math.abs(measureFrequency(out.samples, dst, 200) - freq) < 1, `${src} -> ${dst}: ${freq} Hz`);
+    assert.ok(Math.abs(measureFrequency(floats(out), dst, 200) - freq) < 1, `${src} -> ${dst}: ${freq} Hz`);
   }
 });
 
 test('upsampling 8000 -> 16000 leaves no image above the old Nyquist frequency', () => {
   const out = resample(tone(1000, 8000, 0.5), 16000);
-  assert.ok(Math.abs(amplitudeAt(out.samples, 16000, 1000, 200) - 0.5) < 0.005);
+  assert.ok(Math.abs(amplitudeAt(floats(out), 16000, 1000, 200) - 0.5) < 0.005);
   // Zero-stuffing without filtering would put a 7 kHz image (8000 - 1000) of equal amplitude here.
-  assert.ok(amplitudeAt(out.samples, 16000, 7000, 200) < 1e-4);
+  assert.ok(amplitudeAt(floats(out), 16000, 7000, 200) < 1e-4);
 });
 
 test('coprime rates (interpolated filter table) resample accurately too', () => {
   const out = resample(tone(440, 44101, 1), 16000);
-  assert.ok(Math.abs(measureFrequency(out.samples, 16000, 200) - 440) < 0.5);
-  assert.ok(Math.abs(amplitudeAt(out.samples, 16000, 440, 200) - 0.5) < 0.002);
+  assert.ok(Math.abs(measureFrequency(floats(out), 16000, 200) - 440) < 0.5);
+  assert.ok(Math.abs(amplitudeAt(floats(out), 16000, 440, 200) - 0.5) < 0.002);
 });
 
 test('DC passes at unit gain away from the edges', () => {
   const audio: Audio = { samples: new Float32Array(4410).fill(0.5), sampleRate: 44100, channels: 1 };
   const out = resample(audio, 16000);
-  for (let i = 200; i < out.samples.length - 200; i++) {
-    assert.ok(Math.abs(out.samples[i]! - 0.5) < 1e-4, `sample ${i}: ${out.samples[i]}`);
+  for (let i = 200; i < floats(out).length - 200; i++) {
+    assert.ok(Math.abs(floats(out)[i]! - 0.5) < 1e-4, `sample ${i}: ${floats(out)[i]}`);
   }
 });
 
 test('channels are resampled independently', () => {
   const left = tone(300, 48000, 0.5);
   const right = tone(1200, 48000, 0.5, 0.25);
-  const samples = new Float32Array(left.samples.length * 2);
-  left.samples.forEach((v, i) => {
+  const samples = new Float32Array(floats(left).length * 2);
+  floats(left).forEach((v, i) => {
     samples[2 * i] = v;
-    samples[2 * i + 1] = right.samples[i]!;
+    samples[2 * i + 1] = floats(right)[i]!;
   });
   const out = resample({ samples, sampleRate: 48000, channels: 2 }, 16000);
   const l = channel(out, 0);
@@ -180,16 +181,16 @@ test('channels are resampled independently', () => {
 
 test('conformAudio: stereo 48 kHz -> mono 16 kHz', () => {
   const left = tone(500, 48000, 0.5, 0.4);
-  const samples = new Float32Array(left.samples.length * 2);
-  left.samples.forEach((v, i) => {
+  const samples = new Float32Array(floats(left).length * 2);
+  floats(left).forEach((v, i) => {
     samples[2 * i] = v;
     samples[2 * i + 1] = v * 0.5; // mono mix is 0.75 * left
   });
   const out = conformAudio({ samples, sampleRate: 48000, channels: 2 }, { sampleRate: 16000, channels: 1 });
   assert.equal(out.channels, 1);
   assert.equal(out.sampleRate, 16000);
-  assert.equal(out.samples.length, 8000);
-  assert.ok(Math.abs(amplitudeAt(out.samples, 16000, 500, 200) - 0.3) < 0.003);
+  assert.equal(floats(out).length, 8000);
+  assert.ok(Math.abs(amplitudeAt(floats(out), 16000, 500, 200) - 0.3) < 0.003);
 });
 
 test('conformAudio keeps matching channels, duplicates mono, and passes through what already fits', () => {
@@ -197,7 +198,7 @@ test('conformAudio keeps matching channels, duplicates mono, and passes through 
   assert.equal(conformAudio(stereo, { sampleRate: 16000, channels: 2 }), stereo);
   const resampled = conformAudio(stereo, { sampleRate: 8000, channels: 2 });
   assert.equal(resampled.channels, 2);
-  assert.equal(resampled.samples.length, 16000);
+  assert.equal(floats(resampled).length, 16000);
 
   const mono = tone(440, 24000, 0.25);
   const up = conformAudio(mono, { sampleRate: 16000, channels: 2 });
@@ -209,7 +210,7 @@ test('conformAudio keeps matching channels, duplicates mono, and passes through 
   const quad: Audio = { samples: new Float32Array([0.4, 0.4, 0.4, 0.4]), sampleRate: 16000, channels: 4 };
   const two = conformAudio(quad, { sampleRate: 16000, channels: 2 });
   assert.equal(two.channels, 2);
-  assert.deepEqual(Array.from(two.samples), Array.from(new Float32Array([0.4, 0.4])));
+  assert.deepEqual(Array.from(floats(two)), Array.from(new Float32Array([0.4, 0.4])));
 });
 
 // How fast: `node scripts/bench-audio.mjs` (docs/performance.md); a test asserts what comes out.
@@ -217,10 +218,10 @@ test('a minute of 44.1 kHz audio resamples to 16 kHz whole, the tone kept to its
   const audio = tone(440, 44100, 60);
   const out = resample(audio, 16000);
   assert.equal(out.sampleRate, 16000);
-  assert.ok(Math.abs(out.samples.length - 16000 * 60) <= 1, `${out.samples.length} samples`);
+  assert.ok(Math.abs(floats(out).length - 16000 * 60) <= 1, `${floats(out).length} samples`);
   // Each second alone (200 samples from each edge skipped) still holds the 440 Hz tone at 0.5.
   for (const second of [0, 30, 59]) {
-    const part = out.samples.subarray(second * 16000, (second + 1) * 16000);
+    const part = floats(out).subarray(second * 16000, (second + 1) * 16000);
     assert.ok(Math.abs(amplitudeAt(part, 16000, 440, 200) - 0.5) < 0.005, `second ${second}`);
   }
 });

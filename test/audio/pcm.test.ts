@@ -1,8 +1,10 @@
 /** The one PCM decoder (src/audio/pcm.ts) that WAV, the live body, realtime and Wyoming share. */
+
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { toMono } from '../../src/audio/convert.js';
 import { decodePcm, decodePcmMono } from '../../src/audio/pcm.js';
+import { floats } from '../../src/audio/pcm16-audio.js';
 
 test('PCM16 samples decode the same from an aligned and an unaligned byte offset', () => {
   const values = [0, 1, -1, 32767, -32768, 12345, -2, 256];
@@ -62,7 +64,7 @@ test('decodePcmMono is exactly toMono of decodePcm, across its block edge, for e
       const whole = { samples: decodePcm(bytes, encoding), sampleRate: 16000, channels };
       assert.deepEqual(
         decodePcmMono(bytes, encoding),
-        toMono(whole).samples,
+        floats(toMono(whole)),
         `${bits} bits, ${channels} channel(s)`,
       );
     }

@@ -1,8 +1,7 @@
 /**
  * PCM16 audio as an engine made it (src/audio/pcm16-audio.ts): WAV and PCM encoders send its bytes
- * as they are, byte for byte what the float path gives; its float samples are made only when read,
- * with the WAV decoder's values, and from then on the PCM16 is dropped (whoever read the floats may
- * change them); a spread or a structured clone never carries it.
+ * as they are, byte for byte what the float path gives; its float samples are made only where
+ * `floats` asks for them, with the WAV decoder's values; a spread or a structured clone keeps it PCM16.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
@@ -13,7 +12,7 @@ import { conformAudioAsync, INLINE_LIMIT } from '../../src/audio/audio-pool.js';
 import { conformAudio } from '../../src/audio/convert.js';
 import { decodeAudio } from '../../src/audio/input.js';
 import { decodePcm } from '../../src/audio/pcm.js';
-import { joinPcm16, pcm16Audio } from '../../src/audio/pcm16-audio.js';
+import { asFloat, floats, joinPcm16, pcm16Audio } from '../../src/audio/pcm16-audio.js';
 import { frameCount } from '../../src/audio/types.js';
 import { decodeWav, readPcm16Wav } from '../../src/audio/wav-decode.js';
 import { encodePcm16, encodeWav } from '../../src/audio/wav-encode.js';
@@ -28,33 +27,37 @@ test('encodeWav and encodePcm16 send the PCM16 as it is, the same bytes as the f
   const pcm = encodePcm16(audio);
   assert.ok(audio.pcm16, 'encoding did not read the float samples');
   assert.equal(frameCount(audio), 3000);
-  const floats = { samples: Float32Array.from(PCM, (v) => v / 32768), sampleRate: 16000, channels: 1 };
-  assert.ok(wav.equals(encodeWav(floats)));
-  assert.ok(pcm.equals(encodePcm16(floats)));
-  assert.deepEqual(decodeWav(wav).samples, floats.samples);
+  const float = { samples: Float32Array.from(PCM, (v) => v / 32768), sampleRate: 16000, channels: 1 };
+  assert.ok(wav.equals(encodeWav(float)));
+  assert.ok(pcm.equals(encodePcm16(float)));
+  assert.deepEqual(floats(decodeWav(wav)), float.samples);
 });
 
-test('reading the samples makes them once, as the WAV decoder would, and drops the PCM16; a spread never carries it', () => {
+test("the kind is in the type: floats() makes the floats where they are asked for, with the WAV decoder's values, and the PCM16 stays; a spread or a structured clone keeps the PCM16", () => {
   const audio = pcm16Audio(PCM, 22050, 2);
   const spread = { ...audio };
-  assert.equal((spread as { pcm16?: Int16Array }).pcm16, undefined, 'a spread carries no PCM16');
-  assert.equal(audio.pcm16, undefined, 'the spread read the samples, so the PCM16 is gone');
-  const samples = audio.samples;
-  assert.equal(audio.samples, samples, 'made once');
+  assert.equal(spread.kind, 'pcm16');
+  assert.equal(spread.pcm16, PCM, 'a spread carries the PCM16, and makes no floats');
+  assert.equal(spread.samples, undefined);
+  const samples = floats(audio);
   assert.deepEqual(
     samples,
     Float32Array.from(PCM, (v) => v / 32768),
   );
-  // Changed floats are what the encoder sends.
-  samples[2] = 0;
-  assert.equal(encodePcm16(audio).readInt16LE(4), 0);
-  // A structured clone (a worker thread, a runner) gets the floats, not the PCM16.
+  assert.equal(audio.pcm16, PCM, 'reading the floats leaves the PCM16 as it was');
+  // Floats someone changes are theirs: asFloat's audio sends them, the PCM16 audio still its own.
+  const changed = asFloat(audio);
+  changed.samples[2] = 0;
+  assert.equal(encodePcm16(changed).readInt16LE(4), 0);
+  assert.equal(encodePcm16(audio).readInt16LE(4), PCM[2]);
+  // A structured clone (a worker thread, a runner) gets the PCM16, not floats.
   const cloned = structuredClone(pcm16Audio(PCM, 8000, 1));
-  assert.equal(cloned.pcm16, undefined);
-  assert.deepEqual(
-    cloned.samples,
-    Float32Array.from(PCM, (v) => v / 32768),
-  );
+  assert.equal(cloned.kind, 'pcm16');
+  assert.deepEqual(cloned.pcm16, PCM);
+  // Float audio: its own samples, no copy.
+  const float = { samples: new Float32Array(4), sampleRate: 8000, channels: 1 };
+  assert.equal(floats(float), float.samples);
+  assert.equal(asFloat(float), float);
 });
 
 test("readPcm16Wav keeps a 16-bit WAV's samples and converts any other encoding; joinPcm16 joins pieces still as PCM16", () => {
@@ -122,7 +125,7 @@ test('a 16-bit upload stays PCM16 from every source (bytes or a file, inline or 
           assert.equal(frameCount(audio), old.samples.length);
           const same = await conformAudioAsync(audio, { sampleRate: 16000, channels: 1 });
           assert.equal(same, audio, 'at the model rate and channels it is passed on as it is');
-          assert.deepEqual(audio.samples, old.samples, `${name} ${kind}: the decoder's floats`);
+          assert.deepEqual(floats(audio), floats(old), `${name} ${kind}: the decoder's floats`);
         }
       } finally {
         await file.close();
@@ -130,8 +133,8 @@ test('a 16-bit upload stays PCM16 from every source (bytes or a file, inline or 
       // Resampled (on the worker for the long one): the PCM16 goes there, the result is the float path's.
       const need = { sampleRate: 8000, channels: 1 };
       assert.deepEqual(
-        (await conformAudioAsync(decodeWav(wav), need)).samples,
-        conformAudio(old, need).samples,
+        floats(await conformAudioAsync(decodeWav(wav), need)),
+        floats(conformAudio(old, need)),
       );
     }
   } finally {

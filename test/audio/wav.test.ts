@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import type { Audio } from '../../src/audio/types.js';
 import { durationMs } from '../../src/audio/types.js';
 import { decodeWav, WavError } from '../../src/audio/wav-decode.js';
@@ -91,11 +92,11 @@ test('encode then decode returns the same samples to PCM16 precision', () => {
   const back = decodeWav(encodeWav(audio));
   assert.equal(back.sampleRate, 22050);
   assert.equal(back.channels, 2);
-  assert.equal(back.samples.length, samples.length);
+  assert.equal(floats(back).length, samples.length);
   // Both directions scale by 32768 (so -32768 maps to -1): the round trip is off by at most half a
   // step of rounding, or one step where +1 is capped at 32767.
   for (let i = 0; i < samples.length; i++) {
-    assert.ok(Math.abs(back.samples[i]! - samples[i]!) <= 1.5 / 32768 + 1e-7, `sample ${i}`);
+    assert.ok(Math.abs(floats(back)[i]! - samples[i]!) <= 1.5 / 32768 + 1e-7, `sample ${i}`);
   }
   assert.ok(Math.abs(durationMs(back) - (frames / 22050) * 1000) < 1e-9);
 });
@@ -152,7 +153,7 @@ test('encodeWav rejects audio it cannot describe', () => {
 
 test('empty audio encodes to a header-only WAV that decodes to no samples', () => {
   const back = decodeWav(encodeWav({ samples: new Float32Array(0), sampleRate: 8000, channels: 1 }));
-  assert.equal(back.samples.length, 0);
+  assert.equal(floats(back).length, 0);
   assert.equal(back.sampleRate, 8000);
   assert.equal(durationMs(back), 0);
 });
@@ -167,7 +168,7 @@ test('decodes 8-bit unsigned PCM', () => {
     ]),
   );
   assert.equal(audio.sampleRate, 8000);
-  assertClose(audio.samples, [-1, 0, 127 / 128, -0.5]);
+  assertClose(floats(audio), [-1, 0, 127 / 128, -0.5]);
 });
 
 test('decodes 16-bit PCM', () => {
@@ -177,7 +178,7 @@ test('decodes 16-bit PCM', () => {
       ['data', i16(-32768, 0, 32767, 16384)],
     ]),
   );
-  assertClose(audio.samples, [-1, 0, 32767 / 32768, 0.5]);
+  assertClose(floats(audio), [-1, 0, 32767 / 32768, 0.5]);
 });
 
 test('decodes 24-bit PCM with sign extension', () => {
@@ -191,7 +192,7 @@ test('decodes 24-bit PCM with sign extension', () => {
       ['data', data],
     ]),
   );
-  assertClose(audio.samples, [0, 8388607 / 8388608, -1, -1 / 8388608, 0.5, -0.5]);
+  assertClose(floats(audio), [0, 8388607 / 8388608, -1, -1 / 8388608, 0.5, -0.5]);
 });
 
 test('decodes 32-bit PCM', () => {
@@ -205,7 +206,7 @@ test('decodes 32-bit PCM', () => {
       ['data', data],
     ]),
   );
-  assertClose(audio.samples, [-1, 0.5, -1 / 2147483648]);
+  assertClose(floats(audio), [-1, 0.5, -1 / 2147483648]);
 });
 
 test('decodes 32-bit float, clamping out-of-range and NaN', () => {
@@ -219,7 +220,7 @@ test('decodes 32-bit float, clamping out-of-range and NaN', () => {
       ['data', data],
     ]),
   );
-  assertClose(audio.samples, [0.25, -0.75, 1, 0, -1]);
+  assertClose(floats(audio), [0.25, -0.75, 1, 0, -1]);
 });
 
 test('decodes 64-bit float', () => {
@@ -233,7 +234,7 @@ test('decodes 64-bit float', () => {
       ['data', data],
     ]),
   );
-  assertClose(audio.samples, [0.125, -0.5, 0.3]);
+  assertClose(floats(audio), [0.125, -0.5, 0.3]);
 });
 
 test('decodes WAVE_FORMAT_EXTENSIBLE PCM (20 valid bits in 24) and float', () => {
@@ -245,7 +246,7 @@ test('decodes WAVE_FORMAT_EXTENSIBLE PCM (20 valid bits in 24) and float', () =>
   );
   assert.equal(pcm.channels, 2);
   assert.equal(pcm.sampleRate, 96000);
-  assertClose(pcm.samples, [0.5, -0.5]);
+  assertClose(floats(pcm), [0.5, -0.5]);
 
   const data = Buffer.alloc(8);
   data.writeFloatLE(0.5, 0);
@@ -256,7 +257,7 @@ test('decodes WAVE_FORMAT_EXTENSIBLE PCM (20 valid bits in 24) and float', () =>
       ['data', data],
     ]),
   );
-  assertClose(float.samples, [0.5, -0.25]);
+  assertClose(floats(float), [0.5, -0.25]);
 });
 
 test('decodes stereo interleaved', () => {
@@ -267,7 +268,7 @@ test('decodes stereo interleaved', () => {
     ]),
   );
   assert.equal(audio.channels, 2);
-  assertClose(audio.samples, [0.5, -0.5, 0.25, -0.25]);
+  assertClose(floats(audio), [0.5, -0.5, 0.25, -0.25]);
 });
 
 test('skips unknown and odd-sized chunks (LIST, fact) and reads data before fmt', () => {
@@ -279,13 +280,13 @@ test('skips unknown and odd-sized chunks (LIST, fact) and reads data before fmt'
     ['data', i16(8192, -8192)],
     ['LIST', list],
   ]);
-  assertClose(decodeWav(wav).samples, [0.25, -0.25]);
+  assertClose(floats(decodeWav(wav)), [0.25, -0.25]);
 
   const dataFirst = riff([
     ['data', i16(8192)],
     ['fmt ', fmt(1, 1, 16000, 16)],
   ]);
-  assertClose(decodeWav(dataFirst).samples, [0.25]);
+  assertClose(floats(decodeWav(dataFirst)), [0.25]);
 });
 
 test('a streamed WAV (sizes 0xFFFFFFFF) is truncated to the whole frames present', () => {
@@ -297,7 +298,7 @@ test('a streamed WAV (sizes 0xFFFFFFFF) is truncated to the whole frames present
   wav.writeUInt32LE(0xffffffff, 4);
   wav.writeUInt32LE(0xffffffff, 12 + 8 + 16 + 4);
   const audio = decodeWav(wav.subarray(0, wav.length - 1)); // drop the pad byte riff() added
-  assertClose(audio.samples, [0.5, -0.5]);
+  assertClose(floats(audio), [0.5, -0.5]);
 });
 
 test('decodes from a Uint8Array view at a non-zero offset', () => {
@@ -307,7 +308,7 @@ test('decodes from a Uint8Array view at a non-zero offset', () => {
   ]);
   const backing = new Uint8Array(wav.length + 3);
   backing.set(wav, 3);
-  assertClose(decodeWav(backing.subarray(3)).samples, [0.5, -0.25]);
+  assertClose(floats(decodeWav(backing.subarray(3))), [0.5, -0.25]);
 });
 
 // ---- errors ----
@@ -397,8 +398,8 @@ function decodesOrWavError(input: Uint8Array, label: string): void {
     return;
   }
   assert.ok(audio.channels >= 1 && audio.sampleRate >= 1, label);
-  assert.equal(audio.samples.length % audio.channels, 0, label);
-  for (const s of audio.samples) assert.ok(s >= -1 && s <= 1, `${label}: sample ${s}`);
+  assert.equal(floats(audio).length % audio.channels, 0, label);
+  for (const s of floats(audio)) assert.ok(s >= -1 && s <= 1, `${label}: sample ${s}`);
 }
 
 test('random and mutated bytes never throw anything but WavError', () => {
@@ -442,8 +443,8 @@ test('a ten-minute 16-bit file decodes whole, every sample', () => {
   const frames = 16000 * 60 * 10;
   const wav = encodeWav({ samples: new Float32Array(frames).fill(0.25), sampleRate: 16000, channels: 1 });
   const audio = decodeWav(wav);
-  assert.equal(audio.samples.length, frames);
+  assert.equal(floats(audio).length, frames);
   const expected = Math.round(0.25 * 32767) / 32768;
-  const off = audio.samples.findIndex((v) => Math.abs(v - expected) > 1e-6);
-  assert.equal(off, -1, `sample ${off} is ${audio.samples[off]}`);
+  const off = floats(audio).findIndex((v) => Math.abs(v - expected) > 1e-6);
+  assert.equal(off, -1, `sample ${off} is ${floats(audio)[off]}`);
 });

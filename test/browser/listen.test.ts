@@ -5,12 +5,14 @@
  * as its capture device) is recorded and transcribed. With VOXD_SCREENSHOTS=1 the diarization's
  * screenshot refreshes docs/images/diarization.png.
  */
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { launchBrowser, screenshot, useBrowser, WAIT_MS } from '../helpers/browser.js';
@@ -54,7 +56,7 @@ async function speak(input: string, voice: string): Promise<Buffer> {
 }
 
 async function speech(input: string, voice: string): Promise<Float32Array> {
-  const samples = decodeWav(await speak(input, voice)).samples;
+  const samples = floats(decodeWav(await speak(input, voice)));
   return samples.slice(...speechBounds(samples));
 }
 

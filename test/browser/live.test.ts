@@ -4,11 +4,13 @@
  * (silero), and pocketsphinx's words show while the sentence is spoken, then the finished turn as
  * one line. With API keys on, the key travels as the subprotocol `openai-insecure-api-key.<key>`.
  */
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { launchBrowser, WAIT_MS } from '../helpers/browser.js';
@@ -57,7 +59,7 @@ test('Live: words while the sentence is spoken, then the turn as one line; Stop 
   });
   assert.equal(res.status, 200, res.body.toString());
   const audio = decodeWav(res.body);
-  const spoken = audio.samples.slice(...speechBounds(audio.samples));
+  const spoken = floats(audio).slice(...speechBounds(floats(audio)));
   // Silence on both sides: each loop of the file is one turn, with 1.5 s for its silence window.
   const quiet = new Float32Array(Math.round(audio.sampleRate * 1.5));
   const mic = join(work, 'mic.wav');

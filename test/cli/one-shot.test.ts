@@ -3,6 +3,7 @@
  * users run them: in-process with the embedded models, and against a server started here (--url).
  * Every child has a deadline and is killed by its own pid if it overruns.
  */
+
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { probeFfmpeg } from '../../src/audio/ffmpeg.js';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { EMBEDDED_MODELS } from '../../src/config/embedded-models.js';
@@ -99,16 +101,16 @@ before(async () => {
   const first = decodeWav(readFileSync(speechWav));
   const rate = first.sampleRate;
   const silence = new Float32Array(2 * rate);
-  const samples = new Float32Array(first.samples.length * 2 + silence.length);
-  samples.set(first.samples, 0);
-  samples.set(first.samples, first.samples.length + silence.length);
-  gap = [first.samples.length / rate, (first.samples.length + silence.length) / rate];
+  const samples = new Float32Array(floats(first).length * 2 + silence.length);
+  samples.set(floats(first), 0);
+  samples.set(floats(first), floats(first).length + silence.length);
+  gap = [floats(first).length / rate, (floats(first).length + silence.length) / rate];
   gapWav = join(dir, 'gap.wav');
   writeFileSync(gapWav, encodeWav({ samples, sampleRate: rate, channels: 1 }));
   // 36 s: long enough for a progress line, were stderr a terminal.
-  const repeats = Math.ceil(36 / (first.samples.length / rate));
-  const long = new Float32Array(first.samples.length * repeats);
-  for (let i = 0; i < repeats; i++) long.set(first.samples, i * first.samples.length);
+  const repeats = Math.ceil(36 / (floats(first).length / rate));
+  const long = new Float32Array(floats(first).length * repeats);
+  for (let i = 0; i < repeats; i++) long.set(floats(first), i * floats(first).length);
   longWav = join(dir, 'long.wav');
   writeFileSync(longWav, encodeWav({ samples: long, sampleRate: rate, channels: 1 }));
 });
@@ -123,7 +125,7 @@ describe('in-process', () => {
     const run = ok(await voxd(['speak', 'Hello there', '-o', out]), 'speak');
     assert.equal(run.stdout.length, 0);
     const audio = decodeWav(readFileSync(out));
-    assert.ok(audio.samples.length > audio.sampleRate / 4, 'at least a quarter second of speech');
+    assert.ok(floats(audio).length > audio.sampleRate / 4, 'at least a quarter second of speech');
   });
 
   test('speak with stdout piped writes the WAV to stdout; -o - does the same', async () => {
@@ -133,7 +135,7 @@ describe('in-process', () => {
     ]) {
       const run = ok(await voxd(args), args.join(' '));
       assert.equal(run.stdout.subarray(0, 4).toString('latin1'), 'RIFF');
-      assert.ok(decodeWav(run.stdout).samples.length > 0);
+      assert.ok(floats(decodeWav(run.stdout)).length > 0);
     }
   });
 

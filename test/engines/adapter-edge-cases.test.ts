@@ -4,9 +4,11 @@
  * the tests assert what they say. TTS fakes make a fixed number of samples per token at the rate in
  * their metadata; ASR fakes decode loud audio to a known sentence and silence to nothing.
  */
+
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import type { Audio } from '../../src/audio/types.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { post, startServer, type TestServer } from '../helpers/voxd.js';
@@ -58,7 +60,7 @@ const fakeTokens =
   (sampleRate: number, perToken: number) =>
   (audio: Audio, what: string): void => {
     assert.deepEqual([audio.sampleRate, audio.channels], [sampleRate, 1], `${what}: rate and channels`);
-    assert.equal(audio.samples.length % perToken, 0, `${what}: ${audio.samples.length} samples`);
+    assert.equal(floats(audio).length % perToken, 0, `${what}: ${floats(audio).length} samples`);
   };
 
 /**
@@ -144,8 +146,8 @@ describe('kokoro_tts: text whose tokens sherpa would chunk past the model limit'
     const res = await post(s.url, '/v1/audio/speech', { model: 'kokoro-multi', input: '你。'.repeat(200) });
     assert.equal(res.status, 200, res.body.toString());
     // Each "你。" is 0 n i . 0 (lexicon-zh.txt, the full stop, the two pads).
-    assert.equal(decodeWav(res.body).samples.length, 200 * 5 * 240);
+    assert.equal(floats(decodeWav(res.body)).length, 200 * 5 * 240);
     const again = await post(s.url, '/v1/audio/speech', { model: 'kokoro-multi', input: '你。' });
-    assert.equal(decodeWav(again.body).samples.length, 5 * 240);
+    assert.equal(floats(decodeWav(again.body)).length, 5 * 240);
   });
 });

@@ -5,9 +5,11 @@
  * odd-rate WAVs for the audio engines. Each case gets a correct result or a clear 400, never a 500,
  * a crash or a hang, and after each one the same server still answers a normal request.
  */
+
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { resample } from '../../src/audio/convert.js';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { type Audio, durationMs } from '../../src/audio/types.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
@@ -129,7 +131,7 @@ export function ttsEdgeCases(subject: TtsSubject): void {
     const audioOf = (res: HttpResult, what: string) => {
       assert.equal(res.status, 200, `${what}: ${res.body.toString('utf8')}`);
       const audio = decodeWav(res.body);
-      assert.ok(audio.samples.length > 0 && rms(audio.samples) > 0.001, `${what}: no sound`);
+      assert.ok(floats(audio).length > 0 && rms(floats(audio)) > 0.001, `${what}: no sound`);
       subject.check?.(audio, what);
       return audio;
     };
@@ -161,18 +163,18 @@ export function ttsEdgeCases(subject: TtsSubject): void {
       const audio = await spoken(all.join(' '), 'long text');
       if (minMs) assert.ok(durationMs(audio) > minMs.long, `only ${durationMs(audio)} ms for 60 sentences`);
       // Spoken all the way through: the last tenth has sound in it too.
-      const tail = audio.samples.subarray(Math.floor(audio.samples.length * 0.9));
+      const tail = floats(audio).subarray(Math.floor(floats(audio).length * 0.9));
       assert.ok(rms(tail) > 0.001, 'the end of the long text is silent');
       if (sentence(1) === sentence(LONG_SENTENCES)) {
         // Sixty times the same sentence: exactly sixty times its audio.
         const one = await spoken(sentence(1), 'one sentence');
-        assert.equal(audio.samples.length, LONG_SENTENCES * one.samples.length);
+        assert.equal(floats(audio).length, LONG_SENTENCES * floats(one).length);
         return stillServes();
       }
       // Proportionally longer than a sample of its sentences: none dropped, none cut short.
       const sample = SAMPLE_SENTENCES.map((n) => sentence(n)).join(' ');
       const reference = await spoken(sample, 'a sample of the sentences');
-      const ratio = audio.samples.length / reference.samples.length;
+      const ratio = floats(audio).length / floats(reference).length;
       const expected = LONG_SENTENCES / SAMPLE_SENTENCES.length;
       assert.ok(
         ratio > 0.85 * expected && ratio < 1.15 * expected,
@@ -184,7 +186,7 @@ export function ttsEdgeCases(subject: TtsSubject): void {
     test('non-ASCII text (accents, CJK, emoji) is spoken', async () => {
       const mixed = await spoken(subject.mixed ?? MIXED, 'mixed text');
       const short = await spoken(normal, 'a normal request');
-      assert.ok(mixed.samples.length > short.samples.length, 'the mixed text is longer than the normal one');
+      assert.ok(floats(mixed).length > floats(short).length, 'the mixed text is longer than the normal one');
       if (minMs) assert.ok(durationMs(mixed) > minMs.mixed, `mixed text: ${durationMs(mixed)} ms`);
       for (const input of subject.foreign ?? FOREIGN) {
         const res = await speak(input, input);
@@ -276,7 +278,7 @@ export async function fliteSpeech(s: TestServer): Promise<Float32Array> {
     voice: 'kal16',
   });
   assert.equal(res.status, 200, res.body.toString('utf8'));
-  return decodeWav(res.body).samples;
+  return floats(decodeWav(res.body));
 }
 
 /** The audio matrix for `engine`, on a server from `start` that also has flite (for the speech). */

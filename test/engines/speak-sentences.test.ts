@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import type { Audio } from '../../src/audio/types.js';
 import { sentences } from '../../src/engines/engine-options.js';
 import { speakSentences } from '../../src/engines/speak-sentences.js';
@@ -33,12 +34,12 @@ test('speakSentences: emits each sentence (text, then audio) as made, skips sile
   );
   // Each sentence's text, then its audio; the skipped sentence sends neither.
   assert.deepEqual(
-    events.map((e) => (e.type === 'audio' ? e.audio.samples.length : e.type === 'text' ? e.delta : e.type)),
+    events.map((e) => (e.type === 'audio' ? floats(e.audio).length : e.type === 'text' ? e.delta : e.type)),
     ['One.', 4, ' Three?', 6],
   );
-  assert.equal(audio.samples.length, 10);
-  assert.equal(audio.samples[0], 4);
-  assert.equal(audio.samples[9], 6);
+  assert.equal(floats(audio).length, 10);
+  assert.equal(floats(audio)[0], 4);
+  assert.equal(floats(audio)[9], 6);
   await assert.rejects(
     speakSentences(
       'A. B.',

@@ -6,6 +6,7 @@
  * through a recording relay (`startTap`). Shared by test/http/realtime/livekit-turns.test.ts and
  * scripts/bench-vad-turns.mjs (the 20-run measurement).
  */
+
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { initializeLogger } from '@livekit/agents';
@@ -13,6 +14,7 @@ import * as openai from '@livekit/agents-plugin-openai';
 import { AudioFrame } from '@livekit/rtc-node';
 import { WebSocket, WebSocketServer } from 'ws';
 import { resample } from '../../src/audio/convert.js';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { librivoxSamples } from './librivox.js';
 import { speechBounds } from './samples.js';
 import { type Message, Messages, openSocket } from './websocket.js';
@@ -54,10 +56,9 @@ function joined(name: string, parts: Float32Array[], pauseMs: number, tailMs = 2
 
 /** LibriVox clip 0880 ("he was not an ill disposed young man", 3.0 s) at 24 kHz: its own pauses. */
 export function libri0880(): Clip {
-  const samples = resample(
-    { samples: librivoxSamples('0880'), sampleRate: 16000, channels: 1 },
-    RATE,
-  ).samples;
+  const samples = floats(
+    resample({ samples: librivoxSamples('0880'), sampleRate: 16000, channels: 1 }, RATE),
+  );
   return joined('libri 0880', [samples], 0);
 }
 

@@ -4,10 +4,12 @@
  * `tts-1` reach pocketsphinx and flite through the default model aliases, and the transcription
  * comes back with the duration and language the SDK reads out of OpenAI's answers.
  */
+
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createOpenAI } from '@ai-sdk/openai';
 import { experimental_generateSpeech as generateSpeech, experimental_transcribe as transcribe } from 'ai';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { EMBEDDED_MODELS } from '../../src/config/embedded-models.js';
 import { post, startServer, type TestServer } from '../helpers/voxd.js';
@@ -30,7 +32,7 @@ describe('the AI SDK against voxd', () => {
     assert.equal(res.status, 200);
     wav = res.body;
     const audio = decodeWav(wav);
-    seconds = audio.samples.length / audio.sampleRate;
+    seconds = floats(audio).length / audio.sampleRate;
   });
   after(() => s?.close());
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { speechBounds } from '../helpers/samples.js';
@@ -41,7 +42,7 @@ describe('chunking_strategy', () => {
       assert.equal(res.status, 200);
       const audio = decodeWav(res.body);
       assert.equal(audio.sampleRate, RATE);
-      sentences.push(audio.samples);
+      sentences.push(floats(audio));
     }
     // About 70 s: sentences separated by 1.5 s silences, so at least three 30 s chunks.
     const parts: Float32Array[] = [new Float32Array(0.5 * RATE)];
@@ -158,7 +159,7 @@ describe('chunking_strategy', () => {
     assert.equal(JSON.parse(res.json.text).audio.samples, Math.round(duration * RATE));
 
     const short = encodeWav({
-      samples: decodeWav(wav).samples.subarray(0, 10 * RATE),
+      samples: floats(decodeWav(wav)).subarray(0, 10 * RATE),
       sampleRate: RATE,
       channels: 1,
     });

@@ -7,11 +7,13 @@
  * own `synthesize` and the path AgentSession takes (`tts.StreamAdapter` with a sentence tokenizer,
  * one request per sentence) are driven. Engines: flite speaks (`tts-1`), pocketsphinx listens.
  */
+
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { initializeLogger, tokenize, tts as ttslib } from '@livekit/agents';
 import * as openai from '@livekit/agents-plugin-openai';
 import type { AudioFrame } from '@livekit/rtc-node';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { encodeWav } from '../../src/audio/wav-encode.js';
 import { suiteServer } from '../helpers/suite-server.js';
@@ -48,7 +50,7 @@ describe('LiveKit Agents OpenAI TTS (plugin 1.9.0) against voxd', () => {
   }
   const secondsOf = (wav: Buffer) => {
     const audio = decodeWav(wav);
-    return audio.samples.length / audio.channels / audio.sampleRate;
+    return floats(audio).length / audio.channels / audio.sampleRate;
   };
 
   /** The frames as a player takes them: their samples at the rate they are labelled with. */

@@ -4,9 +4,11 @@
  * SDK's error classes, which read voxd's `{"error":{"message","type","param","code"}}` bodies.
  * Engines: flite speaks, pocketsphinx listens (both embedded); a fixture model forces a 503.
  */
+
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import OpenAI, { APIError, BadRequestError, NotFoundError, toFile } from 'openai';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { DEFAULT_ALIAS_IDS } from '../helpers/models.js';
 import { type SseEvent, sseEvents } from '../helpers/sse.js';
@@ -131,9 +133,9 @@ describe('the official openai SDK against voxd', () => {
     assert.equal(res.headers.get('content-type'), 'audio/wav');
     const wav = decodeWav(Buffer.from(await res.arrayBuffer()));
     assert.equal(wav.sampleRate, 16000);
-    assert.ok(wav.samples.length > 1600, `${wav.samples.length} samples`);
+    assert.ok(floats(wav).length > 1600, `${floats(wav).length} samples`);
     assert.ok(
-      wav.samples.some((x) => Math.abs(x) > 0.05),
+      floats(wav).some((x) => Math.abs(x) > 0.05),
       'not silence',
     );
   });
@@ -142,7 +144,7 @@ describe('the official openai SDK against voxd', () => {
     const wav = decodeWav(spokenWav24);
     const res = await speak(SPOKEN, { response_format: 'pcm' });
     const pcm = Buffer.from(await res.arrayBuffer());
-    assert.equal(pcm.length, wav.samples.length * wav.channels * 2);
+    assert.equal(pcm.length, floats(wav).length * wav.channels * 2);
     assert.ok(pcm.equals(spokenWav24.subarray(spokenWav24.length - pcm.length)), 'the same PCM16 as the WAV');
   });
 
@@ -165,13 +167,13 @@ describe('the official openai SDK against voxd', () => {
     assert.ok(deltas.length >= 1);
     const pcm = Buffer.concat(deltas.map((d) => Buffer.from(d.audio, 'base64')));
     assert.ok(pcm.equals(spokenWav24.subarray(spokenWav24.length - pcm.length)), 'the same PCM16 as the WAV');
-    assert.equal(pcm.length, decodeWav(spokenWav24).samples.length * 2);
+    assert.equal(pcm.length, floats(decodeWav(spokenWav24)).length * 2);
   });
 
   test('audio.speech.create stream_format audio: the raw PCM16 of the speech at 24 kHz', async () => {
     const res = await speak(SPOKEN, { stream_format: 'audio' });
     const pcm = Buffer.from(await res.arrayBuffer());
-    assert.equal(pcm.length, decodeWav(spokenWav24).samples.length * 2);
+    assert.equal(pcm.length, floats(decodeWav(spokenWav24)).length * 2);
     assert.ok(pcm.equals(spokenWav24.subarray(spokenWav24.length - pcm.length)));
   });
 
@@ -187,7 +189,7 @@ describe('the official openai SDK against voxd', () => {
     const wav = decodeWav(spokenWav);
     assert.deepEqual(json.usage, {
       type: 'duration',
-      seconds: Math.ceil(wav.samples.length / wav.sampleRate),
+      seconds: Math.ceil(floats(wav).length / wav.sampleRate),
     });
     const verbose = await client.audio.transcriptions.create({
       model: 'whisper-1',

@@ -1,6 +1,8 @@
 /** OpenAI voice names on the embedded engines, over real HTTP: aliases, overrides, voice objects. */
+
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../src/audio/wav-decode.js';
 import { OPENAI_VOICES } from '../../src/engines/voice-aliases.js';
 import { ESPEAK_ALIASES, FLITE_ALIASES } from '../../src/engines/wasm-tts/wasm-tts-family.js';
@@ -23,8 +25,8 @@ describe('voice aliases (flite_tts, espeak_tts)', () => {
     const res = await speak(body);
     assert.equal(res.status, 200, `${JSON.stringify(body)}: ${res.body.toString('utf8')}`);
     const audio = decodeWav(res.body);
-    assert.ok(audio.samples.length > 1000, `${JSON.stringify(body)}: no audio`);
-    return audio.samples;
+    assert.ok(floats(audio).length > 1000, `${JSON.stringify(body)}: no audio`);
+    return floats(audio);
   }
 
   test('every OpenAI voice name speaks on flite, in the voice the table names', async () => {

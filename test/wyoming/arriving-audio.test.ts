@@ -4,9 +4,11 @@
  * exactly what converting the whole stream at once gives, and a large chunk is converted a slice
  * at a time with the event loop turning in between.
  */
+
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { conformAudio, toMono } from '../../src/audio/convert.js';
+import { floats } from '../../src/audio/pcm16-audio.js';
 import { ArrivingAudio, SLICE_FRAMES } from '../../src/wyoming/arriving-audio.js';
 import { decodeMono, type PcmFormat } from '../../src/wyoming/audio-format.js';
 import { mulberry32 } from '../helpers/prng.js';
@@ -31,7 +33,7 @@ test('every width (1 unsigned, 2 to 4 signed) and channel count decodes to the e
     for (const channels of [1, 2, 3, 8]) {
       const format = { rate: 16000, width, channels };
       const payload = noise(width * channels * 500, width * 10 + channels);
-      const expected = toMono({ samples: interleaved(payload, format), sampleRate: 16000, channels }).samples;
+      const expected = floats(toMono({ samples: interleaved(payload, format), sampleRate: 16000, channels }));
       assert.deepEqual(decodeMono(payload, format), expected, `width ${width}, ${channels} channel(s)`);
     }
 });

@@ -11,6 +11,7 @@ import {
   SPEECH_ENCODINGS,
   type SpeechEncoding,
 } from '../../audio/ffmpeg.js';
+import { floats } from '../../audio/pcm16-audio.js';
 import { type Audio, frameCount } from '../../audio/types.js';
 import { MAX_SAMPLE_RATE, MIN_SAMPLE_RATE } from '../../audio/wav-decode.js';
 import { encodePcm16, encodeWav } from '../../audio/wav-encode.js';
@@ -159,13 +160,13 @@ export class SpeechStreamWriter {
   #resample(audio: Audio): Float32Array {
     const target = this.output.sampleRate;
     this.#rate ??= target ?? audio.sampleRate;
-    if (target === undefined || target === audio.sampleRate) return audio.samples;
+    if (target === undefined || target === audio.sampleRate) return floats(audio);
     if (audio.channels !== 1)
       throw invalidField(
         'sample_rate',
         'sample_rate: a streamed answer can be resampled only from a mono model',
       );
     this.#resampler ??= new StreamResampler(audio.sampleRate, target);
-    return this.#resampler.push(audio.samples);
+    return this.#resampler.push(floats(audio));
   }
 }

@@ -7,6 +7,7 @@
  */
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
+import { heldSamples } from '../../audio/types.js';
 import { VoxdError } from '../../errors.js';
 import { CpuFamily } from '../cpu-family.js';
 import { inputSamples, ModelRunners, WorkerEngineSession } from '../engine-worker.js';
@@ -51,7 +52,7 @@ class PocketsphinxSession extends WorkerEngineSession<Job, PsReply> {
     await call({ kind: 'begin' });
     try {
       for await (const piece of request.liveAudio ?? [])
-        await call({ kind: 'feed', samples: piece.pcm16 ?? piece.samples });
+        await call({ kind: 'feed', samples: heldSamples(piece) });
     } catch (err) {
       // The client's body failed: close the utterance so the session is clean for the next request.
       if (!signal.aborted) await call({ kind: 'end' }).catch(() => undefined);

@@ -5,7 +5,7 @@
  * that wait (the turn waits for its slot, or the engine is slower than the speech) count against
  * the byte budget until the engine has them.
  */
-import type { Audio } from '../../audio/types.js';
+import { type Audio, heldSamples } from '../../audio/types.js';
 import { PushQueue } from '../../util/push-queue.js';
 import type { HeldRange } from './held-audio.js';
 
@@ -44,7 +44,7 @@ export class LiveFeed implements AsyncIterable<Audio> {
 
   async *[Symbol.asyncIterator](): AsyncIterator<Audio> {
     for await (const piece of this.#queue) {
-      this.range.from = Math.min(this.range.to, this.range.from + piece.samples.length);
+      this.range.from = Math.min(this.range.to, this.range.from + heldSamples(piece).length);
       this.#taken();
       yield piece;
     }

@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { modelEntry, registeredEntry, requireTask } from '../../api/model-lookup.js';
 import { transcriptionRequest } from '../../api/transcription/engine-request.js';
 import { diarizedSegments, wordLogprobs } from '../../api/transcription/formats.js';
-import type { Audio } from '../../audio/types.js';
+import { type Audio, heldSamples } from '../../audio/types.js';
 import { liveIngestLimits } from '../../config/live-ingest-limits.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
 import { invalidRequest, VoxdError } from '../../errors.js';
@@ -110,7 +110,7 @@ export class TurnTaker {
       prompt: settings.prompt,
       rate,
       audio,
-      frames: audio instanceof LiveFeed ? 0 : audio.samples.length,
+      frames: audio instanceof LiveFeed ? 0 : heldSamples(audio).length,
       range,
       cancel: new AbortController(),
       committed,

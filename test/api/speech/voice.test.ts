@@ -1,9 +1,11 @@
 /** resolveVoice (src/api/speech/voice.ts): the voice resolution order and the voice_ref forms. */
+
 import assert from 'node:assert/strict';
 import { mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { resolveVoice, type VoiceChoice } from '../../../src/api/speech/voice.js';
+import { floats } from '../../../src/audio/pcm16-audio.js';
 import type { Audio } from '../../../src/audio/types.js';
 import { parseModelConfig } from '../../../src/config/model-config.js';
 import type { ModelConfig } from '../../../src/config/types.js';
@@ -29,7 +31,7 @@ function assertAudio(
 ): void {
   assert.ok(audio, `${what}: no audio`);
   assert.equal(audio.sampleRate, expected.rate, `${what}: sample rate`);
-  assert.equal(audio.samples.length / audio.channels, expected.frames, `${what}: frames`);
+  assert.equal(floats(audio).length / audio.channels, expected.frames, `${what}: frames`);
 }
 
 /** A path the client may not read: 403 with the one message that says nothing about the file. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describe, test } from 'node:test';
+import { floats } from '../../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
 import { FLITE, lazyModel } from '../../helpers/models.js';
@@ -53,7 +54,7 @@ describe('classic_diar', () => {
     if (!samples) {
       const res = await post(s.url, '/v1/audio/speech', { model: 'flite', input, voice });
       assert.equal(res.status, 200);
-      const raw = decodeWav(res.body).samples;
+      const raw = floats(decodeWav(res.body));
       samples = raw.slice(...speechBounds(raw));
       voices.set(key, samples);
     }

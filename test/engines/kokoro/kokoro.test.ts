@@ -3,6 +3,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { floats } from '../../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { engineSuiteServer } from '../../helpers/suite-server.js';
 import { errorOf, post } from '../../helpers/voxd.js';
@@ -84,26 +85,26 @@ describe('kokoro_tts (sherpa-onnx adapter)', () => {
   test('speaks at the model rate, a whole number of tokens long, deterministically', async () => {
     const { audio, bytes } = await audioOf({ model: 'en', input: 'Hello world.' });
     assert.deepEqual([audio.sampleRate, audio.channels], [24000, 1]);
-    assert.ok(audio.samples.length > 2 * PER_TOKEN, `${audio.samples.length} samples`);
-    assert.equal(audio.samples.length % PER_TOKEN, 0);
-    assert.ok(Math.abs(peak(audio.samples) - 0.1) < 0.002, 'speaker 0 by default');
+    assert.ok(floats(audio).length > 2 * PER_TOKEN, `${floats(audio).length} samples`);
+    assert.equal(floats(audio).length % PER_TOKEN, 0);
+    assert.ok(Math.abs(peak(floats(audio)) - 0.1) < 0.002, 'speaker 0 by default');
     assert.deepEqual((await speak({ model: 'en', input: 'Hello world.' })).body, bytes);
     const longer = await audioOf({ model: 'en', input: 'Hello world, and good morning to everyone.' });
-    assert.ok(longer.audio.samples.length > audio.samples.length, 'more phonemes, more audio');
+    assert.ok(floats(longer.audio).length > floats(audio).length, 'more phonemes, more audio');
   });
 
   test('voices by name or number, and speed, change the audio exactly', async () => {
-    const base = (await audioOf({ model: 'en', input: 'Hello world.' })).audio.samples.length;
+    const base = floats((await audioOf({ model: 'en', input: 'Hello world.' })).audio).length;
     const bella = await audioOf({ model: 'en', input: 'Hello world.', voice: 'af_bella' });
-    assert.equal(bella.audio.samples.length, base);
-    assert.ok(Math.abs(peak(bella.audio.samples) - 0.2) < 0.002, 'af_bella is speaker 1');
+    assert.equal(floats(bella.audio).length, base);
+    assert.ok(Math.abs(peak(floats(bella.audio)) - 0.2) < 0.002, 'af_bella is speaker 1');
     const adam = await audioOf({ model: 'en', input: 'Hello world.', voice: 'am_adam' });
-    assert.ok(Math.abs(peak(adam.audio.samples) - 0.3) < 0.002, 'am_adam is speaker 2');
+    assert.ok(Math.abs(peak(floats(adam.audio)) - 0.3) < 0.002, 'am_adam is speaker 2');
     assert.deepEqual((await audioOf({ model: 'en', input: 'Hello world.', voice: '2' })).bytes, adam.bytes);
     const fast = await audioOf({ model: 'en', input: 'Hello world.', speed: 2 });
-    assert.equal(fast.audio.samples.length * 2, base);
+    assert.equal(floats(fast.audio).length * 2, base);
     const slow = await audioOf({ model: 'en', input: 'Hello world.', speed: 0.5 });
-    assert.equal(slow.audio.samples.length, base * 2);
+    assert.equal(floats(slow.audio).length, base * 2);
   });
 
   test('unknown voices, bad speeds and unspeakable text are 400s naming the value', async () => {
@@ -113,8 +114,8 @@ describe('kokoro_tts (sherpa-onnx adapter)', () => {
     );
     // An OpenAI voice name is no failure: without a voice_aliases entry it is the default voice.
     assert.deepEqual(
-      (await audioOf({ model: 'en', input: 'hi', voice: 'alloy' })).audio.samples,
-      (await audioOf({ model: 'en', input: 'hi' })).audio.samples,
+      floats((await audioOf({ model: 'en', input: 'hi', voice: 'alloy' })).audio),
+      floats((await audioOf({ model: 'en', input: 'hi' })).audio),
     );
     assert.match(
       await failure({ model: 'en', input: 'hi', voice: '3' }),
@@ -128,10 +129,10 @@ describe('kokoro_tts (sherpa-onnx adapter)', () => {
   test('a multi-lingual folder reads its lexicons: exact token counts, names from metadata', async () => {
     // 你好 -> 0 n i x a ʊ 0 through lexicon-zh.txt; "hello world" -> 0 h ə l ˈ o ʊ _ w ˈ ɜ ː l d _ 0.
     const zh = await audioOf({ model: 'multi', input: '你好', voice: 'zf_xiaobei' });
-    assert.deepEqual([zh.audio.sampleRate, zh.audio.samples.length], [24000, 7 * PER_TOKEN]);
-    assert.ok(Math.abs(peak(zh.audio.samples) - 0.3) < 0.002, 'zf_xiaobei is speaker 2');
+    assert.deepEqual([zh.audio.sampleRate, floats(zh.audio).length], [24000, 7 * PER_TOKEN]);
+    assert.ok(Math.abs(peak(floats(zh.audio)) - 0.3) < 0.002, 'zf_xiaobei is speaker 2');
     const en = await audioOf({ model: 'multi', input: 'hello world', voice: 'bf_vale' });
-    assert.equal(en.audio.samples.length, 15 * PER_TOKEN);
+    assert.equal(floats(en.audio).length, 15 * PER_TOKEN);
     assert.match(
       await failure({ model: 'multi', input: '你好', voice: 'af_bella' }),
       /"af_bella" is not a voice of this model; its voices are af_maple, bf_vale, zf_xiaobei/,
@@ -146,7 +147,7 @@ describe('kokoro_tts (sherpa-onnx adapter)', () => {
 
   test('load_options.lexicon picks lexicon files; without any, load_options.lang is required', async () => {
     assert.equal(
-      (await audioOf({ model: 'multi-us-only', input: 'hello' })).audio.samples.length,
+      floats((await audioOf({ model: 'multi-us-only', input: 'hello' })).audio).length,
       8 * PER_TOKEN,
     );
     assert.match(await failure({ model: 'multi-us-only', input: '你好' }), /produced no audio/);
@@ -159,7 +160,7 @@ describe('kokoro_tts (sherpa-onnx adapter)', () => {
       /multi-lingual Kokoro model \(metadata version 2\); it needs lexicon\*\.txt files in .* or load_options\.lang/,
     );
     const espeak = await audioOf({ model: 'multi-lang', input: 'Hello world.' });
-    assert.equal(espeak.audio.samples.length % PER_TOKEN, 0);
+    assert.equal(floats(espeak.audio).length % PER_TOKEN, 0);
     assert.match(
       await failure({ model: 'multi-bad-lang', input: 'hi' }),
       /load_options\.lang: "en-gb" is invalid/,
@@ -168,7 +169,7 @@ describe('kokoro_tts (sherpa-onnx adapter)', () => {
 
   test('the precision load option picks model.onnx or model.int8.onnx', async () => {
     const int8 = await audioOf({ model: 'int8', input: '你好', voice: 'zf_xiaobei' });
-    assert.equal(int8.audio.samples.length, 7 * PER_TOKEN);
+    assert.equal(floats(int8.audio).length, 7 * PER_TOKEN);
     assert.match(
       await failure({ model: 'fp32', input: '你好', voice: 'zf_xiaobei' }),
       /its voices are af, af_bella, am_adam/,

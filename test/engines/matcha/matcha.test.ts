@@ -3,6 +3,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { floats } from '../../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { engineSuiteServer } from '../../helpers/suite-server.js';
 import { badRequest, post } from '../../helpers/voxd.js';
@@ -122,27 +123,27 @@ describe('matcha_tts (sherpa-onnx adapter)', () => {
   test('English (espeak) with a vocos vocoder: length follows tokens and speed, deterministically', async () => {
     const one = await speak(tts('en', 'Hello world.'));
     // 256 * (4T - 1) samples for T tokens.
-    assert.equal(one.samples.length % 256, 0, `${one.samples.length} samples`);
-    const frames = one.samples.length / 256 + 1;
+    assert.equal(floats(one).length % 256, 0, `${floats(one).length} samples`);
+    const frames = floats(one).length / 256 + 1;
     assert.equal(frames % 4, 0, `${frames} frames is not 4 per token`);
     const tokens = frames / 4;
     assert.ok(tokens > 10, `${tokens} tokens for "Hello world."`);
-    assert.ok(Math.abs(peak(one.samples) - 1 / 3) < 0.01, `peak ${peak(one.samples)}`);
+    assert.ok(Math.abs(peak(floats(one)) - 1 / 3) < 0.01, `peak ${peak(floats(one))}`);
 
     assert.deepEqual((await speak(tts('en', 'Hello world.'))).body, one.body, 'same text, same bytes');
     const fast = await speak(tts('en', 'Hello world.', { speed: 2 }));
-    assert.equal(fast.samples.length, 256 * (2 * tokens - 1), 'speed 2: 2 frames per token');
+    assert.equal(floats(fast).length, 256 * (2 * tokens - 1), 'speed 2: 2 frames per token');
     const slow = await speak(tts('en', 'Hello world.', { speed: 0.5 }));
-    assert.equal(slow.samples.length, 256 * (8 * tokens - 1), 'speed 0.5: 8 frames per token');
+    assert.equal(floats(slow).length, 256 * (8 * tokens - 1), 'speed 0.5: 8 frames per token');
     const longer = await speak(tts('en', 'Hello world, and good morning to everyone.'));
-    assert.ok(longer.samples.length > one.samples.length, 'more phonemes, more audio');
+    assert.ok(floats(longer).length > floats(one).length, 'more phonemes, more audio');
   });
 
   test('voice is the speaker number; a speaker the model lacks or a name is a 400', async () => {
     const zero = await speak(tts('en', 'Hello world.', { voice: '0' }));
     const one = await speak(tts('en', 'Hello world.', { voice: '1' }));
-    assert.equal(one.samples.length, zero.samples.length);
-    const ratio = peak(one.samples) / peak(zero.samples);
+    assert.equal(floats(one).length, floats(zero).length);
+    const ratio = peak(floats(one)) / peak(floats(zero));
     assert.ok(Math.abs(ratio - 2) < 0.01, `speaker 1 / speaker 0 peak ratio ${ratio}`);
     badRequest(
       await post(s.url, '/v1/audio/speech', tts('en', 'hi', { voice: '2' })),
@@ -156,38 +157,38 @@ describe('matcha_tts (sherpa-onnx adapter)', () => {
 
   test('Chinese (lexicon.txt) with a hifigan vocoder in the folder: exact lengths', async () => {
     // 你好 -> n i3 h ao3, with blanks between and around: 9 tokens, 36 frames, 256 samples each.
-    assert.equal((await speak(tts('zh', '你好'))).samples.length, 9 * 4 * 256);
-    assert.equal((await speak(tts('zh', '你好', { speed: 2 }))).samples.length, 9 * 2 * 256);
+    assert.equal(floats(await speak(tts('zh', '你好'))).length, 9 * 4 * 256);
+    assert.equal(floats(await speak(tts('zh', '你好', { speed: 2 }))).length, 9 * 2 * 256);
     // 你好世界。 -> 8 phones and the full stop: 19 tokens.
-    assert.equal((await speak(tts('zh', '你好世界。'))).samples.length, 19 * 4 * 256);
+    assert.equal(floats(await speak(tts('zh', '你好世界。'))).length, 19 * 4 * 256);
     assert.equal(
-      (await speak(tts('zh', '你好abc'))).samples.length,
+      floats(await speak(tts('zh', '你好abc'))).length,
       9 * 4 * 256,
       'words not in the lexicon are skipped',
     );
     const zh = await speak(tts('zh', '你好'));
-    assert.ok(Math.abs(peak(zh.samples) - 0.25) < 0.01, `peak ${peak(zh.samples)}`);
+    assert.ok(Math.abs(peak(floats(zh)) - 0.25) < 0.01, `peak ${peak(floats(zh))}`);
   });
 
   test('text the model makes no audio from is a 400, and the server keeps serving', async () => {
     // sherpa makes no tokens from words outside the lexicon; its legacy generate call crashed here.
     await refused('zh', '猫', 'produced no audio');
     await refused('zh', 'abc', 'produced no audio');
-    assert.equal((await speak(tts('zh', '你好'))).samples.length, 9 * 4 * 256);
+    assert.equal(floats(await speak(tts('zh', '你好'))).length, 9 * 4 * 256);
   });
 
   test('the vocoder can come from load_options.vocoder; hifigan and vocos are told apart by metadata', async () => {
     const vocos = await speak(tts('en', 'Hello world.'));
     const hifigan = await speak(tts('hifigan-option', 'Hello world.'));
     // The same frames through hifigan: 256 per frame, no STFT edge.
-    assert.equal(hifigan.samples.length, vocos.samples.length + 256);
-    assert.ok(Math.abs(peak(hifigan.samples) - 0.25) < 0.01, `peak ${peak(hifigan.samples)}`);
+    assert.equal(floats(hifigan).length, floats(vocos).length + 256);
+    assert.ok(Math.abs(peak(floats(hifigan)) - 0.25) < 0.01, `peak ${peak(floats(hifigan))}`);
   });
 
   test('an acoustic model with its vocoder built in (audio_output) needs none', async () => {
     const vocos = await speak(tts('en', 'Hello world.'));
     const builtin = await speak(tts('builtin', 'Hello world.'));
-    assert.equal(builtin.samples.length, vocos.samples.length + 256);
+    assert.equal(floats(builtin).length, floats(vocos).length + 256);
     badRequest(
       await post(s.url, '/v1/audio/speech', tts('builtin', 'hi', { voice: '1' })),
       'speaker 1 does not exist',

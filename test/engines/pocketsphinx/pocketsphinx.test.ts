@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { resample } from '../../../src/audio/convert.js';
+import { floats } from '../../../src/audio/pcm16-audio.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
 import { lazyModel } from '../../helpers/models.js';
@@ -147,8 +148,8 @@ describe('pocketsphinx_asr', () => {
     });
     const mono = decodeWav(speech.body);
     const hi = resample(mono, 44100);
-    const stereo = new Float32Array(hi.samples.length * 2);
-    hi.samples.forEach((x, i) => {
+    const stereo = new Float32Array(floats(hi).length * 2);
+    floats(hi).forEach((x, i) => {
       stereo[2 * i] = x;
       stereo[2 * i + 1] = x;
     });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { resample } from '../../../src/audio/convert.js';
+import { floats } from '../../../src/audio/pcm16-audio.js';
 import type { Audio } from '../../../src/audio/types.js';
 import { decodeWav } from '../../../src/audio/wav-decode.js';
 import { encodeWav } from '../../../src/audio/wav-encode.js';
@@ -18,7 +19,7 @@ describe('silero_vad', () => {
   const speak = async (input: string, voice: string) => {
     const res = await post(s.url, '/v1/audio/speech', { model: 'flite', input, voice });
     assert.equal(res.status, 200);
-    return decodeWav(res.body).samples;
+    return floats(decodeWav(res.body));
   };
   const vad = (audio: Audio) =>
     post(s.url, '/v1/tasks/run', { model: 'vad', audio_base64: encodeWav(audio).toString('base64') });
@@ -69,8 +70,8 @@ describe('silero_vad', () => {
       // The same file as 44.1 kHz stereo is converted first and gives the same segments.
       const mono = { samples, sampleRate: RATE, channels: 1 };
       const hi = resample(mono, 44100);
-      const stereo = new Float32Array(hi.samples.length * 2);
-      hi.samples.forEach((x, i) => {
+      const stereo = new Float32Array(floats(hi).length * 2);
+      floats(hi).forEach((x, i) => {
         stereo[2 * i] = x;
         stereo[2 * i + 1] = x;
       });

@@ -3,11 +3,13 @@
  * TCP clients. Ordering comes from events (the reader opened, a yield arrived), never from sleeps;
  * the timeouts run on a ManualClock that the tests move themselves.
  */
+
 import assert from 'node:assert/strict';
 import { EventEmitter, getEventListeners, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
+import { floats } from '../../../src/audio/pcm16-audio.js';
 import type { Audio } from '../../../src/audio/types.js';
 import { liveIngestLimits } from '../../../src/config/live-ingest-limits.js';
 import type { LiveIngestConfig } from '../../../src/config/types.js';
@@ -236,7 +238,7 @@ function f32(values: number[]): Buffer {
 }
 
 function samplesOf(yields: Audio[]): number[] {
-  return yields.flatMap((a) => Array.from(a.samples));
+  return yields.flatMap((a) => Array.from(floats(a)));
 }
 
 function assertOk(outcome: Outcome): void {
@@ -289,7 +291,7 @@ describe('live body: decoding', () => {
       for (const [from, to] of sizes) {
         const yielded = once(h, 'yield');
         c.write(chunk(bytes.subarray(from, to)));
-        lengths.push(((await yielded)[0] as Audio).samples.length);
+        lengths.push(floats((await yielded)[0] as Audio).length);
       }
       c.write(END);
       const outcome = await h.outcome();
@@ -322,7 +324,7 @@ describe('live body: decoding', () => {
         for (const audio of outcome.yields) {
           assert.equal(audio.channels, 2);
           assert.equal(audio.sampleRate, 48000);
-          assert.equal(audio.samples.length % 2, 0, 'whole frames only');
+          assert.equal(floats(audio).length % 2, 0, 'whole frames only');
         }
       });
     }
@@ -519,7 +521,7 @@ describe('live body: memory stays bounded', () => {
         assertOk(outcome);
         assert.equal(outcome.bytesReceived, total);
         assert.equal(
-          outcome.yields.reduce((n, a) => n + a.samples.length, 0),
+          outcome.yields.reduce((n, a) => n + floats(a).length, 0),
           total / 2,
         );
         assert.ok(most <= bound(), `held ${most} bytes, over the bound ${bound()}`);

@@ -1,6 +1,8 @@
 /** The realtime input formats: G.711 expansions against the ITU-T tables' known points, PCM16 samples. */
+
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { floats } from '../../../src/audio/pcm16-audio.js';
 import { decodeSamples, gaFormat, joinAudio } from '../../../src/http/realtime/audio-format.js';
 
 const scaled = (samples: Float32Array) => [...samples].map((s) => Math.round(s * 32768));
@@ -35,7 +37,7 @@ test('the GA format object, and pieces joined into one mono Audio at the rate', 
   assert.deepEqual(gaFormat({ encoding: 'pcm16', rate: 16000 }), { type: 'audio/pcm', rate: 16000 });
   assert.deepEqual(gaFormat({ encoding: 'g711_alaw', rate: 8000 }), { type: 'audio/pcma' });
   const audio = joinAudio([Float32Array.of(0.5), Float32Array.of(-0.5, 0.25)], 8000);
-  assert.deepEqual([...audio.samples], [0.5, -0.5, 0.25]);
+  assert.deepEqual([...floats(audio)], [0.5, -0.5, 0.25]);
   assert.equal(audio.sampleRate, 8000);
   assert.equal(audio.channels, 1);
 });
