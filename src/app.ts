@@ -13,7 +13,7 @@ import { createEngineCatalog, type EngineCatalog } from './engines/catalog.js';
 import { httpFrontEnds } from './http/index.js';
 import { Installer } from './models/installer.js';
 import { ModelsRoot } from './models/models-root.js';
-import { createLogger, type Logger, messageLog } from './observability/logger.js';
+import { createLogger, type Logger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { Runtime } from './runtime/runtime.js';
 import { CUT_GRACE_MS } from './runtime/shutdown-timing.js';
@@ -184,7 +184,6 @@ async function startRuntime(options: StartOptions, clock: Clock, logger: Logger)
     modelsRoot,
     clock,
     freeMemoryMb: options.freeMemoryMb,
-    log: messageLog(logger),
     metrics,
     logger,
   });

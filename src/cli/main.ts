@@ -8,7 +8,7 @@ import { createEngineCatalog, parallelScope } from '../engines/catalog.js';
 import { endRunnerProcesses, killRunnerProcesses } from '../engines/engine-worker.js';
 import { killFestivalProcesses } from '../engines/festival/festival-process.js';
 import { VoxdError } from '../errors.js';
-import { createLogger, type LogOutput, messageLog } from '../observability/logger.js';
+import { createLogger, type LogOutput } from '../observability/logger.js';
 import { RUNNER_EXIT_MS, SHUTDOWN_MARGIN_MS } from '../runtime/shutdown-timing.js';
 import { hardExit } from '../util/hard-exit.js';
 import { parseServeArgs, SERVE_HELP } from './args.js';
@@ -45,7 +45,7 @@ async function serve(argv: string[]): Promise<void> {
   const output = createLogger({ level: config.log_level, file: config.log_file });
   serveLog = output;
   const { logger } = output;
-  const log = messageLog(logger);
+  const log = (message: string) => logger.info(message);
   for (const notice of notices) log(`notice: ${notice.message}`);
   if (config.parallel_jobs) log(parallelScope(catalog));
 

@@ -226,11 +226,6 @@ export function requestLogger(logger: Logger, reqId: string): Logger {
   return logger.child({ req_id: reqId });
 }
 
-/** The string-message log the runtime and the engines take: info lines on `logger`. */
-export function messageLog(logger: Logger): (message: string) => void {
-  return (message) => logger.info(message);
-}
-
 const SHOWN_FIRST = new Set(['time', 'level', 'msg']);
 
 /**

@@ -38,10 +38,14 @@ export interface RuntimeDeps {
   clock?: Clock;
   /** Free memory in MiB; tests replace it to drive the memory guard. */
   freeMemoryMb?: () => Promise<number>;
+  /** Lines for a caller without a logger (the one-shot CLI); the runtime logs through `logger` when it has one. */
   log?: (message: string) => void;
   /** Where runs, waits and outcomes are counted. */
   metrics?: Metrics;
-  /** Each model logs through a child of it (its loads and unloads, its faults), with the model id as a field. */
+  /**
+   * The server's log: the runtime's lines are info lines on it, and each model logs through a child
+   * of it (its loads and unloads, its faults), with the model id as a field.
+   */
   logger?: Logger;
 }
 
@@ -68,7 +72,12 @@ export class Runtime {
     this.modelsRoot = deps.modelsRoot;
     const clock = deps.clock ?? systemClock;
     this.clock = clock;
-    const log = deps.log ?? ((message: string) => process.stderr.write(`[voxd] ${message}\n`));
+    const { logger } = deps;
+    const log =
+      deps.log ??
+      (logger
+        ? (message: string) => logger.info(message)
+        : (message: string) => process.stderr.write(`[voxd] ${message}\n`));
     const refuseWhenClosing = () => this.#shutdown.refuseWhenClosing();
     this.#inference = new Inference({
       config,
