@@ -31,19 +31,21 @@ const typeOf = (schema: TSchema): unknown => schema['type'];
 
 /**
  * `text` as the first of the field's kinds that it spells: an object or array (JSON text; for a
- * field that takes no string, any text is read as JSON), an integer (digits only: "+16000" and "16000junk" stay text), a number, a flag; else the text.
- * `field` names the text in the message when JSON text does not parse.
+ * field that takes no string, any text is read as JSON), an integer (digits only: "+16000" and
+ * "16000junk" stay text), a number, a flag; else the text. `field` names the text in the message
+ * when JSON text does not parse.
  */
 export function readText(text: string, schema: TSchema | undefined, field: string): unknown {
   const types = new Set(branchesOf(schema).map(typeOf));
   const trimmed = text.trimStart();
-  // A field that takes no text is JSON text whatever it starts with (a bad one: "is not valid JSON").
+  // A field that takes no string is JSON text whatever it starts with (a bad one: "is not valid JSON").
   const json = (type: string, open: string) =>
     types.has(type) && (trimmed.startsWith(open) || !types.has('string'));
   if (json('object', '{') || json('array', '[')) return parseJsonText(text, field);
   if (types.has('integer') && INTEGER.test(text)) return Number(text);
   if (types.has('number') && DECIMAL.test(text)) return Number(text);
-  if (types.has('boolean') && FLAGS[text] !== undefined) return FLAGS[text];
+  // Own keys only: "constructor" is no flag.
+  if (types.has('boolean') && Object.hasOwn(FLAGS, text)) return FLAGS[text];
   return text;
 }
 
