@@ -156,10 +156,12 @@ const wordsOf = (schema: TSchema | undefined) =>
 /** The value at `pointer` in `body`. */
 function valueAt(body: unknown, pointer: string): unknown {
   let value = body;
+  // Only into objects and arrays: inside a form's JSON text (a string) nothing is found, not `.length`.
   for (const part of pointer.split('/').slice(1))
-    value = (value as Record<string, unknown> | undefined)?.[
-      part.replaceAll('~1', '/').replaceAll('~0', '~')
-    ];
+    value =
+      typeof value === 'object' && value !== null
+        ? (value as Record<string, unknown>)[part.replaceAll('~1', '/').replaceAll('~0', '~')]
+        : undefined;
   return value;
 }
 
