@@ -235,6 +235,29 @@ export function parseModelConfig(
  * UI's editor starts from it). Paths stay absolute; a package model names its package, not the
  * folder it came from, and an engine that ships its model names no path.
  */
+/** The option maps of a model entry: flat string maps (options.ts), every one optional. */
+export const MODEL_OPTION_MAPS = ['load_options', 'session_options', 'default_request_options'] as const;
+
+/**
+ * The entry an installed package registers as when a request names it: its family, path and task,
+ * lazy, and nothing else set.
+ */
+export function packageModelConfig(
+  id: string,
+  installed: { family: string; path: string; task: TaskToken },
+): ModelConfig {
+  return {
+    id,
+    ...installed,
+    mode: 'offline',
+    lazy: true,
+    load_options: {},
+    session_options: {},
+    default_request_options: {},
+    voice_presets: {},
+  };
+}
+
 export function registrationBody(model: ModelConfig): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(model)) if (value !== undefined) body[key] = value;

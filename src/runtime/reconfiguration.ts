@@ -6,6 +6,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { packageModelConfig } from '../config/model-config.js';
 import type { ModelConfig, TaskToken } from '../config/types.js';
 import type { EngineCatalog } from '../engines/catalog.js';
 import type { EngineFamily, LoadedModel } from '../engines/types.js';
@@ -86,18 +87,13 @@ export class Reconfiguration {
     const raced = entries.get(id);
     if (raced) return raced;
     if (!installed) throw this.#missing(id);
-    await this.register({
-      id,
-      family: installed.family,
-      path: installed.path,
-      task: installed.task as TaskToken,
-      mode: 'offline',
-      lazy: true,
-      load_options: {},
-      session_options: {},
-      default_request_options: {},
-      voice_presets: {},
-    });
+    await this.register(
+      packageModelConfig(id, {
+        family: installed.family,
+        path: installed.path,
+        task: installed.task as TaskToken,
+      }),
+    );
     const entry = entries.get(id);
     if (!entry) throw unknownModel(id);
     return entry;

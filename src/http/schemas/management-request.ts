@@ -6,6 +6,7 @@
  * entries, so that both refuse alike; its fields are absent rather than null.
  */
 import { Type } from '@sinclair/typebox';
+import { MODEL_OPTION_MAPS } from '../../config/model-config.js';
 import { OneOf, Optional, OptionObject, Text } from '../request/schema.js';
 
 export const LoadModelRequest = Type.Object(
@@ -18,9 +19,7 @@ export const LoadModelRequest = Type.Object(
     mode: Type.Optional(OneOf(['offline', 'streaming'])),
     lazy: Type.Optional(Type.Boolean()),
     slots: Type.Optional(Type.Integer({ description: '1 to 16; needs --parallel-jobs.' })),
-    load_options: Type.Optional(OptionObject()),
-    session_options: Type.Optional(OptionObject()),
-    default_request_options: Type.Optional(OptionObject()),
+    ...Object.fromEntries(MODEL_OPTION_MAPS.map((name) => [name, Type.Optional(OptionObject())])),
     voice_presets: Type.Optional(Type.Object({}, { additionalProperties: true })),
     busy_timeout_ms: Type.Optional(Type.Integer({ minimum: 0, 'x-expected': 'an integer >= 0' })),
   },
