@@ -6,6 +6,7 @@
  * encoder through ffmpeg), with the same values the WAV decoder would give (v / 32768); a caller
  * that reads them more than once, or hands them on, keeps them (`asFloat`).
  */
+import { joinSamples } from './join-samples.js';
 import { pcm16ToFloats } from './pcm.js';
 import type { Audio, FloatAudio, Pcm16Audio } from './types.js';
 
@@ -32,7 +33,7 @@ export function sliceAudio(audio: Audio, from: number, to: number): Audio {
 }
 
 /** Several PCM16 pieces of one format as one, still PCM16 (a sentence-by-sentence answer, whole). */
-export function joinPcm16(parts: Audio[]): Pcm16Audio | undefined {
+export function joinPcm16(parts: readonly Audio[]): Pcm16Audio | undefined {
   const pieces: Int16Array[] = [];
   for (const part of parts) {
     if (part.kind !== 'pcm16') return undefined;
@@ -45,4 +46,20 @@ export function joinPcm16(parts: Audio[]): Pcm16Audio | undefined {
     at += piece.length;
   }
   return pcm16Audio(pcm16, parts[0]!.sampleRate, parts[0]!.channels);
+}
+
+/**
+ * Pieces of one format as one: PCM16 stays PCM16 when every piece is; otherwise floats, each piece
+ * converted once. One piece is returned as it is.
+ */
+export function joinAudio(parts: readonly Audio[]): Audio | undefined {
+  const first = parts[0];
+  if (!first || parts.length === 1) return first;
+  return (
+    joinPcm16(parts) ?? {
+      samples: joinSamples(parts.map(floats)),
+      sampleRate: first.sampleRate,
+      channels: first.channels,
+    }
+  );
 }

@@ -6,7 +6,7 @@
  * listener that needs only the events (`eventsOnly`) gets no concatenation, so a long answer is
  * never held whole.
  */
-import { floats, joinPcm16 } from '../audio/pcm16-audio.js';
+import { joinAudio } from '../audio/pcm16-audio.js';
 import { type Audio, frameCount } from '../audio/types.js';
 import { invalidField } from '../errors.js';
 import { sentences } from './engine-options.js';
@@ -55,17 +55,5 @@ export async function speakSentences(
     await onEvent?.({ type: 'audio', audio });
   }
   if (!first) throw invalidField('input', nothing());
-  if (parts.length === 0) return undefined;
-  if (parts.length === 1) return parts[0]!;
-  const joined = joinPcm16(parts);
-  if (joined) return joined;
-  // Some sentences came as PCM16 and some not: all as floats, each converted once.
-  const pieces = parts.map(floats);
-  const samples = new Float32Array(pieces.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    samples.set(piece, at);
-    at += piece.length;
-  }
-  return { samples, sampleRate: parts[0]!.sampleRate, channels: parts[0]!.channels };
+  return joinAudio(parts);
 }

@@ -5,7 +5,7 @@
  */
 import { conformAudioAsync } from '../audio/audio-pool.js';
 import { conformPieces } from '../audio/convert.js';
-import { floats } from '../audio/pcm16-audio.js';
+import { joinAudio } from '../audio/pcm16-audio.js';
 import { type Audio, durationMs } from '../audio/types.js';
 import type { ServerConfig } from '../config/types.js';
 import { EngineCrashed, EngineRestarted } from '../engines/engine-worker.js';
@@ -60,16 +60,12 @@ export interface InferenceOutcome {
 async function collect(pieces: AsyncIterable<Audio>, need: AudioFormat, signal: AbortSource): Promise<Audio> {
   const parts: Audio[] = [];
   for await (const piece of pieces) parts.push(piece);
-  const first = parts[0];
-  if (!first) return { samples: new Float32Array(0), sampleRate: need.sampleRate, channels: need.channels };
-  const floatParts = parts.map(floats);
-  const samples = new Float32Array(floatParts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of floatParts) {
-    samples.set(part, at);
-    at += part.length;
-  }
-  return conformAudioAsync({ samples, sampleRate: first.sampleRate, channels: first.channels }, need, signal);
+  const whole = joinAudio(parts) ?? {
+    samples: new Float32Array(0),
+    sampleRate: need.sampleRate,
+    channels: need.channels,
+  };
+  return conformAudioAsync(whole, need, signal);
 }
 
 /**
