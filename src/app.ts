@@ -136,7 +136,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   });
   const { server } = http;
   await listen(server, config.port, config.host);
-  const wyoming = await startWyoming(runtime, config, logger, shared, metrics, server);
+  const wyoming = await startWyoming(runtime, config, logger, shared, metrics, codec, server);
   // Once listening, the server emits 'error' when accept() fails (out of memory or socket buffers;
   // out of file descriptors once libuv's reserve descriptor is used up). Unheard it would end the
   // process; the connection is lost, the server keeps listening.
@@ -218,10 +218,11 @@ async function startWyoming(
   logger: Logger,
   shared: SessionHost,
   metrics: Metrics,
+  codec: Codec,
   httpServer: Server,
 ): Promise<WyomingStarted | undefined> {
   if (config.wyoming_port === undefined) return undefined;
-  const listener = createWyomingListener(runtime, config, logger, shared, metrics);
+  const listener = createWyomingListener(runtime, config, logger, shared, { metrics, codec });
   try {
     await listen(listener.server, config.wyoming_port, config.wyoming_host);
   } catch (err) {

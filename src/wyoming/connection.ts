@@ -26,6 +26,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { modelEntry, requireTask } from '../api/model-lookup.js';
 import { SentenceBuffer } from '../api/speech/sentence-buffer.js';
+import type { Codec } from '../audio/ffmpeg.js';
 import { liveIngestLimits } from '../config/live-ingest-limits.js';
 import type { ServerConfig } from '../config/types.js';
 import { describeError, showValue, VoxdError } from '../errors.js';
@@ -66,6 +67,8 @@ export interface ConnectionDeps {
   host: SessionHost;
   /** The server's metrics (exchanges by outcome); absent outside a server. */
   metrics?: Metrics;
+  /** ffmpeg, so a voice_dir voice reads as on HTTP; without it only the WAVs voxd reads itself. */
+  codec?: Codec;
 }
 
 /** An event read, with the bytes its payload took from the budget, or why it took none. */

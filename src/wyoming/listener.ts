@@ -9,11 +9,10 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { ServerConfig } from '../config/types.js';
-import type { Metrics } from '../observability/metrics.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { FrontEnd } from '../session/front-end.js';
 import type { SessionHost } from '../session/session-host.js';
-import { WyomingConnection } from './connection.js';
+import { type ConnectionDeps, WyomingConnection } from './connection.js';
 import { farewell } from './farewell.js';
 import { encodeEvent } from './framing.js';
 
@@ -30,8 +29,9 @@ export function createWyomingListener(
   config: ServerConfig,
   log: Logger,
   host: SessionHost,
-  metrics?: Metrics,
+  extras: Pick<ConnectionDeps, 'metrics' | 'codec'> = {},
 ): WyomingListener {
+  const { metrics } = extras;
   const connections = new Map<Socket, WyomingConnection>();
   /** Refused sockets until they close: a shutdown's cut ends them too. */
   const refused = new Set<Socket>();
@@ -49,7 +49,7 @@ export function createWyomingListener(
       return;
     }
     socket.setNoDelay(true);
-    const connection = new WyomingConnection(socket, { runtime, config, log, host, metrics });
+    const connection = new WyomingConnection(socket, { runtime, config, log, host, ...extras });
     connections.set(socket, connection);
     metrics?.wyomingConnection(1);
     socket.once('close', () => {

@@ -10,6 +10,7 @@
  */
 import type { Logger } from 'pino';
 import { speechModel, speechRequest } from '../api/speech/request.js';
+import type { Codec } from '../audio/ffmpeg.js';
 import { sliceAudio } from '../audio/pcm16-audio.js';
 import { type Audio, heldSamples } from '../audio/types.js';
 import { encodePcm16 } from '../audio/wav-encode.js';
@@ -23,6 +24,8 @@ export interface SynthesisContext {
   runtime: Runtime;
   config: ServerConfig;
   log: Logger;
+  /** ffmpeg, for voice_dir voices in formats voxd does not read itself. */
+  codec?: Codec;
   /** Aborted when the connection ends: the request is cancelled and its slot freed. */
   signal: AbortSignal;
   send(type: string, data?: Record<string, unknown>, payload?: Buffer): Promise<void>;
@@ -50,7 +53,7 @@ export async function synthesize(ctx: SynthesisContext, data: Record<string, unk
   const request = await speechRequest(
     entry,
     { text, textField: 'text', fields: wanted === undefined ? {} : { voice: wanted } },
-    { config, signal: ctx.signal },
+    { config, signal: ctx.signal, codec: ctx.codec },
   );
   const started = performance.now();
   let shape: { rate: number; channels: number } | undefined;

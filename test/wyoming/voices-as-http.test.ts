@@ -3,9 +3,10 @@
  * (src/api/speech/request.ts; issue 40, item 1): a model's voice preset, a voice_dir file and the
  * model's default preset give the same audio over both protocols. Before, Wyoming only unaliased
  * the name, so a preset or a voice_dir name reached flite as an unknown voice, and a model's
- * default preset was not applied.
+ * default preset was not applied; and Wyoming had no ffmpeg, so a library voice only ffmpeg reads failed.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -26,6 +27,10 @@ describe('Wyoming voices are HTTP voices', () => {
       mkdirSync(voices);
       // A library voice: flite does not clone, so it speaks its default voice with the reference.
       writeFileSync(join(voices, 'guest.wav'), sineWav(RATE, 1, 16, 1600));
+      // A mu-law WAV: only ffmpeg reads it, so Wyoming needs the server's ffmpeg as HTTP has it.
+      writeFileSync(join(scratch, 'guest.wav'), sineWav(RATE, 1, 16, 1600));
+      const phone = join(voices, 'phone.wav');
+      execFileSync('ffmpeg', ['-v', 'error', '-i', join(scratch, 'guest.wav'), '-c:a', 'pcm_mulaw', phone]);
       return {
         wyoming_port: 0,
         voice_dir: voices,
@@ -83,6 +88,12 @@ describe('Wyoming voices are HTTP voices', () => {
     const library = await wyoming({ name: 'flite:guest' });
     assert.ok(library.length > 0);
     assert.ok(library.equals(await http('flite', 'guest')), 'the library voice over HTTP');
+  });
+
+  test('a voice_dir voice only ffmpeg reads (mu-law WAV) is read as on HTTP', async () => {
+    const phone = await wyoming({ name: 'flite:phone' });
+    assert.ok(phone.length > 0);
+    assert.ok(phone.equals(await http('flite', 'phone')), 'the mu-law library voice over HTTP');
   });
 
   test("without a voice, the model's default preset applies", async () => {
