@@ -19,7 +19,7 @@ import type {
 } from '../engines/types.js';
 import { VoxdError } from '../errors.js';
 import type { Metrics } from '../observability/metrics.js';
-import { traceOf } from '../observability/request-trace.js';
+import type { RequestTrace } from '../observability/request-trace.js';
 import type { Clock } from '../util/clock.js';
 import type { AbortSource, LazyAbort } from '../util/lazy-abort.js';
 import { untilAborted } from '../util/until-aborted.js';
@@ -41,6 +41,8 @@ export interface InferenceOptions {
   onEvent?: (event: EngineEvent) => void | Promise<void>;
   /** See RunContext.eventsOnly. */
   eventsOnly?: boolean;
+  /** Told the model, slot, queue wait and run time, for the request's log line. */
+  trace?: RequestTrace;
 }
 
 export interface InferenceOutcome {
@@ -98,7 +100,7 @@ export interface Admission {
   /** Runs the request on a session (loading the model first if needed). */
   run(
     request: EngineRequest,
-    options: Pick<InferenceOptions, 'signal' | 'onEvent' | 'eventsOnly'>,
+    options: Pick<InferenceOptions, 'signal' | 'onEvent' | 'eventsOnly' | 'trace'>,
   ): Promise<InferenceOutcome>;
   /** Gives the lease back; idempotent. */
   release(): void;
@@ -140,7 +142,7 @@ export class Inference {
     this.#refuseWhenClosing();
     const entry = this.#entry(id);
     let lease = entry.scheduler.tryAcquire('request', options.signal);
-    if (lease) this.#waited(entry, options.signal, 0);
+    if (lease) this.#waited(entry, options.trace, 0);
     else lease = await this.#acquire(entry, options);
     try {
       return await this.#run(entry, request, options);
@@ -172,7 +174,7 @@ export class Inference {
         timeoutMs: this.#busyTimeoutOf(entry, options),
         signal: options.signal,
       });
-      this.#waited(entry, options.signal, performance.now() - asked);
+      this.#waited(entry, options.trace, performance.now() - asked);
       return lease;
     } catch (err) {
       this.#metrics?.outcome(entry.id, entry.config.task, options.signal.aborted ? 'cancelled' : 'rejected');
@@ -180,9 +182,8 @@ export class Inference {
     }
   }
 
-  #waited(entry: ModelEntry, signal: InferenceOptions['signal'], ms: number): void {
+  #waited(entry: ModelEntry, trace: RequestTrace | undefined, ms: number): void {
     this.#metrics?.queueWait(entry.id, ms / 1000);
-    const trace = traceOf(signal);
     if (trace) {
       trace.model = entry.id;
       trace.queueMs = ms;
@@ -202,7 +203,7 @@ export class Inference {
   async #run(
     entry: ModelEntry,
     request: EngineRequest,
-    options: Pick<InferenceOptions, 'signal' | 'onEvent' | 'eventsOnly'>,
+    options: Pick<InferenceOptions, 'signal' | 'onEvent' | 'eventsOnly' | 'trace'>,
   ): Promise<InferenceOutcome> {
     const guard = new RunGuard(options.signal, this.#cancel.signal, this.#running);
     // Whether the outcome was counted: a run's own failure is, a failed load before it is not yet.
@@ -237,7 +238,7 @@ export class Inference {
     pool: Pool,
     { session, slot }: ReturnType<ModelEntry['checkout']>,
     request: EngineRequest,
-    options: Pick<InferenceOptions, 'signal' | 'onEvent' | 'eventsOnly'>,
+    options: Pick<InferenceOptions, 'signal' | 'onEvent' | 'eventsOnly' | 'trace'>,
     guard: RunGuard,
   ): Promise<InferenceOutcome> {
     const started = performance.now();
@@ -262,7 +263,7 @@ export class Inference {
     };
     const result = await runConformed(session, request, context, pool.weights.audioInput, run);
     const wallMs = performance.now() - started;
-    this.#ran(entry, request, result, wallMs, slot, options.signal, eventAudioMs);
+    this.#ran(entry, request, result, wallMs, slot, options.trace, eventAudioMs);
     return {
       result,
       wallMs,
@@ -302,7 +303,7 @@ export class Inference {
     result: EngineResult,
     wallMs: number,
     slot: number,
-    signal: InferenceOptions['signal'],
+    trace: RequestTrace | undefined,
     eventAudioMs: number,
   ): void {
     const audio = result.audio ?? request.audio;
@@ -313,7 +314,6 @@ export class Inference {
       wallMs / 1000,
       audioMs === undefined ? undefined : audioMs / 1000,
     );
-    const trace = traceOf(signal);
     if (trace) {
       trace.model = entry.id;
       trace.slot = slot;

@@ -8,6 +8,7 @@ import { sliceAudio } from '../../audio/pcm16-audio.js';
 import type { Audio } from '../../audio/types.js';
 import type { ServerConfig } from '../../config/types.js';
 import type { EngineRequest, EngineResult, Segment, Word } from '../../engines/types.js';
+import type { RequestTrace } from '../../observability/request-trace.js';
 import type { InferenceOutcome, Runtime } from '../../runtime/runtime.js';
 import { requireVadModel, vadRequest } from '../vad/vad-model.js';
 import type { ChunkingStrategy } from './chunking.js';
@@ -18,6 +19,8 @@ export interface ChunkingContext {
   runtime: Runtime;
   config: ServerConfig;
   signal: AbortSignal;
+  /** The request's trace, told each run's model and times (its log line). */
+  trace?: RequestTrace;
 }
 
 /** A span of the input, in seconds. */
@@ -74,7 +77,11 @@ async function speechRegions(
 ): Promise<Span[]> {
   const vadId = requireChunkingVad(ctx);
   const request = vadRequest(audio, strategy.threshold, strategy.silenceDurationMs);
-  const outcome = await ctx.runtime.infer(vadId, request, { busyTimeoutMs, signal: ctx.signal });
+  const outcome = await ctx.runtime.infer(vadId, request, {
+    busyTimeoutMs,
+    signal: ctx.signal,
+    trace: ctx.trace,
+  });
   const rate = outcome.inputSampleRate;
   return (outcome.result.segments ?? []).map((s) => ({
     start: s.start_sample / rate,
@@ -138,7 +145,7 @@ export async function runChunked(
   strategy: ChunkingStrategy,
   busyTimeoutMs: number | undefined,
 ): Promise<InferenceOutcome> {
-  const options = { busyTimeoutMs, signal: ctx.signal };
+  const options = { busyTimeoutMs, signal: ctx.signal, trace: ctx.trace };
   const duration = audioSeconds(request.audio);
   if (duration <= strategy.maxChunkMs / 1000) return ctx.runtime.infer(modelId, request, options);
   const speech = await speechRegions(ctx, request.audio, strategy, busyTimeoutMs);

@@ -70,7 +70,7 @@ async function speech(ctx: RouteContext, body: Static<typeof SpeechRequest>) {
     const made = await speechAsMade(ctx, modelId, request, busyTimeoutMs, output);
     if (made) return made;
   }
-  const outcome = await runtime.infer(modelId, request, { busyTimeoutMs, signal });
+  const outcome = await runtime.infer(modelId, request, { busyTimeoutMs, signal, trace: ctx.trace });
   const audio = outcome.result.audio;
   if (!audio) throw new VoxdError('E_ENGINE', `model '${modelId}' produced no audio output`);
   const t = timing(outcome.wallMs, audio);
@@ -94,6 +94,7 @@ function speechEvents(
   return ctx.runtime.infer(modelId, request, {
     busyTimeoutMs,
     signal: ctx.signal,
+    trace: ctx.trace,
     eventsOnly: true,
     onEvent: (event) => (event.type === 'audio' ? onAudio(event.audio) : undefined),
   });

@@ -61,7 +61,11 @@ async function taskBody(ctx: RouteContext, body: Static<typeof TaskRunRequest>) 
 
 async function run(ctx: RouteContext, body: Static<typeof TaskRunRequest>) {
   const { modelId, request, busyTimeoutMs } = await taskBody(ctx, body);
-  const outcome = await ctx.runtime.infer(modelId, request, { busyTimeoutMs, signal: clientGoneOf(ctx) });
+  const outcome = await ctx.runtime.infer(modelId, request, {
+    busyTimeoutMs,
+    signal: clientGoneOf(ctx),
+    trace: ctx.trace,
+  });
   return { json: resultJson(outcome.result, outcome.wallMs, outcome.inputSampleRate) };
 }
 
@@ -98,6 +102,7 @@ async function stream(ctx: RouteContext, body: Static<typeof TaskStreamRequest>)
     const outcome = await ctx.runtime.infer(modelId, request, {
       busyTimeoutMs,
       signal: clientGoneOf(ctx),
+      trace: ctx.trace,
       onEvent: (event) => {
         firstMs ??= Math.round(performance.now() - started);
         events.push(streamEvent(event, request.language));

@@ -206,7 +206,7 @@ function infer(ctx: RouteContext, parsed: ParsedTranscription): Promise<Inferenc
   const chunking = parsed.transcript.chunking;
   if (chunking) return runChunked(ctx, modelId, { ...request, audio }, chunking, busyTimeoutMs);
   const run = (id: string, req: EngineRequest) =>
-    ctx.runtime.infer(id, req, { busyTimeoutMs, signal: clientGoneOf(ctx) });
+    ctx.runtime.infer(id, req, { busyTimeoutMs, signal: clientGoneOf(ctx), trace: ctx.trace });
   if (request.task === 'diar') return diarizeWithText(ctx.runtime, modelId, request, run);
   return run(modelId, request);
 }

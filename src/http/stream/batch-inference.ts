@@ -47,8 +47,8 @@ async function admitAll(admit: () => Promise<Admission>, width: number): Promise
 }
 
 export async function batchInference(ctx: RouteContext, plan: BatchPlan): Promise<Reply> {
-  const { runtime, signal } = ctx;
-  const admit = () => runtime.admit(plan.modelId, { busyTimeoutMs: plan.busyTimeoutMs, signal });
+  const { runtime, signal, trace } = ctx;
+  const admit = () => runtime.admit(plan.modelId, { busyTimeoutMs: plan.busyTimeoutMs, signal, trace });
   // As many items at once as the model has slots, each slot leased for the whole batch.
   const width = Math.max(1, Math.min(plan.items.length, runtime.get(plan.modelId).scheduler.capacity));
   // Every place at once, before anything queues: admitAll would otherwise wait for the leases it
@@ -70,7 +70,7 @@ export async function batchInference(ctx: RouteContext, plan: BatchPlan): Promis
           while (next < plan.items.length && !signal.aborted) {
             const index = next++;
             try {
-              const outcome = await admission.run(plan.items[index]!, { signal });
+              const outcome = await admission.run(plan.items[index]!, { signal, trace });
               outcomes[index] = outcome;
               await write(plan.result(index, outcome));
             } catch (err) {

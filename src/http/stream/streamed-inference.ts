@@ -30,8 +30,8 @@ export interface StreamPlan {
 }
 
 export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Promise<Reply> {
-  const { runtime, signal } = ctx;
-  const admit = () => runtime.admit(plan.modelId, { busyTimeoutMs: plan.busyTimeoutMs, signal });
+  const { runtime, signal, trace } = ctx;
+  const admit = () => runtime.admit(plan.modelId, { busyTimeoutMs: plan.busyTimeoutMs, signal, trace });
   let early: Admission | undefined;
   try {
     // A full queue is a plain 503 in both runtimes: the serial one checks before its headers, and
@@ -79,7 +79,12 @@ export async function streamedInference(ctx: RouteContext, plan: StreamPlan): Pr
               return writes.then(() => new Promise((resolve) => setImmediate(resolve)));
             return writes;
           };
-          const outcome = await admission.run(plan.request, { signal, onEvent, eventsOnly: plan.eventsOnly });
+          const outcome = await admission.run(plan.request, {
+            signal,
+            trace,
+            onEvent,
+            eventsOnly: plan.eventsOnly,
+          });
           await writes;
           if (failure !== undefined) throw failure;
           await plan.finish(outcome, out);

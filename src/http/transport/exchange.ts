@@ -9,6 +9,7 @@ import type { Logger } from '../../observability/logger.js';
 import { UNKNOWN_ROUTE } from '../../observability/metrics.js';
 import { requestIdOf } from '../../observability/request-id.js';
 import { RequestTrace } from '../../observability/request-trace.js';
+import { LazyAbort } from '../../util/lazy-abort.js';
 import { malformedCut } from './client-error.js';
 import type { Route } from './route.js';
 import type { RouteTable } from './route-table.js';
@@ -36,7 +37,9 @@ export interface Exchange {
   readonly known: Route[] | undefined;
   /** The path's route pattern for the metrics, else UNKNOWN_ROUTE. */
   readonly routeLabel: string;
-  readonly clientGone: RequestTrace;
+  readonly clientGone: LazyAbort;
+  /** What the runtime tells of the request's run, for its log line. */
+  readonly trace: RequestTrace;
   status: number;
   /** Why the connection closed before the response was done, for the request's log line. */
   cutShort: { status: number; why: string } | undefined;
@@ -72,7 +75,8 @@ export function openExchange(req: IncomingMessage, res: ServerResponse, routes: 
     method: req.method ?? 'GET',
     known,
     routeLabel: known ? known[0]!.path : UNKNOWN_ROUTE,
-    clientGone: new RequestTrace(),
+    clientGone: new LazyAbort(),
+    trace: new RequestTrace(),
     status: 200,
     cutShort: undefined,
     log: undefined,
@@ -115,16 +119,16 @@ export function clientLeft(err: unknown, clientGone: { readonly aborted: boolean
 
 /** The fields of a request's log line, with what the client got (`status`) and what the runtime told. */
 export function logFields(ex: Exchange, status: number, ms: number): Record<string, unknown> {
-  const { req, res, clientGone } = ex;
+  const { req, res, trace } = ex;
   return {
     method: ex.method,
     route: ex.routeLabel,
     status,
     duration_ms: Math.round(ms * 10) / 10,
-    model: clientGone.model,
-    slot: clientGone.slot,
-    queue_ms: roundMs(clientGone.queueMs),
-    inference_ms: roundMs(clientGone.inferenceMs),
+    model: trace.model,
+    slot: trace.slot,
+    queue_ms: roundMs(trace.queueMs),
+    inference_ms: roundMs(trace.inferenceMs),
     bytes_in: byteCount(req.headers['content-length']),
     bytes_out: byteCount(res.getHeader('content-length')),
   };

@@ -5,6 +5,7 @@ import type { Codec } from '../../audio/ffmpeg.js';
 import type { ServerConfig } from '../../config/types.js';
 import { VoxdError } from '../../errors.js';
 import type { Metrics } from '../../observability/metrics.js';
+import type { RequestTrace } from '../../observability/request-trace.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { AbortSource } from '../../util/lazy-abort.js';
 import type { EventStream, StreamFormat } from './event-stream.js';
@@ -24,6 +25,8 @@ export interface RouteContext {
    * its own context may leave it out.
    */
   clientGone?: AbortSource;
+  /** The request's trace, handed to the runtime so its log line names the model and times. */
+  trace?: RequestTrace;
   /** ffmpeg, for audio formats other than WAV and PCM (it may be unavailable). */
   codec: Codec;
   /** The server's metrics; absent in a context built outside the server. */

@@ -14,6 +14,7 @@ import type { ServerConfig } from '../../config/types.js';
 import { VoxdError } from '../../errors.js';
 import { type Logger, requestLogger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
+import type { RequestTrace } from '../../observability/request-trace.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { FrontEnd } from '../../session/front-end.js';
 import { type SessionHost, sessionHost } from '../../session/session-host.js';
@@ -83,6 +84,7 @@ class RequestContext implements RouteContext {
     readonly config: ServerConfig,
     readonly log: (message: string) => void,
     readonly clientGone: LazyAbort,
+    readonly trace: RequestTrace,
     readonly codec: Codec,
     readonly metrics: Metrics,
   ) {
@@ -336,6 +338,7 @@ class HttpShell implements HttpFrontEnd, UpgradeShell {
       this.#config,
       log,
       ex.clientGone,
+      ex.trace,
       codec,
       metrics,
     );
