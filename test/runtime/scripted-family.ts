@@ -3,6 +3,7 @@
  * creation and disposal is recorded in order, and any of them can be made to fail or to wait on a
  * gate the test opens. It runs nothing; the HTTP and contract tests use the real fixture engine.
  */
+import { packageModelConfig } from '../../src/config/model-config.js';
 import type { ModelConfig } from '../../src/config/types.js';
 import type { EngineFamily, EngineSession, LoadedModel } from '../../src/engines/types.js';
 import { type EntryContext, ModelEntry } from '../../src/runtime/model-entry.js';
@@ -85,19 +86,7 @@ export class ScriptedFamily implements EngineFamily {
 }
 
 export function modelConfig(id: string, extra: Partial<ModelConfig> = {}): ModelConfig {
-  return {
-    id,
-    family: 'scripted',
-    path: '',
-    task: 'asr',
-    mode: 'offline',
-    lazy: true,
-    load_options: {},
-    session_options: {},
-    default_request_options: {},
-    voice_presets: {},
-    ...extra,
-  };
+  return { ...packageModelConfig(id, { family: 'scripted', path: '', task: 'asr' }), ...extra };
 }
 
 export interface EntryFixture {
