@@ -76,7 +76,6 @@ async function offloadAudio(job: Job, signal: AbortSource | undefined): Promise<
  */
 export const PCM16_INLINE_LIMIT = 16 << 20;
 
-/** `owned`: bytes nobody else holds, whose 16-bit samples may be read in place (decodeData). */
 /**
  * `owned`: bytes nobody else holds, whose 16-bit samples may be read in place (decodeData).
  * `signal`: the caller going away before a thread takes the job (then it never runs).
@@ -130,8 +129,8 @@ export async function decodeBase64Async(
     .run(job, { signal, transfer: [own.buffer as ArrayBuffer] })
     .catch((err: unknown) => {
       // The refusal is base64.ts's, about `field`; the thread boundary carried its words only.
-      throw err instanceof VoxdError && err.code === 'E_INVALID_REQUEST'
-        ? invalidField(field, err.message)
+      throw err instanceof VoxdError && err.code === 'E_INVALID_REQUEST' && !signal?.aborted
+        ? invalidField(field, err.message, err)
         : err;
     })) as { bytes: Uint8Array };
   owed(moved + bytes.byteLength);

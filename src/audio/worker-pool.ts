@@ -124,12 +124,21 @@ export class WorkerPool<J extends object, R extends WorkerReply> {
       if (!worker) return;
       const entry = this.#queue.shift()!;
       entry.unlisten();
+      try {
+        // Throws before anything is sent for a job that cannot be cloned or moved: the job fails,
+        // the worker stays idle.
+        worker.postMessage(entry.job, entry.transfer);
+      } catch (err) {
+        worker.unref();
+        this.#idle.push(worker);
+        entry.reject(err);
+        continue;
+      }
       const id = (entry.job as { id: number }).id;
       this.#running.set(id, entry);
       this.#busy.set(worker, id);
       this.offloaded++;
       worker.ref();
-      worker.postMessage(entry.job, entry.transfer);
     }
   }
 

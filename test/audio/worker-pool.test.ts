@@ -134,3 +134,18 @@ test("the audio pool takes the caller's signal: a long decode or resample whose 
   await conformAudioAsync(turn, { sampleRate: 16000, channels: 1 });
   assert.equal(audioPool.offloaded, before + 2);
 });
+
+test('a job that cannot be sent to a thread (not cloneable) fails alone: the thread stays free for the next job', async () => {
+  const pool = heldPool(4);
+  const { runs } = cells();
+  try {
+    // A function cannot cross a thread boundary: postMessage throws before anything is sent.
+    const unsendable = { runs, tag: 'unsendable', call: () => 0 } as unknown as Omit<HeldJob, 'id'>;
+    await assert.rejects(pool.run(unsendable), { name: 'DataCloneError' });
+    // Without the fix the one thread stayed busy with the failed job, and this waited for good.
+    assert.equal((await pool.run({ runs, tag: 'next' })).tag, 'next');
+    assert.equal(Atomics.load(runs, 0), 1);
+  } finally {
+    await pool.close();
+  }
+});
