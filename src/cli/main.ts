@@ -51,6 +51,8 @@ async function serve(argv: string[]): Promise<void> {
 
   let voxd: Voxd | undefined;
   let stopping = false;
+  /** Set by exitNow: the exit is under way (the log being written), nothing else may start. */
+  let exiting = false;
   /**
    * Logs `message`, writes out the log (a second at most, the event loop running on) and ends the
    * process with `code`. Every exit after startup goes through
@@ -58,6 +60,8 @@ async function serve(argv: string[]): Promise<void> {
    * blocking call (see src/util/hard-exit.ts): such a thread is never cancelled, even by a clean close.
    */
   const exitNow = (code: number, message: string): void => {
+    if (exiting) return;
+    exiting = true;
     killRunnerProcesses();
     killFestivalProcesses();
     logger.info(message);
@@ -73,6 +77,7 @@ async function serve(argv: string[]): Promise<void> {
       ms,
     ).unref();
   const stop = (signal: string) => {
+    if (exiting) return;
     // During startup nothing is admitted yet: exit at once.
     if (!voxd) return exitNow(130, `${signal}: exiting now`);
     if (stopping) {
@@ -106,6 +111,8 @@ async function serve(argv: string[]): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   voxd = await startVoxd({ config, catalog, logger });
+  // A signal during startup already began the exit: no announcement, the process is ending.
+  if (exiting) return;
   log(voxd.codec.describe());
   // The log's lines so far come first: whoever reads up to this line has read them too.
   await output.drained();

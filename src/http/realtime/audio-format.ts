@@ -6,7 +6,6 @@
  * Samples are resampled to what the model wants by the runtime, as for any request.
  */
 import { decodeG711, decodePcm } from '../../audio/pcm.js';
-import type { Audio } from '../../audio/types.js';
 
 export type Encoding = 'pcm16' | 'g711_ulaw' | 'g711_alaw';
 
@@ -41,15 +40,3 @@ export function decodeSamples(bytes: Uint8Array, encoding: Encoding): Float32Arr
 }
 
 const PCM16_MONO = { bits: 16, float: false, channels: 1 } as const;
-
-/** The buffered pieces as one mono Audio at the format's rate. */
-export function joinAudio(pieces: readonly Float32Array[], rate: number): Audio {
-  const total = pieces.reduce((n, p) => n + p.length, 0);
-  const samples = new Float32Array(total);
-  let at = 0;
-  for (const piece of pieces) {
-    samples.set(piece, at);
-    at += piece.length;
-  }
-  return { samples, sampleRate: rate, channels: 1 };
-}
