@@ -36,7 +36,7 @@ import { createHttpServer, type HttpFrontEnd } from './transport/server.js';
 import type { UpgradeHandler } from './transport/upgrades.js';
 
 /** Every HTTP route of a server; the ephemeral realtime keys it mints are that server's own. */
-export function httpRoutes(secrets: ClientSecrets): readonly Route[] {
+function httpRoutes(secrets: ClientSecrets): readonly Route[] {
   const routes: readonly Route[] = [
     ...modelRoutes,
     ...speechRoutes,
@@ -55,8 +55,8 @@ export function httpRoutes(secrets: ClientSecrets): readonly Route[] {
 }
 
 /**
- * The routes as served, for what reads only what they declare (the OpenAPI document, tests that
- * walk every route); their key store mints none.
+ * The same routes, for tests that read only what routes declare (their paths, schemas, scopes):
+ * each server builds its own in httpFrontEnds. Their key store mints none.
  */
 export const ROUTES: readonly Route[] = httpRoutes(new ClientSecrets(systemClock, 0));
 

@@ -735,7 +735,7 @@ function queryParametersOf(route: Route): Obj[] {
   });
 }
 
-/** Builds the document for `routes` (the server's ROUTES); throws when one has no description. */
+/** Builds the document for `routes` (a server's route table); throws when one has no description. */
 export function buildOpenApi(routes: readonly Route[]): Obj {
   const paths: Record<string, Obj> = {};
   const components: Obj = {};
