@@ -164,6 +164,14 @@ interface QueryCase {
   wrong: string;
 }
 
+/** `expected` ("<path> <param>") is one of the cases the document gave. */
+function assertAmong(cases: readonly { path: string; param: string }[], expected: string): void {
+  assert.ok(
+    cases.some((c) => `${c.path} ${c.param}` === expected),
+    `${expected} is among the cases`,
+  );
+}
+
 const queryCases = (): QueryCase[] =>
   Object.entries(DOC.paths as Record<string, Json>).flatMap(([path, item]) =>
     (['get', 'post'] as const).flatMap((method) => {
@@ -196,10 +204,7 @@ describe('a query parameter its schema refuses is a 400 naming it', () => {
       '/v1/audio/transcriptions/live sample_format',
       '/v1/tasks/batch busy_timeout_ms',
     ])
-      assert.ok(
-        cases.some((c) => `${c.path} ${c.param}` === expected),
-        `${expected} is among the cases`,
-      );
+      assertAmong(cases, expected);
   });
 
   test('parameters named like Object members are parameters: __proto__, constructor', async () => {
@@ -304,10 +309,7 @@ describe('a form field its schema refuses is a 400 naming it', () => {
       '/v1/batches/transcriptions file',
       '/v1/batches/transcriptions options',
     ])
-      assert.ok(
-        cases.some((c) => `${c.path} ${c.param}` === expected),
-        `${expected} is among the cases`,
-      );
+      assertAmong(cases, expected);
     // The fields left out are those whose schema takes any text: a form cannot send them a wrong type.
     for (const entry of anyText) {
       const [path, name] = entry.split(' ') as [string, string];
