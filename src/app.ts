@@ -127,7 +127,7 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const codec = openCodec(await probeFfmpeg(config.ffmpeg_path), config);
   // One byte budget, one connection count and one memory release for every front end.
   const shared = sessionHost(config, clock, options.memory, metrics);
-  const { http, realtime, bridge } = httpFrontEnds(runtime, config, {
+  const { http, realtime, deepgram, bridge } = httpFrontEnds(runtime, config, {
     logger,
     metrics,
     logRequests: config.log,
@@ -146,7 +146,9 @@ export async function startVoxd(options: StartOptions): Promise<Voxd> {
   const url = `${config.tls ? 'https' : 'http'}://${host}:${address.port}`;
   logger.info({ url, version: VERSION }, 'started');
   // Drained together, in this order, and cut together at a shutdown's deadline.
-  const frontEnds: FrontEnd[] = [http, realtime, bridge, wyoming?.listener].filter((f) => f !== undefined);
+  const frontEnds: FrontEnd[] = [http, realtime, deepgram, bridge, wyoming?.listener].filter(
+    (f) => f !== undefined,
+  );
   const stopping: Stopping = { runtime, codec, modelsRoot, config, clock, logger, frontEnds, wyoming };
   let closing: Promise<void> | undefined;
   return {

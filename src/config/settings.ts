@@ -364,6 +364,48 @@ const GROUPS = [
             'Announces the Wyoming listener as `<name>._wyoming._tcp.local.` over mDNS, which Home Assistant discovers ([wyoming.md](wyoming.md)); withdrawn at shutdown. Needs `wyoming_port`. A listener on loopback is announced all the same (the log says it cannot be reached from elsewhere).',
         },
       }),
+      define('deepgram_listen_model', string(true), {
+        config: 'optional',
+        flag: {
+          value: 'text',
+          arg: '<id>',
+          help: ['the ASR model Deepgram model names (nova-3, ...) on /v1/listen map to'],
+        },
+        doc: {
+          default: 'the first ASR model',
+          allowed: 'a model id or alias',
+          meaning:
+            'The model that transcribes a `/v1/listen` request ([deepgram.md](deepgram.md)) whose `model` is a Deepgram model name (`nova-3`, `nova-2-general`, `base`, ...) or absent, so a client written for Deepgram works unchanged. A voxd model id or alias in `model` is used as it is. Unset: the first ASR model registered.',
+        },
+      }),
+      define('deepgram_speak_model', string(true), {
+        config: 'optional',
+        flag: {
+          value: 'text',
+          arg: '<id>',
+          help: ['the speech model Deepgram model names (aura-2-thalia-en, ...) on /v1/speak map to'],
+        },
+        doc: {
+          default: 'the first speech model',
+          allowed: 'a model id or alias',
+          meaning:
+            'The model that speaks a `/v1/speak` request ([deepgram.md](deepgram.md)) whose `model` is a Deepgram voice name (`aura-2-thalia-en`, `aura-asteria-en`, ...) or absent. A voxd model id or alias in `model` is used as it is, with its default voice. Unset: the first model registered with task `tts`.',
+        },
+      }),
+      define('deepgram_speak_voice', string(true), {
+        config: 'optional',
+        flag: {
+          value: 'text',
+          arg: '<voice>',
+          help: ['the voice Deepgram model names on /v1/speak speak with'],
+        },
+        doc: {
+          default: "the model's default voice",
+          allowed: 'a voice of `deepgram_speak_model`',
+          meaning:
+            "The voice a Deepgram voice name in `/v1/speak`'s `model` stands for ([deepgram.md](deepgram.md)): every `aura-*` name speaks with it. Unset: the model's default voice.",
+        },
+      }),
       define('wyoming_host', ip(), {
         flag: { value: 'text', arg: '<ip>', help: ['address of the Wyoming listener'] },
         default: '127.0.0.1',
@@ -631,6 +673,36 @@ const GROUPS = [
           zero: 'never',
           meaning:
             "A realtime session's longest life (OpenAI's is 60 minutes): then it gets an `error` event (code `session_expired`) and is closed with 1000 at once, its turn in progress cancelled and the turn's slot freed. A client reconnects for a new session.",
+        },
+      ),
+      countSetting(
+        'max_deepgram_sessions',
+        256,
+        ['Deepgram WebSocket sessions (/v1/listen, /v1/speak) at most, past it 503, 0 = no limit'],
+        {
+          zero: 'no limit',
+          meaning:
+            'Deepgram sessions (`/v1/listen` and `/v1/speak` WebSockets, [deepgram.md](deepgram.md)) open at once, both kinds together. One more is refused at its upgrade with 503 `server_busy` (code `too_many_sessions`, `Retry-After: 1`). Each session is also a connection under `max_connections`.',
+        },
+      ),
+      countSetting(
+        'deepgram_idle_timeout_ms',
+        10_000,
+        ['close a Deepgram session that sends nothing this long, 0 = never'],
+        {
+          zero: 'never',
+          meaning:
+            "A Deepgram session whose client sends no message (audio, text, `KeepAlive`) for this long is closed with 1011 and reason `NET-0001`, as Deepgram closes its own after 10 s (its clients send `KeepAlive` every few seconds). A `/v1/speak` socket is not idle while it speaks, nor a `/v1/listen` socket while it finishes a transcript; a live utterance waiting for the client's audio is, so a client that stops sending mid-speech frees the model's slot.",
+        },
+      ),
+      countSetting(
+        'deepgram_max_session_ms',
+        3_600_000,
+        ['close a Deepgram session this long after it opened, 0 = never'],
+        {
+          zero: 'never',
+          meaning:
+            "A Deepgram session's longest life: then it is closed with 1011 at once (what it was doing cancelled and its slot freed). A client reconnects for a new session.",
         },
       ),
       define('live_ingest', bespoke<LiveIngestConfig>(), {

@@ -1,6 +1,7 @@
 /**
  * The HTTP API's composition: the route table (every route voxd serves over HTTP, in one list) and
- * the WebSocket front ends on the same port (the realtime API at /v1/realtime and, with
+ * the WebSocket front ends on the same port (the realtime API at /v1/realtime, Deepgram's
+ * /v1/listen and /v1/speak and, with
  * `frontend_listener: "websocket"`, audio.cpp's bridge on every other path), handed to the shell
  * (transport/server.ts), which knows none of them. src/app.ts composes the front ends' lifecycles.
  */
@@ -13,10 +14,14 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHost } from '../session/session-host.js';
 import { systemClock } from '../util/clock.js';
 import { type BridgeFrontEnd, websocketBridge } from './bridge/upgrade.js';
+import { listenSocket } from './deepgram/listen/socket.js';
+import { speakSocket } from './deepgram/speak/socket.js';
+import { type DeepgramFrontEnd, deepgramFrontEnd } from './deepgram/upgrade.js';
 import { reportClientError } from './live/body.js';
 import { ClientSecrets } from './realtime/client-secrets.js';
 import { type RealtimeFrontEnd, realtimeFrontEnd } from './realtime/upgrade.js';
 import { compileSchemas } from './request/schema.js';
+import { listenUpgradeRoute, speakUpgradeRoute } from './routes/deepgram.js';
 import { installerRoutes } from './routes/installer.js';
 import { managementRoutes } from './routes/management.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -29,7 +34,7 @@ import { speechRoutes } from './routes/speech.js';
 import { taskRoutes } from './routes/tasks.js';
 import { transcriptionRoutes } from './routes/transcriptions.js';
 import { uiRoutes } from './routes/ui.js';
-import { REALTIME_PATH } from './transport/auth.js';
+import { DEEPGRAM_LISTEN_PATH, DEEPGRAM_SPEAK_PATH, REALTIME_PATH } from './transport/auth.js';
 import type { Route } from './transport/route.js';
 import { RouteTable } from './transport/route-table.js';
 import { createHttpServer, type HttpFrontEnd } from './transport/server.js';
@@ -48,6 +53,8 @@ function httpRoutes(secrets: ClientSecrets): readonly Route[] {
     ...uiRoutes,
     realtimeRoute,
     ...realtimeSecretRoutes(secrets),
+    listenUpgradeRoute,
+    speakUpgradeRoute,
     ...openapiRoutes(() => routes),
     ...metricsRoutes,
   ];
@@ -75,6 +82,8 @@ export interface HttpFrontEndOptions {
 export interface HttpFrontEnds {
   http: HttpFrontEnd;
   realtime: RealtimeFrontEnd;
+  /** Deepgram's live transcription and streaming speech sockets. */
+  deepgram: DeepgramFrontEnd;
   /** Only with `frontend_listener: "websocket"`. */
   bridge: BridgeFrontEnd | undefined;
 }
@@ -104,17 +113,26 @@ export function httpFrontEnds(
   // path, whose frames are requests handed back to this server as in-memory connections.
   const bridge =
     config.frontend_listener === 'websocket' ? websocketBridge({ runtime, config, logger, host }) : undefined;
+  const deepgram = deepgramFrontEnd({ runtime, config, log: logger, host, metrics }, [
+    listenSocket,
+    speakSocket,
+  ]);
   const toRealtime: UpgradeHandler = (req, socket, head) => realtime.upgrade(req, socket, head);
+  const toDeepgram: UpgradeHandler = (req, socket, head) => deepgram.upgrade(req, socket, head);
   const http = createHttpServer(runtime, config, {
     ...options,
     routes,
     upgrades: {
-      paths: new Map([[REALTIME_PATH, toRealtime]]),
+      paths: new Map([
+        [REALTIME_PATH, toRealtime],
+        [DEEPGRAM_LISTEN_PATH, toDeepgram],
+        [DEEPGRAM_SPEAK_PATH, toDeepgram],
+      ]),
       // Without the bridge, the realtime front end refuses every other path (404).
       other: bridge ? (req, socket, head, shell) => bridge.upgrade(req, socket, head, shell) : toRealtime,
     },
     // A live body's reader reports its request's broken framing on its stream.
     onClientError: (socket: Duplex, err: Error) => reportClientError(socket, err),
   });
-  return { http, realtime, bridge };
+  return { http, realtime, deepgram, bridge };
 }

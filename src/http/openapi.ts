@@ -375,6 +375,30 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       },
     },
   },
+  '/v1/listen': {
+    get: {
+      tags: ['Audio'],
+      summary: "Live transcription over a WebSocket (Deepgram's streaming STT)",
+      description:
+        "A WebSocket upgrade (`Upgrade: websocket`) speaking Deepgram's live transcription protocol: binary audio frames in the query's `encoding`, `sample_rate` and `channels`; `KeepAlive`, `Finalize` and `CloseStream` messages; `Results`, `SpeechStarted`, `UtteranceEnd` and a closing `Metadata`. A Deepgram model name in `model` stands for `deepgram_listen_model`. Keys as on every route, also `Authorization: Token <key>` and the subprotocols `token, <key>`. Every refusal happens at the upgrade, as an HTTP answer with the Error body; asked without the upgrade, 426. docs/deepgram.md.",
+      responses: {
+        '101': { description: 'Switching Protocols: the session takes audio.' },
+        ...errors('400', '401', '403', '404', '426', '503'),
+      },
+    },
+  },
+  '/v1/speak': {
+    get: {
+      tags: ['Audio'],
+      summary: "Text-in streaming speech over a WebSocket (Deepgram's Aura streaming TTS)",
+      description:
+        "A WebSocket upgrade (`Upgrade: websocket`) speaking Deepgram's streaming TTS protocol: `Speak` messages carry text as it is written (words, half words), `Flush` speaks what is buffered, `Clear` stops at once, `Close` ends; the answer is binary audio in the query's `encoding` and `sample_rate`, with `Metadata`, `Flushed`, `Cleared` and `Warning` messages. A Deepgram voice name in `model` stands for `deepgram_speak_model` and `deepgram_speak_voice`. Keys as on every route, also `Authorization: Token <key>` and the subprotocols `token, <key>`. Every refusal happens at the upgrade, as an HTTP answer with the Error body; asked without the upgrade, 426. docs/deepgram.md.",
+      responses: {
+        '101': { description: 'Switching Protocols: the session begins with a Metadata message.' },
+        ...errors('400', '401', '403', '404', '426', '503'),
+      },
+    },
+  },
   '/v1/realtime/client_secrets': {
     post: {
       tags: ['Audio'],

@@ -21,7 +21,7 @@ const METHODS = new Set(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIO
 export const UNKNOWN_ROUTE = 'unknown';
 
 /** The streaming protocols built on the session shell (src/session/). */
-export type SessionProtocol = 'realtime' | 'wyoming' | 'bridge';
+export type SessionProtocol = 'realtime' | 'wyoming' | 'bridge' | 'deepgram_listen' | 'deepgram_speak';
 /** Why a streaming session ended (voxd_sessions_ended_total's reason label). */
 export type SessionEndReason = 'client_gone' | 'idle' | 'expired' | 'send_timeout' | 'shutdown' | 'error';
 
@@ -67,6 +67,7 @@ export class Metrics {
   readonly #realtimeLatency: Histogram<'model'>;
   readonly #exchanges: Counter<'protocol' | 'kind' | 'model' | 'outcome'>;
   readonly #wyomingConnections: Gauge;
+  readonly #deepgramSessions: Gauge<'protocol'>;
   readonly #sessionsEnded: Counter<'protocol' | 'reason'>;
   /** What the server-wide gauges read (byte budget, connections), once the front ends share it. */
   #shared: { bytesHeld(): number; connections(): number } | undefined;
@@ -145,7 +146,7 @@ export class Metrics {
     );
     this.#exchanges = counter(
       'voxd_exchanges_total',
-      'Exchanges of the non-HTTP protocols (protocol="wyoming"), by kind (asr, tts) and how they ended: completed, failed (an error event), cancelled (the client left)',
+      'Exchanges of the non-HTTP protocols (protocol: wyoming; deepgram_listen, an utterance; deepgram_speak, a flushed segment), by kind (asr, tts, vad) and how they ended: completed, failed (an error told to the client), cancelled (the client left or cleared it)',
       ['protocol', 'kind', 'model', 'outcome'],
     );
     this.#wyomingConnections = new Gauge({
@@ -153,9 +154,15 @@ export class Metrics {
       help: 'Wyoming connections open now',
       registers,
     });
+    this.#deepgramSessions = new Gauge({
+      name: 'voxd_deepgram_sessions',
+      help: 'Deepgram WebSocket sessions open now (protocol: deepgram_listen, deepgram_speak)',
+      labelNames: ['protocol'],
+      registers,
+    });
     this.#sessionsEnded = counter(
       'voxd_sessions_ended_total',
-      'Streaming sessions (protocol: realtime, wyoming, bridge) by why they ended: client_gone, idle (no whole event for the idle timeout, or an event begun and not finished in time), expired (the longest life), send_timeout (the client stopped reading), shutdown, error',
+      'Streaming sessions (protocol: realtime, wyoming, bridge, deepgram_listen, deepgram_speak) by why they ended: client_gone, idle (no whole event for the idle timeout, or an event begun and not finished in time), expired (the longest life), send_timeout (the client stopped reading), shutdown, error',
       ['protocol', 'reason'],
     );
     const gauge = (name: string, help: string, read: (s: ModelSample) => number | null) =>
@@ -345,6 +352,11 @@ export class Metrics {
     this.#wyomingConnections.inc(delta);
   }
 
+  /** A Deepgram session opened (+1) or closed (-1). */
+  deepgramSession(protocol: 'deepgram_listen' | 'deepgram_speak', delta: 1 | -1): void {
+    this.#deepgramSessions.inc({ protocol }, delta);
+  }
+
   /** The server-wide readings (the byte budget and the connection count every front end shares). */
   watchShared(shared: { bytesHeld(): number; connections(): number }): void {
     this.#shared = shared;
@@ -362,7 +374,7 @@ export class Metrics {
 
   /** An exchange of a non-HTTP protocol ended (`model`: a registered model's id). */
   exchange(
-    protocol: 'wyoming',
+    protocol: 'wyoming' | 'deepgram_listen' | 'deepgram_speak',
     kind: 'asr' | 'tts' | 'vad',
     model: string,
     outcome: 'completed' | 'failed' | 'cancelled',

@@ -22,6 +22,23 @@ export const REALTIME_PATH = '/v1/realtime';
 const KEY_PROTOCOL = 'openai-insecure-api-key.';
 
 /**
+ * Deepgram's WebSocket paths (src/http/deepgram/): a browser's Deepgram client offers the
+ * subprotocols `token` and the key, as two entries.
+ */
+export const DEEPGRAM_LISTEN_PATH = '/v1/listen';
+export const DEEPGRAM_SPEAK_PATH = '/v1/speak';
+const DEEPGRAM_PATHS: readonly string[] = [DEEPGRAM_LISTEN_PATH, DEEPGRAM_SPEAK_PATH];
+
+/** The key a Deepgram upgrade offers as the subprotocol after `token`, if any. */
+function deepgramProtocolKey(req: IncomingMessage): string | undefined {
+  const offered = req.headers['sec-websocket-protocol'];
+  if (typeof offered !== 'string') return undefined;
+  const protocols = offered.split(',').map((p) => p.trim());
+  const at = protocols.indexOf('token');
+  return at >= 0 ? protocols[at + 1] || undefined : undefined;
+}
+
+/**
  * OpenAI's prefix of an ephemeral key (minted by /v1/realtime/client_secrets, src/http/realtime/
  * client-secrets.ts): the check below tells one from an API key by it.
  */
@@ -38,7 +55,8 @@ function protocolKey(req: IncomingMessage): string | undefined {
   return key ? key.slice(KEY_PROTOCOL.length) || undefined : undefined;
 }
 
-const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+/** `Bearer` is what the OpenAI SDKs send; `Token` what Deepgram's clients send. */
+const BEARER = /^(?:Bearer|Token)[ \t]+(\S+)[ \t]*$/i;
 
 /** The scope a request needs: `open` takes no key. `route` is undefined for a 404 or 405. */
 function requiredScope(route: Route | undefined, path: string, config: ServerConfig): 'open' | ApiScope {
@@ -50,9 +68,10 @@ function requiredScope(route: Route | undefined, path: string, config: ServerCon
 }
 
 /**
- * The caller's key: `Authorization: Bearer <key>` (what the OpenAI SDKs send), else `X-Api-Key`,
- * else, on the status stream, the realtime route and a WebSocket bridge upgrade (`bridge`) only,
- * the `api_key` query parameter (and on the realtime route first the key subprotocol).
+ * The caller's key: `Authorization: Bearer <key>` (what the OpenAI SDKs send) or `Token <key>`
+ * (Deepgram's), else `X-Api-Key`, else, on the status stream, the realtime route and a WebSocket
+ * bridge upgrade (`bridge`) only, the `api_key` query parameter (and on the realtime route first
+ * the key subprotocol); on Deepgram's paths, the subprotocol after `token`.
  */
 export function presentedKey(
   req: IncomingMessage,
@@ -63,12 +82,17 @@ export function presentedKey(
   const header = req.headers.authorization;
   if (header !== undefined) {
     const match = BEARER.exec(header);
-    if (!match) throw new VoxdError('E_INVALID_API_KEY', 'the Authorization header must be "Bearer <key>"');
+    if (!match)
+      throw new VoxdError(
+        'E_INVALID_API_KEY',
+        'the Authorization header must be "Bearer <key>" or "Token <key>"',
+      );
     return match[1];
   }
   const apiKey = req.headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey !== '') return apiKey;
   if (route?.path === REALTIME_PATH) return protocolKey(req) ?? (queryKey() || undefined);
+  if (route !== undefined && DEEPGRAM_PATHS.includes(route.path)) return deepgramProtocolKey(req);
   if (route?.path === STATUS_STREAM_PATH || bridge) return queryKey() || undefined;
   return undefined;
 }

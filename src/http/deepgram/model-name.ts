@@ -1,0 +1,67 @@
+/**
+ * Which voxd model a Deepgram request's `model` stands for. A client written for Deepgram names
+ * Deepgram's models (`nova-3`, `aura-2-thalia-en`) and must work unchanged: such a name, or none,
+ * is the model `deepgram_listen_model` / `deepgram_speak_model` names (unset: the first model
+ * registered with the task), speaking with `deepgram_speak_voice`. A voxd model id or alias is
+ * used as it is. Any other name is a 404 naming the parameter, so a typo is not silently another
+ * model.
+ */
+import { modelEntry, requireTask } from '../../api/model-lookup.js';
+import type { ServerConfig, TaskToken } from '../../config/types.js';
+import { showValue, VoxdError } from '../../errors.js';
+import type { ModelEntry } from '../../runtime/model-entry.js';
+import type { Runtime } from '../../runtime/runtime.js';
+
+/** Deepgram's model families: a name of one stands for the configured model. */
+const DEEPGRAM_FAMILIES = /^(nova|aura|base|enhanced|whisper|flux|general|phonecall|meeting)(-|$)/i;
+
+/** Whether `name` is one of Deepgram's model names. */
+export function isDeepgramName(name: string): boolean {
+  return DEEPGRAM_FAMILIES.test(name);
+}
+
+export interface DeepgramModel {
+  entry: ModelEntry;
+  /** The voice a Deepgram voice name speaks with (`deepgram_speak_voice`); undefined: the model's default. */
+  voice: string | undefined;
+  /** The name the client asked for (a Deepgram name is echoed back in Metadata as Deepgram does). */
+  asked: string | undefined;
+}
+
+/**
+ * The model of a `/v1/listen` (`socket` "listen", an ASR model) or `/v1/speak` (a `tts` model)
+ * request whose `model` parameter is `name`.
+ */
+export async function deepgramModel(
+  runtime: Runtime,
+  config: ServerConfig,
+  name: string | undefined,
+  socket: 'listen' | 'speak',
+): Promise<DeepgramModel> {
+  const tasks: readonly TaskToken[] = socket === 'listen' ? ['asr'] : ['tts'];
+  const route = socket === 'listen' ? '/v1/listen' : '/v1/speak';
+  const setting = socket === 'listen' ? 'deepgram_listen_model' : 'deepgram_speak_model';
+  const named = name !== undefined && name !== '' && !isDeepgramName(name);
+  const id = named ? name : socket === 'listen' ? config.deepgram_listen_model : config.deepgram_speak_model;
+  const fallback = runtime.snapshots().find((m) => (tasks as readonly string[]).includes(m.task))?.id;
+  const chosen = id ?? fallback;
+  if (chosen === undefined)
+    throw new VoxdError(
+      'E_MODEL_NOT_FOUND',
+      `model: ${showValue(name ?? '')} stands for ${setting}, which is unset, and no ${tasks.join(' or ')} model is registered`,
+      { param: 'model' },
+    );
+  let entry: ModelEntry;
+  try {
+    entry = await modelEntry(runtime, chosen);
+  } catch (err) {
+    if (err instanceof VoxdError && !named)
+      throw new VoxdError(err.code, `model: ${showValue(name ?? '')} stands for ${setting}: ${err.message}`, {
+        param: 'model',
+      });
+    throw err;
+  }
+  requireTask(entry.config, tasks, route);
+  const voice = socket === 'speak' && !named ? (config.deepgram_speak_voice ?? undefined) : undefined;
+  return { entry, voice, asked: name };
+}
