@@ -10,19 +10,17 @@
  * flow on the socket, on the session shell (src/session/) as every streaming protocol's do.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { type WebSocket, WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
 import type { ServerConfig } from '../../config/types.js';
 import { VoxdError } from '../../errors.js';
 import type { Metrics, SessionProtocol } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
-import type { FrontEnd } from '../../session/front-end.js';
 import type { SessionHost } from '../../session/session-host.js';
 import { authorize } from '../transport/auth.js';
 import { checkOrigin } from '../transport/origin.js';
 import type { Route } from '../transport/route.js';
-import { refuseUpgrade } from '../transport/upgrade-refusal.js';
+import { WebSocketSessions } from '../transport/websocket-sessions.js';
 
 /** What a Deepgram session's module is given to open one. */
 export interface DeepgramDeps {
@@ -58,109 +56,59 @@ export interface DeepgramSocket {
   prepare(url: URL, deps: DeepgramDeps): Promise<OpenSession>;
 }
 
-export interface DeepgramFrontEnd extends FrontEnd {
-  /** Answers an `upgrade` event of the HTTP server on one of the sockets' paths. */
-  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
-  /** Open sessions, both kinds. */
-  readonly size: number;
-}
+/** Answers upgrades on the sockets' paths; `size` counts both kinds. */
+export type DeepgramFrontEnd = WebSocketSessions<
+  { kind: DeepgramSocket; open: OpenSession },
+  DeepgramSession
+>;
 
 /** The subprotocol a browser's Deepgram client offers (with its key after it); echoed, never the key. */
 const TOKEN_PROTOCOL = 'token';
 
 export function deepgramFrontEnd(deps: DeepgramDeps, sockets: readonly DeepgramSocket[]): DeepgramFrontEnd {
-  return new DeepgramSessions(deps, sockets);
+  const byPath = new Map(sockets.map((s) => [s.path, s]));
+  const { log, metrics } = deps;
+  return new WebSocketSessions({
+    maxPayload: deps.config.max_websocket_message_bytes,
+    protocol: (offered) => (offered.has(TOKEN_PROTOCOL) ? TOKEN_PROTOCOL : false),
+    admit: (req, url, open) => admit(deps, byPath, req, url, open),
+    open(ws, { kind, open }) {
+      const session = open(ws);
+      metrics?.deepgramSession(kind.protocol, 1);
+      log.info({ session: session.id, protocol: kind.protocol }, `${kind.path} session ${session.id} opened`);
+      ws.on('close', (code) => {
+        metrics?.deepgramSession(kind.protocol, -1);
+        log.info({ session: session.id, code }, `${kind.path} session ${session.id} closed (${code})`);
+      });
+      ws.on('error', (err) => log.debug({ err, session: session.id }, `${kind.path} socket error`));
+      return session;
+    },
+  });
 }
 
-class DeepgramSessions implements DeepgramFrontEnd {
-  readonly #deps: DeepgramDeps;
-  readonly #sockets: ReadonlyMap<string, DeepgramSocket>;
-  readonly #wss: WebSocketServer;
-  readonly #sessions = new Set<DeepgramSession>();
-  /** Upgrades being checked: they count against max_deepgram_sessions until they open or fail. */
-  #opening = 0;
-
-  constructor(deps: DeepgramDeps, sockets: readonly DeepgramSocket[]) {
-    this.#deps = deps;
-    this.#sockets = new Map(sockets.map((s) => [s.path, s]));
-    this.#wss = new WebSocketServer({
-      noServer: true,
-      maxPayload: deps.config.max_websocket_message_bytes,
-      handleProtocols: (offered) => (offered.has(TOKEN_PROTOCOL) ? TOKEN_PROTOCOL : false),
-    });
-  }
-
-  async #admit(req: IncomingMessage, url: URL): Promise<{ kind: DeepgramSocket; open: OpenSession }> {
-    const { runtime, config } = this.#deps;
-    const kind = this.#sockets.get(url.pathname);
-    if (kind === undefined)
-      throw new VoxdError(
-        'E_NOT_FOUND',
-        `no WebSocket endpoint at ${url.pathname}; Deepgram's are ${[...this.#sockets.keys()].join(' and ')}`,
-      );
-    authorize(req, url.pathname, kind.route, config, () => null);
-    checkOrigin(req, config, 'a Deepgram session');
-    if (runtime.closing)
-      throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sessions');
-    const max = config.max_deepgram_sessions;
-    // `opening` counts this upgrade too.
-    if (max > 0 && this.#sessions.size + this.#opening > max)
-      throw new VoxdError(
-        'E_TOO_MANY_SESSIONS',
-        `${max} Deepgram sessions are open (max_deepgram_sessions)`,
-        {
-          retryAfterS: 1,
-        },
-      );
-    return { kind, open: await kind.prepare(url, this.#deps) };
-  }
-
-  #open(ws: WebSocket, kind: DeepgramSocket, open: OpenSession): void {
-    const { log, metrics } = this.#deps;
-    const session = open(ws);
-    const socket = kind.path.slice(kind.path.lastIndexOf('/') + 1);
-    this.#sessions.add(session);
-    metrics?.deepgramSession(kind.protocol, 1);
-    log.info({ session: session.id, protocol: kind.protocol }, `${kind.path} session ${session.id} opened`);
-    ws.on('close', (code) => {
-      this.#sessions.delete(session);
-      metrics?.deepgramSession(kind.protocol, -1);
-      log.info({ session: session.id, code }, `${kind.path} session ${session.id} closed (${code})`);
-    });
-    ws.on('error', (err) => log.debug({ err, session: session.id }, `${socket} socket error`));
-  }
-
-  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
-    // A socket error after the client left is its own business, never the process's.
-    socket.on('error', () => socket.destroy());
-    const url = new URL(req.url ?? '/', 'http://voxd.invalid');
-    this.#opening++;
-    this.#admit(req, url).then(
-      ({ kind, open }) => {
-        // The session is in `sessions` once handleUpgrade returns (ws calls back synchronously).
-        try {
-          if (!socket.destroyed)
-            this.#wss.handleUpgrade(req, socket, head, (ws) => this.#open(ws, kind, open));
-        } finally {
-          this.#opening--;
-        }
-      },
-      (err: unknown) => {
-        this.#opening--;
-        if (!socket.destroyed) refuseUpgrade(socket, err);
-      },
+/** The socket an upgrade asks for, and its opener; throws the refusal. */
+async function admit(
+  deps: DeepgramDeps,
+  sockets: ReadonlyMap<string, DeepgramSocket>,
+  req: IncomingMessage,
+  url: URL,
+  open: number,
+): Promise<{ kind: DeepgramSocket; open: OpenSession }> {
+  const { runtime, config } = deps;
+  const kind = sockets.get(url.pathname);
+  if (kind === undefined)
+    throw new VoxdError(
+      'E_NOT_FOUND',
+      `no WebSocket endpoint at ${url.pathname}; Deepgram's are ${[...sockets.keys()].join(' and ')}`,
     );
-  }
-
-  async drain(): Promise<void> {
-    await Promise.all([...this.#sessions].map((s) => s.shutdown()));
-  }
-
-  cut(): void {
-    for (const client of this.#wss.clients) client.terminate();
-  }
-
-  get size(): number {
-    return this.#sessions.size;
-  }
+  authorize(req, url.pathname, kind.route, config, () => null);
+  checkOrigin(req, config, 'a Deepgram session');
+  if (runtime.closing)
+    throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sessions');
+  const max = config.max_deepgram_sessions;
+  if (max > 0 && open > max)
+    throw new VoxdError('E_TOO_MANY_SESSIONS', `${max} Deepgram sessions are open (max_deepgram_sessions)`, {
+      retryAfterS: 1,
+    });
+  return { kind, open: await kind.prepare(url, deps) };
 }

@@ -7,20 +7,17 @@
  * `?model=` (404/400). A session's events then flow on the socket (session.ts).
  */
 import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
-import { type WebSocket, WebSocketServer } from 'ws';
 import { modelEntry, requireTask } from '../../api/model-lookup.js';
 import type { ServerConfig } from '../../config/types.js';
 import { VoxdError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Metrics } from '../../observability/metrics.js';
 import type { Runtime } from '../../runtime/runtime.js';
-import type { FrontEnd } from '../../session/front-end.js';
 import type { SessionHost } from '../../session/session-host.js';
 import { authorizeRealtime, REALTIME_PATH } from '../transport/auth.js';
 import { checkOrigin } from '../transport/origin.js';
 import type { Route } from '../transport/route.js';
-import { refuseUpgrade } from '../transport/upgrade-refusal.js';
+import { WebSocketSessions } from '../transport/websocket-sessions.js';
 import type { ClientSecrets, SessionStart } from './client-secrets.js';
 import { RealtimeSession } from './session.js';
 
@@ -37,16 +34,8 @@ export interface RealtimeDeps {
   secrets: ClientSecrets;
 }
 
-export interface RealtimeFrontEnd extends FrontEnd {
-  /** Answers an `upgrade` event of the HTTP server. */
-  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void;
-  /** Ends every session at a shutdown: turns in progress end, then an error event and 1001. */
-  drain(): Promise<void>;
-  /** Drops every session now (a shutdown's deadline). */
-  cut(): void;
-  /** Open sessions. */
-  readonly size: number;
-}
+/** Answers upgrades of /v1/realtime; its drain lets turns in progress end, then an error event and 1001. */
+export type RealtimeFrontEnd = WebSocketSessions<Admitted, RealtimeSession>;
 
 interface Admitted {
   model: string | undefined;
@@ -54,117 +43,62 @@ interface Admitted {
 }
 
 export function realtimeFrontEnd(deps: RealtimeDeps): RealtimeFrontEnd {
-  return new RealtimeSessions(deps);
+  const { logger, metrics } = deps;
+  return new WebSocketSessions({
+    maxPayload: deps.config.max_websocket_message_bytes,
+    // Browsers offer the key as a subprotocol; the answer must be one they offered, never the key.
+    protocol: (offered) => (offered.has('realtime') ? 'realtime' : false),
+    admit: (req, url, open) => admit(deps, req, url, open),
+    open(ws, { model, start }, req, url) {
+      const { runtime, config, host } = deps;
+      const beta = betaTranscription(req, url);
+      const session = new RealtimeSession(ws, {
+        runtime,
+        config,
+        log: logger,
+        host,
+        model,
+        start,
+        metrics,
+        beta,
+      });
+      metrics?.realtimeSession(1);
+      logger.info({ session: session.id, model }, `realtime session ${session.id} opened`);
+      ws.on('close', (code) => {
+        metrics?.realtimeSession(-1);
+        logger.info({ session: session.id, code }, `realtime session ${session.id} closed (${code})`);
+      });
+      ws.on('error', (err) => logger.debug({ err, session: session.id }, 'realtime socket error'));
+      return session;
+    },
+  });
 }
 
-class RealtimeSessions implements RealtimeFrontEnd {
-  readonly #deps: RealtimeDeps;
-  readonly #wss: WebSocketServer;
-  readonly #sessions = new Set<RealtimeSession>();
-  /** Upgrades being checked: they count against max_realtime_sessions until they open or fail. */
-  #opening = 0;
-
-  constructor(deps: RealtimeDeps) {
-    this.#deps = deps;
-    this.#wss = new WebSocketServer({
-      noServer: true,
-      maxPayload: deps.config.max_websocket_message_bytes,
-      // Browsers offer the key as a subprotocol; the answer must be one they offered, never the key.
-      handleProtocols: (offered) => (offered.has('realtime') ? 'realtime' : false),
-    });
-  }
-
-  /** The session's model, and the settings its ephemeral key was minted with. */
-  async #admit(req: IncomingMessage, url: URL): Promise<Admitted> {
-    const { runtime, config, route, secrets } = this.#deps;
-    if (url.pathname !== REALTIME_PATH)
-      throw new VoxdError(
-        'E_NOT_FOUND',
-        `no WebSocket endpoint at ${url.pathname}; the realtime one is ${REALTIME_PATH}`,
-      );
-    const queryKey = () => url.searchParams.get('api_key');
-    const minted = authorizeRealtime(req, url.pathname, route, config, queryKey, (key) => secrets.find(key));
-    checkOrigin(req, config, 'a realtime session');
-    if (runtime.closing)
-      throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sessions');
-    const max = config.max_realtime_sessions;
-    // `opening` counts this upgrade too.
-    if (max > 0 && this.#sessions.size + this.#opening > max)
-      throw new VoxdError(
-        'E_TOO_MANY_SESSIONS',
-        `${max} realtime sessions are open (max_realtime_sessions)`,
-        {
-          retryAfterS: 1,
-        },
-      );
-    // The connection's own model wins over the key's, as OpenAI lets a connection override it.
-    const model = url.searchParams.get('model') ?? minted?.model;
-    if (model !== undefined) {
-      const entry = await modelEntry(runtime, model);
-      requireTask(entry.config, ['asr', 'diar'], REALTIME_PATH);
-    }
-    return { model, start: minted?.start };
-  }
-
-  #open(ws: WebSocket, admitted: Admitted, beta: boolean): void {
-    const { runtime, config, logger, host, metrics } = this.#deps;
-    const { model, start } = admitted;
-    const session = new RealtimeSession(ws, {
-      runtime,
-      config,
-      log: logger,
-      host,
-      model,
-      start,
-      metrics,
-      beta,
-    });
-    this.#sessions.add(session);
-    metrics?.realtimeSession(1);
-    logger.info({ session: session.id, model }, `realtime session ${session.id} opened`);
-    ws.on('close', (code) => {
-      this.#sessions.delete(session);
-      metrics?.realtimeSession(-1);
-      logger.info({ session: session.id, code }, `realtime session ${session.id} closed (${code})`);
-    });
-    ws.on('error', (err) => logger.debug({ err, session: session.id }, 'realtime socket error'));
-  }
-
-  upgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
-    // A socket error after the client left is its own business, never the process's.
-    socket.on('error', () => socket.destroy());
-    const url = new URL(req.url ?? '/', 'http://voxd.invalid');
-    this.#opening++;
-    this.#admit(req, url).then(
-      (admitted) => {
-        // The session is in `sessions` once handleUpgrade returns (ws calls back synchronously).
-        try {
-          if (!socket.destroyed)
-            this.#wss.handleUpgrade(req, socket, head, (ws) =>
-              this.#open(ws, admitted, betaTranscription(req, url)),
-            );
-        } finally {
-          this.#opening--;
-        }
-      },
-      (err: unknown) => {
-        this.#opening--;
-        if (!socket.destroyed) refuseUpgrade(socket, err);
-      },
+/** The session's model, and the settings its ephemeral key was minted with; throws the refusal. */
+async function admit(deps: RealtimeDeps, req: IncomingMessage, url: URL, open: number): Promise<Admitted> {
+  const { runtime, config, route, secrets } = deps;
+  if (url.pathname !== REALTIME_PATH)
+    throw new VoxdError(
+      'E_NOT_FOUND',
+      `no WebSocket endpoint at ${url.pathname}; the realtime one is ${REALTIME_PATH}`,
     );
+  const queryKey = () => url.searchParams.get('api_key');
+  const minted = authorizeRealtime(req, url.pathname, route, config, queryKey, (key) => secrets.find(key));
+  checkOrigin(req, config, 'a realtime session');
+  if (runtime.closing)
+    throw new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sessions');
+  const max = config.max_realtime_sessions;
+  if (max > 0 && open > max)
+    throw new VoxdError('E_TOO_MANY_SESSIONS', `${max} realtime sessions are open (max_realtime_sessions)`, {
+      retryAfterS: 1,
+    });
+  // The connection's own model wins over the key's, as OpenAI lets a connection override it.
+  const model = url.searchParams.get('model') ?? minted?.model;
+  if (model !== undefined) {
+    const entry = await modelEntry(runtime, model);
+    requireTask(entry.config, ['asr', 'diar'], REALTIME_PATH);
   }
-
-  async drain(): Promise<void> {
-    await Promise.all([...this.#sessions].map((s) => s.shutdown()));
-  }
-
-  cut(): void {
-    for (const client of this.#wss.clients) client.terminate();
-  }
-
-  get size(): number {
-    return this.#sessions.size;
-  }
+  return { model, start: minted?.start };
 }
 
 /**
