@@ -1,0 +1,291 @@
+/**
+ * One `/v1/speak` session on its WebSocket (Deepgram's streaming TTS): `Speak` text is cut into
+ * pieces as it arrives (text-cutter.ts), each piece spoken as soon as it is whole (speaker.ts),
+ * `Flush` speaks the rest and answers `Flushed` after the last audio, `Clear` stops at once and
+ * answers `Cleared`, `Close` finishes the audio of the text already cut and closes 1000.
+ *
+ * Messages come through the session shell (src/session/) in arrival order. None of them waits for
+ * speech, so a Clear is handled as soon as it arrives, not behind the audio it stops. What a client
+ * can make voxd hold is bounded: the text not yet spoken (max_input_chars: past it a Warning and the
+ * fragment is dropped), the audio sent and not read (a client that stops reading for
+ * live_ingest.send_timeout_ms is let go), the session's idle time (deepgram_idle_timeout_ms: a
+ * session speaking is not idle) and its life (deepgram_max_session_ms).
+ */
+import type { WebSocket } from 'ws';
+import type { EngineRequest } from '../../../engines/types.js';
+import { describeError, VoxdError } from '../../../errors.js';
+import { keepAlive } from '../../../session/keepalive.js';
+import { SessionShell } from '../../../session/session-shell.js';
+import type { Timer } from '../../../util/clock.js';
+import type { DeepgramDeps, DeepgramSession } from '../upgrade.js';
+import type { SpeakFormat } from './format.js';
+import {
+  BadMessage,
+  type ClientMessage,
+  metadata,
+  parseMessage,
+  type WarningCode,
+  warning,
+} from './messages.js';
+import { Speaker } from './speaker.js';
+import { TextCutter } from './text-cutter.js';
+
+/** Messages received and not yet handled before the socket is paused (each is handled at once). */
+const INBOX_EVENTS = 64;
+/** Bytes of messages waiting before the socket is paused. */
+const INBOX_BYTES = 1 << 20;
+/** Audio goes out in frames of at most this many bytes, so a Clear stops it between two. */
+export const FRAME_BYTES = 8192;
+/** Audio sent and not yet written to the socket past which a send waits for the client to read. */
+export const SEND_HIGH_WATER = 64 << 10;
+/** The most text held unspoken when the model and server set no max_input_chars. */
+const UNLIMITED_TEXT_CAP = 1_000_000;
+
+export interface SpeakPlan {
+  /** The model's id, and the name the client asked for (echoed in Metadata). */
+  model: string;
+  modelName: string;
+  request: EngineRequest;
+  format: SpeakFormat;
+  /** Text held unspoken, at most (max_input_chars). */
+  maxChars: number;
+}
+
+export class SpeakSession implements DeepgramSession {
+  readonly id: string;
+  readonly #ws: WebSocket;
+  readonly #deps: DeepgramDeps;
+  readonly #plan: SpeakPlan;
+  readonly #shell: SessionShell;
+  readonly #cutter: TextCutter;
+  readonly #speaker: Speaker;
+  readonly #keepalive: Timer;
+  /** The next Flush's sequence id (Deepgram counts flushes from 0). */
+  #sequence = 0;
+  /** Text arrived since the last Flush or Clear: a segment is open (for its exchange metric). */
+  #segmentOpen = false;
+  /** A Close or the shutdown is finishing: later messages are not taken. */
+  #closing = false;
+
+  constructor(ws: WebSocket, deps: DeepgramDeps, plan: SpeakPlan) {
+    this.#ws = ws;
+    this.#deps = deps;
+    this.#plan = plan;
+    const { config } = deps;
+    const meta = metadata(plan.modelName, plan.model);
+    this.id = meta.request_id;
+    this.#shell = new SessionShell(deps.host, {
+      what: 'Deepgram speak session',
+      protocol: 'deepgram_speak',
+      inboxEvents: INBOX_EVENTS,
+      inboxBytes: INBOX_BYTES,
+      idleMs: config.deepgram_idle_timeout_ms,
+      idleSetting: 'deepgram_idle_timeout_ms',
+      lifetimeMs: config.deepgram_max_session_ms,
+      lifetimeSetting: 'deepgram_max_session_ms',
+      pause: () => ws.pause(),
+      resume: () => ws.resume(),
+      // Deepgram's NET-0001: nothing received within the timeout.
+      expire: (why) =>
+        this.#close(1011, why.code === 'E_SESSION_IDLE' ? 'NET-0001' : 'session too long', why),
+    });
+    this.#cutter = new TextCutter(plan.maxChars);
+    this.#speaker = new Speaker({
+      runtime: deps.runtime,
+      shell: this.#shell,
+      model: plan.model,
+      request: plan.request,
+      format: plan.format,
+      sendAudio: (bytes, current) => this.#sendAudio(bytes, current),
+      flushed: (sequenceId) => this.#sendJson({ type: 'Flushed', sequence_id: sequenceId }),
+      failed: (err) => this.#failed(err),
+    });
+    this.#keepalive = keepAlive(ws, deps.host.clock);
+    ws.on('message', (data, binary) => this.#arrived(data as Buffer, binary));
+    ws.on('close', () => this.#leave(new VoxdError('E_CLIENT_GONE', 'the client closed the session')));
+    this.#sendJson(meta);
+  }
+
+  /** The shutdown: the audio of the text already cut is finished, the rest dropped, then 1001. */
+  async shutdown(): Promise<void> {
+    await this.#finish(1001, 'shutting down');
+  }
+
+  #arrived(data: Buffer, binary: boolean): void {
+    const size = data.length;
+    try {
+      this.#shell.bytes.hold(size);
+    } catch (err) {
+      this.#shell.receive(() => this.#warn('BUFFER_FULL', describeError(err).error.message));
+      return;
+    }
+    this.#shell.receive(() => {
+      this.#shell.bytes.free(size);
+      this.#receive(data, binary);
+    }, size);
+  }
+
+  #receive(data: Buffer, binary: boolean): void {
+    if (this.#closing) return;
+    let message: ClientMessage;
+    try {
+      if (binary) throw new BadMessage('binary frames are not messages: send each message as JSON text');
+      message = parseMessage(data);
+    } catch (err) {
+      if (!(err instanceof BadMessage)) throw err;
+      this.#warn('INVALID_MESSAGE', err.message);
+      return;
+    }
+    switch (message.type) {
+      case 'Speak':
+        return this.#speak(message.text);
+      case 'Flush':
+        return this.#flush();
+      case 'Clear':
+        return this.#clear();
+      case 'Close':
+        void this.#finish(1000, '');
+    }
+  }
+
+  #speak(text: string): void {
+    if (text === '') return;
+    const cap = this.#plan.maxChars > 0 ? this.#plan.maxChars : UNLIMITED_TEXT_CAP;
+    if (this.#speaker.queuedChars + text.length > cap) {
+      this.#warn(
+        'BUFFER_FULL',
+        `${this.#speaker.queuedChars} characters are waiting to be spoken and ${text.length} more would pass max_input_chars=${cap}; this text was dropped: wait for audio (Flush, then Flushed) before sending more`,
+      );
+      return;
+    }
+    this.#segmentOpen = true;
+    let pieces: string[];
+    try {
+      pieces = this.#cutter.push(text);
+    } catch (err) {
+      this.#warn('TEXT_TOO_LONG', `${describeError(err).error.message}; the text held was dropped`);
+      return;
+    }
+    for (const piece of pieces) this.#speaker.speak(piece);
+  }
+
+  #flush(): void {
+    const rest = this.#cutter.flush();
+    if (rest !== undefined) this.#speaker.speak(rest);
+    const sequenceId = this.#sequence++;
+    this.#speaker.flush(sequenceId);
+    if (this.#segmentOpen) this.#count('completed');
+    this.#segmentOpen = false;
+  }
+
+  #clear(): void {
+    this.#cutter.clear();
+    this.#speaker.clear();
+    if (this.#segmentOpen) this.#count('cancelled');
+    this.#segmentOpen = false;
+    this.#sendJson({ type: 'Cleared', sequence_id: this.#sequence });
+  }
+
+  /** A Close or the shutdown: the pieces already cut are spoken, the text held dropped, then the close. */
+  async #finish(code: number, reason: string): Promise<void> {
+    if (this.#closing || this.#shell.ended) return;
+    this.#closing = true;
+    this.#cutter.clear();
+    await this.#speaker.idle();
+    if (this.#segmentOpen) this.#count('cancelled');
+    this.#segmentOpen = false;
+    this.#close(code, reason);
+  }
+
+  #failed(err: unknown): void {
+    const described = describeError(err);
+    if (described.internal) this.#deps.log.error({ err, session: this.id }, 'speak synthesis failed');
+    if (this.#segmentOpen) this.#count('failed');
+    this.#segmentOpen = false;
+    this.#warn('SESSION_ENDING', `the synthesis failed: ${described.error.message}`);
+    this.#close(1011, 'synthesis failed', err instanceof VoxdError ? err : undefined);
+  }
+
+  /** Ends the session now with a close frame (`why`: the shell's reason, told first as a Warning). */
+  #close(code: number, reason: string, why?: VoxdError): void {
+    if (this.#shell.ended) return;
+    if (why && code !== 1000) this.#warn('SESSION_ENDING', why.message);
+    this.#leave(
+      why ??
+        (code === 1001
+          ? new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down')
+          : new VoxdError('E_CLIENT_GONE', 'the client sent Close')),
+    );
+    if (this.#ws.readyState === this.#ws.OPEN) this.#ws.close(code, reason);
+  }
+
+  #leave(why: VoxdError): void {
+    if (this.#shell.ended) return;
+    this.#keepalive.cancel();
+    if (this.#segmentOpen) this.#count('cancelled');
+    this.#segmentOpen = false;
+    this.#speaker.clear();
+    this.#shell.leave(why);
+  }
+
+  #count(outcome: 'completed' | 'failed' | 'cancelled'): void {
+    this.#deps.metrics?.exchange('deepgram_speak', 'tts', this.#plan.model, outcome);
+  }
+
+  #warn(code: WarningCode, description: string): void {
+    this.#sendJson(warning(code, description));
+  }
+
+  #sendJson(message: object): void {
+    const ws = this.#ws;
+    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
+  }
+
+  /**
+   * Sends audio in frames; past SEND_HIGH_WATER unwritten, waits until the socket took the frame.
+   * A client that reads nothing for live_ingest.send_timeout_ms is let go, and its run cancelled.
+   */
+  async #sendAudio(bytes: Buffer, current: () => boolean): Promise<void> {
+    const ws = this.#ws;
+    for (let at = 0; at < bytes.length && current(); at += FRAME_BYTES) {
+      if (ws.readyState !== ws.OPEN) return;
+      const frame = bytes.subarray(at, at + FRAME_BYTES);
+      if (ws.bufferedAmount + frame.length <= SEND_HIGH_WATER) ws.send(frame);
+      else if (!(await this.#written(frame))) return;
+    }
+  }
+
+  /** Sends `frame` and waits until it is written; false when the client read nothing in time. */
+  #written(frame: Buffer): Promise<boolean> {
+    const { host, config } = this.#deps;
+    const ms = config.live_ingest.send_timeout_ms;
+    const signal = this.#shell.signal;
+    return new Promise<boolean>((resolve) => {
+      let timer: Timer | undefined;
+      const done = (ok: boolean) => {
+        timer?.cancel();
+        signal.removeEventListener('abort', onAbort);
+        resolve(ok);
+      };
+      const onAbort = () => done(false);
+      signal.addEventListener('abort', onAbort, { once: true });
+      timer =
+        ms > 0
+          ? host.clock.after(ms, () => {
+              done(false);
+              this.#notReading(ms);
+            })
+          : undefined;
+      this.#ws.send(frame, () => done(true));
+    });
+  }
+
+  #notReading(ms: number): void {
+    if (this.#shell.ended) return;
+    this.#leave(
+      new VoxdError('E_SEND_TIMEOUT', `the client read no audio for live_ingest.send_timeout_ms (${ms} ms)`),
+    );
+    // The close frame would wait behind the audio the client does not read.
+    this.#ws.terminate();
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * The synthesis side of one `/v1/speak` session: the pieces its text was cut into, spoken one at a
+ * time in order, each a normal `runtime.infer` through the model's FIFO, so the session holds one
+ * slot at most and none while it only waits for text. A piece's audio goes out as the engine
+ * makes it. A Flush's `Flushed` waits in the same queue, so it follows the last audio before it.
+ *
+ * `clear` (Deepgram's `Clear`, a barge-in) drops what is queued and aborts the piece being made:
+ * its run is cancelled and its slot freed at once, and no byte of it is sent afterwards (each send
+ * checks that its piece still belongs to the current epoch).
+ */
+import type { Audio } from '../../../audio/types.js';
+import type { EngineRequest } from '../../../engines/types.js';
+import { VoxdError } from '../../../errors.js';
+import type { Runtime } from '../../../runtime/runtime.js';
+import type { SessionShell } from '../../../session/session-shell.js';
+import { SpeakAudio } from './audio-out.js';
+import type { SpeakFormat } from './format.js';
+
+/** Something to do, in order: speak a piece of text, or say a flush is done. */
+type Item = { text: string } | { flushed: number };
+
+export interface SpeakerDeps {
+  runtime: Runtime;
+  shell: SessionShell;
+  model: string;
+  /** The request every piece is made from (voice, options); its text is the piece. */
+  request: EngineRequest;
+  format: SpeakFormat;
+  /** Sends audio bytes; resolves once the client may be sent more. */
+  sendAudio(bytes: Buffer, current: () => boolean): Promise<void>;
+  /** A flush's audio is all sent. */
+  flushed(sequenceId: number): void;
+  /** A piece failed (not by a Clear or the session's end): the session ends. */
+  failed(err: unknown): void;
+}
+
+export class Speaker {
+  readonly #deps: SpeakerDeps;
+  readonly #queue: Item[] = [];
+  /** Characters of the pieces queued and not yet spoken. */
+  #queuedChars = 0;
+  /** Raised by each Clear: work of an older epoch sends nothing more. */
+  #epoch = 0;
+  /** The piece being made, aborted by a Clear. */
+  #current: AbortController | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(deps: SpeakerDeps) {
+    this.#deps = deps;
+  }
+
+  /** Characters queued and not yet spoken. */
+  get queuedChars(): number {
+    return this.#queuedChars;
+  }
+
+  speak(text: string): void {
+    this.#queuedChars += text.length;
+    this.#push({ text });
+  }
+
+  flush(sequenceId: number): void {
+    this.#push({ flushed: sequenceId });
+  }
+
+  /** Drops what is queued and cancels the piece in progress; nothing of them is sent after this. */
+  clear(): void {
+    this.#epoch++;
+    this.#queue.length = 0;
+    this.#queuedChars = 0;
+    this.#current?.abort(new VoxdError('E_CLIENT_GONE', 'the client cleared the text (Clear)'));
+  }
+
+  /** Resolves once everything queued so far has been spoken (or dropped). */
+  async idle(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
+  #push(item: Item): void {
+    this.#queue.push(item);
+    if (this.#running) return;
+    this.#running = this.#drain().finally(() => {
+      this.#running = undefined;
+    });
+  }
+
+  async #drain(): Promise<void> {
+    const { shell } = this.#deps;
+    for (let item = this.#queue.shift(); item && !shell.ended; item = this.#queue.shift()) {
+      if ('flushed' in item) this.#deps.flushed(item.flushed);
+      else {
+        this.#queuedChars -= item.text.length;
+        await this.#speakPiece(item.text);
+      }
+    }
+  }
+
+  async #speakPiece(text: string): Promise<void> {
+    const { shell } = this.#deps;
+    const epoch = this.#epoch;
+    const current = () => epoch === this.#epoch && !shell.ended;
+    const own = new AbortController();
+    this.#current = own;
+    try {
+      await shell.work(async (signal) => {
+        const onGone = () => own.abort(signal.reason);
+        if (signal.aborted) onGone();
+        else signal.addEventListener('abort', onGone, { once: true });
+        try {
+          await this.#synthesize(text, own.signal, current);
+        } finally {
+          signal.removeEventListener('abort', onGone);
+        }
+      });
+    } catch (err) {
+      // A Clear or the session's end cancelled it: nothing to tell.
+      if (current()) this.#deps.failed(err);
+    } finally {
+      if (this.#current === own) this.#current = undefined;
+    }
+  }
+
+  async #synthesize(text: string, signal: AbortSignal, current: () => boolean): Promise<void> {
+    const { runtime, model, request, format, sendAudio } = this.#deps;
+    const audio = new SpeakAudio(format);
+    let events = 0;
+    const send = (bytes: Buffer) => (bytes.length > 0 && current() ? sendAudio(bytes, current) : undefined);
+    const outcome = await runtime.infer(
+      model,
+      { ...request, text },
+      {
+        signal,
+        eventsOnly: true,
+        onEvent: (event) => {
+          if (event.type !== 'audio') return undefined;
+          events++;
+          return send(audio.write(event.audio));
+        },
+      },
+    );
+    // An engine that answers whole: its audio as one piece.
+    const whole: Audio | undefined = outcome.result.audio;
+    if (events === 0) {
+      if (!whole) throw new VoxdError('E_ENGINE', `model '${model}' produced no audio output`);
+      await send(audio.write(whole));
+    }
+    await send(audio.end());
+  }
+}
