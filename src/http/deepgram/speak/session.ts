@@ -138,13 +138,16 @@ export class SpeakSession implements DeepgramSession {
     }
     switch (message.type) {
       case 'Speak':
-        return this.#speak(message.text);
+        this.#speak(message.text);
+        return;
       case 'Flush':
-        return this.#flush();
+        this.#flush();
+        return;
       case 'Clear':
-        return this.#clear();
+        this.#clear();
+        return;
       case 'Close':
-        void this.#finish(1000, '');
+        void this.#finish(1000, 'Close');
     }
   }
 
