@@ -5,9 +5,10 @@
  * written to a fresh TCP connection, built from valid requests and then mutated: HTTP framing, JSON
  * bodies of every POST route, multipart uploads, WAV headers (as uploads and as base64), media for
  * ffmpeg (playlists and indirection formats, real containers with absurd rates and channel counts:
- * media.ts), live PCM bodies, realtime WebSocket sessions (websocket.ts), Wyoming events
- * (wyoming.ts), and sessions of real clients that leave, stall or misbehave mid-turn on realtime,
- * Wyoming and the bridge (sessions.ts). A case passes when the server answers 2xx/4xx/503 (or closes the connection) within
+ * media.ts), live PCM bodies, WebSocket sessions on the realtime API, the bridge and Deepgram's
+ * `/v1/listen` and `/v1/speak` (websocket.ts), Wyoming events (wyoming.ts), and sessions of real
+ * clients that leave, stall or misbehave mid-turn on realtime, Wyoming, the bridge and Deepgram's
+ * sockets (sessions.ts, deepgram-sessions.ts). A case passes when the server answers 2xx/4xx/503 (or closes the connection) within
  * its deadline; a 5xx other than 503, or silence past the deadline, is a finding. Every
  * `--check-every` cases and at the end the server must still be healthy and hold nothing: no active
  * or queued requests, file descriptors and child processes back near the baseline.
@@ -109,6 +110,10 @@ export async function startTarget(): Promise<TestServer> {
       realtime_idle_timeout_ms: 1500,
       wyoming_idle_timeout_ms: 1500,
       bridge_idle_timeout_ms: 1500,
+      deepgram_idle_timeout_ms: 1500,
+      // Deepgram's model names (nova-3, aura-2-thalia-en) stand for the real engines.
+      deepgram_listen_model: SESSION_MODELS.live,
+      deepgram_speak_model: SESSION_MODELS.tts,
       // audio.cpp's WebSocket bridge, which the WebSocket category drives next to /v1/realtime.
       frontend_listener: 'websocket',
       // The Wyoming listener, which the Wyoming category drives.
@@ -816,7 +821,11 @@ export function generate(seed: number, index: number): Generated {
     (text) => mutateJsonText(rng, text),
   );
   return {
-    category: ws.target === 'bridge' ? 'websocket bridge' : 'websocket /v1/realtime',
+    category: {
+      bridge: 'websocket bridge',
+      deepgram: 'websocket deepgram',
+      realtime: 'websocket /v1/realtime',
+    }[ws.target],
     request: ws.request,
     earlyClose: ws.earlyClose,
     ...(ws.trailer ? { trailer: ws.trailer } : {}),
@@ -939,7 +948,8 @@ function settled(res: ReturnType<typeof parseResponse> & object, raw?: Buffer): 
   // A 101 has no HTTP body: what follows its head is the WebSocket's frames, events in clear text.
   if (res.status === 101 && raw) {
     const frames = raw.subarray(raw.indexOf('\r\n\r\n') + 4, raw.indexOf('\r\n\r\n') + 4 + 65536);
-    return { status: 101, body: frames.toString('utf8') };
+    // As latin1, one char a byte: the case's check reads the close frame's code (websocket.ts closeOf).
+    return { status: 101, body: frames.toString('latin1') };
   }
   const text = res.body.toString('utf8');
   // A streamed answer's status is 200 from the start; a server fault shows as an SSE error event.

@@ -1,5 +1,5 @@
 /**
- * The fuzzer's session-fault category: real clients on the three streaming protocols (realtime and
+ * The fuzzer's session-fault category: real clients on the streaming protocols (realtime and
  * the bridge over the `ws` package, Wyoming over node:net) that mix, over time, the faults of the
  * December 2026 probe (shared/reference/probe-2026-12.md): speech appended at real pace to a live
  * engine (pocketsphinx) under server VAD and then the client closing, terminating, clearing
@@ -7,7 +7,8 @@
  * Wyoming transcription at speaking pace followed by a second `audio-start`, pings only, silence or
  * a leave; a header trickled a byte at a time; a synthesis whose client stops reading; a bridge
  * socket with a slow request running and frames waiting behind it when its client leaves or stops
- * reading; idle sockets.
+ * reading; idle sockets. Deepgram's two sockets (`/v1/listen`, `/v1/speak`) are drawn here too; their
+ * plans and clients are deepgram-sessions.ts.
  *
  * A case's plan is drawn from its PRNG when it is generated (so `--case K` replays it); its run
  * follows the plan on the wall clock, since pace is what makes a turn live. A case fails on an event
@@ -22,6 +23,7 @@
 import { connect, type Socket } from 'node:net';
 import WebSocket from 'ws';
 import { frameOf } from '../helpers/wyoming.js';
+import { deepgramClient, deepgramPlan, type ListenPlan, type SpeakPlan } from './deepgram-sessions.js';
 import type { Rng } from './fuzz.js';
 import {
   BYTES_PER_MS,
@@ -135,7 +137,7 @@ interface BridgePlan {
   leave: 'close' | 'terminate' | 'silent' | 'paused';
 }
 
-type Plan = RealtimePlan | WyomingPlan | BridgePlan;
+type Plan = RealtimePlan | WyomingPlan | BridgePlan | ListenPlan | SpeakPlan;
 
 function realtimePlan(rng: Rng): RealtimePlan {
   const model = rng.chance(0.8) ? SESSION_MODELS.live : rng.pick(['fz-asr-live', 'fz-asr']);
@@ -237,7 +239,8 @@ function bridgePlan(rng: Rng): BridgePlan {
 function planOf(rng: Rng, protocol: Plan['protocol']): Plan {
   if (protocol === 'realtime') return realtimePlan(rng);
   if (protocol === 'wyoming') return wyomingPlan(rng);
-  return bridgePlan(rng);
+  if (protocol === 'bridge') return bridgePlan(rng);
+  return deepgramPlan(rng, protocol);
 }
 
 /**
@@ -252,8 +255,18 @@ export function sessionCase(
   plans: Plan[];
   run: (target: SessionTarget, deadlineMs: number) => Promise<SessionOutcome>;
 } {
-  const protocols: Plan['protocol'][] = ['realtime', 'wyoming', 'bridge'];
-  const first = rng.pick(['realtime', 'realtime', 'wyoming', 'wyoming', 'bridge'] as const);
+  const protocols: Plan['protocol'][] = ['realtime', 'wyoming', 'bridge', 'listen', 'speak'];
+  const first = rng.pick([
+    'realtime',
+    'realtime',
+    'wyoming',
+    'wyoming',
+    'bridge',
+    'listen',
+    'listen',
+    'speak',
+    'speak',
+  ] as const);
   const plans: Plan[] = [planOf(rng, first)];
   if (rng.chance(0.25)) plans.push(planOf(rng, rng.pick(protocols.filter((p) => p !== first))));
   return {
@@ -293,7 +306,8 @@ async function runPlans(
 function client(plan: Plan, run: Run): Promise<SessionOutcome['status']> {
   if (plan.protocol === 'realtime') return realtime(plan, run);
   if (plan.protocol === 'wyoming') return wyoming(plan, run);
-  return bridge(plan, run);
+  if (plan.protocol === 'bridge') return bridge(plan, run);
+  return deepgramClient(plan, run);
 }
 
 // ---------------------------------------------------------------- realtime
