@@ -22,6 +22,7 @@ import { ClientSecrets } from './realtime/client-secrets.js';
 import { type RealtimeFrontEnd, realtimeFrontEnd } from './realtime/upgrade.js';
 import { compileSchemas } from './request/schema.js';
 import { listenUpgradeRoute, speakUpgradeRoute } from './routes/deepgram.js';
+import { deepgramSpeakRoutes } from './routes/deepgram-speak.js';
 import { installerRoutes } from './routes/installer.js';
 import { managementRoutes } from './routes/management.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -55,6 +56,7 @@ function httpRoutes(secrets: ClientSecrets): readonly Route[] {
     ...realtimeSecretRoutes(secrets),
     listenUpgradeRoute,
     speakUpgradeRoute,
+    ...deepgramSpeakRoutes,
     ...openapiRoutes(() => routes),
     ...metricsRoutes,
   ];

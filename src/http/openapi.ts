@@ -398,6 +398,21 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
         ...errors('400', '401', '403', '404', '426', '503'),
       },
     },
+    post: {
+      tags: ['Audio'],
+      summary: "Text to speech in Deepgram's REST shape (Aura)",
+      description:
+        "Deepgram's `POST /v1/speak`, as `@deepgram/sdk`'s `speak.v1.audio.generate` calls it: a JSON body `{\"text\"}` and the socket's query (`model`, `encoding`, `sample_rate`, `speed`), plus `container` `none` (the raw samples) or `wav`. `callback` is refused (voxd calls no URL). docs/deepgram.md.",
+      responses: {
+        '200': ok("The speech in the query's encoding and rate.", {
+          'audio/l16': { schema: { ...binary, description: 'linear16: 16-bit little-endian PCM, mono.' } },
+          'audio/PCMU': { schema: { ...binary, description: 'mulaw (G.711), mono.' } },
+          'audio/PCMA': { schema: { ...binary, description: 'alaw (G.711), mono.' } },
+          'audio/wav': { schema: { ...binary, description: 'container=wav.' } },
+        }),
+        ...errors(...INFERENCE_ERRORS),
+      },
+    },
   },
   '/v1/realtime/client_secrets': {
     post: {

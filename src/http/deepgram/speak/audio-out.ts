@@ -54,7 +54,7 @@ export function encode(samples: Float32Array, encoding: SpeakEncoding): Buffer {
 }
 
 function toInt16(sample: number): number {
-  const s = sample < -1 ? -1 : sample > 1 ? 1 : sample;
+  const s = Math.max(-1, Math.min(1, sample));
   return s < 0 ? Math.round(s * 0x8000) : Math.round(s * 0x7fff);
 }
 

@@ -15,6 +15,8 @@ export async function speakPlan(
   query: URLSearchParams,
   deps: { runtime: Runtime; config: ServerConfig },
   rest: boolean,
+  /** The REST form's whole text, checked against max_input_chars as every speech route checks it. */
+  text = '',
 ): Promise<SpeakPlan> {
   const { runtime, config } = deps;
   const format = speakFormat(query, rest);
@@ -23,7 +25,7 @@ export async function speakPlan(
   const fields: Record<string, unknown> = {};
   if (voice !== undefined) fields['voice'] = voice;
   if (format.speed !== undefined) fields['speed'] = format.speed;
-  const request = await speechRequest(entry, { text: '', textField: 'text', fields }, { config });
+  const request = await speechRequest(entry, { text, textField: 'text', fields }, { config });
   return {
     model: entry.id,
     modelName: name ?? entry.id,
