@@ -8,9 +8,15 @@ import { createHash, randomUUID } from 'node:crypto';
 import { showValue } from '../../../errors.js';
 import { VERSION } from '../../../version.js';
 
-export type ClientMessage = { type: 'Speak'; text: string } | { type: 'Flush' | 'Clear' | 'Close' };
+export type ClientMessage =
+  | { type: 'Speak'; text: string }
+  | { type: 'Flush' | 'Clear' | 'Close' | 'KeepAlive' };
 
-export const CLIENT_TYPES = ['Speak', 'Flush', 'Clear', 'Close'] as const;
+/**
+ * The SDK's four, and `KeepAlive`, which Deepgram's listen socket takes and clients send to every
+ * Deepgram socket: it keeps the session from its idle timeout and does nothing else.
+ */
+export const CLIENT_TYPES = ['Speak', 'Flush', 'Clear', 'Close', 'KeepAlive'] as const;
 
 /** Warning codes voxd sends (Deepgram documents none for its Warning; these name the cause). */
 export type WarningCode = 'INVALID_MESSAGE' | 'TEXT_TOO_LONG' | 'BUFFER_FULL' | 'SESSION_ENDING';
@@ -35,7 +41,7 @@ export function parseMessage(data: Buffer): ClientMessage {
     throw new BadMessage(
       `type: ${showValue(type)} is not a message of /v1/speak; expected one of: ${CLIENT_TYPES.join(', ')}`,
     );
-  if (type !== 'Speak') return { type: type as 'Flush' | 'Clear' | 'Close' };
+  if (type !== 'Speak') return { type: type as 'Flush' | 'Clear' | 'Close' | 'KeepAlive' };
   const text = fields['text'];
   if (typeof text !== 'string') throw new BadMessage(`text: ${showValue(text)} is not a string`);
   return { type, text };

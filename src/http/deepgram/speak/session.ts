@@ -148,13 +148,17 @@ export class SpeakSession implements DeepgramSession {
         return;
       case 'Close':
         void this.#finish(1000, 'Close');
+        return;
+      case 'KeepAlive':
+        return;
     }
   }
 
   #speak(text: string): void {
     if (text === '') return;
     const cap = this.#plan.maxChars > 0 ? this.#plan.maxChars : UNLIMITED_TEXT_CAP;
-    if (this.#speaker.queuedChars + text.length > cap) {
+    // Text waiting to be spoken, and this: a single fragment too long is the cutter's to refuse.
+    if (this.#speaker.queuedChars > 0 && this.#speaker.queuedChars + text.length > cap) {
       this.#warn(
         'BUFFER_FULL',
         `${this.#speaker.queuedChars} characters are waiting to be spoken and ${text.length} more would pass max_input_chars=${cap}; this text was dropped: wait for audio (Flush, then Flushed) before sending more`,

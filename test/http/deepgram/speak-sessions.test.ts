@@ -1,0 +1,229 @@
+/**
+ * `/v1/speak` sessions under the fixture engine, whose gates force the orderings (issue 41): a
+ * Clear in the middle of a synthesis, many sockets on a two-slot model, clients that leave
+ * mid-synthesis, stop sending or never flush, and bad input. The fixture's tone lasts 120 ms plus
+ * 40 ms per character at 16 kHz, so the audio a session must send is known to the byte.
+ */
+import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { suiteServer } from '../../helpers/suite-server.js';
+import {
+  fixtureModel,
+  modelStatus,
+  tempDir,
+  waitUntil,
+  whenRuntime,
+  withServer,
+} from '../../helpers/voxd.js';
+import { refusal } from '../../helpers/websocket.js';
+import { describe as framesOf, openSpeak } from './speak-socket.js';
+
+/** Bytes of linear16 the fixture speaks for `text` at its 16 kHz. */
+const toneBytes = (text: string, rate = 16000) =>
+  2 * Math.round((Math.round((16000 * (120 + 40 * [...text].length)) / 1000) * rate) / 16000);
+
+const tts = (id: string, options: Record<string, string> = {}, extra: Record<string, unknown> = {}) =>
+  fixtureModel(id, { task: 'tts', default_request_options: options, ...extra });
+
+const scratch = tempDir('voxd-speak-');
+after(() => rmSync(scratch, { recursive: true, force: true }));
+const gate = (name: string) => join(scratch, `gate-${name}`);
+
+describe('/v1/speak sessions (fixture engine)', () => {
+  const s = suiteServer(
+    {
+      models: [
+        tts('tone', {}, { max_input_chars: 60 }),
+        tts('held', { chunks: '4', chunk_gate: gate('held') }),
+        tts('queue', { run_gate: gate('queue') }, { slots: 2 }),
+        tts('hang', { hang: 'true' }),
+      ],
+    },
+    { parallel: true },
+  );
+
+  test('Clear mid-sentence: Cleared at once, no audio of the cleared text after it, the slot freed', async () => {
+    const c = await openSpeak(s.url, 'model=held&encoding=linear16&sample_rate=16000');
+    try {
+      c.speak('Hello there, this run is held after its first chunk.');
+      c.send({ type: 'Flush' });
+      await c.firstAudio();
+      assert.equal((await modelStatus(s.url, 'held')).active_slots, 1, 'the synthesis holds its slot');
+      c.send({ type: 'Clear' });
+      const { message: cleared, at } = await c.next('Cleared');
+      assert.equal(cleared.sequence_id, 1, 'one Flush was sent before the Clear');
+      await waitUntil(
+        'the cleared run freed its slot',
+        async () => (await modelStatus(s.url, 'held')).active_slots === 0,
+      );
+      await waitUntil('the cleared run ended', () => s.fixture.record.of('held', 'run-end').length === 1);
+      const [ended] = s.fixture.record.of('held', 'run-end');
+      assert.equal((ended as { outcome: string }).outcome, 'aborted', 'the run was cancelled, not finished');
+      // The gate opens: a run still going would now send the rest of its audio.
+      writeFileSync(gate('held'), '');
+      c.speak('Again.');
+      c.send({ type: 'Flush' });
+      const { message: flushed, at: end } = await c.next('Flushed', at);
+      assert.equal(flushed.sequence_id, 1);
+      assert.equal(c.audio(at, end).length, toneBytes('Again.'), framesOf(c.frames.slice(at)));
+      assert.equal(
+        c.frames.filter((f) => 'json' in f && f.json.type === 'Flushed').length,
+        1,
+        'the cleared flush is not answered',
+      );
+    } finally {
+      c.ws.close();
+    }
+  });
+
+  test('8 sockets on a 2-slot model: all queue in its FIFO, at most 2 run at once, each gets its own audio', async () => {
+    const texts = Array.from({ length: 8 }, (_, i) => `Sentence number ${'x'.repeat(i)}.`);
+    const clients = await Promise.all(texts.map(() => openSpeak(s.url, 'model=queue&sample_rate=16000')));
+    try {
+      for (const [i, c] of clients.entries()) {
+        c.speak(texts[i]!);
+        c.send({ type: 'Flush' });
+      }
+      const { runtime } = s.voxd;
+      const queue = () => runtime.snapshots().find((m) => m.id === 'queue')!;
+      await whenRuntime(
+        runtime,
+        '2 running and 6 queued',
+        () => queue().activeSlots === 2 && queue().queuedRequests === 6,
+      );
+      writeFileSync(gate('queue'), '');
+      const done = await Promise.all(clients.map((c) => c.next('Flushed')));
+      for (const [i, c] of clients.entries())
+        assert.equal(
+          c.audio(0, done[i]!.at).length,
+          toneBytes(texts[i]!),
+          `socket ${i}: ${framesOf(c.frames)}`,
+        );
+      let running = 0;
+      let most = 0;
+      for (const e of s.fixture.record.of('queue')) {
+        if (e.type === 'run-start') most = Math.max(most, ++running);
+        if (e.type === 'run-end') running--;
+      }
+      assert.equal(most, 2);
+    } finally {
+      for (const c of clients) c.ws.close();
+    }
+  });
+
+  test('a client that leaves mid-synthesis: its run is cancelled and the slot freed', async () => {
+    const c = await openSpeak(s.url, 'model=hang');
+    const started = s.fixture.record.of('hang', 'run-start').length;
+    c.speak('This never ends.');
+    c.send({ type: 'Flush' });
+    await waitUntil('the run started', () => s.fixture.record.of('hang', 'run-start').length > started);
+    assert.equal((await modelStatus(s.url, 'hang')).active_slots, 1);
+    c.ws.terminate();
+    await waitUntil('the slot is free', async () => (await modelStatus(s.url, 'hang')).active_slots === 0);
+    await waitUntil('the run ended', () => s.fixture.record.of('hang', 'run-end').length > started);
+  });
+
+  test('mulaw at 8 kHz: one byte per sample at the asked rate', async () => {
+    const c = await openSpeak(s.url, 'model=tone&encoding=mulaw&sample_rate=8000');
+    try {
+      c.speak('Hello there.');
+      c.send({ type: 'Flush' });
+      const { at } = await c.next('Flushed');
+      assert.equal(c.audio(0, at).length, toneBytes('Hello there.', 8000) / 2);
+    } finally {
+      c.ws.close();
+    }
+  });
+
+  test('bad messages and too long a text are Warnings; the session goes on', async () => {
+    const c = await openSpeak(s.url, 'model=tone&sample_rate=16000');
+    try {
+      c.send({ type: 'Shout', text: 'x' });
+      c.send('not json');
+      c.ws.send(Buffer.from([1, 2, 3]));
+      c.send({ type: 'Speak', text: 42 });
+      c.speak('a'.repeat(61));
+      const warnings = await waitFor(c, 'Warning', 5);
+      assert.match(warnings[0].description, /type: "Shout" is not a message of \/v1\/speak/);
+      assert.match(warnings[1].description, /JSON message/);
+      assert.match(warnings[2].description, /binary frames are not messages/);
+      assert.match(warnings[3].description, /text: 42 is not a string/);
+      assert.match(warnings[4].description, /max_input_chars=60/);
+      assert.deepEqual(
+        warnings.map((w) => w.code),
+        ['INVALID_MESSAGE', 'INVALID_MESSAGE', 'INVALID_MESSAGE', 'INVALID_MESSAGE', 'TEXT_TOO_LONG'],
+      );
+      assert.equal(warnings[0].warn_msg, warnings[0].description, "LiveKit's field");
+      c.speak('Fine.');
+      c.send({ type: 'Flush' });
+      const { at } = await c.next('Flushed');
+      assert.equal(c.audio(0, at).length, toneBytes('Fine.'), 'the dropped text is not spoken');
+    } finally {
+      c.ws.close();
+    }
+  });
+
+  test('a bad encoding, sample_rate, container, speed or model is refused at the upgrade, naming it', async () => {
+    const cases: [string, number, string, string][] = [
+      ['encoding=opus', 400, 'encoding', '"opus"'],
+      ['encoding=mulaw&sample_rate=24000', 400, 'sample_rate', '"24000"'],
+      ['sample_rate=44100', 400, 'sample_rate', '"44100"'],
+      ['container=wav', 400, 'container', '"wav"'],
+      ['speed=3', 400, 'speed', '"3"'],
+      ['model=nope', 404, 'model', 'nope'],
+    ];
+    for (const [query, status, param, value] of cases) {
+      const { status: got, error } = await refusal(
+        `${s.url}/v1/speak?${query.startsWith('model=') ? '' : 'model=tone&'}${query}`,
+      );
+      assert.equal(got, status, query);
+      assert.equal(error.param, param, query);
+      assert.ok(error.message.includes(value), `${query}: ${error.message}`);
+    }
+  });
+});
+
+/** The first `n` messages of `type`. */
+async function waitFor(c: Awaited<ReturnType<typeof openSpeak>>, type: string, n: number) {
+  const found: unknown[] = [];
+  let from = 0;
+  for (let i = 0; i < n; i++) {
+    const { message, at } = await c.next(type, from);
+    found.push(message);
+    from = at + 1;
+  }
+  // biome-ignore lint/suspicious/noExplicitAny: plain JSON
+  return found as any[];
+}
+
+describe('/v1/speak timeouts', () => {
+  test('idle: a session that stops sending closes 1011 NET-0001; speaking is not idle; unflushed text holds no slot', async () => {
+    await withServer(
+      {
+        models: [tts('slow', { run_ms: '600' }), tts('tone')],
+        deepgram_idle_timeout_ms: 250,
+      },
+      async (srv) => {
+        // A synthesis longer than the idle timeout: the session is working, not idle.
+        const speaking = await openSpeak(srv.url, 'model=slow');
+        speaking.speak('Slow.');
+        speaking.send({ type: 'Flush' });
+        await speaking.next('Flushed');
+        const closed = await speaking.closed;
+        assert.deepEqual(closed, { code: 1011, reason: 'NET-0001' });
+        const last = speaking.frames.at(-1)!;
+        assert.ok('json' in last && last.json.type === 'Warning', framesOf(speaking.frames));
+        assert.match(last.json.description, /deepgram_idle_timeout_ms \(250 ms\)/);
+        // Text never flushed and never a whole sentence: no run, no slot, ended at the idle timeout.
+        const never = await openSpeak(srv.url, 'model=tone');
+        never.speak('half a sentence that never');
+        never.speak(' ends');
+        assert.deepEqual(await never.closed, { code: 1011, reason: 'NET-0001' });
+        assert.equal(srv.fixture.record.of('tone', 'run-start').length, 0);
+        assert.equal((await modelStatus(srv.url, 'tone')).active_slots ?? 0, 0);
+      },
+    );
+  });
+});
