@@ -755,12 +755,12 @@ const STATUS_OF_TYPE = {
 };
 
 /**
- * One WebSocket exchange on `path`: `onOpen(ws, end)` and `onMessage(message, ws, end)` drive it,
- * and `end(outcome)` finishes it. A refused upgrade ends it with the HTTP answer, a socket error or
+ * One WebSocket exchange on `path`: `onOpen(ws, end)`, `onMessage(message, ws, end)` and
+ * `onAudio(bytes, ws, end)` (binary messages) drive it, and `end(outcome)` finishes it. A refused upgrade ends it with the HTTP answer, a socket error or
  * a close nobody asked for as `neterr`, and REQUEST_DEADLINE_MS without an end as a hang. Resolves
  * with what check() reads: a status, a body, the time taken.
  */
-function wsExchange(path, what, { onOpen = () => undefined, onMessage, onClose }) {
+function wsExchange(path, what, { onOpen = () => undefined, onMessage, onClose, onAudio }) {
   const started = performance.now();
   return new Promise((resolve) => {
     const ws = new WebSocket(`${BASE.replace(/^http/, 'ws')}${path}`, {
@@ -789,7 +789,10 @@ function wsExchange(path, what, { onOpen = () => undefined, onMessage, onClose }
     ws.on('close', () =>
       (onClose ?? (() => end({ status: 'neterr', error: `the ${what} closed unasked` })))(end),
     );
-    ws.on('message', (data) => onMessage(JSON.parse(data.toString()), ws, end));
+    // Binary messages are audio (Deepgram's speak socket); the other protocols send JSON text only.
+    ws.on('message', (data, binary) =>
+      binary ? onAudio?.(data, ws, end) : onMessage(JSON.parse(data.toString()), ws, end),
+    );
   });
 }
 
@@ -1026,6 +1029,108 @@ OPS.push(
         model,
         expectAbort: true,
         overrun: model === WD,
+      });
+    },
+  ],
+);
+// --- Deepgram's streaming speech (/v1/speak) --------------------------------------------------------
+const SPEAK_WORDS = 'Please call me tomorrow morning, the weather is nice today.'.split(' ');
+
+/**
+ * The status a speak session's last Warning (`SESSION_ENDING`, before a 1011 close) stands for, for
+ * check(). The Warning carries the error's message only (Deepgram's shape has no code for it), so
+ * the kind is read from the message: a busy, full or closing server is 503, anything else 500.
+ */
+function speakWarning(warning) {
+  const busy = /busy|max_loaded_models|queue|shutting down|restarted/.exec(warning.description);
+  const code = busy
+    ? ({ busy: 'server_busy', max_loaded_models: 'residency_full', queue: 'queue_full' }[busy[0]] ??
+      'shutting_down')
+    : 'engine_error';
+  return {
+    status: busy ? 503 : 500,
+    body: JSON.stringify({ error: { message: warning.description, code, type: 'deepgram' } }),
+  };
+}
+
+/**
+ * One `/v1/speak` session on `model`: `rounds` sentences sent a word at a time at a language model's
+ * pace (0-15 ms apart, some words in halves), each followed by Flush and answered by audio, then
+ * Flushed; then Close, answered by the server's close (200). `clear`: a Clear on the first audio
+ * instead (a barge-in), answered by Cleared (200). `leaveAfterMs`: the client drops the socket
+ * mid-sentence (an abort). A Warning that ends the session is the status of its error.
+ */
+function speakSession(model, { rounds = 1, clear = false, leaveAfterMs } = {}) {
+  let left = rounds;
+  let closing = false;
+  let clearSent = false;
+  const sentence = async (ws, end) => {
+    for (const word of SPEAK_WORDS) {
+      const pieces = rand() < 0.2 && word.length > 4 ? [word.slice(0, 2), `${word.slice(2)} `] : [`${word} `];
+      for (const text of pieces) {
+        if (ws.readyState !== WebSocket.OPEN) return;
+        ws.send(JSON.stringify({ type: 'Speak', text }));
+        const gap = int(0, 15);
+        if (gap > 0) await sleep(gap);
+      }
+    }
+    if (ws.readyState === WebSocket.OPEN) ws.send('{"type":"Flush"}');
+    if (leaveAfterMs !== undefined) setTimeout(() => end({ status: 'aborted' }), leaveAfterMs);
+  };
+  return wsExchange(`/v1/speak?model=${model}&encoding=linear16&sample_rate=16000`, 'speak session', {
+    onMessage: (m, ws, end) => {
+      if (m.type === 'Metadata') sentence(ws, end);
+      else if (m.type === 'Flushed' && !clear) {
+        if (--left > 0) sentence(ws, end);
+        else {
+          closing = true;
+          ws.send('{"type":"Close"}');
+        }
+      } else if (m.type === 'Cleared') {
+        closing = true;
+        ws.send('{"type":"Close"}');
+      } else if (m.type === 'Warning' && m.code === 'SESSION_ENDING') end(speakWarning(m));
+      else if (m.type === 'Warning') end({ status: 400, body: JSON.stringify({ error: m }) });
+    },
+    onAudio: (_bytes, ws) => {
+      if (clear && !clearSent && ws.readyState === WebSocket.OPEN) {
+        clearSent = true;
+        ws.send('{"type":"Clear"}');
+      }
+    },
+    // The close that answers the client's Close ends the exchange.
+    onClose: (end) =>
+      end(
+        closing ? { status: 200, body: '' } : { status: 'neterr', error: 'the speak session closed unasked' },
+      ),
+  });
+}
+
+OPS.push(
+  [
+    2,
+    'deepgram-speak',
+    async () => {
+      const model = pick(['tone-a', 'tone-a', 'flite']);
+      check('deepgram-speak', await speakSession(model, { rounds: int(1, 3) }), { model });
+    },
+  ],
+  [
+    1,
+    'deepgram-speak-clear',
+    async () => {
+      const model = pick(['tone-a', 'flite']);
+      check('deepgram-speak-clear', await speakSession(model, { clear: true }), { model });
+    },
+  ],
+  [
+    1,
+    'deepgram-speak-leave',
+    async () => {
+      const model = pick(['tone-a', 'flite']);
+      check('deepgram-speak-leave', await speakSession(model, { leaveAfterMs: int(0, 80) }), {
+        model,
+        expectAbort: true,
       });
     },
   ],
