@@ -12,6 +12,7 @@ import { suiteServer } from '../../helpers/suite-server.js';
 import {
   fixtureModel,
   modelStatus,
+  startServer,
   tempDir,
   waitUntil,
   whenRuntime,
@@ -223,6 +224,55 @@ describe('/v1/speak timeouts', () => {
         assert.deepEqual(await never.closed, { code: 1011, reason: 'NET-0001' });
         assert.equal(srv.fixture.record.of('tone', 'run-start').length, 0);
         assert.equal((await modelStatus(srv.url, 'tone')).active_slots ?? 0, 0);
+      },
+    );
+  });
+
+  test('Close: the text already cut is spoken, the fragment held dropped, then 1000', async () => {
+    await withServer({ models: [tts('tone')] }, async (srv) => {
+      const c = await openSpeak(srv.url, 'model=tone&sample_rate=16000');
+      c.speak('Hello there. Half');
+      c.send({ type: 'Close' });
+      assert.equal((await c.closed).code, 1000);
+      assert.equal(c.audio().length, toneBytes('Hello there.'), framesOf(c.frames));
+    });
+  });
+
+  test('shutdown: the synthesis in progress and its Flushed finish, then 1001', async () => {
+    const srv = await startServer({ models: [tts('slow', { run_ms: '300' })] });
+    let closing: Promise<void> | undefined;
+    try {
+      const c = await openSpeak(srv.url, 'model=slow&sample_rate=16000');
+      c.speak('Slow.');
+      c.send({ type: 'Flush' });
+      await waitUntil('the run started', () => srv.fixture.record.of('slow', 'run-start').length === 1);
+      closing = srv.close();
+      const { at } = await c.next('Flushed');
+      assert.equal(c.audio(0, at).length, toneBytes('Slow.'));
+      assert.equal((await c.closed).code, 1001);
+    } finally {
+      await (closing ?? srv.close());
+    }
+  });
+
+  test('a client that stops reading is let go at live_ingest.send_timeout_ms, its run cancelled', async () => {
+    await withServer(
+      {
+        models: [tts('long', { chunks: '100', repeat: '1000' })],
+        live_ingest: { send_timeout_ms: 300 },
+      },
+      async (srv) => {
+        const c = await openSpeak(srv.url, 'model=long&sample_rate=48000');
+        await c.next('Metadata');
+        c.ws.pause();
+        c.speak('A text whose audio is far longer than any socket buffer.');
+        c.send({ type: 'Flush' });
+        await waitUntil('the run started', () => srv.fixture.record.of('long', 'run-start').length === 1);
+        await waitUntil('the run ended', () => srv.fixture.record.of('long', 'run-end').length === 1, 10_000);
+        assert.equal((srv.fixture.record.of('long', 'run-end')[0] as { outcome: string }).outcome, 'aborted');
+        assert.equal((await modelStatus(srv.url, 'long')).active_slots ?? 0, 0);
+        c.ws.resume();
+        assert.equal((await c.closed).code, 1006, 'the socket was cut, not closed behind the unread audio');
       },
     );
   });
