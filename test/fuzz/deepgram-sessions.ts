@@ -9,7 +9,8 @@
  * then `Close`, a close, a drop, silence, or a client that never reads again.
  *
  * A case fails on what says the server failed: an `internal_error`/`server_error` in a message, or
- * a close with 1011 other than Deepgram's idle timeout (`NET-0001`). What it leaves running is
+ * a close with 1011 other than Deepgram's idle timeout (`NET-0001`) or a refusal the contract
+ * allows (ALLOWED_1011). What it leaves running is
  * judged at the batch check as sessions.ts's are: silent clients must be closed by the server
  * (deepgram_idle_timeout_ms), and every slot must be free while the others are still connected.
  */
@@ -190,11 +191,21 @@ function messageProblem(text: string): string | undefined {
   return undefined;
 }
 
+/**
+ * What a 1011 may stand for without a fault: Deepgram's idle timeout (`NET-0001`), or an error the
+ * contract allows, which Deepgram's shapes carry as text only (listen's `NET-0000 <message>` close
+ * payload, speak's `SESSION_ENDING` Warning before its close): a busy, full or closing server, or
+ * a runner lost under another request (retried). Anything else (an engine failure, an internal
+ * error) is a finding.
+ */
+export const ALLOWED_1011 =
+  /NET-0001|is busy|every loaded model is busy|shutting down|can be retried|max_inflight_body_bytes|max_queued_requests/;
+
 /** A socket of either kind, watched for what says the server failed. */
 function watched(run: Run, path: string, query: string) {
   const ws = new WebSocket(`${wsBase(run.target.url)}${path}?${query}`);
   ws.on('error', () => {});
-  const state = { closed: false, flushed: 0, cleared: 0, audio: 0 };
+  const state = { closed: false, flushed: 0, cleared: 0, audio: 0, ending: '' };
   ws.on('message', (data, isBinary) => {
     if (isBinary) {
       state.audio++;
@@ -205,13 +216,13 @@ function watched(run: Run, path: string, query: string) {
     if (problem) run.problems.push(`${path}: ${problem}`);
     if (text.includes('"type":"Flushed"')) state.flushed++;
     if (text.includes('"type":"Cleared"')) state.cleared++;
+    if (text.includes('"code":"SESSION_ENDING"')) state.ending = text;
   });
   ws.on('close', (code, reason) => {
     state.closed = true;
-    const why = reason.toString();
-    // Deepgram's own idle timeout closes with 1011 NET-0001; any other 1011 is a fault.
-    if (code === 1011 && !why.includes('NET-0001'))
-      run.problems.push(`${path}: the server closed with 1011 (${why.slice(0, 200)})`);
+    const why = `${reason.toString()} ${state.ending}`;
+    if (code === 1011 && !ALLOWED_1011.test(why))
+      run.problems.push(`${path}: the server closed with 1011 (${why.slice(0, 300)})`);
   });
   return { ws, state };
 }
