@@ -150,8 +150,11 @@ export class InputBuffer {
     );
   }
 
-  /** `audio`: the event's base64, or a long one's bytes as the event held them (decoded in slices). */
-  async append(audio: string | LiftedLiteral): Promise<void> {
+  /**
+   * `audio`: the event's base64, a long one's bytes as the event held them (decoded in slices), or
+   * raw bytes (a Deepgram socket's binary frame).
+   */
+  async append(audio: string | LiftedLiteral | Uint8Array): Promise<void> {
     const decoded = await decodeAppended(audio);
     const { encoding } = this.#ctx.settings.format;
     const width = bytesPerSample(encoding);
@@ -272,6 +275,37 @@ export class InputBuffer {
     detector?.stop();
     if (detector && this.#open) this.#commitOpen();
     else this.#dropOpen('the server shut down before the buffer was committed');
+  }
+
+  /**
+   * Ends the speech going on now as if its silence had come (Deepgram's Finalize): committed with
+   * every sample appended so far; detection goes on with what comes next. False when no speech was
+   * going on.
+   */
+  endSpeech(): boolean {
+    const detector = this.#detector;
+    if (!detector || !this.#open) return false;
+    this.#commitOpen();
+    detector.reset();
+    this.#held.settle();
+    return true;
+  }
+
+  /**
+   * The client's stream ended (Deepgram's CloseStream): the detector examines the audio still
+   * waiting, and speech going on at its end is committed with it. Detection stops for good.
+   */
+  async finish(): Promise<void> {
+    const detector = this.#detector;
+    if (!detector) return;
+    this.#buffer.append(this.#arriving.flush());
+    try {
+      await detector.finish();
+    } catch {
+      // A probe that fails now was told as it failed; speech going on is committed as it is.
+      detector.stop();
+    }
+    if (this.#open) this.#commitOpen();
   }
 
   /** The session ended: detection stops, and a live turn's engine stops waiting for audio. */
@@ -473,7 +507,8 @@ export class InputBuffer {
 }
 
 /** An append's audio bytes; a 400 showing its start when it is not strict base64. */
-async function decodeAppended(audio: string | LiftedLiteral): Promise<Buffer> {
+async function decodeAppended(audio: string | LiftedLiteral | Uint8Array): Promise<Buffer> {
+  if (audio instanceof Uint8Array) return Buffer.from(audio.buffer, audio.byteOffset, audio.length);
   let decoded: Buffer | undefined;
   if (typeof audio === 'string') {
     decoded = Buffer.from(audio, 'base64');

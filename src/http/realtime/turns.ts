@@ -20,6 +20,7 @@ import { liveIngestLimits } from '../../config/live-ingest-limits.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
 import { invalidRequest, VoxdError } from '../../errors.js';
 import type { Metrics } from '../../observability/metrics.js';
+import type { InferenceOutcome } from '../../runtime/inference.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { SessionShell } from '../../session/session-shell.js';
 import {
@@ -70,17 +71,25 @@ export interface Turn {
   heldDeltas?: string;
 }
 
+/** Where a turn's end is counted: the realtime turns metric, or another protocol's own. */
+export type TurnMetrics = Pick<Metrics, 'realtimeTurn'>;
+
 export interface TurnContext {
   runtime: Runtime;
   config: ServerConfig;
   log: Logger;
-  metrics?: Metrics;
+  metrics?: TurnMetrics;
   shell: SessionShell;
   settings: SessionSettings;
   held: HeldAudio;
   send(event: ServerEvent): void;
   /** A live turn passed its deadline while its speech goes on: the input commits it as it is. */
   late(turn: Turn): void;
+  /**
+   * A turn's run answered, just before its completed event: a protocol that shows more than the
+   * text (Deepgram's timed words) reads the engine's result here.
+   */
+  transcribed?(turn: Turn, outcome: InferenceOutcome): void;
 }
 
 export class TurnTaker {
@@ -237,6 +246,7 @@ export class TurnTaker {
       // A diarizer's speaker turns, as OpenAI's diarizing models send them, before the transcript.
       for (const segment of diarizedSegments(outcome))
         this.#ctx.send({ type: 'conversation.item.input_audio_transcription.segment', ...item, ...segment });
+      this.#ctx.transcribed?.(turn, outcome);
       const transcript = outcome.result.text ?? sent;
       // Engines that answer whole still give the client its delta before the completed event.
       if (transcript.startsWith(sent) && transcript.length > sent.length)

@@ -1,0 +1,85 @@
+/**
+ * `/v1/listen`, Deepgram's live transcription, driven by a raw WebSocket as Deepgram's protocol
+ * has it: a real spoken clip (LibriVox) in 40 ms frames at real time, transcribed by pocketsphinx
+ * with silero finding the utterances. Interim Results carry the words so far and are never taken
+ * back; the final has speech_final and the engine's timed words; Finalize, CloseStream, the
+ * closing Metadata; and the bad input a client can send.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { paced, RATE, spoken } from '../../helpers/deepgram-listen.js';
+import { heardLive, librivoxWav } from '../../helpers/librivox.js';
+import { engineSuiteServer } from '../../helpers/suite-server.js';
+import { type Message, openSocket, type Socket } from '../../helpers/websocket.js';
+import { wordErrorRate } from '../../helpers/wer.js';
+
+const MODELS = [
+  { id: 'pocketsphinx', family: 'pocketsphinx_asr', task: 'asr', mode: 'streaming', lazy: true },
+  { id: 'silero-vad', family: 'silero_vad', task: 'vad', lazy: true },
+];
+
+const results = (m: Message[]) => m.filter((x) => x.type === 'Results');
+const text = (r: Message) => r.channel.alternatives[0].transcript as string;
+
+describe('/v1/listen over a raw WebSocket', () => {
+  const s = engineSuiteServer(MODELS);
+
+  const open = (query: string): Promise<Socket> =>
+    openSocket(`${s.url}/v1/listen?encoding=linear16&sample_rate=${RATE}&${query}`);
+
+  test('a spoken clip gives interim words, a speech_final with timed words, then CloseStream ends it', async (t) => {
+    const ids = ['0880', '0890', '0930'] as const;
+    const clip = spoken([...ids]);
+    // The same engine hearing the same clips live through /v1/audio/transcriptions (a chunked body);
+    // the model is loaded by then, as a voice agent's is.
+    const http: string[] = [];
+    for (const id of ids) http.push((await heardLive(s.url, 'pocketsphinx', librivoxWav(id))).text);
+    const socket = await open('interim_results=true&vad_events=true&endpointing=800&utterance_end_ms=1000');
+    await paced(clip.pcm, (frame) => socket.ws.send(frame));
+    socket.send({ type: 'CloseStream' });
+    const metadata = await socket.messages.next('Metadata', 0, 20_000);
+    assert.equal(await socket.closed, 1000);
+    const all = socket.messages.all;
+    const types = all.map((m: Message) => m.type);
+    t.diagnostic(all.map(shown).join(' | '));
+    assert.ok(types.indexOf('SpeechStarted') < types.indexOf('Results'), types.join(' '));
+    assert.ok(
+      results(all).some((r) => !r.is_final),
+      'interim Results during speech',
+    );
+    const finals = results(all).filter((r) => r.is_final);
+    const heard = finals.map(text).join(' ');
+    const [live, whole] = [
+      wordErrorRate(clip.reference, heard),
+      wordErrorRate(clip.reference, http.join(' ')),
+    ];
+    t.diagnostic(
+      `WER /v1/listen ${live.toFixed(3)} "${heard}"; /v1/audio/transcriptions ${whole.toFixed(3)} "${http.join(' ')}"`,
+    );
+    // The live search's words depend on where the VAD starts each utterance (its windows follow the
+    // audio's arrival): one word in ten either way is the spread of repeated runs.
+    assert.ok(live <= whole + 0.1, `/v1/listen's WER ${live} > ${whole} + 0.1`);
+    const last = finals.at(-1);
+    assert.equal(last.speech_final, true, 'the utterance ended by its silence');
+    assert.equal(last.from_finalize, false);
+    for (const final of finals) {
+      const words = final.channel.alternatives[0].words;
+      assert.equal(words.map((w: Message) => w.word).join(' '), text(final));
+      for (const w of words) assert.ok(w.start <= w.end && w.start >= final.start - 0.001, JSON.stringify(w));
+    }
+    const lastWord = last.channel.alternatives[0].words.at(-1);
+    const speechEnd = clip.speechEndsMs.at(-1)! / 1000;
+    assert.ok(
+      lastWord.end > speechEnd - 1 && lastWord.end <= speechEnd + 0.1,
+      `${JSON.stringify(lastWord)}, speech ends ${speechEnd}`,
+    );
+    assert.ok(types.lastIndexOf('UtteranceEnd') > types.lastIndexOf('Results'), types.join(' '));
+    assert.equal(metadata.channels, 1);
+    assert.ok(Math.abs(metadata.duration - clip.pcm.length / 2 / RATE) < 0.01, String(metadata.duration));
+  });
+});
+
+const shown = (m: Message) =>
+  m.type === 'Results'
+    ? `${m.is_final ? (m.speech_final ? 'speech_final' : 'final') : 'interim'}[${m.start}+${m.duration}]"${text(m)}"`
+    : m.type;
