@@ -11,6 +11,7 @@ import { after, describe, test } from 'node:test';
 import { suiteServer } from '../../helpers/suite-server.js';
 import {
   fixtureModel,
+  get,
   modelStatus,
   startServer,
   tempDir,
@@ -74,6 +75,14 @@ describe('/v1/speak sessions (fixture engine)', () => {
         1,
         'the cleared flush is not answered',
       );
+      const metrics = (await get(s.url, '/metrics')).body.toString();
+      for (const outcome of ['cancelled', 'completed'])
+        assert.ok(
+          metrics.includes(
+            `voxd_exchanges_total{protocol="deepgram_speak",kind="tts",model="held",outcome="${outcome}"} 1`,
+          ),
+          `one ${outcome} segment`,
+        );
     } finally {
       c.ws.close();
     }

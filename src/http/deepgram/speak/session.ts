@@ -64,6 +64,8 @@ export class SpeakSession implements DeepgramSession {
   #sequence = 0;
   /** Text arrived since the last Flush or Clear: a segment is open (for its exchange metric). */
   #segmentOpen = false;
+  /** Flushed segments whose Flushed is not sent yet: each is counted when it is, or when it is dropped. */
+  #unanswered = 0;
   /** A Close or the shutdown is finishing: later messages are not taken. */
   #closing = false;
 
@@ -97,7 +99,7 @@ export class SpeakSession implements DeepgramSession {
       request: plan.request,
       format: plan.format,
       sendAudio: (bytes, current) => this.#sendAudio(bytes, current),
-      flushed: (sequenceId) => this.#sendJson({ type: 'Flushed', sequence_id: sequenceId }),
+      flushed: (sequenceId) => this.#flushed(sequenceId),
       failed: (err) => this.#failed(err),
     });
     this.#keepalive = keepAlive(ws, deps.host.clock);
@@ -181,15 +183,23 @@ export class SpeakSession implements DeepgramSession {
     if (rest !== undefined) this.#speaker.speak(rest);
     const sequenceId = this.#sequence++;
     this.#speaker.flush(sequenceId);
-    if (this.#segmentOpen) this.#count('completed');
+    if (this.#segmentOpen) this.#unanswered++;
     this.#segmentOpen = false;
+  }
+
+  /** A Flush's audio is all sent: its segment is done. An empty Flush counts no exchange. */
+  #flushed(sequenceId: number): void {
+    this.#sendJson({ type: 'Flushed', sequence_id: sequenceId });
+    if (this.#unanswered > 0) {
+      this.#unanswered--;
+      this.#count('completed');
+    }
   }
 
   #clear(): void {
     this.#cutter.clear();
     this.#speaker.clear();
-    if (this.#segmentOpen) this.#count('cancelled');
-    this.#segmentOpen = false;
+    this.#dropSegments('cancelled');
     this.#sendJson({ type: 'Cleared', sequence_id: this.#sequence });
   }
 
@@ -199,16 +209,13 @@ export class SpeakSession implements DeepgramSession {
     this.#closing = true;
     this.#cutter.clear();
     await this.#speaker.idle();
-    if (this.#segmentOpen) this.#count('cancelled');
-    this.#segmentOpen = false;
     this.#close(code, reason);
   }
 
   #failed(err: unknown): void {
     const described = describeError(err);
     if (described.internal) this.#deps.log.error({ err, session: this.id }, 'speak synthesis failed');
-    if (this.#segmentOpen) this.#count('failed');
-    this.#segmentOpen = false;
+    this.#dropSegments('failed');
     this.#warn('SESSION_ENDING', `the synthesis failed: ${described.error.message}`);
     this.#close(1011, 'synthesis failed', err instanceof VoxdError ? err : undefined);
   }
@@ -229,10 +236,17 @@ export class SpeakSession implements DeepgramSession {
   #leave(why: VoxdError): void {
     if (this.#shell.ended) return;
     this.#keepalive.cancel();
-    if (this.#segmentOpen) this.#count('cancelled');
-    this.#segmentOpen = false;
+    this.#dropSegments('cancelled');
     this.#speaker.clear();
     this.#shell.leave(why);
+  }
+
+  /** The segments flushed and not answered, and the one open, end without their audio. */
+  #dropSegments(outcome: 'failed' | 'cancelled'): void {
+    const segments = this.#unanswered + (this.#segmentOpen ? 1 : 0);
+    this.#unanswered = 0;
+    this.#segmentOpen = false;
+    for (let i = 0; i < segments; i++) this.#count(outcome);
   }
 
   #count(outcome: 'completed' | 'failed' | 'cancelled'): void {
