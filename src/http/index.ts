@@ -22,6 +22,7 @@ import { ClientSecrets } from './realtime/client-secrets.js';
 import { type RealtimeFrontEnd, realtimeFrontEnd } from './realtime/upgrade.js';
 import { compileSchemas } from './request/schema.js';
 import { listenUpgradeRoute, speakUpgradeRoute } from './routes/deepgram.js';
+import { deepgramListenRoutes } from './routes/deepgram-listen.js';
 import { deepgramSpeakRoutes } from './routes/deepgram-speak.js';
 import { installerRoutes } from './routes/installer.js';
 import { managementRoutes } from './routes/management.js';
@@ -56,6 +57,7 @@ function httpRoutes(secrets: ClientSecrets): readonly Route[] {
     ...realtimeSecretRoutes(secrets),
     listenUpgradeRoute,
     speakUpgradeRoute,
+    ...deepgramListenRoutes,
     ...deepgramSpeakRoutes,
     ...openapiRoutes(() => routes),
     ...metricsRoutes,

@@ -386,6 +386,32 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
         ...errors('400', '401', '403', '404', '426', '503'),
       },
     },
+    post: {
+      tags: ['Audio'],
+      summary: "Transcription of prerecorded audio in Deepgram's REST shape",
+      description:
+        "Deepgram's `POST /v1/listen`, as `@deepgram/sdk`'s `listen.v1.media.transcribeFile` and `transcribeUrl` call it: the body is the audio (any format voxd decodes; raw samples when the query names `encoding` and `sample_rate`), or JSON `{\"url\"}` naming a server-side file under `file_roots` (voxd fetches no remote URL). The answer is Deepgram's: `metadata`, `results.channels[0].alternatives[0]` (transcript, confidence, timed words) and `results.utterances` with `utterances=true`. `callback` is refused. docs/deepgram.md.",
+      requestBody: {
+        required: true,
+        description: 'The audio, or JSON {"url"} naming a server-side file.',
+        content: {
+          'application/octet-stream': { schema: binary },
+          'application/json': {
+            schema: {
+              type: 'object',
+              required: ['url'],
+              properties: {
+                url: { type: 'string', description: 'A server-side path or file: URL under file_roots.' },
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        '200': ok("Deepgram's prerecorded transcription (metadata, results)."),
+        ...errors(...INFERENCE_ERRORS),
+      },
+    },
   },
   '/v1/speak': {
     get: {

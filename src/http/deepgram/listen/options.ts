@@ -156,3 +156,41 @@ function bad(name: string, value: string | null, why: string): VoxdError {
     param: name,
   });
 }
+
+/** What `POST /v1/listen` (prerecorded audio) acts on. */
+export interface PrerecordedOptions {
+  model: string | undefined;
+  /** Raw audio in this encoding, at sampleRate with channels; undefined: a file voxd decodes. */
+  encoding: Encoding | undefined;
+  sampleRate: number;
+  channels: number;
+  /** Whether to answer `results.utterances` too. */
+  utterances: boolean;
+  /** The pause that splits two utterances, in ms (Deepgram's `utt_split`, seconds, default 0.8). */
+  uttSplitMs: number;
+}
+
+/** The prerecorded form's query; the same parameters as the socket's, where they apply. */
+export function prerecordedOptions(query: URLSearchParams): PrerecordedOptions {
+  for (const name of [...IGNORED_FLAGS, 'interim_results', 'vad_events', 'paragraphs'])
+    flag(query, name, false);
+  for (const name of IGNORED_TEXT) for (const value of query.getAll(name)) text(name, value);
+  if (query.has('callback'))
+    throw bad(
+      'callback',
+      query.get('callback'),
+      'voxd answers in the response and calls no URL; leave callback out',
+    );
+  const encoding = encodingOf(query.get('encoding'));
+  const split = query.get('utt_split');
+  const uttSplit = split === null ? 0.8 : Number(split);
+  if (!(uttSplit > 0 && uttSplit <= 60)) throw bad('utt_split', split, 'expected seconds from 0 to 60');
+  return {
+    model: query.get('model') ?? undefined,
+    encoding,
+    sampleRate: sampleRateOf(query, encoding),
+    channels: integer(query, 'channels', 1, 1, 8),
+    utterances: flag(query, 'utterances', false),
+    uttSplitMs: uttSplit * 1000,
+  };
+}
