@@ -285,4 +285,21 @@ describe('/v1/speak timeouts', () => {
       },
     );
   });
+
+  test('a client that sends bad messages and reads none of the Warnings is cut, not buffered for', async () => {
+    await withServer({ models: [tts('tone')] }, async (srv) => {
+      const c = await openSpeak(srv.url, 'model=tone');
+      await c.next('Metadata');
+      c.ws.pause();
+      // Each answered by a Warning of some 300 bytes: far more than the socket buffers hold.
+      for (let i = 0; i < 100_000; i++) c.ws.send('x');
+      const ended = async () =>
+        (await get(srv.url, '/metrics')).body
+          .toString()
+          .includes('voxd_sessions_ended_total{protocol="deepgram_speak",reason="send_timeout"} 1');
+      await waitUntil('the server let the session go for not reading', ended, 20_000);
+      c.ws.resume();
+      assert.equal((await c.closed).code, 1006);
+    });
+  });
 });

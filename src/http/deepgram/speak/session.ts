@@ -38,6 +38,11 @@ const INBOX_BYTES = 1 << 20;
 export const FRAME_BYTES = 8192;
 /** Audio sent and not yet written to the socket past which a send waits for the client to read. */
 export const SEND_HIGH_WATER = 64 << 10;
+/**
+ * Messages (Warnings, Flushed) waiting unwritten past which the client is taken not to read: a
+ * client that sends bad messages and reads none of the Warnings cannot grow voxd's memory.
+ */
+export const UNREAD_MESSAGES_BYTES = 1 << 20;
 /** The most text held unspoken when the model and server set no max_input_chars. */
 const UNLIMITED_TEXT_CAP = 1_000_000;
 
@@ -66,8 +71,8 @@ export class SpeakSession implements DeepgramSession {
   #segmentOpen = false;
   /** Flushed segments whose Flushed is not sent yet: each is counted when it is, or when it is dropped. */
   #unanswered = 0;
-  /** A Close or the shutdown is finishing: later messages are not taken. */
-  #closing = false;
+  /** A Close or the shutdown finishing: later messages are not taken, a shutdown joins it. */
+  #finishing: Promise<void> | undefined;
 
   constructor(ws: WebSocket, deps: DeepgramDeps, plan: SpeakPlan) {
     this.#ws = ws;
@@ -108,9 +113,12 @@ export class SpeakSession implements DeepgramSession {
     this.#sendJson(meta);
   }
 
-  /** The shutdown: the audio of the text already cut is finished, the rest dropped, then 1001. */
-  async shutdown(): Promise<void> {
-    await this.#finish(1001, 'shutting down');
+  /**
+   * The shutdown: the audio of the text already cut is finished, the rest dropped, then 1001 (a
+   * Close already finishing is joined, and closes with its 1000).
+   */
+  shutdown(): Promise<void> {
+    return this.#finish(1001, 'shutting down');
   }
 
   #arrived(data: Buffer, binary: boolean): void {
@@ -128,7 +136,7 @@ export class SpeakSession implements DeepgramSession {
   }
 
   #receive(data: Buffer, binary: boolean): void {
-    if (this.#closing) return;
+    if (this.#finishing) return;
     let message: ClientMessage;
     try {
       if (binary) throw new BadMessage('binary frames are not messages: send each message as JSON text');
@@ -204,12 +212,14 @@ export class SpeakSession implements DeepgramSession {
   }
 
   /** A Close or the shutdown: the pieces already cut are spoken, the text held dropped, then the close. */
-  async #finish(code: number, reason: string): Promise<void> {
-    if (this.#closing || this.#shell.ended) return;
-    this.#closing = true;
-    this.#cutter.clear();
-    await this.#speaker.idle();
-    this.#close(code, reason);
+  #finish(code: number, reason: string): Promise<void> {
+    if (this.#shell.ended) return Promise.resolve();
+    this.#finishing ??= (async () => {
+      this.#cutter.clear();
+      await this.#speaker.idle();
+      this.#close(code, reason);
+    })();
+    return this.#finishing;
   }
 
   #failed(err: unknown): void {
@@ -259,7 +269,12 @@ export class SpeakSession implements DeepgramSession {
 
   #sendJson(message: object): void {
     const ws = this.#ws;
-    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
+    if (ws.readyState !== ws.OPEN) return;
+    if (ws.bufferedAmount > UNREAD_MESSAGES_BYTES + SEND_HIGH_WATER) {
+      this.#notReading(`${UNREAD_MESSAGES_BYTES} bytes of messages unread`);
+      return;
+    }
+    ws.send(JSON.stringify(message));
   }
 
   /**
@@ -294,18 +309,16 @@ export class SpeakSession implements DeepgramSession {
         ms > 0
           ? host.clock.after(ms, () => {
               done(false);
-              this.#notReading(ms);
+              this.#notReading(`no audio for live_ingest.send_timeout_ms (${ms} ms)`);
             })
           : undefined;
       this.#ws.send(frame, () => done(true));
     });
   }
 
-  #notReading(ms: number): void {
+  #notReading(what: string): void {
     if (this.#shell.ended) return;
-    this.#leave(
-      new VoxdError('E_SEND_TIMEOUT', `the client read no audio for live_ingest.send_timeout_ms (${ms} ms)`),
-    );
+    this.#leave(new VoxdError('E_SEND_TIMEOUT', `the client read ${what}`));
     // The close frame would wait behind the audio the client does not read.
     this.#ws.terminate();
   }
