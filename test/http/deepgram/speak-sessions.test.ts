@@ -135,6 +135,33 @@ describe('/v1/speak sessions (fixture engine)', () => {
     await waitUntil('the run ended', () => s.fixture.record.of('hang', 'run-end').length > started);
   });
 
+  test('segments in order: each Flush answered after its own audio, an empty Flush at once, ids from 0', async () => {
+    const c = await openSpeak(s.url, 'model=tone&sample_rate=16000');
+    try {
+      c.send({ type: 'Flush' });
+      c.speak('One. Two');
+      c.send({ type: 'Flush' });
+      c.speak('Three, four five six, seven');
+      c.send({ type: 'Flush' });
+      const first = await c.next('Flushed');
+      const second = await c.next('Flushed', first.at + 1);
+      const third = await c.next('Flushed', second.at + 1);
+      assert.deepEqual(
+        [first.message.sequence_id, second.message.sequence_id, third.message.sequence_id],
+        [0, 1, 2],
+      );
+      assert.equal(c.audio(0, first.at).length, 0, 'nothing was held at the first Flush');
+      assert.equal(c.audio(first.at, second.at).length, toneBytes('One.') + toneBytes('Two'));
+      // The first clause is its own piece; the rest, with its comma, is the next.
+      assert.equal(
+        c.audio(second.at, third.at).length,
+        toneBytes('Three, four five six,') + toneBytes('seven'),
+      );
+    } finally {
+      c.ws.close();
+    }
+  });
+
   test('mulaw at 8 kHz: one byte per sample at the asked rate', async () => {
     const c = await openSpeak(s.url, 'model=tone&encoding=mulaw&sample_rate=8000');
     try {

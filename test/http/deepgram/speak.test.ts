@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { FLITE, lazyModel } from '../../helpers/models.js';
 import { suiteServer } from '../../helpers/suite-server.js';
+import { badRequest, request } from '../../helpers/voxd.js';
 import { describe as framesOf, openSpeak } from './speak-socket.js';
 
 const POCKETSPHINX = lazyModel('pocketsphinx', 'pocketsphinx_asr', 'asr');
@@ -32,5 +33,30 @@ describe('/v1/speak with flite', () => {
     } finally {
       c.ws.close();
     }
+  });
+
+  test('POST /v1/speak: speed reaches the engine (1.5 is shorter than 0.7); callback and empty text are 400s', async () => {
+    const at = async (speed: number) => {
+      const res = await request(s.url, 'POST', `/v1/speak?model=flite&speed=${speed}`, {
+        body: JSON.stringify({ text: 'Please call me tomorrow morning.' }),
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.equal(res.status, 200, res.body.toString());
+      assert.equal(res.headers.get('content-type'), 'audio/l16;rate=24000;channels=1');
+      return res.body.length;
+    };
+    const fast = await at(1.5);
+    const slow = await at(0.7);
+    assert.ok(fast < slow * 0.7, `${fast} bytes at 1.5, ${slow} at 0.7`);
+    const callback = await request(s.url, 'POST', '/v1/speak?callback=http://example.com/', {
+      body: JSON.stringify({ text: 'Hi.' }),
+      headers: { 'content-type': 'application/json' },
+    });
+    badRequest(callback, 'callback', 'calls no URL');
+    const empty = await request(s.url, 'POST', '/v1/speak', {
+      body: JSON.stringify({ text: ' ' }),
+      headers: { 'content-type': 'application/json' },
+    });
+    badRequest(empty, 'text');
   });
 });
