@@ -43,8 +43,16 @@ export const SEND_HIGH_WATER = 64 << 10;
  * client that sends bad messages and reads none of the Warnings cannot grow voxd's memory.
  */
 export const UNREAD_MESSAGES_BYTES = 1 << 20;
+/** Flushes waiting for their audio past which another is refused with a Warning. */
+export const MAX_PENDING_FLUSHES = 64;
 /** The most text held unspoken when the model and server set no max_input_chars. */
 const UNLIMITED_TEXT_CAP = 1_000_000;
+
+/** A Flush whose Flushed is not sent yet: when it came, and the characters of its segment (0: empty). */
+interface PendingFlush {
+  at: number;
+  chars: number;
+}
 
 export interface SpeakPlan {
   /** The model's id, and the name the client asked for (echoed in Metadata). */
@@ -67,10 +75,10 @@ export class SpeakSession implements DeepgramSession {
   readonly #keepalive: Timer;
   /** The next Flush's sequence id (Deepgram counts flushes from 0). */
   #sequence = 0;
-  /** Text arrived since the last Flush or Clear: a segment is open (for its exchange metric). */
-  #segmentOpen = false;
-  /** Flushed segments whose Flushed is not sent yet: each is counted when it is, or when it is dropped. */
-  #unanswered = 0;
+  /** Characters taken since the last Flush or Clear: the open segment's (for its exchange metric). */
+  #segmentChars = 0;
+  /** Flushes whose Flushed is not sent yet, in order: each is counted and logged when it is sent. */
+  #pending: PendingFlush[] = [];
   /** A Close or the shutdown finishing: later messages are not taken, a shutdown joins it. */
   #finishing: Promise<void> | undefined;
 
@@ -175,7 +183,6 @@ export class SpeakSession implements DeepgramSession {
       );
       return;
     }
-    this.#segmentOpen = true;
     let pieces: string[];
     try {
       pieces = this.#cutter.push(text);
@@ -183,25 +190,43 @@ export class SpeakSession implements DeepgramSession {
       this.#warn('TEXT_TOO_LONG', `${describeError(err).error.message}; the text held was dropped`);
       return;
     }
+    this.#segmentChars += text.length;
     for (const piece of pieces) this.#speaker.speak(piece);
   }
 
   #flush(): void {
+    if (this.#pending.length >= MAX_PENDING_FLUSHES) {
+      this.#warn(
+        'BUFFER_FULL',
+        `${MAX_PENDING_FLUSHES} Flushes wait for their audio; this one was not taken (the text stays held): wait for Flushed`,
+      );
+      return;
+    }
     const rest = this.#cutter.flush();
     if (rest !== undefined) this.#speaker.speak(rest);
-    const sequenceId = this.#sequence++;
-    this.#speaker.flush(sequenceId);
-    if (this.#segmentOpen) this.#unanswered++;
-    this.#segmentOpen = false;
+    this.#speaker.flush(this.#sequence++);
+    this.#pending.push({ at: performance.now(), chars: this.#segmentChars });
+    this.#segmentChars = 0;
   }
 
   /** A Flush's audio is all sent: its segment is done. An empty Flush counts no exchange. */
   #flushed(sequenceId: number): void {
     this.#sendJson({ type: 'Flushed', sequence_id: sequenceId });
-    if (this.#unanswered > 0) {
-      this.#unanswered--;
-      this.#count('completed');
-    }
+    const flush = this.#pending.shift();
+    if (!flush || flush.chars === 0) return;
+    this.#count('completed');
+    const ms = performance.now() - flush.at;
+    this.#deps.log.info(
+      {
+        session: this.id,
+        protocol: 'deepgram_speak',
+        model: this.#plan.model,
+        sequence_id: sequenceId,
+        chars: flush.chars,
+        ms,
+      },
+      `/v1/speak segment ${sequenceId} spoken ${ms.toFixed(1)} ms after its Flush`,
+    );
   }
 
   #clear(): void {
@@ -253,9 +278,10 @@ export class SpeakSession implements DeepgramSession {
 
   /** The segments flushed and not answered, and the one open, end without their audio. */
   #dropSegments(outcome: 'failed' | 'cancelled'): void {
-    const segments = this.#unanswered + (this.#segmentOpen ? 1 : 0);
-    this.#unanswered = 0;
-    this.#segmentOpen = false;
+    const segments =
+      this.#pending.filter((flush) => flush.chars > 0).length + (this.#segmentChars > 0 ? 1 : 0);
+    this.#pending = [];
+    this.#segmentChars = 0;
     for (let i = 0; i < segments; i++) this.#count(outcome);
   }
 
