@@ -58,21 +58,23 @@ export function spoken(ids: ClipId[], { leadMs = 500, pauseMs = 1500, tailMs = 1
   return { pcm: toPcm16(all), speechEndsMs, reference: ids.map((id) => REFERENCE[id]).join(' ') };
 }
 
+/** How `paced` sends: frames of `frameMs` (or exactly `frameBytes`, odd or not), at `speed` times real time. */
+export interface Pacing {
+  frameMs?: number;
+  frameBytes?: number;
+  speed?: number;
+  signal?: AbortSignal;
+  /** Told each frame's end (ms of audio) as it is sent. */
+  sent?: (ms: number) => void;
+}
+
 /**
- * Sends `pcm` through `send` in frames of `frameMs`, each when its audio would have been spoken
- * (`speed` 1: real time); `sent(ms)` is told each frame's end as it goes. Stops when `signal` aborts.
+ * Sends `pcm` through `send` in frames, each when its audio would have been spoken (`speed` 1: real
+ * time). Stops when `signal` aborts.
  */
-export async function paced(
-  pcm: Buffer,
-  send: (frame: Buffer) => void,
-  {
-    frameMs = 40,
-    speed = 1,
-    signal,
-    sent,
-  }: { frameMs?: number; speed?: number; signal?: AbortSignal; sent?: (ms: number) => void } = {},
-): Promise<void> {
-  const frameBytes = Math.round((frameMs * RATE) / 1000) * 2;
+export async function paced(pcm: Buffer, send: (frame: Buffer) => void, pacing: Pacing = {}): Promise<void> {
+  const { frameMs = 40, speed = 1, signal, sent } = pacing;
+  const frameBytes = pacing.frameBytes ?? Math.round((frameMs * RATE) / 1000) * 2;
   const started = performance.now();
   for (let at = 0; at < pcm.length; at += frameBytes) {
     if (signal?.aborted) return;
