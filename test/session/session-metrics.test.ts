@@ -1,7 +1,7 @@
 /**
  * The shared readings every front end draws on are in /metrics: the byte budget's bytes held and
  * the connection count (HTTP and Wyoming together); a session's end is counted by protocol and
- * reason.
+ * reason, Deepgram's two sockets' too (their open sessions gauged, their exchanges counted).
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -11,8 +11,10 @@ import { Metrics } from '../../src/observability/metrics.js';
 import { sessionHost } from '../../src/session/session-host.js';
 import { SessionShell } from '../../src/session/session-shell.js';
 import { MemoryRelease } from '../../src/util/release-memory.js';
+import { openDeepgram } from '../helpers/deepgram-socket.js';
 import { ManualClock } from '../helpers/manual-clock.js';
-import { fixtureModel, startServer } from '../helpers/voxd.js';
+import { lazyModel } from '../helpers/models.js';
+import { fixtureModel, startServer, waitUntil, withServer } from '../helpers/voxd.js';
 
 const reading = (text: string, series: string) =>
   Number(
@@ -69,4 +71,53 @@ test('/metrics: client connections over HTTP and Wyoming, and the client bytes h
     wyoming.destroy();
     await s.close();
   }
+});
+
+test("Deepgram's sockets in /metrics: sessions open by protocol, a speak segment's exchange, each end by its reason", async () => {
+  await withServer(
+    {
+      deepgram_idle_timeout_ms: 200,
+      models: [
+        fixtureModel('asr'),
+        fixtureModel('tts', { task: 'tts' }),
+        lazyModel('silero-vad', 'silero_vad', 'vad'),
+      ],
+    },
+    async (s) => {
+      const scrape = async () => (await fetch(`${s.url}/metrics`)).text();
+      const open = (protocol: string) => `voxd_deepgram_sessions{protocol="${protocol}"}`;
+      const speak = await openDeepgram(`${s.url}/v1/speak?model=tts`);
+      const listen = await openDeepgram(`${s.url}/v1/listen?model=asr`);
+      await waitUntil('both sessions are counted', async () => {
+        const text = await scrape();
+        return reading(text, open('deepgram_speak')) === 1 && reading(text, open('deepgram_listen')) === 1;
+      });
+      speak.send({ type: 'Speak', text: 'Hello there.' });
+      speak.send({ type: 'Flush' });
+      await speak.messages.next('Flushed');
+      speak.ws.close();
+      await speak.closed;
+      // The listen client sends nothing: Deepgram's idle timeout (NET-0001) ends it.
+      const { code, reason } = await listen.closed;
+      assert.equal(code, 1011);
+      assert.match(reason, /^NET-0001/);
+      await waitUntil('both are counted out, each end by its reason', async () => {
+        const text = await scrape();
+        return (
+          reading(text, open('deepgram_speak')) === 0 &&
+          reading(text, open('deepgram_listen')) === 0 &&
+          reading(text, 'voxd_sessions_ended_total{protocol="deepgram_speak",reason="client_gone"}') === 1 &&
+          reading(text, 'voxd_sessions_ended_total{protocol="deepgram_listen",reason="idle"}') === 1
+        );
+      });
+      const text = await scrape();
+      assert.equal(
+        reading(
+          text,
+          'voxd_exchanges_total{protocol="deepgram_speak",kind="tts",model="tts",outcome="completed"}',
+        ),
+        1,
+      );
+    },
+  );
 });

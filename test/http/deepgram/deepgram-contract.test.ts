@@ -6,13 +6,17 @@
  * against eviction while they run, and a shutdown lets the work in progress finish before it closes
  * the socket with 1001. The fixture engine's runs are held by gates set as the model's default
  * request options (a socket sends no engine options); orderings are forced with gates, never sleeps.
+ * The listen sessions' utterances are found by the real silero VAD in flite's speech.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { type DeepgramClient, openDeepgram } from '../../helpers/deepgram-socket.js';
+import { FLITE, lazyModel } from '../../helpers/models.js';
 import {
   fixtureModel,
+  fliteSpeech,
   post,
+  startServer,
   type TestServer,
   waitUntil,
   whenRuntime,
@@ -246,5 +250,245 @@ describe('/v1/speak under the admission contract', () => {
         c.ws.terminate();
       },
     );
+  });
+});
+
+// ---------------------------------------------------------------- /v1/listen
+
+/** `/v1/listen` finds utterances with the server's VAD (chunking_vad_model `silero-vad`). */
+const VAD = lazyModel('silero-vad', 'silero_vad', 'vad');
+/** A live engine: an utterance holds its slot from its speech start, heard as it is spoken. */
+const POCKETSPHINX = lazyModel('pocketsphinx', 'pocketsphinx_asr', 'asr', { mode: 'streaming' });
+const RATE = 16000;
+const silence = (ms: number) => Buffer.alloc((RATE * 2 * ms) / 1000);
+
+/**
+ * A `/v1/listen` session on `model`, 16 kHz PCM16, an utterance ended by 500 ms of silence,
+ * SpeechStarted sent.
+ */
+function listener(s: TestServer, model = 'asr'): Promise<DeepgramClient> {
+  return openDeepgram(
+    `${s.url}/v1/listen?model=${model}&encoding=linear16&sample_rate=${RATE}&endpointing=500&vad_events=true`,
+  );
+}
+
+describe('/v1/listen under the admission contract', () => {
+  /** flite's speech, made once: every session speaks it as one utterance with silence around it. */
+  let speech: Buffer;
+  before(async () => {
+    const flite = await startServer({ models: [FLITE] });
+    try {
+      speech = await fliteSpeech(flite.url, 'Please call me tomorrow morning.', RATE);
+    } finally {
+      await flite.close();
+    }
+  });
+  /** One utterance, all at once: the VAD ends it at its silence and it goes to the model's FIFO. */
+  const utterance = (c: DeepgramClient) => c.sendAudio(Buffer.concat([silence(500), speech, silence(1500)]));
+
+  test('[order.request-request] utterances of four sessions at once on one slot run in arrival order', async () => {
+    await withServer({ ui_management: true, models: [VAD] }, { parallel: true }, async (s) => {
+      // Every run hangs until its client leaves: which one runs shows by what a leave starts.
+      await register(s, 'asr', 'asr', { hang: 'true' }, 1);
+      const clients: DeepgramClient[] = [];
+      for (let i = 0; i < 4; i++) {
+        const c = await listener(s);
+        utterance(c);
+        clients.push(c);
+        await whenRuntime(
+          s.voxd.runtime,
+          `session ${i}'s utterance is admitted or queued`,
+          () => {
+            const { activeRequests, queuedRequests } = snapshot(s, 'asr');
+            return activeRequests + queuedRequests === i + 1;
+          },
+          15_000,
+        );
+      }
+      const starts = () => s.fixture.record.of('asr', 'run-start').length;
+      assert.equal(starts(), 1);
+      // Each leave of the one running starts the next; had another been running, the leave would
+      // only have taken a queued one out and started nothing.
+      for (let i = 0; i < 3; i++) {
+        clients[i]!.ws.terminate();
+        await waitUntil(`session ${i + 1}'s utterance starts`, () => starts() === i + 2);
+        assert.equal(snapshot(s, 'asr').queuedRequests, 2 - i);
+      }
+      clients[3]!.ws.terminate();
+      await whenRuntime(s.voxd.runtime, 'the slot is free', () => snapshot(s, 'asr').activeRequests === 0);
+      assert.equal(starts(), 4);
+    });
+  });
+
+  test('[order.manager-request] an utterance ended after a queued unload waits for it, then runs on a fresh load', async () => {
+    await withServer({ ui_management: true, models: [VAD, fixtureModel('asr')] }, async (s) => {
+      const holder = await holdSlot(s, 'asr');
+      const unload = post(s.url, '/v1/models/unload', { id: 'asr' });
+      await whenRuntime(s.voxd.runtime, 'the unload queues', () => snapshot(s, 'asr').queuedManagers === 1);
+      const c = await listener(s);
+      utterance(c);
+      await whenRuntime(
+        s.voxd.runtime,
+        'the utterance queues behind it',
+        () => snapshot(s, 'asr').queuedRequests === 1,
+        15_000,
+      );
+      await holder.gate.open();
+      assert.equal((await unload).status, 200);
+      const final = await c.messages.next((m) => m.type === 'Results' && m.is_final, 0, 15_000);
+      assert.equal(final.speech_final, true);
+      const starts = s.fixture.record.of('asr', 'run-start') as { generation: number }[];
+      assert.deepEqual(
+        starts.map((e) => e.generation),
+        [1, 2],
+        'the holder ran on the first load, the utterance on the load after the unload',
+      );
+      c.ws.close();
+    });
+  });
+
+  test('[time.disconnect-queued] an utterance queued behind a running request leaves the queue with its client, and never runs', async () => {
+    await withServer({ models: [VAD, fixtureModel('asr')] }, async (s) => {
+      const holder = await holdSlot(s, 'asr');
+      const c = await listener(s);
+      utterance(c);
+      await whenRuntime(
+        s.voxd.runtime,
+        'the utterance queues',
+        () => snapshot(s, 'asr').queuedRequests === 1,
+        15_000,
+      );
+      c.ws.terminate();
+      await whenRuntime(s.voxd.runtime, 'the queue empties', () => snapshot(s, 'asr').queuedRequests === 0);
+      await holder.gate.open();
+      assert.equal((await holder.answer).status, 200);
+      assert.equal(s.fixture.record.of('asr', 'run-start').length, 1, 'the utterance never ran');
+      await whenRuntime(s.voxd.runtime, 'the slot is free', () => snapshot(s, 'asr').activeRequests === 0);
+    });
+  });
+
+  test('[time.disconnect-executing] a client that leaves while its utterance is transcribed cancels the run and frees the slot at once', async () => {
+    await withServer({ ui_management: true, models: [VAD] }, async (s) => {
+      const gate = s.gate('utterance');
+      await register(s, 'asr', 'asr', { run_gate: gate.path });
+      const c = await listener(s);
+      utterance(c);
+      await waitUntil(
+        'the utterance runs',
+        () => s.fixture.record.of('asr', 'run-start').length === 1,
+        15_000,
+      );
+      assert.equal(snapshot(s, 'asr').activeRequests, 1);
+      c.ws.terminate();
+      await whenRuntime(s.voxd.runtime, 'the slot is free', () => snapshot(s, 'asr').activeRequests === 0);
+      assert.deepEqual(
+        (s.fixture.record.of('asr', 'run-end') as { outcome: string }[]).map((e) => e.outcome),
+        ['aborted'],
+      );
+    });
+  });
+
+  test('[time.admission-timeout] an utterance that waits past the busy timeout ends the session as Deepgram ends one (1011 NET-0000 with the reason); nothing is held', async () => {
+    await withServer({ models: [VAD, fixtureModel('asr', { busy_timeout_ms: 50 })] }, async (s) => {
+      const holder = await holdSlot(s, 'asr');
+      const c = await listener(s);
+      utterance(c);
+      const closed = await c.closed;
+      assert.equal(closed.code, 1011);
+      assert.match(closed.reason, /^NET-0000 .*busy/);
+      await holder.gate.open();
+      assert.equal((await holder.answer).status, 200);
+      assert.equal(s.fixture.record.of('asr', 'run-start').length, 1, 'the utterance never ran');
+      await whenRuntime(s.voxd.runtime, 'nothing is held', () => {
+        const { activeRequests, queuedRequests } = snapshot(s, 'asr');
+        return activeRequests === 0 && queuedRequests === 0;
+      });
+    });
+  });
+
+  test('[state.ready.evict] eviction passes over a model whose utterance is being transcribed and takes an idle one', async () => {
+    await withServer(
+      { max_loaded_models: 2, ui_management: true, models: [VAD, fixtureModel('other')] },
+      async (s) => {
+        const gate = s.gate('utterance');
+        await register(s, 'asr', 'asr', { run_gate: gate.path });
+        const c = await listener(s);
+        utterance(c);
+        await waitUntil(
+          'the utterance runs',
+          () => s.fixture.record.of('asr', 'run-start').length === 1,
+          15_000,
+        );
+        // Loaded: the VAD (idle now) and asr (running). `other` needs one of their places.
+        const other = await post(s.url, '/v1/tasks/run', { model: 'other', text: 'x' });
+        assert.equal(other.status, 200, other.body.toString());
+        const logs = s.logs.join('\n');
+        assert.match(logs, /evicted model 'silero-vad' to load 'other'/);
+        assert.doesNotMatch(logs, /evicted model 'asr'/);
+        assert.equal(snapshot(s, 'asr').activeRequests, 1, 'the utterance still holds its slot');
+        await gate.open();
+        await c.messages.next((m) => m.type === 'Results' && m.is_final, 0, 15_000);
+        c.ws.close();
+      },
+    );
+  });
+
+  test('[time.custom-listener] a shutdown lets the utterance in progress finish (its final Results, then Metadata), then closes with 1001', async () => {
+    await withServer({ ui_management: true, models: [VAD] }, async (s) => {
+      const gate = s.gate('utterance');
+      await register(s, 'asr', 'asr', { run_gate: gate.path });
+      const c = await listener(s);
+      utterance(c);
+      await waitUntil(
+        'the utterance runs',
+        () => s.fixture.record.of('asr', 'run-start').length === 1,
+        15_000,
+      );
+      const closing = s.voxd.close();
+      await waitUntil('the shutdown begins', () => s.voxd.runtime.closing);
+      await gate.open();
+      assert.equal((await c.closed).code, 1001);
+      const types = c.messages.types();
+      assert.deepEqual(types.slice(-2), ['Results', 'Metadata'], types.join(' '));
+      assert.equal(c.messages.all.at(-2).is_final, true);
+      assert.deepEqual(
+        (s.fixture.record.of('asr', 'run-end') as { outcome: string }[]).map((e) => e.outcome),
+        ['ok'],
+      );
+      await closing;
+      await assert.rejects(listener(s));
+    });
+  });
+
+  test('[time.shutdown-stalled-io] a shutdown with live utterances mid-speech (one client gone, one silent) ends well within its deadline; the silent one gets its final', async () => {
+    await withServer({ shutdown_timeout_ms: 20_000, models: [VAD, POCKETSPHINX] }, async (s) => {
+      const midSpeech = Buffer.concat([silence(500), speech.subarray(0, speech.length / 2)]);
+      const gone = await listener(s, 'pocketsphinx');
+      gone.sendAudio(midSpeech);
+      await gone.messages.next('SpeechStarted', 0, 15_000);
+      gone.ws.terminate();
+      const silent = await listener(s, 'pocketsphinx');
+      silent.sendAudio(midSpeech);
+      await silent.messages.next('SpeechStarted', 0, 15_000);
+      await whenRuntime(
+        s.voxd.runtime,
+        'its live utterance holds the slot',
+        () => {
+          return snapshot(s, 'pocketsphinx').activeRequests === 1;
+        },
+        15_000,
+      );
+      const started = performance.now();
+      await s.voxd.close();
+      const ms = performance.now() - started;
+      assert.ok(ms < 5000, `the shutdown took ${ms.toFixed(0)} ms`);
+      assert.deepEqual(await silent.closed, {
+        code: 1001,
+        reason: 'voxd is shutting down; reconnect to another instance',
+      });
+      const types = silent.messages.types();
+      assert.ok(types.includes('Results'), types.join(' '));
+      assert.equal(types.at(-1), 'Metadata');
+    });
   });
 });
