@@ -56,9 +56,24 @@ describe('/v1/listen over a raw WebSocket', () => {
     t.diagnostic(
       `WER /v1/listen ${live.toFixed(3)} "${heard}"; /v1/audio/transcriptions ${whole.toFixed(3)} "${http.join(' ')}"`,
     );
-    // The live search's words depend on where the VAD starts each utterance (its windows follow the
-    // audio's arrival): one word in ten either way is the spread of repeated runs.
-    assert.ok(live <= whole + 0.1, `/v1/listen's WER ${live} > ${whole} + 0.1`);
+    // pocketsphinx's live search settles on words a quarter second of audio at a time from the
+    // utterance's first sample, and the VAD starts an utterance where its windows, which follow the
+    // audio's arrival, find speech: the words vary from run to run either way (0880 and 0930 lost
+    // or gained two words between runs). Six words in thirty is that spread; a broken stream (lost
+    // or misaligned audio) is far past it.
+    assert.ok(live <= whole + 0.2, `/v1/listen's WER ${live} > ${whole} + 0.2`);
+    // Words are never taken back: within an utterance each interim extends the one before, and its
+    // final starts with the last interim's words.
+    let before: string[] = [];
+    for (const r of results(all)) {
+      const words = text(r).split(' ').filter(Boolean);
+      assert.deepEqual(
+        words.slice(0, before.length),
+        before,
+        `"${text(r)}" takes back "${before.join(' ')}"`,
+      );
+      before = r.is_final ? [] : words;
+    }
     const last = finals.at(-1);
     assert.equal(last.speech_final, true, 'the utterance ended by its silence');
     assert.equal(last.from_finalize, false);
