@@ -428,7 +428,7 @@ const OPERATIONS: Record<string, Record<string, Operation>> = {
       tags: ['Audio'],
       summary: "Text to speech in Deepgram's REST shape (Aura)",
       description:
-        "Deepgram's `POST /v1/speak`, as `@deepgram/sdk`'s `speak.v1.audio.generate` calls it: a JSON body `{\"text\"}` and the socket's query (`model`, `encoding`, `sample_rate`, `speed`), plus `container` `none` (the raw samples) or `wav`. `callback` is refused (voxd calls no URL). docs/deepgram.md.",
+        "Deepgram's `POST /v1/speak`, as `@deepgram/sdk`'s `speak.v1.audio.generate` calls it: a JSON body `{\"text\"}` and the socket's query (`model`, `encoding`, `sample_rate`, `speed`), plus `container` `wav` (the default, as Deepgram's) or `none` (the raw samples); the audio streams as it is made. `callback` is refused (voxd calls no URL). docs/deepgram.md.",
       responses: {
         '200': ok("The speech in the query's encoding and rate.", {
           'audio/l16': { schema: { ...binary, description: 'linear16: 16-bit little-endian PCM, mono.' } },

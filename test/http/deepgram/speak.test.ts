@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { FLITE, lazyModel } from '../../helpers/models.js';
+import { RawClient } from '../../helpers/raw-http.js';
 import { suiteServer } from '../../helpers/suite-server.js';
 import { badRequest, request } from '../../helpers/voxd.js';
 import { describe as framesOf, openSpeak } from './speak-socket.js';
@@ -37,7 +38,7 @@ describe('/v1/speak with flite', () => {
 
   test('POST /v1/speak: speed reaches the engine (1.5 is shorter than 0.7); callback and empty text are 400s', async () => {
     const at = async (speed: number) => {
-      const res = await request(s.url, 'POST', `/v1/speak?model=flite&speed=${speed}`, {
+      const res = await request(s.url, 'POST', `/v1/speak?model=flite&container=none&speed=${speed}`, {
         body: JSON.stringify({ text: 'Please call me tomorrow morning.' }),
         headers: { 'content-type': 'application/json' },
       });
@@ -58,5 +59,23 @@ describe('/v1/speak with flite', () => {
       headers: { 'content-type': 'application/json' },
     });
     badRequest(empty, 'text');
+  });
+
+  test('POST /v1/speak to an HTTP/1.0 client: the whole WAV, its sizes exact', async () => {
+    const client = new RawClient(s.url);
+    const json = JSON.stringify({ text: 'Hello world.' });
+    await client.write(
+      `POST /v1/speak?model=flite&encoding=alaw&sample_rate=16000 HTTP/1.0\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${json.length}\r\n\r\n${json}`,
+    );
+    const res = await client.finished();
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['content-type'], 'audio/wav');
+    assert.equal(res.headers['dg-model-name'], 'flite');
+    const wav = res.body;
+    assert.equal(wav.readUInt16LE(20), 6, 'WAVE_FORMAT_ALAW');
+    assert.equal(wav.readUInt16LE(34), 8, '8 bits a sample');
+    assert.equal(wav.readUInt32LE(28), 16000, 'bytes a second');
+    assert.equal(wav.readUInt32LE(40), wav.length - 44);
+    assert.equal(wav.readUInt32LE(4), wav.length - 8);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The audio a `/v1/speak` request asks for, from its query as Deepgram's clients send it:
  * `encoding` (`linear16`, `mulaw`, `alaw`), `sample_rate` (the values Deepgram allows for that
- * encoding; its default when absent) and `container` (`none`; `wav` on the REST form only, as
- * Deepgram's streaming API takes no container). Options that do not apply to voxd's engines
+ * encoding; its default when absent) and `container` (`none`; on the REST form also `wav`, its
+ * default there as Deepgram's, while the streaming API takes no container). Options that do not apply to voxd's engines
  * (`bit_rate`, `mip_opt_out`, `tag`, `callback`) are accepted and ignored (docs/deepgram.md). A
  * value voxd cannot honour is a 400 naming the parameter and the value, before anything is held.
  */
@@ -46,7 +46,8 @@ export function speakFormat(query: URLSearchParams, rest: boolean): SpeakFormat 
       'sample_rate',
       `sample_rate: ${showValue(rawRate)} is not a rate of ${encoding}; expected one of: ${[...allowed].sort((a, b) => a - b).join(', ')}`,
     );
-  const container = query.get('container') ?? 'none';
+  // Deepgram's REST answer is a WAV file unless asked otherwise; its socket sends raw samples.
+  const container = query.get('container') ?? (rest ? 'wav' : 'none');
   const containers = rest ? ['none', 'wav'] : ['none'];
   if (!containers.includes(container))
     throw invalidField(
