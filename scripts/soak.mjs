@@ -756,7 +756,8 @@ const STATUS_OF_TYPE = {
 
 /**
  * One WebSocket exchange on `path`: `onOpen(ws, end)`, `onMessage(message, ws, end)` and
- * `onAudio(bytes, ws, end)` (binary messages) drive it, and `end(outcome)` finishes it. A refused upgrade ends it with the HTTP answer, a socket error or
+ * `onAudio(bytes, ws, end)` (binary messages) drive it, `onClose(end, code, reason)` says what a
+ * close means, and `end(outcome)` finishes it. A refused upgrade ends it with the HTTP answer, a socket error or
  * a close nobody asked for as `neterr`, and REQUEST_DEADLINE_MS without an end as a hang. Resolves
  * with what check() reads: a status, a body, the time taken.
  */
@@ -786,8 +787,12 @@ function wsExchange(path, what, { onOpen = () => undefined, onMessage, onClose, 
     ws.on('open', () => onOpen(ws, end));
     ws.on('error', (err) => end({ status: 'neterr', error: err.message }));
     // A client that closes on purpose says what its close means (onClose); any other is a fault.
-    ws.on('close', () =>
-      (onClose ?? (() => end({ status: 'neterr', error: `the ${what} closed unasked` })))(end),
+    ws.on('close', (code, reason) =>
+      (onClose ?? (() => end({ status: 'neterr', error: `the ${what} closed unasked` })))(
+        end,
+        code,
+        reason.toString(),
+      ),
     );
     // Binary messages are audio (Deepgram's speak socket); the other protocols send JSON text only.
     ws.on('message', (data, binary) =>
@@ -1391,6 +1396,143 @@ OPS.push(
     'bridge-leave-waiting',
     async () => {
       check('bridge-leave-waiting', await bridgeLeaveWaiting(), { model: 'flite', expectAbort: true });
+    },
+  ],
+);
+// --- Deepgram's live transcription (/v1/listen) -----------------------------------------------------
+/**
+ * What a `/v1/listen` close stands for, for check(): 1000/1001 after Metadata is the stream's end
+ * (200); 1008 `DATA-0000` a refused input (400); 1011 `NET-0000 <message>` the error the message
+ * tells (Deepgram's close carries no code: a busy, full or closing server is 503, anything else
+ * 500); the idle timeout `NET-0001` cannot happen to a client that is sending (a violation).
+ */
+function listenClose(code, reason, metadata) {
+  if ((code === 1000 || code === 1001) && metadata) return { status: 200, body: '' };
+  const error = (status, apiCode) => ({
+    status,
+    body: JSON.stringify({ error: { message: reason, code: apiCode, type: 'deepgram' } }),
+  });
+  if (code === 1008) return error(400, 'invalid_request');
+  if (code === 1011 && reason.startsWith('NET-0000')) {
+    const warning = speakWarning({ description: reason });
+    return { ...warning };
+  }
+  return { status: 'neterr', error: `the listen session closed ${code} ${reason}` };
+}
+
+/**
+ * One `/v1/listen` session on `model` (16 kHz linear16): 300 ms of silence, 1.5 s of flite's speech
+ * and 1 s of silence at once (silero finds the utterance), then CloseStream, answered by the final
+ * Results, Metadata and a 1000 close (200); `finalize`: a Finalize first, and CloseStream once its
+ * final Results came.
+ */
+function listenSession(model, { finalize = false } = {}) {
+  let metadata = false;
+  let closing = false;
+  const closeStream = (ws) => {
+    closing = true;
+    if (ws.readyState === WebSocket.OPEN) ws.send('{"type":"CloseStream"}');
+  };
+  return wsExchange(
+    `/v1/listen?model=${model}&encoding=linear16&sample_rate=16000&endpointing=300`,
+    'listen session',
+    {
+      onOpen: (ws) => {
+        const from = int(0, 3000);
+        ws.send(Buffer.concat([Buffer.alloc(300 * 32), speech(from, 1500), Buffer.alloc(1000 * 32)]));
+        if (finalize) ws.send('{"type":"Finalize"}');
+        else closeStream(ws);
+      },
+      onMessage: (m, ws) => {
+        if (m.type === 'Metadata') metadata = true;
+        else if (m.type === 'Results' && m.is_final && finalize && !closing) closeStream(ws);
+      },
+      onClose: (end, code, reason) =>
+        end(
+          closing || code !== 1000
+            ? listenClose(code, reason, metadata)
+            : { status: 'neterr', error: 'the listen session closed unasked' },
+        ),
+    },
+  );
+}
+
+/**
+ * A `/v1/listen` utterance on `pocketsphinx` (heard live) whose client leaves mid-speech: speech at
+ * real pace until 0-500 ms after its first interim Results (the engine is hearing it and holds its
+ * slot; at most LIVE_WAIT_MS), then a terminate, a close, or CloseStream (answered by the final,
+ * Metadata and 1000). The phase checks see the slot free again.
+ */
+function listenLiveLeave(how) {
+  const kind = `deepgram-listen-live-${how}`;
+  let leaving = false;
+  let ended = false;
+  let metadata = false;
+  let liveAt;
+  const extraMs = int(0, 500);
+  return wsExchange(
+    '/v1/listen?model=pocketsphinx&encoding=linear16&sample_rate=16000&interim_results=true',
+    'listen session',
+    {
+      onOpen: (ws, end) => {
+        const startedAt = performance.now();
+        const send = (pcm) => ws.readyState === WebSocket.OPEN && ws.send(pcm);
+        speakAtPace(LIVE_WAIT_MS, send, () => ended || spokenEnough(startedAt, () => liveAt, extraMs)).then(
+          () => {
+            if (ended) return;
+            leaving = true;
+            countLeave(kind, liveAt !== undefined);
+            if (how === 'terminate') end({ status: 'aborted' });
+            else if (how === 'close') ws.close(1000);
+            else ws.send('{"type":"CloseStream"}');
+          },
+        );
+      },
+      onMessage: (m) => {
+        if (m.type === 'Results' && !m.is_final) liveAt ??= performance.now();
+        if (m.type === 'Metadata') metadata = true;
+      },
+      onClose: (end, code, reason) => {
+        ended = true;
+        end(
+          leaving
+            ? how === 'closestream'
+              ? listenClose(code, reason, metadata)
+              : { status: 'aborted' }
+            : listenClose(code, reason, false),
+        );
+      },
+    },
+  ).then((r) => {
+    ended = true;
+    return r;
+  });
+}
+
+OPS.push(
+  [
+    2,
+    'deepgram-listen',
+    async () => {
+      const finalize = rand() < 0.5;
+      check(
+        finalize ? 'deepgram-listen-finalize' : 'deepgram-listen',
+        await listenSession('asr-s', { finalize }),
+        {
+          model: 'asr-s',
+        },
+      );
+    },
+  ],
+  [
+    0.75,
+    'deepgram-listen-live-leave',
+    async () => {
+      const how = pick(['close', 'terminate', 'closestream']);
+      check(`deepgram-listen-live-${how}`, await listenLiveLeave(how), {
+        model: 'pocketsphinx',
+        expectAbort: how !== 'closestream',
+      });
     },
   ],
 );
