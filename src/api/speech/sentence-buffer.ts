@@ -209,6 +209,11 @@ export class SentenceBuffer {
     );
   }
 
+  /** UTF-16 units of the text held (no sentence end decided in it yet): what it keeps in memory. */
+  get heldLength(): number {
+    return this.#heldLength;
+  }
+
   /** What is left once the text has ended (its last sentence, however it ends), or undefined. */
   flush(): string | undefined {
     const rest = this.#held.join('').trim();

@@ -329,4 +329,29 @@ describe('/v1/speak timeouts', () => {
       assert.equal((await c.closed).code, 1006);
     });
   });
+
+  test('unspoken text is held on the byte budget: past it a Warning, and all of it given back once spoken', async () => {
+    await withServer({ models: [tts('tone')], max_inflight_body_bytes: 4096 }, async (srv) => {
+      const c = await openSpeak(srv.url, 'model=tone&sample_rate=16000');
+      try {
+        c.speak('x'.repeat(3000));
+        const { message } = await c.next('Warning');
+        assert.equal(message.code, 'BUFFER_FULL');
+        assert.match(message.description, /max_inflight_body_bytes=4096/);
+        c.speak('Hello there, my good friend. And');
+        const held = async () =>
+          /voxd_client_bytes_held (\d+)/.exec((await get(srv.url, '/metrics')).body.toString())?.[1];
+        c.send({ type: 'Flush' });
+        const { at } = await c.next('Flushed');
+        assert.equal(
+          c.audio(0, at).length,
+          toneBytes('Hello there, my good friend.') + toneBytes('And'),
+          'the refused text is not spoken',
+        );
+        assert.equal(await held(), '0');
+      } finally {
+        c.ws.close();
+      }
+    });
+  });
 });

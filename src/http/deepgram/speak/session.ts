@@ -79,6 +79,8 @@ export class SpeakSession implements DeepgramSession {
   #segmentChars = 0;
   /** Flushes whose Flushed is not sent yet, in order: each is counted and logged when it is sent. */
   #pending: PendingFlush[] = [];
+  /** Bytes of unspoken text (held and queued) on the server's byte budget. */
+  #textBytes = 0;
   /** A Close or the shutdown finishing: later messages are not taken, a shutdown joins it. */
   #finishing: Promise<void> | undefined;
 
@@ -112,6 +114,7 @@ export class SpeakSession implements DeepgramSession {
       request: plan.request,
       format: plan.format,
       sendAudio: (bytes, current) => this.#sendAudio(bytes, current),
+      dequeued: () => this.#settleText(),
       flushed: (sequenceId) => this.#flushed(sequenceId),
       failed: (err) => this.#failed(err),
     });
@@ -183,15 +186,33 @@ export class SpeakSession implements DeepgramSession {
       );
       return;
     }
+    // The text is held on the server's byte budget until it is spoken or dropped.
+    try {
+      this.#shell.bytes.hold(text.length * 2);
+      this.#textBytes += text.length * 2;
+    } catch (err) {
+      this.#warn('BUFFER_FULL', `${describeError(err).error.message}; this text was dropped`);
+      return;
+    }
     let pieces: string[];
     try {
       pieces = this.#cutter.push(text);
     } catch (err) {
       this.#warn('TEXT_TOO_LONG', `${describeError(err).error.message}; the text held was dropped`);
+      this.#settleText();
       return;
     }
     this.#segmentChars += text.length;
     for (const piece of pieces) this.#speaker.speak(piece);
+    this.#settleText();
+  }
+
+  /** Gives back the budget of text no longer held (spoken, trimmed away, or dropped). */
+  #settleText(): void {
+    const held = (this.#cutter.heldLength + this.#speaker.queuedChars) * 2;
+    if (held >= this.#textBytes) return;
+    this.#shell.bytes.free(this.#textBytes - held);
+    this.#textBytes = held;
   }
 
   #flush(): void {
@@ -205,6 +226,7 @@ export class SpeakSession implements DeepgramSession {
     const rest = this.#cutter.flush();
     if (rest !== undefined) this.#speaker.speak(rest);
     this.#speaker.flush(this.#sequence++);
+    this.#settleText();
     this.#pending.push({ at: performance.now(), chars: this.#segmentChars });
     this.#segmentChars = 0;
   }
@@ -232,6 +254,7 @@ export class SpeakSession implements DeepgramSession {
   #clear(): void {
     this.#cutter.clear();
     this.#speaker.clear();
+    this.#settleText();
     this.#dropSegments('cancelled');
     this.#sendJson({ type: 'Cleared', sequence_id: this.#sequence });
   }
@@ -241,6 +264,7 @@ export class SpeakSession implements DeepgramSession {
     if (this.#shell.ended) return Promise.resolve();
     this.#finishing ??= (async () => {
       this.#cutter.clear();
+      this.#settleText();
       await this.#speaker.idle();
       this.#close(code, reason);
     })();

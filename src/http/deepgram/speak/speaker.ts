@@ -39,6 +39,8 @@ export interface SpeakerDeps {
   format: SpeakFormat;
   /** Sends audio bytes; resolves once the client may be sent more. */
   sendAudio(bytes: Buffer, current: () => boolean): Promise<void>;
+  /** A piece left the queue to be spoken (or the queue was dropped): less text is held. */
+  dequeued(): void;
   /** A flush's audio is all sent. */
   flushed(sequenceId: number): void;
   /** A piece failed (not by a Clear or the session's end): the session ends. */
@@ -101,6 +103,7 @@ export class Speaker {
       if ('flushed' in item) this.#deps.flushed(item.flushed);
       else {
         this.#queuedChars -= item.text.length;
+        this.#deps.dequeued();
         await this.#speakPiece(item.text);
       }
     }

@@ -65,6 +65,11 @@ export class TextCutter {
     return [clause, ...this.#sentences.push(rest)];
   }
 
+  /** UTF-16 units of text held, not yet a piece (the first clause's head is the same text). */
+  get heldLength(): number {
+    return this.#sentences.heldLength;
+  }
+
   /** The rest, however it ends (a Flush); the next text starts a new segment. */
   flush(): string | undefined {
     this.#head = '';
