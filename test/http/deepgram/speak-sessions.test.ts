@@ -41,6 +41,7 @@ describe('/v1/speak sessions (fixture engine)', () => {
         tts('held', { chunks: '4', chunk_gate: gate('held') }),
         tts('queue', { run_gate: gate('queue') }, { slots: 2 }),
         tts('hang', { hang: 'true' }),
+        tts('broken', { run_fail: 'true' }),
       ],
     },
     { parallel: true },
@@ -160,6 +161,24 @@ describe('/v1/speak sessions (fixture engine)', () => {
     } finally {
       c.ws.close();
     }
+  });
+
+  test('a synthesis that fails: one Warning saying why, then 1011; the segment counted failed', async () => {
+    const c = await openSpeak(s.url, 'model=broken');
+    c.speak('This fails.');
+    c.send({ type: 'Flush' });
+    assert.deepEqual(await c.closed, { code: 1011, reason: 'synthesis failed' });
+    const warnings = c.frames.filter((f) => 'json' in f && f.json.type === 'Warning');
+    assert.equal(warnings.length, 1, framesOf(c.frames));
+    const [only] = warnings as { json: { code: string; description: string } }[];
+    assert.equal(only!.json.code, 'SESSION_ENDING');
+    assert.match(only!.json.description, /^the synthesis failed: .*run_fail/);
+    const metrics = (await get(s.url, '/metrics')).body.toString();
+    assert.ok(
+      metrics.includes(
+        'voxd_exchanges_total{protocol="deepgram_speak",kind="tts",model="broken",outcome="failed"} 1',
+      ),
+    );
   });
 
   test('mulaw at 8 kHz: one byte per sample at the asked rate', async () => {

@@ -275,8 +275,12 @@ export class SpeakSession implements DeepgramSession {
     const described = describeError(err);
     if (described.internal) this.#deps.log.error({ err, session: this.id }, 'speak synthesis failed');
     this.#dropSegments('failed');
-    this.#warn('SESSION_ENDING', `the synthesis failed: ${described.error.message}`);
-    this.#close(1011, 'synthesis failed', err instanceof VoxdError ? err : undefined);
+    const code = err instanceof VoxdError ? err.code : 'E_ENGINE';
+    this.#close(
+      1011,
+      'synthesis failed',
+      new VoxdError(code, `the synthesis failed: ${described.error.message}`),
+    );
   }
 
   /** Ends the session now with a close frame (`why`: the shell's reason, told first as a Warning). */
