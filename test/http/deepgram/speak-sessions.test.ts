@@ -42,6 +42,7 @@ describe('/v1/speak sessions (fixture engine)', () => {
         tts('queue', { run_gate: gate('queue') }, { slots: 2 }),
         tts('hang', { hang: 'true' }),
         tts('broken', { run_fail: 'true' }),
+        tts('fifo', { run_gate: gate('fifo') }),
       ],
     },
     { parallel: true },
@@ -119,6 +120,32 @@ describe('/v1/speak sessions (fixture engine)', () => {
         if (e.type === 'run-end') running--;
       }
       assert.equal(most, 2);
+    } finally {
+      for (const c of clients) c.ws.close();
+    }
+  });
+
+  test("sockets are served in the order their text was complete: the model's FIFO", async () => {
+    const { runtime } = s.voxd;
+    const fifo = () => runtime.snapshots().find((m) => m.id === 'fifo')!;
+    const clients = [];
+    try {
+      for (let i = 0; i < 5; i++) {
+        const c = await openSpeak(s.url, 'model=fifo');
+        clients.push(c);
+        c.speak(`Socket ${i}.`);
+        c.send({ type: 'Flush' });
+        // The first holds the slot behind the gate; each later one waits in the queue behind the last.
+        await whenRuntime(
+          runtime,
+          `socket ${i} waiting`,
+          () => fifo().activeSlots + fifo().queuedRequests === i + 1,
+        );
+      }
+      writeFileSync(gate('fifo'), '');
+      const order: number[] = [];
+      await Promise.all(clients.map((c, i) => c.next('Flushed').then(() => order.push(i))));
+      assert.deepEqual(order, [0, 1, 2, 3, 4]);
     } finally {
       for (const c of clients) c.ws.close();
     }
@@ -372,5 +399,24 @@ describe('/v1/speak timeouts', () => {
         c.ws.close();
       }
     });
+  });
+
+  test('deepgram_max_session_ms: the session ends at its longest life, its synthesis cancelled', async () => {
+    await withServer(
+      { models: [tts('hang', { hang: 'true' })], deepgram_max_session_ms: 300 },
+      async (srv) => {
+        const c = await openSpeak(srv.url, 'model=hang');
+        c.speak('This never ends.');
+        c.send({ type: 'Flush' });
+        assert.deepEqual(await c.closed, { code: 1011, reason: 'session too long' });
+        const last = c.frames.at(-1)!;
+        assert.ok('json' in last && /deepgram_max_session_ms \(300 ms\)/.test(last.json.description));
+        await waitUntil(
+          'the slot is free',
+          async () => ((await modelStatus(srv.url, 'hang')).active_slots ?? 0) === 0,
+        );
+        assert.equal((srv.fixture.record.of('hang', 'run-end')[0] as { outcome: string }).outcome, 'aborted');
+      },
+    );
   });
 });
