@@ -56,7 +56,12 @@ export class Speaker {
   #epoch = 0;
   /** The piece being made, aborted by a Clear. */
   #current: AbortController | undefined;
-  #running: Promise<void> | undefined;
+  /**
+   * The queue is being worked through. Cleared in the same step that finds it empty, so an item
+   * pushed at any moment after is never left waiting for a loop that has ended.
+   */
+  #draining = false;
+  #drained: Promise<void> = Promise.resolve();
 
   constructor(deps: SpeakerDeps) {
     this.#deps = deps;
@@ -86,26 +91,29 @@ export class Speaker {
 
   /** Resolves once everything queued so far has been spoken (or dropped). */
   async idle(): Promise<void> {
-    while (this.#running) await this.#running;
+    while (this.#draining) await this.#drained;
   }
 
   #push(item: Item): void {
     this.#queue.push(item);
-    if (this.#running) return;
-    this.#running = this.#drain().finally(() => {
-      this.#running = undefined;
-    });
+    if (this.#draining) return;
+    this.#draining = true;
+    this.#drained = this.#drain();
   }
 
   async #drain(): Promise<void> {
     const { shell } = this.#deps;
-    for (let item = this.#queue.shift(); item && !shell.ended; item = this.#queue.shift()) {
-      if ('flushed' in item) this.#deps.flushed(item.flushed);
-      else {
-        this.#queuedChars -= item.text.length;
-        this.#deps.dequeued();
-        await this.#speakPiece(item.text);
+    try {
+      for (let item = this.#queue.shift(); item && !shell.ended; item = this.#queue.shift()) {
+        if ('flushed' in item) this.#deps.flushed(item.flushed);
+        else {
+          this.#queuedChars -= item.text.length;
+          this.#deps.dequeued();
+          await this.#speakPiece(item.text);
+        }
       }
+    } finally {
+      this.#draining = false;
     }
   }
 
