@@ -43,6 +43,7 @@ describe('/v1/speak sessions (fixture engine)', () => {
         tts('hang', { hang: 'true' }),
         tts('broken', { run_fail: 'true' }),
         tts('fifo', { run_gate: gate('fifo') }),
+        tts('shared', { runner_gate: gate('shared') }, { slots: 2, isolation: 'model' }),
       ],
     },
     { parallel: true },
@@ -148,6 +149,31 @@ describe('/v1/speak sessions (fixture engine)', () => {
       assert.deepEqual(order, [0, 1, 2, 3, 4]);
     } finally {
       for (const c of clients) c.ws.close();
+    }
+  });
+
+  test("a Clear on one socket stops a shared runner: another socket's piece lost with it is spoken again", async () => {
+    const starts = () => s.fixture.record.of('shared', 'run-start').length;
+    const a = await openSpeak(s.url, 'model=shared&sample_rate=16000');
+    const b = await openSpeak(s.url, 'model=shared&sample_rate=16000');
+    try {
+      a.speak('First socket.');
+      a.send({ type: 'Flush' });
+      await waitUntil("a's run started", () => starts() === 1);
+      b.speak('Second socket.');
+      b.send({ type: 'Flush' });
+      await waitUntil("b's run started", () => starts() === 2);
+      // Both wait in the one runner; a's Clear can only stop its run by ending that runner.
+      a.send({ type: 'Clear' });
+      await a.next('Cleared');
+      await waitUntil("b's piece asked again", () => starts() === 3);
+      writeFileSync(gate('shared'), '');
+      const { at } = await b.next('Flushed');
+      assert.equal(b.audio(0, at).length, toneBytes('Second socket.'), framesOf(b.frames));
+      assert.ok(!b.frames.some((f) => 'json' in f && f.json.type === 'Warning'), framesOf(b.frames));
+    } finally {
+      a.ws.close();
+      b.ws.close();
     }
   });
 

@@ -25,6 +25,9 @@ import type { SpeakFormat } from './format.js';
  */
 export const SLICE_SAMPLES = 2048;
 
+/** Times a piece lost with a shared runner is spoken again before its session fails. */
+const RESTART_RETRIES = 2;
+
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Something to do, in order: speak a piece of text, or say a flush is done. */
@@ -124,30 +127,49 @@ export class Speaker {
     const own = new AbortController();
     this.#current = own;
     try {
-      await shell.work(async (signal) => {
-        const onGone = () => own.abort(signal.reason);
-        if (signal.aborted) onGone();
-        else signal.addEventListener('abort', onGone, { once: true });
+      for (let attempt = 0; ; attempt++) {
+        const made = { sent: false };
         try {
-          await this.#synthesize(text, own.signal, current);
-        } finally {
-          signal.removeEventListener('abort', onGone);
+          await shell.work(async (signal) => {
+            const onGone = () => own.abort(signal.reason);
+            if (signal.aborted) onGone();
+            else signal.addEventListener('abort', onGone, { once: true });
+            try {
+              await this.#synthesize(text, own.signal, current, made);
+            } finally {
+              signal.removeEventListener('abort', onGone);
+            }
+          });
+          return;
+        } catch (err) {
+          // A Clear or the session's end cancelled it: nothing to tell.
+          if (!current()) return;
+          // Lost with a shared runner another request's cancel stopped (a Clear on another socket
+          // of the model): spoken again from the queue, when none of it went out yet.
+          if (attempt < RESTART_RETRIES && !made.sent && (err as VoxdError).code === 'E_ENGINE_RESTARTED')
+            continue;
+          this.#deps.failed(err);
+          return;
         }
-      });
-    } catch (err) {
-      // A Clear or the session's end cancelled it: nothing to tell.
-      if (current()) this.#deps.failed(err);
+      }
     } finally {
       if (this.#current === own) this.#current = undefined;
     }
   }
 
-  async #synthesize(text: string, signal: AbortSignal, current: () => boolean): Promise<void> {
+  async #synthesize(
+    text: string,
+    signal: AbortSignal,
+    current: () => boolean,
+    made: { sent: boolean },
+  ): Promise<void> {
     const { runtime, model, request, format, sendAudio } = this.#deps;
     const audio = new SpeakAudio(format);
     let events = 0;
     const send = async (bytes: Buffer) => {
-      if (bytes.length > 0 && current()) await sendAudio(bytes, current);
+      if (bytes.length === 0 || !current()) return;
+      made.sent = true;
+      await sendAudio(bytes, current);
     };
     const relay = async (piece: Audio) => {
       const length = heldSamples(piece).length;
