@@ -140,3 +140,36 @@ describe('@deepgram/sdk 5.13.0 against voxd', () => {
     assert.ok(bytes.length > 44 + 4000, `${bytes.length} bytes`);
   });
 });
+
+describe('@deepgram/sdk against a voxd with API keys', () => {
+  const KEY = 'dg-test-key';
+  const s = suiteServer({ api_keys: [{ key: KEY, scope: 'inference' }], models: [FLITE] });
+  const client = (apiKey: string) => {
+    const ws = s.url.replace(/^http/, 'ws');
+    return new DeepgramClient({
+      apiKey,
+      environment: { base: s.url, production: ws, agent: ws, agentRest: s.url },
+    });
+  };
+
+  test('the key as the SDK sends it (Authorization: Token) opens the socket and the REST call; a wrong one is refused', async () => {
+    const res = await client(KEY).speak.v1.audio.generate({ text: 'Hello.', container: 'none' });
+    assert.ok(Buffer.from(await res.arrayBuffer()).length > 0);
+    await assert.rejects(client('wrong').speak.v1.audio.generate({ text: 'Hello.' }), /401|invalid_api_key/);
+    const socket = await client(KEY).speak.v1.connect({ model: 'aura-2-thalia-en', reconnectAttempts: 0 });
+    const flushed = new Promise<void>((resolve) =>
+      socket.on('message', (m) => {
+        if (typeof m === 'object' && !(m instanceof Blob) && m.type === 'Flushed') resolve();
+      }),
+    );
+    socket.connect();
+    await socket.waitForOpen();
+    try {
+      socket.sendText({ type: 'Speak', text: 'Hello.' });
+      socket.sendFlush({ type: 'Flush' });
+      await flushed;
+    } finally {
+      socket.close();
+    }
+  });
+});
