@@ -101,6 +101,20 @@ export class SpeechDetector {
     return Math.max(this.#floor, this.#probedTo - this.#ms(CONTEXT_MS)) - this.#ms(this.#vad.prefixPaddingMs);
   }
 
+  /**
+   * While speech goes on, how far the audio surely belongs to its turn, examined or not: a turn ends
+   * no earlier than the last speech heard plus the silence window, nor than its longest. A live
+   * turn's engine can hear that far as the audio arrives, so that at the turn's end only what the
+   * last probe examined is left to it; no audio past the turn's end is ever in it.
+   */
+  get turnSurelyTo(): number | undefined {
+    if (this.#speechStart === undefined) return undefined;
+    return Math.min(
+      this.#lastSpeechEnd + this.#ms(this.#vad.silenceDurationMs),
+      this.#speechStart + this.#maxTurn,
+    );
+  }
+
   /** Samples appended and not yet examined. */
   get unexamined(): number {
     return this.#buffer.end - this.#probedTo;

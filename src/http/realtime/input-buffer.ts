@@ -48,6 +48,9 @@ export const BUFFER_SECONDS = 120;
  */
 export const UNEXAMINED_SECONDS = 10;
 
+/** Audio a live turn's engine is handed at a time as it arrives under server VAD (#feedSurely). */
+const EAGER_FEED_MS = 100;
+
 /** The input rate of every engine voxd has, assumed for a model not loaded yet. */
 const MODEL_RATE = 16_000;
 
@@ -182,6 +185,7 @@ export class InputBuffer {
       return;
     }
     detector.update();
+    this.#feedSurely(detector);
     this.#dropExamined(detector);
   }
 
@@ -208,6 +212,20 @@ export class InputBuffer {
           { param: 'audio', retryAfterS: 1 },
         );
     }
+  }
+
+  /**
+   * A live turn's engine hears what surely belongs to the turn as it arrives, not a probe later
+   * (in EAGER_FEED_MS pieces: its decoder steps a quarter second at a time): when the silence that
+   * ends the turn has passed, the engine has heard it and only has to finish (docs/performance.md,
+   * "/v1/listen end of speech to speech_final").
+   */
+  #feedSurely(detector: SpeechDetector): void {
+    const surely = detector.turnSurelyTo;
+    const open = this.#open;
+    if (surely === undefined || !open) return;
+    const to = Math.min(this.#buffer.end, surely);
+    if (to - open.sentTo >= (EAGER_FEED_MS * this.#rate) / 1000) this.#feedOpen(to);
   }
 
   /** Drops what neither the detector, a prefix padding, nor a turn going on needs any more. */
