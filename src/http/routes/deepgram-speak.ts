@@ -11,7 +11,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { Audio } from '../../audio/types.js';
 import { invalidField, showValue, VoxdError } from '../../errors.js';
 import type { InferenceOutcome } from '../../runtime/runtime.js';
-import { SpeakAudio, speakWavHeader } from '../deepgram/speak/audio-out.js';
+import { relayAudio, SpeakAudio, speakWavHeader } from '../deepgram/speak/audio-out.js';
 import { speakContentType } from '../deepgram/speak/format.js';
 import { speakPlan } from '../deepgram/speak/plan.js';
 import type { SpeakPlan } from '../deepgram/speak/session.js';
@@ -122,9 +122,9 @@ function streamed(ctx: RouteContext, plan: SpeakPlan, headers: Record<string, st
         }
         await send(bytes);
       };
-      const outcome = await synthesize(ctx, plan, async (piece) => {
+      const outcome = await synthesize(ctx, plan, (piece) => {
         events++;
-        await out(audio.write(piece));
+        return relayAudio(piece, audio, out);
       });
       if (events > 0) await out(audio.end());
       return outcome;

@@ -8,27 +8,16 @@
  * its run is cancelled and its slot freed at once, and no byte of it is sent afterwards (each send
  * checks that its piece still belongs to the current epoch).
  */
-import { sliceAudio } from '../../../audio/pcm16-audio.js';
-import { type Audio, heldSamples } from '../../../audio/types.js';
+import type { Audio } from '../../../audio/types.js';
 import type { EngineRequest } from '../../../engines/types.js';
 import { VoxdError } from '../../../errors.js';
 import type { Runtime } from '../../../runtime/runtime.js';
 import type { SessionShell } from '../../../session/session-shell.js';
-import { SpeakAudio } from './audio-out.js';
+import { relayAudio, SpeakAudio } from './audio-out.js';
 import type { SpeakFormat } from './format.js';
-
-/**
- * An engine's audio event (a whole sentence for voxd's synthesizers) is converted and sent in
- * slices of this many samples, the event loop free between two: the first bytes go out after one
- * slice's resampling rather than the whole sentence's (measured: 14 ms for 2 s of flite at 24 kHz,
- * the whole of it blocking the loop), and a Clear stops the rest between two slices.
- */
-export const SLICE_SAMPLES = 2048;
 
 /** Times a piece lost with a shared runner is spoken again before its session fails. */
 const RESTART_RETRIES = 2;
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Something to do, in order: speak a piece of text, or say a flush is done. */
 type Item = { text: string } | { flushed: number };
@@ -171,14 +160,7 @@ export class Speaker {
       made.sent = true;
       await sendAudio(bytes, current);
     };
-    const relay = async (piece: Audio) => {
-      const length = heldSamples(piece).length;
-      const step = SLICE_SAMPLES * piece.channels;
-      for (let at = 0; at < length && current(); at += step) {
-        if (at > 0) await nextTurn();
-        await send(audio.write(sliceAudio(piece, at, at + step)));
-      }
-    };
+    const relay = (piece: Audio) => relayAudio(piece, audio, send, current);
     const outcome = await runtime.infer(
       model,
       { ...request, text },
