@@ -363,6 +363,25 @@ describe('/v1/speak timeouts', () => {
     }
   });
 
+  test('shutdown: a piece not yet started is refused by the stopping runtime; the session closes 1001', async () => {
+    const srv = await startServer({ models: [tts('slow', { run_ms: '300' })] });
+    let closing: Promise<void> | undefined;
+    try {
+      const c = await openSpeak(srv.url, 'model=slow&sample_rate=16000');
+      c.speak('Slow. Second.');
+      c.send({ type: 'Flush' });
+      await waitUntil('the first run started', () => srv.fixture.record.of('slow', 'run-start').length === 1);
+      closing = srv.close();
+      const closed = await c.closed;
+      assert.equal(closed.code, 1001, framesOf(c.frames));
+      assert.equal(c.audio().length, toneBytes('Slow.'), 'the piece in progress was finished');
+      const last = c.frames.at(-1)!;
+      assert.ok('json' in last && last.json.code === 'SESSION_ENDING', framesOf(c.frames));
+    } finally {
+      await (closing ?? srv.close());
+    }
+  });
+
   test('a client that stops reading is let go at live_ingest.send_timeout_ms, its run cancelled', async () => {
     await withServer(
       {

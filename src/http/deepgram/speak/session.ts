@@ -276,9 +276,11 @@ export class SpeakSession implements DeepgramSession {
     if (described.internal) this.#deps.log.error({ err, session: this.id }, 'speak synthesis failed');
     this.#dropSegments('failed');
     const code = err instanceof VoxdError ? err.code : 'E_ENGINE';
+    // A piece still queued when the server began to shut down is refused: that is the shutdown's 1001.
+    const shutdown = code === 'E_SHUTTING_DOWN';
     this.#close(
-      1011,
-      'synthesis failed',
+      shutdown ? 1001 : 1011,
+      shutdown ? 'shutting down' : 'synthesis failed',
       new VoxdError(code, `the synthesis failed: ${described.error.message}`),
     );
   }
