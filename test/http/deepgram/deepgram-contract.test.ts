@@ -460,6 +460,22 @@ describe('/v1/listen under the admission contract', () => {
     });
   });
 
+  test('[time.shutdown-stalled-io] a shutdown with a client silent mid-speech on an engine that hears utterances only at their end: Metadata and 1001, not an error', async () => {
+    await withServer({ models: [VAD, fixtureModel('asr')] }, async (s) => {
+      const silent = await listener(s);
+      silent.sendAudio(Buffer.concat([silence(500), speech.subarray(0, speech.length / 2)]));
+      await silent.messages.next('SpeechStarted', 0, 15_000);
+      await s.voxd.close();
+      // The runtime takes no new work: the speech going on cannot be transcribed now, and is dropped.
+      assert.deepEqual(await silent.closed, {
+        code: 1001,
+        reason: 'voxd is shutting down; reconnect to another instance',
+      });
+      assert.deepEqual(silent.messages.types(), ['SpeechStarted', 'Metadata']);
+      assert.equal(s.fixture.record.of('asr', 'run-start').length, 0);
+    });
+  });
+
   test('[time.shutdown-stalled-io] a shutdown with live utterances mid-speech (one client gone, one silent) ends well within its deadline; the silent one gets its final', async () => {
     await withServer({ shutdown_timeout_ms: 20_000, models: [VAD, POCKETSPHINX] }, async (s) => {
       const midSpeech = Buffer.concat([silence(500), speech.subarray(0, speech.length / 2)]);

@@ -39,6 +39,9 @@ const INBOX_EVENTS = 32;
 /** The client's text messages. */
 const MESSAGES = ['KeepAlive', 'Finalize', 'CloseStream'];
 
+/** The close reason of a session the shutdown ends (1001). */
+const SHUTDOWN_REASON = 'voxd is shutting down; reconnect to another instance';
+
 /** The longest payload of a close frame, in bytes. */
 const CLOSE_REASON_BYTES = 123;
 
@@ -117,14 +120,18 @@ export class ListenSession implements DeepgramSession {
     return this.#facts.requestId;
   }
 
-  /** The shutdown: speech going on is transcribed as it is, its final sent, then Metadata and 1001. */
+  /**
+   * The shutdown: speech going on is transcribed as it is, its final sent, then Metadata and 1001.
+   * An engine that hears an utterance only once it ends cannot take it now (the runtime takes no
+   * new work): that speech is dropped, and Metadata and 1001 come all the same.
+   */
   async shutdown(): Promise<void> {
     if (this.#shell.ended) return;
     this.#ending = true;
     await this.#transcripts.ending('end', () => this.#input?.commitSpeech());
     await this.#shell.settled();
     await this.#turns.settled();
-    this.#finish(1001, 'voxd is shutting down; reconnect to another instance');
+    this.#finish(1001, SHUTDOWN_REASON);
   }
 
   /** The audio's format is known: the input buffer starts, with server VAD on. */
@@ -235,6 +242,12 @@ export class ListenSession implements DeepgramSession {
   /** The session ends on an error: Deepgram's close code and payload, and everything held goes. */
   #fail(error: ErrorBody, code?: ErrorCode): void {
     if (this.#shell.ended) return;
+    // The shutdown refused an utterance (speech going on that an engine not hearing it live could
+    // only transcribe once it ended): the session ends as the shutdown ends it, not as a fault.
+    if (error.code === 'shutting_down') {
+      this.#finish(1001, SHUTDOWN_REASON);
+      return;
+    }
     const [status, payload] =
       code === 'E_SESSION_IDLE'
         ? [1011, 'NET-0001']
