@@ -216,7 +216,7 @@ export class Metrics {
       });
     reading(
       'voxd_client_bytes_held',
-      'Client bytes held in memory now against max_inflight_body_bytes: request bodies and what streaming sessions hold (realtime buffers and waiting turns, Wyoming utterances, bridge frames waiting)',
+      'Client bytes held in memory now against max_inflight_body_bytes: request bodies and what streaming sessions hold (realtime buffers and waiting turns, Wyoming utterances, bridge frames waiting, Deepgram listen audio and speak text)',
       () => this.#shared?.bytesHeld() ?? 0,
     );
     reading(
