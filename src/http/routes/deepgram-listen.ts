@@ -106,13 +106,20 @@ const isJson = (ctx: RouteContext) => /^application\/json\b/i.test(ctx.req.heade
 
 async function listen(ctx: RouteContext): Promise<Reply> {
   const options = prerecordedOptions(ctx.url.searchParams);
+  // A JSON body's fields are checked before the model is looked up, as every JSON route's are.
+  const path = isJson(ctx) ? serverPath(await readJsonObject(ctx)) : undefined;
   const { entry } = await deepgramModel(ctx.runtime, ctx.config, options.model, 'listen');
   requireTask(entry.config, ['asr'], '/v1/listen');
   // A full queue refuses before the audio is read (admission checks again: it may fill meanwhile).
   ctx.runtime.checkQueueRoom(entry.id);
   const limits = audioLimits(audioCaller(ctx), entry.config);
   const hash = createHash('sha256');
-  const audio = isJson(ctx) ? await fromUrl(ctx, limits, hash) : await fromBody(ctx, options, limits, hash);
+  let audio: Audio;
+  if (path === undefined) audio = await fromBody(ctx, options, limits, hash);
+  else {
+    hash.update(path);
+    audio = await readAudioPath(path, 'url', fileAccessOf(ctx.config), limits);
+  }
   const outcome = await ctx.runtime.infer(entry.id, transcriptionRequest(entry, {}, { audio }), {
     signal: clientGoneOf(ctx),
     trace: ctx.trace,
@@ -122,9 +129,8 @@ async function listen(ctx: RouteContext): Promise<Reply> {
   return { json, headers: { 'dg-request-id': json.metadata.request_id, 'dg-model-name': entry.id } };
 }
 
-/** `{"url"}`: a server-side file (a path or a file: URL) under file_roots. */
-async function fromUrl(ctx: RouteContext, limits: AudioLimits, hash: ReturnType<typeof createHash>) {
-  const body = await readJsonObject(ctx);
+/** `{"url"}`: a server-side file (a path or a file: URL), to be opened under file_roots. */
+function serverPath(body: Record<string, unknown>): string {
   const url = body['url'];
   if (typeof url !== 'string' || url === '')
     throw invalidField(
@@ -136,14 +142,11 @@ async function fromUrl(ctx: RouteContext, limits: AudioLimits, hash: ReturnType<
       'url',
       `url: ${showValue(url)} is not a server-side file; voxd fetches no remote URL: send the audio as the request body`,
     );
-  let path = url;
   try {
-    if (url.startsWith('file:')) path = decodeURIComponent(new URL(url).pathname);
+    return url.startsWith('file:') ? decodeURIComponent(new URL(url).pathname) : url;
   } catch {
     throw invalidField('url', `url: ${showValue(url)} is not a valid file: URL`);
   }
-  hash.update(path);
-  return readAudioPath(path, 'url', fileAccessOf(ctx.config), limits);
 }
 
 /** The body: raw samples when the query names their encoding, else a file decoded as an upload is. */
