@@ -2,13 +2,14 @@
  * Which voxd model a Deepgram request's `model` stands for. A client written for Deepgram names
  * Deepgram's models (`nova-3`, `aura-2-thalia-en`) and must work unchanged: such a name, or none,
  * is the model `deepgram_listen_model` / `deepgram_speak_model` names (unset: the first model
- * registered with the task), speaking with `deepgram_speak_voice`. A voxd model id or alias is
- * used as it is. Any other name is a 404 naming the parameter, so a typo is not silently another
- * model.
+ * registered with the task), speaking with `deepgram_speak_voice`. A name voxd serves (a model id,
+ * an alias, an installed package) is that model, even one that looks like Deepgram's
+ * (`whisper-base.en`). Any other name is a 404 naming the parameter, so a typo is not silently
+ * another model.
  */
 import { modelEntry, requireTask } from '../../api/model-lookup.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
-import { showValue, VoxdError } from '../../errors.js';
+import { isVoxdError, showValue, VoxdError } from '../../errors.js';
 import type { ModelEntry } from '../../runtime/model-entry.js';
 import type { Runtime } from '../../runtime/runtime.js';
 
@@ -41,6 +42,12 @@ export async function deepgramModel(
   const tasks: readonly TaskToken[] = socket === 'listen' ? ['asr'] : ['tts'];
   const route = socket === 'listen' ? '/v1/listen' : '/v1/speak';
   const setting = socket === 'listen' ? 'deepgram_listen_model' : 'deepgram_speak_model';
+  // A name voxd knows (a model, an alias, an installed package) is that model, whatever it looks like.
+  const own = name === undefined || name === '' ? undefined : await knownModel(runtime, name);
+  if (own) {
+    requireTask(own.config, tasks, route);
+    return { entry: own, voice: undefined, asked: name };
+  }
   const named = name !== undefined && name !== '' && !isDeepgramName(name);
   const id = named ? name : socket === 'listen' ? config.deepgram_listen_model : config.deepgram_speak_model;
   const fallback = runtime.snapshots().find((m) => (tasks as readonly string[]).includes(m.task))?.id;
@@ -64,4 +71,14 @@ export async function deepgramModel(
   requireTask(entry.config, tasks, route);
   const voice = socket === 'speak' && !named ? (config.deepgram_speak_voice ?? undefined) : undefined;
   return { entry, voice, asked: name };
+}
+
+/** The model voxd serves under `name`, or undefined when it serves none (a 404 of the lookup). */
+async function knownModel(runtime: Runtime, name: string): Promise<ModelEntry | undefined> {
+  try {
+    return await modelEntry(runtime, name);
+  } catch (err) {
+    if (isVoxdError(err) && err.code === 'E_MODEL_NOT_FOUND') return undefined;
+    throw err;
+  }
 }

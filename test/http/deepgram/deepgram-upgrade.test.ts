@@ -187,6 +187,34 @@ test('a Deepgram name whose setting names no registered model is a 404 naming `m
   );
 });
 
+test("a voxd model whose name looks like Deepgram's (whisper-base.en, aura-local) is that model, not the setting's", async () => {
+  await withServer(
+    {
+      models: [
+        ...MODELS,
+        fixtureModel('whisper-base.en', { task: 'asr' }),
+        fixtureModel('aura-local', { task: 'tts' }),
+      ],
+      deepgram_listen_model: 'asr',
+      deepgram_speak_model: 'tts',
+    },
+    async (s) => {
+      const speak = await openDeepgram(`${s.url}/v1/speak?model=aura-local&encoding=linear16`);
+      speak.send({ type: 'Speak', text: 'Hello there.' });
+      speak.send({ type: 'Flush' });
+      await speak.messages.next('Flushed');
+      speak.send({ type: 'Close' });
+      await speak.closed;
+      assert.ok(s.fixture.record.of('aura-local', 'run-start').length >= 1);
+      assert.equal(s.fixture.record.of('tts', 'run-start').length, 0);
+      // A listen socket on the Deepgram-looking id is that model's: the model of the other task is a 400.
+      const wrongTask = await deepgramRefusal(`${s.url}/v1/speak?model=whisper-base.en`);
+      assert.equal(wrongTask.status, 400);
+      await opens(s, '/v1/listen?model=whisper-base.en');
+    },
+  );
+});
+
 test('max_deepgram_sessions counts both sockets: one more is a 503 with Retry-After, a closed one makes room', async () => {
   await withServer({ max_deepgram_sessions: 1, models: MODELS }, async (s) => {
     const first = await openDeepgram(`${s.url}/v1/listen`);

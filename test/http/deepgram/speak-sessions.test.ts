@@ -336,13 +336,20 @@ describe('/v1/speak timeouts', () => {
     );
   });
 
-  test('Close: the text already cut is spoken, the fragment held dropped, then 1000', async () => {
-    await withServer({ models: [tts('tone')] }, async (srv) => {
-      const c = await openSpeak(srv.url, 'model=tone&sample_rate=16000');
-      c.speak('Hello there. Half');
+  test('Close halts at once, as Deepgram documents it: the synthesis in progress is cancelled, its slot freed, then 1000', async () => {
+    await withServer({ models: [tts('hung', { hang: 'true' })] }, async (srv) => {
+      const c = await openSpeak(srv.url, 'model=hung&sample_rate=16000');
+      c.speak('Hello there. And more to come. Half');
+      await waitUntil('the run started', () => srv.fixture.record.of('hung', 'run-start').length === 1);
       c.send({ type: 'Close' });
       assert.equal((await c.closed).code, 1000);
-      assert.equal(c.audio().length, toneBytes('Hello there.'), framesOf(c.frames));
+      assert.equal(c.audio().length, 0, framesOf(c.frames));
+      await waitUntil(
+        'the slot is free',
+        async () => ((await modelStatus(srv.url, 'hung')).active_slots ?? 0) === 0,
+      );
+      // The sentence queued behind the hung one never ran.
+      assert.equal(srv.fixture.record.of('hung', 'run-start').length, 1);
     });
   });
 

@@ -2,7 +2,8 @@
  * One `/v1/speak` session on its WebSocket (Deepgram's streaming TTS): `Speak` text is cut into
  * pieces as it arrives (text-cutter.ts), each piece spoken as soon as it is whole (speaker.ts),
  * `Flush` speaks the rest and answers `Flushed` after the last audio, `Clear` stops at once and
- * answers `Cleared`, `Close` finishes the audio of the text already cut and closes 1000.
+ * answers `Cleared`, `Close` halts at once (what is in progress cancelled, its slot freed) and
+ * closes 1000, as Deepgram documents it.
  *
  * Messages come through the session shell (src/session/) in arrival order. None of them waits for
  * speech, so a Clear is handled as soon as it arrives, not behind the audio it stops. What a client
@@ -81,7 +82,7 @@ export class SpeakSession implements DeepgramSession {
   #pending: PendingFlush[] = [];
   /** Bytes of unspoken text (held and queued) on the server's byte budget. */
   #textBytes = 0;
-  /** A Close or the shutdown finishing: later messages are not taken, a shutdown joins it. */
+  /** The shutdown finishing: later messages are not taken. */
   #finishing: Promise<void> | undefined;
 
   constructor(ws: WebSocket, deps: DeepgramDeps, plan: SpeakPlan) {
@@ -168,7 +169,9 @@ export class SpeakSession implements DeepgramSession {
         this.#clear();
         return;
       case 'Close':
-        void this.#finish(1000, 'Close');
+        // Deepgram's Close halts processing and closes at once; a shutdown finishes what is cut.
+        this.#clear(false);
+        this.#close(1000, 'Close');
         return;
       case 'KeepAlive':
         return;
@@ -225,10 +228,11 @@ export class SpeakSession implements DeepgramSession {
     }
     const rest = this.#cutter.flush();
     if (rest !== undefined) this.#speaker.speak(rest);
-    this.#speaker.flush(this.#sequence++);
-    this.#settleText();
+    // Pending before the speaker hears of it: with nothing to speak it answers Flushed at once.
     this.#pending.push({ at: performance.now(), chars: this.#segmentChars });
     this.#segmentChars = 0;
+    this.#speaker.flush(this.#sequence++);
+    this.#settleText();
   }
 
   /** A Flush's audio is all sent: its segment is done. An empty Flush counts no exchange. */
@@ -251,15 +255,16 @@ export class SpeakSession implements DeepgramSession {
     );
   }
 
-  #clear(): void {
+  /** Drops the text held and queued and cancels the piece in progress; `answer`: a Clear's Cleared. */
+  #clear(answer = true): void {
     this.#cutter.clear();
     this.#speaker.clear();
     this.#settleText();
     this.#dropSegments('cancelled');
-    this.#sendJson({ type: 'Cleared', sequence_id: this.#sequence });
+    if (answer) this.#sendJson({ type: 'Cleared', sequence_id: this.#sequence });
   }
 
-  /** A Close or the shutdown: the pieces already cut are spoken, the text held dropped, then the close. */
+  /** The shutdown: the pieces already cut are spoken, the text held dropped, then the close. */
   #finish(code: number, reason: string): Promise<void> {
     if (this.#shell.ended) return Promise.resolve();
     this.#finishing ??= (async () => {
