@@ -6,8 +6,9 @@
  * idle session holds no VAD state and no slot between probes: silero's own state lives in its
  * runner, one per slot, and a session would need its own (12 MB) to keep it across calls.
  *
- * A probe runs when PROBE_STEP_MS of new audio is waiting, or sooner when the audio reaches the end
- * of a turn's silence window, so the end of a turn is seen within one append of its happening.
+ * A probe runs when PROBE_STEP_MS of new audio is waiting (within a turn whose silence window is no
+ * longer, a third of that window), or sooner when the audio reaches the end of a turn's silence window, so the end of a
+ * turn is seen within one append of its happening.
  * One probe per session is in flight at a time; audio appended meanwhile waits for the next, and
  * audio sent faster than real time is examined in order, every sample once, in windows of up to
  * MAX_WINDOW_MS. silero's answer depends on where a window starts and ends, so the turns found in
@@ -30,6 +31,15 @@ export interface DetectorSettings {
 
 /** New audio that triggers a probe. */
 export const PROBE_STEP_MS = 300;
+/**
+ * Within a turn whose silence window is no longer than PROBE_STEP_MS, a probe comes after a third
+ * of the window (at least this much new audio): silero calls speech that reaches a window's end
+ * speech to that end, so a turn's end is only known one probe after it happened, and with 300 ms
+ * steps a 300 ms window was decided up to 300 ms late (a /v1/listen speech_final 166 ms after the
+ * window at the median). Longer windows keep the 300 ms step: a regular probe reveals the end in
+ * time, and their turns stay as they were found.
+ */
+const MIN_TURN_STEP_MS = 100;
 /** Audio already examined that each probe repeats, for silero's state to settle before new audio. */
 export const CONTEXT_MS = 300;
 /** The most new audio one probe takes: audio sent faster than real time is examined in steps. */
@@ -134,7 +144,12 @@ export class SpeechDetector {
     const silenceEnds =
       this.#speechStart !== undefined && end >= this.#lastSpeechEnd + this.#ms(this.#vad.silenceDurationMs);
     const turnFull = this.#speechStart !== undefined && end - this.#speechStart >= this.#maxTurn;
-    if (waiting >= this.#ms(PROBE_STEP_MS) || silenceEnds || turnFull)
+    const silenceMs = this.#vad.silenceDurationMs;
+    const step =
+      this.#speechStart !== undefined && silenceMs <= PROBE_STEP_MS
+        ? Math.max(MIN_TURN_STEP_MS, silenceMs / 3)
+        : PROBE_STEP_MS;
+    if (waiting >= this.#ms(step) || silenceEnds || turnFull)
       void this.#run(Math.min(end, this.#probedTo + this.#ms(MAX_WINDOW_MS)));
   }
 

@@ -7,6 +7,7 @@
  * (`whisper-base.en`). Any other name is a 404 naming the parameter, so a typo is not silently
  * another model.
  */
+import { createHash } from 'node:crypto';
 import { modelEntry, requireTask } from '../../api/model-lookup.js';
 import type { ServerConfig, TaskToken } from '../../config/types.js';
 import { isVoxdError, showValue, VoxdError } from '../../errors.js';
@@ -81,4 +82,14 @@ async function knownModel(runtime: Runtime, name: string): Promise<ModelEntry | 
     if (isVoxdError(err) && err.code === 'E_MODEL_NOT_FOUND') return undefined;
     throw err;
   }
+}
+
+/**
+ * A stable UUID for a model id (name-based, version 5 shaped), as Deepgram's `model_uuid` is the
+ * same for a model across sessions and restarts.
+ */
+export function modelUuid(id: string): string {
+  const hex = createHash('sha1').update(`voxd-model:${id}`).digest('hex');
+  const variant = ((Number.parseInt(hex[16] ?? '0', 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }

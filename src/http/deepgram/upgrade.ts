@@ -71,6 +71,7 @@ export function deepgramFrontEnd(deps: DeepgramDeps, sockets: readonly DeepgramS
   return new WebSocketSessions({
     maxPayload: deps.config.max_websocket_message_bytes,
     protocol: (offered) => (offered.has(TOKEN_PROTOCOL) ? TOKEN_PROTOCOL : false),
+    failed: (err) => log.error({ err }, 'a Deepgram session could not open'),
     admit: (req, url, open) => admit(deps, byPath, req, url, open),
     open(ws, { kind, open }) {
       const session = open(ws);

@@ -48,6 +48,7 @@ export function realtimeFrontEnd(deps: RealtimeDeps): RealtimeFrontEnd {
     maxPayload: deps.config.max_websocket_message_bytes,
     // Browsers offer the key as a subprotocol; the answer must be one they offered, never the key.
     protocol: (offered) => (offered.has('realtime') ? 'realtime' : false),
+    failed: (err) => logger.error({ err }, 'a realtime session could not open'),
     admit: (req, url, open) => admit(deps, req, url, open),
     open(ws, { model, start }, req, url) {
       const { runtime, config, host } = deps;

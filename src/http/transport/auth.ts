@@ -147,7 +147,10 @@ export function authorize(
   if (needed === 'open') return;
   const key = presentedKey(req, route, queryKey, bridge);
   if (key === undefined) {
-    throw new VoxdError('E_MISSING_API_KEY', `${path} needs an API key; send "Authorization: Bearer <key>"`);
+    const how = DEEPGRAM_PATHS.includes(path)
+      ? '"Authorization: Token <key>" (or Bearer), or from a browser the subprotocols "token" and the key'
+      : '"Authorization: Bearer <key>"';
+    throw new VoxdError('E_MISSING_API_KEY', `${path} needs an API key; send ${how}`);
   }
   // The key is never part of a message: a mistyped key is still close to a real one.
   const scope = scopeOf(key, config.api_keys);

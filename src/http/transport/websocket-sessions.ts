@@ -7,6 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { VoxdError } from '../../errors.js';
 import type { FrontEnd } from '../../session/front-end.js';
 import { refuseUpgrade } from './upgrade-refusal.js';
 
@@ -28,6 +29,8 @@ export interface WebSocketSessionsOptions<Admitted, Session extends OpenSession>
   admit(req: IncomingMessage, url: URL, open: number): Promise<Admitted>;
   /** Opens the session on its upgraded socket. */
   open(ws: WebSocket, admitted: Admitted, req: IncomingMessage, url: URL): Session;
+  /** `open` threw (a fault of voxd's own): the socket is closed 1011; this logs it. */
+  failed(err: unknown): void;
 }
 
 export class WebSocketSessions<Admitted, Session extends OpenSession> implements FrontEnd {
@@ -36,6 +39,8 @@ export class WebSocketSessions<Admitted, Session extends OpenSession> implements
   readonly #sessions = new Set<Session>();
   /** Upgrades being checked: they count against a limit until they open or fail. */
   #opening = 0;
+  /** A shutdown began: an upgrade admitted before it and still being checked is refused. */
+  #draining = false;
 
   constructor(options: WebSocketSessionsOptions<Admitted, Session>) {
     this.#options = options;
@@ -56,8 +61,14 @@ export class WebSocketSessions<Admitted, Session extends OpenSession> implements
       (admitted) => {
         // The session is in `sessions` once handleUpgrade returns (ws calls back synchronously).
         try {
-          if (!socket.destroyed)
-            this.#wss.handleUpgrade(req, socket, head, (ws) => this.#open(ws, admitted, req, url));
+          if (socket.destroyed) return;
+          // The drain took its list of sessions already: one opened now would never be drained.
+          if (this.#draining)
+            refuseUpgrade(
+              socket,
+              new VoxdError('E_SHUTTING_DOWN', 'voxd is shutting down and takes no new sessions'),
+            );
+          else this.#wss.handleUpgrade(req, socket, head, (ws) => this.#open(ws, admitted, req, url));
         } finally {
           this.#opening--;
         }
@@ -70,12 +81,20 @@ export class WebSocketSessions<Admitted, Session extends OpenSession> implements
   }
 
   #open(ws: WebSocket, admitted: Admitted, req: IncomingMessage, url: URL): void {
-    const session = this.#options.open(ws, admitted, req, url);
+    let session: Session;
+    try {
+      session = this.#options.open(ws, admitted, req, url);
+    } catch (err) {
+      this.#options.failed(err);
+      ws.close(1011, 'internal error');
+      return;
+    }
     this.#sessions.add(session);
     ws.on('close', () => this.#sessions.delete(session));
   }
 
   async drain(): Promise<void> {
+    this.#draining = true;
     await Promise.all([...this.#sessions].map((s) => s.shutdown()));
   }
 

@@ -50,6 +50,8 @@ describe('Deepgram sockets with API keys', () => {
       const r = await deepgramRefusal(`${s.url}${path}?model=nope`);
       assert.equal(r.status, 401, path);
       assert.equal(r.error.code, 'missing_api_key');
+      // Named as a Deepgram client sends it.
+      assert.match(r.error.message, /Authorization: Token <key>.*subprotocols "token"/);
     }
   });
 

@@ -4,8 +4,9 @@
  * metadata every Results carries. Times are seconds on the stream's timeline (from its first
  * audio byte). Nothing here holds state or talks to a socket.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { ModelEntry } from '../../../runtime/model-entry.js';
+import { modelUuid } from '../model-name.js';
 
 /** One word of a transcript, as Deepgram's words are. */
 export interface DeepgramWord {
@@ -33,15 +34,6 @@ export function sessionFacts(entry: ModelEntry, channels: number): SessionFacts 
     modelInfo: { name: entry.id, version: 'voxd', arch: entry.family.name },
     channels,
   };
-}
-
-/**
- * A stable UUID-shaped id for a model (Deepgram's `model_uuid`): clients keep it as a key, so it
- * is the same for the same model id across sessions and restarts.
- */
-function modelUuid(id: string): string {
-  const h = createHash('sha256').update(`voxd-model:${id}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 /** Seconds as Deepgram writes them (to the millisecond). */

@@ -4,9 +4,10 @@
  * `Metadata`, `Flushed`, `Cleared`, `Warning`. A message voxd cannot take is a Warning, never the
  * session's end (Deepgram answers a bad message the same way).
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { showValue } from '../../../errors.js';
 import { VERSION } from '../../../version.js';
+import { modelUuid } from '../model-name.js';
 
 export type ClientMessage =
   | { type: 'Speak'; text: string }
@@ -61,13 +62,6 @@ export function metadata(modelName: string, modelId: string) {
     model_version: VERSION,
     model_uuid: modelUuid(modelId),
   };
-}
-
-/** A stable UUID for a model id (name-based, as Deepgram's model_uuid is stable per model). */
-function modelUuid(id: string): string {
-  const hex = createHash('sha1').update(`voxd-model:${id}`).digest('hex');
-  const variant = ((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 /**
