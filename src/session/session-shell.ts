@@ -141,6 +141,24 @@ export class SessionShell {
     });
   }
 
+  /**
+   * One message of `size` bytes arrived: it waits in the inbox with its bytes held on the session's
+   * budget until `handle` runs; when they do not fit, `refused` runs in its turn instead, with the
+   * budget's refusal.
+   */
+  arrived(size: number, handle: () => Promise<void> | void, refused: (err: unknown) => void): void {
+    try {
+      this.bytes.hold(size);
+    } catch (err) {
+      this.receive(() => refused(err));
+      return;
+    }
+    this.receive(() => {
+      this.bytes.free(size);
+      return handle();
+    }, size);
+  }
+
   #full(): boolean {
     const bytes = this.#options.inboxBytes ?? 0;
     return this.#waiting >= this.#options.inboxEvents || (bytes > 0 && this.#waitingBytes > bytes);

@@ -32,6 +32,18 @@ export interface DeepgramDeps {
   metrics?: Metrics;
 }
 
+/** The session shell's timers of a Deepgram socket, and the socket's flow control, both kinds alike. */
+export function deepgramShellOptions(config: ServerConfig, ws: WebSocket) {
+  return {
+    idleMs: config.deepgram_idle_timeout_ms,
+    idleSetting: 'deepgram_idle_timeout_ms',
+    lifetimeMs: config.deepgram_max_session_ms,
+    lifetimeSetting: 'deepgram_max_session_ms',
+    pause: () => ws.pause(),
+    resume: () => ws.resume(),
+  };
+}
+
 /** One open session, as the front end sees it. */
 export interface DeepgramSession {
   readonly id: string;

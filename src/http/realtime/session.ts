@@ -190,17 +190,11 @@ export class RealtimeSession {
    * INBOX_BYTES waiting) with its bytes on the budget, refused in its turn when they do not fit.
    */
   #arrived(data: Buffer, binary: boolean): void {
-    const size = data.length;
-    try {
-      this.#shell.bytes.hold(size);
-    } catch (err) {
-      this.#shell.receive(() => this.#sendError(errorBody(err)));
-      return;
-    }
-    this.#shell.receive(() => {
-      this.#shell.bytes.free(size);
-      return this.#receive(data, binary);
-    }, size);
+    this.#shell.arrived(
+      data.length,
+      () => this.#receive(data, binary),
+      (err) => this.#sendError(errorBody(err)),
+    );
   }
 
   async #receive(data: Buffer, binary: boolean): Promise<void> {

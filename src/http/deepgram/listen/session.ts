@@ -27,7 +27,7 @@ import { InputBuffer } from '../../realtime/input-buffer.js';
 import { INBOX_BYTES, SEND_BUFFER_BYTES } from '../../realtime/session.js';
 import type { ServerVad } from '../../realtime/turn-detection.js';
 import { TurnTaker } from '../../realtime/turns.js';
-import type { DeepgramDeps, DeepgramSession } from '../upgrade.js';
+import { type DeepgramDeps, type DeepgramSession, deepgramShellOptions } from '../upgrade.js';
 import { metadataMessage, type SessionFacts, sessionFacts } from './messages.js';
 import type { ListenOptions } from './options.js';
 import { Transcripts } from './transcripts.js';
@@ -77,12 +77,7 @@ export class ListenSession implements DeepgramSession {
       protocol: 'deepgram_listen',
       inboxEvents: INBOX_EVENTS,
       inboxBytes: INBOX_BYTES,
-      idleMs: config.deepgram_idle_timeout_ms,
-      idleSetting: 'deepgram_idle_timeout_ms',
-      lifetimeMs: config.deepgram_max_session_ms,
-      lifetimeSetting: 'deepgram_max_session_ms',
-      pause: () => ws.pause(),
-      resume: () => ws.resume(),
+      ...deepgramShellOptions(config, ws),
       expire: (why) => this.#fail(errorBody(why), why.code),
     });
     this.#settings = new SessionSettings(entry.id);
@@ -154,17 +149,11 @@ export class ListenSession implements DeepgramSession {
 
   /** One message arrived: it waits in the shell's inbox with its bytes on the budget. */
   #arrived(data: Buffer, binary: boolean): void {
-    const size = data.length;
-    try {
-      this.#shell.bytes.hold(size);
-    } catch (err) {
-      this.#shell.receive(() => this.#fail(errorBody(err)));
-      return;
-    }
-    this.#shell.receive(() => {
-      this.#shell.bytes.free(size);
-      return this.#receive(data, binary);
-    }, size);
+    this.#shell.arrived(
+      data.length,
+      () => this.#receive(data, binary),
+      (err) => this.#fail(errorBody(err)),
+    );
   }
 
   async #receive(data: Buffer, binary: boolean): Promise<void> {

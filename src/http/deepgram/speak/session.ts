@@ -18,7 +18,7 @@ import { describeError, VoxdError } from '../../../errors.js';
 import { keepAlive } from '../../../session/keepalive.js';
 import { SessionShell } from '../../../session/session-shell.js';
 import type { Timer } from '../../../util/clock.js';
-import type { DeepgramDeps, DeepgramSession } from '../upgrade.js';
+import { type DeepgramDeps, type DeepgramSession, deepgramShellOptions } from '../upgrade.js';
 import type { SpeakFormat } from './format.js';
 import {
   BadMessage,
@@ -97,12 +97,7 @@ export class SpeakSession implements DeepgramSession {
       protocol: 'deepgram_speak',
       inboxEvents: INBOX_EVENTS,
       inboxBytes: INBOX_BYTES,
-      idleMs: config.deepgram_idle_timeout_ms,
-      idleSetting: 'deepgram_idle_timeout_ms',
-      lifetimeMs: config.deepgram_max_session_ms,
-      lifetimeSetting: 'deepgram_max_session_ms',
-      pause: () => ws.pause(),
-      resume: () => ws.resume(),
+      ...deepgramShellOptions(config, ws),
       // Deepgram's NET-0001: nothing received within the timeout.
       expire: (why) =>
         this.#close(1011, why.code === 'E_SESSION_IDLE' ? 'NET-0001' : 'session too long', why),
@@ -134,17 +129,11 @@ export class SpeakSession implements DeepgramSession {
   }
 
   #arrived(data: Buffer, binary: boolean): void {
-    const size = data.length;
-    try {
-      this.#shell.bytes.hold(size);
-    } catch (err) {
-      this.#shell.receive(() => this.#warn('BUFFER_FULL', describeError(err).error.message));
-      return;
-    }
-    this.#shell.receive(() => {
-      this.#shell.bytes.free(size);
-      this.#receive(data, binary);
-    }, size);
+    this.#shell.arrived(
+      data.length,
+      () => this.#receive(data, binary),
+      (err) => this.#warn('BUFFER_FULL', describeError(err).error.message),
+    );
   }
 
   #receive(data: Buffer, binary: boolean): void {
