@@ -99,6 +99,8 @@ describe('/v1/listen: bad input and bounds', () => {
     for (const [frame, shown] of [
       ['{"type":"Speak","text":"hi"}', /"Speak"/],
       ['not json', /not JSON/],
+      // Refused by its size, before any parse.
+      [`{"type":"KeepAlive","pad":"${'x'.repeat(5000)}"}`, /5\d{3} bytes is no Deepgram message/],
     ] as const) {
       const socket = await listen(s);
       const closed = closing(socket);

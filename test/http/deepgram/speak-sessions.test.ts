@@ -254,15 +254,28 @@ describe('/v1/speak sessions (fixture engine)', () => {
       c.ws.send(Buffer.from([1, 2, 3]));
       c.send({ type: 'Speak', text: 42 });
       c.speak('a'.repeat(61));
-      const warnings = await waitFor(c, 'Warning', 5);
+      // Past what any text within the bound takes as JSON: refused unparsed.
+      c.speak('b'.repeat(2000));
+      const warnings = await waitFor(c, 'Warning', 6);
       assert.match(warnings[0].description, /type: "Shout" is not a message of \/v1\/speak/);
       assert.match(warnings[1].description, /JSON message/);
       assert.match(warnings[2].description, /binary frames are not messages/);
       assert.match(warnings[3].description, /text: 42 is not a string/);
       assert.match(warnings[4].description, /max_input_chars=60/);
+      assert.match(
+        warnings[5].description,
+        /a message of 20\d\d bytes holds more text than max_input_chars=60/,
+      );
       assert.deepEqual(
         warnings.map((w) => w.code),
-        ['INVALID_MESSAGE', 'INVALID_MESSAGE', 'INVALID_MESSAGE', 'INVALID_MESSAGE', 'TEXT_TOO_LONG'],
+        [
+          'INVALID_MESSAGE',
+          'INVALID_MESSAGE',
+          'INVALID_MESSAGE',
+          'INVALID_MESSAGE',
+          'TEXT_TOO_LONG',
+          'TEXT_TOO_LONG',
+        ],
       );
       assert.equal(warnings[0].warn_msg, warnings[0].description, "LiveKit's field");
       c.speak('Fine.');

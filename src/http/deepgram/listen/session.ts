@@ -281,8 +281,17 @@ function serverVad(options: ListenOptions): ServerVad {
   };
 }
 
+/** The longest text message taken: Deepgram's are a few bytes; a longer one is refused unparsed. */
+const MAX_MESSAGE_BYTES = 4096;
+
 /** A text message's type; a VoxdError (bad input) for anything else. */
 function messageType(data: Buffer): string {
+  if (data.length > MAX_MESSAGE_BYTES)
+    throw new VoxdError(
+      'E_INVALID_REQUEST',
+      `message: a text frame of ${data.length} bytes is no Deepgram message (at most ${MAX_MESSAGE_BYTES}); send audio as binary frames`,
+      { param: 'type' },
+    );
   let message: unknown;
   try {
     message = JSON.parse(data.toString('utf8'));

@@ -138,6 +138,16 @@ export class SpeakSession implements DeepgramSession {
 
   #receive(data: Buffer, binary: boolean): void {
     if (this.#finishing) return;
+    // Refused before the parse: no Speak within the text bound is this long (6 bytes a character
+    // written as \uXXXX), and a parse of the longest frame would hold the event loop.
+    const cap = this.#plan.maxChars > 0 ? this.#plan.maxChars : UNLIMITED_TEXT_CAP;
+    if (!binary && data.length > 6 * cap + 1024) {
+      this.#warn(
+        'TEXT_TOO_LONG',
+        `a message of ${data.length} bytes holds more text than max_input_chars=${cap}; it was dropped`,
+      );
+      return;
+    }
     let message: ClientMessage;
     try {
       if (binary) throw new BadMessage('binary frames are not messages: send each message as JSON text');
