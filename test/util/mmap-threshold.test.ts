@@ -29,9 +29,19 @@ test('a large buffer is still mmapped after a larger one was freed (no dynamic t
   await allocateAndFree(8 * 1024 * 1024);
   const size = 1024 * 1024;
   assert.ok(size > MMAP_THRESHOLD_BYTES);
-  const before = mallocStats()!.mapped;
-  const buffer = Buffer.alloc(size, 1);
-  const during = mallocStats()!.mapped;
-  assert.equal(buffer[size - 1], 1);
-  assert.ok(during - before >= size, `mmapped ${before} -> ${during} bytes: the block came from an arena`);
+  // The count is the whole process's: another thread freeing a mapped block between the two
+  // readings hides one allocation (seen once under CI's load), never three. With a raised
+  // threshold every one of them comes from an arena.
+  const seen: string[] = [];
+  const kept: Buffer[] = [];
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const before = mallocStats()!.mapped;
+    const buffer = Buffer.alloc(size, 1);
+    const during = mallocStats()!.mapped;
+    kept.push(buffer);
+    assert.equal(buffer[size - 1], 1);
+    if (during - before >= size) return;
+    seen.push(`${before} -> ${during}`);
+  }
+  assert.fail(`mmapped ${seen.join(', ')} bytes: the blocks came from an arena`);
 });
