@@ -159,6 +159,10 @@ export class InputBuffer {
    */
   async append(audio: string | LiftedLiteral | Uint8Array): Promise<void> {
     const decoded = await decodeAppended(audio);
+    // Server VAD commits turns itself, never refused: audio faster than the model transcribes
+    // waits here (the socket is not read meanwhile) until a waiting turn has started.
+    if (this.#detector) await this.#ctx.turns.room();
+    if (this.#ctx.shell.ended) return;
     const { encoding } = this.#ctx.settings.format;
     const width = bytesPerSample(encoding);
     const bytes = this.#carry === undefined ? decoded : Buffer.concat([Buffer.of(this.#carry), decoded]);
@@ -481,10 +485,6 @@ export class InputBuffer {
   /** idle_timeout_ms passed without speech: the quiet audio is committed as a turn of its own. */
   #idleTimeout(from: number, to: number): void {
     const { turns } = this.#ctx;
-    if (turns.full) {
-      this.#ctx.sendError(errorBody(turns.refusal()));
-      return;
-    }
     const range = { from, to };
     this.#committedTo = to;
     const turn = this.#wholeTurn(this.#buffer.slice(from, to), range);
@@ -508,11 +508,6 @@ export class InputBuffer {
     if (turn.audio instanceof LiveFeed) {
       turn.audio.end();
       turns.committed(turn);
-      return;
-    }
-    // The server's own commit past the limit of waiting turns: the client is told, the turn dropped.
-    if (turns.full) {
-      this.#ctx.sendError(errorBody(turns.refusal()));
       return;
     }
     const samples = this.#buffer.slice(start, to);

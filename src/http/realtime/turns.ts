@@ -4,8 +4,10 @@
  * model's FIFO, its busy timeout, management barriers). A session's turns run one after the other
  * in commit order, so a session holds one slot at most and none while it only listens.
  *
- * Bounds (probe 2026-12): at most MAX_WAITING_TURNS turns wait behind the one running, and their
- * audio counts against the byte budget until their run is done with it (F5); each turn runs as the
+ * Bounds (probe 2026-12): at most MAX_WAITING_TURNS turns wait behind the one running (a client's
+ * commit past them is refused; under server VAD the next append waits for room instead, so audio
+ * sent faster than real time is read at the model's pace and no turn the server found is dropped),
+ * and their audio counts against the byte budget until their run is done with it (F5); each turn runs as the
  * session's work (`shell.work`), so the session is not idle while a turn waits for its slot and the
  * memory it leaves is given back once the server is quiet (L4); a live turn has a total deadline,
  * `live_ingest.total_timeout_ms` as an HTTP live body has, and counts as idle while it only waits
@@ -102,6 +104,8 @@ export class TurnTaker {
   #lastItem: string | null = null;
   readonly #commits = new WeakMap<Turn, () => void>();
   readonly #ends = new WeakMap<Turn, Promise<void>>();
+  /** Appends waiting for a turn to start (server VAD's backpressure). */
+  #roomWaiters: (() => void)[] = [];
 
   constructor(ctx: TurnContext) {
     this.#ctx = ctx;
@@ -133,6 +137,15 @@ export class TurnTaker {
   /** Whether a turn committed now would pass MAX_WAITING_TURNS. */
   get full(): boolean {
     return this.#waiting >= MAX_WAITING_TURNS;
+  }
+
+  /**
+   * Resolves once a turn committed now would not pass MAX_WAITING_TURNS, or the session has ended
+   * (its turns are cancelled, so the chain drains and wakes this).
+   */
+  async room(): Promise<void> {
+    while (this.full && !this.#ctx.shell.ended)
+      await new Promise<void>((wake) => this.#roomWaiters.push(wake));
   }
 
   /** Why a turn past MAX_WAITING_TURNS is refused. */
@@ -185,6 +198,7 @@ export class TurnTaker {
 
   async #take(turn: Turn): Promise<void> {
     this.#waiting--;
+    for (const wake of this.#roomWaiters.splice(0)) wake();
     const live = turn.audio instanceof LiveFeed;
     try {
       await this.#ctx.shell.work(

@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
+import { MAX_WAITING_TURNS } from '../../../src/http/realtime/turns.js';
 import { paced, RATE, REFERENCE, spoken } from '../../helpers/deepgram-listen.js';
 import { librivoxWav } from '../../helpers/librivox.js';
 import { suiteServer } from '../../helpers/suite-server.js';
@@ -145,6 +146,24 @@ describe('/v1/listen: bad input and bounds', () => {
     assert.match(reason, /^NET-0001 .*deepgram_idle_timeout_ms/);
     assert.ok(performance.now() - stopped < IDLE_MS + 1000, 'closed at the idle timeout');
     await freed(s);
+  });
+
+  test(`utterances sent in one frame, more than ${MAX_WAITING_TURNS} + 1 turns, are all transcribed: the socket waits, no turn is dropped`, async () => {
+    // Seven utterances at once (fuzz seed 1271700375 case 2608): server VAD finds more turns than
+    // may wait, and must read the rest at the model's pace rather than end the session.
+    const ids = ['0880', '0930', '0880', '0930', '0880', '0930', '0880'] as const;
+    const clip = spoken([...ids], { pauseMs: 1200 });
+    const socket = await listen(s, 'endpointing=500');
+    socket.ws.send(clip.pcm);
+    socket.send({ type: 'CloseStream' });
+    await socket.messages.next('Metadata', 0, 120_000);
+    assert.equal(await socket.closed, 1000);
+    // The stream ended before server VAD had examined it: its finals come from CloseStream, not
+    // from endpointing (speech_final false), one per utterance.
+    const finals = socket.messages.all.filter((m: Message) => m.type === 'Results' && m.is_final);
+    assert.ok(finals.length >= ids.length, `${finals.length} finals: ${finals.map(text).join(' | ')}`);
+    const heard = finals.map(text).join(' ');
+    assert.ok(wordErrorRate(clip.reference, heard) <= 0.5, heard);
   });
 
   test('many sockets at once each get their transcript', async () => {
