@@ -2,7 +2,7 @@
 import { parentPort } from 'node:worker_threads';
 import { VoxdError } from '../errors.js';
 import { readFullySync } from '../util/read-fully.js';
-import { base64Bytes } from './base64.js';
+import { base64BytesOf } from './base64.js';
 import { conformAudio } from './convert.js';
 import { decodePcm } from './pcm.js';
 import { pcm16Audio } from './pcm16-audio.js';
@@ -85,9 +85,15 @@ parentPort?.on('message', (job: AudioJob) => {
   try {
     if (job.kind === 'base64') {
       const { literal, field, maxBytes } = job;
-      const text = Buffer.from(literal.buffer, literal.byteOffset, literal.byteLength).toString('latin1');
-      const bytes = new Uint8Array(base64Bytes(text, field, maxBytes));
-      parentPort!.postMessage({ id: job.id, ok: true, bytes } satisfies AudioReply, [bytes.buffer]);
+      const decoded = base64BytesOf(literal, field, maxBytes);
+      // Moved back, not copied, unless the bytes share a pooled block with others.
+      const bytes =
+        decoded.byteLength > Buffer.poolSize >>> 1
+          ? new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength)
+          : new Uint8Array(decoded);
+      parentPort!.postMessage({ id: job.id, ok: true, bytes } satisfies AudioReply, [
+        bytes.buffer as ArrayBuffer,
+      ]);
     } else {
       const audio = runJob(job);
       parentPort!.postMessage({ id: job.id, ok: true, audio } satisfies AudioReply, [

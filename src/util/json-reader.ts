@@ -124,8 +124,11 @@ interface Cut {
  */
 export async function readJson(bytes: Buffer, options: ReadOptions = {}): Promise<ReadJson> {
   const literals = new Map<string, LiftedLiteral>();
-  // A short message is parsed as it always was: one slice of work.
-  if (bytes.length <= SLICE_BYTES) {
+  // A short message is parsed as it always was: one slice of work. One with a literal its reader
+  // keeps as bytes (audio) is cut even so: a string of the whole text, and the literal's own
+  // string from JSON.parse, cost far more than the cut on this project's machines (large strings
+  // are made on fresh pages: docs/performance.md, "Short requests").
+  if (bytes.length < LIFT_MIN_BYTES || (bytes.length <= SLICE_BYTES && !options.keep)) {
     const text = bytes.toString('utf8');
     checkJsonShape(text, options);
     return { value: parseJsonText(text, options.field, { ...options, shapeChecked: true }), literals };
@@ -193,8 +196,8 @@ export async function readJson(bytes: Buffer, options: ReadOptions = {}): Promis
  * rest could be megabytes: its error is said here.
  */
 async function scan(bytes: Buffer, options: ReadOptions): Promise<Cut[]> {
-  // The socket's receipt of the message (joined, unmasked) was a turn's work of its own.
-  await nextTurn();
+  // The socket's receipt of a long message (joined, unmasked) was a turn's work of its own.
+  if (bytes.length > SLICE_BYTES) await nextTurn();
   const limit = options.limit ?? MAX_JSON_DEPTH;
   const cuts: Cut[] = [];
   let depth = 0;

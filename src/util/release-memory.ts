@@ -35,8 +35,13 @@ export const MIN_RELEASE_INTERVAL_MS = 30_000;
  * few large buffers died (an upload's samples, ffmpeg's output in 1 MB blocks) later ones came
  * from the arenas and stayed there as free blocks: the chaos soak saw the allocator's free memory
  * grow 2.6 -> 7.4 MiB in 60 s with nothing leaked. Setting it fixes it where it starts.
+ *
+ * Not at glibc's own 128 KiB: a short request's buffers (a 5 s upload's body, its decoded bytes)
+ * are 150-300 KB, and mmapped they are fresh pages every time, whose faults cost a 5.6 s VAD request
+ * about 2 ms of the main thread on this project's machines (docs/performance.md, "Short requests").
+ * Below 512 KiB they come from the arenas, freed blocks reused; the idle release trims what is left.
  */
-export const MMAP_THRESHOLD_BYTES = 128 * 1024;
+export const MMAP_THRESHOLD_BYTES = 512 * 1024;
 mallopt?.(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES);
 
 // Exposes gc() to new contexts and to worker threads started from now on (the audio workers).

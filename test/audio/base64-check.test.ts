@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isBase64Of, isPaddedBase64Of } from '../../src/audio/base64.js';
+import { base64Bytes, base64BytesOf, isBase64Of, isPaddedBase64Of } from '../../src/audio/base64.js';
+import type { VoxdError } from '../../src/errors.js';
 import { mulberry32 } from '../helpers/prng.js';
 
 /** The check before: exact by construction. */
@@ -47,4 +48,45 @@ test('isBase64Of answers as encoding again and comparing did, on valid, wrapped,
     else refused++;
   }
   assert.ok(accepted > 5000 && refused > 5000, `${accepted} accepted, ${refused} refused: both kinds tried`);
+});
+
+/** base64Bytes's answer, bytes or the refusal's message. */
+function answer(decode: () => Buffer): string {
+  try {
+    return decode().toString('hex');
+  } catch (err) {
+    return `refused: ${(err as VoxdError).message}`;
+  }
+}
+
+test('base64BytesOf (the bytes of a JSON body, decoded a piece at a time) answers as base64Bytes of their string', () => {
+  const random = mulberry32(42);
+  // Pieces are 32 KiB of characters: payloads around and across them, padding and damage anywhere.
+  const sizes = [0, 1, 2, 3, 4, 100, 24_575, 24_576, 24_577, 49_151, 49_152, 49_153, 100_000];
+  const odd = ['-', '_', '=', '\n', '!', 'é', '=='];
+  let tried = 0;
+  for (const size of sizes) {
+    for (let i = 0; i < 12; i++) {
+      const bytes = Buffer.from(Array.from({ length: size }, () => Math.floor(random() * 256)));
+      let payload = bytes.toString('base64');
+      const damage = i % 6;
+      if (damage === 1) payload = payload.replace(/=+$/, '');
+      if (damage === 2) payload = `data:audio/wav;base64,${payload}`;
+      if (damage >= 3 && payload.length > 0) {
+        const at = Math.floor(random() * payload.length);
+        const what = odd[Math.floor(random() * odd.length)]!;
+        payload = payload.slice(0, at) + what + payload.slice(at + (damage === 4 ? 1 : 0));
+      }
+      for (const maxBytes of [size, Math.max(0, size - 1), size + 10]) {
+        const ascii = Buffer.from(payload, 'latin1');
+        assert.equal(
+          answer(() => base64BytesOf(ascii, 'audio_base64', maxBytes)),
+          answer(() => base64Bytes(payload, 'audio_base64', maxBytes)),
+          `${size} bytes, damage ${damage}, limit ${maxBytes}`,
+        );
+        tried++;
+      }
+    }
+  }
+  assert.ok(tried > 400);
 });

@@ -47,6 +47,19 @@ test('a kept key, flat or nested, is its bytes beside the parsed message, handed
   assert.equal(Buffer.from(takeLifted(request, 'audio_base64')!.bytes).toString('latin1'), payload);
 });
 
+test('a message shorter than one slice still has its kept literal cut out: no string of the audio is made', async () => {
+  const keep = keepPlain('audio_base64');
+  const short = payload.slice(0, LIFT_MIN_BYTES * 2);
+  const json = `{"model":"vad","audio_base64":"${short}","note":"${'n'.repeat(LIFT_MIN_BYTES)}"}`;
+  assert.ok(json.length < SLICE_BYTES);
+  const value = await read(json, { keep });
+  assert.equal(Buffer.from(takeLifted(value, 'audio_base64')!.bytes).toString('latin1'), short);
+  // A long literal the reader does not keep is the string JSON.parse makes, as before.
+  assert.equal(value['note'], 'n'.repeat(LIFT_MIN_BYTES));
+  // Without a keep rule, a message of one slice is parsed whole, as it always was.
+  assert.equal((await read(json))['audio_base64'], short);
+});
+
 test("a literal may be moved to a thread only where the message's memory is its own", async () => {
   const json = `{"model":"asr","audio_base64":"${payload}"}`;
   const keep = keepPlain('audio_base64');
