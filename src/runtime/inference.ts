@@ -140,6 +140,7 @@ export class Inference {
   async infer(id: string, request: EngineRequest, options: InferenceOptions): Promise<InferenceOutcome> {
     // admit() and run() inline, without an Admission between them: this runs on every request.
     this.#refuseWhenClosing();
+    options.trace?.prepared();
     const entry = this.#entry(id);
     let lease = entry.scheduler.tryAcquire('request', options.signal);
     if (lease) this.#waited(entry, options.trace, 0);
@@ -158,6 +159,7 @@ export class Inference {
    */
   async admit(id: string, options: InferenceOptions): Promise<Admission> {
     this.#refuseWhenClosing();
+    options.trace?.prepared();
     const entry = this.#entry(id);
     const lease = await this.#acquire(entry, options);
     return {
@@ -318,6 +320,7 @@ export class Inference {
       trace.model = entry.id;
       trace.slot = slot;
       trace.inferenceMs = (trace.inferenceMs ?? 0) + wallMs;
+      trace.ranAt = performance.now();
     }
   }
 

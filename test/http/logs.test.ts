@@ -42,6 +42,18 @@ describe('request log lines (--log)', () => {
     assert.equal(line.slot, 0);
     assert.equal(typeof line.queue_ms, 'number');
     assert.equal(typeof line.inference_ms, 'number');
+    // The phases split the request's time: each one measured, together no more than the whole.
+    const phases = [
+      line.read_ms,
+      line.prepare_ms,
+      line.queue_ms,
+      line.inference_ms,
+      line.reply_ms,
+    ] as number[];
+    for (const ms of phases) assert.ok(typeof ms === 'number' && ms >= 0, JSON.stringify(line));
+    const sum = phases.reduce((a, b) => a + b, 0);
+    // Each is rounded to 0.1 ms.
+    assert.ok(sum <= (line.duration_ms as number) + 0.3, JSON.stringify(line));
     assert.equal(line.bytes_in, Buffer.byteLength(JSON.stringify({ model: 'm', text: 'x' })));
     assert.equal(line.bytes_out, res.body.length);
     assert.match(line.msg, /^POST \/v1\/tasks\/run 200 [\d.]+ ms$/);

@@ -5,6 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import { isPlainObject } from '../../config/errors.js';
 import { invalidRequest, showValue, VoxdError } from '../../errors.js';
+import type { RequestTrace } from '../../observability/request-trace.js';
 import { type Clock, systemClock, type Timer } from '../../util/clock.js';
 import { keepPlain, readJson } from '../../util/json-reader.js';
 import { memoryRelease } from '../../util/release-memory.js';
@@ -211,6 +212,8 @@ export interface JsonBodySource {
     log_request_body: boolean;
   };
   log(message: string): void;
+  /** The request's trace: the moment its body was read goes on its log line. */
+  trace?: RequestTrace;
 }
 
 /** The JSON limit: max_json_body_bytes, or max_request_body_bytes when that is lower. */
@@ -241,5 +244,6 @@ export async function readJsonObject(source: JsonBodySource): Promise<Record<str
       `request body must be a JSON object, got ${Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : typeof parsed}`,
     );
   }
+  source.trace?.bodyRead();
   return parsed;
 }

@@ -55,6 +55,7 @@ async function withMultipart<T>(ctx: RouteContext, use: (body: MultipartBody) =>
     limit: ctx.config.max_request_body_bytes,
     idleMs: ctx.config.body_timeout_ms,
   });
+  ctx.trace?.bodyRead();
   try {
     return await use(body);
   } finally {

@@ -127,11 +127,19 @@ export function logFields(ex: Exchange, status: number, ms: number): Record<stri
     duration_ms: Math.round(ms * 10) / 10,
     model: trace.model,
     slot: trace.slot,
+    read_ms: roundMs(since(ex.started, trace.readAt)),
+    prepare_ms: roundMs(since(trace.readAt ?? ex.started, trace.preparedAt)),
     queue_ms: roundMs(trace.queueMs),
     inference_ms: roundMs(trace.inferenceMs),
+    reply_ms: roundMs(since(trace.ranAt, ex.started + ms)),
     bytes_in: byteCount(req.headers['content-length']),
     bytes_out: byteCount(res.getHeader('content-length')),
   };
+}
+
+/** The time from `from` to `to`; undefined when the request never got to either. */
+function since(from: number | undefined, to: number | undefined): number | undefined {
+  return from === undefined || to === undefined ? undefined : to - from;
 }
 
 function roundMs(ms: number | undefined): number | undefined {
