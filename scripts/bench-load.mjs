@@ -2,12 +2,14 @@
 // not count as server event-loop lag. It uses node:http with keep-alive rather than fetch: on a
 // 2-core machine the client shares the CPU with the server, and fetch cost about 2 ms of CPU per
 // request here (node:http about a quarter of that), which showed up as lost server throughput.
-// Prints the number of completed requests, and the client's CPU per request on stderr.
-// Usage: node scripts/bench-load.mjs <url> <body-file> <concurrency> <seconds>
+// The body is read from <body-file> once and the same bytes are sent with every request, sent as
+// <content-type> (application/json unless given; a multipart/form-data type must name the body's
+// boundary). Prints the number of completed requests, and the client's CPU per request on stderr.
+// Usage: node scripts/bench-load.mjs <url> <body-file> <concurrency> <seconds> [content-type]
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 
-const [url, bodyFile, concurrency, seconds] = process.argv.slice(2);
+const [url, bodyFile, concurrency, seconds, contentType = 'application/json'] = process.argv.slice(2);
 const body = readFileSync(bodyFile);
 const agent = new Agent({ keepAlive: true, maxSockets: Number(concurrency) });
 const deadline = performance.now() + Number(seconds) * 1000;
@@ -21,12 +23,16 @@ function post() {
       {
         method: 'POST',
         agent,
-        headers: { 'content-type': 'application/json', 'content-length': body.length },
+        headers: { 'content-type': contentType, 'content-length': body.length },
       },
       (res) => {
-        res.on('data', () => {});
+        // The body is kept only when the request failed, for the error message.
+        const failed = res.statusCode !== 200 ? [] : undefined;
+        res.on('data', (chunk) => failed?.push(chunk));
         res.on('end', () =>
-          res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`)),
+          failed
+            ? reject(new Error(`HTTP ${res.statusCode}: ${Buffer.concat(failed).toString().slice(0, 500)}`))
+            : resolve(),
         );
         res.on('error', reject);
       },

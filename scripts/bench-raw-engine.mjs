@@ -1,41 +1,180 @@
-// What the server adds to an engine: flite speech and silero-vad detection driven with no server
-// (the engine family's own sessions, each in its runner process as voxd runs them, N requests in
-// flight on N sessions) against the same engine through voxd's HTTP API (N slots, N requests in
-// flight, keep-alive), at N = 1 and 2, interleaved in one run. Prints a Markdown table for
+// What voxd adds to an engine, charging voxd only: each engine called directly in its runner
+// processes ("alone") against the same engine through voxd's HTTP API, at 1 and 2 requests in flight,
+// their rounds interleaved (alone, voxd, alone, voxd, ...). Prints a Markdown table for
 // docs/performance.md.
+//
+// Alone: in this process, the engine family's own weights and N sessions (createEngineCatalog(),
+// family.load(spec), weights.createSession(), isolation "session": each session in its own runner
+// process, as voxd runs these families), N callers each looping session.run(request) on the decoded
+// audio for the round's seconds; requests/s = runs completed / seconds.
+// Through voxd: `voxd serve --parallel-jobs` in its own process (startServeChild of
+// bench-server.mjs), the model with N slots; the HTTP client is scripts/bench-load.mjs in a process
+// of its own (node:http, keep-alive, N requests in flight), started asynchronously for each round.
+// Every request body is serialized once, before any round: its bytes are written to a file that the
+// load generator reads once and sends as they are with every request; requests/s = completed /
+// seconds. The load generator's own CPU per request (its stderr) is the last column: the client's
+// cost, which on a small machine shares the CPUs with the server and its runners.
+// Neither side's client shares a process with the other side's engine work, so a voxd figure is
+// charged with voxd's own work (server process, its runners) and the load generator's, and an alone
+// figure with the engine's runners and this process's calls into them.
+// Each side gets warm-up requests (one per session or slot, in flight together) before its rounds.
+//
+// Rows (engine, family, how voxd gets the request):
+//   flite        flite_tts         POST /v1/audio/speech, JSON {model, input} (the sentence below)
+//   silero-vad   silero_vad        POST /v1/tasks/run, JSON {model, audio_base64};
+//                                 no multipart route takes a VAD model (/v1/audio/transcriptions and
+//                                 /v1/batches/transcriptions serve asr and diar only, /v1/tasks/run
+//                                 reads JSON only), so the second row is the closest to an upload
+//                                 of bytes: POST /v1/tasks/run, JSON {model, audio} naming the WAV
+//                                 as a server-local file (in the server's config folder, a file root)
+//   classic-diar classic_diar      POST /v1/tasks/run, JSON {model, audio_base64}; and
+//                                 POST /v1/audio/transcriptions, multipart {model, file}
+//   pocketsphinx pocketsphinx_asr  POST /v1/tasks/run, JSON {model, audio_base64}; and
+//                                 POST /v1/audio/transcriptions, multipart {model, file}
+// The audio of VAD, diarization and recognition: one clip, the sentence below spoken by flite
+// (through a voxd child, response_format pcm at 16 kHz: about 6.1 s of speech) cut to a 16 kHz mono
+// PCM16 WAV of 5 s (repeated to fill it, were it shorter), made once; the engines alone get the same
+// WAV decoded (decodeWav). The LibriVox clips of test/helpers/librivox.ts are not used: Debian's
+// pocketsphinx-testdata may be installed without them.
 // Usage: npm run build && node scripts/bench-raw-engine.mjs [seconds-per-round] [--rounds=N]
-import { mkdtempSync, rmSync } from 'node:fs';
+//   [--only=<engine>[,<engine>]] (engines: flite, silero-vad, classic-diar, pocketsphinx)
+import { spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { decodeWav } from '../dist/src/audio/wav-decode.js';
+import { wavHeader } from '../dist/src/audio/wav-encode.js';
 import { createEngineCatalog } from '../dist/src/engines/catalog.js';
-import { SENTENCE, startBenchServer } from './bench-server.mjs';
+import { SENTENCE, startServeChild } from './bench-server.mjs';
 
 const args = process.argv.slice(2);
-const SECONDS = Number(args.find((a) => /^\d+$/.test(a)) ?? 4);
+const SECONDS = Number(args.find((a) => /^\d+(\.\d+)?$/.test(a)) ?? 4);
 const ROUNDS = Number(args.find((a) => a.startsWith('--rounds='))?.slice(9) ?? 3);
-const dir = mkdtempSync(join(tmpdir(), 'voxd-bench-raw-'));
+const ONLY = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',')
+  .filter(Boolean);
+const LOAD = fileURLToPath(new URL('./bench-load.mjs', import.meta.url));
+const CLIP_SECONDS = 5;
+const RATE = 16000;
 
-const startServer = (models) => startBenchServer(dir, models);
+/** Starts a voxd child serving `models`; resolves with its base URL, child, folder and a stop(). */
+async function startVoxd(models) {
+  const server = await startServeChild({ models });
+  return {
+    ...server,
+    async stop() {
+      const exited = new Promise((resolve) => server.child.once('exit', resolve));
+      server.child.kill('SIGKILL');
+      await exited;
+      rmSync(server.dir, { recursive: true, force: true });
+    },
+  };
+}
 
-function post(agent, url, body) {
+/** One POST of pre-built bytes (warm-ups and set-up only, never a measured request). */
+function post(agent, url, body, contentType) {
   return new Promise((resolve, reject) => {
     const req = request(
       url,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+      { method: 'POST', agent, headers: { 'content-type': contentType, 'content-length': body.length } },
       (res) => {
         const parts = [];
         res.on('data', (d) => parts.push(d));
-        res.on('end', () =>
-          res.statusCode === 200 ? resolve(Buffer.concat(parts)) : reject(new Error(`${res.statusCode}`)),
-        );
+        res.on('end', () => {
+          const bytes = Buffer.concat(parts);
+          if (res.statusCode === 200) resolve(bytes);
+          else reject(new Error(`${url}: HTTP ${res.statusCode} ${bytes.toString().slice(0, 500)}`));
+        });
       },
     );
     req.on('error', reject);
-    req.end(JSON.stringify(body));
+    req.end(body);
   });
 }
+
+// --- The clip: the sentence spoken by flite at 16 kHz, cut to (or repeated to fill) CLIP_SECONDS.
+const speaker = await startVoxd([{ id: 'flite', family: 'flite_tts', task: 'tts' }]);
+const spoken = await post(
+  new Agent(),
+  `${speaker.base}/v1/audio/speech`,
+  Buffer.from(JSON.stringify({ model: 'flite', input: SENTENCE, response_format: 'pcm', sample_rate: RATE })),
+  'application/json',
+);
+await speaker.stop();
+const pcm = Buffer.alloc(CLIP_SECONDS * RATE * 2);
+for (let at = 0; at < pcm.length; at += spoken.length)
+  spoken.copy(pcm, at, 0, Math.min(spoken.length, pcm.length - at));
+const WAV = Buffer.concat([wavHeader(RATE, 1, pcm.length), pcm]);
+const audio = decodeWav(WAV);
+console.error(
+  `clip: ${(spoken.length / 2 / RATE).toFixed(2)} s of speech, as a ${CLIP_SECONDS} s WAV of ${WAV.length} bytes`,
+);
+
+// --- Request bodies, each serialized once.
+const json = (value) => ({ body: Buffer.from(JSON.stringify(value)), contentType: 'application/json' });
+async function multipart(model) {
+  const form = new FormData();
+  form.set('model', model);
+  form.set('file', new Blob([WAV], { type: 'audio/wav' }), 'clip.wav');
+  const encoded = new Response(form);
+  return {
+    body: Buffer.from(await encoded.arrayBuffer()),
+    contentType: encoded.headers.get('content-type'),
+  };
+}
+const CLIP_FILE = 'clip.wav'; // in the server's folder, written when the server has started
+const base64 = (model) => ({
+  upload: 'base64 JSON',
+  route: '/v1/tasks/run',
+  ...json({ model, audio_base64: WAV.toString('base64') }),
+});
+const transcriptionUpload = async (model) => ({
+  upload: 'multipart WAV',
+  route: '/v1/audio/transcriptions',
+  ...(await multipart(model)),
+});
+
+const ENGINES = [
+  {
+    id: 'flite',
+    family: 'flite_tts',
+    task: 'tts',
+    request: { task: 'tts', text: SENTENCE, options: {} },
+    shapes: [
+      { upload: 'JSON text', route: '/v1/audio/speech', ...json({ model: 'flite', input: SENTENCE }) },
+    ],
+  },
+  {
+    id: 'silero-vad',
+    family: 'silero_vad',
+    task: 'vad',
+    request: { task: 'vad', audio, options: {} },
+    shapes: [
+      base64('silero-vad'),
+      // The path is the server's folder's, known once it started: filled in per server below.
+      { upload: 'server-local file (JSON path)', route: '/v1/tasks/run', serverFile: 'silero-vad' },
+    ],
+  },
+  {
+    id: 'classic-diar',
+    family: 'classic_diar',
+    task: 'diar',
+    request: { task: 'diar', audio, options: {} },
+    shapes: [base64('classic-diar'), await transcriptionUpload('classic-diar')],
+  },
+  {
+    id: 'pocketsphinx',
+    family: 'pocketsphinx_asr',
+    task: 'asr',
+    request: { task: 'asr', audio, options: {} },
+    shapes: [base64('pocketsphinx'), await transcriptionUpload('pocketsphinx')],
+  },
+].filter((e) => !ONLY || ONLY.includes(e.id));
+if (ONLY)
+  for (const id of ONLY) if (!ENGINES.some((e) => e.id === id)) throw new Error(`--only: no engine '${id}'`);
 
 /** Requests completed per second with `inFlight` callers each looping `once` for SECONDS. */
 async function closedLoop(inFlight, once) {
@@ -52,36 +191,40 @@ async function closedLoop(inFlight, once) {
   return done / SECONDS;
 }
 
-// The VAD's input: the sentence spoken by flite, at 16 kHz.
-const speaker = await startServer([{ id: 'flite', family: 'flite_tts', task: 'tts' }]);
-const wav = await post(new Agent(), `${speaker.url}/v1/audio/speech`, { model: 'flite', input: SENTENCE });
-await speaker.close();
-const audio = decodeWav(wav);
+/**
+ * One voxd round: the load generator, in its own process, keeps `inFlight` requests of the body in
+ * `bodyFile` going for SECONDS. Resolves with requests/s and its CPU per request (ms).
+ */
+function loadRound(url, bodyFile, contentType, inFlight) {
+  return new Promise((resolve, reject) => {
+    const load = spawn(
+      process.execPath,
+      [LOAD, url, bodyFile, String(inFlight), String(SECONDS), contentType],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    load.stdout.on('data', (chunk) => {
+      out += chunk;
+    });
+    load.stderr.on('data', (chunk) => {
+      err += chunk;
+    });
+    load.once('error', reject);
+    load.once('exit', (code) => {
+      const cpu = err.match(/([\d.]+) ms CPU per request/);
+      if (code !== 0 || !cpu) reject(new Error(`load generator on ${url} exited ${code}:\n${err}`));
+      else resolve({ rate: Number(out.trim()) / SECONDS, cpuMs: Number(cpu[1]) });
+    });
+  });
+}
 
-const ENGINES = [
-  {
-    id: 'flite',
-    family: 'flite_tts',
-    task: 'tts',
-    route: '/v1/audio/speech',
-    body: { model: 'flite', input: SENTENCE },
-    request: { task: 'tts', text: SENTENCE, options: {} },
-  },
-  {
-    id: 'silero-vad',
-    family: 'silero_vad',
-    task: 'vad',
-    route: '/v1/tasks/run',
-    body: { model: 'silero-vad', audio_base64: wav.toString('base64') },
-    request: { task: 'vad', audio, options: {} },
-  },
-];
-
+const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 const catalog = createEngineCatalog();
 const rows = [];
 for (const engine of ENGINES) {
   for (const n of [1, 2]) {
-    // No server: the family's weights and n sessions, called directly.
+    // Alone: the family's weights and n sessions, each in its runner process, called directly.
     const family = catalog.get(engine.family);
     const spec = {
       modelId: engine.id,
@@ -99,34 +242,59 @@ for (const engine of ENGINES) {
     const sessions = [];
     for (let i = 0; i < n; i++) sessions.push(await weights.createSession({ index: i, sessionOptions: {} }));
     const signal = new AbortController().signal;
-    const raw = (i) => sessions[i].run(engine.request, { signal });
-    await Promise.all(sessions.map((_, i) => raw(i)));
-    // Through voxd: n slots, n requests in flight over keep-alive connections.
-    const voxd = await startServer([{ id: engine.id, family: engine.family, task: engine.task, slots: n }]);
+    const alone = (i) => sessions[i].run(engine.request, { signal });
+    await Promise.all(sessions.map((_, i) => alone(i)));
+
+    // Through voxd: its own process, n slots.
+    const voxd = await startVoxd([{ id: engine.id, family: engine.family, task: engine.task, slots: n }]);
+    writeFileSync(join(voxd.dir, CLIP_FILE), WAV);
     const agent = new Agent({ keepAlive: true, maxSockets: n });
-    const url = `${voxd.url}${engine.route}`;
-    const served = () => post(agent, url, engine.body);
-    await Promise.all(Array.from({ length: n }, served));
-    const runs = { raw: [], voxd: [] };
-    for (let r = 0; r < ROUNDS; r++) {
-      runs.raw.push(await closedLoop(n, raw));
-      runs.voxd.push(await closedLoop(n, served));
+    for (const [s, shape] of engine.shapes.entries()) {
+      const { body, contentType } = shape.serverFile
+        ? json({ model: shape.serverFile, audio: join(voxd.dir, CLIP_FILE) })
+        : shape;
+      const bodyFile = join(voxd.dir, `body-${s}`);
+      writeFileSync(bodyFile, body);
+      const url = `${voxd.base}${shape.route}`;
+      await Promise.all(Array.from({ length: n }, () => post(agent, url, body, contentType)));
+      const runs = { alone: [], voxd: [], cpu: [] };
+      for (let r = 0; r < ROUNDS; r++) {
+        runs.alone.push(await closedLoop(n, alone));
+        const round = await loadRound(url, bodyFile, contentType, n);
+        runs.voxd.push(round.rate);
+        runs.cpu.push(round.cpuMs);
+      }
+      const row = {
+        engine: engine.id,
+        upload: shape.upload,
+        route: shape.route,
+        n,
+        alone: median(runs.alone),
+        voxd: median(runs.voxd),
+        cpuMs: median(runs.cpu),
+        runs,
+      };
+      rows.push(row);
+      console.error(JSON.stringify(row));
     }
-    const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
-    rows.push({ engine: engine.id, n, raw: median(runs.raw), voxd: median(runs.voxd), runs });
-    console.error(JSON.stringify(rows.at(-1)));
     agent.destroy();
-    await voxd.close();
+    await voxd.stop();
     for (const session of sessions) await session.dispose();
     await weights.dispose();
   }
 }
+
 console.log(
-  '| engine | slots = requests in flight | raw engine (requests/s) | through voxd (requests/s) | voxd / raw | rounds raw; voxd |',
+  `Engines alone (in their runner processes, called from the bench process) against voxd (its own process, ` +
+    `HTTP client scripts/bench-load.mjs in its own process, each body serialized once); ${SECONDS} s rounds, ` +
+    `median of ${ROUNDS}; audio: ${CLIP_SECONDS} s, 16 kHz mono WAV.\n`,
 );
-console.log('|---|---:|---:|---:|---:|---|');
+console.log(
+  '| engine | upload | in flight | engine alone (requests/s) | through voxd (requests/s) | voxd / alone | rounds alone; voxd | load generator CPU (ms/request) |',
+);
+console.log('|---|---|---:|---:|---:|---:|---|---:|');
+const fmt = (x) => x.toFixed(1);
 for (const r of rows)
   console.log(
-    `| ${r.engine} | ${r.n} | ${r.raw.toFixed(1)} | ${r.voxd.toFixed(1)} | ${(r.voxd / r.raw).toFixed(2)} | ${r.runs.raw.map((x) => x.toFixed(1)).join(', ')}; ${r.runs.voxd.map((x) => x.toFixed(1)).join(', ')} |`,
+    `| ${r.engine} | ${r.upload}, \`${r.route}\` | ${r.n} | ${fmt(r.alone)} | ${fmt(r.voxd)} | ${(r.voxd / r.alone).toFixed(2)} | ${r.runs.alone.map(fmt).join(', ')}; ${r.runs.voxd.map(fmt).join(', ')} | ${r.cpuMs.toFixed(2)} |`,
   );
-rmSync(dir, { recursive: true, force: true });
