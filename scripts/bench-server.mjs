@@ -27,7 +27,8 @@ export async function startBenchServer(dir, models) {
  * Starts `voxd serve --parallel-jobs --enable-fixture` as a child process with `config` (written
  * into a fresh temporary folder, which is removed with the child when this process exits) and
  * waits until it listens. Resolves with its HTTP base URL, its Wyoming port (0 when off), the
- * child and its folder (a file root: the config's), for the benchmarks that measure voxd as clients see it: over its sockets, in its own process.
+ * child, its folder (a file root: the config's) and what it wrote to stderr so far (`stderr()`: its
+ * log, request lines among them with `log_level: "debug"`), for the benchmarks that measure voxd as clients see it: over its sockets, in its own process.
  */
 export async function startServeChild(config, nodeArgs = []) {
   const { spawn } = await import('node:child_process');
@@ -62,7 +63,8 @@ export async function startServeChild(config, nodeArgs = []) {
   for (let i = 0; i < 1000; i++) {
     const base = stderr.match(/voxd listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
     const wyomingPort = Number(stderr.match(/voxd wyoming on tcp:\/\/127\.0\.0\.1:(\d+)/)?.[1] ?? 0);
-    if (base && (!wantsWyoming || wyomingPort)) return { base, wyomingPort, child, dir };
+    if (base && (!wantsWyoming || wyomingPort))
+      return { base, wyomingPort, child, dir, stderr: () => stderr };
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`voxd did not start:\n${stderr}`);
