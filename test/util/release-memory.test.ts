@@ -88,6 +88,22 @@ test('large buffers are collected COLLECT_DELAY_MS after the last request, unles
   assert.equal(memory.releases, 1);
 });
 
+test('requests back to back are steady load: no collection between two of them, one once they stop', () => {
+  const { clock, memory } = counted();
+  clock.advance(INTERVAL_MS);
+  memory.noteLargeBuffer(COLLECT_THRESHOLD_BYTES);
+  // Each request takes a third of the delay, with a millisecond between two: the delay always ends
+  // in a moment with none running, after others began and ended.
+  for (let i = 0; i < 30; i++) {
+    memory.requestStarted();
+    clock.advance(COLLECT_DELAY_MS / 3);
+    memory.requestEnded();
+    clock.advance(1);
+  }
+  assert.equal(memory.releases, 0, 'V8 collects under load on its own');
+  releasesAfter(clock, memory, COLLECT_DELAY_MS - 1);
+});
+
 test('the process release gives back the heap a burst grew', async () => {
   memoryRelease.requestStarted();
   // A burst's garbage: V8 grows the heap it keeps committed to absorb it.
