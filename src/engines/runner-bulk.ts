@@ -5,7 +5,8 @@
  * framed message) and parses the replies (more copies), and the garbage of each copy is the main
  * thread's to collect: about 0.5 ms for 5 s of 16 kHz audio. Through a file, the copies are made by
  * libuv's pool threads (the server's side) and by the runner itself; the main thread only starts the
- * file operations. Small arrays stay in the message, where three file operations would cost more.
+ * file operations. Small arrays stay in the message, where three file operations would cost more;
+ * so does a job's input audio below BULK_IN_MIN_BYTES.
  *
  * The runner's folder is removed when the runner exits (runner-temp.ts), so a file a dead runner or
  * a cancelled call leaves behind goes with it.
@@ -22,6 +23,17 @@ import { readFileInto, readFullySync } from '../util/read-fully.js';
  */
 export const BULK_MIN_BYTES = 64 * 1024;
 
+/**
+ * A job's arrays (the server's input audio to the runner) go through a file only from this size on.
+ * The pipe costs the server's main thread about what the file does, but the file costs the runner
+ * a fresh buffer, three system calls and an unlink per job, and the server three trips through
+ * libuv's pool: a 6 s VAD request took 20.8-22.5 ms through the file and 18.0 ms through the pipe,
+ * the runner's CPU 19.9-21.6 against 17.1-17.3 ms (issue 42, docs/performance.md). Replies keep
+ * BULK_MIN_BYTES: a 180 KB TTS answer parsed from the pipe costs the main thread 0.3 ms more than
+ * one read from its file.
+ */
+export const BULK_IN_MIN_BYTES = 1024 * 1024;
+
 const TYPES = { Int16Array, Float32Array, Uint8Array } as const;
 type BulkType = keyof typeof TYPES;
 
@@ -35,8 +47,8 @@ interface BulkRef {
 const isBulkRef = (value: unknown): value is BulkRef =>
   typeof value === 'object' && value !== null && typeof (value as BulkRef).bulkFile === 'string';
 
-function bulkType(value: unknown): BulkType | undefined {
-  if (!ArrayBuffer.isView(value) || value.byteLength < BULK_MIN_BYTES) return undefined;
+function bulkType(value: unknown, minBytes: number): BulkType | undefined {
+  if (!ArrayBuffer.isView(value) || value.byteLength < minBytes) return undefined;
   const name = value.constructor.name;
   return name in TYPES ? (name as BulkType) : undefined;
 }
@@ -60,7 +72,7 @@ function replaced<M extends object>(message: M, fields: Record<string, unknown>)
 /** The large arrays of `message`, each with the reference that stands for it (not yet written). */
 function largeArrays(message: object, side: 'in' | 'out'): [string, Uint8Array, BulkRef][] {
   return Object.entries(message).flatMap(([key, value]) => {
-    const type = bulkType(value);
+    const type = bulkType(value, side === 'in' ? BULK_IN_MIN_BYTES : BULK_MIN_BYTES);
     if (!type) return [];
     const view = value as ArrayBufferView & { length: number };
     return [[key, bytesOf(view), { bulkFile: fileName(side), type, length: view.length }]];

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import {
+  BULK_IN_MIN_BYTES,
   BULK_MIN_BYTES,
   hasBulk,
   readBulk,
@@ -20,8 +21,10 @@ import {
 test('large arrays go through files both ways and come back the same type and values; small ones and other fields stay in the message', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'voxd-bulk-'));
   try {
-    const pcm = Int16Array.from({ length: BULK_MIN_BYTES }, (_, i) => (i % 200) - 100);
-    const small = new Float32Array([0.5, -0.5]);
+    const pcm = Int16Array.from({ length: BULK_IN_MIN_BYTES / 2 }, (_, i) => (i % 200) - 100);
+    // A job's array below BULK_IN_MIN_BYTES stays in the message, though a reply's would not.
+    const small = new Float32Array(BULK_IN_MIN_BYTES / 4 - 1);
+    assert.ok(small.byteLength >= BULK_MIN_BYTES);
     const job = { id: 7, kind: 'decode', samples: pcm, small };
     const sent = await writeBulk(job, dir);
     assert.equal(sent.id, 7);
