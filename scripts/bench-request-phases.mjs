@@ -1,6 +1,6 @@
 // Where one short request's time goes: voxd in its own process (`voxd serve --parallel-jobs`, one
-// slot) is sent the same request one at a time for a while by scripts/bench-load.mjs, a client in
-// a process of its own with the body serialized once, and each request's log line gives its phases
+// slot) is sent the same request one at a time for a while by scripts/bench-load.mjs --socket, a
+// client in a process of its own with the request built once, and each request's log line gives its phases
 // (docs/observability.md): read_ms (arrival to the body read and parsed), prepare_ms (audio
 // decoded, engine request made), queue_ms, inference_ms (the run: the runner receiving the audio,
 // the engine, its answer back), reply_ms (the answer made and written). Beside them, the same
@@ -149,9 +149,17 @@ for (const c of CASES) {
   writeFileSync(bodyFile, body);
   const url = `${server.base}${c.route}`;
   // Warm-up: the model loaded, the server's code optimized.
-  await run(process.execPath, [load, url, bodyFile, '1', '2', type]);
+  await run(process.execPath, [load, url, bodyFile, '1', '2', type, '--socket']);
   const from = log().length;
-  const { stdout } = await run(process.execPath, [load, url, bodyFile, '1', String(SECONDS), type]);
+  const { stdout } = await run(process.execPath, [
+    load,
+    url,
+    bodyFile,
+    '1',
+    String(SECONDS),
+    type,
+    '--socket',
+  ]);
   const lines = log()
     .slice(from)
     .split('\n')
