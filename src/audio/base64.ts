@@ -67,17 +67,29 @@ export function base64Bytes(data: string, field: string, maxBytes: number): Buff
 const PIECE_CHARS = 32 * 1024;
 
 /**
- * Decodes the strict base64 of `text` in [from, end) into `out` at `at`: the bytes written, or -1
- * when the characters are not strict base64 (padding only where the whole payload ends).
+ * Decodes the strict base64 of `text` in [from, to) into `out` at `at`, a piece at a time: the bytes
+ * written, or -1 when the characters are not strict base64 (padding only where the payload ends).
  */
-function decodePiece(text: Buffer, from: number, end: number, out: Buffer, at: number): number {
-  // Latin-1 makes any byte past ASCII a character the decoder skips, which the count then sees.
-  const slice = text.toString('latin1', from, end);
-  const bytes = out.write(slice, at, 'base64');
-  const padding = PADDING.exec(slice.slice(-2))?.[0].length ?? 0;
-  if ((padding > 0 && end < text.length) || bytes !== ((slice.length - padding) * 3) >> 2) return -1;
-  if (slice.includes('-') || slice.includes('_')) return -1;
-  return bytes;
+function decodeRange(text: Buffer, from: number, to: number, out: Buffer, at: number): number {
+  let written = 0;
+  for (let piece = from; piece < to; piece += PIECE_CHARS) {
+    const end = Math.min(to, piece + PIECE_CHARS);
+    // Latin-1 makes any byte past ASCII a character the decoder skips, which the count then sees.
+    const slice = text.toString('latin1', piece, end);
+    const bytes = out.write(slice, at + written, 'base64');
+    const padding = PADDING.exec(slice.slice(-2))?.[0].length ?? 0;
+    if ((padding > 0 && end < text.length) || bytes !== ((slice.length - padding) * 3) >> 2) return -1;
+    if (slice.includes('-') || slice.includes('_')) return -1;
+    written += bytes;
+  }
+  return written;
+}
+
+/** The payload's characters and the buffer its bytes go in; undefined when its length rules it out. */
+function paddedTarget(ascii: Uint8Array): { text: Buffer; out: Buffer } | undefined {
+  if (ascii.length % 4 !== 0) return undefined;
+  const text = Buffer.from(ascii.buffer, ascii.byteOffset, ascii.length);
+  return { text, out: Buffer.allocUnsafeSlow((text.length / 4) * 3) };
 }
 
 /**
@@ -87,13 +99,13 @@ function decodePiece(text: Buffer, from: number, end: number, out: Buffer, at: n
  * the one output buffer, so no join of fresh memory follows.
  */
 export async function decodePaddedBase64(ascii: Uint8Array): Promise<Buffer | undefined> {
-  if (ascii.length % 4 !== 0) return undefined;
-  const text = Buffer.from(ascii.buffer, ascii.byteOffset, ascii.length);
-  const out = Buffer.allocUnsafeSlow((text.length / 4) * 3);
+  const target = paddedTarget(ascii);
+  if (!target) return undefined;
+  const { text, out } = target;
   let written = 0;
-  for (let at = 0; at < text.length; at += PIECE_CHARS) {
-    if (at > 0 && at % SLICE_CHARS === 0) await nextTurn();
-    const bytes = decodePiece(text, at, Math.min(text.length, at + PIECE_CHARS), out, written);
+  for (let at = 0; at < text.length; at += SLICE_CHARS) {
+    if (at > 0) await nextTurn();
+    const bytes = decodeRange(text, at, Math.min(text.length, at + SLICE_CHARS), out, written);
     if (bytes < 0) return undefined;
     written += bytes;
   }
@@ -102,16 +114,10 @@ export async function decodePaddedBase64(ascii: Uint8Array): Promise<Buffer | un
 
 /** decodePaddedBase64 in one piece of work: for payloads short enough (or on a worker thread). */
 export function decodePaddedBase64Sync(ascii: Uint8Array): Buffer | undefined {
-  if (ascii.length % 4 !== 0) return undefined;
-  const text = Buffer.from(ascii.buffer, ascii.byteOffset, ascii.length);
-  const out = Buffer.allocUnsafeSlow((text.length / 4) * 3);
-  let written = 0;
-  for (let at = 0; at < text.length; at += PIECE_CHARS) {
-    const bytes = decodePiece(text, at, Math.min(text.length, at + PIECE_CHARS), out, written);
-    if (bytes < 0) return undefined;
-    written += bytes;
-  }
-  return out.subarray(0, written);
+  const target = paddedTarget(ascii);
+  if (!target) return undefined;
+  const written = decodeRange(target.text, 0, target.text.length, target.out, 0);
+  return written < 0 ? undefined : target.out.subarray(0, written);
 }
 
 const DATA_URI = Buffer.from('data:');
