@@ -67,7 +67,13 @@ function socketClient() {
   socket.on('close', () => fail(new Error('the server closed the connection')));
   socket.on('data', (chunk) => {
     buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-    const end = answerEnd(buffered);
+    let end;
+    try {
+      end = answerEnd(buffered);
+    } catch (err) {
+      fail(err);
+      return;
+    }
     if (end < 0) return;
     const status = Number(buffered.toString('latin1', 9, 12));
     const answer = buffered.subarray(0, end);
@@ -97,14 +103,18 @@ function answerEnd(bytes) {
     const end = headEnd + 4 + Number(length[1]);
     return bytes.length >= end ? end : -1;
   }
-  // Chunked: walk the chunk sizes to the zero one.
+  // Chunked: walk the chunk sizes to the zero one, then its trailers (voxd sends timing trailers).
   let at = headEnd + 4;
   for (;;) {
     const line = bytes.indexOf('\r\n', at);
     if (line < 0) return -1;
     const size = Number.parseInt(bytes.toString('latin1', at, line), 16);
+    if (Number.isNaN(size)) throw new Error(`bad chunk size line: ${bytes.toString('latin1', at, line)}`);
+    if (size === 0) {
+      const end = bytes.indexOf('\r\n\r\n', line);
+      return end < 0 ? -1 : end + 4;
+    }
     at = line + 2 + size + 2;
-    if (size === 0) return bytes.length >= at ? at : -1;
     if (at > bytes.length) return -1;
   }
 }
