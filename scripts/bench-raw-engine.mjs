@@ -19,7 +19,9 @@
 // Neither side's client shares a process with the other side's engine work, so a voxd figure is
 // charged with voxd's own work (server process, its runners) and the load generator's, and an alone
 // figure with the engine's runners and this process's calls into them.
-// Each side gets warm-up requests (one per session or slot, in flight together) before its rounds.
+// Each side gets warm-up requests (one per session or slot, in flight together), then one unmeasured
+// round of each, before its rounds: the server's code is optimized by V8 only after hundreds of
+// requests (the first measured round of a 5 s VAD request ran at 0.65 of the fifth without it).
 //
 // Rows (engine, family, how voxd gets the request):
 //   flite        flite_tts         POST /v1/audio/speech, JSON {model, input} (the sentence below)
@@ -259,6 +261,8 @@ for (const engine of ENGINES) {
       writeFileSync(bodyFile, body);
       const url = `${voxd.base}${shape.route}`;
       await Promise.all(Array.from({ length: n }, () => post(agent, url, body, contentType)));
+      await closedLoop(n, alone);
+      await loadRound(url, bodyFile, contentType, n);
       const runs = { alone: [], voxd: [], cpu: [] };
       for (let r = 0; r < ROUNDS; r++) {
         runs.alone.push(await closedLoop(n, alone));
