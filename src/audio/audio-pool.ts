@@ -111,8 +111,9 @@ export async function conformAudioAsync(audio: Audio, need: Need, signal?: Abort
 
 /**
  * A base64 payload's characters (a JSON body's bytes) decoded, on a worker thread when they would
- * make INLINE_LIMIT bytes or more: base64.ts's bytes and errors. `movable`: the memory `literal` lies in is the caller's alone and read no more; it is
- * moved to the thread whole (`literal` is left empty), where otherwise the characters are copied.
+ * make INLINE_LIMIT bytes or more: base64.ts's bytes and errors. `movable`: the memory `literal`
+ * lies in is the caller's alone and read no more; it is moved to the thread whole (`literal` is
+ * left empty), where otherwise the characters are copied.
  */
 export async function decodeBase64Async(
   literal: Uint8Array,
