@@ -3,8 +3,8 @@
 // their rounds interleaved (alone, voxd, alone, voxd, ...). Prints a Markdown table for
 // docs/performance.md.
 //
-// Alone: in this process, the engine family's own weights and N sessions (createEngineCatalog(),
-// family.load(spec), weights.createSession(), isolation "session": each session in its own runner
+// Alone: in this process, the engine family's own weights and N sessions (loadAlone of
+// bench-server.mjs, isolation "session": each session in its own runner
 // process, as voxd runs these families), N callers each looping session.run(request) on the decoded
 // audio for the round's seconds; requests/s = runs completed / seconds.
 // Through voxd: `voxd serve --parallel-jobs` in its own process (startServeChild of
@@ -49,8 +49,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeWav } from '../dist/src/audio/wav-decode.js';
 import { wavHeader } from '../dist/src/audio/wav-encode.js';
-import { createEngineCatalog } from '../dist/src/engines/catalog.js';
-import { SENTENCE, startServeChild } from './bench-server.mjs';
+import { loadAlone, SENTENCE, startServeChild } from './bench-server.mjs';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args.find((a) => /^\d+(\.\d+)?$/.test(a)) ?? 4);
@@ -224,27 +223,11 @@ function loadRound(url, bodyFile, contentType, inFlight) {
 }
 
 const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
-const catalog = createEngineCatalog();
 const rows = [];
 for (const engine of ENGINES) {
   for (const n of [1, 2]) {
     // Alone: the family's weights and n sessions, each in its runner process, called directly.
-    const family = catalog.get(engine.family);
-    const spec = {
-      modelId: engine.id,
-      path: '',
-      task: engine.task,
-      mode: 'offline',
-      loadOptions: {},
-      backend: 'cpu',
-      device: 0,
-      threads: 1,
-      // A runner per session, as voxd runs these families (they cannot share an engine).
-      isolation: 'session',
-    };
-    const weights = await family.load(spec, new AbortController().signal);
-    const sessions = [];
-    for (let i = 0; i < n; i++) sessions.push(await weights.createSession({ index: i, sessionOptions: {} }));
+    const { weights, sessions } = await loadAlone(engine.family, engine.id, engine.task, n);
     const signal = new AbortController().signal;
     const alone = (i) => sessions[i].run(engine.request, { signal });
     await Promise.all(sessions.map((_, i) => alone(i)));

@@ -17,8 +17,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { durationMs } from '../dist/src/audio/types.js';
 import { decodeWav } from '../dist/src/audio/wav-decode.js';
-import { createEngineCatalog } from '../dist/src/engines/catalog.js';
-import { SENTENCE, startServeChild } from './bench-server.mjs';
+import { loadAlone, SENTENCE, startServeChild } from './bench-server.mjs';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args.find((a) => /^\d+$/.test(a)) ?? 6);
@@ -113,20 +112,10 @@ const CASES = [
 
 /** The engine alone, in its runner process: the median of `n` calls with the decoded audio. */
 async function engineAlone(c, n) {
-  const family = createEngineCatalog().get(c.model.family);
-  const spec = {
-    modelId: c.model.id,
-    path: '',
-    task: c.model.task,
-    mode: 'offline',
-    loadOptions: {},
-    backend: 'cpu',
-    device: 0,
-    threads: 1,
-    isolation: 'session',
-  };
-  const weights = await family.load(spec, new AbortController().signal);
-  const session = await weights.createSession({ index: 0, sessionOptions: {} });
+  const {
+    weights,
+    sessions: [session],
+  } = await loadAlone(c.model.family, c.model.id, c.model.task);
   const signal = new AbortController().signal;
   const times = [];
   for (let i = 0; i < n + 5; i++) {

@@ -69,3 +69,27 @@ export async function startServeChild(config, nodeArgs = []) {
   }
   throw new Error(`voxd did not start:\n${stderr}`);
 }
+
+/**
+ * An engine family called with no server, as voxd runs it: its weights and `count` sessions, each
+ * in its own runner process (isolation "session"), for the benchmarks' "engine alone" side.
+ * Dispose the sessions, then the weights.
+ */
+export async function loadAlone(family, modelId, task, count = 1) {
+  const spec = {
+    modelId,
+    path: '',
+    task,
+    mode: 'offline',
+    loadOptions: {},
+    backend: 'cpu',
+    device: 0,
+    threads: 1,
+    isolation: 'session',
+  };
+  const weights = await createEngineCatalog().get(family).load(spec, new AbortController().signal);
+  const sessions = [];
+  for (let i = 0; i < count; i++)
+    sessions.push(await weights.createSession({ index: i, sessionOptions: {} }));
+  return { weights, sessions };
+}

@@ -15,8 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { createEngineCatalog } from '../dist/src/engines/catalog.js';
-import { startBenchServer } from './bench-server.mjs';
+import { loadAlone, startBenchServer } from './bench-server.mjs';
 
 const args = process.argv.slice(2);
 const RUNS = Number(args.find((a) => /^\d+$/.test(a)) ?? 30);
@@ -33,23 +32,13 @@ const CLAUSE_DONE = CLAUSE.split(' ').length;
 const LONG = `${REST} `.repeat(12);
 
 const dir = mkdtempSync(join(tmpdir(), 'voxd-bench-speak-'));
-const catalog = createEngineCatalog();
 
 /** The engine's own session, with no server: its run time for `text`. */
 async function rawEngine(family) {
-  const spec = {
-    modelId: 'raw',
-    path: '',
-    task: 'tts',
-    mode: 'offline',
-    loadOptions: {},
-    backend: 'cpu',
-    device: 0,
-    threads: 1,
-    isolation: 'session',
-  };
-  const weights = await catalog.get(family).load(spec, new AbortController().signal);
-  const session = await weights.createSession({ index: 0, sessionOptions: {} });
+  const {
+    weights,
+    sessions: [session],
+  } = await loadAlone(family, 'raw', 'tts');
   const signal = new AbortController().signal;
   return {
     async time(text) {
