@@ -19,6 +19,13 @@
 // Neither side's client shares a process with the other side's engine work, so a voxd figure is
 // charged with voxd's own work (server process, its runners) and the load generator's, and an alone
 // figure with the engine's runners and this process's calls into them.
+// Where the CPU goes, per round (the second table): each process's CPU time (utime + stime of
+// /proc/<pid>/stat, 10 ms ticks; the server's main thread from /proc/<pid>/task/<pid>/stat) and the
+// machine's busy cores (/proc/stat) over the round, divided by the requests it completed. Alone: its
+// runners, and this process (the callers). Through voxd: its runners (the server's child processes),
+// the server's main thread and its other threads, and the load generator (its own count). With both
+// cores busy, a side's requests/s is bounded by cores / (its CPU per request), so the two sides'
+// totals say how far voxd / alone can go at 2 in flight whatever the order of the work.
 // Each side gets warm-up requests (one per session or slot, in flight together), then one unmeasured
 // round of each, before its rounds: the server's code is optimized by V8 only after hundreds of
 // requests (the first measured round of a 5 s VAD request ran at 0.65 of the fifth without it).
@@ -43,12 +50,14 @@
 // Usage: npm run build && node scripts/bench-raw-engine.mjs [seconds-per-round] [--rounds=N]
 //   [--only=<engine>[,<engine>]] (engines: flite, silero-vad, classic-diar, pocketsphinx)
 import { spawn } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeWav } from '../dist/src/audio/wav-decode.js';
 import { wavHeader } from '../dist/src/audio/wav-encode.js';
+import { runnerProcessIds } from '../dist/src/engines/engine-worker.js';
 import { loadAlone, SENTENCE, startServeChild } from './bench-server.mjs';
 
 const args = process.argv.slice(2);
@@ -179,6 +188,56 @@ const ENGINES = [
 if (ONLY)
   for (const id of ONLY) if (!ENGINES.some((e) => e.id === id)) throw new Error(`--only: no engine '${id}'`);
 
+// --- CPU accounting (Linux /proc; USER_HZ is 100, so a tick is 10 ms).
+const TICK_MS = 10;
+
+/** utime + stime in ms of a /proc stat file (a process's or a thread's); 0 once it is gone. */
+function cpuMsOf(statPath) {
+  try {
+    const text = readFileSync(statPath, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
+/** The machine's busy and total CPU time so far, in ticks (idle and iowait count as not busy). */
+function machineTicks() {
+  const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const total = ticks.reduce((a, b) => a + b, 0);
+  return { busy: total - ticks[3] - ticks[4], total };
+}
+
+/** The child processes of `pid` (its runners, for a voxd server). */
+function childrenOf(pid) {
+  return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+    readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
+  );
+}
+
+/**
+ * Starts counting the CPU of `parts` (name -> stat file paths, summed); `end(requests)` gives each
+ * part's ms per request and the machine's busy cores over the interval.
+ */
+function cpuAccount(parts) {
+  const read = () =>
+    Object.fromEntries(
+      Object.entries(parts).map(([k, paths]) => [k, paths.reduce((a, p) => a + cpuMsOf(p), 0)]),
+    );
+  const before = read();
+  const machine = machineTicks();
+  return (requests) => {
+    const after = read();
+    const now = machineTicks();
+    const perRequest = Object.fromEntries(
+      Object.keys(parts).map((k) => [k, (after[k] - before[k]) / requests]),
+    );
+    const cores = (availableParallelism() * (now.busy - machine.busy)) / (now.total - machine.total);
+    return { ...perRequest, cores };
+  };
+}
+
 /** Requests completed per second with `inFlight` callers each looping `once` for SECONDS. */
 async function closedLoop(inFlight, once) {
   const end = performance.now() + SECONDS * 1000;
@@ -223,6 +282,9 @@ function loadRound(url, bodyFile, contentType, inFlight) {
 }
 
 const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+/** Each field's median over the rounds' CPU accounts. */
+const medians = (accounts) =>
+  Object.fromEntries(Object.keys(accounts[0]).map((k) => [k, median(accounts.map((a) => a[k]))]));
 const rows = [];
 for (const engine of ENGINES) {
   for (const n of [1, 2]) {
@@ -246,12 +308,24 @@ for (const engine of ENGINES) {
       await Promise.all(Array.from({ length: n }, () => post(agent, url, body, contentType)));
       await closedLoop(n, alone);
       await loadRound(url, bodyFile, contentType, n);
-      const runs = { alone: [], voxd: [], cpu: [] };
+      const stat = (pid) => `/proc/${pid}/stat`;
+      const pid = voxd.child.pid;
+      const aloneParts = { runners: runnerProcessIds().map(stat), caller: [stat(process.pid)] };
+      const voxdParts = {
+        runners: childrenOf(pid).map(stat),
+        main: [`/proc/${pid}/task/${pid}/stat`],
+        server: [stat(pid)],
+      };
+      const runs = { alone: [], voxd: [], cpu: [], aloneCpu: [], voxdCpu: [] };
       for (let r = 0; r < ROUNDS; r++) {
+        const countAlone = cpuAccount(aloneParts);
         runs.alone.push(await closedLoop(n, alone));
+        runs.aloneCpu.push(countAlone(runs.alone.at(-1) * SECONDS));
+        const countVoxd = cpuAccount(voxdParts);
         const round = await loadRound(url, bodyFile, contentType, n);
         runs.voxd.push(round.rate);
         runs.cpu.push(round.cpuMs);
+        runs.voxdCpu.push(countVoxd(round.rate * SECONDS));
       }
       const row = {
         engine: engine.id,
@@ -264,6 +338,8 @@ for (const engine of ENGINES) {
         // Each voxd round against the alone round just before it: the machine's own drift (a
         // shared 2-core VM) moves both of a pair alike.
         ratio: median(runs.voxd.map((v, i) => v / runs.alone[i])),
+        aloneCpu: medians(runs.aloneCpu),
+        voxdCpu: medians(runs.voxdCpu),
         runs,
       };
       rows.push(row);
@@ -290,3 +366,23 @@ for (const r of rows)
   console.log(
     `| ${r.engine} | ${r.upload}, \`${r.route}\` | ${r.n} | ${fmt(r.alone)} | ${fmt(r.voxd)} | ${r.ratio.toFixed(2)} | ${r.runs.alone.map(fmt).join(', ')}; ${r.runs.voxd.map(fmt).join(', ')} | ${r.cpuMs.toFixed(2)} |`,
   );
+
+console.log(
+  `\nWhere the CPU goes: ms of CPU per request (medians of the rounds), and the cores busy on the ${availableParallelism()}-core machine. ` +
+    "Alone: its runners and the calling process. Through voxd: its runners, the server's main thread, its other " +
+    "threads, the load generator. Total: all of a side's processes; cores / total is the requests/s the CPU allows.\n",
+);
+console.log(
+  '| engine | upload | in flight | alone: runners | caller | total | cores busy | voxd: runners | main thread | other threads | load generator | total | cores busy | alone total / voxd total |',
+);
+console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+const ms = (x) => x.toFixed(2);
+for (const r of rows) {
+  const a = r.aloneCpu;
+  const v = r.voxdCpu;
+  const aloneTotal = a.runners + a.caller;
+  const voxdTotal = v.runners + v.server + r.cpuMs;
+  console.log(
+    `| ${r.engine} | ${r.upload} | ${r.n} | ${ms(a.runners)} | ${ms(a.caller)} | ${ms(aloneTotal)} | ${a.cores.toFixed(2)} | ${ms(v.runners)} | ${ms(v.main)} | ${ms(v.server - v.main)} | ${ms(r.cpuMs)} | ${ms(voxdTotal)} | ${v.cores.toFixed(2)} | ${(aloneTotal / voxdTotal).toFixed(2)} |`,
+  );
+}
