@@ -56,9 +56,8 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeWav } from '../dist/src/audio/wav-decode.js';
-import { wavHeader } from '../dist/src/audio/wav-encode.js';
 import { runnerProcessIds } from '../dist/src/engines/engine-worker.js';
-import { loadAlone, SENTENCE, startServeChild } from './bench-server.mjs';
+import { loadAlone, SENTENCE, spokenClip, startServeChild } from './bench-server.mjs';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args.find((a) => /^\d+(\.\d+)?$/.test(a)) ?? 4);
@@ -108,21 +107,10 @@ function post(agent, url, body, contentType) {
 }
 
 // --- The clip: the sentence spoken by flite at 16 kHz, cut to (or repeated to fill) CLIP_SECONDS.
-const speaker = await startVoxd([{ id: 'flite', family: 'flite_tts', task: 'tts' }]);
-const spoken = await post(
-  new Agent(),
-  `${speaker.base}/v1/audio/speech`,
-  Buffer.from(JSON.stringify({ model: 'flite', input: SENTENCE, response_format: 'pcm', sample_rate: RATE })),
-  'application/json',
-);
-await speaker.stop();
-const pcm = Buffer.alloc(CLIP_SECONDS * RATE * 2);
-for (let at = 0; at < pcm.length; at += spoken.length)
-  spoken.copy(pcm, at, 0, Math.min(spoken.length, pcm.length - at));
-const WAV = Buffer.concat([wavHeader(RATE, 1, pcm.length), pcm]);
+const { wav: WAV, speechSeconds } = await spokenClip(CLIP_SECONDS, RATE);
 const audio = decodeWav(WAV);
 console.error(
-  `clip: ${(spoken.length / 2 / RATE).toFixed(2)} s of speech, as a ${CLIP_SECONDS} s WAV of ${WAV.length} bytes`,
+  `clip: ${speechSeconds.toFixed(2)} s of speech, as a ${CLIP_SECONDS} s WAV of ${WAV.length} bytes`,
 );
 
 // --- Request bodies, each serialized once.

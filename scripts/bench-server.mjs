@@ -3,6 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startVoxd } from '../dist/src/app.js';
+import { wavHeader } from '../dist/src/audio/wav-encode.js';
 import { loadServerConfig } from '../dist/src/config/server-config.js';
 import { createEngineCatalog } from '../dist/src/engines/catalog.js';
 import { createLogger } from '../dist/src/observability/logger.js';
@@ -28,7 +29,8 @@ export async function startBenchServer(dir, models) {
  * into a fresh temporary folder, which is removed with the child when this process exits) and
  * waits until it listens. Resolves with its HTTP base URL, its Wyoming port (0 when off), the
  * child, its folder (a file root: the config's) and what it wrote to stderr so far (`stderr()`: its
- * log, request lines among them with `log_level: "debug"`), for the benchmarks that measure voxd as clients see it: over its sockets, in its own process.
+ * log, request lines among them with `log_level: "debug"`) and to stdout (`stdout()`: V8's `--trace-gc`
+ * lines when `nodeArgs` asks for them), for the benchmarks that measure voxd as clients see it: over its sockets, in its own process.
  */
 export async function startServeChild(config, nodeArgs = []) {
   const { spawn } = await import('node:child_process');
@@ -45,15 +47,19 @@ export async function startServeChild(config, nodeArgs = []) {
     process.execPath,
     [...nodeArgs, main, 'serve', '--config', configPath, '--parallel-jobs', '--enable-fixture'],
     {
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe'],
       // Its temporary files (its runners' folders among them) go in its folder, which goes at exit
       // even though the server is killed there without its own clean-up.
       env: { ...process.env, VOXD_DATA_DIR: dir, TMPDIR: dir },
     },
   );
   let stderr = '';
+  let stdout = '';
   child.stderr.on('data', (s) => {
     stderr += s;
+  });
+  child.stdout.on('data', (s) => {
+    stdout += s;
   });
   process.once('exit', () => {
     child.kill('SIGKILL');
@@ -64,7 +70,7 @@ export async function startServeChild(config, nodeArgs = []) {
     const base = stderr.match(/voxd listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
     const wyomingPort = Number(stderr.match(/voxd wyoming on tcp:\/\/127\.0\.0\.1:(\d+)/)?.[1] ?? 0);
     if (base && (!wantsWyoming || wyomingPort))
-      return { base, wyomingPort, child, dir, stderr: () => stderr };
+      return { base, wyomingPort, child, dir, stderr: () => stderr, stdout: () => stdout };
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`voxd did not start:\n${stderr}`);
@@ -92,4 +98,32 @@ export async function loadAlone(family, modelId, task, count = 1) {
   for (let i = 0; i < count; i++)
     sessions.push(await weights.createSession({ index: i, sessionOptions: {} }));
   return { weights, sessions };
+}
+
+/**
+ * SENTENCE spoken by flite (a voxd child, response_format pcm at `rate`), cut to (or repeated to
+ * fill) `seconds`: a mono PCM16 WAV, and how long the speech itself was.
+ */
+export async function spokenClip(seconds, rate = 16000) {
+  const server = await startServeChild({ models: [{ id: 'flite', family: 'flite_tts', task: 'tts' }] });
+  try {
+    const res = await fetch(`${server.base}/v1/audio/speech`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'flite', input: SENTENCE, response_format: 'pcm', sample_rate: rate }),
+    });
+    const spoken = Buffer.from(await res.arrayBuffer());
+    if (res.status !== 200) throw new Error(`flite: HTTP ${res.status} ${spoken.toString().slice(0, 300)}`);
+    const pcm = Buffer.alloc(seconds * rate * 2);
+    for (let at = 0; at < pcm.length; at += spoken.length)
+      spoken.copy(pcm, at, 0, Math.min(spoken.length, pcm.length - at));
+    return {
+      wav: Buffer.concat([wavHeader(rate, 1, pcm.length), pcm]),
+      speechSeconds: spoken.length / 2 / rate,
+    };
+  } finally {
+    const exited = new Promise((resolve) => server.child.once('exit', resolve));
+    server.child.kill('SIGKILL');
+    await exited;
+  }
 }

@@ -2,7 +2,7 @@
  * Decoded audio lives in ArrayBuffers outside V8's heap, and V8 frees one only when a collection
  * finds it dead. An idle server runs no collection, so the samples of a two-hour upload stayed
  * resident (hundreds of MB, in the main thread and in the audio worker that converted them) until
- * the next busy moment. Code that makes such buffers notes their size; once enough is owed and no
+ * the next busy moment. Code that makes such buffers notes their size (from OWED_MIN_BYTES up); once enough is owed and no
  * request is running, one full collection gives the memory back (large buffers are mmapped, so freeing
  * them returns them to the system). It runs at most once per COLLECT_DELAY_MS and only after large
  * inputs, whose requests take seconds, so its few milliseconds never matter.
@@ -24,6 +24,15 @@ import { M_MMAP_THRESHOLD, mallocTrim, mallopt } from './libc.js';
 
 /** Collect once at least this much large memory may have died. */
 export const COLLECT_THRESHOLD_BYTES = 64 * 1024 * 1024;
+/**
+ * What one note must reach to be owed. A short request's buffers (a 5 s clip's 260 KB body, its
+ * decoded bytes) die young with it, and the scavenges their own allocation starts free them. A
+ * forced full collection does more harm than good there: after one made at such a quiet moment, V8
+ * ran a full mark-compact every 250-300 ms under the load that followed, for as long as it was
+ * measured (25 s), which cost a 5 s VAD request about 1.5 ms more of the server's background threads
+ * and 0.3-0.5 ms of its main thread (docs/performance.md, "Short requests").
+ */
+export const OWED_MIN_BYTES = 1024 * 1024;
 export const COLLECT_DELAY_MS = 200;
 /** Quiet this long after the last request, an idle server gives back what the last burst left. */
 export const IDLE_RELEASE_MS = 5000;
@@ -74,9 +83,9 @@ export class MemoryRelease {
     return this.#inFlight;
   }
 
-  /** A buffer of `bytes` was made for one request and dies with it. */
+  /** A buffer of `bytes` was made for one request and dies with it (owed from OWED_MIN_BYTES). */
   noteLargeBuffer(bytes: number): void {
-    this.#owed += bytes;
+    if (bytes >= OWED_MIN_BYTES) this.#owed += bytes;
   }
 
   /** A request that does work began: until every such request has ended, nothing is collected. */

@@ -8,6 +8,7 @@ import {
   MIN_RELEASE_INTERVAL_MS as INTERVAL_MS,
   MemoryRelease,
   memoryRelease,
+  OWED_MIN_BYTES,
 } from '../../src/util/release-memory.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 import { releasesAfter } from '../helpers/memory-release.js';
@@ -86,6 +87,32 @@ test('large buffers are collected COLLECT_DELAY_MS after the last request, unles
   // The idle release that was due after it is not a second collection.
   clock.advance(INTERVAL_MS * 2);
   assert.equal(memory.releases, 1);
+});
+
+test("short requests' buffers are not owed, however many: no forced collection after them, only the idle release", () => {
+  const { clock, memory } = counted();
+  clock.advance(INTERVAL_MS);
+  // A 5 s VAD request's JSON body owes three times its 260 KB; 200 of them note 150 MiB in all.
+  const note = OWED_MIN_BYTES - 1;
+  for (let i = 0; i * note < 2 * COLLECT_THRESHOLD_BYTES; i++) {
+    memory.requestStarted();
+    memory.noteLargeBuffer(note);
+    memory.requestEnded();
+  }
+  clock.advance(COLLECT_DELAY_MS * 5);
+  assert.equal(memory.releases, 0, 'a full collection after short requests slows the load that follows');
+  releasesAfter(clock, memory, IDLE_MS - COLLECT_DELAY_MS * 5);
+});
+
+test('large notes add up to a collection', () => {
+  const { clock, memory } = counted();
+  clock.advance(INTERVAL_MS);
+  for (let owed = 0; owed < COLLECT_THRESHOLD_BYTES; owed += OWED_MIN_BYTES) {
+    memory.requestStarted();
+    memory.noteLargeBuffer(OWED_MIN_BYTES);
+    memory.requestEnded();
+  }
+  releasesAfter(clock, memory, COLLECT_DELAY_MS);
 });
 
 test('requests back to back are steady load: no collection between two of them, one once they stop', () => {
