@@ -9,7 +9,7 @@
 // the round (Mark-Compact lines; "forced" when voxd's release asked for it, during the pause).
 // A fresh server for each pause length.
 // Usage: npm run build && node scripts/bench-idle-gc.mjs [--gaps=50,4000,6000] [--rounds=4]
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spokenClip, startServeChild } from './bench-server.mjs';
@@ -52,27 +52,40 @@ for (const gap of GAPS) {
   const pid = server.child.pid;
   const bodyFile = join(server.dir, 'body.json');
   writeFileSync(bodyFile, body);
-  const load = () => {
-    const run = spawnSync(process.execPath, [
-      LOAD,
-      `${server.base}/v1/tasks/run`,
-      bodyFile,
-      '1',
-      String(SECONDS),
-      'application/json',
-      '--socket',
-    ]);
-    if (run.status !== 0) throw new Error(`bench-load: ${run.stderr}`);
-    return Number(run.stdout.toString());
-  };
-  load(); // warm-up: the code optimized, the runner started
+  // Asynchronous, so the server's trace lines are read while the round runs.
+  const load = () =>
+    new Promise((resolve, reject) => {
+      const run = spawn(process.execPath, [
+        LOAD,
+        `${server.base}/v1/tasks/run`,
+        bodyFile,
+        '1',
+        String(SECONDS),
+        'application/json',
+        '--socket',
+      ]);
+      let out = '';
+      let err = '';
+      run.stdout.on('data', (d) => {
+        out += d;
+      });
+      run.stderr.on('data', (d) => {
+        err += d;
+      });
+      run.once('error', reject);
+      run.once('exit', (code) =>
+        code === 0 ? resolve(Number(out)) : reject(new Error(`bench-load: ${err}`)),
+      );
+    });
+  await load(); // warm-up: the code optimized, the runner started
   for (let round = 1; round <= ROUNDS; round++) {
     const beforePause = server.stdout().length;
     await new Promise((resolve) => setTimeout(resolve, gap));
     const start = server.stdout().length;
     const before = threadCpu(pid);
-    const done = load();
+    const done = await load();
     const after = threadCpu(pid);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the round's last trace lines
     const trace = server.stdout().slice(start);
     const main = (after[pid] - before[pid]) / done;
     const others = Object.keys(after)
