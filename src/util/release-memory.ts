@@ -2,9 +2,9 @@
  * Decoded audio lives in ArrayBuffers outside V8's heap, and V8 frees one only when a collection
  * finds it dead. An idle server runs no collection, so the samples of a two-hour upload stayed
  * resident (hundreds of MB, in the main thread and in the audio worker that converted them) until
- * the next busy moment. Code that makes such buffers notes their size (from OWED_MIN_BYTES up); once enough is owed and no
- * request is running, one full collection gives the memory back (large buffers are mmapped, so freeing
- * them returns them to the system). It runs at most once per COLLECT_DELAY_MS and only after large
+ * the next busy moment. Code that makes such buffers notes their size (from OWED_MIN_BYTES up);
+ * once enough is owed and no request is running, one full collection gives the memory back (large
+ * buffers are mmapped, so freeing them returns them to the system). It runs at most once per COLLECT_DELAY_MS and only after large
  * inputs, whose requests take seconds, so its few milliseconds never matter.
  *
  * A burst of ordinary requests leaves memory behind too: V8 grows the heap it keeps committed (its
@@ -30,7 +30,7 @@ export const COLLECT_THRESHOLD_BYTES = 64 * 1024 * 1024;
  * forced full collection does more harm than good there: after one made at such a quiet moment, V8
  * ran a full mark-compact every 250-300 ms under the load that followed, for as long as it was
  * measured (25 s), which cost a 5 s VAD request about 1.5 ms more of the server's background threads
- * and 0.3-0.5 ms of its main thread (docs/performance.md, "Short requests").
+ * and about 1 ms more of its main thread (docs/performance.md, "Short requests").
  */
 export const OWED_MIN_BYTES = 1024 * 1024;
 export const COLLECT_DELAY_MS = 200;
