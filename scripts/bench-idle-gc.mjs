@@ -9,17 +9,15 @@
 // the round (Mark-Compact lines; "forced" when voxd's release asked for it, during the pause).
 // A fresh server for each pause length.
 // Usage: npm run build && node scripts/bench-idle-gc.mjs [--gaps=50,4000,6000] [--rounds=4]
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { spokenClip, startServeChild } from './bench-server.mjs';
+import { cpuMsOf, socketLoad, spokenClip, startServeChild } from './bench-server.mjs';
 
 const arg = (name, fallback) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const GAPS = arg('gaps', '50,4000,6000').split(',').map(Number);
 const ROUNDS = Number(arg('rounds', 4));
 const SECONDS = 4;
-const LOAD = new URL('./bench-load.mjs', import.meta.url).pathname;
 
 const { wav } = await spokenClip(5);
 const body = Buffer.from(JSON.stringify({ model: 'silero-vad', audio_base64: wav.toString('base64') }));
@@ -27,11 +25,7 @@ const body = Buffer.from(JSON.stringify({ model: 'silero-vad', audio_base64: wav
 /** CPU ms of each thread of `pid` so far. */
 function threadCpu(pid) {
   return Object.fromEntries(
-    readdirSync(`/proc/${pid}/task`).map((tid) => {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return [tid, (Number(fields[11]) + Number(fields[12])) * 10];
-    }),
+    readdirSync(`/proc/${pid}/task`).map((tid) => [tid, cpuMsOf(`/proc/${pid}/task/${tid}/stat`)]),
   );
 }
 const fullCollections = (text) => (text.match(/Mark-Compact/g) ?? []).length;
@@ -53,30 +47,8 @@ for (const gap of GAPS) {
   const bodyFile = join(server.dir, 'body.json');
   writeFileSync(bodyFile, body);
   // Asynchronous, so the server's trace lines are read while the round runs.
-  const load = () =>
-    new Promise((resolve, reject) => {
-      const run = spawn(process.execPath, [
-        LOAD,
-        `${server.base}/v1/tasks/run`,
-        bodyFile,
-        '1',
-        String(SECONDS),
-        'application/json',
-        '--socket',
-      ]);
-      let out = '';
-      let err = '';
-      run.stdout.on('data', (d) => {
-        out += d;
-      });
-      run.stderr.on('data', (d) => {
-        err += d;
-      });
-      run.once('error', reject);
-      run.once('exit', (code) =>
-        code === 0 ? resolve(Number(out)) : reject(new Error(`bench-load: ${err}`)),
-      );
-    });
+  const load = async () =>
+    (await socketLoad(`${server.base}/v1/tasks/run`, bodyFile, 1, SECONDS, 'application/json')).done;
   await load(); // warm-up: the code optimized, the runner started
   for (let round = 1; round <= ROUNDS; round++) {
     const beforePause = server.stdout().length;
@@ -95,7 +67,5 @@ for (const gap of GAPS) {
       `| ${gap} | ${round} | ${(done / SECONDS).toFixed(1)} | ${main.toFixed(2)} | ${(others / done).toFixed(2)} | ${fullCollections(trace)} | ${forcedCollections(server.stdout().slice(beforePause, start))} |`,
     );
   }
-  const exited = new Promise((resolve) => server.child.once('exit', resolve));
-  server.child.kill('SIGKILL');
-  await exited;
+  await server.stop();
 }

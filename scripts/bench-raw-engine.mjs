@@ -49,15 +49,13 @@
 // pocketsphinx-testdata may be installed without them.
 // Usage: npm run build && node scripts/bench-raw-engine.mjs [seconds-per-round] [--rounds=N]
 //   [--only=<engine>[,<engine>]] (engines: flite, silero-vad, classic-diar, pocketsphinx)
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { decodeWav } from '../dist/src/audio/wav-decode.js';
 import { runnerProcessIds } from '../dist/src/engines/engine-worker.js';
-import { loadAlone, SENTENCE, spokenClip, startServeChild } from './bench-server.mjs';
+import { cpuMsOf, loadAlone, SENTENCE, socketLoad, spokenClip, startServeChild } from './bench-server.mjs';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args.find((a) => /^\d+(\.\d+)?$/.test(a)) ?? 4);
@@ -67,23 +65,8 @@ const ONLY = args
   ?.slice(7)
   .split(',')
   .filter(Boolean);
-const LOAD = fileURLToPath(new URL('./bench-load.mjs', import.meta.url));
 const CLIP_SECONDS = 5;
 const RATE = 16000;
-
-/** Starts a voxd child serving `models`; resolves with its base URL, child, folder and a stop(). */
-async function startVoxd(models) {
-  const server = await startServeChild({ models });
-  return {
-    ...server,
-    async stop() {
-      const exited = new Promise((resolve) => server.child.once('exit', resolve));
-      server.child.kill('SIGKILL');
-      await exited;
-      rmSync(server.dir, { recursive: true, force: true });
-    },
-  };
-}
 
 /** One POST of pre-built bytes (warm-ups and set-up only, never a measured request). */
 function post(agent, url, body, contentType) {
@@ -176,20 +159,7 @@ const ENGINES = [
 if (ONLY)
   for (const id of ONLY) if (!ENGINES.some((e) => e.id === id)) throw new Error(`--only: no engine '${id}'`);
 
-// --- CPU accounting (Linux /proc; USER_HZ is 100, so a tick is 10 ms).
-const TICK_MS = 10;
-
-/** utime + stime in ms of a /proc stat file (a process's or a thread's); 0 once it is gone. */
-function cpuMsOf(statPath) {
-  try {
-    const text = readFileSync(statPath, 'utf8');
-    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-  } catch {
-    return 0;
-  }
-}
-
+// --- CPU accounting (Linux /proc).
 /** The machine's busy and total CPU time so far, in ticks (idle and iowait count as not busy). */
 function machineTicks() {
   const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
@@ -241,32 +211,10 @@ async function closedLoop(inFlight, once) {
   return done / SECONDS;
 }
 
-/**
- * One voxd round: the load generator, in its own process, keeps `inFlight` requests of the body in
- * `bodyFile` going for SECONDS. Resolves with requests/s and its CPU per request (ms).
- */
-function loadRound(url, bodyFile, contentType, inFlight) {
-  return new Promise((resolve, reject) => {
-    const load = spawn(
-      process.execPath,
-      [LOAD, url, bodyFile, String(inFlight), String(SECONDS), contentType, '--socket'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    let err = '';
-    load.stdout.on('data', (chunk) => {
-      out += chunk;
-    });
-    load.stderr.on('data', (chunk) => {
-      err += chunk;
-    });
-    load.once('error', reject);
-    load.once('exit', (code) => {
-      const cpu = err.match(/([\d.]+) ms CPU per request/);
-      if (code !== 0 || !cpu) reject(new Error(`load generator on ${url} exited ${code}:\n${err}`));
-      else resolve({ rate: Number(out.trim()) / SECONDS, cpuMs: Number(cpu[1]) });
-    });
-  });
+/** One voxd round of SECONDS: requests/s and the load generator's CPU per request (ms). */
+async function loadRound(url, bodyFile, contentType, inFlight) {
+  const { done, cpuMs } = await socketLoad(url, bodyFile, inFlight, SECONDS, contentType);
+  return { rate: done / SECONDS, cpuMs };
 }
 
 const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
@@ -283,7 +231,9 @@ for (const engine of ENGINES) {
     await Promise.all(sessions.map((_, i) => alone(i)));
 
     // Through voxd: its own process, n slots.
-    const voxd = await startVoxd([{ id: engine.id, family: engine.family, task: engine.task, slots: n }]);
+    const voxd = await startServeChild({
+      models: [{ id: engine.id, family: engine.family, task: engine.task, slots: n }],
+    });
     writeFileSync(join(voxd.dir, CLIP_FILE), WAV);
     const agent = new Agent({ keepAlive: true, maxSockets: n });
     for (const [s, shape] of engine.shapes.entries()) {

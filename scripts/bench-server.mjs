@@ -1,12 +1,17 @@
 // What the benchmark scripts share: an in-process voxd with --parallel-jobs for a list of models,
 // its config written to a folder of the caller's, and the sentence the engines are measured on.
-import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startVoxd } from '../dist/src/app.js';
 import { wavHeader } from '../dist/src/audio/wav-encode.js';
 import { loadServerConfig } from '../dist/src/config/server-config.js';
 import { createEngineCatalog } from '../dist/src/engines/catalog.js';
 import { createLogger } from '../dist/src/observability/logger.js';
+
+const LOAD = fileURLToPath(new URL('./bench-load.mjs', import.meta.url));
 
 export const SENTENCE =
   'The quick brown fox jumps over the lazy dog while seven happy children watch from the old wooden bridge today.';
@@ -28,14 +33,13 @@ export async function startBenchServer(dir, models) {
  * Starts `voxd serve --parallel-jobs --enable-fixture` as a child process with `config` (written
  * into a fresh temporary folder, which is removed with the child when this process exits) and
  * waits until it listens. Resolves with its HTTP base URL, its Wyoming port (0 when off), the
- * child, its folder (a file root: the config's) and what it wrote to stderr so far (`stderr()`: its
- * log, request lines among them with `log_level: "debug"`) and to stdout (`stdout()`: V8's `--trace-gc`
- * lines when `nodeArgs` asks for them), for the benchmarks that measure voxd as clients see it: over its sockets, in its own process.
+ * child, its folder (a file root: the config's), what it wrote to stderr so far (`stderr()`: its
+ * log, request lines among them with `log_level: "debug"`) and to stdout (`stdout()`: V8's
+ * `--trace-gc` lines when `nodeArgs` asks for them), and `stop()` (SIGKILL, its exit awaited, its
+ * folder removed), for the benchmarks that measure voxd as clients see it: over its sockets, in its
+ * own process.
  */
 export async function startServeChild(config, nodeArgs = []) {
-  const { spawn } = await import('node:child_process');
-  const { mkdtempSync, rmSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
   const main = new URL('../dist/src/cli/main.js', import.meta.url).pathname;
   const dir = mkdtempSync(join(tmpdir(), 'voxd-bench-'));
   const configPath = join(dir, 'server.json');
@@ -70,7 +74,20 @@ export async function startServeChild(config, nodeArgs = []) {
     const base = stderr.match(/voxd listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
     const wyomingPort = Number(stderr.match(/voxd wyoming on tcp:\/\/127\.0\.0\.1:(\d+)/)?.[1] ?? 0);
     if (base && (!wantsWyoming || wyomingPort))
-      return { base, wyomingPort, child, dir, stderr: () => stderr, stdout: () => stdout };
+      return {
+        base,
+        wyomingPort,
+        child,
+        dir,
+        stderr: () => stderr,
+        stdout: () => stdout,
+        async stop() {
+          const exited = new Promise((resolve) => child.once('exit', resolve));
+          child.kill('SIGKILL');
+          if (child.exitCode === null && child.signalCode === null) await exited;
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`voxd did not start:\n${stderr}`);
@@ -122,8 +139,46 @@ export async function spokenClip(seconds, rate = 16000) {
       speechSeconds: spoken.length / 2 / rate,
     };
   } finally {
-    const exited = new Promise((resolve) => server.child.once('exit', resolve));
-    server.child.kill('SIGKILL');
-    await exited;
+    await server.stop();
   }
+}
+
+/** utime + stime in ms of a /proc stat file (a process's or a thread's; USER_HZ 100); 0 once it is gone. */
+export function cpuMsOf(statPath) {
+  try {
+    const text = readFileSync(statPath, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * One run of scripts/bench-load.mjs --socket in its own process: `inFlight` keep-alive connections
+ * sending the bytes of `bodyFile` to `url` for `seconds`. Resolves with the requests completed and
+ * the load generator's CPU per request (ms).
+ */
+export function socketLoad(url, bodyFile, inFlight, seconds, contentType) {
+  return new Promise((resolve, reject) => {
+    const load = spawn(
+      process.execPath,
+      [LOAD, url, bodyFile, String(inFlight), String(seconds), contentType, '--socket'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    load.stdout.on('data', (chunk) => {
+      out += chunk;
+    });
+    load.stderr.on('data', (chunk) => {
+      err += chunk;
+    });
+    load.once('error', reject);
+    load.once('exit', (code) => {
+      const cpu = err.match(/([\d.]+) ms CPU per request/);
+      if (code !== 0 || !cpu) reject(new Error(`load generator on ${url} exited ${code}:\n${err}`));
+      else resolve({ done: Number(out.trim()), cpuMs: Number(cpu[1]) });
+    });
+  });
 }

@@ -4,8 +4,9 @@
  * resident (hundreds of MB, in the main thread and in the audio worker that converted them) until
  * the next busy moment. Code that makes such buffers notes their size (from OWED_MIN_BYTES up);
  * once enough is owed and no request is running, one full collection gives the memory back (large
- * buffers are mmapped, so freeing them returns them to the system). It runs at most once per COLLECT_DELAY_MS and only after large
- * inputs, whose requests take seconds, so its few milliseconds never matter.
+ * buffers are mmapped, so freeing them returns them to the system). It runs at most once per
+ * COLLECT_DELAY_MS and only after large inputs, whose requests take seconds, so its few
+ * milliseconds never matter.
  *
  * A burst of ordinary requests leaves memory behind too: V8 grows the heap it keeps committed (its
  * young generation doubles under load) and glibc keeps freed blocks, and neither gives them back

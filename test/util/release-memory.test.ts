@@ -92,7 +92,8 @@ test('large buffers are collected COLLECT_DELAY_MS after the last request, unles
 test("short requests' buffers are not owed, however many: no forced collection after them, only the idle release", () => {
   const { clock, memory } = counted();
   clock.advance(INTERVAL_MS);
-  // A 5 s VAD request's JSON body owes three times its 260 KB; 200 of them note 150 MiB in all.
+  // A 5 s VAD request's JSON body notes three times its 260 KB; these notes, each just under
+  // OWED_MIN_BYTES, add up to twice the collection threshold.
   const note = OWED_MIN_BYTES - 1;
   for (let i = 0; i * note < 2 * COLLECT_THRESHOLD_BYTES; i++) {
     memory.requestStarted();
