@@ -47,9 +47,9 @@ test('an idle server wakes its main thread a few times a second, not a hundred',
   assert.equal(metrics.status, 200);
   assert.match(metrics.body.toString(), /^nodejs_eventloop_lag_p99_seconds /m);
   const pid = voxd.child.pid!;
-  const before = switches(pid);
+  const start = switches(pid);
   await delay(WINDOW_MS);
-  const perSecond = ((switches(pid) - before) * 1000) / WINDOW_MS;
+  const perSecond = ((switches(pid) - start) * 1000) / WINDOW_MS;
   assert.ok(
     perSecond <= MAX_WAKEUPS_PER_SECOND,
     `${perSecond} wake-ups a second, at most ${MAX_WAKEUPS_PER_SECOND} expected`,
