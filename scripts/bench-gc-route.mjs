@@ -8,11 +8,11 @@
 // request, and the collections V8 ran (scripts/gc-counter.mjs preloaded: full ones and scavenges,
 // and the main thread's time in full ones per request); the children's resident memory at the end.
 // Usage: npm run build && node scripts/bench-gc-route.mjs [--rounds=2] [--seconds=6]
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { cpuMsOf, socketLoad, spokenClip, startServeChild } from './bench-server.mjs';
+import { socketLoad, spokenClip, startServeChild, threadCpu } from './bench-server.mjs';
 
 const arg = (name, fallback) =>
   Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
@@ -45,12 +45,6 @@ const VARIANTS = [
   { name: '--initial-old-space-size=128', nodeArgs: ['--initial-old-space-size=128'] },
 ];
 
-/** CPU ms of each thread of `pid` so far. */
-function threadCpu(pid) {
-  return Object.fromEntries(
-    readdirSync(`/proc/${pid}/task`).map((tid) => [tid, cpuMsOf(`/proc/${pid}/task/${tid}/stat`)]),
-  );
-}
 /** The process's minor page faults so far (/proc/<pid>/stat field 10). */
 function minorFaults(pid) {
   const text = readFileSync(`/proc/${pid}/stat`, 'utf8');

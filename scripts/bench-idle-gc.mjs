@@ -9,9 +9,9 @@
 // the round (Mark-Compact lines; "forced" when voxd's release asked for it, during the pause).
 // A fresh server for each pause length.
 // Usage: npm run build && node scripts/bench-idle-gc.mjs [--gaps=50,4000,6000] [--rounds=4]
-import { readdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cpuMsOf, socketLoad, spokenClip, startServeChild } from './bench-server.mjs';
+import { socketLoad, spokenClip, startServeChild, threadCpu } from './bench-server.mjs';
 
 const arg = (name, fallback) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
@@ -22,12 +22,6 @@ const SECONDS = 4;
 const { wav } = await spokenClip(5);
 const body = Buffer.from(JSON.stringify({ model: 'silero-vad', audio_base64: wav.toString('base64') }));
 
-/** CPU ms of each thread of `pid` so far. */
-function threadCpu(pid) {
-  return Object.fromEntries(
-    readdirSync(`/proc/${pid}/task`).map((tid) => [tid, cpuMsOf(`/proc/${pid}/task/${tid}/stat`)]),
-  );
-}
 const fullCollections = (text) => (text.match(/Mark-Compact/g) ?? []).length;
 const forcedCollections = (text) => (text.match(/Mark-Compact[^\n]*testing/g) ?? []).length;
 

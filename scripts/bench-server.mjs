@@ -1,7 +1,7 @@
 // What the benchmark scripts share: an in-process voxd with --parallel-jobs for a list of models,
 // its config written to a folder of the caller's, and the sentence the engines are measured on.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -152,6 +152,13 @@ export function cpuMsOf(statPath) {
   } catch {
     return 0;
   }
+}
+
+/** CPU ms of each thread of process `pid` so far, by thread id. */
+export function threadCpu(pid) {
+  return Object.fromEntries(
+    readdirSync(`/proc/${pid}/task`).map((tid) => [tid, cpuMsOf(`/proc/${pid}/task/${tid}/stat`)]),
+  );
 }
 
 /**
