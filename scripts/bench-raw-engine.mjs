@@ -49,13 +49,21 @@
 // pocketsphinx-testdata may be installed without them.
 // Usage: npm run build && node scripts/bench-raw-engine.mjs [seconds-per-round] [--rounds=N]
 //   [--only=<engine>[,<engine>]] (engines: flite, silero-vad, classic-diar, pocketsphinx)
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { decodeWav } from '../dist/src/audio/wav-decode.js';
 import { runnerProcessIds } from '../dist/src/engines/engine-worker.js';
-import { cpuMsOf, loadAlone, SENTENCE, socketLoad, spokenClip, startServeChild } from './bench-server.mjs';
+import {
+  childrenOf,
+  cpuMsOf,
+  loadAlone,
+  SENTENCE,
+  socketLoad,
+  spokenClip,
+  startServeChild,
+} from './bench-server.mjs';
 
 const args = process.argv.slice(2);
 const SECONDS = Number(args.find((a) => /^\d+(\.\d+)?$/.test(a)) ?? 4);
@@ -165,13 +173,6 @@ function machineTicks() {
   const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   const total = ticks.reduce((a, b) => a + b, 0);
   return { busy: total - ticks[3] - ticks[4], total };
-}
-
-/** The child processes of `pid` (its runners, for a voxd server). */
-function childrenOf(pid) {
-  return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
-    readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
-  );
 }
 
 /**

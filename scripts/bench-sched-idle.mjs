@@ -20,7 +20,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeWav } from '../dist/src/audio/wav-decode.js';
 import { runnerProcessIds } from '../dist/src/engines/engine-worker.js';
-import { loadAlone, socketLoad, spokenClip, startServeChild } from './bench-server.mjs';
+import { childrenOf, loadAlone, socketLoad, spokenClip, startServeChild } from './bench-server.mjs';
 
 const arg = (name, fallback) =>
   Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
@@ -163,10 +163,7 @@ const rows = [];
   await socketLoad(url, bodyFile, IN_FLIGHT, SECONDS, 'application/json'); // warm-up
   const recorded = recordSched('voxd', 1000);
   const loadStarted = socketLoad(url, bodyFile, IN_FLIGHT, SECONDS, 'application/json');
-  const runners = execFileSync('pgrep', ['-P', String(voxd.child.pid)], { encoding: 'utf8' })
-    .trim()
-    .split('\n')
-    .map(Number);
+  const runners = childrenOf(voxd.child.pid);
   const data = await recorded;
   const { done } = await loadStarted;
   // The load generator is the one node process recorded that is neither the server nor its runners.

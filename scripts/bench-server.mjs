@@ -29,6 +29,18 @@ export async function startBenchServer(dir, models) {
   return startVoxd({ config, catalog, logger: createLogger({ level: 'silent' }).logger });
 }
 
+/** What `child` writes to its stdout and stderr, kept as it arrives. */
+function outputOf(child) {
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk) => {
+    output.stdout += chunk;
+  });
+  child.stderr.on('data', (chunk) => {
+    output.stderr += chunk;
+  });
+  return output;
+}
+
 /**
  * Starts `voxd serve --parallel-jobs --enable-fixture` as a child process with `config` (written
  * into a fresh temporary folder, which is removed with the child when this process exits) and
@@ -57,20 +69,14 @@ export async function startServeChild(config, nodeArgs = []) {
       env: { ...process.env, VOXD_DATA_DIR: dir, TMPDIR: dir },
     },
   );
-  let stderr = '';
-  let stdout = '';
-  child.stderr.on('data', (s) => {
-    stderr += s;
-  });
-  child.stdout.on('data', (s) => {
-    stdout += s;
-  });
+  const output = outputOf(child);
   process.once('exit', () => {
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   });
   const wantsWyoming = config.wyoming_port !== undefined;
   for (let i = 0; i < 1000; i++) {
+    const { stderr } = output;
     const base = stderr.match(/voxd listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
     const wyomingPort = Number(stderr.match(/voxd wyoming on tcp:\/\/127\.0\.0\.1:(\d+)/)?.[1] ?? 0);
     if (base && (!wantsWyoming || wyomingPort))
@@ -79,8 +85,8 @@ export async function startServeChild(config, nodeArgs = []) {
         wyomingPort,
         child,
         dir,
-        stderr: () => stderr,
-        stdout: () => stdout,
+        stderr: () => output.stderr,
+        stdout: () => output.stdout,
         async stop() {
           const exited = new Promise((resolve) => child.once('exit', resolve));
           child.kill('SIGKILL');
@@ -90,7 +96,7 @@ export async function startServeChild(config, nodeArgs = []) {
       };
     await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error(`voxd did not start:\n${stderr}`);
+  throw new Error(`voxd did not start:\n${output.stderr}`);
 }
 
 /**
@@ -161,6 +167,13 @@ export function threadCpu(pid) {
   );
 }
 
+/** The child processes of `pid` (a voxd server's runners). */
+export function childrenOf(pid) {
+  return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+    readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
+  );
+}
+
 /**
  * One run of scripts/bench-load.mjs --socket in its own process: `inFlight` keep-alive connections
  * sending the bytes of `bodyFile` to `url` for `seconds`. Resolves with the requests completed and
@@ -173,19 +186,12 @@ export function socketLoad(url, bodyFile, inFlight, seconds, contentType) {
       [LOAD, url, bodyFile, String(inFlight), String(seconds), contentType, '--socket'],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    let out = '';
-    let err = '';
-    load.stdout.on('data', (chunk) => {
-      out += chunk;
-    });
-    load.stderr.on('data', (chunk) => {
-      err += chunk;
-    });
+    const output = outputOf(load);
     load.once('error', reject);
     load.once('exit', (code) => {
-      const cpu = err.match(/([\d.]+) ms CPU per request/);
-      if (code !== 0 || !cpu) reject(new Error(`load generator on ${url} exited ${code}:\n${err}`));
-      else resolve({ done: Number(out.trim()), cpuMs: Number(cpu[1]) });
+      const cpu = output.stderr.match(/([\d.]+) ms CPU per request/);
+      if (code !== 0 || !cpu) reject(new Error(`load generator on ${url} exited ${code}:\n${output.stderr}`));
+      else resolve({ done: Number(output.stdout.trim()), cpuMs: Number(cpu[1]) });
     });
   });
 }
